@@ -1,0 +1,11 @@
+// Command dpsurv streams time-to-event records through local privacy
+// mechanisms and publishes differentially private survival fits.
+package main
+
+import (
+	"os"
+
+	"github.com/dpsurv/dpsurv/internal/cli"
+)
+
+func main() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) }

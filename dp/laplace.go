@@ -1,0 +1,177 @@
+package dp
+
+import (
+	"fmt"
+	"math"
+)
+
+// This file holds the central-DP noise primitives. Integer noise is sampled
+// exactly with the algorithm of Canonne, Kamath and Steinke (2020): the scale
+// is turned into an exact rational s/t (a float64 is a dyadic rational), and
+// every step uses integer arithmetic and Bernoulli(exp(-x)) samplers, so the
+// sampled distribution is exactly the discrete Laplace distribution
+// P(Z = z) proportional to exp(-|z| / scale). Continuous Laplace noise is
+// built from it on a power-of-two grid (Mironov 2012 style snapping): the
+// value is rounded to the grid first and the sensitivity is inflated by one
+// grid step, so the guarantee holds for the values actually released.
+
+// maxDenBits bounds the denominator of the rational scale. A scale that is
+// not a multiple of 2^-maxDenBits is rounded up to the next multiple, which
+// only adds noise (it never weakens the guarantee).
+const maxDenBits = 30
+
+// rationalScale writes scale >= 0 as s/t with t a power of two <= 2^maxDenBits,
+// rounding up.
+func rationalScale(scale float64) (s, t uint64, err error) {
+	if !(scale > 0) || math.IsInf(scale, 0) || math.IsNaN(scale) {
+		return 0, 0, fmt.Errorf("noise scale must be positive and finite, got %v", scale)
+	}
+	if scale > 1<<32 {
+		return 0, 0, fmt.Errorf("noise scale %v too large", scale)
+	}
+	t = 1 << maxDenBits
+	sf := math.Ceil(scale * float64(t)) // exact: scale*2^30 is exact in float64, ceil rounds up
+	s = uint64(sf)
+	for s%2 == 0 && t > 1 {
+		s /= 2
+		t /= 2
+	}
+	return s, t, nil
+}
+
+// bernoulliRat returns true with probability num/den exactly.
+func bernoulliRat(src Source, num, den uint64) bool {
+	return Uint64n(src, den) < num
+}
+
+// bernoulliExpFrac returns true with probability exp(-num/den) for
+// 0 <= num <= den (Canonne–Kamath–Steinke Algorithm 1, gamma in [0,1]).
+func bernoulliExpFrac(src Source, num, den uint64) bool {
+	k := uint64(1)
+	for {
+		// A ~ Bernoulli(gamma / k) = Bernoulli(num / (den*k))
+		hi, lo := mul64(den, k)
+		if hi != 0 {
+			// den*k overflowed: the probability num/(den*k) is below
+			// 2^-34 here; fall back to exact two-stage draw.
+			if !bernoulliRat(src, num, den) || !bernoulliRat(src, 1, k) {
+				break
+			}
+		} else if !bernoulliRat(src, num, lo) {
+			break
+		}
+		k++
+	}
+	return k%2 == 1
+}
+
+// bernoulliExp returns true with probability exp(-num/den) for any num >= 0.
+func bernoulliExp(src Source, num, den uint64) bool {
+	for num > den {
+		if !bernoulliExpFrac(src, 1, 1) {
+			return false
+		}
+		num -= den
+	}
+	return bernoulliExpFrac(src, num, den)
+}
+
+// discreteLaplaceST samples P(Z=z) ∝ exp(-|z| den/num), i.e. scale num/den,
+// exactly (Canonne–Kamath–Steinke Algorithm 2 with their t = num, s = den).
+func discreteLaplaceST(src Source, num, den uint64) int64 {
+	for {
+		u := Uint64n(src, num)
+		if !bernoulliExpFrac(src, u, num) {
+			continue
+		}
+		v := uint64(0)
+		for bernoulliExpFrac(src, 1, 1) {
+			v++
+		}
+		hi, tv := mul64(num, v)
+		x := u + tv
+		if hi != 0 || x < tv {
+			continue // astronomically unlikely overflow: reject and restart
+		}
+		y := x / den
+		b := src.Uint64()&1 == 1
+		if b && y == 0 {
+			continue
+		}
+		if b {
+			return -int64(y)
+		}
+		return int64(y)
+	}
+}
+
+// DiscreteLaplace draws Z with P(Z = z) proportional to exp(-|z|/scale), the
+// two-sided geometric distribution with a = exp(-1/scale). The scale is
+// rounded up to a multiple of 2^-30 (more noise, never less).
+func DiscreteLaplace(src Source, scale float64) (int64, error) {
+	s, t, err := rationalScale(scale)
+	if err != nil {
+		return 0, fmt.Errorf("discrete laplace: %w", err)
+	}
+	return discreteLaplaceST(src, s, t), nil
+}
+
+// GeometricMechanism releases an integer count with epsilon-DP given its L1
+// sensitivity: value + DiscreteLaplace(sensitivity/epsilon).
+func GeometricMechanism(src Source, value int64, sensitivity, epsilon float64) (int64, error) {
+	if !(epsilon > 0) || math.IsInf(epsilon, 0) {
+		return 0, fmt.Errorf("geometric mechanism: epsilon must be positive and finite, got %v", epsilon)
+	}
+	if !(sensitivity > 0) {
+		return 0, fmt.Errorf("geometric mechanism: sensitivity must be positive, got %v", sensitivity)
+	}
+	z, err := DiscreteLaplace(src, sensitivity/epsilon)
+	if err != nil {
+		return 0, fmt.Errorf("geometric mechanism: %w", err)
+	}
+	return value + z, nil
+}
+
+// LaplaceGrid returns the power-of-two grid step used to release a real value
+// whose Laplace scale is scale: about scale * 2^-20, so the grid is far below
+// the noise.
+func LaplaceGrid(scale float64) float64 {
+	_, e := math.Frexp(scale)
+	return math.Ldexp(1, e-21)
+}
+
+// LaplaceMechanism releases a real value with epsilon-DP given its L1
+// sensitivity, by discrete Laplace noise on a power-of-two grid g: the value
+// is rounded to the grid (moving it by at most g/2, so neighbouring values
+// differ by at most sensitivity+g on the grid) and g*DiscreteLaplace((sensitivity+g)/(g*epsilon))
+// is added. The result is a multiple of g; its noise has the Laplace shape
+// with scale slightly above sensitivity/epsilon.
+func LaplaceMechanism(src Source, value, sensitivity, epsilon float64) (float64, error) {
+	if !(epsilon > 0) || math.IsInf(epsilon, 0) {
+		return 0, fmt.Errorf("laplace mechanism: epsilon must be positive and finite, got %v", epsilon)
+	}
+	if !(sensitivity > 0) || math.IsInf(sensitivity, 0) {
+		return 0, fmt.Errorf("laplace mechanism: sensitivity must be positive and finite, got %v", sensitivity)
+	}
+	if math.IsNaN(value) || math.IsInf(value, 0) {
+		return 0, fmt.Errorf("laplace mechanism: value must be finite")
+	}
+	g := LaplaceGrid(sensitivity / epsilon)
+	k := math.Round(value / g)
+	z, err := DiscreteLaplace(src, (sensitivity+g)/(g*epsilon))
+	if err != nil {
+		return 0, fmt.Errorf("laplace mechanism: %w", err)
+	}
+	return (k + float64(z)) * g, nil
+}
+
+// Laplace returns one draw of (grid-snapped) Laplace noise with the given
+// scale, for baselines and tests that need the noise itself.
+func Laplace(src Source, scale float64) (float64, error) {
+	g := LaplaceGrid(scale)
+	z, err := DiscreteLaplace(src, scale/g)
+	if err != nil {
+		return 0, fmt.Errorf("laplace: %w", err)
+	}
+	return float64(z) * g, nil
+}

@@ -1,0 +1,2 @@
+// Package cli wires the dpsurv subcommands (process wiring only).
+package cli
