@@ -1,0 +1,192 @@
+package dp
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+)
+
+// TEVersion is the mechanism version mixed into the PRF input of
+// TE-Sanitizer draws. Bump it when the sampler's mapping from random words to
+// outputs changes.
+const TEVersion uint16 = 1
+
+// maxTEWindow bounds W so that every outcome keeps a probability far above
+// the sampler's 2^-64 resolution.
+const maxTEWindow = 100000
+
+// TE is the TE-Sanitizer noise of paper 001 (mechanisms.md §1): a two-sided
+// geometric Z with a = exp(-epsilon), clamped to [-W, W]:
+//
+//	P(D = d) = (1-a)/(1+a) a^|d|  for |d| < W,   P(D = ±W) = a^W/(1+a).
+//
+// The sampler is an exact integer inverse-CDF over a fixed-point table: one
+// uniform 64-bit word u maps to the first d whose cumulative threshold
+// exceeds u. The sampled distribution is therefore exactly the dyadic pmf
+// Q(d) = (T_d - T_{d-1}) / 2^64, within 2^-64 of the formula, and the privacy
+// loss reported (Loss) is computed exactly from Q itself, so the stated
+// guarantee is the one that holds for the values actually drawn.
+type TE struct {
+	epsilon float64
+	w       int
+	cum     []uint64 // cum[i] = 2^64 * P(D <= i-W), i = 0..2W-1; the last outcome takes the rest
+	q       []*big.Int
+	loss    float64
+}
+
+// NewTE builds the sampler for epsilon > 0 and window W >= 1.
+func NewTE(epsilon float64, w int) (*TE, error) {
+	if !(epsilon > 0) || math.IsInf(epsilon, 0) {
+		return nil, fmt.Errorf("te-sanitizer: epsilon must be positive and finite, got %v", epsilon)
+	}
+	if w < 1 || w > maxTEWindow {
+		return nil, fmt.Errorf("te-sanitizer: window must be in [1, %d], got %d", maxTEWindow, w)
+	}
+	pmf := TEPMF(epsilon, w)
+	// Smallest probability must stay well above the 2^-64 grid so the
+	// quantised ratios stay within 1e-6 of the formula's.
+	minP := math.Inf(1)
+	for _, p := range pmf {
+		minP = math.Min(minP, p)
+	}
+	if minP < 0x1p-44 {
+		return nil, fmt.Errorf("te-sanitizer: epsilon*window too large (smallest outcome probability %.3g < 2^-44); lower epsilon or window", minP)
+	}
+	t := &TE{epsilon: epsilon, w: w, cum: make([]uint64, 2*w)}
+	two64 := new(big.Float).SetPrec(256).SetMantExp(big.NewFloat(1), 64)
+	acc := new(big.Float).SetPrec(256)
+	prev := new(big.Int)
+	t.q = make([]*big.Int, 2*w+1)
+	for i := 0; i < 2*w; i++ {
+		acc.Add(acc, new(big.Float).SetPrec(256).SetFloat64(pmf[i]))
+		x := new(big.Float).SetPrec(256).Mul(acc, two64)
+		xi, _ := x.Int(nil)
+		// round to nearest
+		frac := new(big.Float).SetPrec(256).Sub(x, new(big.Float).SetPrec(256).SetInt(xi))
+		if frac.Cmp(big.NewFloat(0.5)) >= 0 {
+			xi.Add(xi, big.NewInt(1))
+		}
+		if !xi.IsUint64() {
+			return nil, fmt.Errorf("te-sanitizer: internal table overflow")
+		}
+		t.cum[i] = xi.Uint64()
+		t.q[i] = new(big.Int).Sub(xi, prev)
+		prev = xi
+	}
+	last := new(big.Int).Lsh(big.NewInt(1), 64)
+	t.q[2*w] = last.Sub(last, prev)
+	for i, q := range t.q {
+		if q.Sign() <= 0 {
+			return nil, fmt.Errorf("te-sanitizer: outcome %d has zero probability after quantisation", i-w)
+		}
+	}
+	t.loss = maxLogRatio(t.q)
+	return t, nil
+}
+
+// maxLogRatio returns ln(max q / min q) for positive integers q.
+func maxLogRatio(q []*big.Int) float64 {
+	mx, mn := q[0], q[0]
+	for _, v := range q[1:] {
+		if v.Cmp(mx) > 0 {
+			mx = v
+		}
+		if v.Cmp(mn) < 0 {
+			mn = v
+		}
+	}
+	r := new(big.Rat).SetFrac(mx, mn)
+	f, _ := r.Float64()
+	return math.Log(f)
+}
+
+// Epsilon returns the configured epsilon.
+func (t *TE) Epsilon() float64 { return t.epsilon }
+
+// Window returns W.
+func (t *TE) Window() int { return t.w }
+
+// Loss returns the exact worst-case log ratio P(t̂|t_i)/P(t̂|t_j) over inputs
+// both within W of the output, computed from the sampled (quantised) pmf. It
+// equals TELoss(epsilon, W) to about 1e-12.
+func (t *TE) Loss() float64 { return t.loss }
+
+// PMF returns the exact sampled probabilities of D = -W..W.
+func (t *TE) PMF() []float64 {
+	out := make([]float64, len(t.q))
+	for i, q := range t.q {
+		f, _ := new(big.Rat).SetFrac(q, new(big.Int).Lsh(big.NewInt(1), 64)).Float64()
+		out[i] = f
+	}
+	return out
+}
+
+// Sample maps one uniform 64-bit word to D in [-W, W].
+func (t *TE) Sample(u uint64) int {
+	i := sort.Search(len(t.cum), func(i int) bool { return u < t.cum[i] })
+	return i - t.w
+}
+
+// TEPMF returns the formula's pmf of D = -W..W (index d+W).
+func TEPMF(epsilon float64, w int) []float64 {
+	a := math.Exp(-epsilon)
+	out := make([]float64, 2*w+1)
+	c := (1 - a) / (1 + a)
+	for d := -w; d <= w; d++ {
+		ad := float64(d)
+		if d < 0 {
+			ad = -ad
+		}
+		if d == -w || d == w {
+			out[d+w] = math.Pow(a, float64(w)) / (1 + a)
+		} else {
+			out[d+w] = c * math.Pow(a, ad)
+		}
+	}
+	return out
+}
+
+// TELoss is the corrected worst-case loss of TE-Sanitizer (mechanisms.md §1
+// erratum): max(eps(W-1), eps W + ln(1-e^-eps), -ln(e^eps - 1)). The paper's
+// claim eps*W understates it when epsilon is small.
+func TELoss(epsilon float64, w int) float64 {
+	e := epsilon
+	return math.Max(e*float64(w-1), math.Max(e*float64(w)+math.Log1p(-math.Exp(-e)), -math.Log(math.Expm1(e))))
+}
+
+// TEEpsilonForLoss returns the largest epsilon whose worst-case loss at
+// window W is at most target, so configuration can state the loss it wants.
+func TEEpsilonForLoss(target float64, w int) (float64, error) {
+	if !(target > 0) || math.IsInf(target, 0) {
+		return 0, fmt.Errorf("te-sanitizer: target loss must be positive and finite, got %v", target)
+	}
+	// L(eps) decreases then increases; find its minimiser first.
+	lo, hi := 1e-9, 50.0
+	for range 200 {
+		m1 := lo + (hi-lo)/3
+		m2 := hi - (hi-lo)/3
+		if TELoss(m1, w) < TELoss(m2, w) {
+			hi = m2
+		} else {
+			lo = m1
+		}
+	}
+	emin := (lo + hi) / 2
+	if TELoss(emin, w) > target {
+		return 0, fmt.Errorf("te-sanitizer: no epsilon reaches worst-case loss %v with window %d (the least possible is %.4f)", target, w, TELoss(emin, w))
+	}
+	lo, hi = emin, emin
+	for TELoss(hi, w) <= target {
+		hi *= 2
+	}
+	for range 200 {
+		m := (lo + hi) / 2
+		if TELoss(m, w) <= target {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return lo, nil
+}
