@@ -1,0 +1,454 @@
+package sanitizers
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/dp"
+)
+
+// Field-level metadata keys on the sanitized schema (same strings as the
+// schemas package constants).
+const (
+	metaSchema        = "dpsurv.schema"
+	metaTimeUnit      = "dpsurv.time_unit"
+	metaMechanism     = "dpsurv.mechanism"
+	metaGuarantee     = "dpsurv.guarantee"
+	metaEpsilon       = "dpsurv.epsilon"
+	metaWindow        = "dpsurv.window"
+	metaWorstCaseLoss = "dpsurv.worst_case_loss"
+	sanitizedSchema   = "tte.sanitized.v1"
+)
+
+// Guarantee kinds (mechanisms.md §0).
+const (
+	KindLocalDP  = "local-dp"
+	KindTI       = "time-indistinguishability"
+	KindNone     = "none (declared public)"
+	KindPseudo   = "none (keyed pseudonym)"
+	MechTE       = "te-sanitizer"
+	MechRRR      = "rrr"
+	MechPublic   = "public"
+	MechPseudo   = "keyed-pseudonym"
+	PseudonymLen = 32 // hex characters (128 bits)
+)
+
+// TimeConfig configures the mechanism on the time field.
+type TimeConfig struct {
+	// Mechanism is "te" or "none" (the field is dropped unless public).
+	Mechanism string `yaml:"mechanism" json:"mechanism"`
+	// Epsilon of TE-Sanitizer; exclusive with TargetLoss.
+	Epsilon float64 `yaml:"epsilon" json:"epsilon,omitempty"`
+	// TargetLoss asks for the largest epsilon whose exact worst-case loss
+	// L(epsilon, W) is at most this value.
+	TargetLoss float64 `yaml:"target_loss" json:"target_loss,omitempty"`
+	Window     int     `yaml:"window" json:"window"`
+}
+
+// CohortConfig configures the mechanism on the cohort label.
+type CohortConfig struct {
+	// Mechanism is "rrr" or "none" (the field is dropped unless public).
+	Mechanism string  `yaml:"mechanism" json:"mechanism"`
+	Epsilon   float64 `yaml:"epsilon" json:"epsilon,omitempty"`
+}
+
+// Config is everything the chain needs; all of it is public configuration
+// except Key.
+type Config struct {
+	Key            []byte
+	Cohorts        []string
+	TimeMax        float64 // public time domain [0, TimeMax], in TimeUnit
+	TimeUnit       string
+	PseudonymizeID bool
+	Time           TimeConfig
+	Cohort         CohortConfig
+	// Public lists canonical input fields copied unchanged (event,
+	// covariates, site, observed_at; time and cohort only when their
+	// mechanism is "none"). The raw id can never be public.
+	Public []string
+}
+
+// Guarantee describes what one output field promises; it is printed by
+// `dpsurv sanitize` and stored in the sanitized schema's metadata.
+type Guarantee struct {
+	Field         string   `json:"field"`
+	Mechanism     string   `json:"mechanism"`
+	Epsilon       *float64 `json:"epsilon"`
+	Window        *int     `json:"window"`
+	WorstCaseLoss *float64 `json:"worst_case_loss"`
+	Kind          string   `json:"kind"`
+	// Warning is set when the worst-case loss exceeds the nominal one
+	// (TE-Sanitizer with small epsilon: the paper's erratum).
+	Warning string `json:"warning,omitempty"`
+}
+
+// Stats counts what one Apply did.
+type Stats struct {
+	Records     int
+	ClampedTime int // input times outside [0, TimeMax] moved to the boundary
+}
+
+// Chain applies the configured per-record mechanisms to canonical validated
+// batches (schemas.CanonicalSchema layout: id, time, event, cohort, then
+// covariates, site, observed_at by name). It is safe for concurrent use.
+type Chain struct {
+	cfg      Config
+	prf      *dp.PRF
+	te       *dp.TE
+	rrr      *dp.RRR
+	tmax     int64
+	schema   *arrow.Schema
+	outCols  []outCol
+	guar     []Guarantee
+	dictType *arrow.DictionaryType
+	labels   arrow.Array
+	mem      memory.Allocator
+}
+
+type outKind int
+
+const (
+	outPseudonym outKind = iota
+	outTE
+	outRRR
+	outCopy
+)
+
+type outCol struct {
+	kind  outKind
+	name  string // canonical input field name
+	field arrow.Field
+}
+
+// New validates cfg and builds the chain. Errors name the config field.
+func New(cfg Config, mem memory.Allocator) (*Chain, error) {
+	c := &Chain{cfg: cfg, mem: mem}
+	if len(cfg.Key) == 0 {
+		return nil, fmt.Errorf("sanitizers.key_file: no PRF key configured; refusing to start")
+	}
+	prf, err := dp.NewPRF(cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("sanitizers.key_file: %w", err)
+	}
+	c.prf = prf
+	if len(cfg.Cohorts) < 1 {
+		return nil, fmt.Errorf("schema.cohorts: at least one label required")
+	}
+	if !(cfg.TimeMax > 0) || math.IsInf(cfg.TimeMax, 0) || cfg.TimeMax > 1<<40 {
+		return nil, fmt.Errorf("schema.time_max: must be positive and finite, got %v", cfg.TimeMax)
+	}
+	c.tmax = int64(math.Floor(cfg.TimeMax))
+	md := func(kv ...string) arrow.Metadata {
+		keys, vals := make([]string, 0, len(kv)/2), make([]string, 0, len(kv)/2)
+		for i := 0; i < len(kv); i += 2 {
+			keys = append(keys, kv[i])
+			vals = append(vals, kv[i+1])
+		}
+		return arrow.NewMetadata(keys, vals)
+	}
+	ff := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	public := map[string]bool{}
+	for i, f := range cfg.Public {
+		if f == "id" {
+			return nil, fmt.Errorf("schema.public[%d]: the raw id can never be public; use sanitizers.pseudonymize_id", i)
+		}
+		if public[f] {
+			return nil, fmt.Errorf("schema.public[%d]: %q listed twice", i, f)
+		}
+		public[f] = true
+	}
+
+	if cfg.PseudonymizeID {
+		c.outCols = append(c.outCols, outCol{kind: outPseudonym, name: "id", field: arrow.Field{
+			Name: "id", Type: arrow.BinaryTypes.String,
+			Metadata: md(metaMechanism, MechPseudo, metaGuarantee, KindPseudo)}})
+		c.guar = append(c.guar, Guarantee{Field: "id", Mechanism: MechPseudo, Kind: KindPseudo})
+	}
+
+	switch cfg.Time.Mechanism {
+	case "te":
+		if public["time"] {
+			return nil, fmt.Errorf("schema.public: time is produced by te-sanitizer and cannot also be public")
+		}
+		eps := cfg.Time.Epsilon
+		if cfg.Time.Window < 1 {
+			return nil, fmt.Errorf("sanitizers.time.window: must be >= 1, got %d", cfg.Time.Window)
+		}
+		switch {
+		case eps != 0 && cfg.Time.TargetLoss != 0:
+			return nil, fmt.Errorf("sanitizers.time: set epsilon or target_loss, not both")
+		case cfg.Time.TargetLoss != 0:
+			eps, err = dp.TEEpsilonForLoss(cfg.Time.TargetLoss, cfg.Time.Window)
+			if err != nil {
+				return nil, fmt.Errorf("sanitizers.time.target_loss: %w", err)
+			}
+		case !(eps > 0):
+			return nil, fmt.Errorf("sanitizers.time.epsilon: must be positive, got %v", eps)
+		}
+		te, err := dp.NewTE(eps, cfg.Time.Window)
+		if err != nil {
+			return nil, fmt.Errorf("sanitizers.time: %w", err)
+		}
+		c.te = te
+		loss := te.Loss()
+		w := cfg.Time.Window
+		g := Guarantee{Field: "time", Mechanism: MechTE, Epsilon: &eps, Window: &w, WorstCaseLoss: &loss, Kind: KindTI}
+		if loss > eps*float64(w)+1e-12 {
+			g.Warning = fmt.Sprintf("worst-case loss %.4f exceeds epsilon*window = %.4f (paper 001 erratum)", loss, eps*float64(w))
+		}
+		c.guar = append(c.guar, g)
+		c.outCols = append(c.outCols, outCol{kind: outTE, name: "time", field: arrow.Field{
+			Name: "time", Type: arrow.PrimitiveTypes.Int64,
+			Metadata: md(metaMechanism, MechTE, metaGuarantee, KindTI, metaEpsilon, ff(eps),
+				metaWindow, strconv.Itoa(w), metaWorstCaseLoss, ff(loss), metaTimeUnit, cfg.TimeUnit)}})
+	case "none", "":
+		if public["time"] {
+			c.outCols = append(c.outCols, outCol{kind: outCopy, name: "time"})
+		}
+	default:
+		return nil, fmt.Errorf("sanitizers.time.mechanism: unknown %q (want te or none)", cfg.Time.Mechanism)
+	}
+
+	c.dictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	switch cfg.Cohort.Mechanism {
+	case "rrr":
+		if public["cohort"] {
+			return nil, fmt.Errorf("schema.public: cohort is produced by rrr and cannot also be public")
+		}
+		if len(cfg.Cohorts) < 2 {
+			return nil, fmt.Errorf("schema.cohorts: rrr needs at least 2 labels, got %d", len(cfg.Cohorts))
+		}
+		r, err := dp.NewRRR(cfg.Cohort.Epsilon, len(cfg.Cohorts))
+		if err != nil {
+			return nil, fmt.Errorf("sanitizers.cohort.epsilon: %w", err)
+		}
+		c.rrr = r
+		e := r.Epsilon()
+		c.guar = append(c.guar, Guarantee{Field: "cohort", Mechanism: MechRRR, Epsilon: &e, WorstCaseLoss: &e, Kind: KindLocalDP})
+		c.outCols = append(c.outCols, outCol{kind: outRRR, name: "cohort", field: arrow.Field{
+			Name: "cohort", Type: c.dictType,
+			Metadata: md(metaMechanism, MechRRR, metaGuarantee, KindLocalDP, metaEpsilon, ff(e),
+				metaWorstCaseLoss, ff(e), "dpsurv.rrr_p", ff(r.P()))}})
+		lb := array.NewStringBuilder(mem)
+		lb.AppendValues(cfg.Cohorts, nil)
+		c.labels = lb.NewArray()
+		lb.Release()
+	case "none", "":
+		if public["cohort"] {
+			c.outCols = append(c.outCols, outCol{kind: outCopy, name: "cohort"})
+		}
+	default:
+		return nil, fmt.Errorf("sanitizers.cohort.mechanism: unknown %q (want rrr or none)", cfg.Cohort.Mechanism)
+	}
+	// Remaining public fields in a stable order: as listed.
+	for _, f := range cfg.Public {
+		if f == "time" || f == "cohort" {
+			continue
+		}
+		c.outCols = append(c.outCols, outCol{kind: outCopy, name: f})
+	}
+	for _, oc := range c.outCols {
+		if oc.kind == outCopy {
+			c.guar = append(c.guar, Guarantee{Field: oc.name, Mechanism: MechPublic, Kind: KindNone})
+		}
+	}
+	return c, nil
+}
+
+// Release frees the chain's Arrow buffers.
+func (c *Chain) Release() {
+	if c.labels != nil {
+		c.labels.Release()
+		c.labels = nil
+	}
+}
+
+// Guarantees lists each output field's guarantee.
+func (c *Chain) Guarantees() []Guarantee { return slices.Clone(c.guar) }
+
+// OutputFields names the output columns in order.
+func (c *Chain) OutputFields() []string {
+	out := make([]string, len(c.outCols))
+	for i, oc := range c.outCols {
+		out[i] = oc.name
+	}
+	return out
+}
+
+// Apply sanitizes one canonical batch. The result is a new record (caller
+// releases) with the sanitized schema: only fields a mechanism produced or
+// the config declared public. It returns an error (never panics) when the
+// batch lacks a field the configuration needs.
+func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
+	n := int(rec.NumRows())
+	st := Stats{Records: n}
+	sc := rec.Schema()
+	col := func(name string) (arrow.Array, error) {
+		idx := sc.FieldIndices(name)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("sanitize batch: input has no field %q", name)
+		}
+		return rec.Column(idx[0]), nil
+	}
+	var ids *array.String
+	if c.prf != nil && (c.te != nil || c.rrr != nil || c.cfg.PseudonymizeID) {
+		a, err := col("id")
+		if err != nil {
+			return nil, st, err
+		}
+		var ok bool
+		if ids, ok = a.(*array.String); !ok {
+			return nil, st, fmt.Errorf("sanitize batch: id is %s, want utf8", a.DataType())
+		}
+	}
+	var times *array.Float64
+	if c.te != nil {
+		a, err := col("time")
+		if err != nil {
+			return nil, st, err
+		}
+		var ok bool
+		if times, ok = a.(*array.Float64); !ok {
+			return nil, st, fmt.Errorf("sanitize batch: time is %s, want float64", a.DataType())
+		}
+	}
+	var codes *array.Int32
+	if c.rrr != nil {
+		a, err := col("cohort")
+		if err != nil {
+			return nil, st, err
+		}
+		d, ok := a.(*array.Dictionary)
+		if !ok {
+			return nil, st, fmt.Errorf("sanitize batch: cohort is %s, want dictionary", a.DataType())
+		}
+		if codes, ok = d.Indices().(*array.Int32); !ok {
+			return nil, st, fmt.Errorf("sanitize batch: cohort indices are %s, want int32", d.Indices().DataType())
+		}
+		if d.Dictionary().Len() != len(c.cfg.Cohorts) {
+			return nil, st, fmt.Errorf("sanitize batch: cohort dictionary has %d labels, config has %d", d.Dictionary().Len(), len(c.cfg.Cohorts))
+		}
+	}
+
+	var (
+		pseudo  []byte
+		timeOut []int64
+		cohOut  []int32
+	)
+	if c.cfg.PseudonymizeID {
+		pseudo = make([]byte, n*PseudonymLen)
+	}
+	if c.te != nil {
+		timeOut = make([]int64, n)
+	}
+	if c.rrr != nil {
+		cohOut = make([]int32, n)
+	}
+	var tagBuf [16]byte
+	for i := range n {
+		if ids.IsNull(i) {
+			return nil, st, fmt.Errorf("sanitize batch: row %d: null id", i)
+		}
+		rs, err := c.prf.Record(ids.Value(i))
+		if err != nil {
+			return nil, st, fmt.Errorf("sanitize batch: row %d: %w", i, err)
+		}
+		if pseudo != nil {
+			a, b := rs.Tag(dp.FieldPseudonym, 1, 0)
+			putLE(tagBuf[:8], a)
+			putLE(tagBuf[8:], b)
+			hex.Encode(pseudo[i*PseudonymLen:(i+1)*PseudonymLen], tagBuf[:])
+		}
+		if timeOut != nil {
+			t := math.Round(times.Value(i))
+			ti := int64(0)
+			switch {
+			case !(t >= 0): // negative or NaN: validation should have caught it
+				st.ClampedTime++
+			case t > float64(c.tmax):
+				ti = c.tmax
+				st.ClampedTime++
+			default:
+				ti = int64(t)
+			}
+			u, _ := rs.Tag(dp.FieldTime, dp.TEVersion, uint64(ti))
+			o := ti + int64(c.te.Sample(u))
+			timeOut[i] = min(max(o, 0), c.tmax) // post-processing into the public domain
+		}
+		if cohOut != nil {
+			code := codes.Value(i)
+			if code < 0 || int(code) >= len(c.cfg.Cohorts) {
+				return nil, st, fmt.Errorf("sanitize batch: row %d: cohort code out of range", i)
+			}
+			u, _ := rs.Tag(dp.FieldCohort, dp.RRRVersion, uint64(code))
+			cohOut[i] = int32(c.rrr.Sample(int(code), u))
+		}
+	}
+
+	fields := make([]arrow.Field, 0, len(c.outCols))
+	cols := make([]arrow.Array, 0, len(c.outCols))
+	defer func() {
+		for _, a := range cols {
+			a.Release()
+		}
+	}()
+	for _, oc := range c.outCols {
+		switch oc.kind {
+		case outPseudonym:
+			b := array.NewStringBuilder(c.mem)
+			b.Reserve(n)
+			b.ReserveData(len(pseudo))
+			for i := range n {
+				b.BinaryBuilder.Append(pseudo[i*PseudonymLen : (i+1)*PseudonymLen])
+			}
+			cols = append(cols, b.NewArray())
+			b.Release()
+			fields = append(fields, oc.field)
+		case outTE:
+			b := array.NewInt64Builder(c.mem)
+			b.AppendValues(timeOut, nil)
+			cols = append(cols, b.NewArray())
+			b.Release()
+			fields = append(fields, oc.field)
+		case outRRR:
+			b := array.NewInt32Builder(c.mem)
+			b.AppendValues(cohOut, nil)
+			idx := b.NewArray()
+			b.Release()
+			cols = append(cols, array.NewDictionaryArray(c.dictType, idx, c.labels))
+			idx.Release()
+			fields = append(fields, oc.field)
+		case outCopy:
+			a, err := col(oc.name)
+			if err != nil {
+				return nil, st, err
+			}
+			a.Retain()
+			cols = append(cols, a)
+			f := sc.Field(sc.FieldIndices(oc.name)[0])
+			f.Metadata = arrow.NewMetadata([]string{metaMechanism, metaGuarantee}, []string{MechPublic, KindNone})
+			fields = append(fields, f)
+		}
+	}
+	schema := arrow.NewSchema(fields, c.schemaMeta())
+	out := array.NewRecord(schema, cols, int64(n))
+	return out, st, nil
+}
+
+func (c *Chain) schemaMeta() *arrow.Metadata {
+	m := arrow.NewMetadata([]string{metaSchema, metaTimeUnit}, []string{sanitizedSchema, c.cfg.TimeUnit})
+	return &m
+}
+
+func putLE(b []byte, v uint64) {
+	for i := range 8 {
+		b[i] = byte(v >> (8 * i))
+	}
+}
