@@ -1,0 +1,141 @@
+package broker
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// StartForTest starts a cluster for a test and closes it with t.Cleanup.
+// Without a Logger the cluster is silent.
+func StartForTest(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	c, err := Start(opts)
+	if err != nil {
+		t.Fatalf("start test broker: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestPKI is a throwaway certificate authority with one server and one
+// client certificate, written as PEM files for configs that name files.
+type TestPKI struct {
+	CAFile, ServerCertFile, ServerKeyFile, ClientCertFile, ClientKeyFile string
+	// ServerName is the DNS name in the server certificate ("localhost";
+	// the certificate also covers 127.0.0.1).
+	ServerName string
+	// CAPool holds the CA certificate.
+	CAPool *x509.CertPool
+	// ServerTLS is a listener config presenting the server certificate.
+	// When requireClientCert is set in NewTestPKI it also requires a client
+	// certificate signed by the CA.
+	ServerTLS *tls.Config
+}
+
+// NewTestPKI generates a CA, a server certificate for localhost/127.0.0.1
+// and a client certificate (ECDSA P-256, valid for one hour) in dir.
+func NewTestPKI(t testing.TB, dir string, requireClientCert bool) *TestPKI {
+	t.Helper()
+	now := time.Now()
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatalf("generate key: %v", err)
+		}
+		return k
+	}
+	serial := int64(0)
+	tmpl := func(cn string) *x509.Certificate {
+		serial++
+		return &x509.Certificate{
+			SerialNumber: big.NewInt(serial),
+			Subject:      pkix.Name{CommonName: cn, Organization: []string{"dpsurv test"}},
+			NotBefore:    now.Add(-time.Minute),
+			NotAfter:     now.Add(time.Hour),
+		}
+	}
+	caKey := newKey()
+	caT := tmpl("dpsurv test CA")
+	caT.IsCA = true
+	caT.BasicConstraintsValid = true
+	caT.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
+	caDER, err := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatalf("create CA certificate: %v", err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatalf("parse CA certificate: %v", err)
+	}
+	issue := func(cn string, usage x509.ExtKeyUsage) ([]byte, *ecdsa.PrivateKey) {
+		k := newKey()
+		c := tmpl(cn)
+		c.KeyUsage = x509.KeyUsageDigitalSignature
+		c.ExtKeyUsage = []x509.ExtKeyUsage{usage}
+		if usage == x509.ExtKeyUsageServerAuth {
+			c.DNSNames = []string{"localhost"}
+			c.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+		}
+		der, err := x509.CreateCertificate(rand.Reader, c, caCert, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatalf("create %s certificate: %v", cn, err)
+		}
+		return der, k
+	}
+	srvDER, srvKey := issue("localhost", x509.ExtKeyUsageServerAuth)
+	cliDER, cliKey := issue("dpsurv-client", x509.ExtKeyUsageClientAuth)
+
+	p := &TestPKI{
+		CAFile:         filepath.Join(dir, "ca.pem"),
+		ServerCertFile: filepath.Join(dir, "server.pem"),
+		ServerKeyFile:  filepath.Join(dir, "server-key.pem"),
+		ClientCertFile: filepath.Join(dir, "client.pem"),
+		ClientKeyFile:  filepath.Join(dir, "client-key.pem"),
+		ServerName:     "localhost",
+		CAPool:         x509.NewCertPool(),
+	}
+	p.CAPool.AddCert(caCert)
+	writePEM := func(path, typ string, der []byte) {
+		b := pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatalf("write %s: %v", path, err)
+		}
+	}
+	keyDER := func(k *ecdsa.PrivateKey) []byte {
+		b, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			t.Fatalf("marshal key: %v", err)
+		}
+		return b
+	}
+	writePEM(p.CAFile, "CERTIFICATE", caDER)
+	writePEM(p.ServerCertFile, "CERTIFICATE", srvDER)
+	writePEM(p.ServerKeyFile, "PRIVATE KEY", keyDER(srvKey))
+	writePEM(p.ClientCertFile, "CERTIFICATE", cliDER)
+	writePEM(p.ClientKeyFile, "PRIVATE KEY", keyDER(cliKey))
+
+	srvPair, err := tls.LoadX509KeyPair(p.ServerCertFile, p.ServerKeyFile)
+	if err != nil {
+		t.Fatalf("load server key pair: %v", err)
+	}
+	p.ServerTLS = &tls.Config{
+		Certificates: []tls.Certificate{srvPair},
+		MinVersion:   tls.VersionTLS12,
+	}
+	if requireClientCert {
+		p.ServerTLS.ClientAuth = tls.RequireAndVerifyClientCert
+		p.ServerTLS.ClientCAs = p.CAPool
+	}
+	return p
+}

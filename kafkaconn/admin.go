@@ -1,0 +1,199 @@
+package kafkaconn
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// ErrAuth marks a rejected SASL credential; the error text starts with
+// "kafka authentication failed:".
+var ErrAuth = errors.New("kafka authentication failed")
+
+// ErrTLS marks a failed TLS handshake.
+var ErrTLS = errors.New("kafka tls handshake failed")
+
+// adminTimeout bounds one admin request when the context has no deadline.
+const adminTimeout = 15 * time.Second
+
+func (c Config) client() (*kafka.Client, *kafka.Transport, error) {
+	t, err := c.Transport()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: t, Timeout: adminTimeout}, t, nil
+}
+
+// classify wraps connection errors so that a rejected credential or TLS
+// failure reads as such.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		switch ke {
+		case kafka.SASLAuthenticationFailed, kafka.UnsupportedSASLMechanism, kafka.IllegalSASLState,
+			kafka.TopicAuthorizationFailed, kafka.ClusterAuthorizationFailed, kafka.GroupAuthorizationFailed:
+			return fmt.Errorf("%w: %w", ErrAuth, err)
+		}
+	}
+	var (
+		unknownAuth x509.UnknownAuthorityError
+		hostErr     x509.HostnameError
+		certInvalid x509.CertificateInvalidError
+		recErr      tls.RecordHeaderError
+		verifyErr   *tls.CertificateVerificationError
+	)
+	// Alerts the server sends (e.g. "remote error: tls: certificate
+	// required") have an unexported type: match their text.
+	if errors.As(err, &unknownAuth) || errors.As(err, &hostErr) || errors.As(err, &certInvalid) ||
+		errors.As(err, &recErr) || errors.As(err, &verifyErr) || strings.Contains(err.Error(), "tls: ") {
+		return fmt.Errorf("%w: %w", ErrTLS, err)
+	}
+	// A broker that requires SASL closes the connection on a client that
+	// sends requests without authenticating.
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("connection closed by broker (SASL or TLS required? check kafka.sasl and kafka.tls): %w", err)
+	}
+	return err
+}
+
+// CheckConnection dials the brokers (TCP, TLS, SASL) and fetches cluster
+// metadata, so that a wrong address, TLS setting or credential fails at
+// start-up with a clear error instead of later in a reader or writer. It
+// succeeds as soon as one broker answers.
+func CheckConnection(ctx context.Context, c Config) error {
+	d, err := c.Dialer()
+	if err != nil {
+		return fmt.Errorf("check kafka connection: %w", err)
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	var errs []error
+	for _, addr := range c.Brokers {
+		err := checkBroker(ctx, d, addr)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("check kafka connection to %s: %w", addr, classify(err)))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkBroker(ctx context.Context, d *kafka.Dialer, addr string) error {
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		if err := conn.SetDeadline(dl); err != nil {
+			return err
+		}
+	}
+	brokers, err := conn.Brokers()
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	if len(brokers) == 0 {
+		return errors.New("metadata lists no brokers")
+	}
+	return nil
+}
+
+// EnsureTopics creates each topic in topics (name -> partitions, <= 0 for
+// the broker default) that does not exist yet; compacted[name] sets
+// cleanup.policy=compact on creation. Existing topics are left as they are.
+func EnsureTopics(ctx context.Context, c Config, topics map[string]int, compacted map[string]bool) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	cl, t, err := c.client()
+	if err != nil {
+		return fmt.Errorf("ensure kafka topics: %w", err)
+	}
+	defer t.CloseIdleConnections()
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+
+	names := make([]string, 0, len(topics))
+	for name := range topics {
+		if name == "" {
+			return errors.New("ensure kafka topics: empty topic name")
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	meta, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: names})
+	if err != nil {
+		return fmt.Errorf("ensure kafka topics: metadata: %w", diagnose(ctx, c, err))
+	}
+	exists := make(map[string]bool, len(meta.Topics))
+	for _, tp := range meta.Topics {
+		if tp.Error == nil && len(tp.Partitions) > 0 {
+			exists[tp.Name] = true
+		}
+	}
+	var req kafka.CreateTopicsRequest
+	for _, name := range names {
+		if exists[name] {
+			continue
+		}
+		n := topics[name]
+		if n <= 0 {
+			n = -1
+		}
+		tc := kafka.TopicConfig{Topic: name, NumPartitions: n, ReplicationFactor: -1}
+		if compacted[name] {
+			tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}
+		}
+		req.Topics = append(req.Topics, tc)
+	}
+	if len(req.Topics) == 0 {
+		return nil
+	}
+	resp, err := cl.CreateTopics(ctx, &req)
+	if err != nil {
+		return fmt.Errorf("ensure kafka topics: create: %w", diagnose(ctx, c, err))
+	}
+	var errs []error
+	for _, tc := range req.Topics {
+		if e := resp.Errors[tc.Topic]; e != nil && !errors.Is(e, kafka.TopicAlreadyExists) {
+			errs = append(errs, fmt.Errorf("ensure kafka topics: create %q: %w", tc.Topic, classify(e)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// diagnose classifies err from a Transport-based request. A Transport reports
+// a broker closing the connection during SASL as a bare EOF, so on EOF the
+// connection is checked again with a Dialer, which tells a rejected
+// credential apart.
+func diagnose(ctx context.Context, c Config, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if cerr := CheckConnection(ctx, c); cerr != nil && (errors.Is(cerr, ErrAuth) || errors.Is(cerr, ErrTLS)) {
+			return cerr
+		}
+	}
+	return classify(err)
+}
+
+func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, adminTimeout)
+}
+

@@ -1,0 +1,25 @@
+// Package kafkaconn holds the connection settings shared by every Kafka
+// client in dpsurv (brokers, client id, TLS, SASL) and turns them into
+// kafka-go Dialers (readers, admin conns) and Transports (one per writer).
+//
+// Contract:
+//   - Validate is static (no I/O) and names the offending field relative to
+//     "kafka.", e.g. "kafka.sasl.password_file: required when mechanism is
+//     set". Files (CA, certificate, key, password) are read by Dialer,
+//     Transport, CheckConnection and EnsureTopics; their errors name the
+//     field too.
+//   - The SASL password comes from Password when set (tests) or else from
+//     PasswordFile, trailing newline removed; it is never logged or put in an
+//     error message.
+//   - Transport returns a new *kafka.Transport on every call: a writer must
+//     not share one (a shared transport caches topic metadata for seconds).
+//     The caller closes it with CloseIdleConnections.
+//   - CheckConnection dials and fetches metadata; a rejected credential
+//     yields an error starting "kafka authentication failed:" (ErrAuth), a
+//     failed TLS handshake one wrapping ErrTLS, both within the context's
+//     deadline and the dial timeout.
+//   - EnsureTopics creates missing topics (replication factor: the broker
+//     default) and leaves existing ones untouched; it is idempotent.
+//   - SASL PLAIN without TLS sends the password in clear text: acceptable
+//     only on loopback or a trusted network.
+package kafkaconn
