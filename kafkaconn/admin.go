@@ -196,4 +196,3 @@ func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFun
 	}
 	return context.WithTimeout(ctx, adminTimeout)
 }
-
