@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -93,7 +94,14 @@ type Guarantee struct {
 type Stats struct {
 	Records     int
 	ClampedTime int // input times outside [0, TimeMax] moved to the boundary
+	// Updates counts records whose id was recently seen with a different
+	// time or cohort: each is a further release about that patient, whose
+	// cost composes (best effort over a fixed-size table of recent ids).
+	Updates int
 }
+
+// updateSlots is the size of the recent-id table behind Stats.Updates.
+const updateSlots = 1 << 18
 
 // Chain applies the configured per-record mechanisms to canonical validated
 // batches (schemas.CanonicalSchema layout: id, time, event, cohort, then
@@ -110,6 +118,7 @@ type Chain struct {
 	dictType *arrow.DictionaryType
 	labels   arrow.Array
 	mem      memory.Allocator
+	recent   []atomic.Uint64 // id fingerprint (high 32 bits) | value fingerprint (low 32)
 }
 
 type outKind int
@@ -129,7 +138,7 @@ type outCol struct {
 
 // New validates cfg and builds the chain. Errors name the config field.
 func New(cfg Config, mem memory.Allocator) (*Chain, error) {
-	c := &Chain{cfg: cfg, mem: mem}
+	c := &Chain{cfg: cfg, mem: mem, recent: make([]atomic.Uint64, updateSlots)}
 	if len(cfg.Key) == 0 {
 		return nil, fmt.Errorf("sanitizers.key_file: no PRF key configured; refusing to start")
 	}
@@ -360,12 +369,13 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 		if err != nil {
 			return nil, st, fmt.Errorf("sanitize batch: row %d: %w", i, err)
 		}
+		idTag, idTag2 := rs.Tag(dp.FieldPseudonym, 1, 0)
 		if pseudo != nil {
-			a, b := rs.Tag(dp.FieldPseudonym, 1, 0)
-			putLE(tagBuf[:8], a)
-			putLE(tagBuf[8:], b)
+			putLE(tagBuf[:8], idTag)
+			putLE(tagBuf[8:], idTag2)
 			hex.Encode(pseudo[i*PseudonymLen:(i+1)*PseudonymLen], tagBuf[:])
 		}
+		var valTag uint64
 		if timeOut != nil {
 			t := math.Round(times.Value(i))
 			ti := int64(0)
@@ -378,7 +388,8 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 			default:
 				ti = int64(t)
 			}
-			u, _ := rs.Tag(dp.FieldTime, dp.TEVersion, uint64(ti))
+			u, v := rs.Tag(dp.FieldTime, dp.TEVersion, uint64(ti))
+			valTag ^= v
 			o := ti + int64(c.te.Sample(u))
 			timeOut[i] = min(max(o, 0), c.tmax) // post-processing into the public domain
 		}
@@ -387,8 +398,16 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 			if code < 0 || int(code) >= len(c.cfg.Cohorts) {
 				return nil, st, fmt.Errorf("sanitize batch: row %d: cohort code out of range", i)
 			}
-			u, _ := rs.Tag(dp.FieldCohort, dp.RRRVersion, uint64(code))
+			u, v := rs.Tag(dp.FieldCohort, dp.RRRVersion, uint64(code))
+			valTag ^= v
 			cohOut[i] = int32(c.rrr.Sample(int(code), u))
+		}
+		if c.te != nil || c.rrr != nil {
+			entry := idTag&^0xffffffff | valTag&0xffffffff
+			prev := c.recent[idTag2%updateSlots].Swap(entry)
+			if prev != 0 && prev != entry && prev>>32 == entry>>32 {
+				st.Updates++
+			}
 		}
 	}
 

@@ -244,10 +244,15 @@ func TestInputValueEntersPRF(t *testing.T) {
 	defer a.Release()
 	b := canonical(t, mem, ids, t2, ev, co, age)
 	defer b.Release()
-	oa, _, _ := c.Apply(a)
+	oa, sa, _ := c.Apply(a)
 	defer oa.Release()
-	ob, _, _ := c.Apply(b)
+	oa2, sa2, _ := c.Apply(a) // a redelivery is not an update
+	oa2.Release()
+	ob, sb, _ := c.Apply(b)
 	defer ob.Release()
+	if sa.Updates != 0 || sa2.Updates != 0 || sb.Updates < n-2 {
+		t.Fatalf("updates counted %d, %d, %d; want 0, 0, about %d", sa.Updates, sa2.Updates, sb.Updates, n)
+	}
 	diff30 := 0
 	ta, tb := oa.Column(1).(*array.Int64), ob.Column(1).(*array.Int64)
 	for i := range n {

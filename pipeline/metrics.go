@@ -1,0 +1,49 @@
+package pipeline
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the stream's Prometheus metrics, registered on an injected
+// registry. Labels never carry record values.
+type Metrics struct {
+	MessagesIn    prometheus.Counter
+	RecordsIn     prometheus.Counter
+	RecordsOut    prometheus.Counter
+	DeadLettered  *prometheus.CounterVec // by reason
+	Clamped       *prometheus.CounterVec // by field
+	ConsumerLag   prometheus.Gauge
+	BatchLatency  prometheus.Histogram
+	SinkErrors    *prometheus.CounterVec // by sink
+	Ready         prometheus.Gauge
+	Privacy       *prometheus.GaugeVec // configured per-record loss by field and kind
+	RecordUpdates prometheus.Counter
+}
+
+// NewMetrics creates and registers the metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		MessagesIn: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_messages_in_total", Help: "Input messages consumed."}),
+		RecordsIn:  prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_records_in_total", Help: "Input records decoded (good and bad)."}),
+		RecordsOut: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_records_out_total", Help: "Sanitized records written."}),
+		DeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_records_dead_lettered_total",
+			Help: "Records (or whole messages) sent to the dead-letter topic, by reason."}, []string{"reason"}),
+		Clamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_values_clamped_total",
+			Help: "Values moved into their public bounds before a mechanism, by field."}, []string{"field"}),
+		ConsumerLag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_consumer_lag", Help: "Consumer lag in messages across assigned partitions."}),
+		BatchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "dpsurv_batch_latency_seconds",
+			Help: "Time from reading a batch to committing it.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+		SinkErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_sink_errors_total",
+			Help: "Failed sink writes (retried), by sink."}, []string{"sink"}),
+		Ready: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_ready", Help: "1 when the stream is consuming and its sinks accept writes."}),
+		Privacy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_record_privacy_loss",
+			Help: "Configured worst-case loss per record and field (epsilon for local-dp, L for time-indistinguishability)."}, []string{"field", "kind"}),
+		RecordUpdates: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_record_versions_total",
+			Help: "Records whose id was seen before with a different value in this process (each is a further release about that patient)."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.MessagesIn, m.RecordsIn, m.RecordsOut, m.DeadLettered, m.Clamped, m.ConsumerLag,
+			m.BatchLatency, m.SinkErrors, m.Ready, m.Privacy, m.RecordUpdates)
+	}
+	return m
+}
