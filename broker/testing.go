@@ -8,10 +8,13 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -138,4 +141,53 @@ func NewTestPKI(t testing.TB, dir string, requireClientCert bool) *TestPKI {
 		p.ServerTLS.ClientCAs = p.CAPool
 	}
 	return p
+}
+
+// RunWithLeakCheck runs the tests of a package (call it from TestMain) and
+// then fails the run if goroutines from kafka-go, kfake or dpsurv are still
+// alive after a grace period: every reader, writer, transport and cluster
+// the tests opened must have been closed.
+func RunWithLeakCheck(m *testing.M) int {
+	code := m.Run()
+	if code != 0 {
+		return code
+	}
+	var leaked []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		leaked = interestingGoroutines()
+		if len(leaked) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(leaked) > 0 {
+		fmt.Fprintf(os.Stderr, "leak check: %d goroutine(s) still running after the tests:\n\n%s\n",
+			len(leaked), strings.Join(leaked, "\n\n"))
+		return 1
+	}
+	return 0
+}
+
+func interestingGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "broker.interestingGoroutines") || strings.Contains(g, "testing.(*M)") {
+			continue
+		}
+		if strings.Contains(g, "segmentio/kafka-go") || strings.Contains(g, "franz-go/pkg/kfake") ||
+			strings.Contains(g, "github.com/dpsurv/dpsurv/") {
+			out = append(out, g)
+		}
+	}
+	return out
 }

@@ -2,4 +2,26 @@
 // with manual commits) and files. A batch read from a source carries an Ack
 // that commits it; callers ack only after every output derived from the batch
 // is durable.
+//
+// Kafka contract:
+//   - ReadBatch blocks until at least one message is available or ctx is
+//     done (then it returns ctx.Err()); after the first message it waits at
+//     most MaxWait for up to MaxBatch messages in total.
+//   - Batch.Ack commits, for each partition in the batch, the offset after
+//     its last message (synchronously: it returns once the coordinator has
+//     accepted the commit). Kafka keeps one offset per partition, so acking a
+//     batch also acks every earlier batch of the same partitions: ack batches
+//     in the order they were read. An Ack that would move a partition's
+//     offset backwards (an older batch acked after a newer one) is skipped.
+//   - Delivery is at least once: whatever was read but not acked is read
+//     again by the next owner of the partition (after a crash, Close, or a
+//     rebalance). Duplicates are expected; the sanitizers' keyed PRF makes
+//     them carry no extra privacy loss.
+//   - An Ack after a rebalance took the partition away may fail (the
+//     generation ended) or succeed; either way nothing is lost, the new owner
+//     may see the messages again.
+//   - Lag is best effort: per partition, the high watermark minus the offset
+//     after the last message returned, summed over partitions seen since the
+//     last rebalance.
+//   - Record values are never logged.
 package sources

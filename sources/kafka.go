@@ -1,0 +1,278 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/dpsurv/dpsurv/kafkaconn"
+)
+
+// Defaults for KafkaConfig.
+const (
+	DefaultMaxBatch      = 64
+	DefaultMaxWait       = 5 * time.Millisecond
+	DefaultFetchMaxBytes = 16 << 20
+	DefaultFetchMaxWait  = 500 * time.Millisecond
+)
+
+// Message is one record read from a source.
+type Message struct {
+	Topic     string
+	Partition int
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Headers   []kafka.Header
+	Time      time.Time
+}
+
+// Batch is a group of messages with the function that acknowledges them.
+type Batch struct {
+	Messages []Message
+	// Ack commits the batch's offsets (for Kafka: per partition, the offset
+	// after the batch's last message; later batches' commits imply earlier
+	// ones per partition).
+	Ack func(ctx context.Context) error
+}
+
+// KafkaConfig configures a Kafka source.
+type KafkaConfig struct {
+	Conn    kafkaconn.Config
+	Topic   string
+	GroupID string
+	// MaxBatch is the most messages per ReadBatch (default 64).
+	MaxBatch int
+	// MaxWait is how long ReadBatch waits to fill a batch after the first
+	// message (default 5ms).
+	MaxWait time.Duration
+	// StartOffset applies when the group has no committed offset for a
+	// partition: "earliest" (default) or "latest".
+	StartOffset string
+
+	// FetchMaxBytes bounds one fetch response (default 16 MiB); it must
+	// exceed the largest message.
+	FetchMaxBytes int
+	// FetchMaxWait is how long the broker holds a fetch when there is no
+	// data (default 500ms); it also bounds how long Close waits for a fetch.
+	FetchMaxWait time.Duration
+	// Consumer group timings; zero means kafka-go's defaults (3s, 30s,
+	// 30s). The broker bounds the session timeout (kfake: at least 6s).
+	HeartbeatInterval time.Duration
+	SessionTimeout    time.Duration
+	RebalanceTimeout  time.Duration
+}
+
+// Kafka is a consumer-group source. ReadBatch must not be called
+// concurrently with itself; Ack, Lag and Close may be called from any
+// goroutine.
+type Kafka struct {
+	r        *kafka.Reader
+	topic    string
+	maxBatch int
+	maxWait  time.Duration
+	log      *zap.Logger
+
+	mu        sync.Mutex
+	committed map[int]int64 // partition -> highest offset committed by this reader
+	lag       map[int]int64 // partition -> lag after the last message returned
+	// generations counts consumer-group generations seen by Lag.
+	generations int64
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewKafka creates a Kafka source; it connects lazily (the first ReadBatch
+// joins the group).
+func NewKafka(cfg KafkaConfig, log *zap.Logger) (*Kafka, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	var errs []error
+	if cfg.Topic == "" {
+		errs = append(errs, errors.New("topic is required"))
+	}
+	if cfg.GroupID == "" {
+		errs = append(errs, errors.New("group id is required"))
+	}
+	if cfg.MaxBatch < 0 {
+		errs = append(errs, fmt.Errorf("max batch must be >= 0, got %d", cfg.MaxBatch))
+	}
+	if cfg.MaxWait < 0 || cfg.FetchMaxWait < 0 || cfg.HeartbeatInterval < 0 || cfg.SessionTimeout < 0 || cfg.RebalanceTimeout < 0 {
+		errs = append(errs, errors.New("durations must be >= 0"))
+	}
+	if cfg.FetchMaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("fetch max bytes must be >= 0, got %d", cfg.FetchMaxBytes))
+	}
+	var start int64
+	switch strings.ToLower(cfg.StartOffset) {
+	case "", "earliest":
+		start = kafka.FirstOffset
+	case "latest":
+		start = kafka.LastOffset
+	default:
+		errs = append(errs, fmt.Errorf("start offset %q: want earliest or latest", cfg.StartOffset))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("new kafka source: %w", err)
+	}
+	dialer, err := cfg.Conn.Dialer()
+	if err != nil {
+		return nil, fmt.Errorf("new kafka source: %w", err)
+	}
+	k := &Kafka{
+		topic:     cfg.Topic,
+		maxBatch:  orInt(cfg.MaxBatch, DefaultMaxBatch),
+		maxWait:   orDur(cfg.MaxWait, DefaultMaxWait),
+		log:       log.With(zap.String("topic", cfg.Topic), zap.String("group", cfg.GroupID)),
+		committed: make(map[int]int64),
+		lag:       make(map[int]int64),
+	}
+	rc := kafka.ReaderConfig{
+		Brokers:               cfg.Conn.Brokers,
+		GroupID:               cfg.GroupID,
+		Topic:                 cfg.Topic,
+		Dialer:                dialer,
+		QueueCapacity:         2 * k.maxBatch,
+		MinBytes:              1,
+		MaxBytes:              orInt(cfg.FetchMaxBytes, DefaultFetchMaxBytes),
+		MaxWait:               orDur(cfg.FetchMaxWait, DefaultFetchMaxWait),
+		CommitInterval:        0, // synchronous commits: Ack returns once committed
+		StartOffset:           start,
+		HeartbeatInterval:     cfg.HeartbeatInterval,
+		SessionTimeout:        cfg.SessionTimeout,
+		RebalanceTimeout:      cfg.RebalanceTimeout,
+		WatchPartitionChanges: true,
+		ReadLagInterval:       -1,
+		Logger: kafka.LoggerFunc(func(msg string, args ...any) {
+			k.log.Debug(fmt.Sprintf(msg, args...))
+		}),
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			k.log.Warn(fmt.Sprintf(msg, args...))
+		}),
+	}
+	if err := rc.Validate(); err != nil {
+		return nil, fmt.Errorf("new kafka source: %w", err)
+	}
+	k.r = kafka.NewReader(rc)
+	return k, nil
+}
+
+// ReadBatch returns the next batch: at least one message, at most MaxBatch.
+func (k *Kafka) ReadBatch(ctx context.Context) (Batch, error) {
+	first, err := k.r.FetchMessage(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Batch{}, ctx.Err()
+		}
+		return Batch{}, fmt.Errorf("kafka source %s: read: %w", k.topic, err)
+	}
+	raw := make([]kafka.Message, 1, k.maxBatch)
+	raw[0] = first
+	if k.maxBatch > 1 {
+		fill, cancel := context.WithTimeout(ctx, k.maxWait)
+		for len(raw) < k.maxBatch {
+			m, err := k.r.FetchMessage(fill)
+			if err != nil {
+				// Timeout, cancellation or a reader error: return what we
+				// have; a persistent error shows on the next call.
+				break
+			}
+			raw = append(raw, m)
+		}
+		cancel()
+	}
+
+	last := make(map[int]int64, 4) // partition -> offset after its last message
+	msgs := make([]Message, len(raw))
+	k.mu.Lock()
+	for i, m := range raw {
+		msgs[i] = Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset,
+			Key: m.Key, Value: m.Value, Headers: m.Headers, Time: m.Time}
+		last[m.Partition] = m.Offset + 1
+		if m.HighWaterMark > 0 {
+			k.lag[m.Partition] = max(0, m.HighWaterMark-(m.Offset+1))
+		}
+	}
+	k.mu.Unlock()
+	return Batch{Messages: msgs, Ack: func(ctx context.Context) error { return k.ack(ctx, last) }}, nil
+}
+
+func (k *Kafka) ack(ctx context.Context, next map[int]int64) error {
+	k.mu.Lock()
+	commits := make([]kafka.Message, 0, len(next))
+	for p, off := range next {
+		if c, ok := k.committed[p]; ok && c >= off {
+			continue // an equal or later offset is already committed
+		}
+		// CommitMessages commits Offset+1.
+		commits = append(commits, kafka.Message{Topic: k.topic, Partition: p, Offset: off - 1})
+	}
+	k.mu.Unlock()
+	if len(commits) == 0 {
+		return nil
+	}
+	if err := k.r.CommitMessages(ctx, commits...); err != nil {
+		return fmt.Errorf("kafka source %s: ack %d partition(s): %w", k.topic, len(commits), err)
+	}
+	k.mu.Lock()
+	for _, m := range commits {
+		if c, ok := k.committed[m.Partition]; !ok || m.Offset+1 > c {
+			k.committed[m.Partition] = m.Offset + 1
+		}
+	}
+	k.mu.Unlock()
+	return nil
+}
+
+// Lag returns the consumer lag summed over the partitions this reader has
+// returned messages from since the last rebalance (best effort).
+func (k *Kafka) Lag() int64 {
+	r := k.r.Stats().Rebalances // new generations since the last call
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.generations += r
+	if r > 0 && k.generations > 1 {
+		// A rebalance after the first join may have moved partitions
+		// away: forget them; owned partitions with lag refill on the
+		// next batch.
+		clear(k.lag)
+	}
+	var sum int64
+	for _, l := range k.lag {
+		sum += l
+	}
+	return sum
+}
+
+// Close leaves the group (without committing anything not acked) and
+// releases the connections. It is idempotent; Ack after Close fails.
+func (k *Kafka) Close() error {
+	k.closeOnce.Do(func() {
+		if err := k.r.Close(); err != nil {
+			k.closeErr = fmt.Errorf("kafka source %s: close: %w", k.topic, err)
+		}
+	})
+	return k.closeErr
+}
+
+func orInt(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func orDur(v, def time.Duration) time.Duration {
+	if v == 0 {
+		return def
+	}
+	return v
+}
