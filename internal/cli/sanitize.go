@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/sanitizers"
+	"github.com/dpsurv/dpsurv/schemas"
+)
+
+// columnFlags are the input column-name flags shared by file commands.
+type columnFlags struct {
+	id, time, event, cohort, covariates *string
+}
+
+func addColumnFlags(fs interface {
+	String(name, value, usage string) *string
+}) columnFlags {
+	return columnFlags{
+		id:         fs.String("id-col", "id", "id column"),
+		time:       fs.String("time-col", "time", "time column"),
+		event:      fs.String("event-col", "event", "event column (0/1 or bool)"),
+		cohort:     fs.String("cohort-col", "cohort", "cohort column"),
+		covariates: fs.String("covariates", "", "covariate columns to read, comma separated"),
+	}
+}
+
+func (c columnFlags) columns() schemas.Columns {
+	cols := schemas.DefaultColumns()
+	cols.ID, cols.Time, cols.Event, cols.Cohort = *c.id, *c.time, *c.event, *c.cohort
+	return cols
+}
+
+// SanitizeSummary is the JSON line `dpsurv sanitize` prints.
+type SanitizeSummary struct {
+	RecordsIn         int                    `json:"records_in"`
+	RecordsOut        int                    `json:"records_out"`
+	DeadLettered      int                    `json:"dead_lettered"`
+	DeadLetterReasons map[string]int         `json:"dead_letter_reasons"`
+	DeadLetterFile    string                 `json:"dead_letter_file,omitempty"`
+	ClampedTimes      int                    `json:"clamped_times"`
+	Guarantees        []sanitizers.Guarantee `json:"guarantees"`
+	KeyEphemeral      bool                   `json:"key_ephemeral,omitempty"`
+}
+
+func runSanitize(ctx context.Context, env Env, args []string) error {
+	fs := newFlags("sanitize", env)
+	input := fs.String("input", "", "input file (.csv or .arrow)")
+	output := fs.String("output", "", "output file (.csv or .arrow)")
+	cohorts := fs.String("cohorts", "", "public cohort label list, comma separated (required)")
+	timeMax := fs.Float64("time-max", 0, "public time bound T_max (required)")
+	timeUnit := fs.String("time-unit", "days", "time unit")
+	teEps := fs.Float64("te-epsilon", 0, "TE-Sanitizer epsilon (0: time not sanitized, so dropped unless --public has it)")
+	teLoss := fs.Float64("te-target-loss", 0, "instead of --te-epsilon: the exact worst-case loss wanted")
+	teW := fs.Int("te-window", 10, "TE-Sanitizer window W")
+	rrrEps := fs.Float64("rrr-epsilon", 0, "RRR epsilon on the cohort (0: cohort dropped unless --public has it)")
+	keyFile := fs.String("key-file", "", "PRF key file (required; 32+ raw bytes or 64+ hex digits)")
+	public := fs.String("public", "event", "input fields copied unchanged, comma separated")
+	noPseudo := fs.Bool("no-pseudonym", false, "drop the id instead of writing a keyed pseudonym")
+	deadFile := fs.String("dead-letter", "", "where bad rows go (JSON lines; default OUTPUT.deadletter.jsonl)")
+	batch := fs.Int("batch", 8192, "records per batch")
+	cf := addColumnFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	for name, v := range map[string]string{"--input": *input, "--output": *output, "--cohorts": *cohorts, "--key-file": *keyFile} {
+		if v == "" {
+			fmt.Fprintf(env.Stderr, "dpsurv sanitize: %s is required\n", name)
+			return errUsage
+		}
+	}
+	key, err := pipeline.ReadKey(*keyFile)
+	if err != nil {
+		return err
+	}
+	spec := schemas.Spec{Cohorts: splitList(*cohorts), TimeUnit: *timeUnit, Covariates: splitList(*cf.covariates), Columns: cf.columns()}
+	cfg := sanitizers.Config{
+		Key: key, Cohorts: spec.Cohorts, TimeMax: *timeMax, TimeUnit: *timeUnit, PseudonymizeID: !*noPseudo,
+		Public: splitList(*public),
+	}
+	if *teEps > 0 || *teLoss > 0 {
+		cfg.Time = sanitizers.TimeConfig{Mechanism: "te", Epsilon: *teEps, TargetLoss: *teLoss, Window: *teW}
+	}
+	if *rrrEps > 0 {
+		cfg.Cohort = sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: *rrrEps}
+	}
+	sum, err := SanitizeFile(*input, *output, *deadFile, spec, cfg, *batch)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(sum)
+	fmt.Fprintln(env.Stdout, string(b))
+	return nil
+}
+
+// SanitizeFile runs the sanitizer chain (the stream's code) over a file.
+// Bad rows go to the dead-letter file, never silently dropped.
+func SanitizeFile(input, output, deadPath string, spec schemas.Spec, cfg sanitizers.Config, batch int) (SanitizeSummary, error) {
+	mem := memory.DefaultAllocator
+	sum := SanitizeSummary{DeadLetterReasons: map[string]int{}}
+	chain, err := sanitizers.New(cfg, mem)
+	if err != nil {
+		return sum, err
+	}
+	defer chain.Release()
+	sum.Guarantees = chain.Guarantees()
+	v, err := schemas.NewValidator(spec, mem)
+	if err != nil {
+		return sum, fmt.Errorf("schema: %w", err)
+	}
+	if deadPath == "" {
+		deadPath = output + ".deadletter.jsonl"
+	}
+	var (
+		w       *schemas.FileWriter
+		deadF   *os.File
+		deadW   *bufio.Writer
+		rename  = spec.RenameToInput()
+		outSize int
+	)
+	err = schemas.ReadFile(input, v, batch, func(good arrow.Record, dead []schemas.DeadLetter) error {
+		sum.RecordsIn += int(good.NumRows())
+		for _, d := range dead {
+			if d.RowIndex >= 0 {
+				sum.RecordsIn++
+			}
+			sum.DeadLettered++
+			sum.DeadLetterReasons[d.Reason]++
+			if deadF == nil {
+				f, err := os.OpenFile(deadPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+				if err != nil {
+					return fmt.Errorf("open dead-letter file: %w", err)
+				}
+				deadF, deadW = f, bufio.NewWriter(f)
+			}
+			b, err := json.Marshal(d)
+			if err != nil {
+				return fmt.Errorf("encode dead letter: %w", err)
+			}
+			deadW.Write(append(b, '\n'))
+		}
+		if good.NumRows() == 0 && w != nil {
+			return nil
+		}
+		out, st, err := chain.Apply(good)
+		if err != nil {
+			return err
+		}
+		defer out.Release()
+		sum.ClampedTimes += st.ClampedTime
+		if w == nil {
+			w, err = schemas.NewFileWriter(output, out.Schema(), rename, mem)
+			if err != nil {
+				return err
+			}
+		}
+		outSize += int(out.NumRows())
+		return w.Write(out)
+	})
+	if deadF != nil {
+		if ferr := deadW.Flush(); ferr != nil && err == nil {
+			err = fmt.Errorf("write dead-letter file: %w", ferr)
+		}
+		deadF.Close()
+		sum.DeadLetterFile = deadPath
+	}
+	if w != nil {
+		if cerr := w.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return sum, fmt.Errorf("sanitize %s: %w", input, err)
+	}
+	sum.RecordsOut = outSize
+	return sum, nil
+}

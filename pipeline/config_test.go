@@ -1,0 +1,92 @@
+package pipeline
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const validYAML = `
+kafka:
+  brokers: ["127.0.0.1:9092"]
+input:
+  topic: ehr.tte
+schema:
+  time_max: 5000
+  cohorts: ["1", "2"]
+  covariates: [age]
+  public: [event, age]
+sanitizers:
+  key_file: /tmp/key
+  time: {mechanism: te, epsilon: 0.5, window: 10}
+  cohort: {mechanism: rrr, epsilon: 1.0}
+output:
+  sanitized_topic: ehr.tte.sanitized
+  dead_letter_topic: ehr.tte.deadletter
+`
+
+func TestParseConfigValid(t *testing.T) {
+	cfg, err := ParseConfig([]byte(validYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Input.GroupID != "dpsurv" || cfg.Input.Format != "arrow" || cfg.Schema.TimeUnit != "days" || cfg.HTTP.Listen != ":8080" {
+		t.Fatalf("defaults not applied: %+v", cfg)
+	}
+	sc := cfg.SanitizerConfig([]byte("k"))
+	if !sc.PseudonymizeID || sc.Time.Window != 10 || sc.Cohort.Epsilon != 1 {
+		t.Fatalf("sanitizer config %+v", sc)
+	}
+}
+
+func TestConfigErrorsNameFieldPath(t *testing.T) {
+	cases := []struct {
+		name, from, to, want string
+	}{
+		{"unknown top", "kafka:", "kafkaa:", "kafkaa: unknown field"},
+		{"unknown nested", "  topic: ehr.tte", "  topik: ehr.tte", "input.topik: unknown field"},
+		{"unknown deep", "time: {mechanism: te,", "time: {mechanizm: te,", "sanitizers.time.mechanizm: unknown field"},
+		{"missing topic", "  topic: ehr.tte\n", "", "input.topic: required"},
+		{"bad time max", "time_max: 5000", "time_max: -1", "schema.time_max"},
+		{"dup cohort", `["1", "2"]`, `["1", "1"]`, "schema.cohorts[1]: duplicate"},
+		{"public unknown", "public: [event, age]", "public: [event, weight]", "schema.public[1]"},
+		{"no key", "  key_file: /tmp/key\n", "", "sanitizers.key_file: required"},
+		{"format", "  topic: ehr.tte", "  topic: ehr.tte\n  format: avro", "input.format"},
+		{"sasl", "brokers: [\"127.0.0.1:9092\"]", "brokers: [\"127.0.0.1:9092\"]\n  sasl: {mechanism: plain}", "kafka.sasl"},
+		{"aggregator", "output:", "aggregators:\n  - {name: km, kind: cox, epsilon: 1, window: {size: 1m}}\noutput:", "aggregators[0].kind"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			y := strings.Replace(validYAML, tc.from, tc.to, 1)
+			if y == validYAML {
+				t.Fatalf("test case did not change the YAML")
+			}
+			_, err := ParseConfig([]byte(y))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want error containing %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
+func TestReadKey(t *testing.T) {
+	dir := t.TempDir()
+	hexKey := filepath.Join(dir, "hex")
+	os.WriteFile(hexKey, []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
+	k, err := ReadKey(hexKey)
+	if err != nil || len(k) != 32 || k[0] != 0xab {
+		t.Fatalf("hex key: %v %x", err, k)
+	}
+	short := filepath.Join(dir, "short")
+	os.WriteFile(short, []byte("tooshort"), 0o600)
+	if _, err := ReadKey(short); err == nil || !strings.HasPrefix(err.Error(), "sanitizers.key_file") {
+		t.Fatalf("short key: %v", err)
+	}
+	if _, err := ReadKey(filepath.Join(dir, "missing")); err == nil || !strings.HasPrefix(err.Error(), "sanitizers.key_file") {
+		t.Fatalf("missing key: %v", err)
+	}
+	if _, err := ReadKey(""); err == nil {
+		t.Fatal("empty path accepted")
+	}
+}

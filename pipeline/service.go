@@ -1,0 +1,200 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+
+	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/sanitizers"
+	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/sinks"
+	"github.com/dpsurv/dpsurv/sources"
+)
+
+// Service is `dpsurv run`: the stream from the configured input topic to
+// the sanitized and dead-letter topics, with metrics and health endpoints.
+type Service struct {
+	Config   Config
+	Key      []byte
+	Log      *zap.Logger
+	Registry *prometheus.Registry
+	Mem      memory.Allocator
+	// Observer, when set, sees every validated batch (aggregators).
+	Observer Observer
+	// Processor overrides the sanitizing processor (bench passthrough).
+	Processor Processor
+	// OnReady is called once the stream is consuming (tests, demo).
+	OnReady func()
+
+	health   *HealthServer
+	stream   *Stream
+	chain    *sanitizers.Chain
+	metrics  *Metrics
+}
+
+// Guarantees builds the sanitizer chain for cfg and key and returns the
+// per-field guarantees; it is what --dry-run prints.
+func Guarantees(cfg Config, key []byte) ([]sanitizers.Guarantee, error) {
+	ch, err := sanitizers.New(cfg.SanitizerConfig(key), memory.DefaultAllocator)
+	if err != nil {
+		return nil, err
+	}
+	defer ch.Release()
+	return ch.Guarantees(), nil
+}
+
+// Spec is the schemas.Spec for the configured input.
+func (c Config) Spec() schemas.Spec {
+	return schemas.Spec{Cohorts: c.Schema.Cohorts, TimeUnit: c.Schema.TimeUnit, Covariates: c.Schema.Covariates, Columns: schemas.DefaultColumns()}
+}
+
+// Ready reports readiness for /readyz.
+func (s *Service) Ready() bool { return s.stream != nil && s.stream.Ready() }
+
+// HealthAddr is the health server's address once Run has started it.
+func (s *Service) HealthAddr() string {
+	if s.health == nil {
+		return ""
+	}
+	return s.health.Addr()
+}
+
+// Acked is the number of input messages processed and committed so far.
+func (s *Service) Acked() int64 {
+	if s.stream == nil {
+		return 0
+	}
+	return s.stream.Acked()
+}
+
+// Metrics returns the service metrics (after Run started).
+func (s *Service) Metrics() *Metrics { return s.metrics }
+
+// Run starts sinks first and the source last, runs until ctx is cancelled,
+// then stops in reverse order after draining. A broker that refuses the
+// connection or the credentials leaves the service running but not ready,
+// retrying with backoff, rather than crash-looping.
+func (s *Service) Run(ctx context.Context) error {
+	if s.Log == nil {
+		s.Log = zap.NewNop()
+	}
+	if s.Registry == nil {
+		s.Registry = prometheus.NewRegistry()
+		s.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if s.Mem == nil {
+		s.Mem = memory.DefaultAllocator
+	}
+	cfg := s.Config
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	m := NewMetrics(s.Registry)
+	s.metrics = m
+	chain, err := sanitizers.New(cfg.SanitizerConfig(s.Key), s.Mem)
+	if err != nil {
+		return err
+	}
+	s.chain = chain
+	defer chain.Release()
+	for _, g := range chain.Guarantees() {
+		if g.WorstCaseLoss != nil {
+			m.Privacy.WithLabelValues(g.Field, g.Kind).Set(*g.WorstCaseLoss)
+		}
+		if g.Warning != "" {
+			s.Log.Warn("privacy guarantee weaker than nominal", zap.String("field", g.Field), zap.String("warning", g.Warning))
+		}
+	}
+	validator, err := schemas.NewValidator(cfg.Spec(), s.Mem)
+	if err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+
+	if cfg.HTTP.Listen != "" {
+		h, err := StartHealthServer(cfg.HTTP.Listen, s.Registry, s.Ready)
+		if err != nil {
+			return err
+		}
+		s.health = h
+		defer h.Close()
+		s.Log.Info("health and metrics endpoints up", zap.String("addr", h.Addr()))
+	}
+
+	// Connect (and authenticate) before consuming; stay alive, not ready,
+	// while the broker refuses us.
+	backoff := 500 * time.Millisecond
+	for {
+		err := kafkaconn.CheckConnection(ctx, cfg.Kafka)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.Log.Error("kafka connection failed; not ready, retrying", zap.Error(err), zap.Duration("backoff", backoff))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+	topics := map[string]int{cfg.Output.SanitizedTopic: max(cfg.Input.Partitions, 1), cfg.Output.DeadLetterTopic: 1}
+	if cfg.Input.Partitions > 0 {
+		topics[cfg.Input.Topic] = cfg.Input.Partitions
+	}
+	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, topics, nil); err != nil {
+		return fmt.Errorf("ensure topics: %w", err)
+	}
+
+	out, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Output.SanitizedTopic}, s.Log)
+	if err != nil {
+		return fmt.Errorf("output.sanitized_topic: %w", err)
+	}
+	defer out.Close()
+	dead, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Output.DeadLetterTopic}, s.Log)
+	if err != nil {
+		return fmt.Errorf("output.dead_letter_topic: %w", err)
+	}
+	defer dead.Close()
+	src, err := sources.NewKafka(sources.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic, GroupID: cfg.Input.GroupID, MaxBatch: cfg.Input.MaxBatch}, s.Log)
+	if err != nil {
+		return fmt.Errorf("input: %w", err)
+	}
+	defer src.Close()
+
+	proc := s.Processor
+	if proc == nil {
+		proc = &SanitizeProcessor{Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Observer: s.Observer, Log: s.Log}
+	}
+	s.stream = &Stream{Source: src, Processor: proc, Out: out, DeadLetter: dead, Metrics: m, Log: s.Log, Lag: src.Lag}
+	s.Log.Info("stream starting",
+		zap.String("input", cfg.Input.Topic), zap.String("sanitized", cfg.Output.SanitizedTopic),
+		zap.String("dead_letter", cfg.Output.DeadLetterTopic), zap.String("group", cfg.Input.GroupID))
+	if s.OnReady != nil {
+		go func() {
+			for !s.Ready() {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			s.OnReady()
+		}()
+	}
+	err = s.stream.Run(ctx)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		s.Log.Error("stream stopped", zap.Error(err))
+		return err
+	}
+	s.Log.Info("stream stopped cleanly")
+	return nil
+}
