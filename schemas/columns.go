@@ -1,0 +1,423 @@
+package schemas
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+)
+
+func validID(s string) bool { return s != "" && utf8.ValidString(s) }
+
+type valuer[T any] interface {
+	IsNull(int) bool
+	Value(int) T
+}
+
+func strFromInt[T int8 | int16 | int32 | int64](a valuer[T]) func(int) (string, bool) {
+	return func(i int) (string, bool) {
+		if a.IsNull(i) {
+			return "", false
+		}
+		return strconv.FormatInt(int64(a.Value(i)), 10), true
+	}
+}
+
+func strFromUint[T uint8 | uint16 | uint32 | uint64](a valuer[T]) func(int) (string, bool) {
+	return func(i int) (string, bool) {
+		if a.IsNull(i) {
+			return "", false
+		}
+		return strconv.FormatUint(uint64(a.Value(i)), 10), true
+	}
+}
+
+// stringGetter returns a per-row accessor for string-like columns (utf8,
+// large_utf8, dictionary of those or of ints, any int type as decimal).
+// ok is false for nulls. Unsupported types give a getter that reports null.
+func stringGetter(arr arrow.Array) func(int) (string, bool) {
+	switch a := arr.(type) {
+	case *array.String:
+		return func(i int) (string, bool) {
+			if a.IsNull(i) {
+				return "", false
+			}
+			return a.Value(i), true
+		}
+	case *array.LargeString:
+		return func(i int) (string, bool) {
+			if a.IsNull(i) {
+				return "", false
+			}
+			return a.Value(i), true
+		}
+	case *array.Dictionary:
+		inner := stringGetter(a.Dictionary())
+		return func(i int) (string, bool) {
+			if a.IsNull(i) {
+				return "", false
+			}
+			return inner(a.GetValueIndex(i))
+		}
+	case *array.Int8:
+		return strFromInt[int8](a)
+	case *array.Int16:
+		return strFromInt[int16](a)
+	case *array.Int32:
+		return strFromInt[int32](a)
+	case *array.Int64:
+		return strFromInt[int64](a)
+	case *array.Uint8:
+		return strFromUint[uint8](a)
+	case *array.Uint16:
+		return strFromUint[uint16](a)
+	case *array.Uint32:
+		return strFromUint[uint32](a)
+	case *array.Uint64:
+		return strFromUint[uint64](a)
+	}
+	return func(int) (string, bool) { return "", false }
+}
+
+// intGetter returns a per-row accessor for int columns; exact is false when
+// a uint64 value does not fit in int64.
+func intGetter(arr arrow.Array) func(int) (int64, bool) {
+	switch a := arr.(type) {
+	case *array.Int8:
+		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+	case *array.Int16:
+		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+	case *array.Int32:
+		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+	case *array.Int64:
+		return func(i int) (int64, bool) { return a.Value(i), true }
+	case *array.Uint8:
+		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+	case *array.Uint16:
+		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+	case *array.Uint32:
+		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+	case *array.Uint64:
+		return func(i int) (int64, bool) {
+			x := a.Value(i)
+			return int64(x), x <= math.MaxInt64
+		}
+	}
+	return func(int) (int64, bool) { return 0, false }
+}
+
+func conv[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64 | float32](dst []float64, src []T) {
+	for i, x := range src[:len(dst)] {
+		dst[i] = float64(x)
+	}
+}
+
+// toFloats converts a numeric column into dst (len(dst) == arr.Len()); the
+// values at null slots are unspecified. Unsupported types give NaN.
+func toFloats(arr arrow.Array, dst []float64) {
+	switch a := arr.(type) {
+	case *array.Float64:
+		copy(dst, a.Float64Values())
+	case *array.Float32:
+		conv(dst, a.Float32Values())
+	case *array.Int8:
+		conv(dst, a.Int8Values())
+	case *array.Int16:
+		conv(dst, a.Int16Values())
+	case *array.Int32:
+		conv(dst, a.Int32Values())
+	case *array.Int64:
+		conv(dst, a.Int64Values())
+	case *array.Uint8:
+		conv(dst, a.Uint8Values())
+	case *array.Uint16:
+		conv(dst, a.Uint16Values())
+	case *array.Uint32:
+		conv(dst, a.Uint32Values())
+	case *array.Uint64:
+		conv(dst, a.Uint64Values())
+	default:
+		for i := range dst {
+			dst[i] = math.NaN()
+		}
+	}
+}
+
+// fillObs reads observed_at into st.obs as microseconds since the epoch (UTC).
+func fillObs(col arrow.Array, st *scratch) {
+	switch a := col.(type) {
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		for i := 0; i < st.n; i++ {
+			if a.IsNull(i) {
+				st.fail(i, rMissing, slotObs)
+				continue
+			}
+			us, ok := toMicros(int64(a.Value(i)), unit)
+			if !ok {
+				st.fail(i, rObs, slotObs)
+				continue
+			}
+			st.obs[i] = us
+		}
+	case *array.Date32:
+		for i := 0; i < st.n; i++ {
+			if a.IsNull(i) {
+				st.fail(i, rMissing, slotObs)
+				continue
+			}
+			st.obs[i] = int64(a.Value(i)) * 86400 * 1e6
+		}
+	case *array.Date64:
+		for i := 0; i < st.n; i++ {
+			if a.IsNull(i) {
+				st.fail(i, rMissing, slotObs)
+				continue
+			}
+			us, ok := toMicros(int64(a.Value(i)), arrow.Millisecond)
+			if !ok {
+				st.fail(i, rObs, slotObs)
+				continue
+			}
+			st.obs[i] = us
+		}
+	default:
+		g := stringGetter(col)
+		for i := 0; i < st.n; i++ {
+			s, ok := g(i)
+			if !ok {
+				st.fail(i, rMissing, slotObs)
+				continue
+			}
+			us, ok := parseTimestamp(s)
+			if !ok {
+				st.fail(i, rObs, slotObs)
+				continue
+			}
+			st.obs[i] = us
+		}
+	}
+}
+
+func toMicros(v int64, unit arrow.TimeUnit) (int64, bool) {
+	switch unit {
+	case arrow.Second:
+		if v > math.MaxInt64/1_000_000 || v < math.MinInt64/1_000_000 {
+			return 0, false
+		}
+		return v * 1e6, true
+	case arrow.Millisecond:
+		if v > math.MaxInt64/1_000 || v < math.MinInt64/1_000 {
+			return 0, false
+		}
+		return v * 1e3, true
+	case arrow.Microsecond:
+		return v, true
+	case arrow.Nanosecond:
+		return v / 1e3, true
+	}
+	return 0, false
+}
+
+var timestampLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02",
+}
+
+// parseTimestamp parses RFC 3339 (with or without zone; no zone means UTC),
+// a space instead of the T, or a date.
+func parseTimestamp(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	for _, l := range timestampLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			if t.Year() < -290000 || t.Year() > 290000 {
+				return 0, false
+			}
+			return t.UnixMicro(), true
+		}
+	}
+	return 0, false
+}
+
+// rowMap renders row i of rec as a map of Go values (dead-letter path only).
+func rowMap(rec arrow.Record, i int) map[string]any {
+	s := rec.Schema()
+	m := make(map[string]any, s.NumFields())
+	for c := 0; c < s.NumFields(); c++ {
+		m[s.Field(c).Name] = cellValue(rec.Column(c), i)
+	}
+	return m
+}
+
+// cellValue returns a JSON-friendly Go value of one cell. It never panics: a
+// cell that cannot be read (malformed nested data) is rendered as a marker.
+func cellValue(arr arrow.Array, i int) (v any) {
+	defer func() {
+		if p := recover(); p != nil {
+			v = "<unreadable>"
+		}
+	}()
+	if i < 0 || i >= arr.Len() || arr.IsNull(i) {
+		return nil
+	}
+	switch a := arr.(type) {
+	case *array.String:
+		return strings.Clone(a.Value(i)) // do not alias input memory
+	case *array.LargeString:
+		return strings.Clone(a.Value(i))
+	case *array.Binary:
+		return append([]byte(nil), a.Value(i)...)
+	case *array.Boolean:
+		return a.Value(i)
+	case *array.Float64:
+		return a.Value(i)
+	case *array.Float32:
+		return float64(a.Value(i))
+	case *array.Int8:
+		return int64(a.Value(i))
+	case *array.Int16:
+		return int64(a.Value(i))
+	case *array.Int32:
+		return int64(a.Value(i))
+	case *array.Int64:
+		return a.Value(i)
+	case *array.Uint8:
+		return uint64(a.Value(i))
+	case *array.Uint16:
+		return uint64(a.Value(i))
+	case *array.Uint32:
+		return uint64(a.Value(i))
+	case *array.Uint64:
+		return a.Value(i)
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		return a.Value(i).ToTime(unit).UTC().Format(time.RFC3339Nano)
+	case *array.Date32:
+		return a.Value(i).ToTime().Format("2006-01-02")
+	case *array.Date64:
+		return a.Value(i).ToTime().UTC().Format(time.RFC3339Nano)
+	case *array.Dictionary:
+		return cellValue(a.Dictionary(), a.GetValueIndex(i))
+	}
+	return arr.GetOneForMarshal(i)
+}
+
+// checkRecord verifies that the used columns' buffers are consistent with
+// their lengths, so that reading them cannot go out of bounds.
+func checkRecord(rec arrow.Record, used []int) error {
+	for _, c := range used {
+		if err := checkArray(rec.Column(c), 0); err != nil {
+			return fmt.Errorf("column %q is malformed: %w", rec.Schema().Field(c).Name, err)
+		}
+	}
+	return nil
+}
+
+func checkArray(arr arrow.Array, depth int) error {
+	if depth > 2 {
+		return fmt.Errorf("nesting too deep")
+	}
+	d := arr.Data()
+	off, n := d.Offset(), d.Len()
+	if off < 0 || n < 0 {
+		return fmt.Errorf("negative offset or length")
+	}
+	end := off + n
+	bufs := d.Buffers()
+	bufLen := func(k int) int {
+		if k >= len(bufs) || bufs[k] == nil {
+			return 0
+		}
+		return bufs[k].Len()
+	}
+	if len(bufs) > 0 && bufLen(0) > 0 && bufLen(0)*8 < end {
+		return fmt.Errorf("validity bitmap too short")
+	}
+	dt := arr.DataType()
+	switch dt.ID() {
+	case arrow.BOOL:
+		if n > 0 && bufLen(1)*8 < end {
+			return fmt.Errorf("boolean values too short")
+		}
+	case arrow.STRING:
+		a := arr.(*array.String)
+		if n == 0 {
+			return nil
+		}
+		if bufLen(1) < 4*(end+1) {
+			return fmt.Errorf("offsets too short")
+		}
+		prev := a.ValueOffset(0)
+		if prev < 0 {
+			return fmt.Errorf("negative offset")
+		}
+		for i := 1; i <= n; i++ {
+			o := a.ValueOffset(i)
+			if o < prev {
+				return fmt.Errorf("offsets decrease at %d", i)
+			}
+			prev = o
+		}
+		if prev > bufLen(2) {
+			return fmt.Errorf("offsets beyond data")
+		}
+	case arrow.LARGE_STRING:
+		a := arr.(*array.LargeString)
+		if n == 0 {
+			return nil
+		}
+		if bufLen(1) < 8*(end+1) {
+			return fmt.Errorf("offsets too short")
+		}
+		prev := a.ValueOffset64(0)
+		if prev < 0 {
+			return fmt.Errorf("negative offset")
+		}
+		for i := 1; i <= n; i++ {
+			o := a.ValueOffset64(i)
+			if o < prev {
+				return fmt.Errorf("offsets decrease at %d", i)
+			}
+			prev = o
+		}
+		if prev > int64(bufLen(2)) {
+			return fmt.Errorf("offsets beyond data")
+		}
+	case arrow.DICTIONARY:
+		a := arr.(*array.Dictionary)
+		if err := checkArray(a.Indices(), depth+1); err != nil {
+			return fmt.Errorf("indices: %w", err)
+		}
+		dict := a.Dictionary()
+		if err := checkArray(dict, depth+1); err != nil {
+			return fmt.Errorf("dictionary: %w", err)
+		}
+		m := dict.Len()
+		ig := intGetter(a.Indices())
+		for i := 0; i < n; i++ {
+			if a.IsNull(i) {
+				continue
+			}
+			j, ok := ig(i)
+			if !ok || j < 0 || j >= int64(m) {
+				return fmt.Errorf("dictionary index out of range at row %d", i)
+			}
+		}
+	default:
+		if fw, ok := dt.(arrow.FixedWidthDataType); ok && dt.ID() != arrow.BOOL {
+			w := fw.BitWidth() / 8
+			if n > 0 && bufLen(1) < w*end {
+				return fmt.Errorf("values too short")
+			}
+		}
+	}
+	return nil
+}

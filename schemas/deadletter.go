@@ -1,0 +1,136 @@
+package schemas
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// Reason codes of dead letters. They are stable: metrics and dashboards key
+// on them.
+const (
+	ReasonUndecodable      = "undecodable"
+	ReasonWrongSchema      = "wrong_schema"
+	ReasonMissingField     = "missing_field"
+	ReasonInvalidTime      = "invalid_time"
+	ReasonInvalidEvent     = "invalid_event"
+	ReasonUnknownCohort    = "unknown_cohort"
+	ReasonDuplicateID      = "duplicate_id"
+	ReasonInvalidCovariate = "invalid_covariate"
+	ReasonInvalidID        = "invalid_id"
+	// ReasonInvalidObservedAt: an observed_at value that is not a timestamp,
+	// a date or an RFC 3339 string.
+	ReasonInvalidObservedAt = "invalid_observed_at"
+)
+
+// Reasons lists every reason code, for metrics that pre-register labels.
+var Reasons = []string{
+	ReasonUndecodable, ReasonWrongSchema, ReasonMissingField, ReasonInvalidTime,
+	ReasonInvalidEvent, ReasonUnknownCohort, ReasonDuplicateID, ReasonInvalidCovariate,
+	ReasonInvalidID, ReasonInvalidObservedAt,
+}
+
+// DeadLetter is one rejected row (or a whole rejected message). It carries
+// raw patient data: the dead-letter sink is as sensitive as the input topic.
+type DeadLetter struct {
+	Reason   string         // stable snake_case code, one of the Reason* constants
+	Detail   string         // human-readable; names the field, may quote the value (dead-letter path only)
+	RowIndex int            // row within the decoded message (or file, for ReadFile); -1 when the whole message failed
+	Row      map[string]any // the raw row as decoded (nil when undecodable)
+	Raw      []byte         // the raw message bytes when the whole message failed (nil otherwise)
+}
+
+// MarshalJSON renders {"reason","detail","row_index","row","raw_base64"}.
+// Non-finite floats in Row are written as the strings "NaN", "+Inf", "-Inf";
+// byte slices as base64 strings; times as RFC 3339.
+func (d DeadLetter) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Reason    string         `json:"reason"`
+		Detail    string         `json:"detail"`
+		RowIndex  int            `json:"row_index"`
+		Row       map[string]any `json:"row"`
+		RawBase64 *string        `json:"raw_base64"`
+	}{Reason: d.Reason, Detail: d.Detail, RowIndex: d.RowIndex}
+	if d.Row != nil {
+		out.Row = make(map[string]any, len(d.Row))
+		for k, v := range d.Row {
+			out.Row[k] = jsonSafe(v)
+		}
+	}
+	if d.Raw != nil {
+		s := base64.StdEncoding.EncodeToString(d.Raw)
+		out.RawBase64 = &s
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("schemas: marshal dead letter: %w", err)
+	}
+	return b, nil
+}
+
+// jsonSafe converts values json.Marshal rejects or renders poorly.
+func jsonSafe(v any) any {
+	switch x := v.(type) {
+	case float64:
+		return finiteOrString(x)
+	case float32:
+		return finiteOrString(float64(x))
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	case []any:
+		o := make([]any, len(x))
+		for i := range x {
+			o[i] = jsonSafe(x[i])
+		}
+		return o
+	case map[string]any:
+		o := make(map[string]any, len(x))
+		for k, e := range x {
+			o[k] = jsonSafe(e)
+		}
+		return o
+	case nil, string, bool, json.Number, []byte,
+		int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return x
+	default:
+		// Anything else (nested Arrow values): keep it if it marshals.
+		if _, err := json.Marshal(x); err != nil {
+			return fmt.Sprint(x)
+		}
+		return x
+	}
+}
+
+func finiteOrString(f float64) any {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "+Inf"
+	case math.IsInf(f, -1):
+		return "-Inf"
+	}
+	return f
+}
+
+// CountByReason tallies dead letters by reason code.
+func CountByReason(dead []DeadLetter) map[string]int {
+	m := make(map[string]int)
+	for _, d := range dead {
+		m[d.Reason]++
+	}
+	return m
+}
+
+// sortedKeys is used for deterministic rendering in details.
+func sortedKeys(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,315 @@
+package schemas
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// EncodeIPC writes rec as one Arrow IPC stream (schema, dictionaries, one
+// record batch, end-of-stream marker). The output is deterministic: the same
+// record gives the same bytes.
+func EncodeIPC(rec arrow.Record, mem memory.Allocator) ([]byte, error) {
+	if rec == nil {
+		return nil, errors.New("schemas: encode ipc: nil record")
+	}
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
+	if err := w.Write(rec); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("schemas: encode ipc: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("schemas: encode ipc: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// DecodeIPCRecords reads every record batch of an IPC stream without
+// validation (for consumers of the sanitized and fit topics, and tests). The
+// caller releases the records. Malformed input gives an error, never a panic.
+func DecodeIPCRecords(data []byte, mem memory.Allocator) (recs []arrow.Record, err error) {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("schemas: decode ipc: %v", p)
+		}
+		if err != nil {
+			for _, r := range recs {
+				r.Release()
+			}
+			recs = nil
+		}
+	}()
+	if err := prescanIPC(data); err != nil {
+		return nil, fmt.Errorf("schemas: decode ipc: %w", err)
+	}
+	r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, fmt.Errorf("schemas: decode ipc: %w", err)
+	}
+	defer r.Release()
+	for r.Next() {
+		rec := r.Record()
+		rec.Retain()
+		recs = append(recs, rec)
+	}
+	if err := r.Err(); err != nil {
+		return recs, fmt.Errorf("schemas: decode ipc: %w", err)
+	}
+	return recs, nil
+}
+
+// DecodeIPC decodes one Kafka message value (an Arrow IPC stream: schema and
+// one or more record batches) and validates it. Row indices in dead letters
+// count rows across the message's batches, and duplicate ids are detected
+// across them.
+//
+// Whole-message failures give exactly one dead letter with RowIndex -1 and
+// the raw bytes: undecodable bytes (bad framing, corrupt flatbuffers,
+// malformed buffers, decompression beyond the decode-memory bound) and a
+// schema that does not fit tte.v1 (missing_field or wrong_schema); keeping
+// the raw bytes lets an operator replay the message once the producer is
+// fixed. Row-level failures give one dead letter per row.
+//
+// Decoded input buffers come from the Go allocator (bounded by
+// SetMaxDecodeBytes) so that a malformed message cannot leak accounted
+// memory; the returned record is allocated from the validator's allocator.
+func (v *Validator) DecodeIPC(data []byte) (out arrow.Record, dead []DeadLetter) {
+	var outs []arrow.Record
+	whole := func(reason, detail string) (arrow.Record, []DeadLetter) {
+		for _, o := range outs {
+			o.Release()
+		}
+		outs = nil
+		return v.empty(false, false), []DeadLetter{{Reason: reason, Detail: detail, RowIndex: -1,
+			Raw: append([]byte(nil), data...)}}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			if out != nil {
+				out.Release()
+			}
+			out, dead = whole(ReasonUndecodable, fmt.Sprintf("message could not be decoded: %v", p))
+		}
+	}()
+	if err := prescanIPC(data); err != nil {
+		return whole(ReasonUndecodable, "arrow ipc: "+err.Error())
+	}
+	lim := &limitAllocator{mem: memory.NewGoAllocator(), max: v.maxDecode}
+	r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(lim))
+	if err != nil {
+		return whole(ReasonUndecodable, err.Error())
+	}
+	defer r.Release()
+	p := v.planFor(r.Schema())
+	if p.errReason != rOK {
+		return whole(reasonNames[p.errReason], p.errDetail)
+	}
+	set := &idSet{m: make(map[string]int32), cross: true}
+	rowBase := 0
+	for r.Next() {
+		rec := r.Record()
+		if err := checkRecord(rec, p.used()); err != nil {
+			return whole(ReasonUndecodable, err.Error())
+		}
+		o, d := v.validate(rec, rowBase, set)
+		for _, x := range d {
+			if x.RowIndex < 0 { // the record could not be read
+				o.Release()
+				return whole(x.Reason, x.Detail)
+			}
+		}
+		outs = append(outs, o)
+		dead = append(dead, d...)
+		rowBase += int(rec.NumRows())
+	}
+	if err := r.Err(); err != nil {
+		return whole(ReasonUndecodable, err.Error())
+	}
+	switch len(outs) {
+	case 0:
+		return v.empty(p.withSite, p.withObs), dead
+	case 1:
+		return outs[0], dead
+	}
+	out, err = concatRecords(outs, v.mem)
+	for _, o := range outs {
+		o.Release()
+	}
+	outs = nil
+	if err != nil {
+		return whole(ReasonUndecodable, err.Error())
+	}
+	return out, dead
+}
+
+// concatRecords concatenates records of one schema.
+func concatRecords(recs []arrow.Record, mem memory.Allocator) (arrow.Record, error) {
+	schema := recs[0].Schema()
+	cols := make([]arrow.Array, schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	parts := make([]arrow.Array, len(recs))
+	for c := range cols {
+		for k, r := range recs {
+			parts[k] = r.Column(c)
+		}
+		a, err := array.Concatenate(parts, mem)
+		if err != nil {
+			return nil, fmt.Errorf("schemas: concatenate column %q: %w", schema.Field(c).Name, err)
+		}
+		cols[c] = a
+	}
+	return array.NewRecord(schema, cols, rows), nil
+}
+
+// prescanIPC walks the message framing of an IPC stream and checks that
+// every metadata and body length fits in the data, before the Arrow reader
+// allocates buffers of those lengths.
+func prescanIPC(data []byte) error {
+	pos := 0
+	msgs := 0
+	for {
+		rest := len(data) - pos
+		if rest == 0 {
+			if msgs == 0 {
+				return errors.New("empty message")
+			}
+			return nil
+		}
+		if rest < 4 {
+			return errors.New("truncated message prefix")
+		}
+		cid := binary.LittleEndian.Uint32(data[pos:])
+		pos += 4
+		var mlen uint32
+		switch cid {
+		case 0:
+			if msgs == 0 {
+				return errors.New("stream has no schema")
+			}
+			return nil
+		case 0xFFFFFFFF:
+			if len(data)-pos < 4 {
+				return errors.New("truncated message length")
+			}
+			mlen = binary.LittleEndian.Uint32(data[pos:])
+			pos += 4
+			if mlen == 0 {
+				if msgs == 0 {
+					return errors.New("stream has no schema")
+				}
+				return nil
+			}
+		default:
+			mlen = cid // pre-0.15 framing
+		}
+		if mlen > uint32(len(data)-pos) || mlen > 1<<30 {
+			return fmt.Errorf("message %d: metadata length %d exceeds the %d bytes left", msgs, mlen, len(data)-pos)
+		}
+		meta := data[pos : pos+int(mlen)]
+		pos += int(mlen)
+		body, err := flatbufBodyLength(meta)
+		if err != nil {
+			return fmt.Errorf("message %d: %w", msgs, err)
+		}
+		if body < 0 || body > int64(len(data)-pos) {
+			return fmt.Errorf("message %d: body length %d exceeds the %d bytes left", msgs, body, len(data)-pos)
+		}
+		pos += int(body)
+		msgs++
+	}
+}
+
+// flatbufBodyLength reads Message.bodyLength (field 3, int64) from the
+// flatbuffer-encoded message metadata, with explicit bounds checks.
+func flatbufBodyLength(b []byte) (int64, error) {
+	u32 := func(off int) (uint32, bool) {
+		if off < 0 || off+4 > len(b) {
+			return 0, false
+		}
+		return binary.LittleEndian.Uint32(b[off:]), true
+	}
+	root, ok := u32(0)
+	if !ok || int(root) > len(b)-4 {
+		return 0, errors.New("corrupt message metadata (root)")
+	}
+	table := int(root)
+	soff, ok := u32(table)
+	if !ok {
+		return 0, errors.New("corrupt message metadata (table)")
+	}
+	vt := table - int(int32(soff))
+	if vt < 0 || vt+4 > len(b) {
+		return 0, errors.New("corrupt message metadata (vtable)")
+	}
+	vtLen := int(binary.LittleEndian.Uint16(b[vt:]))
+	const field = 4 + 2*3 // bodyLength is field 3
+	if vtLen < field+2 || vt+field+2 > len(b) {
+		return 0, nil // absent: default 0
+	}
+	fo := int(binary.LittleEndian.Uint16(b[vt+field:]))
+	if fo == 0 {
+		return 0, nil
+	}
+	at := table + fo
+	if at < 0 || at+8 > len(b) {
+		return 0, errors.New("corrupt message metadata (body length)")
+	}
+	return int64(binary.LittleEndian.Uint64(b[at:])), nil
+}
+
+// errDecodeLimit is the panic value of limitAllocator; the Arrow reader
+// recovers it into an error.
+var errDecodeLimit = errors.New("decoded message exceeds the decode memory bound")
+
+// limitAllocator bounds the bytes outstanding at once.
+type limitAllocator struct {
+	mem  memory.Allocator
+	max  int64
+	used atomic.Int64
+}
+
+func (l *limitAllocator) Allocate(size int) []byte {
+	if size < 0 || l.used.Add(int64(size)) > l.max {
+		l.used.Add(-int64(size))
+		panic(errDecodeLimit)
+	}
+	return l.mem.Allocate(size)
+}
+
+func (l *limitAllocator) Reallocate(size int, b []byte) []byte {
+	delta := int64(size) - int64(len(b))
+	if size < 0 || l.used.Add(delta) > l.max {
+		l.used.Add(-delta)
+		panic(errDecodeLimit)
+	}
+	return l.mem.Reallocate(size, b)
+}
+
+func (l *limitAllocator) Free(b []byte) {
+	l.used.Add(-int64(len(b)))
+	l.mem.Free(b)
+}

@@ -1,0 +1,238 @@
+package schemas
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+)
+
+// rawBatch is a batch of untyped rows (CSV cells or decoded JSON objects).
+// Every cell is parsed leniently, so that a bad cell fails its row only.
+type rawBatch struct {
+	rows []map[string]any // nil entry: the row failed to decode (see rowErr)
+	// rowErr holds whole-row failures (undecodable line, not an object).
+	rowErr map[int]rowFailure
+	// present reports whether a column exists in this batch (CSV header, or
+	// any JSON object having the key).
+	present func(col string) bool
+	// nullish maps CSV conventions ("" and NA) to null; JSON keeps "" as a
+	// string.
+	nullish func(string) bool
+}
+
+type rowFailure struct {
+	reason uint8
+	detail string
+	raw    []byte
+	row    map[string]any
+}
+
+func csvNull(s string) bool {
+	t := strings.TrimSpace(s)
+	return t == "" || t == "NA"
+}
+
+// cell returns the value of a column in row i, nil if absent or null.
+func (b *rawBatch) cell(i int, col string) any {
+	x, ok := b.rows[i][col]
+	if !ok || x == nil {
+		return nil
+	}
+	if s, isStr := x.(string); isStr && b.nullish != nil && b.nullish(s) {
+		return nil
+	}
+	return x
+}
+
+// validateRaw validates a raw batch with the same rules as Validate.
+func (v *Validator) validateRaw(b *rawBatch, rowBase int, set *idSet) (arrow.Record, []DeadLetter) {
+	n := len(b.rows)
+	withSite, withObs := b.present(v.cols.Site), b.present(v.cols.ObservedAt)
+	st := v.pool.Get().(*scratch)
+	defer func() { st.release(); v.pool.Put(st) }()
+	st.reset(n, len(v.spec.Covariates), withSite, withObs)
+	for i := 0; i < n; i++ {
+		if f, bad := b.rowErr[i]; bad {
+			st.fail(i, f.reason, 0)
+			continue
+		}
+		v.fillRawRow(b, i, st, withSite, withObs)
+	}
+	st.dedupe(set, rowBase)
+	out := v.build(st, withSite, withObs, nil)
+	names := v.slotNames()
+	dead := v.deadLetters(st, rowBase, names, func(i int) map[string]any { return b.rows[i] })
+	for k := range dead {
+		if f, bad := b.rowErr[dead[k].RowIndex-rowBase]; bad {
+			dead[k].Detail = f.detail
+			dead[k].Raw = f.raw
+			dead[k].Row = f.row
+		}
+	}
+	return out, dead
+}
+
+func (v *Validator) fillRawRow(b *rawBatch, i int, st *scratch, withSite, withObs bool) {
+	// id
+	switch x := b.cell(i, v.cols.ID).(type) {
+	case nil:
+		st.fail(i, rMissing, slotID)
+	default:
+		s, ok := rawIDString(x)
+		st.ids[i] = s
+		if !ok || !validID(s) {
+			st.fail(i, rInvalidID, slotID)
+		}
+	}
+	// time
+	if x := b.cell(i, v.cols.Time); x == nil {
+		st.fail(i, rMissing, slotTime)
+	} else if t, ok := rawFloat(x); !ok || !(t >= 0) || t > math.MaxFloat64 {
+		st.fail(i, rTime, slotTime)
+	} else {
+		st.times[i] = t
+	}
+	// event
+	if x := b.cell(i, v.cols.Event); x == nil {
+		st.fail(i, rMissing, slotEvent)
+	} else if e, ok := rawEvent(x); !ok {
+		st.fail(i, rEvent, slotEvent)
+	} else {
+		st.events[i] = e
+	}
+	// cohort
+	if x := b.cell(i, v.cols.Cohort); x == nil {
+		st.fail(i, rMissing, slotCohort)
+	} else if c, ok := v.rawCohort(x); !ok {
+		st.fail(i, rCohort, slotCohort)
+	} else {
+		st.codes[i] = c
+	}
+	for k, name := range v.spec.Covariates {
+		x := b.cell(i, name)
+		f, ok := rawFloat(x)
+		if x == nil || !ok || math.IsNaN(f) || math.IsInf(f, 0) {
+			st.fail(i, rCov, slotCov0+k)
+			continue
+		}
+		st.covs[k][i] = f
+	}
+	if withSite {
+		if x := b.cell(i, v.cols.Site); x == nil {
+			st.fail(i, rMissing, slotSite)
+		} else {
+			st.sites[i] = rawText(x)
+		}
+	}
+	if withObs {
+		if x := b.cell(i, v.cols.ObservedAt); x == nil {
+			st.fail(i, rMissing, slotObs)
+		} else if s, isStr := x.(string); !isStr {
+			st.fail(i, rObs, slotObs)
+		} else if us, ok := parseTimestamp(s); !ok {
+			st.fail(i, rObs, slotObs)
+		} else {
+			st.obs[i] = us
+		}
+	}
+}
+
+// rawIDString: strings as they are; integer numbers as decimal.
+func rawIDString(x any) (string, bool) {
+	switch y := x.(type) {
+	case string:
+		return y, true
+	case json.Number:
+		if n, err := strconv.ParseInt(string(y), 10, 64); err == nil {
+			return strconv.FormatInt(n, 10), true
+		}
+		if n, err := strconv.ParseUint(string(y), 10, 64); err == nil {
+			return strconv.FormatUint(n, 10), true
+		}
+		return "", false
+	case float64:
+		if y == math.Trunc(y) && math.Abs(y) < 1<<53 {
+			return strconv.FormatInt(int64(y), 10), true
+		}
+	}
+	return "", false
+}
+
+// rawFloat parses numbers and numeric strings (surrounding spaces allowed).
+func rawFloat(x any) (float64, bool) {
+	switch y := x.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(y), 64)
+		return f, err == nil
+	case float64:
+		return y, true
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(y), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// rawEvent accepts booleans, 0/1 (numbers or strings, 0.0 and 1.0 too) and
+// the strings strconv.ParseBool accepts.
+func rawEvent(x any) (bool, bool) {
+	if b, ok := x.(bool); ok {
+		return b, true
+	}
+	if f, ok := rawFloat(x); ok {
+		switch f {
+		case 0:
+			return false, true
+		case 1:
+			return true, true
+		}
+		return false, false
+	}
+	if s, ok := x.(string); ok {
+		if b, err := strconv.ParseBool(strings.TrimSpace(s)); err == nil {
+			return b, true
+		}
+	}
+	return false, false
+}
+
+// rawCohort matches a label exactly; numbers match by their decimal text.
+func (v *Validator) rawCohort(x any) (int32, bool) {
+	switch y := x.(type) {
+	case string:
+		c, ok := v.labels[y]
+		return c, ok
+	case json.Number:
+		if c, ok := v.labels[string(y)]; ok {
+			return c, true
+		}
+		if f, err := strconv.ParseFloat(string(y), 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			c, ok := v.intLabels[int64(f)]
+			return c, ok
+		}
+	case float64:
+		if y == math.Trunc(y) && math.Abs(y) < 1<<53 {
+			c, ok := v.intLabels[int64(y)]
+			return c, ok
+		}
+	}
+	return 0, false
+}
+
+func rawText(x any) string {
+	switch y := x.(type) {
+	case string:
+		return y
+	case json.Number:
+		return string(y)
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return fmt.Sprint(x)
+	}
+	return string(b)
+}

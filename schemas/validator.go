@@ -1,0 +1,856 @@
+package schemas
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// Internal reason codes (index into reasonNames).
+const (
+	rOK uint8 = iota
+	rMissing
+	rInvalidID
+	rDup
+	rTime
+	rEvent
+	rCohort
+	rCov
+	rObs
+	rUndecodable
+	rWrongSchema
+)
+
+var reasonNames = [...]string{
+	rOK:          "",
+	rMissing:     ReasonMissingField,
+	rInvalidID:   ReasonInvalidID,
+	rDup:         ReasonDuplicateID,
+	rTime:        ReasonInvalidTime,
+	rEvent:       ReasonInvalidEvent,
+	rCohort:      ReasonUnknownCohort,
+	rCov:         ReasonInvalidCovariate,
+	rObs:         ReasonInvalidObservedAt,
+	rUndecodable: ReasonUndecodable,
+	rWrongSchema: ReasonWrongSchema,
+}
+
+// Slots: the logical fields a row is checked for, in check order.
+const (
+	slotID = iota
+	slotTime
+	slotEvent
+	slotCohort
+	slotSite
+	slotObs
+	slotCov0 // covariate k is slotCov0 + k
+)
+
+// DefaultMaxDecodeBytes bounds the memory one DecodeIPC call may allocate for
+// the decoded message (protects against compression bombs and forged lengths).
+const DefaultMaxDecodeBytes = 256 << 20
+
+// Validator checks tte.v1 batches against a Spec and converts the good rows
+// into the canonical schema. It is safe for concurrent use.
+type Validator struct {
+	spec      Spec
+	cols      Columns
+	mem       memory.Allocator
+	labels    map[string]int32
+	intLabels map[int64]int32
+	schemas   [4]*arrow.Schema // index: withSite | withObs<<1
+	maxDecode int64
+	pool      sync.Pool // *scratch
+}
+
+// NewValidator validates spec and returns a Validator whose output records
+// are allocated from mem (memory.DefaultAllocator when nil).
+func NewValidator(spec Spec, mem memory.Allocator) (*Validator, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("schemas: new validator: %w", err)
+	}
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	spec.Cohorts = append([]string(nil), spec.Cohorts...)
+	spec.Covariates = append([]string(nil), spec.Covariates...)
+	spec.Columns = spec.Columns.WithDefaults()
+	v := &Validator{
+		spec:      spec,
+		cols:      spec.Columns,
+		mem:       mem,
+		labels:    make(map[string]int32, len(spec.Cohorts)),
+		intLabels: make(map[int64]int32),
+		maxDecode: DefaultMaxDecodeBytes,
+	}
+	for i, c := range spec.Cohorts {
+		v.labels[c] = int32(i)
+		if x, err := strconv.ParseInt(c, 10, 64); err == nil && strconv.FormatInt(x, 10) == c {
+			v.intLabels[x] = int32(i)
+		}
+	}
+	for k := range v.schemas {
+		v.schemas[k] = CanonicalSchema(spec, k&1 != 0, k&2 != 0)
+	}
+	v.pool.New = func() any { return new(scratch) }
+	return v, nil
+}
+
+// Spec returns the validator's spec (with default column names filled in).
+func (v *Validator) Spec() Spec { return v.spec }
+
+// SetMaxDecodeBytes changes the per-message decode memory bound of DecodeIPC
+// (default DefaultMaxDecodeBytes). Call it before using the validator.
+func (v *Validator) SetMaxDecodeBytes(n int64) {
+	if n > 0 {
+		v.maxDecode = n
+	}
+}
+
+// Schema returns the canonical schema the validator produces.
+func (v *Validator) Schema(withSite, withObservedAt bool) *arrow.Schema {
+	return v.schemas[schemaKey(withSite, withObservedAt)]
+}
+
+func schemaKey(site, obs bool) int {
+	k := 0
+	if site {
+		k |= 1
+	}
+	if obs {
+		k |= 2
+	}
+	return k
+}
+
+// scratch holds per-call working state; pooled.
+type scratch struct {
+	n      int
+	reason []uint8
+	slot   []uint16
+	dupOf  []int32
+	ids    []string
+	times  []float64
+	events []bool
+	codes  []int32
+	covs   [][]float64
+	sites  []string
+	obs    []int64
+	tmp    []float64
+	keep   []int32
+	seen   map[string]int32
+}
+
+func (st *scratch) reset(n, ncov int, site, obs bool) {
+	st.n = n
+	st.reason = resize(st.reason, n)
+	clear(st.reason)
+	st.slot = resize(st.slot, n)
+	st.dupOf = resize(st.dupOf, n)
+	st.ids = resize(st.ids, n)
+	st.times = resize(st.times, n)
+	st.events = resize(st.events, n)
+	st.codes = resize(st.codes, n)
+	st.tmp = resize(st.tmp, n)
+	if cap(st.covs) < ncov {
+		st.covs = make([][]float64, ncov)
+	}
+	st.covs = st.covs[:ncov]
+	for k := range st.covs {
+		st.covs[k] = resize(st.covs[k], n)
+	}
+	if site {
+		st.sites = resize(st.sites, n)
+	} else {
+		st.sites = st.sites[:0]
+	}
+	if obs {
+		st.obs = resize(st.obs, n)
+	} else {
+		st.obs = st.obs[:0]
+	}
+	st.keep = st.keep[:0]
+	if st.seen == nil {
+		st.seen = make(map[string]int32, n)
+	}
+}
+
+// release drops references into input memory before the scratch is pooled.
+func (st *scratch) release() {
+	clear(st.ids)
+	clear(st.sites)
+	clear(st.seen)
+	// Do not pool very large buffers.
+	if cap(st.reason) > 1<<20 {
+		*st = scratch{}
+	}
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// fail records the first failure of row i.
+func (st *scratch) fail(i int, r uint8, slot int) {
+	if st.reason[i] == rOK {
+		st.reason[i] = r
+		st.slot[i] = uint16(slot)
+	}
+}
+
+// idSet is the set of ids already released; shared across the batches of one
+// message or file (cross=true: keys are cloned since input memory is
+// released between batches).
+type idSet struct {
+	m     map[string]int32
+	cross bool
+}
+
+// dedupe marks every good row whose id was already seen as a duplicate.
+// Only good rows claim ids, so a bad row followed by its corrected version
+// in the same batch lets the corrected one through.
+func (st *scratch) dedupe(set *idSet, rowBase int) {
+	m := st.seen
+	cross := false
+	if set != nil {
+		m, cross = set.m, set.cross
+	}
+	for i := 0; i < st.n; i++ {
+		if st.reason[i] != rOK {
+			continue
+		}
+		id := st.ids[i]
+		if first, dup := m[id]; dup {
+			st.reason[i] = rDup
+			st.slot[i] = slotID
+			st.dupOf[i] = first
+			continue
+		}
+		if cross {
+			id = string([]byte(id)) // clone: input memory does not outlive the batch
+		}
+		m[id] = int32(rowBase + i)
+	}
+}
+
+// Validate checks rec (any tte.v1-compatible record) and returns the good
+// rows in canonical form plus one dead letter per bad row. The returned
+// record is never nil (it may have zero rows); the caller releases it.
+// A record whose schema lacks a required column gives every row as a dead
+// letter with missing_field; a wrong column type or a foreign schema name or
+// time unit in the metadata gives wrong_schema. A malformed record (buffers
+// inconsistent with its length) gives one undecodable dead letter with
+// RowIndex -1.
+func (v *Validator) Validate(rec arrow.Record) (arrow.Record, []DeadLetter) {
+	return v.validate(rec, 0, nil)
+}
+
+func (v *Validator) validate(rec arrow.Record, rowBase int, set *idSet) (out arrow.Record, dead []DeadLetter) {
+	defer func() {
+		if p := recover(); p != nil {
+			if out != nil {
+				out.Release()
+			}
+			out = v.empty(false, false)
+			dead = []DeadLetter{{Reason: ReasonUndecodable, RowIndex: -1,
+				Detail: fmt.Sprintf("record could not be read: %v", p)}}
+		}
+	}()
+	if rec == nil {
+		return v.empty(false, false), nil
+	}
+	p := v.planFor(rec.Schema())
+	n := int(rec.NumRows())
+	if p.errReason != rOK {
+		dead = make([]DeadLetter, n)
+		for i := range dead {
+			dead[i] = DeadLetter{Reason: reasonNames[p.errReason], Detail: p.errDetail,
+				RowIndex: rowBase + i, Row: rowMap(rec, i)}
+		}
+		return v.empty(false, false), dead
+	}
+	if err := checkRecord(rec, p.used()); err != nil {
+		return v.empty(p.withSite, p.withObs), []DeadLetter{{Reason: ReasonUndecodable, RowIndex: -1,
+			Detail: err.Error()}}
+	}
+	st := v.pool.Get().(*scratch)
+	defer func() { st.release(); v.pool.Put(st) }()
+	st.reset(n, len(v.spec.Covariates), p.withSite, p.withObs)
+	v.fillRecord(rec, &p, st)
+	st.dedupe(set, rowBase)
+	reuse := v.reusable(rec, &p, st)
+	out = v.build(st, p.withSite, p.withObs, reuse)
+	dead = v.deadLetters(st, rowBase, p.names(v), func(i int) map[string]any { return rowMap(rec, i) })
+	return out, dead
+}
+
+// plan locates the columns of one input schema.
+type plan struct {
+	id, time, event, cohort, site, obs int
+	cov                                []int
+	withSite, withObs                  bool
+	errReason                          uint8
+	errDetail                          string
+}
+
+func (p *plan) used() []int {
+	u := []int{p.id, p.time, p.event, p.cohort}
+	u = append(u, p.cov...)
+	if p.withSite {
+		u = append(u, p.site)
+	}
+	if p.withObs {
+		u = append(u, p.obs)
+	}
+	return u
+}
+
+// names returns the input column name of every slot.
+func (p *plan) names(v *Validator) []string { return v.slotNames() }
+
+func (v *Validator) slotNames() []string {
+	names := []string{v.cols.ID, v.cols.Time, v.cols.Event, v.cols.Cohort, v.cols.Site, v.cols.ObservedAt}
+	return append(names, v.spec.Covariates...)
+}
+
+type typeClass int
+
+const (
+	clsID typeClass = iota
+	clsTime
+	clsEvent
+	clsCohort
+	clsCov
+	clsSite
+	clsObs
+)
+
+func (v *Validator) planFor(s *arrow.Schema) plan {
+	p := plan{id: -1, time: -1, event: -1, cohort: -1, site: -1, obs: -1}
+	md := s.Metadata()
+	if i := md.FindKey(MetaSchema); i >= 0 && md.Values()[i] != InputSchemaName {
+		p.errReason = rWrongSchema
+		p.errDetail = fmt.Sprintf("schema metadata %s is %q, want %q", MetaSchema, md.Values()[i], InputSchemaName)
+		return p
+	}
+	if i := md.FindKey(MetaTimeUnit); i >= 0 && md.Values()[i] != v.spec.TimeUnit {
+		p.errReason = rWrongSchema
+		p.errDetail = fmt.Sprintf("schema metadata %s is %q, configured time unit is %q", MetaTimeUnit, md.Values()[i], v.spec.TimeUnit)
+		return p
+	}
+	find := func(name string, cls typeClass, required bool) int {
+		if p.errReason != rOK {
+			return -1
+		}
+		idx := s.FieldIndices(name)
+		switch {
+		case len(idx) == 0:
+			if required {
+				p.errReason = rMissing
+				p.errDetail = fmt.Sprintf("column %q not found in input schema", name)
+			}
+			return -1
+		case len(idx) > 1:
+			p.errReason = rWrongSchema
+			p.errDetail = fmt.Sprintf("column %q appears %d times in input schema", name, len(idx))
+			return -1
+		}
+		dt := s.Field(idx[0]).Type
+		if !accepts(cls, dt) {
+			p.errReason = rWrongSchema
+			p.errDetail = fmt.Sprintf("column %q has unsupported type %s", name, dt)
+			return -1
+		}
+		return idx[0]
+	}
+	p.id = find(v.cols.ID, clsID, true)
+	p.time = find(v.cols.Time, clsTime, true)
+	p.event = find(v.cols.Event, clsEvent, true)
+	p.cohort = find(v.cols.Cohort, clsCohort, true)
+	p.cov = make([]int, len(v.spec.Covariates))
+	for k, c := range v.spec.Covariates {
+		p.cov[k] = find(c, clsCov, true)
+	}
+	p.site = find(v.cols.Site, clsSite, false)
+	p.obs = find(v.cols.ObservedAt, clsObs, false)
+	p.withSite, p.withObs = p.site >= 0, p.obs >= 0
+	return p
+}
+
+func isInt(id arrow.Type) bool {
+	switch id {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64,
+		arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		return true
+	}
+	return false
+}
+
+func isFloat(id arrow.Type) bool { return id == arrow.FLOAT32 || id == arrow.FLOAT64 }
+
+func isString(id arrow.Type) bool { return id == arrow.STRING || id == arrow.LARGE_STRING }
+
+func accepts(cls typeClass, dt arrow.DataType) bool {
+	id := dt.ID()
+	dictOf := func(ok func(arrow.Type) bool) bool {
+		d, isDict := dt.(*arrow.DictionaryType)
+		return isDict && ok(d.ValueType.ID())
+	}
+	strOrInt := func(t arrow.Type) bool { return isString(t) || isInt(t) }
+	switch cls {
+	case clsID, clsSite, clsCohort:
+		return strOrInt(id) || dictOf(strOrInt)
+	case clsTime, clsCov:
+		return isInt(id) || isFloat(id)
+	case clsEvent:
+		return id == arrow.BOOL || isInt(id) || isFloat(id)
+	case clsObs:
+		return id == arrow.TIMESTAMP || id == arrow.DATE32 || id == arrow.DATE64 || isString(id) || dictOf(isString)
+	}
+	return false
+}
+
+// fillRecord reads every used column of rec into st, marking failures.
+func (v *Validator) fillRecord(rec arrow.Record, p *plan, st *scratch) {
+	n := st.n
+	// id
+	switch a := rec.Column(p.id).(type) {
+	case *array.String:
+		for i := 0; i < n; i++ {
+			if a.IsNull(i) {
+				st.fail(i, rMissing, slotID)
+				continue
+			}
+			s := a.Value(i)
+			st.ids[i] = s
+			if !validID(s) {
+				st.fail(i, rInvalidID, slotID)
+			}
+		}
+	default:
+		g := stringGetter(a)
+		for i := 0; i < n; i++ {
+			s, ok := g(i)
+			if !ok {
+				st.fail(i, rMissing, slotID)
+				continue
+			}
+			st.ids[i] = s
+			if !validID(s) {
+				st.fail(i, rInvalidID, slotID)
+			}
+		}
+	}
+	// time
+	tcol := rec.Column(p.time)
+	toFloats(tcol, st.times)
+	for i, t := range st.times {
+		if tcol.IsNull(i) {
+			st.fail(i, rMissing, slotTime)
+		} else if !(t >= 0) || t > math.MaxFloat64 {
+			st.fail(i, rTime, slotTime)
+		}
+	}
+	// event
+	switch a := rec.Column(p.event).(type) {
+	case *array.Boolean:
+		for i := 0; i < n; i++ {
+			if a.IsNull(i) {
+				st.fail(i, rMissing, slotEvent)
+				continue
+			}
+			st.events[i] = a.Value(i)
+		}
+	default:
+		toFloats(a, st.tmp)
+		for i, x := range st.tmp {
+			switch {
+			case a.IsNull(i):
+				st.fail(i, rMissing, slotEvent)
+			case x == 0:
+				st.events[i] = false
+			case x == 1:
+				st.events[i] = true
+			default:
+				st.fail(i, rEvent, slotEvent)
+			}
+		}
+	}
+	// cohort
+	v.fillCohort(rec.Column(p.cohort), st)
+	// covariates
+	for k, ci := range p.cov {
+		col := rec.Column(ci)
+		dst := st.covs[k]
+		toFloats(col, dst)
+		for i, x := range dst {
+			if col.IsNull(i) || math.IsNaN(x) || math.IsInf(x, 0) {
+				st.fail(i, rCov, slotCov0+k)
+			}
+		}
+	}
+	if p.withSite {
+		g := stringGetter(rec.Column(p.site))
+		for i := 0; i < n; i++ {
+			s, ok := g(i)
+			if !ok {
+				st.fail(i, rMissing, slotSite)
+				continue
+			}
+			st.sites[i] = s
+		}
+	}
+	if p.withObs {
+		fillObs(rec.Column(p.obs), st)
+	}
+}
+
+func (v *Validator) fillCohort(col arrow.Array, st *scratch) {
+	n := st.n
+	switch a := col.(type) {
+	case *array.Dictionary:
+		// Map each dictionary entry to a label code once.
+		dict := a.Dictionary()
+		codes := make([]int32, dict.Len())
+		g := stringGetter(dict)
+		for j := range codes {
+			codes[j] = -1
+			if s, ok := g(j); ok {
+				if c, found := v.labels[s]; found {
+					codes[j] = c
+				}
+			}
+		}
+		if ix, ok := a.Indices().(*array.Int32); ok {
+			raw := ix.Int32Values()
+			for i := 0; i < n; i++ {
+				if a.IsNull(i) || dict.IsNull(int(raw[i])) {
+					st.fail(i, rMissing, slotCohort)
+					continue
+				}
+				c := codes[raw[i]]
+				st.codes[i] = c
+				if c < 0 {
+					st.fail(i, rCohort, slotCohort)
+				}
+			}
+			return
+		}
+		for i := 0; i < n; i++ {
+			if a.IsNull(i) {
+				st.fail(i, rMissing, slotCohort)
+				continue
+			}
+			j := a.GetValueIndex(i)
+			if dict.IsNull(j) {
+				st.fail(i, rMissing, slotCohort)
+				continue
+			}
+			c := codes[j]
+			st.codes[i] = c
+			if c < 0 {
+				st.fail(i, rCohort, slotCohort)
+			}
+		}
+	case *array.String:
+		for i := 0; i < n; i++ {
+			if a.IsNull(i) {
+				st.fail(i, rMissing, slotCohort)
+				continue
+			}
+			c, found := v.labels[a.Value(i)]
+			if !found {
+				st.fail(i, rCohort, slotCohort)
+				continue
+			}
+			st.codes[i] = c
+		}
+	default:
+		if isInt(a.DataType().ID()) {
+			ig := intGetter(a)
+			for i := 0; i < n; i++ {
+				if a.IsNull(i) {
+					st.fail(i, rMissing, slotCohort)
+					continue
+				}
+				x, exact := ig(i)
+				c, found := v.intLabels[x]
+				if !found || !exact {
+					st.fail(i, rCohort, slotCohort)
+					continue
+				}
+				st.codes[i] = c
+			}
+			return
+		}
+		g := stringGetter(a)
+		for i := 0; i < n; i++ {
+			s, ok := g(i)
+			if !ok {
+				st.fail(i, rMissing, slotCohort)
+				continue
+			}
+			c, found := v.labels[s]
+			if !found {
+				st.fail(i, rCohort, slotCohort)
+				continue
+			}
+			st.codes[i] = c
+		}
+	}
+}
+
+// reuse marks canonical-typed input columns that can be passed through
+// without a copy (only when every row is good).
+type reuse struct {
+	id, time, event, site, obs arrow.Array
+	cov                        []arrow.Array
+}
+
+func (v *Validator) reusable(rec arrow.Record, p *plan, st *scratch) *reuse {
+	for _, r := range st.reason {
+		if r != rOK {
+			return nil
+		}
+	}
+	r := &reuse{cov: make([]arrow.Array, len(p.cov))}
+	if a, ok := rec.Column(p.id).(*array.String); ok {
+		r.id = a
+	}
+	if a, ok := rec.Column(p.time).(*array.Float64); ok {
+		r.time = a
+	}
+	if a, ok := rec.Column(p.event).(*array.Boolean); ok {
+		r.event = a
+	}
+	for k, ci := range p.cov {
+		if a, ok := rec.Column(ci).(*array.Float64); ok {
+			r.cov[k] = a
+		}
+	}
+	if p.withSite {
+		if a, ok := rec.Column(p.site).(*array.String); ok {
+			r.site = a
+		}
+	}
+	if p.withObs {
+		if a, ok := rec.Column(p.obs).(*array.Timestamp); ok && arrow.TypeEqual(a.DataType(), ObservedAtType) {
+			r.obs = a
+		}
+	}
+	return r
+}
+
+// empty returns a zero-row canonical record.
+func (v *Validator) empty(site, obs bool) arrow.Record {
+	st := &scratch{}
+	st.reset(0, len(v.spec.Covariates), site, obs)
+	return v.build(st, site, obs, nil)
+}
+
+// build assembles the canonical record from the good rows of st.
+func (v *Validator) build(st *scratch, site, obs bool, ru *reuse) arrow.Record {
+	keep := st.keep[:0]
+	for i, r := range st.reason {
+		if r == rOK {
+			keep = append(keep, int32(i))
+		}
+	}
+	st.keep = keep
+	k := len(keep)
+	all := k == st.n
+	schema := v.schemas[schemaKey(site, obs)]
+	cols := make([]arrow.Array, 0, schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	mem := v.mem
+
+	pick := func(a arrow.Array) arrow.Array {
+		if ru != nil && a != nil && all {
+			a.Retain()
+			return a
+		}
+		return nil
+	}
+	// id
+	if a := pick(ruField(ru, func(r *reuse) arrow.Array { return r.id })); a != nil {
+		cols = append(cols, a)
+	} else {
+		cols = append(cols, buildStrings(mem, st.ids, keep))
+	}
+	// time
+	if a := pick(ruField(ru, func(r *reuse) arrow.Array { return r.time })); a != nil {
+		cols = append(cols, a)
+	} else {
+		cols = append(cols, buildFloats(mem, st.times, keep, all))
+	}
+	// event
+	if a := pick(ruField(ru, func(r *reuse) arrow.Array { return r.event })); a != nil {
+		cols = append(cols, a)
+	} else {
+		b := array.NewBooleanBuilder(mem)
+		b.Reserve(k)
+		for _, i := range keep {
+			b.UnsafeAppend(st.events[i])
+		}
+		cols = append(cols, b.NewArray())
+		b.Release()
+	}
+	// cohort
+	cols = append(cols, v.buildCohort(st.codes, keep, all))
+	for c := range st.covs {
+		var a arrow.Array
+		if ru != nil && all {
+			a = pick(ru.cov[c])
+		}
+		if a == nil {
+			a = buildFloats(mem, st.covs[c], keep, all)
+		}
+		cols = append(cols, a)
+	}
+	if site {
+		if a := pick(ruField(ru, func(r *reuse) arrow.Array { return r.site })); a != nil {
+			cols = append(cols, a)
+		} else {
+			cols = append(cols, buildStrings(mem, st.sites, keep))
+		}
+	}
+	if obs {
+		if a := pick(ruField(ru, func(r *reuse) arrow.Array { return r.obs })); a != nil {
+			cols = append(cols, a)
+		} else {
+			b := array.NewTimestampBuilder(mem, ObservedAtType)
+			b.Reserve(k)
+			for _, i := range keep {
+				b.UnsafeAppend(arrow.Timestamp(st.obs[i]))
+			}
+			cols = append(cols, b.NewArray())
+			b.Release()
+		}
+	}
+	return array.NewRecord(schema, cols, int64(k))
+}
+
+func ruField(ru *reuse, f func(*reuse) arrow.Array) arrow.Array {
+	if ru == nil {
+		return nil
+	}
+	return f(ru)
+}
+
+func buildStrings(mem memory.Allocator, src []string, keep []int32) arrow.Array {
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	total := 0
+	for _, i := range keep {
+		total += len(src[i])
+	}
+	b.Reserve(len(keep))
+	b.ReserveData(total)
+	for _, i := range keep {
+		b.Append(src[i])
+	}
+	return b.NewArray()
+}
+
+func buildFloats(mem memory.Allocator, src []float64, keep []int32, all bool) arrow.Array {
+	b := array.NewFloat64Builder(mem)
+	defer b.Release()
+	if all {
+		b.AppendValues(src[:len(keep)], nil)
+		return b.NewArray()
+	}
+	b.Reserve(len(keep))
+	for _, i := range keep {
+		b.UnsafeAppend(src[i])
+	}
+	return b.NewArray()
+}
+
+func (v *Validator) buildCohort(codes []int32, keep []int32, all bool) arrow.Array {
+	ib := array.NewInt32Builder(v.mem)
+	defer ib.Release()
+	if all {
+		ib.AppendValues(codes[:len(keep)], nil)
+	} else {
+		ib.Reserve(len(keep))
+		for _, i := range keep {
+			ib.UnsafeAppend(codes[i])
+		}
+	}
+	idx := ib.NewArray()
+	defer idx.Release()
+	dict := cohortDictionary(v.mem, v.spec.Cohorts)
+	defer dict.Release()
+	return array.NewDictionaryArray(CohortType, idx, dict)
+}
+
+func cohortDictionary(mem memory.Allocator, labels []string) arrow.Array {
+	db := array.NewStringBuilder(mem)
+	defer db.Release()
+	db.AppendValues(labels, nil)
+	return db.NewArray()
+}
+
+// deadLetters builds one dead letter per failed row.
+func (v *Validator) deadLetters(st *scratch, rowBase int, names []string, row func(int) map[string]any) []DeadLetter {
+	var dead []DeadLetter
+	for i, r := range st.reason {
+		if r == rOK {
+			continue
+		}
+		m := row(i)
+		slot := int(st.slot[i])
+		name := ""
+		if slot < len(names) {
+			name = names[slot]
+		}
+		dead = append(dead, DeadLetter{
+			Reason:   reasonNames[r],
+			Detail:   detail(r, name, m, int(st.dupOf[i])),
+			RowIndex: rowBase + i,
+			Row:      m,
+		})
+	}
+	return dead
+}
+
+func detail(r uint8, name string, row map[string]any, dupOf int) string {
+	val, present := row[name]
+	q := func() string {
+		if !present {
+			return "absent"
+		}
+		return fmt.Sprintf("%#v", jsonSafe(val))
+	}
+	switch r {
+	case rMissing:
+		return fmt.Sprintf("field %q is null or absent", name)
+	case rInvalidID:
+		return fmt.Sprintf("field %q must be a non-empty UTF-8 string or an integer, got %s", name, q())
+	case rDup:
+		return fmt.Sprintf("field %q: id %s already appeared in row %d", name, q(), dupOf)
+	case rTime:
+		return fmt.Sprintf("field %q must be a finite number >= 0, got %s", name, q())
+	case rEvent:
+		return fmt.Sprintf("field %q must be 0, 1, true or false, got %s", name, q())
+	case rCohort:
+		return fmt.Sprintf("field %q: label %s is not in the configured cohort list", name, q())
+	case rCov:
+		return fmt.Sprintf("covariate %q must be a finite number, got %s", name, q())
+	case rObs:
+		return fmt.Sprintf("field %q must be a timestamp, a date or an RFC 3339 string, got %s", name, q())
+	}
+	return fmt.Sprintf("field %q: %s", name, reasonNames[r])
+}
