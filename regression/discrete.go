@@ -1,0 +1,509 @@
+package regression
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dpsurv/dpsurv/dp"
+)
+
+// Method selects how FitDiscrete fits the discrete-time model.
+type Method string
+
+// Methods of FitDiscrete.
+const (
+	MethodMLE       Method = "mle"       // non-private maximum likelihood
+	MethodOutput    Method = "output"    // Ext-Out-Pert (Algorithm 1), pure DP
+	MethodObjective Method = "objective" // Ext-Obj-Pert (Algorithm 2), pure DP
+	MethodPSGLD     Method = "psgld"     // Sanitized-EXP sampled by pSGLD (Algorithms 3–4), approximate
+)
+
+// Defaults of DiscreteOptions (mechanisms.md section 5 and paper 000).
+const (
+	DefaultIntervals    = 200
+	DefaultKnots        = 3
+	DefaultLambda       = 0.1  // Ext-Out/Obj-Pert ridge; the paper's Table 2 best is 1e-2..1e-1
+	DefaultCountShare   = 0.05 // share of Epsilon spent on the released noisy n
+	DefaultMinibatch    = 200
+	DefaultTau          = 0.51
+	DefaultPSGLDLambda  = 1e-5
+	DefaultMu           = 0.99
+	DefaultEpochs       = 250
+	DefaultSigmaFactor  = 1e-2 // sigma = 1e-2 * 2v/epsilon
+	DefaultStepConstant = 1.0  // step scale = DefaultStepConstant / n
+)
+
+// PSGLDOptions are the Sanitized-EXP and sampler settings. Zero values take
+// the defaults of mechanisms.md section 5.
+type PSGLDOptions struct {
+	// V bounds the sanitized loss, C_v(x) = v tanh(x/v); 0 means 2 ln n.
+	V float64 `json:"v"`
+	// Sigma is the Gaussian prior's precision; 0 means 1e-2 * 2v/epsilon.
+	Sigma float64 `json:"sigma"`
+	// Minibatch is k, records per step (without replacement); 0 means 200.
+	Minibatch int `json:"minibatch"`
+	// Steps is the chain length T. 0 means Epochs * n/Minibatch, an epoch
+	// being one pass over the data in minibatches. (The paper calls a
+	// bundle of n steps an epoch; pass Steps = 250 n for that.)
+	Steps int `json:"steps"`
+	// Epochs sets Steps when Steps is 0; 0 means 250.
+	Epochs float64 `json:"epochs"`
+	// Tau, Lambda, Mu as in Algorithm 4; 0 means 0.51, 1e-5, 0.99.
+	Tau    float64 `json:"tau"`
+	Lambda float64 `json:"lambda"`
+	Mu     float64 `json:"mu"`
+	// StepScale a and StepOffset b give the step size a (b + t)^-tau. The
+	// paper's t^-tau (a = 1) diverges on real data: the preconditioned drift
+	// of one step is about a n. 0 means a = 1/n, which makes a step move
+	// f by O(1) at first and the chain mix on the posterior's scale.
+	StepScale  float64 `json:"step_scale"`
+	StepOffset float64 `json:"step_offset"`
+}
+
+// DiscreteOptions configures FitDiscrete.
+type DiscreteOptions struct {
+	Method Method
+	Link   Link // default logit; Ext-Out/Obj-Pert accept logit only
+	// Epsilon is the total budget of the release (fit plus noisy count).
+	// Ignored by MethodMLE.
+	Epsilon float64
+	// CountEpsilon is the part of Epsilon spent on the released noisy
+	// record count n (two-sided geometric, sensitivity 1); the fit gets
+	// Epsilon - CountEpsilon. 0 means 5% of Epsilon.
+	CountEpsilon float64
+	Intervals    int // q; 0 means 200
+	Knots        int // e; 0 means 3
+	// TimeMax is the public end of the time domain [0, TimeMax]; times
+	// outside are clamped. 0 is allowed for MethodMLE only and then means
+	// the largest observed time.
+	TimeMax float64
+	// Scaling is the public per-covariate centre and scale (nil: 0 and 1);
+	// rows are then clipped to the unit ball.
+	Scaling Scaling
+	// DataDerivedScaling replaces Scaling by the paper's normalisation
+	// (zero mean, divide by the largest row norm). MethodMLE only.
+	DataDerivedScaling bool
+	// Lambda is the ridge of Ext-Out-Pert and Ext-Obj-Pert; 0 means 0.1.
+	// MethodMLE ignores it unless Ridge is set.
+	Lambda float64
+	// Ridge fits the MLE with the penalty (Lambda/2)||f||^2 on the mean
+	// loss (the J of Algorithm 1), e.g. to see the regularisation bias.
+	Ridge bool
+	PSGLD PSGLDOptions
+	// Covariates names the columns of X, copied into the result.
+	Covariates []string
+	// MaxIter bounds Newton iterations; 0 means 100.
+	MaxIter int
+}
+
+// DiscreteResult is a discrete-time fit. JSON names follow interfaces.md.
+type DiscreteResult struct {
+	Method       Method    `json:"method"`
+	Link         Link      `json:"link"`
+	Epsilon      Epsilon   `json:"epsilon"`
+	EpsilonFit   float64   `json:"epsilon_fit,omitempty"`
+	EpsilonCount float64   `json:"epsilon_count,omitempty"`
+	Guarantee    string    `json:"guarantee"`
+	Neighbouring string    `json:"neighbouring"`
+	N            int64     `json:"n"`
+	NNoisy       bool      `json:"n_noisy"`
+	Alpha        []float64 `json:"alpha"`
+	Beta         []float64 `json:"beta"`
+	Covariates   []string  `json:"covariates,omitempty"`
+	// LogLik is the log-likelihood at the estimate, reported only on the
+	// non-private path (at a private estimate it would be a further,
+	// unaccounted release about the data).
+	LogLik    *float64 `json:"loglik,omitempty"`
+	Intervals int      `json:"intervals"`
+	Knots     int      `json:"knots"`
+	TimeMax   float64  `json:"time_max"`
+	Scaling   Scaling  `json:"scaling"`
+	Lambda    float64  `json:"lambda,omitempty"`
+	// Ext-Obj-Pert: extra ridge Delta and the budget epsilon' left for b.
+	Delta        float64 `json:"delta,omitempty"`
+	EpsilonPrime float64 `json:"epsilon_prime,omitempty"`
+	// NoiseScale is t/epsilon (output) or t/epsilon' (objective): ||b|| is
+	// Gamma(dim, NoiseScale).
+	NoiseScale float64       `json:"noise_scale,omitempty"`
+	PSGLD      *PSGLDOptions `json:"psgld,omitempty"`
+	Iterations int           `json:"iterations,omitempty"`
+	// Clipped counts clamped times plus clipped covariate rows. It is not
+	// part of the JSON release (it is an exact count about the data); the
+	// caller may export it as an operational metric.
+	Clipped int `json:"-"`
+}
+
+// prepared is the validated, preprocessed problem.
+type prepared struct {
+	m       *discreteModel
+	basis   [][]float64
+	timeMax float64
+	scaling Scaling
+	clipped int
+}
+
+func prepareDiscrete(data Data, opts *DiscreteOptions) (*prepared, error) {
+	if err := data.validate(); err != nil {
+		return nil, err
+	}
+	if opts.Link == "" {
+		opts.Link = LinkLogit
+	}
+	if err := opts.Link.validate(); err != nil {
+		return nil, err
+	}
+	if opts.Intervals == 0 {
+		opts.Intervals = DefaultIntervals
+	}
+	if opts.Knots == 0 {
+		opts.Knots = DefaultKnots
+	}
+	if opts.Intervals < 1 || opts.Intervals > 100000 {
+		return nil, fmt.Errorf("intervals must be in [1, 100000], got %d", opts.Intervals)
+	}
+	private := opts.Method != MethodMLE
+	p := data.Covariates()
+	tmax := opts.TimeMax
+	switch {
+	case tmax == 0 && !private:
+		for _, t := range data.Time {
+			tmax = math.Max(tmax, t)
+		}
+		if tmax <= 0 {
+			return nil, errors.New("all times are <= 0; set time max")
+		}
+	case tmax == 0:
+		return nil, errors.New("a private fit needs a public time max (never derived from the data)")
+	case !(tmax > 0) || math.IsInf(tmax, 0):
+		return nil, fmt.Errorf("time max must be positive and finite, got %v", tmax)
+	}
+	scaling := opts.Scaling
+	if opts.DataDerivedScaling {
+		if private {
+			return nil, errors.New("data-derived scaling is allowed on the non-private path only")
+		}
+		scaling = dataDerivedScaling(data.X, p)
+	}
+	if err := scaling.validate(p); err != nil {
+		return nil, err
+	}
+	basis, err := SplineBasis(opts.Intervals, opts.Knots)
+	if err != nil {
+		return nil, err
+	}
+	n := data.Len()
+	x, clipped := scaling.apply(data.X, p)
+	m := &discreteModel{
+		n: n, p: p, e: opts.Knots, q: opts.Intervals,
+		basis: make([]float64, 0, opts.Intervals*opts.Knots),
+		s:     make([]int32, n), event: append([]bool(nil), data.Event...),
+		x: x, link: opts.Link,
+	}
+	for _, row := range basis {
+		m.basis = append(m.basis, row...)
+	}
+	for i, t := range data.Time {
+		tc := math.Min(math.Max(t, 0), tmax)
+		if tc != t {
+			clipped++
+		}
+		m.s[i] = int32(intervalOf(tc/tmax, m.q))
+	}
+	return &prepared{m: m, basis: basis, timeMax: tmax, scaling: scaling, clipped: clipped}, nil
+}
+
+// startValue is alpha_1 = g(events / person-periods), the rest zero: a
+// convenient Newton start (the convex objective's minimiser does not depend
+// on it).
+func startValue(m *discreteModel) []float64 {
+	f := make([]float64, m.dim())
+	var ev, pp float64
+	for i := 0; i < m.n; i++ {
+		pp += float64(m.s[i])
+		if m.event[i] {
+			ev++
+		}
+	}
+	h := (ev + 0.5) / (pp + 1)
+	switch m.link {
+	case LinkCloglog:
+		f[0] = math.Log(-math.Log1p(-h))
+	case LinkProbit:
+		f[0] = probitQuantile(h)
+	default:
+		f[0] = math.Log(h / (1 - h))
+	}
+	return f
+}
+
+// probitQuantile is Phi^{-1}(p) by bisection (start values only).
+func probitQuantile(p float64) float64 {
+	lo, hi := -40.0, 40.0
+	for i := 0; i < 200; i++ {
+		mid := (lo + hi) / 2
+		if normCDF(mid) < p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// FitDiscrete fits the discrete-time survival model of mechanisms.md
+// section 5 with the chosen method. src supplies every random draw of the
+// private methods (and is not used by MethodMLE); production passes
+// dp.NewSecureSource().
+func FitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult, error) {
+	res, err := fitDiscrete(data, opts, src)
+	if err != nil {
+		return DiscreteResult{}, fmt.Errorf("fit discrete (%s): %w", opts.Method, err)
+	}
+	return res, nil
+}
+
+func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult, error) {
+	switch opts.Method {
+	case MethodMLE, MethodOutput, MethodObjective, MethodPSGLD:
+	case "":
+		return DiscreteResult{}, errors.New("method is required (mle, output, objective or psgld)")
+	default:
+		return DiscreteResult{}, fmt.Errorf("unknown method %q", string(opts.Method))
+	}
+	pr, err := prepareDiscrete(data, &opts)
+	if err != nil {
+		return DiscreteResult{}, err
+	}
+	m := pr.m
+	res := DiscreteResult{
+		Method: opts.Method, Link: opts.Link, Intervals: m.q, Knots: m.e,
+		TimeMax: pr.timeMax, Scaling: pr.scaling, Covariates: opts.Covariates,
+		Clipped: pr.clipped,
+	}
+	if opts.Covariates != nil && len(opts.Covariates) != m.p {
+		return DiscreteResult{}, fmt.Errorf("%d covariate names for %d covariates", len(opts.Covariates), m.p)
+	}
+	if opts.Lambda == 0 {
+		opts.Lambda = DefaultLambda
+	}
+	if !(opts.Lambda > 0) || math.IsInf(opts.Lambda, 0) {
+		return DiscreteResult{}, fmt.Errorf("lambda must be positive and finite, got %v", opts.Lambda)
+	}
+	nopts := newtonOptions{maxIter: opts.MaxIter}
+	n := float64(m.n)
+
+	if opts.Method == MethodMLE {
+		o := objective{m: m, scale: 1 / n}
+		if opts.Ridge {
+			o.reg = opts.Lambda
+			res.Lambda = opts.Lambda
+		}
+		r, err := minimise(o, startValue(m), nopts)
+		if err != nil {
+			return DiscreteResult{}, fmt.Errorf("mle: %w", err)
+		}
+		ll := -m.eval(r.f, nil, nil)
+		res.LogLik = &ll
+		res.Epsilon = Epsilon(math.Inf(1))
+		res.Guarantee = GuaranteeNone
+		res.Neighbouring = NeighbouringNone
+		res.N = int64(m.n)
+		res.Iterations = r.iter
+		res.Alpha, res.Beta = r.f[:m.e], r.f[m.e:]
+		return res, nil
+	}
+
+	// private methods
+	if src == nil {
+		return DiscreteResult{}, errors.New("a private fit needs a randomness source")
+	}
+	if !(opts.Epsilon > 0) || math.IsInf(opts.Epsilon, 0) {
+		return DiscreteResult{}, fmt.Errorf("epsilon must be positive and finite for a private fit, got %v", opts.Epsilon)
+	}
+	if m.n < 2 {
+		return DiscreteResult{}, fmt.Errorf("a private fit needs at least 2 records, got %d", m.n)
+	}
+	if opts.CountEpsilon == 0 {
+		opts.CountEpsilon = DefaultCountShare * opts.Epsilon
+	}
+	if !(opts.CountEpsilon > 0 && opts.CountEpsilon < opts.Epsilon) {
+		return DiscreteResult{}, fmt.Errorf("count epsilon must be in (0, epsilon), got %v", opts.CountEpsilon)
+	}
+	epsFit := opts.Epsilon - opts.CountEpsilon
+	res.Epsilon = Epsilon(opts.Epsilon)
+	res.EpsilonFit = epsFit
+	res.EpsilonCount = opts.CountEpsilon
+	res.Neighbouring = NeighbouringReplaceOne
+	if opts.Method != MethodPSGLD && opts.Link != LinkLogit {
+		return DiscreteResult{}, fmt.Errorf("method %s is proved for the logit link only, got %s", opts.Method, opts.Link)
+	}
+	var f []float64
+	switch opts.Method {
+	case MethodOutput:
+		t, err := OutputSensitivity(pr.basis, m.n, opts.Lambda)
+		if err != nil {
+			return DiscreteResult{}, err
+		}
+		r, err := minimise(objective{m: m, scale: 1 / n, reg: opts.Lambda}, startValue(m), nopts)
+		if err != nil {
+			return DiscreteResult{}, fmt.Errorf("ext-out-pert: %w", err)
+		}
+		b, err := NoiseVector(src, m.dim(), t/epsFit)
+		if err != nil {
+			return DiscreteResult{}, fmt.Errorf("ext-out-pert: %w", err)
+		}
+		f = r.f
+		for j := range f {
+			f[j] += b[j]
+		}
+		res.Guarantee = GuaranteePureDP
+		res.Lambda = opts.Lambda
+		res.NoiseScale = t / epsFit
+		res.Iterations = r.iter
+	case MethodObjective:
+		epsPrime, delta, err := ObjPertBudget(pr.basis, m.n, opts.Lambda, epsFit)
+		if err != nil {
+			return DiscreteResult{}, err
+		}
+		t := GradientBound(pr.basis)
+		b, err := NoiseVector(src, m.dim(), t/epsPrime)
+		if err != nil {
+			return DiscreteResult{}, fmt.Errorf("ext-obj-pert: %w", err)
+		}
+		o := objective{m: m, scale: 1 / n, reg: opts.Lambda + delta, lin: b}
+		r, err := minimise(o, startValue(m), nopts)
+		if err != nil {
+			return DiscreteResult{}, fmt.Errorf("ext-obj-pert: %w", err)
+		}
+		f = r.f
+		res.Guarantee = GuaranteePureDP
+		res.Lambda = opts.Lambda
+		res.Delta = delta
+		res.EpsilonPrime = epsPrime
+		res.NoiseScale = t / epsPrime
+		res.Iterations = r.iter
+	case MethodPSGLD:
+		ps, err := samplePSGLD(m, epsFit, opts.PSGLD, src, nil)
+		if err != nil {
+			return DiscreteResult{}, err
+		}
+		f = ps.f
+		res.Guarantee = GuaranteeMCMC
+		res.PSGLD = &ps.opts
+	}
+	cnt, err := dp.GeometricMechanism(src, int64(m.n), 1, opts.CountEpsilon)
+	if err != nil {
+		return DiscreteResult{}, fmt.Errorf("noisy count: %w", err)
+	}
+	res.N = max(cnt, 0)
+	res.NNoisy = true
+	res.Alpha, res.Beta = f[:m.e], f[m.e:]
+	return res, nil
+}
+
+type psgldRun struct {
+	f    []float64
+	opts PSGLDOptions
+}
+
+// resolvePSGLD fills the defaults of PSGLDOptions for n records and budget
+// epsilon.
+func resolvePSGLD(o PSGLDOptions, n int, epsilon float64) (PSGLDOptions, error) {
+	if o.V == 0 {
+		o.V = 2 * math.Log(float64(n))
+	}
+	if o.Sigma == 0 {
+		o.Sigma = DefaultSigmaFactor * 2 * o.V / epsilon
+	}
+	if o.Minibatch == 0 {
+		o.Minibatch = DefaultMinibatch
+	}
+	o.Minibatch = min(o.Minibatch, n)
+	if o.Epochs == 0 {
+		o.Epochs = DefaultEpochs
+	}
+	if o.Steps == 0 {
+		o.Steps = int(math.Ceil(o.Epochs * float64(n) / float64(o.Minibatch)))
+	}
+	if o.Tau == 0 {
+		o.Tau = DefaultTau
+	}
+	if o.Lambda == 0 {
+		o.Lambda = DefaultPSGLDLambda
+	}
+	if o.Mu == 0 {
+		o.Mu = DefaultMu
+	}
+	if o.StepScale == 0 {
+		o.StepScale = DefaultStepConstant / float64(n)
+	}
+	switch {
+	case !(o.V > 0) || math.IsInf(o.V, 0):
+		return o, fmt.Errorf("psgld: v must be positive and finite, got %v", o.V)
+	case !(o.Sigma > 0) || math.IsInf(o.Sigma, 0):
+		return o, fmt.Errorf("psgld: sigma must be positive and finite, got %v", o.Sigma)
+	case o.Minibatch < 1:
+		return o, fmt.Errorf("psgld: minibatch must be >= 1, got %d", o.Minibatch)
+	case o.Steps < 1:
+		return o, fmt.Errorf("psgld: steps must be >= 1, got %d", o.Steps)
+	}
+	return o, nil
+}
+
+// samplePSGLD draws one sample of Sanitized-EXP: the density proportional to
+// exp(epsilon U(f) / (2v)) with U(f) = -(sigma/2)||f||^2 - sum_i C_v(l(f; d_i)),
+// approximately, by pSGLD with minibatches of records (each record's loss
+// walked over its own intervals; no person-period rows).
+func samplePSGLD(m *discreteModel, epsilon float64, o PSGLDOptions, src dp.Source, trace func(t int, f []float64)) (psgldRun, error) {
+	o, err := resolvePSGLD(o, m.n, epsilon)
+	if err != nil {
+		return psgldRun{}, err
+	}
+	dim := m.dim()
+	k := o.Minibatch
+	perm := make([]int, m.n)
+	for i := range perm {
+		perm[i] = i
+	}
+	st := m.newState()
+	gi := make([]float64, dim)
+	sum := make([]float64, dim)
+	c := epsilon / (2 * o.V)
+	nk := float64(m.n) / float64(k)
+	oracle := func(_ int, f, out []float64) error {
+		m.prepare(st, f[:m.e])
+		for j := range sum {
+			sum[j] = 0
+		}
+		for b := 0; b < k; b++ {
+			// partial Fisher–Yates: perm[b] becomes a uniform draw
+			// without replacement from the remaining records
+			r := b + int(dp.Uint64n(src, uint64(m.n-b)))
+			perm[b], perm[r] = perm[r], perm[b]
+			i := perm[b]
+			l := m.recordLossGrad(i, f[m.e:], st, gi)
+			th := math.Tanh(l / o.V)
+			w := 1 - th*th // C_v'(l)
+			if w == 0 || math.IsNaN(l) {
+				continue
+			}
+			for j := range sum {
+				sum[j] += w * gi[j]
+			}
+		}
+		for j := range out {
+			out[j] = c * (o.Sigma*f[j] + nk*sum[j])
+		}
+		return nil
+	}
+	cfg := SamplerConfig{
+		Steps: o.Steps, StepScale: o.StepScale, StepOffset: o.StepOffset,
+		Tau: o.Tau, Lambda: o.Lambda, Mu: o.Mu, GradScale: float64(m.n),
+	}
+	f, err := RunPSGLD(make([]float64, dim), cfg, oracle, src, trace)
+	if err != nil {
+		return psgldRun{}, err
+	}
+	return psgldRun{f: f, opts: o}, nil
+}

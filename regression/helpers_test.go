@@ -1,0 +1,165 @@
+package regression
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+const sharedData = "/work/shared/data"
+
+// loadCSV reads time, event and the named covariates of one shared data
+// set (a tiny local reader: this package does not depend on schemas).
+// Rows with an empty or NA value in a used column are dropped, as R's
+// complete.cases does.
+func loadCSV(t *testing.T, file string, covs []string) Data {
+	t.Helper()
+	f, err := os.Open(filepath.Join(sharedData, file))
+	if err != nil {
+		t.Fatalf("open %s: %v", file, err)
+	}
+	t.Cleanup(func() { f.Close() })
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("read %s: %v", file, err)
+	}
+	col := map[string]int{}
+	for j, h := range rows[0] {
+		col[h] = j
+	}
+	need := append([]string{"time", "event"}, covs...)
+	for _, c := range need {
+		if _, ok := col[c]; !ok {
+			t.Fatalf("%s: no column %q", file, c)
+		}
+	}
+	var d Data
+rows:
+	for _, r := range rows[1:] {
+		vals := make([]float64, len(need))
+		for k, c := range need {
+			s := r[col[c]]
+			if s == "" || s == "NA" {
+				continue rows
+			}
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				t.Fatalf("%s: column %s: %v", file, c, err)
+			}
+			vals[k] = v
+		}
+		d.Time = append(d.Time, vals[0])
+		d.Event = append(d.Event, vals[1] == 1)
+		d.X = append(d.X, vals[2:])
+	}
+	return d
+}
+
+// golden is one file written by scripts/golden_regression.R.
+type golden struct {
+	Dataset    string    `json:"dataset"`
+	File       string    `json:"file"`
+	Covariates []string  `json:"covariates"`
+	Centre     []float64 `json:"centre"`
+	Scale      []float64 `json:"scale"`
+	TimeMax    float64   `json:"time_max"`
+	Intervals  int       `json:"intervals"`
+	Knots      int       `json:"knots"`
+	N          int       `json:"n"`
+	Clipped    int       `json:"clipped_rows"`
+	Discrete   []struct {
+		Link   Link      `json:"link"`
+		Alpha  []float64 `json:"alpha"`
+		Beta   []float64 `json:"beta"`
+		LogLik float64   `json:"loglik"`
+	} `json:"discrete"`
+	Cox []struct {
+		Ties   Ties      `json:"ties"`
+		Beta   []float64 `json:"beta"`
+		SE     []float64 `json:"se"`
+		LogLik []float64 `json:"loglik"`
+	} `json:"cox"`
+}
+
+func loadGolden(t *testing.T, name string) golden {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name+".json"))
+	if err != nil {
+		t.Fatalf("read golden: %v", err)
+	}
+	var g golden
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatalf("parse golden %s: %v", name, err)
+	}
+	return g
+}
+
+// closeRel reports |got - want| <= rel * |want| + abs.
+func closeRel(got, want, rel, abs float64) bool {
+	return math.Abs(got-want) <= rel*math.Abs(want)+abs
+}
+
+func norm2(v []float64) float64 { return math.Sqrt(sqNorm(v)) }
+
+// ksStatistic is the one-sample Kolmogorov–Smirnov distance of xs to cdf.
+func ksStatistic(xs []float64, cdf func(float64) float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := float64(len(s))
+	var d float64
+	for i, x := range s {
+		f := cdf(x)
+		d = math.Max(d, math.Max(f-float64(i)/n, float64(i+1)/n-f))
+	}
+	return d
+}
+
+// ksCritical is the asymptotic critical value of the KS distance at
+// level alpha: sqrt(-ln(alpha/2)/2) / sqrt(n).
+func ksCritical(n int, alpha float64) float64 {
+	return math.Sqrt(-math.Log(alpha/2)/2) / math.Sqrt(float64(n))
+}
+
+// betaCDF is the CDF of Beta(a, a), the law of (u_1 + 1)/2 for a
+// coordinate u_1 of a uniform unit vector in dimension 2a + 1.
+func betaCDF(a float64) func(float64) float64 {
+	return distuv.Beta{Alpha: a, Beta: a}.CDF
+}
+
+// synthetic draws n records from a discrete-time logistic model with p
+// covariates uniform in the unit ball's cube [-1/sqrt(p), 1/sqrt(p)]^p, the
+// given beta and a constant baseline hazard, censoring uniform over the
+// q intervals. Times are interval ends in [0, 1] (time max 1).
+func synthetic(src dp.Source, n, p, q int, alpha0 float64, beta []float64) Data {
+	d := Data{Time: make([]float64, n), Event: make([]bool, n), X: make([][]float64, n)}
+	h := 1 / math.Sqrt(float64(p))
+	for i := 0; i < n; i++ {
+		x := make([]float64, p)
+		var u float64
+		for j := range x {
+			x[j] = (2*dp.Float64(src) - 1) * h
+			u += beta[j] * x[j]
+		}
+		c := 1 + int(dp.Uint64n(src, uint64(q)))
+		pr := sigmoid(alpha0 + u)
+		s, ev := c, false
+		for k := 1; k <= c; k++ {
+			if dp.Float64(src) < pr {
+				s, ev = k, true
+				break
+			}
+		}
+		d.Time[i] = float64(s) / float64(q)
+		d.Event[i] = ev
+		d.X[i] = x
+	}
+	return d
+}

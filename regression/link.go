@@ -1,0 +1,130 @@
+package regression
+
+import (
+	"fmt"
+	"math"
+)
+
+// Link is the link function g of the discrete-time hazard:
+// g(h(s | x)) = alpha'A_s + beta'x.
+type Link string
+
+// The supported links. Ext-Out-Pert and Ext-Obj-Pert are proved for logit
+// only; the MLE and pSGLD accept all three.
+const (
+	LinkLogit   Link = "logit"
+	LinkCloglog Link = "cloglog"
+	LinkProbit  Link = "probit"
+)
+
+func (l Link) validate() error {
+	switch l {
+	case LinkLogit, LinkCloglog, LinkProbit:
+		return nil
+	}
+	return fmt.Errorf("unknown link %q (want logit, cloglog or probit)", string(l))
+}
+
+// pair returns, for one person-period row with linear predictor z and
+// outcome y (event in this interval or not), the negative log-likelihood
+// and its first and second derivatives in z.
+func (l Link) pair(z float64, y bool) (loss, g, h float64) {
+	switch l {
+	case LinkCloglog:
+		return cloglogPair(z, y)
+	case LinkProbit:
+		return probitPair(z, y)
+	default:
+		return logitPair(z, y)
+	}
+}
+
+// log1pExp returns log(1 + exp(z)) without overflow.
+func log1pExp(z float64) float64 {
+	if z > 35 {
+		return z + math.Exp(-z)
+	}
+	if z < -35 {
+		return math.Exp(z)
+	}
+	return math.Log1p(math.Exp(z))
+}
+
+// sigmoid returns 1 / (1 + exp(-z)) without overflow.
+func sigmoid(z float64) float64 {
+	if z >= 0 {
+		return 1 / (1 + math.Exp(-z))
+	}
+	e := math.Exp(z)
+	return e / (1 + e)
+}
+
+func logitPair(z float64, y bool) (loss, g, h float64) {
+	p := sigmoid(z)
+	h = p * sigmoid(-z)
+	loss = log1pExp(z)
+	g = p
+	if y {
+		loss -= z
+		g = p - 1
+		if z < 0 {
+			g = -sigmoid(-z)
+		}
+	}
+	return loss, g, h
+}
+
+// cloglogPair: h(z) = 1 - exp(-exp(z)). With m = exp(z): survival rows
+// contribute m (with derivatives m, m); event rows -log(1 - exp(-m)).
+func cloglogPair(z float64, y bool) (loss, g, h float64) {
+	m := math.Exp(z)
+	if !y {
+		return m, m, m
+	}
+	em1 := -math.Expm1(-m) // 1 - exp(-m), in (0, 1]
+	if em1 == 0 {          // m underflowed to zero
+		return -z, -1, 0
+	}
+	loss = -math.Log(em1)
+	// g = -m exp(-m) / (1 - exp(-m)) = -m / expm1(m)
+	ex := math.Exp(-m)
+	g = -m * ex / em1
+	// h = m exp(-m) (m - (1 - exp(-m))) / (1 - exp(-m))^2
+	var num float64
+	if m < 1e-3 {
+		// m - (1 - e^-m) = m^2/2 - m^3/6 + m^4/24 - ...
+		num = m * m * (0.5 - m/6 + m*m/24)
+	} else {
+		num = m - em1
+	}
+	h = m * ex * num / (em1 * em1)
+	return loss, g, h
+}
+
+const invSqrt2Pi = 0.3989422804014327 // 1/sqrt(2 pi)
+
+// normCDF is Phi(z).
+func normCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
+
+// millsLog returns log Phi(z) and lambda(z) = phi(z)/Phi(z), stable for very
+// negative z (asymptotic series below -30).
+func millsLog(z float64) (logPhi, lambda float64) {
+	if z > -30 {
+		p := normCDF(z)
+		return math.Log(p), invSqrt2Pi * math.Exp(-0.5*z*z) / p
+	}
+	z2 := z * z
+	s := 1 - 1/z2 + 3/(z2*z2) - 15/(z2*z2*z2) + 105/(z2*z2*z2*z2)
+	logPhi = -0.5*z2 - math.Log(-z) + math.Log(invSqrt2Pi) + math.Log(s)
+	return logPhi, -z / s
+}
+
+// probitPair: h(z) = Phi(z).
+func probitPair(z float64, y bool) (loss, g, h float64) {
+	if y {
+		lp, lam := millsLog(z)
+		return -lp, -lam, lam * (z + lam)
+	}
+	lp, lam := millsLog(-z)
+	return -lp, lam, lam * (lam - z)
+}
