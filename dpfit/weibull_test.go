@@ -358,6 +358,90 @@ func TestWeibullLadderCoversDistanceK(t *testing.T) {
 	}
 }
 
+// TestWeibullBoundsLemma1 checks Lemma 1 of paper 002 for the bound
+// differences as implemented, pointwise on a grid of p: for neighbours D, D'
+// (one record replaced), hA_{k+1}(D') >= hA_k(D) and hB_{k+1}(D') <= hB_k(D).
+// Together with the monotone root rule this is the ladder constraint. The
+// replacements include t = exp(-1/p) (where t^p ln t is smallest), which
+// breaks the paper's uncapped f_U when its numerator is positive.
+func TestWeibullBoundsLemma1(t *testing.T) {
+	kid, kidMax := loadWB(t, "kidney")
+	lung, lungMax := loadWB(t, "lung")
+	src := dp.NewSeededSource(21)
+	for _, tc := range []struct {
+		name string
+		r    wbRecords
+		tmax float64
+	}{{"kidney", kid, kidMax}, {"lung", lung, lungMax}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := WeibullConfig{TimeMax: tc.tmax, Rungs: 150}.WithDefaults()
+			d, err := normaliseWeibull(tc.r.compress(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newWeibullLadderEngine(d, cfg)
+			ps := []float64{}
+			for p := 0.05; p <= cfg.Gamma; p *= 1.15 {
+				ps = append(ps, p)
+			}
+			repl := extremeRecords(tc.tmax)
+			for _, p := range []float64{0.3, 1, 3} {
+				repl = append(repl, struct {
+					t float64
+					d bool
+				}{tc.tmax * math.Exp(-1/p), false}, struct {
+					t float64
+					d bool
+				}{tc.tmax * math.Exp(-1/p), true})
+			}
+			pairs := 0
+			for w := 0; w < 10; w++ {
+				i := int(dp.Uint64n(src, uint64(len(tc.r.time))))
+				if w == 0 { // the record with the largest time
+					for j := range tc.r.time {
+						if tc.r.time[j] > tc.r.time[i] {
+							i = j
+						}
+					}
+				}
+				for _, x := range repl {
+					v := tc.r.clone()
+					v.time[i], v.event[i] = x.t, x.d
+					dn, err := normaliseWeibull(v.compress(), cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					en := newWeibullLadderEngine(dn, cfg)
+					pre := make([]float64, len(e.cutG))
+					grp := make([]float64, len(e.cutG))
+					preN := make([]float64, len(en.cutG))
+					grpN := make([]float64, len(en.cutG))
+					for _, p := range ps {
+						s, nn := e.sums(p, pre, grp)
+						sN, nnN := en.sums(p, preN, grpN)
+						for k := 1; k <= e.kmax && k+1 <= en.kmax; k++ {
+							a, aN := e.hA(k, p, s, nn), en.hA(k+1, p, sN, nnN)
+							if aN < a-1e-12*max(1, math.Abs(a)) {
+								t.Fatalf("record %d -> %+v, k=%d, p=%v: hA_{k+1}(D') = %v < hA_k(D) = %v", i, x, k, p, aN, a)
+							}
+							g, gN := e.cutOf[k], en.cutOf[k+1]
+							b := e.hB(k, p, nn, pre[g]+e.cutR[k]*grp[g])
+							bN := en.hB(k+1, p, nnN, preN[gN]+en.cutR[k+1]*grpN[gN])
+							if bN > b+1e-12*max(1, math.Abs(b)) {
+								t.Fatalf("record %d -> %+v, k=%d, p=%v: hB_{k+1}(D') = %v > hB_k(D) = %v", i, x, k, p, bN, b)
+							}
+						}
+					}
+					pairs++
+				}
+			}
+			if pairs < 50 {
+				t.Fatalf("only %d pairs", pairs)
+			}
+		})
+	}
+}
+
 // wbLogZ returns ln sum_k length_k exp(-k eps/4).
 func wbLogZ(l WeibullLadder, eps float64) float64 {
 	lw := l.LogWeights(eps)

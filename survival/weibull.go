@@ -142,14 +142,14 @@ type WeibullMLE struct {
 	Iterations int
 }
 
-// ErrNoEvents is returned by FitWeibull for a sample without events.
-var ErrNoEvents = errors.New("no events")
+// ErrWeibullNoEvents is returned by FitWeibull for a sample without events.
+var ErrWeibullNoEvents = errors.New("no events")
 
-// ErrNoFiniteMLE is returned when the profile score has no root in
+// ErrWeibullNoFiniteMLE is returned when the profile score has no root in
 // (0, infinity): the likelihood increases without bound in the shape, which
 // happens when every record sits at one time, or every event is at the
 // largest time.
-var ErrNoFiniteMLE = errors.New("likelihood has no finite maximum in the shape")
+var ErrWeibullNoFiniteMLE = errors.New("likelihood has no finite maximum in the shape")
 
 // FitWeibull computes the Weibull MLE: the shape p solves
 //
@@ -168,7 +168,7 @@ func FitWeibull(c Compressed) (WeibullMLE, error) {
 	}
 	if len(c.Time) == 0 || c.Time[0] <= 0 {
 		if len(c.Time) == 0 {
-			return WeibullMLE{}, fmt.Errorf("weibull mle: %w", ErrNoEvents)
+			return WeibullMLE{}, fmt.Errorf("weibull mle: %w", ErrWeibullNoEvents)
 		}
 		return WeibullMLE{}, fmt.Errorf("weibull mle: times must be positive, smallest is %v", c.Time[0])
 	}
@@ -182,7 +182,7 @@ func FitWeibull(c Compressed) (WeibullMLE, error) {
 		sumDLog += c.Events[i] * lt[i]
 	}
 	if events == 0 {
-		return WeibullMLE{}, fmt.Errorf("weibull mle: %w", ErrNoEvents)
+		return WeibullMLE{}, fmt.Errorf("weibull mle: %w", ErrWeibullNoEvents)
 	}
 	meanDLog := sumDLog / events
 
@@ -211,7 +211,7 @@ func FitWeibull(c Compressed) (WeibullMLE, error) {
 		lo = hi
 		hi *= 2
 		if hi > 1e7 {
-			return WeibullMLE{}, fmt.Errorf("weibull mle: %w", ErrNoFiniteMLE)
+			return WeibullMLE{}, fmt.Errorf("weibull mle: %w", ErrWeibullNoFiniteMLE)
 		}
 	}
 	// Safeguarded Newton inside the bracket [lo, hi], score(lo) <= 0 < score(hi).

@@ -107,7 +107,7 @@ func loadWeibullGolden(t *testing.T) []weibullGoldenCase {
 	return g.Cases
 }
 
-func relErr(got, want float64) float64 {
+func weibullRelErr(got, want float64) float64 {
 	return math.Abs(got-want) / math.Max(math.Abs(want), 1e-300)
 }
 
@@ -135,10 +135,10 @@ func TestFitWeibullGoldenR(t *testing.T) {
 			if fit.Records != gc.N || fit.Events != gc.Events {
 				t.Fatalf("records/events %v/%v, R %v/%v", fit.Records, fit.Events, gc.N, gc.Events)
 			}
-			if e := relErr(fit.Shape, gc.Shape); e > 1e-9 {
+			if e := weibullRelErr(fit.Shape, gc.Shape); e > 1e-9 {
 				t.Errorf("shape %.15g, R %.15g (rel err %.2g)", fit.Shape, gc.Shape, e)
 			}
-			if e := relErr(fit.Scale, gc.Scale); e > 1e-9 {
+			if e := weibullRelErr(fit.Scale, gc.Scale); e > 1e-9 {
 				t.Errorf("scale %.15g, R %.15g (rel err %.2g)", fit.Scale, gc.Scale, e)
 			}
 			if d := math.Abs(fit.LogLik - gc.LogLik); d > 1e-6 {
@@ -170,10 +170,10 @@ func TestFitWeibullErrors(t *testing.T) {
 		c    Compressed
 		want error
 	}{
-		{"empty", Compressed{}, ErrNoEvents},
-		{"no events", Compress([]float64{1, 2, 3}, []bool{false, false, false}), ErrNoEvents},
-		{"one time", Compress([]float64{5, 5, 5}, []bool{true, true, false}), ErrNoFiniteMLE},
-		{"events only at max", Compress([]float64{1, 2, 9}, []bool{false, false, true}), ErrNoFiniteMLE},
+		{"empty", Compressed{}, ErrWeibullNoEvents},
+		{"no events", Compress([]float64{1, 2, 3}, []bool{false, false, false}), ErrWeibullNoEvents},
+		{"one time", Compress([]float64{5, 5, 5}, []bool{true, true, false}), ErrWeibullNoFiniteMLE},
+		{"events only at max", Compress([]float64{1, 2, 9}, []bool{false, false, true}), ErrWeibullNoFiniteMLE},
 		{"zero time", Compress([]float64{0, 2, 3}, []bool{true, true, false}), nil},
 		{"negative time", Compress([]float64{-1, 2, 3}, []bool{true, true, false}), nil},
 		{"unsorted", Compressed{Time: []float64{2, 1}, Events: []float64{1, 1}, Count: []float64{1, 1}}, nil},
@@ -214,7 +214,7 @@ func TestCompress(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Compress(tc.time, tc.event)
-			if !slicesEqual(got.Time, tc.want.Time) || !slicesEqual(got.Events, tc.want.Events) || !slicesEqual(got.Count, tc.want.Count) {
+			if !weibullSlicesEqual(got.Time, tc.want.Time) || !weibullSlicesEqual(got.Events, tc.want.Events) || !weibullSlicesEqual(got.Count, tc.want.Count) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 			if err := got.Validate(); err != nil {
@@ -230,7 +230,7 @@ func TestCompress(t *testing.T) {
 	}
 }
 
-func slicesEqual(a, b []float64) bool {
+func weibullSlicesEqual(a, b []float64) bool {
 	if len(a) != len(b) {
 		return false
 	}
