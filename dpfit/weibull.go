@@ -123,12 +123,15 @@ func (c WeibullConfig) Validate() error {
 		return fmt.Errorf("weibull config: epsilon must be positive, got %v", c.Epsilon)
 	case !finitePos(c.TimeMax):
 		return fmt.Errorf("weibull config: time_max must be positive and finite, got %v", c.TimeMax)
-	case !finitePos(c.Omega) || c.Omega > 700:
-		return fmt.Errorf("weibull config: omega must be in (0, 700], got %v", c.Omega)
-	case !finitePos(c.Gamma) || c.Gamma > 1e4:
-		return fmt.Errorf("weibull config: gamma must be in (0, 1e4], got %v", c.Gamma)
-	case c.Rungs < 1 || c.Rungs > 1_000_000:
-		return fmt.Errorf("weibull config: rungs must be in [1, 1e6], got %d", c.Rungs)
+	case !finitePos(c.Omega):
+		return fmt.Errorf("weibull config: omega must be positive and finite, got %v", c.Omega)
+	case !finitePos(c.Gamma):
+		return fmt.Errorf("weibull config: gamma must be positive and finite, got %v", c.Gamma)
+	case c.Omega*c.Gamma > 700:
+		// t^p >= exp(-omega gamma) must stay far from float64 underflow.
+		return fmt.Errorf("weibull config: omega*gamma must be at most 700, got %v", c.Omega*c.Gamma)
+	case c.Rungs < 1 || c.Rungs > 100_000:
+		return fmt.Errorf("weibull config: rungs must be in [1, 100000], got %d", c.Rungs)
 	case !finitePos(c.Tolerance) || c.Tolerance > c.Gamma/4:
 		return fmt.Errorf("weibull config: tolerance must be in (0, gamma/4], got %v", c.Tolerance)
 	case !finitePos(c.ScaleBound):

@@ -93,6 +93,8 @@ func TestWeibullConfigValidate(t *testing.T) {
 		{"time max inf", func(c *WeibullConfig) { c.TimeMax = math.Inf(1) }, false},
 		{"omega negative", func(c *WeibullConfig) { c.Omega = -1 }, false},
 		{"gamma nan", func(c *WeibullConfig) { c.Gamma = math.NaN() }, false},
+		{"omega*gamma underflows", func(c *WeibullConfig) { c.Omega, c.Gamma = 50, 20 }, false},
+		{"rungs too many", func(c *WeibullConfig) { c.Rungs = 200_000 }, false},
 		{"rungs zero", func(c *WeibullConfig) { c.Rungs = 0 }, false},
 		{"tolerance too big", func(c *WeibullConfig) { c.Tolerance = 5 }, false},
 		{"scale bound negative", func(c *WeibullConfig) { c.ScaleBound = -2 }, false},

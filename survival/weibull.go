@@ -166,11 +166,22 @@ func FitWeibull(c Compressed) (WeibullMLE, error) {
 	if err := c.Validate(); err != nil {
 		return WeibullMLE{}, fmt.Errorf("weibull mle: %w", err)
 	}
-	if len(c.Time) == 0 || c.Time[0] <= 0 {
-		if len(c.Time) == 0 {
-			return WeibullMLE{}, fmt.Errorf("weibull mle: %w", ErrWeibullNoEvents)
+	// Drop empty groups so that the largest time carries weight.
+	var kept Compressed
+	for i, n := range c.Count {
+		if n > 0 {
+			kept.Time = append(kept.Time, c.Time[i])
+			kept.Events = append(kept.Events, c.Events[i])
+			kept.Count = append(kept.Count, n)
 		}
-		return WeibullMLE{}, fmt.Errorf("weibull mle: times must be positive, smallest is %v", c.Time[0])
+	}
+	c = kept
+	if len(c.Time) == 0 {
+		return WeibullMLE{}, fmt.Errorf("weibull mle: %w", ErrWeibullNoEvents)
+	}
+	if c.Time[0] <= 0 {
+		// The value itself stays out of the message: it is a record's time.
+		return WeibullMLE{}, fmt.Errorf("weibull mle: times must be positive")
 	}
 	tmax := c.Time[len(c.Time)-1]
 	lt := make([]float64, len(c.Time)) // ln(t / tmax) <= 0

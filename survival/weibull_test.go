@@ -179,6 +179,7 @@ func TestFitWeibullErrors(t *testing.T) {
 		{"unsorted", Compressed{Time: []float64{2, 1}, Events: []float64{1, 1}, Count: []float64{1, 1}}, nil},
 		{"events > count", Compressed{Time: []float64{1, 2}, Events: []float64{2, 1}, Count: []float64{1, 1}}, nil},
 		{"fractional count", Compressed{Time: []float64{1, 2}, Events: []float64{0, 1}, Count: []float64{0.5, 1}}, nil},
+		{"only empty groups", Compressed{Time: []float64{1, 2}, Events: []float64{0, 0}, Count: []float64{0, 0}}, ErrWeibullNoEvents},
 		{"length mismatch", Compressed{Time: []float64{1, 2}, Events: []float64{1}, Count: []float64{1, 1}}, nil},
 	}
 	for _, tc := range tests {
@@ -240,4 +241,22 @@ func weibullSlicesEqual(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// TestFitWeibullIgnoresEmptyGroups: a group with count 0 (even at the
+// largest time) does not change the fit.
+func TestFitWeibullIgnoresEmptyGroups(t *testing.T) {
+	a := Compressed{Time: []float64{1, 2, 4, 6}, Events: []float64{1, 1, 0, 1}, Count: []float64{1, 2, 1, 3}}
+	b := Compressed{Time: []float64{1, 2, 3, 4, 6, 50}, Events: []float64{1, 1, 0, 0, 1, 0}, Count: []float64{1, 2, 0, 1, 3, 0}}
+	fa, err := FitWeibull(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := FitWeibull(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if weibullRelErr(fa.Shape, fb.Shape) > 1e-12 || weibullRelErr(fa.Scale, fb.Scale) > 1e-12 || weibullRelErr(fa.LogLik, fb.LogLik) > 1e-12 {
+		t.Fatalf("empty groups changed the fit: %+v vs %+v", fa, fb)
+	}
 }
