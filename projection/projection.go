@@ -17,7 +17,7 @@ const Guarantee = "none (heuristic)"
 // Defaults of the optimal projection.
 const (
 	DefaultTriplets = 100 // triplets sampled per site
-	DefaultL1       = 1.0 // lambda, the LP's sparsity weight
+	DefaultL1       = 0.1 // lambda, the LP's sparsity weight (the xi sum grows with the triplet count)
 )
 
 // Projection is a d x m matrix B applied as z = B'x.
@@ -338,7 +338,7 @@ func SolveGram(d int, cons []Constraint, l1 float64) ([]float64, error) {
 // FromGram builds B from a positive semidefinite A (d*d row-major): features
 // whose diagonal is at most zeroTol times the largest are dropped, the rest
 // of A is eigendecomposed, and B = V_m D_m^(1/2) with the m largest
-// eigenvalues.
+// eigenvalues. If A has rank r < m, B has r columns (see Warnings).
 func FromGram(d, m int, a []float64, zeroTol float64) (*Projection, error) {
 	if err := checkDims(d, m); err != nil {
 		return nil, err
@@ -360,9 +360,6 @@ func FromGram(d, m int, a []float64, zeroTol float64) (*Projection, error) {
 		}
 	}
 	d1 := len(kept)
-	if d1 < m {
-		return nil, fmt.Errorf("only %d features kept, fewer than m = %d (lower the l1 weight or m)", d1, m)
-	}
 	sub := mat.NewSymDense(d1, nil)
 	for r, l := range kept {
 		for c, k := range kept {
@@ -381,19 +378,33 @@ func FromGram(d, m int, a []float64, zeroTol float64) (*Projection, error) {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(i, j int) bool { return vals[order[i]] > vals[order[j]] })
-	p := &Projection{d: d, m: m, b: make([]float64, d*m), kept: kept}
-	for c := 0; c < m; c++ {
-		ev := vals[order[c]]
-		if !(ev > zeroTol*vals[order[0]]) {
-			return nil, fmt.Errorf("A has rank %d on the kept features, fewer than m = %d", c, m)
-		}
-		s := math.Sqrt(ev)
-		for r, l := range kept {
-			p.b[l*m+c] = vecs.At(r, order[c]) * s
+	// rank: eigenvalues above zeroTol times the largest
+	rank := 0
+	for _, i := range order {
+		if vals[i] > zeroTol*vals[order[0]] {
+			rank++
 		}
 	}
-	if d1 == m {
-		p.warnings = append(p.warnings, fmt.Sprintf("m = %d equals the number of kept features: B is invertible on them and hides nothing", m))
+	if rank < 1 {
+		return nil, errors.New("A has rank 0 on the kept features")
+	}
+	var warnings []string
+	mEff := m
+	if rank < m {
+		// An LP optimum is a vertex, often of low rank: project to the
+		// rank rather than emit constant (all-zero) coordinates.
+		mEff = rank
+		warnings = append(warnings, fmt.Sprintf("A has rank %d (%d features kept), below m = %d: projecting to %d dimensions", rank, d1, m, rank))
+	}
+	p := &Projection{d: d, m: mEff, b: make([]float64, d*mEff), kept: kept, warnings: warnings}
+	for c := 0; c < mEff; c++ {
+		s := math.Sqrt(vals[order[c]])
+		for r, l := range kept {
+			p.b[l*mEff+c] = vecs.At(r, order[c]) * s
+		}
+	}
+	if d1 == mEff {
+		p.warnings = append(p.warnings, fmt.Sprintf("m = %d equals the number of kept features: B is invertible on them and hides nothing", mEff))
 	}
 	return p, nil
 }

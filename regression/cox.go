@@ -61,9 +61,12 @@ type CoxOptions struct {
 
 // ProjectionInfo describes the HPPCox projection of a Cox fit.
 type ProjectionInfo struct {
-	Kind      ProjectionKind `json:"kind"`
-	Dims      int            `json:"dims"`
-	Guarantee string         `json:"guarantee"`
+	Kind ProjectionKind `json:"kind"`
+	// Dims is the projected dimension used: the requested m, or the rank
+	// of the optimal A when that is lower (a warning says so).
+	Dims      int    `json:"dims"`
+	DimsAsked int    `json:"dims_requested"`
+	Guarantee string `json:"guarantee"`
 	// B is the d x m projection matrix, z = B'x.
 	B [][]float64 `json:"b"`
 	// Kept lists the covariates with a non-zero row of B (feature selection
@@ -196,7 +199,7 @@ func projectSites(data Data, x []float64, p int, po ProjectionOptions, src dp.So
 	if src == nil {
 		return nil, nil, errors.New("a projection needs a randomness source")
 	}
-	info := &ProjectionInfo{Kind: po.Kind, Dims: po.Dims, Guarantee: GuaranteeHeuristic}
+	info := &ProjectionInfo{Kind: po.Kind, DimsAsked: po.Dims, Guarantee: GuaranteeHeuristic}
 	var proj *projection.Projection
 	var err error
 	switch po.Kind {
@@ -240,10 +243,11 @@ func projectSites(data Data, x []float64, p int, po ProjectionOptions, src dp.So
 	if err != nil {
 		return nil, nil, err
 	}
+	_, info.Dims = proj.Dims() // the rank if the LP's A has rank below m
 	info.B = proj.Matrix()
 	info.Kept = proj.Kept()
 	info.Warnings = proj.Warnings()
-	z := make([]float64, 0, data.Len()*po.Dims)
+	z := make([]float64, 0, data.Len()*info.Dims)
 	for i := 0; i < data.Len(); i++ {
 		z = append(z, proj.Apply(x[i*p:(i+1)*p])...)
 	}
