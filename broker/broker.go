@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +83,12 @@ func Start(opts Options) (*Cluster, error) {
 	if opts.DataDir != "" {
 		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("start broker: create data dir: %w", err)
+		}
+		// kfake reloads SASL users from sasl.json, overriding the options:
+		// drop it so that Options.SASL is the only source of users (a
+		// changed or removed password takes effect on restart).
+		if err := os.Remove(filepath.Join(opts.DataDir, "sasl.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("start broker: reset persisted sasl users: %w", err)
 		}
 		kopts = append(kopts, kfake.DataDir(opts.DataDir))
 	}

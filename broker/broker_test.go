@@ -139,3 +139,31 @@ func TestDataDirPersistsTopicsAndRecords(t *testing.T) {
 		t.Errorf("after restart: %d partitions, %d records; want 2 and 30", n, total)
 	}
 }
+
+func TestRestartAppliesCurrentSASLUsers(t *testing.T) {
+	dir := t.TempDir()
+	check := func(c *broker.Cluster, pass string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return kafkaconn.CheckConnection(ctx, kafkaconn.Config{Brokers: c.Addrs(),
+			SASL: kafkaconn.SASLConfig{Mechanism: "plain", Username: "u", Password: pass}})
+	}
+	c1, err := broker.Start(broker.Options{DataDir: dir, SASL: []broker.SASLUser{{Mechanism: "PLAIN", User: "u", Password: "old"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c1.Close() })
+	if err := check(c1, "old"); err != nil {
+		t.Fatalf("old password before restart: %v", err)
+	}
+	if err := c1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := broker.StartForTest(t, broker.Options{DataDir: dir, SASL: []broker.SASLUser{{Mechanism: "PLAIN", User: "u", Password: "new"}}})
+	if err := check(c2, "new"); err != nil {
+		t.Errorf("new password after restart: %v", err)
+	}
+	if err := check(c2, "old"); err == nil {
+		t.Error("old password still accepted after restart")
+	}
+}

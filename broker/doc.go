@@ -14,6 +14,10 @@
 //     Start with the same directory. Writes are synced on Close (and on
 //     segment roll), not per batch: a clean Close loses nothing, a crash of
 //     the process may lose the most recent batches.
+//   - The DataDir holds credentials: kfake writes the SASL users to it
+//     (PLAIN passwords in clear text, SCRAM as salted hashes); it is created
+//     0700. Users are not reloaded from it: Options.SASL alone decides who
+//     may connect, also after a restart.
 //   - With SASL users set, every connection must authenticate (PLAIN,
 //     SCRAM-SHA-256 or SCRAM-SHA-512); with TLS set, every listener is TLS.
 //   - StartForTest and NewTestPKI (testing.go) are helpers for tests in any
