@@ -19,12 +19,13 @@ import (
 // (multiply by TimeMax for data units). Neighbouring relation: replace one
 // record; the record count n is treated as public (it is equal on neighbours).
 //
-// Choices this file makes where the paper is silent (see also the report in
-// the package documentation):
+// Choices this file makes where the paper is silent:
 //   - f_U^k uses min(sum t^p ln t + k/(ep), 0) as its numerator. f is always
-//     <= 0 (t <= 1), so this is still an upper bound; without the cap a
-//     positive numerator can break Lemma 1(b) (f_U^{k+1}(D') >= f_U^k(D)),
-//     i.e. the ladder constraint the privacy proof needs.
+//     <= 0 (t <= 1), so this is still an upper bound, and a tighter one. With
+//     a positive numerator the paper's f_U breaks Lemma 1(b),
+//     f_U^{k+1}(D') >= f_U^k(D) (replace a record at t = 1 by one at
+//     t = exp(-1/p)); the cap restores it term by term. (In the tests the
+//     slack of g_L covers the gap even without the cap, so this is defensive.)
 //   - Roots are found by scanning a fixed dyadic grid on [0, gamma] for the
 //     first point where the bound difference changes sign and bisecting that
 //     cell a fixed number of times. That procedure is monotone in the bound
@@ -38,7 +39,13 @@ import (
 //   - Inside a cell, t^(q+delta) is evaluated from moments
 //     sum c t^q (ln t)^j delta^j / j!, so each bisection step costs O(J), not
 //     O(distinct times); the truncation error is below 1e-17 relative.
-//   - The rung-0 point (the MLE) has no length; level 1 is S^1 itself.
+//   - The rung-0 point (the MLE) has no length; level 1 is S^1 itself, and
+//     the ladder constraint is needed (and tested) for k >= 1 only.
+//   - The guarantee holds for the intervals as computed in float64: a sign
+//     test of a bound difference within rounding error of zero could in
+//     principle order two neighbours' ends the wrong way by one Tolerance
+//     step. The tests enumerate neighbours and find the worst ratio well
+//     inside exp(epsilon/2).
 //   - TLL floors delta at 1 and tau at exp(-omega p) (the smallest possible
 //     sum for one record) and caps |ln lambda| at 700 (post-processing).
 
