@@ -32,11 +32,13 @@ func (c Config) client() (*kafka.Client, *kafka.Transport, error) {
 	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: t, Timeout: adminTimeout}, t, nil
 }
 
-// classify wraps connection errors so that a rejected credential or TLS
-// failure reads as such.
-func classify(err error) error {
-	if err == nil {
-		return nil
+// Classify wraps err with ErrAuth when it is a rejected SASL credential or
+// an authorization failure, and with ErrTLS when it is a TLS handshake or
+// certificate failure; other errors are returned unchanged. Readers and
+// writers use it so that every client reports these failures alike.
+func Classify(err error) error {
+	if err == nil || errors.Is(err, ErrAuth) || errors.Is(err, ErrTLS) {
+		return err
 	}
 	var ke kafka.Error
 	if errors.As(err, &ke) {
@@ -58,6 +60,16 @@ func classify(err error) error {
 	if errors.As(err, &unknownAuth) || errors.As(err, &hostErr) || errors.As(err, &certInvalid) ||
 		errors.As(err, &recErr) || errors.As(err, &verifyErr) || strings.Contains(err.Error(), "tls: ") {
 		return fmt.Errorf("%w: %w", ErrTLS, err)
+	}
+	return err
+}
+
+// classify is Classify plus a hint for a connection closed without an
+// error code, which is how a broker treats a client that skips SASL.
+func classify(err error) error {
+	err = Classify(err)
+	if errors.Is(err, ErrAuth) || errors.Is(err, ErrTLS) {
+		return err
 	}
 	// A broker that requires SASL closes the connection on a client that
 	// sends requests without authenticating.

@@ -17,7 +17,10 @@
 //   - CheckConnection dials and fetches metadata; a rejected credential
 //     yields an error starting "kafka authentication failed:" (ErrAuth), a
 //     failed TLS handshake one wrapping ErrTLS, both within the context's
-//     deadline and the dial timeout.
+//     deadline and the dial timeout. Classify applies the same wrapping to
+//     reader and writer errors (a reader's rejected credential is ErrAuth;
+//     a writer's Transport sees kfake closing the connection as a bare EOF,
+//     so run CheckConnection at start-up).
 //   - EnsureTopics creates missing topics (replication factor: the broker
 //     default) and leaves existing ones untouched; it is idempotent.
 //   - SASL PLAIN without TLS sends the password in clear text: acceptable

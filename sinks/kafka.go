@@ -129,7 +129,7 @@ func (k *Kafka) Write(ctx context.Context, msgs []Message) error {
 		km[i] = kafka.Message{Key: m.Key, Value: m.Value, Headers: m.Headers}
 	}
 	if err := k.w.WriteMessages(ctx, km...); err != nil {
-		return fmt.Errorf("kafka sink %s: write %d message(s): %w", k.topic, len(msgs), summarize(err))
+		return fmt.Errorf("kafka sink %s: write %d message(s): %w", k.topic, len(msgs), kafkaconn.Classify(summarize(err)))
 	}
 	return nil
 }

@@ -172,7 +172,7 @@ func (k *Kafka) ReadBatch(ctx context.Context) (Batch, error) {
 		if ctx.Err() != nil {
 			return Batch{}, ctx.Err()
 		}
-		return Batch{}, fmt.Errorf("kafka source %s: read: %w", k.topic, err)
+		return Batch{}, fmt.Errorf("kafka source %s: read: %w", k.topic, kafkaconn.Classify(err))
 	}
 	raw := make([]kafka.Message, 1, k.maxBatch)
 	raw[0] = first
@@ -220,7 +220,7 @@ func (k *Kafka) ack(ctx context.Context, next map[int]int64) error {
 		return nil
 	}
 	if err := k.r.CommitMessages(ctx, commits...); err != nil {
-		return fmt.Errorf("kafka source %s: ack %d partition(s): %w", k.topic, len(commits), err)
+		return fmt.Errorf("kafka source %s: ack %d partition(s): %w", k.topic, len(commits), kafkaconn.Classify(err))
 	}
 	k.mu.Lock()
 	for _, m := range commits {

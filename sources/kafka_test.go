@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -452,5 +453,24 @@ func TestReadOverTLSAndSASL(t *testing.T) {
 	got := setOf(readN(ctx, t, k, 50, true))
 	if len(got) != 50 {
 		t.Fatalf("read %d of 50", len(got))
+	}
+}
+
+// A rejected credential surfaces from ReadBatch as kafkaconn.ErrAuth, not
+// as a hang.
+func TestReadBatchWrongPassword(t *testing.T) {
+	c := broker.StartForTest(t, broker.Options{
+		SASL:   []broker.SASLUser{{Mechanism: "SCRAM-SHA-512", User: "u", Password: "right"}},
+		Topics: map[string]int{"in": 1},
+	})
+	k := newSource(t, sources.KafkaConfig{Topic: "in", GroupID: "g", Conn: kafkaconn.Config{Brokers: c.Addrs(),
+		SASL: kafkaconn.SASLConfig{Mechanism: "scram-sha-512", Username: "u", Password: "wrong"}}})
+	ctx := testCtx(t, 30*time.Second)
+	_, err := k.ReadBatch(ctx)
+	if !errors.Is(err, kafkaconn.ErrAuth) {
+		t.Fatalf("ReadBatch with a wrong password = %v, want kafkaconn.ErrAuth", err)
+	}
+	if strings.Contains(err.Error(), "wrong") {
+		t.Errorf("error leaks the password: %v", err)
 	}
 }
