@@ -27,6 +27,9 @@ type Options struct {
 	Listen string
 	// DataDir persists the cluster's state across restarts when set.
 	DataDir string
+	// SyncWrites fsyncs every produced batch before acknowledging it (with
+	// DataDir); slower, but a process crash then loses nothing acknowledged.
+	SyncWrites bool
 	// Partitions is the partition count of auto-created topics (default 4).
 	Partitions int
 	// Topics are created at start if missing: name -> partitions (<= 0
@@ -91,6 +94,9 @@ func Start(opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("start broker: reset persisted sasl users: %w", err)
 		}
 		kopts = append(kopts, kfake.DataDir(opts.DataDir))
+		if opts.SyncWrites {
+			kopts = append(kopts, kfake.SyncWrites())
+		}
 	}
 	if opts.TLS != nil {
 		kopts = append(kopts, kfake.TLS(opts.TLS))

@@ -105,7 +105,7 @@ func TestAutoCreatedTopicsUseDefaultPartitions(t *testing.T) {
 
 func TestDataDirPersistsTopicsAndRecords(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	c1, err := broker.Start(broker.Options{DataDir: dir, Topics: map[string]int{"t": 2}})
+	c1, err := broker.Start(broker.Options{DataDir: dir, SyncWrites: true, Topics: map[string]int{"t": 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

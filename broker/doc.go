@@ -13,7 +13,7 @@
 //     consumer-group offsets and SASL users, and reloads them on the next
 //     Start with the same directory. Writes are synced on Close (and on
 //     segment roll), not per batch: a clean Close loses nothing, a crash of
-//     the process may lose the most recent batches.
+//     the process may lose the most recent batches unless SyncWrites is set.
 //   - The DataDir holds credentials: kfake writes the SASL users to it
 //     (PLAIN passwords in clear text, SCRAM as salted hashes); it is created
 //     0700. Users are not reloaded from it: Options.SASL alone decides who
