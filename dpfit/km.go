@@ -1,0 +1,436 @@
+package dpfit
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/survival"
+)
+
+// Guarantee and neighbouring-relation strings carried by every release.
+const (
+	GuaranteePureDP       = "pure-dp"
+	GuaranteePerTimePoint = "pure-dp (per time point)"
+	GuaranteeLocalDP      = "local-dp"
+	GuaranteeNone         = "none (non-private)"
+	NeighbouringReplace   = "replace-one"
+)
+
+// KM method names (the "method" field of a release).
+const (
+	MethodNoisyHistogramKM = "noisy-histogram-km"
+	MethodLNTE             = "lnte"
+	MethodRRRKM            = "rrr-debiased-km"
+	MethodTreeKM           = "tree-counter-km"
+)
+
+// DefaultMaxNoiseStdErr is the default truncation of the private curves:
+// a curve stops where the standard deviation of log S due to the privacy
+// noise alone would exceed 0.25 (see KMOptions.MaxNoiseStdErr).
+const DefaultMaxNoiseStdErr = 0.25
+
+// KMOptions configures the private Kaplan–Meier fits.
+type KMOptions struct {
+	// Epsilon is the privacy budget of the release (> 0). +Inf releases
+	// the exact counts and is refused unless AllowNonPrivate is set.
+	Epsilon float64
+	// AllowNonPrivate permits Epsilon = +Inf (the analysts' and tests'
+	// reference path; never in a streaming configuration).
+	AllowNonPrivate bool
+	// Conf is the confidence level of the Greenwood intervals (default 0.95).
+	Conf float64
+	// MaxNoiseStdErr truncates each curve where the accumulated standard
+	// deviation of log S caused by the privacy noise (sum over bins of the
+	// event-cell noise variance / at-risk^2, from public noise variances and
+	// noisy at-risk numbers: post-processing) would exceed it, or where a
+	// single bin's share (noise SD / at-risk) would exceed half of it —
+	// the noise is heavy-tailed, and one bin with few at risk can otherwise
+	// drop the curve by a large step. In the tail few subjects remain at
+	// risk while every bin still carries noise of the same size, so without
+	// truncation the tail is noise. 0 means DefaultMaxNoiseStdErr; +Inf
+	// disables truncation.
+	MaxNoiseStdErr float64
+}
+
+func (o KMOptions) withDefaults() (KMOptions, error) {
+	if o.Conf == 0 {
+		o.Conf = 0.95
+	}
+	if !(o.Conf > 0 && o.Conf < 1) {
+		return o, fmt.Errorf("confidence level must be in (0, 1), got %v", o.Conf)
+	}
+	if o.MaxNoiseStdErr == 0 {
+		o.MaxNoiseStdErr = DefaultMaxNoiseStdErr
+	}
+	if !(o.MaxNoiseStdErr > 0) {
+		return o, fmt.Errorf("max noise std err must be positive, got %v", o.MaxNoiseStdErr)
+	}
+	return o, nil
+}
+
+func (o KMOptions) checkEpsilon() error {
+	switch {
+	case math.IsInf(o.Epsilon, 1):
+		if !o.AllowNonPrivate {
+			return fmt.Errorf("epsilon = +Inf (no noise) requires AllowNonPrivate")
+		}
+	case !(o.Epsilon > 0):
+		return fmt.Errorf("epsilon must be positive, got %v", o.Epsilon)
+	}
+	return nil
+}
+
+// CohortKM is one private curve.
+type CohortKM struct {
+	// Cohort is the cohort index; -1 for the curve of all cohorts pooled.
+	Cohort int `json:"cohort"`
+	// N is the released (noisy, post-processed) number of records.
+	N float64 `json:"n"`
+	// Curve holds the post-processed counts and the curve drawn from them by
+	// survival.KaplanMeierFromCounts. Its Greenwood interval reflects
+	// sampling variability only, not the privacy noise (see NoiseStdErr).
+	Curve survival.KMCurve `json:"curve"`
+	// NoiseStdErr[i] approximates the standard deviation of log Surv[i] due
+	// to the privacy noise alone (nil where not modelled, as in LNTE).
+	NoiseStdErr []float64 `json:"noise_std_err,omitempty"`
+	// TruncatedAt is the start of the first bin not reported because the
+	// noise bound was reached or no one was left at risk; NaN if the curve
+	// covers the whole domain.
+	TruncatedAt float64 `json:"truncated_at"`
+	// BinNRisk and BinNEvent are the post-processed at-risk and event counts
+	// on the full bin grid (zero after truncation); the log-rank tests use
+	// them.
+	BinNRisk  []float64 `json:"-"`
+	BinNEvent []float64 `json:"-"`
+}
+
+// KMResult is a private Kaplan–Meier release with its guarantee.
+type KMResult struct {
+	Method       string  `json:"method"`
+	Mechanism    string  `json:"mechanism"`
+	Epsilon      float64 `json:"epsilon"`
+	Guarantee    string  `json:"guarantee"`
+	Neighbouring string  `json:"neighbouring"`
+	// EpsilonTotal is the loss of the whole release where it differs from
+	// Epsilon (LNTE: Epsilon per time point times the number of time
+	// points); otherwise equal to Epsilon.
+	EpsilonTotal float64 `json:"epsilon_total"`
+	BinWidth     float64 `json:"bin_width"`
+	// N is the released (noisy) number of records over all cohorts.
+	N       float64    `json:"n"`
+	Cohorts []CohortKM `json:"cohorts"`
+	// Overall is the curve of all cohorts pooled (from the same noisy
+	// cells: post-processing).
+	Overall CohortKM `json:"overall"`
+	// LogRank and Pairwise compare the cohorts from the post-processed
+	// counts (P is NaN where a test is undefined).
+	LogRank  survival.LogRank    `json:"logrank"`
+	Pairwise []survival.Pairwise `json:"pairwise"`
+	// LogRankNote says why LogRank is NaN when the test failed (a singular
+	// variance matrix); empty otherwise.
+	LogRankNote string `json:"logrank_note,omitempty"`
+}
+
+// discreteLaplaceVariance is the variance 2a/(1-a)^2, a = exp(-1/scale), of
+// the two-sided geometric distribution.
+func discreteLaplaceVariance(scale float64) float64 {
+	if scale <= 0 {
+		return 0
+	}
+	a := math.Exp(-1 / scale)
+	return 2 * a / ((1 - a) * (1 - a))
+}
+
+// NoisyHistogramKM is the main private Kaplan–Meier (mechanisms.md §3,
+// DPTime style): every (cohort, bin) event and censoring count of h gets
+// independent two-sided geometric noise of scale 2/epsilon. One record sits in
+// exactly one cell, so under replace-one the histogram has L1 sensitivity 2
+// and the whole release — all cohorts, curves, medians, log-rank tests — is
+// epsilon-DP (everything after the noise is post-processing).
+//
+// Post-processing keeps the noise signed until the end, because clamping
+// each noisy event count at zero adds about scale/2 phantom events per bin
+// and, over thousands of bins, drives S to zero. Per cohort:
+//
+//  1. at-risk n_b = N_hat - sum_{b'<b} (d_b' + c_b'), N_hat the sum of the
+//     noisy cells, made non-increasing by pool-adjacent-violators and
+//     clamped at 0;
+//  2. signed hazards h_b = d_b / n_b, S_raw = prod (1 - h_b) (a factor is
+//     floored at 0 only if a noisy count exceeds the at-risk number), the
+//     curve truncated per KMOptions.MaxNoiseStdErr or where n_b reaches 0;
+//  3. monotonicity restored once: isotonic (non-increasing) regression of
+//     S_raw by pool-adjacent-violators, clamped into [0, 1];
+//  4. consistent counts from the final curve: d_b = n_b (1 - S_b/S_{b-1}),
+//     censorings c_b chosen so that n_{b+1} = n_b - d_b - c_b follows the
+//     monotone at-risk estimate, 0 <= c_b; the remainder at the end of the
+//     curve is censored there. So 0 <= d_b <= n_b, and
+//     survival.KaplanMeierFromCounts on these counts gives back exactly the
+//     post-processed curve, its Greenwood interval and R's median rules.
+//
+// Bin width trade-off: the noise per cell is fixed (variance about
+// 8/epsilon^2), so the noise in log S over a stretch of the curve grows with
+// the number of bins it spans, while coarser bins lose time resolution (a
+// bin's events are reported at its start, so the curve is early by less
+// than one bin width). With N records per cohort, the noise in S stays
+// below roughly sqrt(bins_spanned * 16/epsilon^2) / n_at_risk; pick the
+// width so that this is small over the range of interest.
+func NoisyHistogramKM(h *Histogram, src dp.Source, opts KMOptions) (KMResult, error) {
+	if err := h.check(); err != nil {
+		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
+	}
+	if err := o.checkEpsilon(); err != nil {
+		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
+	}
+	if src == nil && !math.IsInf(o.Epsilon, 1) {
+		return KMResult{}, fmt.Errorf("noisy-histogram km: nil randomness source")
+	}
+	ev, ce, err := noisyCells(h, src, o.Epsilon)
+	if err != nil {
+		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
+	}
+	scale := 2 / o.Epsilon
+	cellVar := 0.0
+	res := KMResult{
+		Method:       MethodNoisyHistogramKM,
+		Epsilon:      o.Epsilon,
+		EpsilonTotal: o.Epsilon,
+		Guarantee:    GuaranteePureDP,
+		Neighbouring: NeighbouringReplace,
+		BinWidth:     h.BinWidth,
+		Mechanism: fmt.Sprintf("two-sided geometric noise, scale 2/epsilon = %g, on every (cohort, bin) event and censoring count "+
+			"(L1 sensitivity 2 under replace-one); signed post-processing, isotonic curve", scale),
+	}
+	if math.IsInf(o.Epsilon, 1) {
+		res.Guarantee = GuaranteeNone
+		res.Mechanism = "exact histogram (no noise)"
+	} else {
+		cellVar = discreteLaplaceVariance(scale)
+	}
+	if err := fillKMResult(&res, h, ev, ce, cellVar, o); err != nil {
+		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
+	}
+	return res, nil
+}
+
+// noisyCells returns h's event and censoring counts plus independent
+// two-sided geometric noise of scale 2/epsilon per cell (none for +Inf).
+func noisyCells(h *Histogram, src dp.Source, epsilon float64) (ev, ce [][]float64, err error) {
+	k, bins := h.Cohorts(), h.Bins
+	ev = make([][]float64, k)
+	ce = make([][]float64, k)
+	scale := 2 / epsilon
+	exact := math.IsInf(epsilon, 1)
+	for c := 0; c < k; c++ {
+		ev[c] = make([]float64, bins)
+		ce[c] = make([]float64, bins)
+		for b := 0; b < bins; b++ {
+			var de, dc int64
+			if !exact {
+				if de, err = dp.DiscreteLaplace(src, scale); err != nil {
+					return nil, nil, err
+				}
+				if dc, err = dp.DiscreteLaplace(src, scale); err != nil {
+					return nil, nil, err
+				}
+			}
+			ev[c][b] = float64(h.Events[c][b] + de)
+			ce[c][b] = float64(h.Censor[c][b] + dc)
+		}
+	}
+	return ev, ce, nil
+}
+
+// fillKMResult draws the per-cohort and pooled curves and the log-rank
+// tests from signed cells (ev, ce [cohort][bin]) whose event cells carry
+// noise of variance cellVar (a constant) into res.
+func fillKMResult(res *KMResult, h *Histogram, ev, ce [][]float64, cellVar float64, o KMOptions) error {
+	k := len(ev)
+	res.Cohorts = make([]CohortKM, k)
+	for c := 0; c < k; c++ {
+		ck, err := kmFromSignedCells(ev[c], ce[c], func(int) float64 { return cellVar }, h.BinWidth, o)
+		if err != nil {
+			return fmt.Errorf("cohort %d: %w", c, err)
+		}
+		ck.Cohort = c
+		res.Cohorts[c] = ck
+	}
+	pe, pc := poolCells(ev), poolCells(ce)
+	pooledVar := cellVar * float64(k)
+	ov, err := kmFromSignedCells(pe, pc, func(int) float64 { return pooledVar }, h.BinWidth, o)
+	if err != nil {
+		return fmt.Errorf("pooled curve: %w", err)
+	}
+	ov.Cohort = -1
+	res.Overall = ov
+	res.N = ov.N
+	attachLogRank(res)
+	return nil
+}
+
+func poolCells(x [][]float64) []float64 {
+	out := make([]float64, len(x[0]))
+	for _, row := range x {
+		for b, v := range row {
+			out[b] += v
+		}
+	}
+	return out
+}
+
+// kmFromSignedCells is the post-processing of NoisyHistogramKM (steps 1-4)
+// for one curve. ev and ce are signed (noisy or debiased) event and
+// censoring counts per bin; eventVar(b) is the variance of ev[b]'s noise.
+func kmFromSignedCells(ev, ce []float64, eventVar func(b int) float64, binWidth float64, o KMOptions) (CohortKM, error) {
+	bins := len(ev)
+	// 1. monotone at-risk estimate
+	m := make([]float64, bins+1)
+	acc := 0.0
+	for b := bins - 1; b >= 0; b-- {
+		acc += ev[b] + ce[b]
+		m[b] = acc
+	}
+	nHat := acc
+	isotonicNonIncreasing(m[:bins])
+	for b := range m {
+		m[b] = math.Max(m[b], 0)
+	}
+	// 2. signed product-limit curve, truncated
+	sRaw := make([]float64, 0, bins)
+	noiseSD := make([]float64, 0, bins)
+	s, v := 1.0, 0.0
+	end := bins
+	for b := 0; b < bins; b++ {
+		if !(m[b] > 0) {
+			end = b
+			break
+		}
+		bv := eventVar(b) / (m[b] * m[b])
+		nv := v + bv
+		if math.Sqrt(nv) > o.MaxNoiseStdErr || math.Sqrt(bv) > o.MaxNoiseStdErr/2 {
+			end = b
+			break
+		}
+		v = nv
+		f := 1 - ev[b]/m[b]
+		if f < 0 {
+			f = 0
+		}
+		s *= f
+		sRaw = append(sRaw, s)
+		noiseSD = append(noiseSD, math.Sqrt(v))
+	}
+	// 3. isotonic regression, clamp
+	isotonicNonIncreasing(sRaw)
+	for b := range sRaw {
+		sRaw[b] = math.Min(1, math.Max(0, sRaw[b]))
+	}
+	// 4. consistent counts
+	out := CohortKM{N: math.Max(nHat, 0), TruncatedAt: math.NaN(),
+		BinNRisk: make([]float64, bins), BinNEvent: make([]float64, bins)}
+	if end < bins {
+		out.TruncatedAt = float64(end) * binWidth
+	}
+	var tm, nr, ne, nc, nsd []float64
+	n, prev := 0.0, 1.0
+	if end > 0 {
+		n = m[0]
+	}
+	for b := 0; b < end; b++ {
+		d := 0.0
+		if prev > 0 && sRaw[b] < prev {
+			d = n * (1 - sRaw[b]/prev)
+			d = math.Min(math.Max(d, 0), n)
+			if d < kmSnap*math.Max(1, n) {
+				d = 0 // rounding residue, not an event
+			}
+		}
+		target := 0.0
+		if b+1 < end {
+			target = m[b+1]
+		}
+		// censor so that the next at-risk number follows the monotone
+		// estimate: n_{b+1} = clamp(target, 0, n - d)
+		rem, c, next := n-d, 0.0, n-d
+		switch {
+		case target <= 0:
+			c, next = rem, 0
+		case target < rem:
+			c, next = rem-target, target
+		}
+		if c > 0 && c < kmSnap*math.Max(1, rem) {
+			c, next = 0, rem
+		}
+		out.BinNRisk[b], out.BinNEvent[b] = n, d
+		if d > 0 || c > 0 {
+			tm = append(tm, float64(b)*binWidth)
+			nr = append(nr, n)
+			ne = append(ne, d)
+			nc = append(nc, c)
+			nsd = append(nsd, noiseSD[b])
+		}
+		n = next
+		prev = sRaw[b]
+	}
+	if len(tm) == 0 {
+		out.Curve = emptyCurve(o.Conf)
+		return out, nil
+	}
+	curve, err := survival.KaplanMeierFromCounts(tm, nr, ne, nc, o.Conf)
+	if err != nil {
+		return CohortKM{}, err
+	}
+	out.Curve = curve
+	out.NoiseStdErr = nsd
+	return out, nil
+}
+
+// kmSnap is the relative size below which a derived count is rounding
+// residue of the floating-point post-processing and is set to 0.
+const kmSnap = 1e-9
+
+func emptyCurve(conf float64) survival.KMCurve {
+	return survival.KMCurve{
+		Time: []float64{}, NRisk: []float64{}, NEvent: []float64{}, NCensor: []float64{},
+		Surv: []float64{}, StdErr: []float64{}, Lower: []float64{}, Upper: []float64{},
+		Median: math.NaN(), MedianLower: math.NaN(), MedianUpper: math.NaN(), Conf: conf,
+	}
+}
+
+// isotonicNonIncreasing replaces y by its least-squares non-increasing fit
+// (pool adjacent violators, unit weights) in place.
+func isotonicNonIncreasing(y []float64) {
+	if len(y) < 2 {
+		return
+	}
+	type block struct {
+		sum   float64
+		count int
+	}
+	blocks := make([]block, 0, 64)
+	for _, v := range y {
+		blocks = append(blocks, block{v, 1})
+		for len(blocks) > 1 {
+			last := blocks[len(blocks)-1]
+			prev := blocks[len(blocks)-2]
+			// violation: the earlier block's mean is below the later one's
+			if prev.sum*float64(last.count) >= last.sum*float64(prev.count) {
+				break
+			}
+			blocks = blocks[:len(blocks)-2]
+			blocks = append(blocks, block{prev.sum + last.sum, prev.count + last.count})
+		}
+	}
+	i := 0
+	for _, bl := range blocks {
+		mean := bl.sum / float64(bl.count)
+		for j := 0; j < bl.count; j++ {
+			y[i] = mean
+			i++
+		}
+	}
+}

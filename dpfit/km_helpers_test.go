@@ -1,0 +1,169 @@
+package dpfit
+
+import (
+	"encoding/csv"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/dpsurv/dpsurv/survival"
+)
+
+const sharedData = "/work/shared/data"
+
+// kmData is one dataset's records with cohorts mapped to 0..k-1 in the
+// sorted order of their labels.
+type kmData struct {
+	time   []float64
+	event  []bool
+	cohort []int
+	labels []string
+}
+
+func loadKMData(t testing.TB, name string) kmData {
+	t.Helper()
+	f, err := os.Open(filepath.Join(sharedData, name+"_tte.csv"))
+	if err != nil {
+		t.Fatalf("open %s: %v", name, err)
+	}
+	t.Cleanup(func() { f.Close() })
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("read %s: %v", name, err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	seen := map[string]bool{}
+	var d kmData
+	for _, r := range recs[1:] {
+		if !seen[r[col["cohort"]]] {
+			seen[r[col["cohort"]]] = true
+			d.labels = append(d.labels, r[col["cohort"]])
+		}
+	}
+	sort.Strings(d.labels)
+	idx := map[string]int{}
+	for i, l := range d.labels {
+		idx[l] = i
+	}
+	for _, r := range recs[1:] {
+		tm, err := strconv.ParseFloat(r[col["time"]], 64)
+		if err != nil {
+			t.Fatalf("%s: time %q: %v", name, r[col["time"]], err)
+		}
+		d.time = append(d.time, tm)
+		d.event = append(d.event, r[col["event"]] == "1")
+		d.cohort = append(d.cohort, idx[r[col["cohort"]]])
+	}
+	return d
+}
+
+func (d kmData) maxTime() float64 {
+	m := 0.0
+	for _, x := range d.time {
+		m = math.Max(m, x)
+	}
+	return m
+}
+
+func (d kmData) histogram(t testing.TB, binWidth, tMax float64) *Histogram {
+	t.Helper()
+	h, err := NewHistogram(binWidth, tMax, len(d.labels))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range d.time {
+		if err := h.Add(d.time[i], d.event[i], d.cohort[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+// exact returns the non-private KM of one cohort (-1: all).
+func (d kmData) exact(t testing.TB, cohort int) survival.KMCurve {
+	t.Helper()
+	var tm []float64
+	var ev []bool
+	for i := range d.time {
+		if cohort < 0 || d.cohort[i] == cohort {
+			tm = append(tm, d.time[i])
+			ev = append(ev, d.event[i])
+		}
+	}
+	c, err := survival.KaplanMeier(tm, ev, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// survAt evaluates a step curve at x (1 before the first row).
+func survAt(c survival.KMCurve, x float64) float64 {
+	i := sort.Search(len(c.Time), func(i int) bool { return c.Time[i] > x })
+	if i == 0 {
+		return 1
+	}
+	return c.Surv[i-1]
+}
+
+// supError is the largest |S_got - S_want| over got's reported range,
+// evaluated at want's and got's jump times.
+func supError(got, want survival.KMCurve) float64 {
+	if len(got.Time) == 0 {
+		return 1
+	}
+	end := got.Time[len(got.Time)-1]
+	m := 0.0
+	for _, ts := range [][]float64{got.Time, want.Time} {
+		for _, x := range ts {
+			if x <= end {
+				m = math.Max(m, math.Abs(survAt(got, x)-survAt(want, x)))
+			}
+		}
+	}
+	return m
+}
+
+func closeTo(a, b, tol float64) bool {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.IsNaN(a) && math.IsNaN(b)
+	}
+	if math.IsInf(a, 0) || math.IsInf(b, 0) {
+		return a == b
+	}
+	return math.Abs(a-b) <= tol*math.Max(1, math.Abs(b))
+}
+
+// sameCurve compares every column and the median of two curves.
+func sameCurve(t testing.TB, what string, got, want survival.KMCurve, tol float64) {
+	t.Helper()
+	if len(got.Time) != len(want.Time) {
+		t.Fatalf("%s: %d rows, want %d", what, len(got.Time), len(want.Time))
+	}
+	cols := []struct {
+		name      string
+		got, want []float64
+	}{
+		{"time", got.Time, want.Time}, {"n_risk", got.NRisk, want.NRisk}, {"n_event", got.NEvent, want.NEvent},
+		{"n_censor", got.NCensor, want.NCensor}, {"surv", got.Surv, want.Surv}, {"std_err", got.StdErr, want.StdErr},
+		{"lower", got.Lower, want.Lower}, {"upper", got.Upper, want.Upper},
+	}
+	for _, c := range cols {
+		for i := range c.want {
+			if !closeTo(c.got[i], c.want[i], tol) {
+				t.Fatalf("%s: %s[%d] = %v, want %v", what, c.name, i, c.got[i], c.want[i])
+			}
+		}
+	}
+	for _, m := range [][2]float64{{got.Median, want.Median}, {got.MedianLower, want.MedianLower}, {got.MedianUpper, want.MedianUpper}} {
+		if !closeTo(m[0], m[1], tol) {
+			t.Fatalf("%s: median/CI %v, want %v", what, m[0], m[1])
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package dpfit
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/survival"
+)
+
+// LNTE is the baseline of paper 004 (Gondara and Wang's Laplacian Noise
+// Time Event), kept for comparisons only. At every time point j of the
+// public bin grid, per cohort, the at-risk count r_j and the event count d_j
+// each get Laplace noise of scale 2/epsilon (one record changes the pair by
+// at most 2 in L1 under replace-one). The noisy counts are then adjusted
+// forward in time as the method prescribes: r_j is clamped into
+// [0, r_{j-1} - d_{j-1}], d_j into [0, r_j], and the curve is truncated once
+// no one is left at risk; KM, Greenwood interval and median follow from
+// these counts.
+//
+// Its epsilon is per time point, not per release: one record enters the
+// at-risk count of every time point up to its own, so the release as a
+// whole is only (bins x epsilon)-DP. The metadata says so
+// (Guarantee "pure-dp (per time point)", EpsilonTotal = Bins x Epsilon).
+// Clamping each noisy d_j at zero adds phantom events in every bin, which is
+// why its curves collapse (the pitfall of mechanisms.md §3).
+func LNTE(h *Histogram, src dp.Source, opts KMOptions) (KMResult, error) {
+	if err := h.check(); err != nil {
+		return KMResult{}, fmt.Errorf("lnte: %w", err)
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return KMResult{}, fmt.Errorf("lnte: %w", err)
+	}
+	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
+		return KMResult{}, fmt.Errorf("lnte: epsilon must be positive and finite, got %v", o.Epsilon)
+	}
+	if src == nil {
+		return KMResult{}, fmt.Errorf("lnte: nil randomness source")
+	}
+	k, bins := h.Cohorts(), h.Bins
+	scale := 2 / o.Epsilon
+	res := KMResult{
+		Method:       MethodLNTE,
+		Epsilon:      o.Epsilon,
+		EpsilonTotal: o.Epsilon * float64(bins),
+		Guarantee:    GuaranteePerTimePoint,
+		Neighbouring: NeighbouringReplace,
+		BinWidth:     h.BinWidth,
+		Mechanism: fmt.Sprintf("LNTE baseline: Laplace noise, scale 2/epsilon = %g, on at-risk and event counts at each of %d time points; "+
+			"epsilon is per time point (total %g)", scale, bins, o.Epsilon*float64(bins)),
+	}
+	res.Cohorts = make([]CohortKM, k)
+	pooledR := make([]float64, bins)
+	pooledD := make([]float64, bins)
+	for c := 0; c < k; c++ {
+		r := make([]float64, bins)
+		d := make([]float64, bins)
+		acc := int64(0)
+		for b := bins - 1; b >= 0; b-- {
+			acc += h.Events[c][b] + h.Censor[c][b]
+			r[b] = float64(acc)
+		}
+		for b := 0; b < bins; b++ {
+			zr, err := dp.Laplace(src, scale)
+			if err != nil {
+				return KMResult{}, fmt.Errorf("lnte: %w", err)
+			}
+			zd, err := dp.Laplace(src, scale)
+			if err != nil {
+				return KMResult{}, fmt.Errorf("lnte: %w", err)
+			}
+			r[b] += zr
+			d[b] = float64(h.Events[c][b]) + zd
+			pooledR[b] += r[b]
+			pooledD[b] += d[b]
+		}
+		ck, err := lnteCurve(r, d, h.BinWidth, o.Conf)
+		if err != nil {
+			return KMResult{}, fmt.Errorf("lnte: cohort %d: %w", c, err)
+		}
+		ck.Cohort = c
+		res.Cohorts[c] = ck
+	}
+	ov, err := lnteCurve(pooledR, pooledD, h.BinWidth, o.Conf)
+	if err != nil {
+		return KMResult{}, fmt.Errorf("lnte: pooled curve: %w", err)
+	}
+	ov.Cohort = -1
+	res.Overall = ov
+	res.N = ov.N
+	attachLogRank(&res)
+	return res, nil
+}
+
+// lnteCurve applies LNTE's forward adjustment to noisy at-risk r and events
+// d on the bin grid.
+func lnteCurve(r, d []float64, binWidth, conf float64) (CohortKM, error) {
+	bins := len(r)
+	out := CohortKM{TruncatedAt: math.NaN(), BinNRisk: make([]float64, bins), BinNEvent: make([]float64, bins)}
+	out.N = math.Max(r[0], 0)
+	rr := make([]float64, bins)
+	dd := make([]float64, bins)
+	end := bins
+	avail := math.Inf(1)
+	for b := 0; b < bins; b++ {
+		rb := math.Min(math.Max(r[b], 0), avail)
+		if !(rb > 0) {
+			end = b
+			break
+		}
+		db := math.Min(math.Max(d[b], 0), rb)
+		rr[b], dd[b] = rb, db
+		avail = rb - db
+	}
+	if end < bins {
+		out.TruncatedAt = float64(end) * binWidth
+	}
+	var tm, nr, ne, nc []float64
+	for b := 0; b < end; b++ {
+		next := 0.0
+		if b+1 < end {
+			next = rr[b+1]
+		}
+		c := math.Max(rr[b]-dd[b]-next, 0)
+		out.BinNRisk[b], out.BinNEvent[b] = rr[b], dd[b]
+		if dd[b] > 0 || c > 0 {
+			tm = append(tm, float64(b)*binWidth)
+			nr = append(nr, rr[b])
+			ne = append(ne, dd[b])
+			nc = append(nc, c)
+		}
+	}
+	if len(tm) == 0 {
+		out.Curve = emptyCurve(conf)
+		return out, nil
+	}
+	curve, err := survival.KaplanMeierFromCounts(tm, nr, ne, nc, conf)
+	if err != nil {
+		return CohortKM{}, err
+	}
+	out.Curve = curve
+	return out, nil
+}
