@@ -32,6 +32,8 @@ type Service struct {
 	Processor Processor
 	// OnReady is called once the stream is consuming (tests, demo).
 	OnReady func()
+	// WrapSource, when set, wraps the Kafka source (fault-injection tests).
+	WrapSource func(Source) Source
 
 	health   *HealthServer
 	stream   *Stream
@@ -170,11 +172,15 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	defer src.Close()
 
+	var source Source = src
+	if s.WrapSource != nil {
+		source = s.WrapSource(src)
+	}
 	proc := s.Processor
 	if proc == nil {
 		proc = &SanitizeProcessor{Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Observer: s.Observer, Log: s.Log}
 	}
-	s.stream = &Stream{Source: src, Processor: proc, Out: out, DeadLetter: dead, Metrics: m, Log: s.Log, Lag: src.Lag}
+	s.stream = &Stream{Source: source, Processor: proc, Out: out, DeadLetter: dead, Metrics: m, Log: s.Log, Lag: src.Lag}
 	s.Log.Info("stream starting",
 		zap.String("input", cfg.Input.Topic), zap.String("sanitized", cfg.Output.SanitizedTopic),
 		zap.String("dead_letter", cfg.Output.DeadLetterTopic), zap.String("group", cfg.Input.GroupID))

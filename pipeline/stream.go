@@ -212,6 +212,9 @@ func (s *Stream) Run(ctx context.Context) error {
 	})
 	defer stopAfterDrain()
 
+	// The reader stops on ctx or on a fatal error downstream.
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
 	readCh := make(chan sources.Batch, 2)
 	procCh := make(chan processed, 2)
 	errCh := make(chan error, 3)
@@ -223,9 +226,9 @@ func (s *Stream) Run(ctx context.Context) error {
 		defer wg.Done()
 		defer close(readCh)
 		for {
-			b, err := s.Source.ReadBatch(ctx)
+			b, err := s.Source.ReadBatch(rctx)
 			if err != nil {
-				if ctx.Err() == nil {
+				if rctx.Err() == nil {
 					errCh <- fmt.Errorf("read batch: %w", err)
 				}
 				return
@@ -307,6 +310,7 @@ func (s *Stream) Run(ctx context.Context) error {
 	select {
 	case <-done:
 	case runErr = <-errCh:
+		rcancel()
 		wcancel()
 		<-done
 	}

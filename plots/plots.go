@@ -75,9 +75,7 @@ func WriteKM(path, title, xlabel string, curves []Curve) error {
 			if err != nil {
 				return fmt.Errorf("plot %s band: %w", c.Label, err)
 			}
-			lc := col
-			lc.A = 90
-			bl.Color = lc
+			bl.Color = color.NRGBA{R: col.R, G: col.G, B: col.B, A: 90}
 			bl.Width = vg.Points(0.6)
 			p.Add(bl)
 		}
