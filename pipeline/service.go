@@ -35,10 +35,10 @@ type Service struct {
 	// WrapSource, when set, wraps the Kafka source (fault-injection tests).
 	WrapSource func(Source) Source
 
-	health   *HealthServer
-	stream   *Stream
-	chain    *sanitizers.Chain
-	metrics  *Metrics
+	health  *HealthServer
+	stream  *Stream
+	chain   *sanitizers.Chain
+	metrics *Metrics
 }
 
 // Guarantees builds the sanitizer chain for cfg and key and returns the

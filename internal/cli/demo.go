@@ -314,4 +314,3 @@ func readCohortFile(path string, spec schemas.Spec, mem memory.Allocator) (synth
 	d.Age = make([]float64, len(d.ID))
 	return d, nil
 }
-
