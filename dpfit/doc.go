@@ -1,6 +1,39 @@
 // Package dpfit holds the central differentially private fits: the
-// noisy-histogram Kaplan–Meier (and the LNTE baseline), log-rank from noisy
-// counts, the binary-tree counter for continual release, and the DP Weibull
-// fits (LSP + TLL, with the Laplace and sample-and-aggregate baselines). Each
+// noisy-histogram Kaplan–Meier (and the LNTE baseline), KM on a locally
+// sanitized stream (RRR-debiased), log-rank from noisy counts, the
+// binary-tree counter for continual release, and the DP Weibull fits
+// (LSP + TLL, with the Laplace and sample-and-aggregate baselines). Each
 // result states its epsilon, neighbouring relation and kind of guarantee.
+//
+// Kaplan–Meier contract:
+//
+//   - Input is a Histogram (events and censorings per cohort and time bin
+//     over the public domain [0, TMax]); times outside are clamped and
+//     counted, never used to set a bound. Memory is O(bins x cohorts).
+//   - NoisyHistogramKM: two-sided geometric noise of scale 2/epsilon on
+//     every cell (L1 sensitivity 2 under replace-one), "pure-dp". The noise
+//     stays signed through the post-processing; the curve is made monotone
+//     once (isotonic regression), clamped into [0, 1], and the released
+//     counts satisfy 0 <= d <= n, c >= 0, n' = n - d - c, so
+//     survival.KaplanMeierFromCounts reproduces the curve, its Greenwood
+//     interval (sampling variability only; NoiseStdErr reports the privacy
+//     noise) and R's median rules. Curves are truncated where the noise
+//     dominates (KMOptions.MaxNoiseStdErr). Epsilon = +Inf (exact counts)
+//     needs AllowNonPrivate and is labelled "none (non-private)".
+//   - The bin width trades time resolution against noise: every bin carries
+//     its own noise, so narrow bins over a long domain with few records per
+//     cohort give curves dominated by noise (see NoisyHistogramKM).
+//   - LNTE is a baseline only: its epsilon is per time point
+//     ("pure-dp (per time point)", EpsilonTotal = bins x epsilon).
+//   - RRRKM debiases counts by reported label with M^-1; "local-dp" for the
+//     cohort label only, no extra budget.
+//   - Log-rank tests (overall and pairwise) are post-processing of the
+//     released counts.
+//   - TreeCounter / ContinualKM: cumulative releases after each of at most
+//     Horizon windows cost epsilon in total; drawn noise is part of the
+//     serialized state and is never redrawn. That state holds exact partial
+//     sums and is as sensitive as the input.
+//
+// All randomness comes from a dp.Source passed in; nothing reads math/rand
+// or the clock. Tests use seeded sources; production uses dp.NewSecureSource.
 package dpfit

@@ -88,11 +88,23 @@ func (d kmData) histogram(t testing.TB, binWidth, tMax float64) *Histogram {
 // exact returns the non-private KM of one cohort (-1: all).
 func (d kmData) exact(t testing.TB, cohort int) survival.KMCurve {
 	t.Helper()
+	return d.exactBinned(t, cohort, 0)
+}
+
+// exactBinned is the non-private KM of one cohort (-1: all) on times moved
+// to the start of their bin of width bw (0: unbinned) — what a histogram
+// with that bin width holds without noise.
+func (d kmData) exactBinned(t testing.TB, cohort int, bw float64) survival.KMCurve {
+	t.Helper()
 	var tm []float64
 	var ev []bool
 	for i := range d.time {
 		if cohort < 0 || d.cohort[i] == cohort {
-			tm = append(tm, d.time[i])
+			x := d.time[i]
+			if bw > 0 {
+				x = math.Floor(x/bw) * bw
+			}
+			tm = append(tm, x)
 			ev = append(ev, d.event[i])
 		}
 	}

@@ -124,7 +124,10 @@ func (h *Histogram) sameLayout(o *Histogram) error {
 		return fmt.Errorf("layout differs (bin width %v/%v, tmax %v/%v, bins %d/%d, cohorts %d/%d)",
 			h.BinWidth, o.BinWidth, h.TMax, o.TMax, h.Bins, o.Bins, len(h.Events), len(o.Events))
 	}
-	return h.check()
+	if err := h.check(); err != nil {
+		return err
+	}
+	return o.check()
 }
 
 // check verifies the slices match Bins (a Histogram may have been built by

@@ -15,7 +15,7 @@ import (
 // at most 2 in L1 under replace-one). The noisy counts are then adjusted
 // forward in time as the method prescribes: r_j is clamped into
 // [0, r_{j-1} - d_{j-1}], d_j into [0, r_j], and the curve is truncated once
-// no one is left at risk; KM, Greenwood interval and median follow from
+// fewer than one subject is left at risk; KM, Greenwood interval and median follow from
 // these counts.
 //
 // Its epsilon is per time point, not per release: one record enters the
@@ -105,7 +105,7 @@ func lnteCurve(r, d []float64, binWidth, conf float64) (CohortKM, error) {
 	avail := math.Inf(1)
 	for b := 0; b < bins; b++ {
 		rb := math.Min(math.Max(r[b], 0), avail)
-		if !(rb > 0) {
+		if !(rb >= 1) { // fewer than one subject: the population is exhausted
 			end = b
 			break
 		}

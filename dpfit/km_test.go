@@ -335,7 +335,7 @@ func TestNoisyHistogramKMAccuracy(t *testing.T) {
 		}
 		for c := range d.labels {
 			ex := d.exact(t, c)
-			e := supError(res.Cohorts[c].Curve, binnedExact(ex, 30))
+			e := supError(res.Cohorts[c].Curve, d.exactBinned(t, c, 30))
 			worst = math.Max(worst, e)
 			sum += e
 			cv := res.Cohorts[c].Curve
@@ -349,21 +349,6 @@ func TestNoisyHistogramKMAccuracy(t *testing.T) {
 	}
 }
 
-// binnedExact is the exact curve with its jumps moved to the start of their
-// bin, the resolution the binned release has.
-func binnedExact(c survival.KMCurve, bw float64) survival.KMCurve {
-	out := survival.KMCurve{}
-	for i, x := range c.Time {
-		b := math.Floor(x/bw) * bw
-		if n := len(out.Time); n > 0 && out.Time[n-1] == b {
-			out.Surv[n-1] = c.Surv[i]
-			continue
-		}
-		out.Time = append(out.Time, b)
-		out.Surv = append(out.Surv, c.Surv[i])
-	}
-	return out
-}
 
 // The post-processed curve is unbiased where the data support it: over 300
 // seeds, the mean error of S at five times is within 4 standard errors of 0
@@ -376,7 +361,7 @@ func TestNoisyHistogramKMUnbiased(t *testing.T) {
 	const bw = 30
 	h := d.histogram(t, bw, 5400)
 	const cohort = 8
-	ex := binnedExact(d.exact(t, cohort), bw)
+	ex := d.exactBinned(t, cohort, bw)
 	pts := []float64{500, 1500, 2500, 3500, 4500}
 	sum := make([]float64, len(pts))
 	sq := make([]float64, len(pts))
