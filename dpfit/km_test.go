@@ -349,7 +349,6 @@ func TestNoisyHistogramKMAccuracy(t *testing.T) {
 	}
 }
 
-
 // The post-processed curve is unbiased where the data support it: over 300
 // seeds, the mean error of S at five times is within 4 standard errors of 0
 // plus a practical margin of 0.003 (the [0, 1] clamp and the truncation
