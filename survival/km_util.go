@@ -129,16 +129,25 @@ func kmTabulateCounting(time []float64, event []bool, group []int, nGroups, maxT
 func kmTabulateSorted(time []float64, event []bool, group []int, nGroups int) *kmTable {
 	n := len(time)
 	keys := make([]uint64, n)
+	vals := make([]uint32, n) // group << 1 | event
 	for i, t := range time {
 		if t == 0 {
 			t = 0 // turn -0 into +0
 		}
 		keys[i] = math.Float64bits(t) // order-preserving for t >= 0
+		v := uint32(0)
+		if group != nil {
+			v = uint32(group[i]) << 1
+		}
+		if event[i] {
+			v |= 1
+		}
+		vals[i] = v
 	}
-	idx := kmRadixOrder(keys)
+	keys, vals = kmRadixSort(keys, vals)
 	distinct := 0
 	for i := 0; i < n; i++ {
-		if i == 0 || keys[idx[i]] != keys[idx[i-1]] {
+		if i == 0 || keys[i] != keys[i-1] {
 			distinct++
 		}
 	}
@@ -152,38 +161,41 @@ func kmTabulateSorted(time []float64, event []bool, group []int, nGroups int) *k
 	}
 	row := -1
 	for i := 0; i < n; i++ {
-		r := idx[i]
-		if i == 0 || keys[r] != keys[idx[i-1]] {
+		if i == 0 || keys[i] != keys[i-1] {
 			row++
-			tab.times[row] = math.Float64frombits(keys[r])
+			tab.times[row] = math.Float64frombits(keys[i])
 		}
-		g := 0
-		if group != nil {
-			g = group[r]
-		}
-		if event[r] {
-			tab.events[g][row]++
+		v := vals[i]
+		if v&1 == 1 {
+			tab.events[v>>1][row]++
 		} else {
-			tab.censor[g][row]++
+			tab.censor[v>>1][row]++
 		}
 	}
 	return tab
 }
 
-// kmRadixOrder returns the stable ascending order of keys (LSD radix sort,
-// 8 bits a pass, passes on constant bytes skipped).
+// kmRadixOrder returns the stable ascending order of keys.
 func kmRadixOrder(keys []uint64) []uint32 {
-	n := len(keys)
-	idx := make([]uint32, n)
+	idx := make([]uint32, len(keys))
 	for i := range idx {
 		idx[i] = uint32(i)
 	}
+	_, idx = kmRadixSort(append([]uint64(nil), keys...), idx)
+	return idx
+}
+
+// kmRadixSort sorts keys ascending, carrying vals along (stable LSD radix
+// sort, 8 bits a pass, passes on constant bytes skipped). It may reuse the
+// input slices and returns the sorted ones.
+func kmRadixSort(keys []uint64, vals []uint32) ([]uint64, []uint32) {
+	n := len(keys)
 	if n < 2 {
-		return idx
+		return keys, vals
 	}
-	k1 := append([]uint64(nil), keys...)
+	k1, v1 := keys, vals
 	k2 := make([]uint64, n)
-	i2 := make([]uint32, n)
+	v2 := make([]uint32, n)
 	var count [256]int
 	for shift := uint(0); shift < 64; shift += 8 {
 		count = [256]int{}
@@ -204,10 +216,10 @@ func kmRadixOrder(keys []uint64) []uint32 {
 			p := count[b]
 			count[b]++
 			k2[p] = k
-			i2[p] = idx[j]
+			v2[p] = v1[j]
 		}
 		k1, k2 = k2, k1
-		idx, i2 = i2, idx
+		v1, v2 = v2, v1
 	}
-	return idx
+	return k1, v1
 }
