@@ -65,17 +65,6 @@ func bernoulliExpFrac(src Source, num, den uint64) bool {
 	return k%2 == 1
 }
 
-// bernoulliExp returns true with probability exp(-num/den) for any num >= 0.
-func bernoulliExp(src Source, num, den uint64) bool {
-	for num > den {
-		if !bernoulliExpFrac(src, 1, 1) {
-			return false
-		}
-		num -= den
-	}
-	return bernoulliExpFrac(src, num, den)
-}
-
 // discreteLaplaceST samples P(Z=z) ∝ exp(-|z| den/num), i.e. scale num/den,
 // exactly (Canonne–Kamath–Steinke Algorithm 2 with their t = num, s = den).
 func discreteLaplaceST(src Source, num, den uint64) int64 {

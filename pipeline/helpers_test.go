@@ -6,9 +6,3 @@ func sanitizersTime() sanitizers.TimeConfig {
 	return sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10}
 }
 
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}

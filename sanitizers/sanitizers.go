@@ -112,7 +112,6 @@ type Chain struct {
 	te       *dp.TE
 	rrr      *dp.RRR
 	tmax     int64
-	schema   *arrow.Schema
 	outCols  []outCol
 	guar     []Guarantee
 	dictType *arrow.DictionaryType

@@ -12,7 +12,3 @@ func runFit(ctx context.Context, env Env, args []string) error {
 func runAudit(ctx context.Context, env Env, args []string) error {
 	return errors.New("audit is not wired into this build yet")
 }
-
-func runBench(ctx context.Context, env Env, args []string) error {
-	return errors.New("bench is not wired into this build yet")
-}

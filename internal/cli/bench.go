@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"go.uber.org/zap"
+
+	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/synth"
+)
+
+// BenchResult is what `dpsurv bench --json` prints. Both figures come from
+// the same run, on the same broker and the same input messages.
+type BenchResult struct {
+	PipelineRecordsPerS    float64 `json:"pipeline_records_per_s"`
+	PassthroughRecordsPerS float64 `json:"passthrough_records_per_s"`
+	Ratio                  float64 `json:"ratio"`
+	Records                int     `json:"records"`
+	Messages               int     `json:"messages"`
+	BatchRecords           int     `json:"batch_records"`
+	Rounds                 int     `json:"rounds"`
+}
+
+func runBench(ctx context.Context, env Env, args []string) error {
+	fs := newFlags("bench", env)
+	records := fs.Int("records", 400000, "records to stream in each round")
+	batch := fs.Int("batch", 2000, "records per input message")
+	rounds := fs.Int("rounds", 2, "rounds of (passthrough, pipeline); the best of each is reported")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run here")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if *records < *batch || *batch < 1 || *rounds < 1 {
+		fmt.Fprintln(env.Stderr, "dpsurv bench: need records >= batch >= 1 and rounds >= 1")
+		return errUsage
+	}
+	res, err := Bench(ctx, *records, *batch, *rounds, zap.NewNop())
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Fprintln(env.Stdout, string(b))
+		return nil
+	}
+	fmt.Fprintf(env.Stdout, "records per round      %d in %d messages of %d\n", res.Records, res.Messages, res.BatchRecords)
+	fmt.Fprintf(env.Stdout, "passthrough            %.0f records/s\n", res.PassthroughRecordsPerS)
+	fmt.Fprintf(env.Stdout, "sanitizing pipeline    %.0f records/s\n", res.PipelineRecordsPerS)
+	fmt.Fprintf(env.Stdout, "ratio                  %.3f\n", res.Ratio)
+	return nil
+}
+
+// Bench streams the same input through a passthrough and through the
+// sanitizing pipeline on one embedded broker, alternating, and reports the
+// best throughput of each.
+func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (BenchResult, error) {
+	mem := memory.DefaultAllocator
+	b, err := broker.Start(broker.Options{Listen: "127.0.0.1:0", Partitions: 4, Logger: log})
+	if err != nil {
+		return BenchResult{}, fmt.Errorf("start broker: %w", err)
+	}
+	defer b.Close()
+	cohorts := []string{"A", "B", "C"}
+	cfg := demoConfig(b.Addrs(), cohorts, 3650)
+	cfg.Input.Topic = "bench.in"
+	cfg.Input.MaxBatch = 32
+	cfg.HTTP.Listen = ""
+	cfg.Log.Level = "error"
+	d, err := synth.Generate(synth.Options{N: records, Cohorts: cohorts, TimeMax: 3650, Seed: 99})
+	if err != nil {
+		return BenchResult{}, err
+	}
+	spec := cfg.Spec()
+	msgs, err := harness.Messages(spec, d, batch, mem)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 4}, nil); err != nil {
+		return BenchResult{}, err
+	}
+	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, log); err != nil {
+		return BenchResult{}, err
+	}
+	key := pipeline.EphemeralKey()
+	measure := func(round int, passthrough bool) (float64, error) {
+		c := cfg
+		name := "pipe"
+		if passthrough {
+			name = "pass"
+		}
+		c.Input.GroupID = fmt.Sprintf("bench-%s-%d", name, round)
+		c.Output.SanitizedTopic = fmt.Sprintf("bench.out.%s.%d", name, round)
+		c.Output.DeadLetterTopic = fmt.Sprintf("bench.dlq.%s.%d", name, round)
+		svc := &pipeline.Service{Config: c, Key: key, Log: log, Mem: mem}
+		if passthrough {
+			svc.Processor = pipeline.PassthroughProcessor{}
+		}
+		var start time.Time
+		started := make(chan struct{})
+		svc.OnReady = func() { start = time.Now(); close(started) }
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() { errc <- svc.Run(rctx) }()
+		select {
+		case <-started:
+		case err := <-errc:
+			return 0, fmt.Errorf("bench %s: %w", name, err)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		if !harness.WaitFor(ctx, 5*time.Minute, func() bool { return svc.Acked() >= int64(len(msgs)) }) {
+			return 0, fmt.Errorf("bench %s: timed out with %d of %d messages", name, svc.Acked(), len(msgs))
+		}
+		el := time.Since(start)
+		cancel()
+		if err := <-errc; err != nil {
+			return 0, fmt.Errorf("bench %s: %w", name, err)
+		}
+		return float64(records) / el.Seconds(), nil
+	}
+	res := BenchResult{Records: records, Messages: len(msgs), BatchRecords: batch, Rounds: rounds}
+	for r := range rounds {
+		p, err := measure(r, true)
+		if err != nil {
+			return res, err
+		}
+		res.PassthroughRecordsPerS = max(res.PassthroughRecordsPerS, p)
+		q, err := measure(r, false)
+		if err != nil {
+			return res, err
+		}
+		res.PipelineRecordsPerS = max(res.PipelineRecordsPerS, q)
+	}
+	res.Ratio = res.PipelineRecordsPerS / res.PassthroughRecordsPerS
+	return res, nil
+}
