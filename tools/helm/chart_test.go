@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"helm.sh/helm/v3/pkg/chartutil"
 )
 
 // Paths the chart mounts secret material at; the rendered config must refer
@@ -45,23 +43,19 @@ func TestLintAndTemplate(t *testing.T) {
 				t.Errorf("helm lint --strict: %v", m)
 			}
 			r := mustRender(t, vals)
-			eff, err := chartutil.CoalesceValues(loadChart(t), vals)
-			if err != nil {
-				t.Fatalf("coalesce values: %v", err)
-			}
-			checkInvariants(t, r, eff)
+			checkInvariants(t, r, effective(t, vals))
 		})
 	}
 }
 
 // checkInvariants asserts what must hold for any accepted values.
-func checkInvariants(t *testing.T, r rendered, eff chartutil.Values) {
+func checkInvariants(t *testing.T, r rendered, eff map[string]any) {
 	t.Helper()
 	allowed := map[string]bool{
 		"ConfigMap": true, "Deployment": true, "Service": true, "ServiceAccount": true,
 		"PodDisruptionBudget": true, "HorizontalPodAutoscaler": true, "ServiceMonitor": true,
 	}
-	for _, o := range r.objects {
+	for _, o := range r.Objects {
 		kind, _ := o["kind"].(string)
 		if !allowed[kind] {
 			// In particular: the chart never creates a Secret.
@@ -95,7 +89,7 @@ func checkInvariants(t *testing.T, r rendered, eff chartutil.Values) {
 	}
 
 	// ServiceMonitor only when enabled.
-	smOn, _ := get(map[string]any(eff), "serviceMonitor", "enabled")
+	smOn, _ := get(eff, "serviceMonitor", "enabled")
 	sms := r.byKind("ServiceMonitor")
 	if smOn == true {
 		if len(sms) != 1 {
@@ -221,7 +215,7 @@ var secretish = regexp.MustCompile(`(?i)(password|passwd|secret|token|credential
 // checkConfigAndSecrets asserts that the rendered config carries no secret
 // material, that every *_file it names is mounted from the right Secret, and
 // that the config has the service's top-level shape.
-func checkConfigAndSecrets(t *testing.T, r rendered, eff chartutil.Values) {
+func checkConfigAndSecrets(t *testing.T, r rendered, eff map[string]any) {
 	t.Helper()
 	cfg, text := configOf(t, r)
 	for _, k := range []string{"kafka", "input", "schema", "sanitizers", "output", "aggregators", "ledger", "http", "log"} {
@@ -286,7 +280,7 @@ func checkConfigAndSecrets(t *testing.T, r rendered, eff chartutil.Values) {
 	}
 
 	effStr := func(path ...any) string {
-		v, _ := get(map[string]any(eff), path...)
+		v, _ := get(eff, path...)
 		if v == nil {
 			return ""
 		}
@@ -337,9 +331,9 @@ func checkConfigAndSecrets(t *testing.T, r rendered, eff chartutil.Values) {
 	}
 }
 
-func checkScaling(t *testing.T, r rendered, eff chartutil.Values) {
+func checkScaling(t *testing.T, r rendered, eff map[string]any) {
 	t.Helper()
-	e := map[string]any(eff)
+	e := eff
 	partitions := toInt(mustGet(t, e, "input", "partitions"))
 	dep := r.one(t, "Deployment")
 	hpas := r.byKind("HorizontalPodAutoscaler")
@@ -366,16 +360,16 @@ func checkScaling(t *testing.T, r rendered, eff chartutil.Values) {
 	}
 }
 
-func checkNotes(t *testing.T, r rendered, eff chartutil.Values) {
+func checkNotes(t *testing.T, r rendered, eff map[string]any) {
 	t.Helper()
-	dlt := fmt.Sprint(mustGet(t, map[string]any(eff), "config", "output", "dead_letter_topic"))
+	dlt := fmt.Sprint(mustGet(t, eff, "config", "output", "dead_letter_topic"))
 	for _, want := range []string{"THE DEAD-LETTER TOPIC IS AS SENSITIVE AS THE INPUT TOPIC", dlt, "kubectl", "/healthz"} {
-		if !strings.Contains(r.notes, want) {
+		if !strings.Contains(r.Notes, want) {
 			t.Errorf("NOTES.txt lacks %q", want)
 		}
 	}
-	if strings.Contains(r.notes, "<no value>") {
-		t.Errorf("NOTES.txt renders <no value>:\n%s", r.notes)
+	if strings.Contains(r.Notes, "<no value>") {
+		t.Errorf("NOTES.txt renders <no value>:\n%s", r.Notes)
 	}
 }
 
@@ -445,7 +439,14 @@ func TestRejected(t *testing.T) {
 		{"one cohort with rrr", "", []string{"config.schema.cohorts={a}"}, "at '/config/schema/cohorts': minItems", true},
 		{"duplicate cohorts", "", []string{"config.schema.cohorts={a,a}"}, "at '/config/schema/cohorts': items at", true},
 		{"time_max zero", "", []string{"config.schema.time_max=0"}, "at '/config/schema/time_max': exclusiveMinimum", true},
-		{"time public", "", []string{"config.schema.public={event,time}"}, "at '/config/schema/public/1'", true},
+		{"time public while sanitized", "", []string{"config.schema.public={event,time}"}, "at '/config/schema/public': 'not' failed", true},
+		{"cohort public while sanitized", "", []string{"config.schema.public={cohort}"}, "at '/config/schema/public': 'not' failed", true},
+		{"id public", "", []string{"config.sanitizers.time.mechanism=none,config.schema.public={event,id}"}, "at '/config/schema/public/1'", true},
+		{"server name without tls", "", []string{"config.kafka.tls.server_name=kafka"}, "at '/config/kafka/tls/server_name': maxLength", true},
+		{"username without sasl", "", []string{"config.kafka.sasl.username=u"}, "at '/config/kafka/sasl/username': maxLength", true},
+		{"file ledger", "", []string{"config.ledger.file=/tmp/ledger"}, "at '/config/ledger/file': maxLength", true},
+		{"aggregator parameter outside params", "", []string{agg + "config.aggregators[0].epsilon=1,config.aggregators[0].bin_width=7"}, "additional properties 'bin_width' not allowed", true},
+		{"config partitions disagree", "", []string{"config.input.partitions=3"}, "config.input.partitions (3) differs from input.partitions (1)", false},
 		{"no brokers", "", []string{"config.kafka.brokers=null"}, "missing property 'brokers'", true},
 		{"unknown sasl mechanism", "", []string{"config.kafka.sasl.mechanism=gssapi"}, "at '/config/kafka/sasl/mechanism': value must be one of", true},
 		{"unknown format", "", []string{"config.input.format=csv"}, "at '/config/input/format': value must be one of", true},
@@ -521,10 +522,12 @@ func TestAccepted(t *testing.T) {
 				t.Errorf("target_loss %v", v)
 			}
 		}},
+		{"time declared public without mechanism", []string{"config.sanitizers.time.mechanism=none,config.schema.public={event,time}"}, nil},
+		{"config partitions agree", []string{"input.partitions=3,config.input.partitions=3"}, nil},
 		{"one cohort without rrr", []string{"config.schema.cohorts={a}", "config.sanitizers.cohort.mechanism=none"}, nil},
-		{"aggregator with kind-specific parameter", []string{agg + ",config.aggregators[0].bin_width=7"}, func(t *testing.T, r rendered) {
+		{"aggregator with kind-specific parameter", []string{agg + ",config.aggregators[0].params.bin_width=7"}, func(t *testing.T, r rendered) {
 			cfg, _ := configOf(t, r)
-			if v := toInt(mustGet(t, cfg, "aggregators", 0, "bin_width")); v != 7 {
+			if v := toInt(mustGet(t, cfg, "aggregators", 0, "params", "bin_width")); v != 7 {
 				t.Errorf("bin_width %v not passed through", v)
 			}
 		}},
@@ -545,11 +548,7 @@ func TestAccepted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			vals := values(t, "", tc.sets...)
 			r := mustRender(t, vals)
-			eff, err := chartutil.CoalesceValues(loadChart(t), vals)
-			if err != nil {
-				t.Fatalf("coalesce values: %v", err)
-			}
-			checkInvariants(t, r, eff)
+			checkInvariants(t, r, effective(t, vals))
 			if tc.ok != nil {
 				tc.ok(t, r)
 			}

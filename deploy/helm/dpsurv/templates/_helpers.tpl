@@ -109,6 +109,10 @@ the value path and the reason.
 {{- else if gt (int $v.replicaCount) $parts }}
 {{- fail (printf "replicaCount (%d) > input.partitions (%d): pods beyond the partition count of %q would sit idle in the consumer group" (int $v.replicaCount) $parts $v.config.input.topic) }}
 {{- end }}
+{{- $cfgParts := int (default 0 $v.config.input.partitions) }}
+{{- if and (gt $cfgParts 0) (ne $cfgParts $parts) }}
+{{- fail (printf "config.input.partitions (%d) differs from input.partitions (%d): set both to the partition count of %q" $cfgParts $parts $v.config.input.topic) }}
+{{- end }}
 {{- if and $v.config.kafka.sasl.mechanism (not $v.secrets.kafka.existingSecret) }}
 {{- fail (printf "config.kafka.sasl.mechanism is %q but secrets.kafka.existingSecret is empty: create a Secret holding the SASL password under key %q and name it there" $v.config.kafka.sasl.mechanism $v.secrets.kafka.passwordKey) }}
 {{- end }}
