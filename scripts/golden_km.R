@@ -127,6 +127,27 @@ overall[[length(overall) + 1]] <- data.frame(
   dataset = "edge", chisq = sd$chisq, df = df,
   p = pchisq(sd$chisq, df, lower.tail = FALSE))
 
+# survival:::findq (the quantile rule behind quantile(fit) and the median) on
+# random step curves, including non-monotone ones (an upper confidence limit
+# can rise) with NA values and ties at the probability levels.
+set.seed(20240601)
+levels <- c(1, 0.9, 0.75, 0.6, 0.5, 0.5, 0.4, 0.25, 0.1, 0)
+fq <- list()
+for (k in 1:300) {
+  n <- sample(1:12, 1)
+  tt <- cumsum(sample(1:3, n, replace = TRUE))
+  ss <- sample(levels, n, replace = TRUE)
+  ss[runif(n) < 0.1] <- NA
+  if (k %% 2 == 0) ss <- sort(ss, decreasing = TRUE, na.last = TRUE)
+  for (p in c(0, 0.25, 0.5, 0.6, 0.75, 1)) {
+    q <- survival:::findq(c(0, tt), c(0, 1 - ss), p, sqrt(.Machine$double.eps))
+    fq[[length(fq) + 1]] <- data.frame(case = k, p = p,
+      time = paste(fmt(tt), collapse = ";"), surv = paste(fmt(ss), collapse = ";"),
+      quantile = q)
+  }
+}
+write_table(do.call(rbind, fq), "km_findq.csv")
+
 write_table(do.call(rbind, medians), "km_medians.csv")
 write_table(do.call(rbind, overall), "logrank_overall.csv")
 write_table(do.call(rbind, pairwise), "logrank_pairwise.csv")

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/dp"
 )
 
 // Golden files come from scripts/golden_km.R (R survival 3.5.3). Values must
@@ -472,5 +474,134 @@ func TestKaplanMeierNAAndInf(t *testing.T) {
 	last := len(c.Surv) - 1
 	if c.Surv[last] != 0 || !math.IsInf(c.StdErr[last], 1) || !math.IsNaN(c.Lower[last]) || !math.IsNaN(c.Upper[last]) {
 		t.Errorf("last row surv %v se %v CI (%v, %v); want 0, +Inf, NaN, NaN", c.Surv[last], c.StdErr[last], c.Lower[last], c.Upper[last])
+	}
+}
+
+// refFindQuantile is a direct transcription of survival:::findq (map-based
+// de-duplication, sorted approx) used to check the fast paths.
+func refFindQuantile(time, surv []float64, p float64) float64 {
+	x := append([]float64{0}, time...)
+	y := []float64{0}
+	for _, s := range surv {
+		y = append(y, 1-s)
+	}
+	maxY := math.Inf(-1)
+	for _, v := range y {
+		if !math.IsNaN(v) {
+			maxY = math.Max(maxY, v)
+		}
+	}
+	if maxY < p {
+		return math.NaN()
+	}
+	xmax := x[len(x)-1]
+	var xs, ys []float64
+	seen := map[float64]bool{}
+	seenNA := false
+	for i, v := range y {
+		if math.IsNaN(v) {
+			if seenNA {
+				continue
+			}
+			seenNA = true
+		} else if seen[v] {
+			continue
+		}
+		seen[v] = true
+		xs, ys = append(xs, x[i]), append(ys, v)
+	}
+	approx := func(shift float64) int {
+		type pt struct {
+			x   float64
+			idx int
+		}
+		var pts []pt
+		for i, v := range ys {
+			if !math.IsNaN(v) {
+				pts = append(pts, pt{v + shift, i})
+			}
+		}
+		sort.SliceStable(pts, func(a, b int) bool { return pts[a].x < pts[b].x })
+		if len(pts) == 0 || p < pts[0].x || p > pts[len(pts)-1].x {
+			return -1
+		}
+		for _, q := range pts { // smallest abscissa >= p
+			if q.x >= p {
+				return q.idx
+			}
+		}
+		return -1
+	}
+	i1, i2 := approx(kmTol), approx(-kmTol)
+	q := math.NaN()
+	if i1 >= 0 && i2 >= 0 {
+		q = (xs[i1] + xs[i2]) / 2
+	}
+	if p == 0 {
+		q = xs[0]
+	}
+	if last := ys[len(ys)-1]; !math.IsNaN(last) && math.Abs(p-last) < kmTol {
+		q = math.NaN()
+		if i1 >= 0 {
+			q = (xs[i1] + xmax) / 2
+		}
+	}
+	return q
+}
+
+// Non-monotone curves (an Upper limit can rise) take the radix-sort path of
+// the de-duplication; both paths agree with the direct transcription.
+func TestFindQuantileMatchesReference(t *testing.T) {
+	src := dp.NewSeededSource(17)
+	levels := []float64{1, 0.9, 0.75, 0.6, 0.5, 0.5, 0.4, 0.25, 0.1, 0}
+	for trial := 0; trial < 2000; trial++ {
+		n := 1 + int(dp.Uint64n(src, 12))
+		time := make([]float64, n)
+		surv := make([]float64, n)
+		monotone := trial%2 == 0
+		for i := range time {
+			time[i] = float64(i + 1 + int(dp.Uint64n(src, 3))*i)
+			surv[i] = levels[dp.Uint64n(src, uint64(len(levels)))]
+			if dp.Uint64n(src, 10) == 0 {
+				surv[i] = math.NaN()
+			}
+		}
+		if monotone {
+			sort.Sort(sort.Reverse(sort.Float64Slice(surv)))
+		}
+		for _, p := range []float64{0, 0.25, 0.5, 0.6, 0.75, 1} {
+			got, want := kmFindQuantile(time, surv, p), refFindQuantile(time, surv, p)
+			if !sameNaN(got, want) {
+				t.Fatalf("trial %d p %v: surv %v: got %v, want %v", trial, p, surv, got, want)
+			}
+		}
+	}
+}
+
+// kmFindQuantile agrees with R's survival:::findq on 300 random step curves
+// (half of them non-monotone, with NA) at six probabilities.
+func TestFindQuantileMatchesR(t *testing.T) {
+	c := readKMCSV(t, "testdata/km_findq.csv")
+	ps, qs := c.floats(t, "p"), c.floats(t, "quantile")
+	ts, ss := c.strings(t, "time"), c.strings(t, "surv")
+	split := func(s string) []float64 {
+		var out []float64
+		start := 0
+		for i := 0; i <= len(s); i++ {
+			if i == len(s) || s[i] == ';' {
+				out = append(out, parseR(t, s[start:i]))
+				start = i + 1
+			}
+		}
+		return out
+	}
+	if len(ps) < 1000 {
+		t.Fatalf("only %d golden rows", len(ps))
+	}
+	for i := range ps {
+		time, surv := split(ts[i]), split(ss[i])
+		if got := kmFindQuantile(time, surv, ps[i]); !sameNaN(got, qs[i]) {
+			t.Errorf("row %d: time %v surv %v p %v: got %v, R %v", i, time, surv, ps[i], got, qs[i])
+		}
 	}
 }
