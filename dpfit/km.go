@@ -168,13 +168,17 @@ func discreteLaplaceVariance(scale float64) float64 {
 //     survival.KaplanMeierFromCounts on these counts gives back exactly the
 //     post-processed curve, its Greenwood interval and R's median rules.
 //
-// Bin width trade-off: the noise per cell is fixed (variance about
-// 8/epsilon^2), so the noise in log S over a stretch of the curve grows with
-// the number of bins it spans, while coarser bins lose time resolution (a
-// bin's events are reported at its start, so the curve is early by less
-// than one bin width). With N records per cohort, the noise in S stays
-// below roughly sqrt(bins_spanned * 16/epsilon^2) / n_at_risk; pick the
-// width so that this is small over the range of interest.
+// Bin width trade-off: every cell carries noise of variance about
+// 8/epsilon^2 (exactly 2a/(1-a)^2, a = exp(-epsilon/2)). Over a stretch of B
+// bins with about n at risk, the event-count noise adds a standard deviation
+// of about sqrt(8 B)/(epsilon n) to log S, and the at-risk estimate of a bin
+// carries the noise of every bin after it (SD about sqrt(16 B_after)/epsilon).
+// Halving the bin width doubles B; coarser bins lose time resolution (a bin's
+// events are reported at its start, so the curve is early by less than one
+// bin width). Choose the width so that sqrt(8 B)/(epsilon n) is small where
+// the curve matters: for flchain cohorts (n about 650) over 5400 days at
+// epsilon = 1, 1-day bins give about 0.32 (the curves are truncated early)
+// and 30-day bins about 0.06 (mean sup error 0.08 in the tests).
 func NoisyHistogramKM(h *Histogram, src dp.Source, opts KMOptions) (KMResult, error) {
 	if err := h.check(); err != nil {
 		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
