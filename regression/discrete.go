@@ -32,6 +32,7 @@ const (
 	DefaultEpochs       = 250
 	DefaultSigmaFactor  = 1e-2 // sigma = 1e-2 * 2v/epsilon
 	DefaultStepConstant = 1.0  // step scale = DefaultStepConstant / n
+	DefaultMinSteps     = 10000
 )
 
 // PSGLDOptions are the Sanitized-EXP and sampler settings. Zero values take
@@ -43,9 +44,11 @@ type PSGLDOptions struct {
 	Sigma float64 `json:"sigma"`
 	// Minibatch is k, records per step (without replacement); 0 means 200.
 	Minibatch int `json:"minibatch"`
-	// Steps is the chain length T. 0 means Epochs * n/Minibatch, an epoch
-	// being one pass over the data in minibatches. (The paper calls a
-	// bundle of n steps an epoch; pass Steps = 250 n for that.)
+	// Steps is the chain length T. 0 means max(Epochs * n/Minibatch,
+	// DefaultMinSteps), an epoch being one pass over the data in
+	// minibatches. (The paper calls a bundle of n steps an epoch; pass
+	// Steps = 250 n for that.) With the default step scale 1/n the mixing
+	// per step does not depend on n, hence the floor for small data sets.
 	Steps int `json:"steps"`
 	// Epochs sets Steps when Steps is 0; 0 means 250.
 	Epochs float64 `json:"epochs"`
@@ -424,7 +427,7 @@ func resolvePSGLD(o PSGLDOptions, n int, epsilon float64) (PSGLDOptions, error) 
 		o.Epochs = DefaultEpochs
 	}
 	if o.Steps == 0 {
-		o.Steps = int(math.Ceil(o.Epochs * float64(n) / float64(o.Minibatch)))
+		o.Steps = max(int(math.Ceil(o.Epochs*float64(n)/float64(o.Minibatch))), DefaultMinSteps)
 	}
 	if o.Tau == 0 {
 		o.Tau = DefaultTau

@@ -20,7 +20,7 @@ const sharedData = "/work/shared/data"
 // set (a tiny local reader: this package does not depend on schemas).
 // Rows with an empty or NA value in a used column are dropped, as R's
 // complete.cases does.
-func loadCSV(t *testing.T, file string, covs []string) Data {
+func loadCSV(t testing.TB, file string, covs []string) Data {
 	t.Helper()
 	f, err := os.Open(filepath.Join(sharedData, file))
 	if err != nil {
@@ -89,7 +89,7 @@ type golden struct {
 	} `json:"cox"`
 }
 
-func loadGolden(t *testing.T, name string) golden {
+func loadGolden(t testing.TB, name string) golden {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name+".json"))
 	if err != nil {

@@ -1,0 +1,53 @@
+package regression
+
+import (
+	"testing"
+
+	"github.com/dpsurv/dpsurv/dp"
+)
+
+// bench50k is 50,000 synthetic records with 8 covariates on q = 200
+// intervals (about 2.6 million person-periods, never materialised).
+func bench50k() Data {
+	beta := []float64{0.8, -0.5, 0.3, 0, 1.2, -1, 0.4, 0.2}
+	return synthetic(dp.NewSeededSource(2024), 50000, 8, 200, -4.5, beta)
+}
+
+// BenchmarkFitDiscreteMLE50k: the non-private fit on 50,000 records, q = 200,
+// 8 covariates (target: under 2 s).
+func BenchmarkFitDiscreteMLE50k(b *testing.B) {
+	data := bench50k()
+	opts := DiscreteOptions{Method: MethodMLE, TimeMax: 1, Intervals: 200}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := FitDiscrete(data, opts, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPSGLDFlchain times pSGLD steps (minibatch 200) on flchain and
+// reports steps/s; 250 data passes are 250 n / 200 = 8,155 steps, the
+// paper's 250 "epochs" of n steps are 1,631,000 steps.
+func BenchmarkPSGLDFlchain(b *testing.B) {
+	g := loadGolden(b, "flchain")
+	data := loadCSV(b, g.File, g.Covariates)
+	opts := DiscreteOptions{Method: MethodPSGLD, TimeMax: g.TimeMax, Epsilon: 1,
+		Scaling: Scaling{Centre: g.Centre, Scale: g.Scale}}
+	pr, err := prepareDiscrete(data, &opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const steps = 2000
+	src := dp.NewSeededSource(1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := samplePSGLD(pr.m, 1, PSGLDOptions{Steps: steps}, src, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sps := float64(steps*b.N) / b.Elapsed().Seconds()
+	b.ReportMetric(sps, "steps/s")
+	b.ReportMetric(float64(250*data.Len()/200)/sps, "s/250passes")
+	b.ReportMetric(float64(250*data.Len())/sps, "s/250paper-epochs")
+}
