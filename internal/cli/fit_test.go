@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func readGolden(t *testing.T, path string) []map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]string
+	for _, r := range rows[1:] {
+		m := map[string]string{}
+		for i, h := range rows[0] {
+			m[h] = r[i]
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func closeTo(t *testing.T, what string, got any, want string, tol float64) {
+	t.Helper()
+	if want == "NA" || want == "Inf" || want == "-Inf" { // JSON has no NA or infinity: null
+		if got != nil {
+			t.Fatalf("%s: got %v, want NA (null)", what, got)
+		}
+		return
+	}
+	w, _ := strconv.ParseFloat(want, 64)
+	g, ok := got.(float64)
+	if !ok {
+		t.Fatalf("%s: got %v (%T), want %v", what, got, got, w)
+	}
+	if math.Abs(g-w) > tol*math.Max(1, math.Abs(w)) {
+		t.Fatalf("%s: got %.12g, want %.12g", what, g, w)
+	}
+}
+
+// TestFitKMInfMatchesR checks the command's JSON, end to end from the CSV,
+// against R's survfit / survdiff golden files (survival/testdata, made by
+// scripts/golden_km.R).
+func TestFitKMInfMatchesR(t *testing.T) {
+	for _, ds := range []struct {
+		name, cohorts string
+	}{{"kidney", "1,2,3,4"}, {"lung", "1,2"}} {
+		o, e, code := run(t, "fit", "km", "--input", "../../../shared/data/"+ds.name+"_tte.csv", "--cohorts", ds.cohorts, "--epsilon", "inf")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", ds.name, code, e)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(o), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res["epsilon"] != "inf" || res["guarantee"] != "none (non-private)" {
+			t.Fatalf("metadata %v %v", res["epsilon"], res["guarantee"])
+		}
+		cohorts := res["cohorts"].([]any)
+		if len(cohorts) != len(strings.Split(ds.cohorts, ",")) {
+			t.Fatalf("%d cohorts", len(cohorts))
+		}
+		medians := readGolden(t, "../../survival/testdata/km_medians.csv")
+		for _, c := range cohorts {
+			cm := c.(map[string]any)
+			label := cm["cohort"].(string)
+			golden := readGolden(t, "../../survival/testdata/km_"+ds.name+"_"+label+".csv")
+			times := cm["time"].([]any)
+			if len(times) != len(golden) {
+				t.Fatalf("%s/%s: %d times, R has %d", ds.name, label, len(times), len(golden))
+			}
+			for i, g := range golden {
+				for _, f := range []struct {
+					json, csv string
+					tol       float64
+				}{
+					{"time", "time", 1e-12}, {"n_risk", "n_risk", 1e-12}, {"n_event", "n_event", 1e-12},
+					{"surv", "surv", 1e-9}, {"std_err", "std_err", 1e-6}, {"lower", "lower", 1e-6}, {"upper", "upper", 1e-6},
+				} {
+					closeTo(t, ds.name+"/"+label+"/"+f.json+"["+strconv.Itoa(i)+"]", cm[f.json].([]any)[i], g[f.csv], f.tol)
+				}
+			}
+			for _, m := range medians {
+				if m["dataset"] == ds.name && m["cohort"] == label {
+					closeTo(t, "median", cm["median"], m["median"], 1e-9)
+					closeTo(t, "median_lower", cm["median_lower"], m["lower"], 1e-6)
+					closeTo(t, "median_upper", cm["median_upper"], m["upper"], 1e-6)
+				}
+			}
+		}
+		for _, g := range readGolden(t, "../../survival/testdata/logrank_overall.csv") {
+			if g["dataset"] == ds.name {
+				lr := res["logrank"].(map[string]any)
+				closeTo(t, "chisq", lr["chisq"], g["chisq"], 1e-9)
+				closeTo(t, "p", lr["p"], g["p"], 1e-6)
+			}
+		}
+		pw := res["pairwise"].([]any)
+		n := 0
+		for _, g := range readGolden(t, "../../survival/testdata/logrank_pairwise.csv") {
+			if g["dataset"] != ds.name {
+				continue
+			}
+			for _, p := range pw {
+				pm := p.(map[string]any)
+				if (pm["a"] == g["a"] && pm["b"] == g["b"]) || (pm["a"] == g["b"] && pm["b"] == g["a"]) {
+					closeTo(t, "pairwise chisq", pm["chisq"], g["chisq"], 1e-9)
+					closeTo(t, "pairwise p", pm["p"], g["p"], 1e-6)
+					n++
+				}
+			}
+		}
+		if n == 0 {
+			t.Fatalf("%s: no pairwise comparisons matched", ds.name)
+		}
+	}
+}
+
+func TestFitPrivateKMAndWeibull(t *testing.T) {
+	dir := t.TempDir()
+	o, e, code := run(t, "fit", "km", "--input", "../../../shared/data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "1",
+		"--time-max", "1100", "--bin-width", "10", "--plot", dir+"/km.svg")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, e)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(o), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res["guarantee"] != "pure-dp" || res["epsilon"] != 1.0 || res["neighbouring"] == nil {
+		t.Fatalf("metadata: %v %v %v", res["guarantee"], res["epsilon"], res["neighbouring"])
+	}
+	for _, c := range res["cohorts"].([]any) {
+		surv := c.(map[string]any)["surv"].([]any)
+		prev := 1.0
+		for _, s := range surv {
+			v := s.(float64)
+			if v > prev+1e-12 || v < 0 {
+				t.Fatalf("private curve not monotone in [0,1]: %v after %v", v, prev)
+			}
+			prev = v
+		}
+	}
+	if _, err := os.Stat(dir + "/km.svg"); err != nil {
+		t.Fatal(err)
+	}
+	// A private fit without the public bound is refused.
+	if _, _, code := run(t, "fit", "km", "--input", "../../../shared/data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "1"); code != 2 {
+		t.Fatalf("missing --time-max: exit %d", code)
+	}
+	if _, _, code := run(t, "fit", "km", "--input", "x", "--cohorts", "1", "--epsilon", "-1"); code != 2 {
+		t.Fatalf("negative epsilon: exit %d", code)
+	}
+	o, e, code = run(t, "fit", "weibull", "--input", "../../../shared/data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2", "--time-max", "1100")
+	if code != 0 {
+		t.Fatalf("weibull exit %d: %s", code, e)
+	}
+	res = nil
+	json.Unmarshal([]byte(o), &res)
+	if res["method"] != "lsp" || res["guarantee"] != "pure-dp" || res["shape"].(float64) <= 0 || res["scale"].(float64) <= 0 {
+		t.Fatalf("weibull: %v", res)
+	}
+}
