@@ -1,0 +1,396 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// ScopeStream is the scope every release of the service is charged to; its
+// budget must be configured whenever aggregators run.
+const ScopeStream = "stream"
+
+// ScopeAggregate and ScopeCohort name the per-aggregate and per-cohort
+// scopes ("aggregate:km-weekly", "cohort:A").
+func ScopeAggregate(name string) string { return "aggregate:" + name }
+
+// ScopeCohort names the scope of one public cohort label.
+func ScopeCohort(label string) string { return "cohort:" + label }
+
+// ErrBudgetExceeded is returned (wrapped in a *BudgetError) when a charge
+// would take a scope past its total budget. Nothing is drawn or stored.
+var ErrBudgetExceeded = errors.New("privacy budget exceeded")
+
+// BudgetError names the scope that refused a charge.
+type BudgetError struct {
+	Key       string
+	Scope     string
+	Budget    float64
+	Spent     float64
+	Requested float64
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("ledger charge %q: scope %q: %v: spent %g of %g, requested %g",
+		e.Key, e.Scope, ErrBudgetExceeded, e.Spent, e.Budget, e.Requested)
+}
+
+// Unwrap makes errors.Is(err, ErrBudgetExceeded) hold.
+func (e *BudgetError) Unwrap() error { return ErrBudgetExceeded }
+
+// budgetSlack absorbs float rounding when epsilons are summed (ten charges
+// of 0.1 fit a budget of 1).
+const budgetSlack = 1e-9
+
+// Entry is one charged release. Release holds the exact bytes that are
+// published (JSON); a replay returns them unchanged.
+type Entry struct {
+	Key     string          `json:"key"`
+	Scopes  []string        `json:"scopes"`
+	Epsilon float64         `json:"epsilon"`
+	Release json.RawMessage `json:"release"`
+}
+
+func (e Entry) validate() error {
+	switch {
+	case e.Key == "":
+		return errors.New("empty key")
+	case !(e.Epsilon >= 0) || math.IsInf(e.Epsilon, 0):
+		return fmt.Errorf("epsilon must be finite and >= 0, got %v", e.Epsilon)
+	case len(e.Scopes) == 0:
+		return errors.New("no scope")
+	}
+	for _, s := range e.Scopes {
+		if s == "" {
+			return errors.New("empty scope")
+		}
+	}
+	return nil
+}
+
+// Backend persists entries. Append must return only once the entry is
+// durable; Load returns every durable entry in append order.
+type Backend interface {
+	Load(ctx context.Context) ([]Entry, error)
+	Append(ctx context.Context, e Entry) error
+	Close() error
+}
+
+// Options configures a Ledger.
+type Options struct {
+	// Budget maps a scope to its total epsilon. A scope without an entry
+	// is unlimited (the service requires "stream" to be set).
+	Budget map[string]float64
+	// Registerer receives the budget gauges (optional).
+	Registerer prometheus.Registerer
+	Log        *zap.Logger
+}
+
+// Ledger is the privacy ledger. It is safe for concurrent use; releases are
+// serialized.
+type Ledger struct {
+	mu      sync.Mutex
+	backend Backend
+	budget  map[string]float64
+	spent   map[string]float64
+	entries map[string]Entry
+	log     *zap.Logger
+
+	remainingGauge *prometheus.GaugeVec
+	spentGauge     *prometheus.GaugeVec
+	charges        prometheus.Counter
+	replays        prometheus.Counter
+	refusals       *prometheus.CounterVec
+}
+
+// Open loads every entry of b and returns the ledger. The spent budget is
+// recomputed from the entries, so a restart never refills it.
+func Open(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
+	if b == nil {
+		return nil, errors.New("open ledger: nil backend")
+	}
+	for s, v := range opts.Budget {
+		if s == "" {
+			return nil, errors.New("open ledger: budget for an empty scope")
+		}
+		if !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("open ledger: budget of scope %q must be positive and finite, got %v", s, v)
+		}
+	}
+	log := opts.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	l := &Ledger{
+		backend: b,
+		budget:  make(map[string]float64, len(opts.Budget)),
+		spent:   map[string]float64{},
+		entries: map[string]Entry{},
+		log:     log,
+		remainingGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_privacy_budget_remaining",
+			Help: "Epsilon left in each budgeted scope of the privacy ledger."}, []string{"scope"}),
+		spentGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_privacy_budget_spent",
+			Help: "Epsilon charged so far to each scope of the privacy ledger (restored from the ledger on start)."}, []string{"scope"}),
+		charges: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_ledger_charges_total",
+			Help: "Releases charged and persisted by this process."}),
+		replays: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_ledger_replays_total",
+			Help: "Releases requested again and answered from the ledger (no new noise, no new charge)."}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_ledger_refusals_total",
+			Help: "Charges refused because a scope's budget would be exceeded, by scope."}, []string{"scope"}),
+	}
+	for s, v := range opts.Budget {
+		l.budget[s] = v
+	}
+	if opts.Registerer != nil {
+		for _, c := range []prometheus.Collector{l.remainingGauge, l.spentGauge, l.charges, l.replays, l.refusals} {
+			if err := opts.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("open ledger: register metrics: %w", err)
+			}
+		}
+	}
+	entries, err := b.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	dups := 0
+	for _, e := range entries {
+		if _, ok := l.entries[e.Key]; ok {
+			dups++ // a repeated append; the first one counts
+			continue
+		}
+		l.account(e)
+	}
+	if dups > 0 {
+		log.Warn("ledger holds repeated entries; the first of each key counts", zap.Int("repeated", dups))
+	}
+	for s := range l.budget {
+		l.updateGauges(s)
+	}
+	for s := range l.spent {
+		l.updateGauges(s)
+	}
+	log.Info("ledger opened", zap.Int("entries", len(l.entries)))
+	return l, nil
+}
+
+func (l *Ledger) account(e Entry) {
+	l.entries[e.Key] = e
+	for _, s := range uniq(e.Scopes) {
+		l.spent[s] += e.Epsilon
+	}
+}
+
+func (l *Ledger) updateGauges(scope string) {
+	l.spentGauge.WithLabelValues(scope).Set(l.spent[scope])
+	if b, ok := l.budget[scope]; ok {
+		l.remainingGauge.WithLabelValues(scope).Set(math.Max(0, b-l.spent[scope]))
+	}
+}
+
+func uniq(s []string) []string {
+	out := slices.Clone(s)
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// Release is the only way a release is made: if key is already in the
+// ledger it returns the stored bytes (replay = true) without calling build —
+// no noise is drawn and nothing is charged. Otherwise it checks every
+// scope's remaining budget (a refusal returns a *BudgetError wrapping
+// ErrBudgetExceeded, before build is called), calls build with the budget that
+// will remain in each budgeted scope after the charge, persists the entry
+// durably and only then returns the bytes for publication. build must return
+// JSON; it is called with the ledger locked.
+func (l *Ledger) Release(ctx context.Context, key string, scopes []string, epsilon float64,
+	build func(remaining map[string]float64) ([]byte, error)) (release []byte, replay bool, err error) {
+	e := Entry{Key: key, Scopes: uniq(scopes), Epsilon: epsilon}
+	if err := e.validate(); err != nil {
+		return nil, false, fmt.Errorf("ledger release %q: %w", key, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if old, ok := l.entries[key]; ok {
+		if old.Epsilon != epsilon || !slices.Equal(old.Scopes, e.Scopes) {
+			l.log.Warn("ledger replay with a different charge; the stored release stands",
+				zap.String("key", key), zap.Float64("stored_epsilon", old.Epsilon), zap.Float64("requested_epsilon", epsilon))
+		}
+		l.replays.Inc()
+		return old.Release, true, nil
+	}
+	remaining := make(map[string]float64)
+	for _, s := range e.Scopes {
+		b, limited := l.budget[s]
+		if !limited {
+			continue
+		}
+		if l.spent[s]+epsilon > b*(1+budgetSlack)+budgetSlack {
+			l.refusals.WithLabelValues(s).Inc()
+			return nil, false, &BudgetError{Key: key, Scope: s, Budget: b, Spent: l.spent[s], Requested: epsilon}
+		}
+		remaining[s] = math.Max(0, b-l.spent[s]-epsilon)
+	}
+	body, err := build(remaining)
+	if err != nil {
+		return nil, false, fmt.Errorf("ledger release %q: build release: %w", key, err)
+	}
+	if !json.Valid(body) {
+		return nil, false, fmt.Errorf("ledger release %q: release is not valid JSON", key)
+	}
+	// Canonical form (compact, HTML-escaped: what encoding/json writes for
+	// a RawMessage), so that the bytes published now equal the bytes a
+	// replay reads back from any backend.
+	canon, err := json.Marshal(json.RawMessage(body))
+	if err != nil {
+		return nil, false, fmt.Errorf("ledger release %q: %w", key, err)
+	}
+	e.Release = json.RawMessage(canon)
+	if err := l.backend.Append(ctx, e); err != nil {
+		return nil, false, fmt.Errorf("ledger release %q: persist: %w", key, err)
+	}
+	l.account(e)
+	for _, s := range e.Scopes {
+		l.updateGauges(s)
+	}
+	l.charges.Inc()
+	return e.Release, false, nil
+}
+
+// Charge records e with fixed release bytes (Release with a constant
+// builder).
+func (l *Ledger) Charge(ctx context.Context, e Entry) (stored []byte, replay bool, err error) {
+	return l.Release(ctx, e.Key, e.Scopes, e.Epsilon, func(map[string]float64) ([]byte, error) { return e.Release, nil })
+}
+
+// Lookup returns the stored release of key.
+func (l *Ledger) Lookup(key string) ([]byte, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.entries[key]
+	return e.Release, ok
+}
+
+// Remaining returns the epsilon left in scope; limited is false for a
+// scope without a budget (remaining is then +Inf).
+func (l *Ledger) Remaining(scope string) (remaining float64, limited bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.budget[scope]
+	if !ok {
+		return math.Inf(1), false
+	}
+	return math.Max(0, b-l.spent[scope]), true
+}
+
+// Spent returns the epsilon charged to scope so far.
+func (l *Ledger) Spent(scope string) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.spent[scope]
+}
+
+// Len returns the number of entries.
+func (l *Ledger) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.entries)
+}
+
+// Close closes the backend.
+func (l *Ledger) Close() error {
+	if err := l.backend.Close(); err != nil {
+		return fmt.Errorf("close ledger: %w", err)
+	}
+	return nil
+}
+
+// Memory is a Backend that keeps entries in memory (tests, dry runs). It
+// does not survive a restart unless the same value is reopened.
+type Memory struct {
+	mu      sync.Mutex
+	entries []Entry
+	// FailAppend, when set, makes Append fail with it (fault injection).
+	FailAppend error
+}
+
+// Load implements Backend.
+func (m *Memory) Load(context.Context) ([]Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.entries), nil
+}
+
+// Append implements Backend.
+func (m *Memory) Append(_ context.Context, e Entry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.FailAppend != nil {
+		return m.FailAppend
+	}
+	e.Release = slices.Clone(e.Release)
+	m.entries = append(m.entries, e)
+	return nil
+}
+
+// Close implements Backend.
+func (m *Memory) Close() error { return nil }
+
+// Entries returns a copy of the stored entries.
+func (m *Memory) Entries() []Entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.entries)
+}
+
+// StateStore keeps one opaque snapshot (the aggregators' checkpoint):
+// Save replaces it durably, Load returns the last saved one (nil if none).
+type StateStore interface {
+	Load(ctx context.Context) ([]byte, error)
+	Save(ctx context.Context, data []byte) error
+	Close() error
+}
+
+// MemoryState is an in-memory StateStore (tests).
+type MemoryState struct {
+	mu   sync.Mutex
+	data []byte
+	// FailSave, when set, makes Save fail with it (fault injection).
+	FailSave error
+	saves    int
+}
+
+// Load implements StateStore.
+func (m *MemoryState) Load(context.Context) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.data), nil
+}
+
+// Save implements StateStore.
+func (m *MemoryState) Save(_ context.Context, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.FailSave != nil {
+		return m.FailSave
+	}
+	m.data = slices.Clone(data)
+	m.saves++
+	return nil
+}
+
+// Saves returns the number of successful saves.
+func (m *MemoryState) Saves() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.saves
+}
+
+// Close implements StateStore.
+func (m *MemoryState) Close() error { return nil }
