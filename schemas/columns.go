@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
@@ -13,6 +14,22 @@ import (
 )
 
 func validID(s string) bool { return s != "" && utf8.ValidString(s) }
+
+// isASCII reports whether b has no byte >= 0x80, eight bytes at a time.
+func isASCII(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
 
 type valuer[T any] interface {
 	IsNull(int) bool
@@ -308,6 +325,16 @@ func cellValue(arr arrow.Array, i int) (v any) {
 		return cellValue(a.Dictionary(), a.GetValueIndex(i))
 	}
 	return arr.GetOneForMarshal(i)
+}
+
+// checkLengths verifies that every column has the record's length.
+func checkLengths(rec arrow.Record) error {
+	for c, col := range rec.Columns() {
+		if int64(col.Len()) != rec.NumRows() {
+			return fmt.Errorf("column %q has %d rows, the batch %d", rec.Schema().Field(c).Name, col.Len(), rec.NumRows())
+		}
+	}
+	return nil
 }
 
 // checkRecord verifies that the used columns' buffers are consistent with

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"time"
 )
 
@@ -123,14 +122,4 @@ func CountByReason(dead []DeadLetter) map[string]int {
 		m[d.Reason]++
 	}
 	return m
-}
-
-// sortedKeys is used for deterministic rendering in details.
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

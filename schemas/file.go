@@ -386,7 +386,25 @@ func (w *FileWriter) Write(rec arrow.Record) error {
 	case FormatJSONLines:
 		return w.writeJSON(rec)
 	}
-	renamed := array.NewRecord(w.out, rec.Columns(), rec.NumRows())
+	cols := rec.Columns()
+	if w.file != nil {
+		// Arrow's IPC FileWriter retains the last written dictionary of each
+		// field and never releases it (v15); hand it a Go-allocated copy so
+		// that the caller's allocator gets all its memory back.
+		cols = append([]arrow.Array(nil), cols...)
+		for c, col := range cols {
+			if d, ok := col.(*array.Dictionary); ok {
+				dict, err := array.Concatenate([]arrow.Array{d.Dictionary()}, memory.DefaultAllocator)
+				if err != nil {
+					return fmt.Errorf("schemas: write file: copy dictionary: %w", err)
+				}
+				cols[c] = array.NewDictionaryArray(d.DataType(), d.Indices(), dict)
+				dict.Release()
+				defer cols[c].Release()
+			}
+		}
+	}
+	renamed := array.NewRecord(w.out, cols, rec.NumRows())
 	defer renamed.Release()
 	var err error
 	if w.stream != nil {

@@ -37,7 +37,10 @@ func EncodeIPC(rec arrow.Record, mem memory.Allocator) ([]byte, error) {
 
 // DecodeIPCRecords reads every record batch of an IPC stream without
 // validation (for consumers of the sanitized and fit topics, and tests). The
-// caller releases the records. Malformed input gives an error, never a panic.
+// caller releases the records. Malformed input gives an error, never a panic;
+// decoded memory is bounded as in DecodeIPC (DefaultMaxDecodeBytes). On the
+// error path buffers allocated before the failure may not be returned to
+// mem (use a Go allocator for untrusted input).
 func DecodeIPCRecords(data []byte, mem memory.Allocator) (recs []arrow.Record, err error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -56,7 +59,8 @@ func DecodeIPCRecords(data []byte, mem memory.Allocator) (recs []arrow.Record, e
 	if err := prescanIPC(data); err != nil {
 		return nil, fmt.Errorf("schemas: decode ipc: %w", err)
 	}
-	r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(mem))
+	lim := &limitAllocator{mem: mem, max: decodeBound(DefaultMaxDecodeBytes, len(data))}
+	r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(lim))
 	if err != nil {
 		return nil, fmt.Errorf("schemas: decode ipc: %w", err)
 	}
@@ -108,7 +112,10 @@ func (v *Validator) DecodeIPC(data []byte) (out arrow.Record, dead []DeadLetter)
 	if err := prescanIPC(data); err != nil {
 		return whole(ReasonUndecodable, "arrow ipc: "+err.Error())
 	}
-	lim := &limitAllocator{mem: memory.NewGoAllocator(), max: v.maxDecode}
+	// Bound decoded memory by the message size too: a real message
+	// decompresses by far less than 256x, and a forged uncompressed length
+	// must not make every bad message cost a huge allocation.
+	lim := &limitAllocator{mem: memory.NewGoAllocator(), max: decodeBound(v.maxDecode, len(data))}
 	r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(lim))
 	if err != nil {
 		return whole(ReasonUndecodable, err.Error())
@@ -118,13 +125,36 @@ func (v *Validator) DecodeIPC(data []byte) (out arrow.Record, dead []DeadLetter)
 	if p.errReason != rOK {
 		return whole(reasonNames[p.errReason], p.errDetail)
 	}
-	set := &idSet{m: make(map[string]int32), cross: true}
-	rowBase := 0
+	// Read every batch first: a single-batch message (the norm) is then
+	// validated with the fast per-batch duplicate check; several batches
+	// share one id set. Input buffers come from the Go allocator, so ids may
+	// alias them for the duration of the call.
+	var ins []arrow.Record
+	defer func() {
+		for _, rec := range ins {
+			rec.Release()
+		}
+	}()
 	for r.Next() {
 		rec := r.Record()
+		rec.Retain()
+		ins = append(ins, rec)
+		if err := checkLengths(rec); err != nil {
+			return whole(ReasonUndecodable, err.Error())
+		}
 		if err := checkRecord(rec, p.used()); err != nil {
 			return whole(ReasonUndecodable, err.Error())
 		}
+	}
+	if err := r.Err(); err != nil {
+		return whole(ReasonUndecodable, err.Error())
+	}
+	var set *idSet
+	if len(ins) > 1 {
+		set = &idSet{m: make(map[string]int32)}
+	}
+	rowBase := 0
+	for _, rec := range ins {
 		o, d := v.validate(rec, rowBase, set)
 		for _, x := range d {
 			if x.RowIndex < 0 { // the record could not be read
@@ -135,9 +165,6 @@ func (v *Validator) DecodeIPC(data []byte) (out arrow.Record, dead []DeadLetter)
 		outs = append(outs, o)
 		dead = append(dead, d...)
 		rowBase += int(rec.NumRows())
-	}
-	if err := r.Err(); err != nil {
-		return whole(ReasonUndecodable, err.Error())
 	}
 	switch len(outs) {
 	case 0:
@@ -210,7 +237,7 @@ func prescanIPC(data []byte) error {
 			if msgs == 0 {
 				return errors.New("stream has no schema")
 			}
-			return nil
+			return trailing(data[pos:])
 		case 0xFFFFFFFF:
 			if len(data)-pos < 4 {
 				return errors.New("truncated message length")
@@ -221,7 +248,7 @@ func prescanIPC(data []byte) error {
 				if msgs == 0 {
 					return errors.New("stream has no schema")
 				}
-				return nil
+				return trailing(data[pos:])
 			}
 		default:
 			mlen = cid // pre-0.15 framing
@@ -231,7 +258,7 @@ func prescanIPC(data []byte) error {
 		}
 		meta := data[pos : pos+int(mlen)]
 		pos += int(mlen)
-		body, err := flatbufBodyLength(meta)
+		body, err := verifyMessage(meta)
 		if err != nil {
 			return fmt.Errorf("message %d: %w", msgs, err)
 		}
@@ -243,43 +270,23 @@ func prescanIPC(data []byte) error {
 	}
 }
 
-// flatbufBodyLength reads Message.bodyLength (field 3, int64) from the
-// flatbuffer-encoded message metadata, with explicit bounds checks.
-func flatbufBodyLength(b []byte) (int64, error) {
-	u32 := func(off int) (uint32, bool) {
-		if off < 0 || off+4 > len(b) {
-			return 0, false
-		}
-		return binary.LittleEndian.Uint32(b[off:]), true
+// trailing rejects bytes after the end-of-stream marker: they are either a
+// corrupted length or a second, unrelated payload.
+func trailing(rest []byte) error {
+	if len(rest) > 0 {
+		return fmt.Errorf("%d bytes after the end-of-stream marker", len(rest))
 	}
-	root, ok := u32(0)
-	if !ok || int(root) > len(b)-4 {
-		return 0, errors.New("corrupt message metadata (root)")
-	}
-	table := int(root)
-	soff, ok := u32(table)
-	if !ok {
-		return 0, errors.New("corrupt message metadata (table)")
-	}
-	vt := table - int(int32(soff))
-	if vt < 0 || vt+4 > len(b) {
-		return 0, errors.New("corrupt message metadata (vtable)")
-	}
-	vtLen := int(binary.LittleEndian.Uint16(b[vt:]))
-	const field = 4 + 2*3 // bodyLength is field 3
-	if vtLen < field+2 || vt+field+2 > len(b) {
-		return 0, nil // absent: default 0
-	}
-	fo := int(binary.LittleEndian.Uint16(b[vt+field:]))
-	if fo == 0 {
-		return 0, nil
-	}
-	at := table + fo
-	if at < 0 || at+8 > len(b) {
-		return 0, errors.New("corrupt message metadata (body length)")
-	}
-	return int64(binary.LittleEndian.Uint64(b[at:])), nil
+	return nil
 }
+
+// flatbufBodyLength verifies the flatbuffer-encoded message metadata (see
+// verifyMessage) and returns Message.bodyLength.
+func flatbufBodyLength(b []byte) (int64, error) {
+	return verifyMessage(b)
+}
+
+// decodeBound is the decode memory bound for a message of n bytes.
+func decodeBound(max int64, n int) int64 { return min(max, 1<<20+256*int64(n)) }
 
 // errDecodeLimit is the panic value of limitAllocator; the Arrow reader
 // recovers it into an error.

@@ -2,9 +2,12 @@ package schemas
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -52,7 +55,9 @@ const (
 )
 
 // DefaultMaxDecodeBytes bounds the memory one DecodeIPC call may allocate for
-// the decoded message (protects against compression bombs and forged lengths).
+// the decoded message (protects against compression bombs and forged
+// lengths). The effective bound is also at most 1 MiB + 256 x the message
+// size.
 const DefaultMaxDecodeBytes = 256 << 20
 
 // Validator checks tte.v1 batches against a Spec and converts the good rows
@@ -143,7 +148,7 @@ type scratch struct {
 	obs    []int64
 	tmp    []float64
 	keep   []int32
-	seen   map[string]int32
+	table  []int32
 }
 
 func (st *scratch) reset(n, ncov int, site, obs bool) {
@@ -175,16 +180,12 @@ func (st *scratch) reset(n, ncov int, site, obs bool) {
 		st.obs = st.obs[:0]
 	}
 	st.keep = st.keep[:0]
-	if st.seen == nil {
-		st.seen = make(map[string]int32, n)
-	}
 }
 
 // release drops references into input memory before the scratch is pooled.
 func (st *scratch) release() {
 	clear(st.ids)
 	clear(st.sites)
-	clear(st.seen)
 	// Do not pool very large buffers.
 	if cap(st.reason) > 1<<20 {
 		*st = scratch{}
@@ -218,26 +219,62 @@ type idSet struct {
 // Only good rows claim ids, so a bad row followed by its corrected version
 // in the same batch lets the corrected one through.
 func (st *scratch) dedupe(set *idSet, rowBase int) {
-	m := st.seen
-	cross := false
-	if set != nil {
-		m, cross = set.m, set.cross
+	if set == nil {
+		st.dedupeLocal(rowBase)
+		return
 	}
 	for i := 0; i < st.n; i++ {
 		if st.reason[i] != rOK {
 			continue
 		}
 		id := st.ids[i]
-		if first, dup := m[id]; dup {
+		if first, dup := set.m[id]; dup {
 			st.reason[i] = rDup
 			st.slot[i] = slotID
 			st.dupOf[i] = first
 			continue
 		}
-		if cross {
-			id = string([]byte(id)) // clone: input memory does not outlive the batch
+		if set.cross {
+			id = strings.Clone(id) // input memory does not outlive the batch
 		}
-		m[id] = int32(rowBase + i)
+		set.m[id] = int32(rowBase + i)
+	}
+}
+
+var dedupeSeed = maphash.MakeSeed()
+
+// dedupeLocal is dedupe within one batch, with an open-addressing table of
+// row indices (one hash per row; no per-row allocation).
+func (st *scratch) dedupeLocal(rowBase int) {
+	size := 16
+	for size < 2*st.n {
+		size <<= 1
+	}
+	st.table = resize(st.table, size)
+	for j := range st.table {
+		st.table[j] = -1
+	}
+	mask := uint64(size - 1)
+	for i := 0; i < st.n; i++ {
+		if st.reason[i] != rOK {
+			continue
+		}
+		id := st.ids[i]
+		j := maphash.String(dedupeSeed, id) & mask
+		for {
+			s := st.table[j]
+			if s < 0 {
+				st.table[j] = int32(i)
+				break
+			}
+			if st.ids[s] == id {
+				st.reason[i] = rDup
+				st.slot[i] = slotID
+				st.dupOf[i] = int32(rowBase) + s
+				break
+			}
+			j = (j + 1) & mask
+		}
 	}
 }
 
@@ -288,7 +325,7 @@ func (v *Validator) validate(rec arrow.Record, rowBase int, set *idSet) (out arr
 	st.dedupe(set, rowBase)
 	reuse := v.reusable(rec, &p, st)
 	out = v.build(st, p.withSite, p.withObs, reuse)
-	dead = v.deadLetters(st, rowBase, p.names(v), func(i int) map[string]any { return rowMap(rec, i) })
+	dead = v.deadLetters(st, rowBase, v.slotNames(), func(i int) map[string]any { return rowMap(rec, i) })
 	return out, dead
 }
 
@@ -313,9 +350,7 @@ func (p *plan) used() []int {
 	return u
 }
 
-// names returns the input column name of every slot.
-func (p *plan) names(v *Validator) []string { return v.slotNames() }
-
+// slotNames returns the input column name of every slot.
 func (v *Validator) slotNames() []string {
 	names := []string{v.cols.ID, v.cols.Time, v.cols.Event, v.cols.Cohort, v.cols.Site, v.cols.ObservedAt}
 	return append(names, v.spec.Covariates...)
@@ -424,6 +459,8 @@ func (v *Validator) fillRecord(rec arrow.Record, p *plan, st *scratch) {
 	// id
 	switch a := rec.Column(p.id).(type) {
 	case *array.String:
+		// All-ASCII data (the norm) needs no per-value UTF-8 check.
+		ascii := isASCII(a.ValueBytes())
 		for i := 0; i < n; i++ {
 			if a.IsNull(i) {
 				st.fail(i, rMissing, slotID)
@@ -431,7 +468,7 @@ func (v *Validator) fillRecord(rec arrow.Record, p *plan, st *scratch) {
 			}
 			s := a.Value(i)
 			st.ids[i] = s
-			if !validID(s) {
+			if s == "" || (!ascii && !utf8.ValidString(s)) {
 				st.fail(i, rInvalidID, slotID)
 			}
 		}

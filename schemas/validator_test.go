@@ -106,9 +106,9 @@ func TestValidateReasons(t *testing.T) {
 		},
 		{
 			name: "invalid id: empty, not UTF-8; null is missing",
-			cols: []col{ids("", "\xff\xfe", nil, "ok"), times(1.0, 2.0, 3.0, 4.0), events(true, true, true, true),
-				cohorts("1", "1", "1", "1"), ages(1.0, 1.0, 1.0, 1.0)},
-			good: []string{"ok"},
+			cols: []col{ids("", "\xff\xfe", nil, "ok", "Zoë"), times(1.0, 2.0, 3.0, 4.0, 5.0), events(true, true, true, true, true),
+				cohorts("1", "1", "1", "1", "1"), ages(1.0, 1.0, 1.0, 1.0, 1.0)},
+			good: []string{"ok", "Zoë"},
 			dead: map[int]string{0: ReasonInvalidID, 1: ReasonInvalidID, 2: ReasonMissingField},
 		},
 		{
