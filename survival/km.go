@@ -183,6 +183,9 @@ func (c KMCurve) Quantile(p float64) (q, lower, upper float64, err error) {
 // kmFindQuantile ports survival:::findq with firstx = 0 (survfit's default
 // start): x = (0, time...), y = (0, 1 - surv...), NaN surv is NA.
 func kmFindQuantile(time, surv []float64, p float64) float64 {
+	if q, ok := kmFindQuantileMonotone(time, surv, p); ok {
+		return q
+	}
 	n0 := len(time) + 1
 	x := make([]float64, 0, n0)
 	y := make([]float64, 0, n0)
@@ -231,6 +234,72 @@ func kmFindQuantile(time, surv []float64, p float64) float64 {
 		}
 	}
 	return quant
+}
+
+// kmFindQuantileMonotone is kmFindQuantile without allocation for curves
+// whose y = 1 - surv is non-decreasing with NA only at the end (S and its
+// lower limit): then the first occurrences of the distinct values are the
+// starts of runs, already in order, and approx's "smallest abscissa >= p" is
+// the first index reaching p. ok is false for other curves.
+func kmFindQuantileMonotone(time, surv []float64, p float64) (q float64, ok bool) {
+	n := len(time)
+	y := func(i int) float64 { // index into (0, 1 - surv...)
+		if i == 0 {
+			return 0
+		}
+		return 1 - surv[i-1]
+	}
+	x := func(i int) float64 {
+		if i == 0 {
+			return 0
+		}
+		return time[i-1]
+	}
+	nanFrom := n + 1
+	for i := 1; i <= n; i++ {
+		v := y(i)
+		if math.IsNaN(v) {
+			if nanFrom > n {
+				nanFrom = i
+			}
+			continue
+		}
+		if i > nanFrom || v < y(i-1) {
+			return 0, false
+		}
+	}
+	last := nanFrom - 1 // last non-NA position; y(0) = 0 is never NA
+	maxY := y(last)
+	if maxY < p {
+		return math.NaN(), true
+	}
+	first := func(shift float64) int { // approx(y + shift, ..., p), f = 1
+		if p < y(0)+shift || p > maxY+shift {
+			return -1
+		}
+		for i := 0; i <= last; i++ {
+			if y(i)+shift >= p {
+				return i
+			}
+		}
+		return -1
+	}
+	i1, i2 := first(kmTol), first(-kmTol)
+	q = math.NaN()
+	if i1 >= 0 && i2 >= 0 {
+		// run starts: the first occurrence of y(i1) is i1 itself
+		q = (x(i1) + x(i2)) / 2
+	}
+	if p == 0 {
+		q = 0
+	}
+	if nanFrom > n && math.Abs(p-maxY) < kmTol { // the last distinct value is not NA
+		q = math.NaN()
+		if i1 >= 0 {
+			q = (x(i1) + x(n)) / 2
+		}
+	}
+	return q, true
 }
 
 // kmFirstOccurrences returns the positions of the first occurrence of each
