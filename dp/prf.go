@@ -84,9 +84,13 @@ func dbl(b [16]byte) [16]byte {
 // PRF input. Computing it once per record and then one block per field is
 // exactly CMAC over the full message (the prefix is a whole number of
 // blocks, and the per-field suffix is one complete final block).
+//
+// A RecordState holds its own scratch block so that reusing one across the
+// records of a batch (Reset) allocates nothing per record.
 type RecordState struct {
 	p     *PRF
 	state [16]byte
+	blk   [16]byte
 }
 
 var errIDTooLong = errors.New("record id longer than 65535 bytes")
@@ -94,13 +98,23 @@ var errIDTooLong = errors.New("record id longer than 65535 bytes")
 // Record absorbs the record id. The prefix is
 // "dpsurv1" || uint16 len(id) || id, zero-padded to a block boundary; the
 // length prefix makes the padding unambiguous.
-func (p *PRF) Record(id string) (RecordState, error) {
-	if len(id) > 0xffff {
-		return RecordState{}, errIDTooLong
+func (p *PRF) Record(id string) (*RecordState, error) {
+	rs := new(RecordState)
+	if err := rs.Reset(p, id); err != nil {
+		return nil, err
 	}
-	var rs RecordState
+	return rs, nil
+}
+
+// Reset makes rs the state of record id under p, reusing rs's memory.
+func (rs *RecordState) Reset(p *PRF, id string) error {
+	if len(id) > 0xffff {
+		return errIDTooLong
+	}
 	rs.p = p
-	var blk [16]byte
+	rs.state = [16]byte{}
+	blk := &rs.blk
+	*blk = [16]byte{}
 	copy(blk[:], "dpsurv1")
 	binary.BigEndian.PutUint16(blk[7:9], uint16(len(id)))
 	n := copy(blk[9:], id)
@@ -113,22 +127,23 @@ func (p *PRF) Record(id string) (RecordState, error) {
 		if len(id) == 0 {
 			break
 		}
-		blk = [16]byte{}
+		*blk = [16]byte{}
 		n = copy(blk[:], id)
 		id = id[n:]
 	}
-	return rs, nil
+	return nil
 }
 
 // Tag returns the 128-bit PRF output for (record, field, version, value) as
 // two words.
 func (rs *RecordState) Tag(field byte, version uint16, value uint64) (uint64, uint64) {
-	var blk [16]byte
+	blk := &rs.blk
+	*blk = [16]byte{}
 	blk[0] = field
 	binary.BigEndian.PutUint16(blk[1:3], version)
 	binary.BigEndian.PutUint64(blk[3:11], value)
 	blk[15] = 0x80 // suffix marker, keeps the final block distinct from padding
-	rs.p.cmacFinal(&rs.state, &blk)
+	rs.p.cmacFinal(&rs.state, blk)
 	return binary.LittleEndian.Uint64(blk[:8]), binary.LittleEndian.Uint64(blk[8:])
 }
 
@@ -144,9 +159,9 @@ func (p *PRF) cmacFinal(state, blk *[16]byte) {
 // Stream returns a CSPRNG seeded by the PRF output for (record, field,
 // version, value): it yields the two tag words, then AES-256-CTR blocks keyed
 // by the stream key with the tag as the counter's nonce.
-func (rs *RecordState) Stream(field byte, version uint16, value uint64) Stream {
+func (rs *RecordState) Stream(field byte, version uint16, value uint64) *Stream {
 	a, b := rs.Tag(field, version, value)
-	return Stream{p: rs.p, seed: [2]uint64{a, b}}
+	return &Stream{p: rs.p, seed: [2]uint64{a, b}}
 }
 
 // Stream is a deterministic CSPRNG derived from one PRF output. It
@@ -156,6 +171,7 @@ type Stream struct {
 	seed [2]uint64
 	n    uint64 // words drawn so far
 	buf  [2]uint64
+	blk  [16]byte
 }
 
 // Uint64 returns the next word of the stream.
@@ -167,7 +183,7 @@ func (s *Stream) Uint64() uint64 {
 	}
 	j := i - 2
 	if j%2 == 0 {
-		var blk [16]byte
+		blk := &s.blk
 		binary.LittleEndian.PutUint64(blk[:8], s.seed[0])
 		binary.LittleEndian.PutUint64(blk[8:], s.seed[1]^(j/2+1))
 		s.p.stream.Encrypt(blk[:], blk[:])

@@ -126,13 +126,40 @@ func deadRows(dead []schemas.DeadLetter) int {
 	return n
 }
 
-// PassthroughProcessor copies each message unchanged; `dpsurv bench`
-// measures the sanitizing pipeline against it.
-type PassthroughProcessor struct{}
+// PassthroughProcessor consumes and produces the same Arrow batches without
+// validating or sanitizing them: each message's IPC stream is decoded and
+// re-encoded unchanged. `dpsurv bench` measures the sanitizing pipeline
+// against it. With Raw set it copies the message bytes without decoding.
+type PassthroughProcessor struct {
+	Mem memory.Allocator
+	Raw bool
+}
 
 // Process implements Processor.
-func (PassthroughProcessor) Process(msg sources.Message) (Result, error) {
-	return Result{Out: []sinks.Message{{Key: msg.Key, Value: msg.Value, Headers: []kafka.Header{sourceHeader(msg)}}}}, nil
+func (p PassthroughProcessor) Process(msg sources.Message) (Result, error) {
+	h := []kafka.Header{sourceHeader(msg)}
+	if p.Raw {
+		return Result{Out: []sinks.Message{{Key: msg.Key, Value: msg.Value, Headers: h}}}, nil
+	}
+	mem := p.Mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	recs, err := schemas.DecodeIPCRecords(msg.Value, mem)
+	if err != nil {
+		return Result{}, fmt.Errorf("passthrough decode: %w", err)
+	}
+	var res Result
+	for _, r := range recs {
+		b, err := schemas.EncodeIPC(r, mem)
+		res.Records += int(r.NumRows())
+		r.Release()
+		if err != nil {
+			return Result{}, fmt.Errorf("passthrough encode: %w", err)
+		}
+		res.Out = append(res.Out, sinks.Message{Key: msg.Key, Value: b, Headers: h})
+	}
+	return res, nil
 }
 
 func sourceHeader(msg sources.Message) kafka.Header {

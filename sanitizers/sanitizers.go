@@ -360,12 +360,12 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 		cohOut = make([]int32, n)
 	}
 	var tagBuf [16]byte
+	rs := new(dp.RecordState)
 	for i := range n {
 		if ids.IsNull(i) {
 			return nil, st, fmt.Errorf("sanitize batch: row %d: null id", i)
 		}
-		rs, err := c.prf.Record(ids.Value(i))
-		if err != nil {
+		if err := rs.Reset(c.prf, ids.Value(i)); err != nil {
 			return nil, st, fmt.Errorf("sanitize batch: row %d: %w", i, err)
 		}
 		idTag, idTag2 := rs.Tag(dp.FieldPseudonym, 1, 0)
