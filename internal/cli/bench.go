@@ -28,10 +28,10 @@ type BenchResult struct {
 	// broker's and client's ceiling, for context.
 	RawCopyRecordsPerS float64 `json:"raw_copy_records_per_s"`
 	RawRatio           float64 `json:"raw_ratio"`
-	Records                int     `json:"records"`
-	Messages               int     `json:"messages"`
-	BatchRecords           int     `json:"batch_records"`
-	Rounds                 int     `json:"rounds"`
+	Records            int     `json:"records"`
+	Messages           int     `json:"messages"`
+	BatchRecords       int     `json:"batch_records"`
+	Rounds             int     `json:"rounds"`
 }
 
 func runBench(ctx context.Context, env Env, args []string) error {
