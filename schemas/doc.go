@@ -3,4 +3,38 @@
 // Kafka message, CSV, JSON lines) and the validation that splits a batch into
 // good rows in canonical form and dead-letter rows with a reason. Decoding and
 // validation never panic on input.
+//
+// Contract:
+//
+//   - Canonical records (CanonicalSchema) are what sanitizers and aggregators
+//     read: id utf8, time float64 (finite, >= 0, not clamped), event bool,
+//     cohort dictionary<int32, utf8> whose dictionary is exactly
+//     Spec.Cohorts (index == label code), one float64 per covariate in Spec
+//     order, then site utf8 and observed_at timestamp[us, UTC] when the input
+//     has them. No column has nulls. Ids are unique within a message (within
+//     a file for ReadFile). Good rows keep their input order.
+//   - Every input row ends up either in the canonical record or in exactly
+//     one DeadLetter; nothing is dropped silently. Reason codes are the
+//     Reason* constants and are stable. A whole message that cannot be used
+//     (undecodable bytes; for DecodeIPC also a schema that does not fit
+//     tte.v1) gives one DeadLetter with RowIndex -1 and the raw bytes.
+//     Row-level checks run in the order id, time, event, cohort, covariates,
+//     site, observed_at; the first failure names the reason. Only good rows
+//     claim ids: later good rows with a claimed id are duplicate_id.
+//   - Dead letters carry raw patient values (Row, Raw, Detail): the
+//     dead-letter sink is as sensitive as the input topic. Nothing in this
+//     package logs values.
+//   - Decoding is hardened against hostile bytes: the IPC framing and
+//     flatbuffer metadata are verified before Arrow reads them (forged
+//     lengths and cyclic schemas would otherwise be fatal), decoded memory is
+//     bounded, and buffers are checked against lengths before they are read.
+//     FuzzDecodeIPC and FuzzDecodeJSON exercise this.
+//   - Records are reference counted: every returned record is owned by the
+//     caller (Release it), except the one ReadFile passes to its callback,
+//     which is released when the callback returns. A Validator is safe for
+//     concurrent use.
+//   - Lenient text parsing (CSV cells, JSON values): numbers may be strings;
+//     in CSV, an empty cell and "NA" are null; event accepts 0/1, 0.0/1.0 and
+//     true/false; an integer cohort or id matches by its decimal text;
+//     observed_at is RFC 3339 (no zone means UTC) or a date.
 package schemas

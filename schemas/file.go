@@ -3,6 +3,7 @@ package schemas
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -229,21 +230,57 @@ func readJSONLines(r io.Reader, v *Validator, batchSize int, fn func(arrow.Recor
 
 var arrowFileMagic = []byte("ARROW1")
 
+// readArrow reads an Arrow IPC file (file or stream format, told apart by the
+// magic bytes) through verifyingReader: the messages of the file format are
+// read as a stream from the region before the footer, so that the footer's
+// and every message's metadata are checked before Arrow decodes them.
 func readArrow(f *os.File, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("arrow: corrupt file: %v", p)
 		}
 	}()
-	magic := make([]byte, len(arrowFileMagic))
-	n, _ := io.ReadFull(f, magic)
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return err
 	}
-	mem := memory.NewGoAllocator()
+	size := fi.Size()
+	start, end := int64(0), size
+	magic := make([]byte, len(arrowFileMagic))
+	if n, _ := f.ReadAt(magic, 0); n == len(magic) && bytes.Equal(magic, arrowFileMagic) {
+		// File format: magic, padding to 8, stream messages, footer,
+		// int32 footer length, magic.
+		tail := make([]byte, 10)
+		if size < 18 {
+			return errors.New("arrow: file too short")
+		}
+		if _, err := f.ReadAt(tail, size-10); err != nil {
+			return fmt.Errorf("arrow: %w", err)
+		}
+		if !bytes.Equal(tail[4:], arrowFileMagic) {
+			return errors.New("arrow: file does not end with the arrow magic")
+		}
+		footer := int64(int32(binary.LittleEndian.Uint32(tail)))
+		start, end = 8, size-10-footer
+		if footer < 0 || end < start {
+			return errors.New("arrow: corrupt footer length")
+		}
+	}
+	mem := &limitAllocator{mem: memory.NewGoAllocator(), max: min(8<<30, 1<<20+256*size)}
+	mr := newVerifyingReader(bufio.NewReaderSize(io.NewSectionReader(f, start, end-start), 1<<16), end-start, mem)
+	sr, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(mem))
+	if err != nil {
+		mr.Release()
+		return fmt.Errorf("arrow: %w", err)
+	}
+	defer sr.Release()
 	set := &idSet{m: make(map[string]int32), cross: true}
 	rowBase := 0
-	process := func(rec arrow.Record) error {
+	for sr.Next() {
+		rec := sr.Record()
+		if err := checkLengths(rec); err != nil {
+			return fmt.Errorf("arrow: batch at row %d: %w", rowBase, err)
+		}
 		rows := rec.NumRows()
 		for lo := int64(0); lo < rows; lo += int64(batchSize) {
 			hi := min(lo+int64(batchSize), rows)
@@ -254,36 +291,6 @@ func readArrow(f *os.File, v *Validator, batchSize int, fn func(arrow.Record, []
 			if err := emit(out, dead, fn); err != nil {
 				return err
 			}
-		}
-		return nil
-	}
-	if n == len(magic) && bytes.Equal(magic, arrowFileMagic) {
-		fr, err := ipc.NewFileReader(f, ipc.WithAllocator(mem))
-		if err != nil {
-			return fmt.Errorf("arrow: %w", err)
-		}
-		defer fr.Close()
-		for i := 0; i < fr.NumRecords(); i++ {
-			rec, err := fr.RecordAt(i)
-			if err != nil {
-				return fmt.Errorf("arrow: batch %d: %w", i, err)
-			}
-			err = process(rec)
-			rec.Release()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	sr, err := ipc.NewReader(bufio.NewReaderSize(f, 1<<16), ipc.WithAllocator(mem))
-	if err != nil {
-		return fmt.Errorf("arrow: %w", err)
-	}
-	defer sr.Release()
-	for sr.Next() {
-		if err := process(sr.Record()); err != nil {
-			return err
 		}
 	}
 	if err := sr.Err(); err != nil {

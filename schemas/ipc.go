@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -319,4 +320,89 @@ func (l *limitAllocator) Reallocate(size int, b []byte) []byte {
 func (l *limitAllocator) Free(b []byte) {
 	l.used.Add(-int64(len(b)))
 	l.mem.Free(b)
+}
+
+// verifyingReader is an ipc.MessageReader that checks each message's framing
+// and flatbuffer metadata (verifyMessage) and its lengths against the bytes
+// left before Arrow sees it; used for files, whose size is known.
+type verifyingReader struct {
+	r    io.Reader
+	left int64
+	mem  memory.Allocator
+	msg  *ipc.Message
+	refs atomic.Int64
+	n    int
+}
+
+func newVerifyingReader(r io.Reader, size int64, mem memory.Allocator) *verifyingReader {
+	vr := &verifyingReader{r: r, left: size, mem: mem}
+	vr.refs.Store(1)
+	return vr
+}
+
+func (vr *verifyingReader) Retain() { vr.refs.Add(1) }
+
+func (vr *verifyingReader) Release() {
+	if vr.refs.Add(-1) == 0 && vr.msg != nil {
+		vr.msg.Release()
+		vr.msg = nil
+	}
+}
+
+func (vr *verifyingReader) read(n int64) ([]byte, error) {
+	if n < 0 || n > vr.left {
+		return nil, fmt.Errorf("message %d: length %d exceeds the %d bytes left", vr.n, n, vr.left)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(vr.r, b); err != nil {
+		return nil, fmt.Errorf("message %d: %w", vr.n, err)
+	}
+	vr.left -= n
+	return b, nil
+}
+
+// Message returns the next message, io.EOF at the end of the stream.
+func (vr *verifyingReader) Message() (*ipc.Message, error) {
+	if vr.msg != nil {
+		vr.msg.Release()
+		vr.msg = nil
+	}
+	if vr.left == 0 {
+		return nil, io.EOF
+	}
+	pre, err := vr.read(4)
+	if err != nil {
+		return nil, err
+	}
+	mlen := binary.LittleEndian.Uint32(pre)
+	if mlen == 0xFFFFFFFF {
+		if pre, err = vr.read(4); err != nil {
+			return nil, err
+		}
+		mlen = binary.LittleEndian.Uint32(pre)
+	}
+	if mlen == 0 {
+		return nil, io.EOF
+	}
+	meta, err := vr.read(int64(mlen))
+	if err != nil {
+		return nil, err
+	}
+	bodyLen, err := verifyMessage(meta)
+	if err != nil {
+		return nil, fmt.Errorf("message %d: %w", vr.n, err)
+	}
+	if bodyLen < 0 || bodyLen > vr.left {
+		return nil, fmt.Errorf("message %d: body length %d exceeds the %d bytes left", vr.n, bodyLen, vr.left)
+	}
+	body := memory.NewResizableBuffer(vr.mem)
+	defer body.Release()
+	body.Resize(int(bodyLen))
+	if _, err := io.ReadFull(vr.r, body.Bytes()); err != nil {
+		return nil, fmt.Errorf("message %d: body: %w", vr.n, err)
+	}
+	vr.left -= bodyLen
+	vr.n++
+	vr.msg = ipc.NewMessage(memory.NewBufferBytes(meta), body)
+	return vr.msg, nil
 }
