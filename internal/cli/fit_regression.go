@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/regression"
+)
+
+func parseFloats(flagName, s string) ([]float64, error) {
+	parts := splitList(s)
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	out := make([]float64, len(parts))
+	for i, p := range parts {
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a number", flagName, p)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func fitDiscrete(env Env, args []string) error {
+	fs := newFlags("fit discrete", env)
+	c := addCommonFit(fs)
+	method := fs.String("method", "", "mle (non-private; the default with --epsilon inf), output (Ext-Out-Pert), objective (Ext-Obj-Pert) or psgld")
+	intervals := fs.Int("intervals", regression.DefaultIntervals, "number of discrete time intervals q")
+	knots := fs.Int("knots", regression.DefaultKnots, "spline knots e")
+	lambda := fs.Float64("lambda", regression.DefaultLambda, "ridge Lambda of Ext-Out-Pert / Ext-Obj-Pert")
+	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit; 0 with mle means the largest time)")
+	link := fs.String("link", "logit", "logit, cloglog or probit (cloglog/probit: mle and psgld only)")
+	centre := fs.String("centre", "", "public per-covariate centres, comma separated (default 0)")
+	scale := fs.String("scale", "", "public per-covariate scales, comma separated (default 1)")
+	dataScaling := fs.Bool("data-scaling", false, "non-private only: the paper's data-derived normalisation")
+	ridge := fs.Bool("ridge", false, "mle only: fit with the (lambda/2)||f||^2 penalty")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := c.check(env, "discrete"); err != nil {
+		return err
+	}
+	m := regression.Method(*method)
+	if m == "" {
+		if c.eps.inf() {
+			m = regression.MethodMLE
+		} else {
+			m = regression.MethodOutput
+		}
+	}
+	if m == regression.MethodMLE && !c.eps.inf() {
+		fmt.Fprintln(env.Stderr, "dpsurv fit discrete: --method mle is the non-private fit; use --epsilon inf, or a private method")
+		return errUsage
+	}
+	if m != regression.MethodMLE && c.eps.inf() {
+		fmt.Fprintf(env.Stderr, "dpsurv fit discrete: --method %s needs a finite --epsilon\n", m)
+		return errUsage
+	}
+	spec := c.spec()
+	if len(spec.Covariates) == 0 {
+		fmt.Fprintln(env.Stderr, "dpsurv fit discrete: --covariates is required")
+		return errUsage
+	}
+	cs, err := parseFloats("--centre", *centre)
+	if err != nil {
+		return err
+	}
+	ss, err := parseFloats("--scale", *scale)
+	if err != nil {
+		return err
+	}
+	d, err := readFitFile(*c.input, spec)
+	if err != nil {
+		return err
+	}
+	reportDead(env.Stderr, d)
+	opts := regression.DiscreteOptions{
+		Method: m, Link: regression.Link(*link), Epsilon: c.eps.v, Intervals: *intervals, Knots: *knots,
+		TimeMax: *timeMax, Scaling: regression.Scaling{Centre: cs, Scale: ss}, DataDerivedScaling: *dataScaling,
+		Lambda: *lambda, Ridge: *ridge, Covariates: spec.Covariates,
+	}
+	res, err := regression.FitDiscrete(regression.Data{Time: d.Time, Event: d.Event, X: d.Covariates}, opts, dp.NewSecureSource())
+	if err != nil {
+		return fmt.Errorf("fit discrete: %w", err)
+	}
+	return printJSON(env.Stdout, res)
+}
+
+func fitCox(env Env, args []string) error {
+	fs := newFlags("fit cox", env)
+	c := addCommonFit(fs)
+	ties := fs.String("ties", "efron", "efron or breslow")
+	proj := fs.String("projection", "none", "none, random or optimal (HPPCox; no formal privacy: labelled none (heuristic))")
+	dims := fs.Int("dims", 0, "projected dimension m (< number of covariates) with --projection")
+	siteCol := fs.String("site-col", "", "site column for the HPPCox per-site protocol")
+	centre := fs.String("centre", "", "per-covariate centres, comma separated")
+	scale := fs.String("scale", "", "per-covariate scales, comma separated")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := c.check(env, "cox"); err != nil {
+		return err
+	}
+	if !c.eps.inf() {
+		fmt.Fprintln(env.Stderr, "dpsurv fit cox: Cox PH has no DP mechanism here; use --epsilon inf (HPPCox projections are labelled none (heuristic))")
+		return errUsage
+	}
+	spec := c.spec()
+	if len(spec.Covariates) == 0 {
+		fmt.Fprintln(env.Stderr, "dpsurv fit cox: --covariates is required")
+		return errUsage
+	}
+	if *siteCol != "" {
+		spec.Columns.Site = *siteCol
+	}
+	var scaling *regression.Scaling
+	if *centre != "" || *scale != "" {
+		cs, err := parseFloats("--centre", *centre)
+		if err != nil {
+			return err
+		}
+		ss, err := parseFloats("--scale", *scale)
+		if err != nil {
+			return err
+		}
+		scaling = &regression.Scaling{Centre: cs, Scale: ss}
+	}
+	d, err := readFitFile(*c.input, spec)
+	if err != nil {
+		return err
+	}
+	reportDead(env.Stderr, d)
+	opts := regression.CoxOptions{
+		Ties: regression.Ties(*ties), Scaling: scaling, Covariates: spec.Covariates,
+		Projection: regression.ProjectionOptions{Kind: regression.ProjectionKind(*proj), Dims: *dims},
+	}
+	res, err := regression.FitCox(regression.Data{Time: d.Time, Event: d.Event, X: d.Covariates, Site: d.Site}, opts, dp.NewSecureSource())
+	if err != nil {
+		return fmt.Errorf("fit cox: %w", err)
+	}
+	return printJSON(env.Stdout, res)
+}

@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+)
+
+type regGolden struct {
+	Covariates []string  `json:"covariates"`
+	Centre     []float64 `json:"centre"`
+	Scale      []float64 `json:"scale"`
+	TimeMax    float64   `json:"time_max"`
+	Discrete   []struct {
+		Link  string    `json:"link"`
+		Alpha []float64 `json:"alpha"`
+		Beta  []float64 `json:"beta"`
+	} `json:"discrete"`
+	Cox []struct {
+		Ties string    `json:"ties"`
+		Beta []float64 `json:"beta"`
+		SE   []float64 `json:"se"`
+	} `json:"cox"`
+}
+
+func joinF(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func relClose(t *testing.T, what string, got, want []float64, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > tol*math.Max(math.Abs(want[i]), 1e-3) {
+			t.Fatalf("%s[%d] = %.10g, R %.10g", what, i, got[i], want[i])
+		}
+	}
+}
+
+// TestFitRegressionInfMatchesR runs `dpsurv fit discrete|cox --epsilon inf`
+// on lung_tte.csv and compares with R's glm(binomial) on the person-period
+// expansion and coxph (regression/testdata, scripts/golden_regression.R).
+func TestFitRegressionInfMatchesR(t *testing.T) {
+	b, err := os.ReadFile("../../regression/testdata/lung.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g regGolden
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--input", "../../../shared/data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "inf",
+		"--covariates", strings.Join(g.Covariates, ","), "--centre", joinF(g.Centre), "--scale", joinF(g.Scale)}
+	for _, d := range g.Discrete {
+		o, e, code := run(t, append([]string{"fit", "discrete", "--link", d.Link, "--time-max", fmt.Sprint(g.TimeMax)}, base...)...)
+		if code != 0 {
+			t.Fatalf("discrete %s: exit %d: %s", d.Link, code, e)
+		}
+		var res struct {
+			Alpha, Beta []float64
+		}
+		json.Unmarshal([]byte(o), &res)
+		relClose(t, d.Link+" alpha", res.Alpha, d.Alpha, 1e-6)
+		relClose(t, d.Link+" beta", res.Beta, d.Beta, 1e-6)
+	}
+	// coxph ran on the raw covariates.
+	raw := base[:len(base)-4]
+	for _, c := range g.Cox {
+		o, e, code := run(t, append([]string{"fit", "cox", "--ties", c.Ties}, raw...)...)
+		if code != 0 {
+			t.Fatalf("cox %s: exit %d: %s", c.Ties, code, e)
+		}
+		var res struct {
+			Beta, SE  []float64
+			Guarantee string
+		}
+		json.Unmarshal([]byte(o), &res)
+		relClose(t, c.Ties+" beta", res.Beta, c.Beta, 1e-6)
+		relClose(t, c.Ties+" se", res.SE, c.SE, 1e-5)
+	}
+	// HPPCox is labelled heuristic; a private Cox is refused.
+	o, e, code := run(t, append([]string{"fit", "cox", "--projection", "random", "--dims", "2"}, base...)...)
+	if code != 0 || !strings.Contains(o, `"none (heuristic)"`) {
+		t.Fatalf("hppcox: exit %d %s %s", code, o, e)
+	}
+	if _, _, code := run(t, "fit", "cox", "--input", "x", "--cohorts", "1", "--epsilon", "1", "--covariates", "age"); code != 2 {
+		t.Fatalf("private cox: exit %d", code)
+	}
+	o, e, code = run(t, "fit", "discrete", "--input", "../../../shared/data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
+		"--method", "objective", "--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
+	if code != 0 || !strings.Contains(o, `"pure-dp"`) {
+		t.Fatalf("objective: exit %d %s %s", code, o, e)
+	}
+}
