@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -223,6 +225,29 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 			}
 			gotDead[dl.Reason]++
 			total++
+		}
+	}
+	// Health and metrics while running.
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + svc2.HealthAddr() + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Fatalf("/healthz %d", code)
+	}
+	if code, _ := get("/readyz"); code != 200 {
+		t.Fatalf("/readyz %d while consuming", code)
+	}
+	_, metrics := get("/metrics")
+	for _, m := range []string{"dpsurv_records_in_total", "dpsurv_records_out_total",
+		"dpsurv_consumer_lag", "dpsurv_batch_latency_seconds_bucket", `dpsurv_record_privacy_loss{field="time",kind="time-indistinguishability"} 4.5`} {
+		if !strings.Contains(metrics, m) {
+			t.Fatalf("/metrics lacks %s", m)
 		}
 	}
 	stop2()
