@@ -93,7 +93,9 @@ type ReadStats struct {
 // ReadFile reads a CSV, Arrow IPC or JSON-lines file through the schema
 // validator (the same decoding as `dpsurv sanitize`). spec.Cohorts must list
 // the labels (see ScanLabels); rows the validator rejects are counted in the
-// stats, not returned.
+// stats, not returned. Arrow files of the sanitized schema
+// (tte.sanitized.v1) are accepted too: their columns have the input types
+// the validator takes (int64 time, bool event, dictionary cohort).
 func ReadFile(path string, spec schemas.Spec) (Data, ReadStats, error) {
 	st := ReadStats{Reasons: map[string]int{}}
 	v, err := schemas.NewValidator(spec, memory.DefaultAllocator)
@@ -101,7 +103,7 @@ func ReadFile(path string, spec schemas.Spec) (Data, ReadStats, error) {
 		return Data{}, st, fmt.Errorf("audit read %s: %w", filepath.Base(path), err)
 	}
 	d := Data{Cohorts: append([]string(nil), spec.Cohorts...)}
-	err = schemas.ReadFile(path, v, 8192, func(good arrow.Record, dead []schemas.DeadLetter) error {
+	fn := func(good arrow.Record, dead []schemas.DeadLetter) error {
 		for _, dl := range dead {
 			st.DeadLettered++
 			st.Reasons[dl.Reason]++
@@ -137,8 +139,8 @@ func ReadFile(path string, spec schemas.Spec) (Data, ReadStats, error) {
 		}
 		st.Records += n
 		return nil
-	})
-	if err != nil {
+	}
+	if err := readThrough(path, v, fn); err != nil {
 		return Data{}, st, fmt.Errorf("audit read %s: %w", filepath.Base(path), err)
 	}
 	return d, st, nil
@@ -372,4 +374,36 @@ func metaMap(md arrow.Metadata) map[string]string {
 		out[k] = md.Values()[i]
 	}
 	return out
+}
+
+// readThrough feeds a file to fn through the validator. CSV and JSON lines
+// go through schemas.ReadFile; Arrow batches are validated one by one after
+// dropping the schema-level metadata, because the validator accepts only
+// input-schema (tte.v1) metadata and sanitized files carry
+// tte.sanitized.v1.
+func readThrough(path string, v *schemas.Validator, fn func(arrow.Record, []schemas.DeadLetter) error) (err error) {
+	format, err := schemas.FormatFromPath(path)
+	if err != nil {
+		return err
+	}
+	if format == schemas.FormatCSV || format == schemas.FormatJSONLines {
+		return schemas.ReadFile(path, v, 8192, fn)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("arrow: corrupt file: %v", p)
+		}
+	}()
+	return eachArrowRecord(f, func(rec arrow.Record) error {
+		bare := array.NewRecord(arrow.NewSchema(rec.Schema().Fields(), nil), rec.Columns(), rec.NumRows())
+		defer bare.Release()
+		good, dead := v.Validate(bare)
+		defer good.Release()
+		return fn(good, dead)
+	})
 }
