@@ -1,0 +1,250 @@
+package aggregators
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/schemas"
+)
+
+// Clock is the time source of window assignment and closing (injected in
+// tests).
+type Clock interface{ Now() time.Time }
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now implements Clock.
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// Reasons a record is not counted (metric labels).
+const (
+	SkipNoObservedAt     = "no_observed_at"
+	SkipFutureObservedAt = "future_observed_at"
+)
+
+// AddStats counts what one batch did to an aggregate.
+type AddStats struct {
+	Counted int
+	Late    int
+	Clamped int
+	Skipped map[string]int
+}
+
+// closing is a window taken out of the open set: its counts are final and
+// persisted in a checkpoint before its release is drawn.
+type closing struct {
+	start int64            // ns since the epoch
+	hist  *dpfit.Histogram // nil for cumulative aggregates (stepped into the tree)
+	step  int              // cumulative: the tree step holding this window
+	fails int              // failed release attempts in this process
+}
+
+// aggregate is one configured aggregate's window state. Its memory is
+// O(open windows x bins x cohorts): records are counted, never kept.
+type aggregate struct {
+	cfg          Config
+	size, late   int64 // ns
+	open         map[int64]*dpfit.Histogram
+	closedBefore int64 // windows starting before this (ns) are closed
+	closing      []*closing
+	tree         *dpfit.ContinualKM
+	// last window used by add (hot path cache)
+	lastStart int64
+	lastHist  *dpfit.Histogram
+}
+
+func newAggregate(cfg Config) (*aggregate, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a := &aggregate{cfg: cfg, size: int64(cfg.WindowSize), late: int64(cfg.Lateness),
+		open: map[int64]*dpfit.Histogram{}, closedBefore: math.MinInt64}
+	if cfg.Cumulative {
+		t, err := dpfit.NewContinualKM(cfg.Params.BinWidth, cfg.TimeMax, len(cfg.Cohorts), cfg.Horizon, a.kmOptions())
+		if err != nil {
+			return nil, fmt.Errorf("aggregate %q: %w", cfg.Name, err)
+		}
+		a.tree = t
+	}
+	return a, nil
+}
+
+func (a *aggregate) kmOptions() dpfit.KMOptions {
+	return dpfit.KMOptions{Epsilon: a.cfg.Epsilon, Conf: a.cfg.Params.Conf, MaxNoiseStdErr: a.cfg.Params.MaxNoiseStdErr}
+}
+
+func (a *aggregate) newHist() *dpfit.Histogram {
+	h, err := dpfit.NewHistogram(a.cfg.Params.BinWidth, a.cfg.TimeMax, len(a.cfg.Cohorts))
+	if err != nil {
+		// The layout was validated in newAggregate.
+		panic(fmt.Sprintf("aggregate %q: histogram layout: %v", a.cfg.Name, err))
+	}
+	return h
+}
+
+// windowStart returns the start (ns) of the epoch-aligned window holding t.
+func (a *aggregate) windowStart(tns int64) int64 {
+	s := tns - tns%a.size
+	if tns%a.size < 0 {
+		s -= a.size
+	}
+	return s
+}
+
+// register opens, empty, every window the clock says may receive records
+// now: with processing time the current one; with event time every window
+// that started by now and closes after now. Which windows exist depends on
+// the clock and the service's uptime only, never on the data, so whether a
+// window is released reveals nothing about the records.
+func (a *aggregate) register(now int64) {
+	cur := a.windowStart(now)
+	if a.cfg.Time == TimeProcessing {
+		a.ensure(cur)
+		return
+	}
+	for s := cur; s+a.size+a.late > now; s -= a.size {
+		a.ensure(s)
+	}
+}
+
+func (a *aggregate) ensure(s int64) {
+	if s < a.closedBefore {
+		return
+	}
+	if _, ok := a.open[s]; !ok {
+		a.open[s] = a.newHist()
+	}
+}
+
+// add counts the rows of a canonical record (schemas.CanonicalSchema).
+func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
+	var st AddStats
+	n := int(rec.NumRows())
+	if n == 0 {
+		return st, nil
+	}
+	a.register(now)
+	times, ok1 := rec.Column(schemas.ColTime).(*array.Float64)
+	events, ok2 := rec.Column(schemas.ColEvent).(*array.Boolean)
+	dict, ok3 := rec.Column(schemas.ColCohort).(*array.Dictionary)
+	if !ok1 || !ok2 || !ok3 {
+		return st, errors.New("record is not in the canonical schema")
+	}
+	codes, ok := dict.Indices().(*array.Int32)
+	if !ok {
+		return st, errors.New("cohort column is not int32-indexed")
+	}
+	var obs *array.Timestamp
+	if a.cfg.Time == TimeEvent {
+		if i := schemas.ObservedAtIndex(rec.Schema()); i >= 0 {
+			obs, _ = rec.Column(i).(*array.Timestamp)
+		}
+		if obs == nil {
+			st.Skipped = map[string]int{SkipNoObservedAt: n}
+			return st, nil
+		}
+	}
+	cur := a.windowStart(now)
+	for i := range n {
+		s := cur
+		if obs != nil {
+			s = a.windowStart(int64(obs.Value(i)) * int64(time.Microsecond)) // canonical unit: microseconds
+		}
+		h := a.lastHist
+		if s != a.lastStart || h == nil {
+			h = a.open[s]
+			a.lastStart, a.lastHist = s, h
+		}
+		if h == nil {
+			switch {
+			case s+a.size+a.late <= now || s < a.closedBefore:
+				st.Late++
+			default: // a window that has not started yet by our clock
+				if st.Skipped == nil {
+					st.Skipped = map[string]int{}
+				}
+				st.Skipped[SkipFutureObservedAt]++
+			}
+			continue
+		}
+		t := times.Value(i)
+		if t > a.cfg.TimeMax {
+			st.Clamped++
+		}
+		if err := h.Add(t, events.Value(i), int(codes.Value(i))); err != nil {
+			return st, err
+		}
+		st.Counted++
+	}
+	return st, nil
+}
+
+// due returns the open windows whose end + lateness has passed, oldest
+// first.
+func (a *aggregate) due(now int64) []int64 {
+	var out []int64
+	for s := range a.open {
+		if s+a.size+a.late <= now {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// errHorizon is returned by closeWindow when a cumulative aggregate has
+// used its horizon.
+var errHorizon = errors.New("cumulative horizon reached")
+
+// closeWindow moves window s out of the open set. For a cumulative
+// aggregate it steps the tree counter (drawing that node's noise); the
+// caller must have charged the horizon first.
+func (a *aggregate) closeWindow(s int64, src dp.Source) (*closing, error) {
+	h := a.open[s]
+	delete(a.open, s)
+	a.lastHist = nil
+	a.closedBefore = max(a.closedBefore, s+a.size)
+	if a.tree == nil {
+		return &closing{start: s, hist: h}, nil
+	}
+	if a.tree.Releases() >= a.tree.Horizon() {
+		return nil, errHorizon
+	}
+	if _, err := a.tree.Release(src, h); err != nil {
+		return nil, fmt.Errorf("aggregate %q: step tree counter: %w", a.cfg.Name, err)
+	}
+	return &closing{start: s, step: a.tree.Releases()}, nil
+}
+
+// memoryBytes is the size of the counts held (open and closing windows,
+// tree counter).
+func (a *aggregate) memoryBytes() int {
+	n := 0
+	for _, h := range a.open {
+		n += h.MemoryBytes()
+	}
+	for _, c := range a.closing {
+		if c.hist != nil {
+			n += c.hist.MemoryBytes()
+		}
+	}
+	if a.tree != nil {
+		bins := int(math.Floor(a.cfg.TimeMax/a.cfg.Params.BinWidth)) + 1
+		levels := 0
+		for h := a.cfg.Horizon; h > 0; h >>= 1 {
+			levels++
+		}
+		n += 2 * 8 * 2 * bins * len(a.cfg.Cohorts) * levels
+	}
+	return n
+}

@@ -1,0 +1,72 @@
+package aggregators
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/schemas"
+)
+
+// KMCurveSchema names the Arrow table of a km release's curve.
+const KMCurveSchema = "dpsurv.fit.km.v1"
+
+// kmCurveColumns are the float64 columns of the curve table, in order
+// (null where the JSON has null, i.e. R's NA).
+var kmCurveColumns = []string{"time", "n_risk", "n_event", "n_censor", "surv", "std_err", "lower", "upper", "noise_std_err"}
+
+// CurveTable encodes the curve of a km fit message (its JSON value) as one
+// Arrow IPC stream: one row per reported time, the release's metadata in
+// the schema metadata. It is a pure function of the JSON, so a replayed
+// release gives identical bytes. Non-km messages give nil.
+func CurveTable(value []byte, mem memory.Allocator) ([]byte, error) {
+	var m FitMessage
+	if err := json.Unmarshal(value, &m); err != nil {
+		return nil, fmt.Errorf("curve table: %w", err)
+	}
+	if m.KMFields == nil {
+		return nil, nil
+	}
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	cols := [][]F{m.Time, m.NRisk, m.NEvent, m.NCensor, m.Surv, m.StdErr, m.Lower, m.Upper, m.NoiseStdErr}
+	n := len(m.Time)
+	fields := make([]arrow.Field, len(kmCurveColumns))
+	for i, name := range kmCurveColumns {
+		fields[i] = arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: true}
+	}
+	f := func(v F) string { return strconv.FormatFloat(float64(v), 'g', -1, 64) }
+	md := arrow.NewMetadata(
+		[]string{schemas.MetaSchema, schemas.MetaTimeUnit, "dpsurv.key", "dpsurv.aggregate", "dpsurv.window_start", "dpsurv.window_end",
+			"dpsurv.cohort", "dpsurv.method", schemas.MetaEpsilon, schemas.MetaGuarantee, schemas.MetaNeighbouring,
+			"dpsurv.n", "dpsurv.median", "dpsurv.median_lower", "dpsurv.median_upper", "dpsurv.cumulative"},
+		[]string{KMCurveSchema, m.TimeUnit, m.Key, m.Aggregate, m.WindowStart, m.WindowEnd,
+			m.Cohort, m.Method, strconv.FormatFloat(m.Epsilon, 'g', -1, 64), m.Guarantee, m.Neighbouring,
+			f(m.N), f(m.Median), f(m.MedianLower), f(m.MedianUpper), strconv.FormatBool(m.Cumulative)})
+	b := array.NewRecordBuilder(mem, arrow.NewSchema(fields, &md))
+	defer b.Release()
+	for i, col := range cols {
+		fb := b.Field(i).(*array.Float64Builder)
+		fb.Reserve(n)
+		for r := range n {
+			if r >= len(col) || math.IsNaN(float64(col[r])) {
+				fb.AppendNull()
+				continue
+			}
+			fb.Append(float64(col[r]))
+		}
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	out, err := schemas.EncodeIPC(rec, mem)
+	if err != nil {
+		return nil, fmt.Errorf("curve table: %w", err)
+	}
+	return out, nil
+}

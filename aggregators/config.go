@@ -1,0 +1,292 @@
+package aggregators
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dpsurv/dpsurv/dpfit"
+)
+
+// Kinds of aggregate.
+const (
+	KindKM      = "km"
+	KindWeibull = "weibull"
+)
+
+// Window time modes.
+const (
+	TimeProcessing = "processing"
+	TimeEvent      = "event"
+)
+
+// MaxOpenWindows bounds the windows one aggregate keeps open at once
+// (lateness / size + 2), hence its memory.
+const MaxOpenWindows = 64
+
+// MaxHorizon bounds a cumulative aggregate's horizon (windows).
+const MaxHorizon = 1 << 20
+
+// Config is one windowed aggregate. Every field is public configuration.
+type Config struct {
+	Name string
+	Kind string // km | weibull
+	// WindowSize is the tumbling window length (whole seconds, >= 1 s).
+	// Windows are aligned to the Unix epoch.
+	WindowSize time.Duration
+	// Lateness delays closing: window [s, e) closes when the clock reaches
+	// e + Lateness. With event time, records observed in [s, e) are
+	// accepted until then; with processing time it only delays the release.
+	Lateness time.Duration
+	// Time is "processing" (the clock when the record is read; default) or
+	// "event" (the record's observed_at).
+	Time string
+	// Cumulative re-publishes the cumulative curve every window through a
+	// binary-tree counter, epsilon charged once for Horizon windows (km
+	// only).
+	Cumulative bool
+	Horizon    int
+	// Epsilon is the budget of one window's release (all cohorts together),
+	// or of the whole horizon when Cumulative.
+	Epsilon float64
+	// Cohorts are the public labels (the input spec's), TimeMax the public
+	// time bound and TimeUnit its unit.
+	Cohorts  []string
+	TimeMax  float64
+	TimeUnit string
+	Params   Params
+}
+
+// Params are the kind-specific settings (the YAML "params" map).
+type Params struct {
+	// BinWidth is the histogram bin width in time units (default 1); the
+	// Weibull fits see each record's time as the start of its bin.
+	BinWidth float64 `json:"bin_width"`
+	// Method: km "noisy-histogram" (default); weibull "lsp" (default),
+	// "laplace" or "saa".
+	Method string `json:"method"`
+	// Conf is the KM confidence level (default 0.95); MaxNoiseStdErr its
+	// truncation (default dpfit.DefaultMaxNoiseStdErr).
+	Conf           float64 `json:"conf"`
+	MaxNoiseStdErr float64 `json:"max_noise_std_err"`
+	// Omega, Gamma, Rungs: Weibull bounds (defaults 6, 10, 500).
+	Omega float64 `json:"omega"`
+	Gamma float64 `json:"gamma"`
+	Rungs int     `json:"rungs"`
+}
+
+// KM method names accepted in params.method.
+const MethodNoisyHistogram = "noisy-histogram"
+
+// ParseParams reads a YAML params map for kind; unknown keys and values of
+// the wrong type are errors naming the key.
+func ParseParams(kind string, m map[string]any) (Params, error) {
+	p := Params{}
+	allowed := map[string]bool{"bin_width": true, "method": true}
+	switch kind {
+	case KindKM:
+		allowed["conf"], allowed["max_noise_std_err"] = true, true
+	case KindWeibull:
+		allowed["omega"], allowed["gamma"], allowed["rungs"] = true, true, true
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs []error
+	num := func(k string, v any) float64 {
+		switch x := v.(type) {
+		case int:
+			return float64(x)
+		case int64:
+			return float64(x)
+		case uint64:
+			return float64(x)
+		case float64:
+			return x
+		}
+		errs = append(errs, fmt.Errorf("params.%s: want a number, got %T", k, v))
+		return 0
+	}
+	for _, k := range keys {
+		v := m[k]
+		if !allowed[k] {
+			errs = append(errs, fmt.Errorf("params.%s: unknown for kind %s", k, kind))
+			continue
+		}
+		switch k {
+		case "bin_width":
+			p.BinWidth = num(k, v)
+		case "method":
+			s, ok := v.(string)
+			if !ok {
+				errs = append(errs, fmt.Errorf("params.method: want a string, got %T", v))
+			}
+			p.Method = s
+		case "conf":
+			p.Conf = num(k, v)
+		case "max_noise_std_err":
+			p.MaxNoiseStdErr = num(k, v)
+		case "omega":
+			p.Omega = num(k, v)
+		case "gamma":
+			p.Gamma = num(k, v)
+		case "rungs":
+			r := num(k, v)
+			if r != math.Trunc(r) {
+				errs = append(errs, fmt.Errorf("params.rungs: want an integer, got %v", r))
+			}
+			p.Rungs = int(r)
+		}
+	}
+	return p, errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Time == "" {
+		c.Time = TimeProcessing
+	}
+	if c.Params.BinWidth == 0 {
+		c.Params.BinWidth = 1
+	}
+	switch c.Kind {
+	case KindKM:
+		if c.Params.Method == "" {
+			c.Params.Method = MethodNoisyHistogram
+		}
+		if c.Params.Conf == 0 {
+			c.Params.Conf = 0.95
+		}
+		if c.Params.MaxNoiseStdErr == 0 {
+			c.Params.MaxNoiseStdErr = dpfit.DefaultMaxNoiseStdErr
+		}
+	case KindWeibull:
+		if c.Params.Method == "" {
+			c.Params.Method = dpfit.WeibullMethodLSP
+		}
+		w := c.weibull()
+		c.Params.Omega, c.Params.Gamma, c.Params.Rungs = w.Omega, w.Gamma, w.Rungs
+	}
+	return c
+}
+
+func (c Config) weibull() dpfit.WeibullConfig {
+	return dpfit.WeibullConfig{Epsilon: c.Epsilon, TimeMax: c.TimeMax, Omega: c.Params.Omega,
+		Gamma: c.Params.Gamma, Rungs: c.Params.Rungs}.WithDefaults()
+}
+
+// Validate checks the configuration (after defaults); errors name the
+// field.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.Name == "" || strings.ContainsAny(c.Name, "/#") {
+		add("name: required, without '/' or '#' (it prefixes ledger and message keys)")
+	}
+	switch c.Kind {
+	case KindKM, KindWeibull:
+	case "discrete":
+		add("kind: discrete is not available as a streaming aggregate (its per-record covariates do not fit the bounded (time bin, cohort) state); use `dpsurv fit discrete` on a file")
+	default:
+		add("kind: %q is not km or weibull", c.Kind)
+	}
+	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) {
+		add("epsilon: must be positive and finite, got %v", c.Epsilon)
+	}
+	if c.WindowSize < time.Second || c.WindowSize%time.Second != 0 {
+		add("window.size: must be a whole number of seconds >= 1s, got %v", c.WindowSize)
+	}
+	if c.Lateness < 0 {
+		add("window.lateness: must be >= 0")
+	} else if c.WindowSize >= time.Second && int64(c.Lateness/c.WindowSize)+2 > MaxOpenWindows {
+		add("window.lateness: at most %d windows may be open at once; lateness %v / size %v is too many", MaxOpenWindows, c.Lateness, c.WindowSize)
+	}
+	switch c.Time {
+	case TimeProcessing, TimeEvent:
+	default:
+		add("window.time: %q is not event or processing", c.Time)
+	}
+	if c.Cumulative {
+		if c.Kind != KindKM {
+			add("window.cumulative: only km aggregates support continual release")
+		}
+		if c.Horizon < 1 || c.Horizon > MaxHorizon {
+			add("window.horizon: a cumulative aggregate needs a horizon in [1, %d] windows, got %d", MaxHorizon, c.Horizon)
+		}
+	} else if c.Horizon != 0 {
+		add("window.horizon: only for cumulative windows")
+	}
+	if len(c.Cohorts) == 0 {
+		add("cohorts: at least one public label required")
+	}
+	if !(c.TimeMax > 0) || math.IsInf(c.TimeMax, 0) {
+		add("time_max: must be a positive public bound")
+	}
+	p := c.Params
+	if !(p.BinWidth > 0) || math.IsInf(p.BinWidth, 0) {
+		add("params.bin_width: must be positive and finite, got %v", p.BinWidth)
+	} else if c.TimeMax > 0 && !math.IsInf(c.TimeMax, 0) && len(c.Cohorts) > 0 {
+		if bins := math.Floor(c.TimeMax/p.BinWidth) + 1; bins*float64(len(c.Cohorts)) > 1<<22 {
+			add("params.bin_width: %v bins x %d cohorts is too many cells per window (raise the bin width)", bins, len(c.Cohorts))
+		}
+	}
+	switch c.Kind {
+	case KindKM:
+		if p.Method != MethodNoisyHistogram {
+			add("params.method: %q: km aggregates use %q", p.Method, MethodNoisyHistogram)
+		}
+		if !(p.Conf > 0 && p.Conf < 1) {
+			add("params.conf: must be in (0, 1), got %v", p.Conf)
+		}
+		if !(p.MaxNoiseStdErr > 0) {
+			add("params.max_noise_std_err: must be positive, got %v", p.MaxNoiseStdErr)
+		}
+	case KindWeibull:
+		switch p.Method {
+		case dpfit.WeibullMethodLSP, dpfit.WeibullMethodLaplace, dpfit.WeibullMethodSAA:
+		default:
+			add("params.method: %q is not lsp, laplace or saa", p.Method)
+		}
+		if c.Epsilon > 0 && c.TimeMax > 0 {
+			if err := c.weibull().Validate(); err != nil {
+				add("params: %v", err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("aggregate %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+// Fingerprint identifies the configuration that shapes an aggregate's state
+// and releases. A saved state whose fingerprint differs is refused: a
+// changed aggregate needs a new name (its window keys would otherwise
+// collide with releases made under the old configuration).
+func (c Config) Fingerprint() string {
+	c = c.withDefaults()
+	b, _ := json.Marshal(struct {
+		Kind       string
+		Size       int64
+		Lateness   int64
+		Time       string
+		Cumulative bool
+		Horizon    int
+		Epsilon    float64
+		Cohorts    []string
+		TimeMax    float64
+		TimeUnit   string
+		Params     Params
+	}{c.Kind, int64(c.WindowSize), int64(c.Lateness), c.Time, c.Cumulative, c.Horizon, c.Epsilon,
+		c.Cohorts, c.TimeMax, c.TimeUnit, c.Params})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}

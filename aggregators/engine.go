@@ -1,0 +1,460 @@
+package aggregators
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"go.uber.org/zap"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/sinks"
+)
+
+// maxReleaseAttempts bounds the failed attempts (other than a budget
+// refusal) at releasing one window in one process before it is withheld.
+const maxReleaseAttempts = 5
+
+// EngineConfig wires an Engine.
+type EngineConfig struct {
+	Aggregates []Config
+	// Topic is the input topic; it is recorded in the checkpoint, whose
+	// offsets are only valid for it.
+	Topic  string
+	Ledger *ledger.Ledger
+	State  ledger.StateStore
+	// Fits receives one JSON message per release (key
+	// aggregate/window_start_unix/cohort); CurveFits, when set, the Arrow
+	// curve table of each km release under the same key.
+	Fits      sinks.Sink
+	CurveFits sinks.Sink
+	Clock     Clock
+	// Noise is the randomness of the releases: dp.NewSecureSource in the
+	// service, a seeded source in tests.
+	Noise   dp.Source
+	Metrics *Metrics
+	Log     *zap.Logger
+	Mem     memory.Allocator
+}
+
+// Engine runs the configured aggregates over a stream of validated
+// records. It is not safe for concurrent use: one goroutine calls Observe,
+// Tick and Checkpoint.
+//
+// Lifecycle of a window: registered (open, by the clock) -> counting ->
+// closing (its end + lateness passed; counts final) -> checkpoint saved ->
+// released through the ledger (noise drawn only if the ledger has no entry
+// for it) -> published to the fit topic. Because a window's counts are in a
+// saved checkpoint before its noise is drawn, and the ledger is consulted
+// before any draw, a crash at any point re-emits the stored release
+// instead of drawing a new one, and no record is counted twice: the
+// checkpoint records the input offsets its counts cover, and Skip tells the
+// caller to drop redelivered messages below them.
+type Engine struct {
+	cfg         EngineConfig
+	aggs        []*aggregate
+	offsets     map[int]int64
+	unpublished []string
+	dirty       bool // closing windows not yet in a saved checkpoint
+	log         *zap.Logger
+	m           *Metrics
+}
+
+// NewEngine validates the aggregates and restores the last checkpoint.
+func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
+	var errs []error
+	if cfg.Ledger == nil {
+		errs = append(errs, errors.New("nil ledger"))
+	}
+	if cfg.State == nil {
+		errs = append(errs, errors.New("nil state store"))
+	}
+	if cfg.Fits == nil {
+		errs = append(errs, errors.New("nil fit sink"))
+	}
+	if cfg.Noise == nil {
+		errs = append(errs, errors.New("nil noise source"))
+	}
+	if len(cfg.Aggregates) == 0 {
+		errs = append(errs, errors.New("no aggregates"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("new aggregator engine: %w", err)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	if cfg.Mem == nil {
+		cfg.Mem = memory.DefaultAllocator
+	}
+	e := &Engine{cfg: cfg, offsets: map[int]int64{}, log: cfg.Log, m: cfg.Metrics}
+	names := map[string]bool{}
+	for _, ac := range cfg.Aggregates {
+		if names[ac.Name] {
+			return nil, fmt.Errorf("new aggregator engine: duplicate aggregate %q", ac.Name)
+		}
+		names[ac.Name] = true
+		a, err := newAggregate(ac)
+		if err != nil {
+			return nil, fmt.Errorf("new aggregator engine: %w", err)
+		}
+		e.aggs = append(e.aggs, a)
+	}
+	if err := e.restore(ctx); err != nil {
+		return nil, fmt.Errorf("new aggregator engine: %w", err)
+	}
+	e.updateGauges()
+	return e, nil
+}
+
+func (e *Engine) restore(ctx context.Context) error {
+	b, err := e.cfg.State.Load(ctx)
+	if err != nil {
+		return err
+	}
+	if b == nil {
+		e.log.Info("aggregators start without a checkpoint")
+		return nil
+	}
+	s, err := decodeSnapshot(b)
+	if err != nil {
+		return err
+	}
+	if s.Topic != e.cfg.Topic {
+		return fmt.Errorf("the checkpoint is for input topic %q, not %q", s.Topic, e.cfg.Topic)
+	}
+	if e.offsets, err = offsetsFromJSON(s.Offsets); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	for _, a := range e.aggs {
+		as, ok := s.Aggregates[a.cfg.Name]
+		if !ok {
+			continue // a new aggregate
+		}
+		if err := a.restore(as); err != nil {
+			return err
+		}
+	}
+	for name := range s.Aggregates {
+		if !e.has(name) {
+			e.log.Warn("checkpoint holds an aggregate no longer configured; its open windows are dropped", zap.String("aggregate", name))
+		}
+	}
+	e.unpublished = append(e.unpublished, s.Unpublished...)
+	e.log.Info("aggregators restored from checkpoint", zap.Int("partitions", len(e.offsets)),
+		zap.Int("unpublished", len(e.unpublished)))
+	return nil
+}
+
+func (e *Engine) has(name string) bool {
+	for _, a := range e.aggs {
+		if a.cfg.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Skip reports whether the message at (partition, offset) is already
+// counted in the restored checkpoint (a redelivery after a crash).
+func (e *Engine) Skip(partition int, offset int64) bool {
+	next, ok := e.offsets[partition]
+	return ok && offset < next
+}
+
+// Observe counts the rows of one input message's validated record (nil or
+// empty when it had no good rows) and advances the partition's position.
+// Messages below the checkpoint's position are ignored.
+func (e *Engine) Observe(partition int, offset int64, rec arrow.Record) error {
+	if e.Skip(partition, offset) {
+		e.m.Redelivered.Inc()
+		return nil
+	}
+	if rec != nil && rec.NumRows() > 0 {
+		now := e.cfg.Clock.Now().UnixNano()
+		for _, a := range e.aggs {
+			st, err := a.add(rec, now)
+			if err != nil {
+				return fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
+			}
+			name := a.cfg.Name
+			if st.Counted > 0 {
+				e.m.Records.WithLabelValues(name).Add(float64(st.Counted))
+			}
+			if st.Late > 0 {
+				e.m.Late.WithLabelValues(name).Add(float64(st.Late))
+			}
+			if st.Clamped > 0 {
+				e.m.Clamped.WithLabelValues(name).Add(float64(st.Clamped))
+			}
+			for r, n := range st.Skipped {
+				e.m.Skipped.WithLabelValues(name, r).Add(float64(n))
+			}
+		}
+	}
+	e.offsets[partition] = offset + 1
+	return nil
+}
+
+// Tick registers the windows the clock opens, closes the windows that are
+// due, saves a checkpoint when any closed (before any noise is drawn for
+// them), releases closing windows through the ledger and publishes released
+// ones. saved reports whether a checkpoint was saved (the caller may then
+// commit the input offsets). An error means the checkpoint could not be
+// saved; nothing was released and the next Tick retries.
+func (e *Engine) Tick(ctx context.Context) (saved bool, err error) {
+	now := e.cfg.Clock.Now().UnixNano()
+	for _, a := range e.aggs {
+		a.register(now)
+		e.closeDue(ctx, a, now)
+	}
+	if e.dirty {
+		if err := e.Checkpoint(ctx); err != nil {
+			e.updateGauges()
+			return false, err
+		}
+		saved = true
+	}
+	e.releaseClosing(ctx)
+	e.publish(ctx)
+	e.updateGauges()
+	return saved, nil
+}
+
+func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
+	name := a.cfg.Name
+	for _, s := range a.due(now) {
+		startUnix := time.Unix(0, s).Unix()
+		if a.tree != nil {
+			if len(a.closing) > 0 {
+				return // one step at a time: each release needs its own prefix
+			}
+			// The horizon's one charge comes before any node noise.
+			if _, ok := e.cfg.Ledger.Lookup(cumulativeKey(name)); !ok {
+				_, _, err := e.cfg.Ledger.Release(ctx, cumulativeKey(name), a.scopes(), a.cfg.Epsilon, a.cumulativeChargeDoc)
+				if err != nil && !errors.Is(err, ledger.ErrBudgetExceeded) {
+					e.log.Warn("ledger charge failed; retrying", zap.String("aggregate", name), zap.Error(err))
+					return
+				}
+				if err != nil {
+					a.drop(s)
+					e.dirty = true
+					e.withhold(a, startUnix, ReasonBudgetExceeded, err)
+					continue
+				}
+			}
+		}
+		c, err := a.closeWindow(s, e.cfg.Noise)
+		e.dirty = true
+		switch {
+		case errors.Is(err, errHorizon):
+			e.withhold(a, startUnix, ReasonHorizonReached, err)
+			continue
+		case err != nil:
+			e.withhold(a, startUnix, ReasonError, err)
+			continue
+		}
+		a.closing = append(a.closing, c)
+		if a.tree != nil {
+			return
+		}
+	}
+}
+
+// drop removes open window s without releasing it.
+func (a *aggregate) drop(s int64) {
+	delete(a.open, s)
+	a.lastHist = nil
+	a.closedBefore = max(a.closedBefore, s+a.size)
+}
+
+func (e *Engine) withhold(a *aggregate, startUnix int64, reason string, err error) {
+	e.m.Withheld.WithLabelValues(a.cfg.Name, reason).Inc()
+	fields := []zap.Field{zap.String("aggregate", a.cfg.Name), zap.Int64("window_start_unix", startUnix), zap.String("reason", reason)}
+	var be *ledger.BudgetError
+	if errors.As(err, &be) {
+		fields = append(fields, zap.String("scope", be.Scope), zap.Float64("spent", be.Spent), zap.Float64("budget", be.Budget))
+	} else if err != nil {
+		fields = append(fields, zap.Error(err))
+	}
+	e.log.Warn("release withheld", fields...)
+}
+
+func (e *Engine) releaseClosing(ctx context.Context) {
+	if e.dirty {
+		return // their counts are not in a saved checkpoint yet
+	}
+	for _, a := range e.aggs {
+		kept := a.closing[:0]
+		for _, c := range a.closing {
+			startUnix := time.Unix(0, c.start).Unix()
+			key := WindowKey(a.cfg.Name, startUnix)
+			eps := a.cfg.Epsilon
+			if a.tree != nil {
+				eps = 0 // post-processing of the charged tree
+			}
+			_, replay, err := e.cfg.Ledger.Release(ctx, key, a.scopes(), eps, func(rem map[string]float64) ([]byte, error) {
+				return a.buildWindow(c, e.cfg.Noise, rem)
+			})
+			switch {
+			case err == nil:
+				e.unpublished = append(e.unpublished, key)
+				if replay {
+					e.m.Replayed.WithLabelValues(a.cfg.Name).Inc()
+					e.log.Info("window re-emitted from the ledger", zap.String("key", key))
+				} else {
+					e.m.Releases.WithLabelValues(a.cfg.Name).Inc()
+					e.log.Info("window released", zap.String("key", key), zap.Float64("epsilon", eps))
+				}
+			case errors.Is(err, ledger.ErrBudgetExceeded):
+				e.withhold(a, startUnix, ReasonBudgetExceeded, err)
+			default:
+				c.fails++
+				if c.fails >= maxReleaseAttempts {
+					e.withhold(a, startUnix, ReasonError, err)
+					continue
+				}
+				e.log.Warn("window release failed; retrying", zap.String("key", key), zap.Int("attempt", c.fails), zap.Error(err))
+				kept = append(kept, c)
+			}
+		}
+		clear(a.closing[len(kept):])
+		a.closing = kept
+	}
+}
+
+// publish writes released windows to the fit topic(s), oldest first; a
+// failed write is retried on the next Tick (a repeated message carries
+// identical bytes).
+func (e *Engine) publish(ctx context.Context) {
+	for len(e.unpublished) > 0 {
+		key := e.unpublished[0]
+		b, ok := e.cfg.Ledger.Lookup(key)
+		if !ok {
+			e.log.Error("released window missing from the ledger; not published", zap.String("key", key))
+			e.unpublished = e.unpublished[1:]
+			continue
+		}
+		msgs, curves, err := e.messages(b)
+		if err != nil {
+			e.log.Error("stored release unreadable; not published", zap.String("key", key), zap.Error(err))
+			e.unpublished = e.unpublished[1:]
+			continue
+		}
+		if err := e.cfg.Fits.Write(ctx, msgs); err != nil {
+			e.log.Warn("fit topic write failed; retrying", zap.String("key", key), zap.Error(err))
+			return
+		}
+		if e.cfg.CurveFits != nil && len(curves) > 0 {
+			if err := e.cfg.CurveFits.Write(ctx, curves); err != nil {
+				e.log.Warn("curve topic write failed; retrying", zap.String("key", key), zap.Error(err))
+				return
+			}
+		}
+		doc, _ := decodeDoc(b)
+		e.m.Published.WithLabelValues(doc.Aggregate).Add(float64(len(msgs)))
+		e.unpublished = e.unpublished[1:]
+	}
+}
+
+// messages turns a stored window release into fit-topic messages (and
+// Arrow curve messages): a pure function of the stored bytes.
+func (e *Engine) messages(stored []byte) (msgs, curves []sinks.Message, err error) {
+	doc, err := decodeDoc(stored)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, m := range doc.Messages {
+		msgs = append(msgs, sinks.Message{Key: []byte(m.Key), Value: m.Value})
+		if e.cfg.CurveFits == nil {
+			continue
+		}
+		t, err := CurveTable(m.Value, e.cfg.Mem)
+		if err != nil {
+			return nil, nil, err
+		}
+		if t != nil {
+			curves = append(curves, sinks.Message{Key: []byte(m.Key), Value: t})
+		}
+	}
+	return msgs, curves, nil
+}
+
+// Checkpoint saves the state: input positions, open and closing windows,
+// tree counters, unpublished keys.
+func (e *Engine) Checkpoint(ctx context.Context) error {
+	s := snapshot{Version: snapshotVersion, Topic: e.cfg.Topic, Offsets: offsetsToJSON(e.offsets),
+		Aggregates: map[string]*aggSnapshot{}, Unpublished: append([]string{}, e.unpublished...)}
+	for _, a := range e.aggs {
+		as, err := a.snapshot()
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		s.Aggregates[a.cfg.Name] = as
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := e.cfg.State.Save(ctx, b); err != nil {
+		e.m.CheckpointErrors.Inc()
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	e.dirty = false
+	e.m.Checkpoints.Inc()
+	return nil
+}
+
+func (e *Engine) updateGauges() {
+	total := 0
+	for _, a := range e.aggs {
+		e.m.OpenWindows.WithLabelValues(a.cfg.Name).Set(float64(len(a.open)))
+		total += a.memoryBytes()
+	}
+	e.m.StateBytes.Set(float64(total))
+}
+
+// StateBytes returns the bytes of counts the aggregates hold.
+func (e *Engine) StateBytes() int {
+	n := 0
+	for _, a := range e.aggs {
+		n += a.memoryBytes()
+	}
+	return n
+}
+
+// Pending returns the windows closed but not yet released, plus those
+// released but not yet published.
+func (e *Engine) Pending() int {
+	n := len(e.unpublished)
+	for _, a := range e.aggs {
+		n += len(a.closing)
+	}
+	return n
+}
+
+// OpenWindows returns each aggregate's open window starts (tests, debug).
+func (e *Engine) OpenWindows() map[string][]time.Time {
+	out := map[string][]time.Time{}
+	for _, a := range e.aggs {
+		var ts []time.Time
+		for s := range a.open {
+			ts = append(ts, time.Unix(0, s).UTC())
+		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		out[a.cfg.Name] = ts
+	}
+	return out
+}

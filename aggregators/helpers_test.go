@@ -1,0 +1,222 @@
+package aggregators_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/sinks"
+)
+
+var cohorts = []string{"A", "B"}
+
+func spec() schemas.Spec {
+	return schemas.Spec{Cohorts: cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
+}
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock(t time.Time) *fakeClock { return &fakeClock{now: t} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// captureSink records what is written; Fail makes writes fail.
+type captureSink struct {
+	mu   sync.Mutex
+	msgs []sinks.Message
+	Fail error
+}
+
+func (s *captureSink) Write(_ context.Context, msgs []sinks.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Fail != nil {
+		return s.Fail
+	}
+	s.msgs = append(s.msgs, msgs...)
+	return nil
+}
+
+func (s *captureSink) Close() error { return nil }
+
+func (s *captureSink) Messages() []sinks.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]sinks.Message(nil), s.msgs...)
+}
+
+// fits decodes every captured message, by key.
+func (s *captureSink) fits(t *testing.T) map[string]aggregators.FitMessage {
+	t.Helper()
+	out := map[string]aggregators.FitMessage{}
+	for _, m := range s.Messages() {
+		var f aggregators.FitMessage
+		if err := json.Unmarshal(m.Value, &f); err != nil {
+			t.Fatalf("fit message %s: %v", m.Key, err)
+		}
+		if f.Key != string(m.Key) {
+			t.Fatalf("message key %s, JSON key %s", m.Key, f.Key)
+		}
+		out[string(m.Key)] = f
+	}
+	return out
+}
+
+// countingSource counts draws (to show that a replay draws nothing).
+type countingSource struct {
+	src dp.Source
+	n   atomic.Int64
+}
+
+func (c *countingSource) Uint64() uint64 { c.n.Add(1); return c.src.Uint64() }
+
+// rig is an engine with in-memory ledger and state that can be "restarted"
+// over the same storage.
+type rig struct {
+	t       *testing.T
+	aggs    []aggregators.Config
+	budget  map[string]float64
+	backend *ledger.Memory
+	state   *ledger.MemoryState
+	clock   *fakeClock
+	fits    *captureSink
+	noise   *countingSource
+	reg     *prometheus.Registry
+	led     *ledger.Ledger
+	eng     *aggregators.Engine
+}
+
+func newRig(t *testing.T, start time.Time, budget map[string]float64, aggs ...aggregators.Config) *rig {
+	r := &rig{t: t, aggs: aggs, budget: budget, backend: &ledger.Memory{}, state: &ledger.MemoryState{},
+		clock: newClock(start), fits: &captureSink{}}
+	r.start(1)
+	return r
+}
+
+// start (re)opens the ledger and the engine over the rig's storage, as a
+// restarted process would.
+func (r *rig) start(seed uint64) {
+	r.t.Helper()
+	ctx := context.Background()
+	r.reg = prometheus.NewRegistry()
+	l, err := ledger.Open(ctx, r.backend, ledger.Options{Budget: r.budget, Registerer: r.reg})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.led = l
+	r.noise = &countingSource{src: dp.NewSeededSource(seed)}
+	e, err := aggregators.NewEngine(ctx, aggregators.EngineConfig{
+		Aggregates: r.aggs, Topic: "in", Ledger: l, State: r.state, Fits: r.fits, Clock: r.clock,
+		Noise: r.noise, Metrics: aggregators.NewMetrics(r.reg),
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.eng = e
+}
+
+func (r *rig) tick() bool {
+	r.t.Helper()
+	saved, err := r.eng.Tick(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return saved
+}
+
+// observe feeds one message of rows at (partition 0, offset).
+func (r *rig) observe(offset int64, rows schemas.Rows) {
+	r.t.Helper()
+	rec := canonical(r.t, rows)
+	defer rec.Release()
+	if err := r.eng.Observe(0, offset, rec); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func canonical(t testing.TB, rows schemas.Rows) arrow.Record {
+	t.Helper()
+	if rows.Covariates == nil {
+		rows.Covariates = [][]float64{}
+	}
+	rec, err := schemas.BuildCanonical(spec(), rows, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// rowsOf builds n rows with distinct ids (prefix p), integer times cycling
+// over [1, 9], every third censored, cohorts alternating.
+func rowsOf(p string, n int) schemas.Rows {
+	var r schemas.Rows
+	for i := range n {
+		r.ID = append(r.ID, fmt.Sprintf("%s-%d", p, i))
+		r.Time = append(r.Time, float64(1+i%9))
+		r.Event = append(r.Event, i%3 != 0)
+		r.Cohort = append(r.Cohort, int32(i%len(cohorts)))
+	}
+	return r
+}
+
+// metric returns the value of a counter or gauge with the given labels.
+func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue next
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
+func kmConfig(name string, size time.Duration, eps float64) aggregators.Config {
+	return aggregators.Config{Name: name, Kind: aggregators.KindKM, WindowSize: size, Epsilon: eps,
+		Cohorts: cohorts, TimeMax: 9, TimeUnit: "days"}
+}

@@ -1,0 +1,60 @@
+package aggregators
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the aggregators' Prometheus metrics. Labels carry aggregate
+// names and reasons, never record values.
+type Metrics struct {
+	Records          *prometheus.CounterVec // by aggregate: counted into a window
+	Late             *prometheus.CounterVec // by aggregate: observed in a window already closed
+	Skipped          *prometheus.CounterVec // by aggregate, reason
+	Clamped          *prometheus.CounterVec // by aggregate: times above time_max counted in the last bin
+	Releases         *prometheus.CounterVec // by aggregate: windows released (noise drawn, charged)
+	Replayed         *prometheus.CounterVec // by aggregate: windows re-emitted from the ledger
+	Withheld         *prometheus.CounterVec // by aggregate, reason
+	Published        *prometheus.CounterVec // by aggregate: fit messages written
+	OpenWindows      *prometheus.GaugeVec   // by aggregate
+	StateBytes       prometheus.Gauge
+	Checkpoints      prometheus.Counter
+	CheckpointErrors prometheus.Counter
+	Redelivered      prometheus.Counter
+}
+
+// Withholding reasons.
+const (
+	ReasonBudgetExceeded = "budget_exceeded"
+	ReasonHorizonReached = "horizon_reached"
+	ReasonError          = "error"
+)
+
+// NewMetrics creates the metrics and registers them on reg (if not nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	cv := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	m := &Metrics{
+		Records:   cv("dpsurv_aggregator_records_total", "Records counted into a window, by aggregate.", "aggregate"),
+		Late:      cv("dpsurv_aggregator_late_records_total", "Records whose window had already closed (counted here, not in any release), by aggregate.", "aggregate"),
+		Skipped:   cv("dpsurv_aggregator_records_skipped_total", "Records not counted, by aggregate and reason (no_observed_at, future_observed_at).", "aggregate", "reason"),
+		Clamped:   cv("dpsurv_aggregator_values_clamped_total", "Times above the public time_max counted in the last bin, by aggregate.", "aggregate"),
+		Releases:  cv("dpsurv_releases_total", "Window releases drawn and charged to the ledger, by aggregate.", "aggregate"),
+		Replayed:  cv("dpsurv_releases_replayed_total", "Window releases re-emitted from the ledger without new noise, by aggregate.", "aggregate"),
+		Withheld:  cv("dpsurv_releases_withheld_total", "Window releases withheld, by aggregate and reason (budget_exceeded, horizon_reached, error).", "aggregate", "reason"),
+		Published: cv("dpsurv_fit_messages_total", "Fit messages written to the fit topic, by aggregate.", "aggregate"),
+		OpenWindows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_aggregator_open_windows",
+			Help: "Windows open (accepting records), by aggregate."}, []string{"aggregate"}),
+		StateBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_aggregator_state_bytes",
+			Help: "Bytes of counts held by the aggregators (bounded by windows x bins x cohorts, not records)."}),
+		Checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_aggregator_checkpoints_total",
+			Help: "Aggregator checkpoints saved."}),
+		CheckpointErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_aggregator_checkpoint_errors_total",
+			Help: "Aggregator checkpoints that failed (retried)."}),
+		Redelivered: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_aggregator_redelivered_skipped_total",
+			Help: "Input messages skipped because the checkpoint already counted them."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Records, m.Late, m.Skipped, m.Clamped, m.Releases, m.Replayed, m.Withheld, m.Published,
+			m.OpenWindows, m.StateBytes, m.Checkpoints, m.CheckpointErrors, m.Redelivered)
+	}
+	return m
+}

@@ -1,0 +1,333 @@
+package aggregators
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/survival"
+)
+
+// FitSchema names the JSON document of every fit message.
+const FitSchema = "dpsurv.fit.v1"
+
+// Neighbouring relations stated in releases.
+const (
+	NeighbouringReplaceOne      = "replace-one"
+	NeighbouringReplaceInCohort = "replace-one within a cohort (cohort sizes treated as public)"
+	compositionWindow           = "parallel across cohorts and time bins within the window (each record is in one cell of one window); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
+	compositionWindowWeibull    = "parallel across cohorts within the window (one fit per cohort on disjoint records, under replace-one within a cohort); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
+	compositionCumulative       = "continual release by binary-tree counter: epsilon is charged once (ledger key <aggregate>/cumulative) for all horizon releases; each window's release is post-processing of stored node noise and charges 0"
+	weibullScaleUnitDescription = "normalised time (t / time_max)"
+)
+
+// F is a float64 that encodes NaN and ±Inf as JSON null (R's NA) and
+// decodes null as NaN.
+type F float64
+
+// MarshalJSON implements json.Marshaler.
+func (f F) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (f *F) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = F(math.NaN())
+		return nil
+	}
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("decode number: %w", err)
+	}
+	*f = F(v)
+	return nil
+}
+
+func fs(x []float64) []F {
+	out := make([]F, len(x))
+	for i, v := range x {
+		out[i] = F(v)
+	}
+	return out
+}
+
+// FitMessage is the JSON value of one fit-topic message: one release of
+// one aggregate, window and cohort. Field names follow interfaces.md (R's
+// survfit / survreg names).
+type FitMessage struct {
+	Schema          string             `json:"schema"`
+	Key             string             `json:"key"`
+	Aggregate       string             `json:"aggregate"`
+	Kind            string             `json:"kind"`
+	WindowStart     string             `json:"window_start"`
+	WindowEnd       string             `json:"window_end"`
+	WindowStartUnix int64              `json:"window_start_unix"`
+	WindowEndUnix   int64              `json:"window_end_unix"`
+	WindowTime      string             `json:"window_time"`
+	LatenessSeconds float64            `json:"lateness_seconds"`
+	Cumulative      bool               `json:"cumulative"`
+	ReleaseIndex    int                `json:"release_index,omitempty"`
+	Horizon         int                `json:"horizon,omitempty"`
+	Cohort          string             `json:"cohort"`
+	Method          string             `json:"method"`
+	Mechanism       string             `json:"mechanism"`
+	Epsilon         float64            `json:"epsilon"`
+	EpsilonCharged  float64            `json:"epsilon_charged"`
+	Guarantee       string             `json:"guarantee"`
+	Neighbouring    string             `json:"neighbouring"`
+	Composition     string             `json:"composition"`
+	Scopes          []string           `json:"scopes"`
+	BudgetRemaining map[string]float64 `json:"budget_remaining"`
+	N               F                  `json:"n"`
+	TimeUnit        string             `json:"time_unit"`
+	TimeMax         float64            `json:"time_max"`
+	BinWidth        float64            `json:"bin_width"`
+	*KMFields
+	*WeibullFields
+}
+
+// KMFields are the curve of a km release (survfit names).
+type KMFields struct {
+	Time        []F      `json:"time"`
+	NRisk       []F      `json:"n_risk"`
+	NEvent      []F      `json:"n_event"`
+	NCensor     []F      `json:"n_censor"`
+	Surv        []F      `json:"surv"`
+	StdErr      []F      `json:"std_err"`
+	Lower       []F      `json:"lower"`
+	Upper       []F      `json:"upper"`
+	Median      F        `json:"median"`
+	MedianLower F        `json:"median_lower"`
+	MedianUpper F        `json:"median_upper"`
+	Conf        float64  `json:"conf"`
+	NoiseStdErr []F      `json:"noise_std_err"`
+	TruncatedAt F        `json:"truncated_at"`
+	LogRank     *LogRank `json:"logrank,omitempty"`
+}
+
+// LogRank is the log-rank test over the window's cohorts, from the same
+// noisy counts (post-processing); identical in every cohort's message.
+type LogRank struct {
+	ChiSq F   `json:"chisq"`
+	DF    int `json:"df"`
+	P     F   `json:"p"`
+}
+
+// WeibullFields are the parameters of a weibull release:
+// S(t) = exp(-(t/scale)^shape), t in normalised units (t / time_max).
+type WeibullFields struct {
+	Shape     F                  `json:"shape"`
+	Scale     F                  `json:"scale"`
+	ScaleUnit string             `json:"scale_unit"`
+	Params    map[string]float64 `json:"params"`
+}
+
+// windowDoc is what the ledger stores for one window: the exact fit
+// messages, so that a replay publishes identical bytes.
+type windowDoc struct {
+	Aggregate       string       `json:"aggregate"`
+	WindowStartUnix int64        `json:"window_start_unix"`
+	Messages        []docMessage `json:"messages"`
+}
+
+type docMessage struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+// WindowKey is the ledger key of a window's release.
+func WindowKey(aggregate string, startUnix int64) string {
+	return aggregate + "/" + strconv.FormatInt(startUnix, 10)
+}
+
+// MessageKey is the fit-topic key of one cohort's release.
+func MessageKey(aggregate string, startUnix int64, cohort string) string {
+	return WindowKey(aggregate, startUnix) + "/" + cohort
+}
+
+// cumulativeKey is the ledger key of a cumulative aggregate's one charge.
+func cumulativeKey(aggregate string) string { return aggregate + "/cumulative" }
+
+// scopes is every scope a release of a charges.
+func (a *aggregate) scopes() []string {
+	out := []string{ledger.ScopeStream, ledger.ScopeAggregate(a.cfg.Name)}
+	for _, c := range a.cfg.Cohorts {
+		out = append(out, ledger.ScopeCohort(c))
+	}
+	return out
+}
+
+// header fills the metadata common to every cohort of window s.
+func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, charged float64) FitMessage {
+	start := time.Unix(0, s).UTC()
+	end := time.Unix(0, s+a.size).UTC()
+	m := FitMessage{
+		Schema: FitSchema, Aggregate: a.cfg.Name, Kind: a.cfg.Kind,
+		Key:         MessageKey(a.cfg.Name, start.Unix(), a.cfg.Cohorts[cohort]),
+		WindowStart: start.Format(time.RFC3339), WindowEnd: end.Format(time.RFC3339),
+		WindowStartUnix: start.Unix(), WindowEndUnix: end.Unix(),
+		WindowTime: a.cfg.Time, LatenessSeconds: a.cfg.Lateness.Seconds(),
+		Cumulative: a.cfg.Cumulative, Cohort: a.cfg.Cohorts[cohort],
+		Epsilon: a.cfg.Epsilon, EpsilonCharged: charged,
+		Scopes: a.scopes(), BudgetRemaining: remaining,
+		TimeUnit: a.cfg.TimeUnit, TimeMax: a.cfg.TimeMax, BinWidth: a.cfg.Params.BinWidth,
+	}
+	if m.BudgetRemaining == nil {
+		m.BudgetRemaining = map[string]float64{}
+	}
+	return m
+}
+
+// buildWindow draws the window's release (the only place noise is drawn
+// for a non-cumulative window) and returns the ledger document.
+func (a *aggregate) buildWindow(c *closing, src dp.Source, remaining map[string]float64) ([]byte, error) {
+	var msgs []FitMessage
+	var err error
+	switch {
+	case a.tree != nil:
+		msgs, err = a.cumulativeMessages(c, remaining)
+	case a.cfg.Kind == KindKM:
+		msgs, err = a.kmMessages(c, src, remaining)
+	default:
+		msgs, err = a.weibullMessages(c, src, remaining)
+	}
+	if err != nil {
+		return nil, err
+	}
+	doc := windowDoc{Aggregate: a.cfg.Name, WindowStartUnix: time.Unix(0, c.start).Unix()}
+	for _, m := range msgs {
+		v, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("encode release: %w", err)
+		}
+		doc.Messages = append(doc.Messages, docMessage{Key: m.Key, Value: v})
+	}
+	return json.Marshal(doc)
+}
+
+func (a *aggregate) kmMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+	res, err := dpfit.NoisyHistogramKM(c.hist, src, a.kmOptions())
+	if err != nil {
+		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
+	}
+	return a.fromKM(c, res, remaining, a.cfg.Epsilon, compositionWindow), nil
+}
+
+func (a *aggregate) cumulativeMessages(c *closing, remaining map[string]float64) ([]FitMessage, error) {
+	if c.step != a.tree.Releases() {
+		return nil, fmt.Errorf("aggregate %q: cumulative window at step %d, counter at %d", a.cfg.Name, c.step, a.tree.Releases())
+	}
+	res, err := a.tree.Current()
+	if err != nil {
+		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
+	}
+	msgs := a.fromKM(c, res, remaining, 0, compositionCumulative)
+	for i := range msgs {
+		msgs[i].ReleaseIndex, msgs[i].Horizon = c.step, a.cfg.Horizon
+	}
+	return msgs, nil
+}
+
+func (a *aggregate) fromKM(c *closing, res dpfit.KMResult, remaining map[string]float64, charged float64, composition string) []FitMessage {
+	var lr *LogRank
+	if len(a.cfg.Cohorts) > 1 {
+		lr = &LogRank{ChiSq: F(res.LogRank.ChiSq), DF: res.LogRank.DF, P: F(res.LogRank.P)}
+	}
+	out := make([]FitMessage, len(res.Cohorts))
+	for i, ck := range res.Cohorts {
+		m := a.header(c.start, i, remaining, charged)
+		m.Method, m.Mechanism = res.Method, res.Mechanism
+		m.Guarantee, m.Neighbouring = res.Guarantee, NeighbouringReplaceOne
+		m.Composition = composition
+		m.N = F(ck.N)
+		m.KMFields = kmFields(ck.Curve)
+		m.KMFields.NoiseStdErr = fs(ck.NoiseStdErr)
+		m.KMFields.TruncatedAt = F(ck.TruncatedAt)
+		m.KMFields.LogRank = lr
+		out[i] = m
+	}
+	return out
+}
+
+func kmFields(cv survival.KMCurve) *KMFields {
+	return &KMFields{
+		Time: fs(cv.Time), NRisk: fs(cv.NRisk), NEvent: fs(cv.NEvent), NCensor: fs(cv.NCensor),
+		Surv: fs(cv.Surv), StdErr: fs(cv.StdErr), Lower: fs(cv.Lower), Upper: fs(cv.Upper),
+		Median: F(cv.Median), MedianLower: F(cv.MedianLower), MedianUpper: F(cv.MedianUpper), Conf: cv.Conf,
+		NoiseStdErr: []F{},
+	}
+}
+
+func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+	h := c.hist
+	wc := a.cfg.weibull()
+	out := make([]FitMessage, len(a.cfg.Cohorts))
+	for k := range a.cfg.Cohorts {
+		var comp survival.Compressed
+		for b := 0; b < h.Bins; b++ {
+			e, n := h.Events[k][b], h.Events[k][b]+h.Censor[k][b]
+			if n == 0 {
+				continue
+			}
+			comp.Time = append(comp.Time, h.BinStart(b))
+			comp.Events = append(comp.Events, float64(e))
+			comp.Count = append(comp.Count, float64(n))
+		}
+		fit, err := dpfit.FitWeibull(src, comp, wc, a.cfg.Params.Method)
+		if err != nil {
+			return nil, fmt.Errorf("aggregate %q: cohort %d: %w", a.cfg.Name, k, err)
+		}
+		m := a.header(c.start, k, remaining, a.cfg.Epsilon)
+		m.Method, m.Guarantee = fit.Method, fit.Guarantee
+		m.Mechanism = weibullMechanism(fit.Method)
+		m.Neighbouring, m.Composition = NeighbouringReplaceInCohort, compositionWindowWeibull
+		m.N = F(math.NaN())
+		if fit.Method == dpfit.WeibullMethodLSP {
+			m.N = F(fit.N) // TLL's noisy event count; the record count is not released
+		}
+		m.WeibullFields = &WeibullFields{Shape: F(fit.Shape), Scale: F(fit.Scale), ScaleUnit: weibullScaleUnitDescription, Params: fit.Params}
+		out[k] = m
+	}
+	return out, nil
+}
+
+func weibullMechanism(method string) string {
+	switch method {
+	case dpfit.WeibullMethodLSP:
+		return "LSP (ladder exponential mechanism, epsilon/2) for the shape; TLL (two-sided Laplace on the event count and on sum t^p, epsilon/4 each) for the scale; n is the noisy event count"
+	case dpfit.WeibullMethodLaplace:
+		return "baseline: Laplace on the clamped MLE shape and scale (sensitivity gamma each, epsilon/2 each)"
+	case dpfit.WeibullMethodSAA:
+		return "baseline: sample and aggregate (block MLEs, clamped mean, Laplace)"
+	}
+	return method
+}
+
+// cumulativeChargeDoc is the ledger release of a cumulative aggregate's one
+// charge (nothing is published from it).
+func (a *aggregate) cumulativeChargeDoc(remaining map[string]float64) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"aggregate": a.cfg.Name, "kind": a.cfg.Kind, "cumulative": true, "horizon": a.cfg.Horizon,
+		"epsilon": a.cfg.Epsilon, "budget_remaining": remaining,
+		"note": "one charge for all horizon releases of the binary-tree counter",
+	})
+}
+
+// decodeDoc parses a stored window release.
+func decodeDoc(b []byte) (windowDoc, error) {
+	var d windowDoc
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, fmt.Errorf("decode stored release: %w", err)
+	}
+	return d, nil
+}

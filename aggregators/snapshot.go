@@ -1,0 +1,186 @@
+package aggregators
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/dpsurv/dpsurv/dpfit"
+)
+
+const snapshotVersion = 1
+
+// snapshot is the checkpoint: input positions plus every aggregate's window
+// state. It holds exact counts — as sensitive as the input topic.
+type snapshot struct {
+	Version     int                     `json:"version"`
+	Topic       string                  `json:"topic"`
+	Offsets     map[string]int64        `json:"offsets"` // partition -> next offset to count
+	Aggregates  map[string]*aggSnapshot `json:"aggregates"`
+	Unpublished []string                `json:"unpublished"` // ledger keys released but not yet written
+}
+
+type aggSnapshot struct {
+	Fingerprint  string        `json:"fingerprint"`
+	ClosedBefore int64         `json:"closed_before_ns"`
+	Open         []histSnap    `json:"open"`
+	Closing      []closingSnap `json:"closing"`
+	Tree         []byte        `json:"tree,omitempty"`
+}
+
+type histSnap struct {
+	Start int64  `json:"start_ns"`
+	Cells []byte `json:"cells"`
+}
+
+type closingSnap struct {
+	Start int64  `json:"start_ns"`
+	Cells []byte `json:"cells,omitempty"`
+	Step  int    `json:"step,omitempty"`
+}
+
+// encodeHist writes the non-zero cells as (index delta, count) uvarint
+// pairs; cell index = (cohort*2 + kind)*bins + bin, kind 0 = events.
+func encodeHist(h *dpfit.Histogram) []byte {
+	out := []byte{}
+	last := -1
+	var tmp [binary.MaxVarintLen64]byte
+	for c := range h.Events {
+		for k, row := range [2][]int64{h.Events[c], h.Censor[c]} {
+			for b, v := range row {
+				if v == 0 {
+					continue
+				}
+				idx := (c*2+k)*h.Bins + b
+				out = append(out, tmp[:binary.PutUvarint(tmp[:], uint64(idx-last))]...)
+				out = append(out, tmp[:binary.PutUvarint(tmp[:], uint64(v))]...)
+				last = idx
+			}
+		}
+	}
+	return out
+}
+
+// decodeHist fills an empty histogram of the right layout.
+func decodeHist(h *dpfit.Histogram, data []byte) error {
+	total := 2 * h.Bins * len(h.Events)
+	idx := -1
+	for len(data) > 0 {
+		d, n := binary.Uvarint(data)
+		if n <= 0 || d == 0 || d > uint64(total) {
+			return errors.New("malformed histogram cells")
+		}
+		data = data[n:]
+		v, n := binary.Uvarint(data)
+		if n <= 0 || v > 1<<62 {
+			return errors.New("malformed histogram cells")
+		}
+		data = data[n:]
+		idx += int(d)
+		if idx >= total {
+			return errors.New("histogram cell out of range")
+		}
+		c, rest := idx/(2*h.Bins), idx%(2*h.Bins)
+		if rest < h.Bins {
+			h.Events[c][rest] = int64(v)
+		} else {
+			h.Censor[c][rest-h.Bins] = int64(v)
+		}
+	}
+	return nil
+}
+
+func (a *aggregate) snapshot() (*aggSnapshot, error) {
+	s := &aggSnapshot{Fingerprint: a.cfg.Fingerprint(), ClosedBefore: a.closedBefore, Open: []histSnap{}, Closing: []closingSnap{}}
+	starts := make([]int64, 0, len(a.open))
+	for st := range a.open {
+		starts = append(starts, st)
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	for _, st := range starts {
+		s.Open = append(s.Open, histSnap{Start: st, Cells: encodeHist(a.open[st])})
+	}
+	for _, c := range a.closing {
+		cs := closingSnap{Start: c.start, Step: c.step}
+		if c.hist != nil {
+			cs.Cells = encodeHist(c.hist)
+		}
+		s.Closing = append(s.Closing, cs)
+	}
+	if a.tree != nil {
+		b, err := a.tree.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
+		}
+		s.Tree = b
+	}
+	return s, nil
+}
+
+func (a *aggregate) restore(s *aggSnapshot) error {
+	if fp := a.cfg.Fingerprint(); s.Fingerprint != fp {
+		return fmt.Errorf("aggregate %q: its configuration changed since the state was saved (fingerprint %s, saved %s): "+
+			"give the changed aggregate a new name; its old window keys are in the ledger", a.cfg.Name, fp, s.Fingerprint)
+	}
+	a.closedBefore = s.ClosedBefore
+	for _, o := range s.Open {
+		h := a.newHist()
+		if err := decodeHist(h, o.Cells); err != nil {
+			return fmt.Errorf("aggregate %q: open window %d: %w", a.cfg.Name, o.Start, err)
+		}
+		a.open[o.Start] = h
+	}
+	for _, c := range s.Closing {
+		cl := &closing{start: c.Start, step: c.Step}
+		if a.tree == nil {
+			cl.hist = a.newHist()
+			if err := decodeHist(cl.hist, c.Cells); err != nil {
+				return fmt.Errorf("aggregate %q: closing window %d: %w", a.cfg.Name, c.Start, err)
+			}
+		}
+		a.closing = append(a.closing, cl)
+	}
+	if a.tree != nil {
+		if len(s.Tree) == 0 {
+			return fmt.Errorf("aggregate %q: saved state lacks the tree counter", a.cfg.Name)
+		}
+		if err := a.tree.UnmarshalBinary(s.Tree); err != nil {
+			return fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
+		}
+	}
+	return nil
+}
+
+func offsetsToJSON(m map[int]int64) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for p, o := range m {
+		out[strconv.Itoa(p)] = o
+	}
+	return out
+}
+
+func offsetsFromJSON(m map[string]int64) (map[int]int64, error) {
+	out := make(map[int]int64, len(m))
+	for k, o := range m {
+		p, err := strconv.Atoi(k)
+		if err != nil || p < 0 || o < 0 {
+			return nil, fmt.Errorf("malformed offset %q: %d", k, o)
+		}
+		out[p] = o
+	}
+	return out, nil
+}
+
+func decodeSnapshot(b []byte) (*snapshot, error) {
+	var s snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("decode aggregator state: %w", err)
+	}
+	if s.Version != snapshotVersion {
+		return nil, fmt.Errorf("decode aggregator state: version %d, want %d", s.Version, snapshotVersion)
+	}
+	return &s, nil
+}
