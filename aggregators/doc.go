@@ -1,5 +1,48 @@
 // Package aggregators assigns validated records to windows, keeps compact
 // sufficient statistics per (time bin, cohort) and produces the DP releases
-// (Kaplan–Meier, Weibull, regression) of each window, charging the privacy
-// ledger before anything is written.
+// (Kaplan–Meier, Weibull) of each window, charging the privacy ledger before
+// anything is written.
+//
+// Contract:
+//   - Windows are tumbling, epoch-aligned, of a whole number of seconds, on
+//     processing time (the injected Clock when a record is read) or event
+//     time (the record's observed_at). Window [s, e) closes when the clock
+//     reaches e + lateness. With event time a record whose window has
+//     closed is counted in dpsurv_aggregator_late_records_total; one without
+//     observed_at, or observed in a window that has not started by the
+//     clock, in dpsurv_aggregator_records_skipped_total{reason}. Nothing is
+//     dropped silently.
+//   - Which windows exist depends only on the clock and the uptime: every
+//     window the clock reaches while the engine runs is registered and
+//     released, empty or not, so the existence and timing of a release
+//     reveal nothing about the records.
+//   - State is one dpfit.Histogram (events and censorings per bin and
+//     cohort) per open window — O(open windows x bins x cohorts), never
+//     records; open windows are at most lateness/size + 2 (<= 64).
+//   - A window's release covers all cohorts: km by the noisy-histogram
+//     method (one noise draw for the window; the log-rank test rides along
+//     as post-processing), weibull by one fit per cohort. It is one ledger
+//     entry keyed <aggregate>/<window_start_unix> charging epsilon to
+//     "stream", "aggregate:<name>" and every "cohort:<label>" (parallel
+//     composition across disjoint cohorts and bins; sequential across
+//     windows). An over-budget window is withheld, logged and counted in
+//     dpsurv_releases_withheld_total{aggregate,reason}; the engine goes on.
+//   - Cumulative km aggregates step a dpfit.ContinualKM (binary-tree
+//     counter) at each window close; its epsilon is charged once, under
+//     <aggregate>/cumulative, for Horizon windows; later windows are
+//     withheld with reason horizon_reached.
+//   - Fit messages: one per (aggregate, window, cohort), key
+//     <aggregate>/<window_start_unix>/<cohort>, JSON FitMessage (R field
+//     names, window bounds, epsilon and epsilon_charged, budget_remaining,
+//     guarantee, neighbouring, composition); km curves also as an Arrow
+//     table (CurveTable). They are cut from the bytes the ledger stored, so
+//     a replay publishes identical bytes.
+//   - Crash safety (Engine): a window's counts are checkpointed (with the
+//     input offsets they cover) before its noise is drawn; the ledger is
+//     consulted before any draw. After a restart, messages below the
+//     checkpoint's offsets are skipped (Skip), closing windows are released
+//     — re-emitted from the ledger if they were — and released windows not
+//     yet published are published. Delivery to the fit topic is at least
+//     once with byte-identical duplicates; the release itself happens once.
+//   - Checkpoints hold exact counts: as sensitive as the input topic.
 package aggregators
