@@ -8,9 +8,11 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/bitutil"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 )
 
@@ -693,7 +695,10 @@ func (v *Validator) empty(site, obs bool) arrow.Record {
 	return v.build(st, site, obs, nil)
 }
 
-// build assembles the canonical record from the good rows of st.
+// build assembles the canonical record from the good rows of st. Columns
+// are written straight into Arrow buffers (no builders): a gather of the
+// good rows, or the input array itself when every row is good and its type
+// is already canonical.
 func (v *Validator) build(st *scratch, site, obs bool, ru *reuse) arrow.Record {
 	keep := st.keep[:0]
 	for i, r := range st.reason {
@@ -703,7 +708,6 @@ func (v *Validator) build(st *scratch, site, obs bool, ru *reuse) arrow.Record {
 	}
 	st.keep = keep
 	k := len(keep)
-	all := k == st.n
 	schema := v.schemas[schemaKey(site, obs)]
 	cols := make([]arrow.Array, 0, schema.NumFields())
 	defer func() {
@@ -712,121 +716,121 @@ func (v *Validator) build(st *scratch, site, obs bool, ru *reuse) arrow.Record {
 		}
 	}()
 	mem := v.mem
-
-	pick := func(a arrow.Array) arrow.Array {
-		if ru != nil && a != nil && all {
+	// pass returns a retained input array usable as is, or nil.
+	pass := func(get func(*reuse) arrow.Array) arrow.Array {
+		if ru == nil || k != st.n {
+			return nil
+		}
+		a := get(ru)
+		if a != nil {
 			a.Retain()
+		}
+		return a
+	}
+	or := func(a arrow.Array, build func() arrow.Array) arrow.Array {
+		if a != nil {
 			return a
 		}
-		return nil
+		return build()
 	}
-	// id
-	if a := pick(ruField(ru, func(r *reuse) arrow.Array { return r.id })); a != nil {
-		cols = append(cols, a)
-	} else {
-		cols = append(cols, buildStrings(mem, st.ids, keep))
-	}
-	// time
-	if a := pick(ruField(ru, func(r *reuse) arrow.Array { return r.time })); a != nil {
-		cols = append(cols, a)
-	} else {
-		cols = append(cols, buildFloats(mem, st.times, keep, all))
-	}
-	// event
-	if a := pick(ruField(ru, func(r *reuse) arrow.Array { return r.event })); a != nil {
-		cols = append(cols, a)
-	} else {
-		b := array.NewBooleanBuilder(mem)
-		b.Reserve(k)
-		for _, i := range keep {
-			b.UnsafeAppend(st.events[i])
-		}
-		cols = append(cols, b.NewArray())
-		b.Release()
-	}
-	// cohort
-	cols = append(cols, v.buildCohort(st.codes, keep, all))
+	cols = append(cols,
+		or(pass(func(r *reuse) arrow.Array { return r.id }), func() arrow.Array { return gatherStrings(mem, st.ids, keep) }),
+		or(pass(func(r *reuse) arrow.Array { return r.time }), func() arrow.Array {
+			return gatherFixed(mem, arrow.PrimitiveTypes.Float64, st.times, keep)
+		}),
+		or(pass(func(r *reuse) arrow.Array { return r.event }), func() arrow.Array { return gatherBools(mem, st.events, keep) }),
+		v.buildCohort(st.codes, keep),
+	)
 	for c := range st.covs {
-		var a arrow.Array
-		if ru != nil && all {
-			a = pick(ru.cov[c])
-		}
-		if a == nil {
-			a = buildFloats(mem, st.covs[c], keep, all)
-		}
-		cols = append(cols, a)
+		cols = append(cols, or(pass(func(r *reuse) arrow.Array { return r.cov[c] }), func() arrow.Array {
+			return gatherFixed(mem, arrow.PrimitiveTypes.Float64, st.covs[c], keep)
+		}))
 	}
 	if site {
-		if a := pick(ruField(ru, func(r *reuse) arrow.Array { return r.site })); a != nil {
-			cols = append(cols, a)
-		} else {
-			cols = append(cols, buildStrings(mem, st.sites, keep))
-		}
+		cols = append(cols, or(pass(func(r *reuse) arrow.Array { return r.site }), func() arrow.Array {
+			return gatherStrings(mem, st.sites, keep)
+		}))
 	}
 	if obs {
-		if a := pick(ruField(ru, func(r *reuse) arrow.Array { return r.obs })); a != nil {
-			cols = append(cols, a)
-		} else {
-			b := array.NewTimestampBuilder(mem, ObservedAtType)
-			b.Reserve(k)
-			for _, i := range keep {
-				b.UnsafeAppend(arrow.Timestamp(st.obs[i]))
-			}
-			cols = append(cols, b.NewArray())
-			b.Release()
-		}
+		cols = append(cols, or(pass(func(r *reuse) arrow.Array { return r.obs }), func() arrow.Array {
+			return gatherFixed(mem, ObservedAtType, st.obs, keep)
+		}))
 	}
 	return array.NewRecord(schema, cols, int64(k))
 }
 
-func ruField(ru *reuse, f func(*reuse) arrow.Array) arrow.Array {
-	if ru == nil {
-		return nil
-	}
-	return f(ru)
+// newBuffer allocates an n-byte buffer from mem.
+func newBuffer(mem memory.Allocator, n int) *memory.Buffer {
+	b := memory.NewResizableBuffer(mem)
+	b.Resize(n)
+	return b
 }
 
-func buildStrings(mem memory.Allocator, src []string, keep []int32) arrow.Array {
-	b := array.NewStringBuilder(mem)
-	defer b.Release()
+// makeArray wraps buffers (consumed) into an array of type dt and length n.
+func makeArray(dt arrow.DataType, n int, bufs ...*memory.Buffer) arrow.Array {
+	data := array.NewData(dt, n, bufs, nil, 0, 0)
+	for _, b := range bufs {
+		if b != nil {
+			b.Release()
+		}
+	}
+	defer data.Release()
+	return array.MakeFromData(data)
+}
+
+// gatherFixed copies src[keep] into a new non-null array of a fixed-width
+// type whose Go representation is T (float64, int32, int64 timestamps).
+func gatherFixed[T float64 | int32 | int64](mem memory.Allocator, dt arrow.DataType, src []T, keep []int32) arrow.Array {
+	size := int(unsafe.Sizeof(T(0)))
+	buf := newBuffer(mem, size*len(keep))
+	if len(keep) > 0 {
+		dst := unsafe.Slice((*T)(unsafe.Pointer(&buf.Bytes()[0])), len(keep))
+		if len(keep) == len(src) {
+			copy(dst, src)
+		} else {
+			for j, i := range keep {
+				dst[j] = src[i]
+			}
+		}
+	}
+	return makeArray(dt, len(keep), nil, buf)
+}
+
+func gatherBools(mem memory.Allocator, src []bool, keep []int32) arrow.Array {
+	buf := newBuffer(mem, int(bitutil.BytesForBits(int64(len(keep)))))
+	bits := buf.Bytes()
+	clear(bits)
+	for j, i := range keep {
+		if src[i] {
+			bitutil.SetBit(bits, j)
+		}
+	}
+	return makeArray(arrow.FixedWidthTypes.Boolean, len(keep), nil, buf)
+}
+
+func gatherStrings(mem memory.Allocator, src []string, keep []int32) arrow.Array {
 	total := 0
 	for _, i := range keep {
 		total += len(src[i])
 	}
-	b.Reserve(len(keep))
-	b.ReserveData(total)
-	for _, i := range keep {
-		b.Append(src[i])
+	if total > math.MaxInt32 {
+		panic("schemas: string column exceeds 2 GiB") // recovered by validate
 	}
-	return b.NewArray()
+	offBuf := newBuffer(mem, 4*(len(keep)+1))
+	dataBuf := newBuffer(mem, total)
+	offs := arrow.Int32Traits.CastFromBytes(offBuf.Bytes())
+	data := dataBuf.Bytes()
+	pos := 0
+	offs[0] = 0
+	for j, i := range keep {
+		pos += copy(data[pos:], src[i])
+		offs[j+1] = int32(pos)
+	}
+	return makeArray(arrow.BinaryTypes.String, len(keep), nil, offBuf, dataBuf)
 }
 
-func buildFloats(mem memory.Allocator, src []float64, keep []int32, all bool) arrow.Array {
-	b := array.NewFloat64Builder(mem)
-	defer b.Release()
-	if all {
-		b.AppendValues(src[:len(keep)], nil)
-		return b.NewArray()
-	}
-	b.Reserve(len(keep))
-	for _, i := range keep {
-		b.UnsafeAppend(src[i])
-	}
-	return b.NewArray()
-}
-
-func (v *Validator) buildCohort(codes []int32, keep []int32, all bool) arrow.Array {
-	ib := array.NewInt32Builder(v.mem)
-	defer ib.Release()
-	if all {
-		ib.AppendValues(codes[:len(keep)], nil)
-	} else {
-		ib.Reserve(len(keep))
-		for _, i := range keep {
-			ib.UnsafeAppend(codes[i])
-		}
-	}
-	idx := ib.NewArray()
+func (v *Validator) buildCohort(codes []int32, keep []int32) arrow.Array {
+	idx := gatherFixed(v.mem, arrow.PrimitiveTypes.Int32, codes, keep)
 	defer idx.Release()
 	dict := cohortDictionary(v.mem, v.spec.Cohorts)
 	defer dict.Release()
@@ -834,10 +838,11 @@ func (v *Validator) buildCohort(codes []int32, keep []int32, all bool) arrow.Arr
 }
 
 func cohortDictionary(mem memory.Allocator, labels []string) arrow.Array {
-	db := array.NewStringBuilder(mem)
-	defer db.Release()
-	db.AppendValues(labels, nil)
-	return db.NewArray()
+	keep := make([]int32, len(labels))
+	for i := range keep {
+		keep[i] = int32(i)
+	}
+	return gatherStrings(mem, labels, keep)
 }
 
 // deadLetters builds one dead letter per failed row.
