@@ -183,8 +183,17 @@ func (c Config) weibull() dpfit.WeibullConfig {
 }
 
 // Validate checks the configuration (after defaults); errors name the
-// field.
+// aggregate and the field.
 func (c Config) Validate() error {
+	if err := errors.Join(c.Check()...); err != nil {
+		return fmt.Errorf("aggregate %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+// Check returns one error per problem, each starting with the field's path
+// relative to the aggregate ("window.size: ...", "params.bin_width: ...").
+func (c Config) Check() []error {
 	c = c.withDefaults()
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -261,10 +270,7 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("aggregate %q: %w", c.Name, err)
-	}
-	return nil
+	return errs
 }
 
 // Fingerprint identifies the configuration that shapes an aggregate's state

@@ -66,6 +66,9 @@ type OutputConfig struct {
 	SanitizedTopic  string `yaml:"sanitized_topic"`
 	DeadLetterTopic string `yaml:"dead_letter_topic"`
 	FitTopic        string `yaml:"fit_topic"`
+	// FitArrowTopic receives the Arrow curve table of each km release
+	// (default: fit_topic + ".arrow").
+	FitArrowTopic string `yaml:"fit_arrow_topic"`
 }
 
 // AggregatorConfig configures one windowed DP aggregate.
@@ -83,6 +86,9 @@ type WindowConfig struct {
 	Lateness   time.Duration `yaml:"lateness"`
 	Time       string        `yaml:"time"` // event | processing
 	Cumulative bool          `yaml:"cumulative"`
+	// Horizon is the number of windows a cumulative aggregate's one
+	// epsilon covers (required with cumulative).
+	Horizon int `yaml:"horizon"`
 }
 
 // LedgerConfig configures the privacy ledger.
@@ -90,6 +96,9 @@ type LedgerConfig struct {
 	Topic  string             `yaml:"topic"`
 	File   string             `yaml:"file"`
 	Budget map[string]float64 `yaml:"budget"`
+	// CheckpointInterval is how often the aggregators checkpoint and
+	// commit when no window closes (default 5s).
+	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
 }
 
 // HTTPConfig configures the metrics and health endpoints.
@@ -261,38 +270,8 @@ func (c Config) Validate() error {
 	if c.Output.SanitizedTopic != "" && c.Output.SanitizedTopic == c.Input.Topic {
 		add("output.sanitized_topic: must differ from input.topic")
 	}
-	names := map[string]bool{}
-	for i, a := range c.Aggregators {
-		p := fmt.Sprintf("aggregators[%d]", i)
-		if a.Name == "" {
-			add("%s.name: required", p)
-		} else if names[a.Name] {
-			add("%s.name: duplicate %q", p, a.Name)
-		}
-		names[a.Name] = true
-		switch a.Kind {
-		case "km", "weibull", "discrete":
-		default:
-			add("%s.kind: %q is not km, weibull or discrete", p, a.Kind)
-		}
-		if !(a.Epsilon > 0) || math.IsInf(a.Epsilon, 0) {
-			add("%s.epsilon: must be positive and finite", p)
-		}
-		if a.Window.Size <= 0 {
-			add("%s.window.size: must be positive", p)
-		}
-		if a.Window.Lateness < 0 {
-			add("%s.window.lateness: must be >= 0", p)
-		}
-		switch a.Window.Time {
-		case "", "event", "processing":
-		default:
-			add("%s.window.time: %q is not event or processing", p, a.Window.Time)
-		}
-	}
-	if len(c.Aggregators) > 0 && c.Output.FitTopic == "" {
-		add("output.fit_topic: required when aggregators are configured")
-	}
+	// aggregators, ledger and fit topics: aggregate_config.go
+	errs = append(errs, c.validateAggregation()...)
 	for k, v := range c.Ledger.Budget {
 		if !(v > 0) || math.IsInf(v, 0) {
 			add("ledger.budget.%s: must be positive and finite", k)

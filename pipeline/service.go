@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -35,10 +37,22 @@ type Service struct {
 	// WrapSource, when set, wraps the Kafka source (fault-injection tests).
 	WrapSource func(Source) Source
 
+	// Clock drives the aggregators' windows (default the wall clock;
+	// tests inject a fake one).
+	Clock aggregators.Clock
+	// AggregatorTick is how often the aggregators check the clock (default
+	// DefaultAggregatorTick).
+	AggregatorTick time.Duration
+	// WrapAggregatorSource and WrapFitSink wrap the aggregators' input
+	// source and fit sink (fault-injection tests).
+	WrapAggregatorSource func(Source) Source
+	WrapFitSink          func(sinks.Sink) sinks.Sink
+
 	health  *HealthServer
 	stream  *Stream
 	chain   *sanitizers.Chain
 	metrics *Metrics
+	agg     atomic.Pointer[AggregatorRunner]
 }
 
 // Guarantees builds the sanitizer chain for cfg and key and returns the
@@ -57,8 +71,18 @@ func (c Config) Spec() schemas.Spec {
 	return schemas.Spec{Cohorts: c.Schema.Cohorts, TimeUnit: c.Schema.TimeUnit, Covariates: c.Schema.Covariates, Columns: schemas.DefaultColumns()}
 }
 
-// Ready reports readiness for /readyz.
-func (s *Service) Ready() bool { return s.stream != nil && s.stream.Ready() }
+// Ready reports readiness for /readyz: the stream is consuming and, when
+// aggregators are configured, so are they.
+func (s *Service) Ready() bool {
+	if s.stream == nil || !s.stream.Ready() {
+		return false
+	}
+	if len(s.Config.Aggregators) > 0 {
+		r := s.agg.Load()
+		return r != nil && r.Ready()
+	}
+	return true
+}
 
 // HealthAddr is the health server's address once Run has started it.
 func (s *Service) HealthAddr() string {
@@ -172,6 +196,17 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	defer src.Close()
 
+	var agg *aggregation
+	if len(cfg.Aggregators) > 0 {
+		// After the stream's sinks, before any source: the ledger, the
+		// checkpoint and the fit sinks come up first.
+		if agg, err = s.startAggregation(ctx, cfg, validator); err != nil {
+			return fmt.Errorf("aggregators: %w", err)
+		}
+		defer agg.close(s.Log)
+		s.agg.Store(agg.runner)
+	}
+
 	var source Source = src
 	if s.WrapSource != nil {
 		source = s.WrapSource(src)
@@ -196,7 +231,11 @@ func (s *Service) Run(ctx context.Context) error {
 			s.OnReady()
 		}()
 	}
-	err = s.stream.Run(ctx)
+	if agg != nil {
+		err = runBoth(ctx, s.stream.Run, agg.runner.Run)
+	} else {
+		err = s.stream.Run(ctx)
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		s.Log.Error("stream stopped", zap.Error(err))
 		return err

@@ -1,0 +1,116 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/ledger"
+)
+
+// DefaultCheckpointInterval is how often the aggregators save a checkpoint
+// and commit their input offsets when no window closes.
+const DefaultCheckpointInterval = 5 * time.Second
+
+// AggregatorGroupID is the consumer group of the aggregators on the input
+// topic: the input group with "-agg" appended.
+func (c Config) AggregatorGroupID() string { return c.Input.GroupID + "-agg" }
+
+// FitCurveTopic is the topic of the Arrow curve tables:
+// output.fit_arrow_topic, or output.fit_topic + ".arrow".
+func (c Config) FitCurveTopic() string {
+	if c.Output.FitArrowTopic != "" {
+		return c.Output.FitArrowTopic
+	}
+	return c.Output.FitTopic + ".arrow"
+}
+
+// LedgerStateTopic and LedgerStateFile locate the aggregators' checkpoint
+// next to the ledger.
+func (c Config) LedgerStateTopic() string { return c.Ledger.Topic + ".state" }
+
+// LedgerStateFile is the checkpoint file in file mode.
+func (c Config) LedgerStateFile() string { return c.Ledger.File + ".state" }
+
+// CheckpointInterval is ledger.checkpoint_interval or its default.
+func (c Config) CheckpointInterval() time.Duration {
+	if c.Ledger.CheckpointInterval > 0 {
+		return c.Ledger.CheckpointInterval
+	}
+	return DefaultCheckpointInterval
+}
+
+// AggregatorConfigs converts the aggregators section (with the public
+// schema bounds) into aggregators.Config values.
+func (c Config) AggregatorConfigs() ([]aggregators.Config, error) {
+	out := make([]aggregators.Config, 0, len(c.Aggregators))
+	for i, a := range c.Aggregators {
+		p, err := aggregators.ParseParams(a.Kind, a.Params)
+		if err != nil {
+			return nil, fmt.Errorf("aggregators[%d].%w", i, err)
+		}
+		out = append(out, aggregators.Config{
+			Name: a.Name, Kind: a.Kind, WindowSize: a.Window.Size, Lateness: a.Window.Lateness,
+			Time: a.Window.Time, Cumulative: a.Window.Cumulative, Horizon: a.Window.Horizon,
+			Epsilon: a.Epsilon, Cohorts: c.Schema.Cohorts, TimeMax: c.Schema.TimeMax,
+			TimeUnit: c.Schema.TimeUnit, Params: p,
+		})
+	}
+	return out, nil
+}
+
+// validateAggregation checks the aggregators, the ledger and the fit
+// topics; every error names its field path.
+func (c Config) validateAggregation() []error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	names := map[string]bool{}
+	for i, a := range c.Aggregators {
+		path := fmt.Sprintf("aggregators[%d]", i)
+		if a.Name != "" && names[a.Name] {
+			add("%s.name: duplicate %q", path, a.Name)
+		}
+		names[a.Name] = true
+		p, err := aggregators.ParseParams(a.Kind, a.Params)
+		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				add("%s.%s", path, line)
+			}
+		}
+		ac := aggregators.Config{Name: a.Name, Kind: a.Kind, WindowSize: a.Window.Size, Lateness: a.Window.Lateness,
+			Time: a.Window.Time, Cumulative: a.Window.Cumulative, Horizon: a.Window.Horizon, Epsilon: a.Epsilon,
+			Cohorts: c.Schema.Cohorts, TimeMax: c.Schema.TimeMax, TimeUnit: c.Schema.TimeUnit, Params: p}
+		for _, e := range ac.Check() {
+			msg := e.Error()
+			if strings.HasPrefix(msg, "cohorts:") || strings.HasPrefix(msg, "time_max:") {
+				continue // reported under schema.*
+			}
+			add("%s.%s", path, msg)
+		}
+	}
+	if len(c.Aggregators) == 0 {
+		return errs
+	}
+	if c.Output.FitTopic == "" {
+		add("output.fit_topic: required when aggregators are configured")
+	}
+	for _, t := range []string{c.Output.FitTopic, c.FitCurveTopic()} {
+		if t != "" && (t == c.Input.Topic || t == c.Output.SanitizedTopic || t == c.Output.DeadLetterTopic) {
+			add("output.fit_topic: %q must differ from the input, sanitized and dead-letter topics", t)
+		}
+	}
+	switch {
+	case c.Ledger.Topic == "" && c.Ledger.File == "":
+		add("ledger: set ledger.topic (a compacted topic, service mode) or ledger.file (file mode): every release is charged to the ledger before it is written")
+	case c.Ledger.Topic != "" && c.Ledger.File != "":
+		add("ledger: set ledger.topic or ledger.file, not both")
+	}
+	if _, ok := c.Ledger.Budget[ledger.ScopeStream]; !ok {
+		add("ledger.budget.stream: required when aggregators are configured (the total epsilon of all releases)")
+	}
+	if c.Ledger.CheckpointInterval < 0 {
+		add("ledger.checkpoint_interval: must be >= 0")
+	}
+	return errs
+}
