@@ -61,6 +61,16 @@ func BuildCanonical(spec Spec, rows Rows, mem memory.Allocator) (arrow.Record, e
 	if withObs && len(rows.ObservedAt) != n {
 		return bad("observed_at has %d rows, want %d", len(rows.ObservedAt), n)
 	}
+	var idBytes, siteBytes int
+	for i := 0; i < n; i++ {
+		idBytes += len(rows.ID[i])
+		if withSite {
+			siteBytes += len(rows.Site[i])
+		}
+	}
+	if idBytes > math.MaxInt32 || siteBytes > math.MaxInt32 {
+		return bad("string data exceeds the 2 GiB of a utf8 column")
+	}
 	seen := make(map[string]int, n)
 	for i := 0; i < n; i++ {
 		if !validID(rows.ID[i]) {
