@@ -301,7 +301,7 @@ func readCohortFile(path string, spec schemas.Spec, mem memory.Allocator) (synth
 		ev := good.Column(schemas.ColEvent).(*array.Boolean)
 		co := good.Column(schemas.ColCohort).(*array.Dictionary).Indices().(*array.Int32)
 		for i := range int(good.NumRows()) {
-			d.ID = append(d.ID, ids.Value(i))
+			d.ID = append(d.ID, strings.Clone(ids.Value(i)))
 			d.Time = append(d.Time, ts.Value(i))
 			d.Event = append(d.Event, ev.Value(i))
 			d.Cohort = append(d.Cohort, co.Value(i))
