@@ -1,0 +1,405 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/sinks"
+	"github.com/dpsurv/dpsurv/sources"
+	"github.com/dpsurv/dpsurv/synth"
+)
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// killableSource fails its pending and later reads once killed: the
+// aggregators stop like a killed process, with no final checkpoint.
+type killableSource struct {
+	pipeline.Source
+	killed chan struct{}
+	once   sync.Once
+}
+
+var errKilled = errors.New("aggregator killed")
+
+func (k *killableSource) kill() { k.once.Do(func() { close(k.killed) }) }
+
+func (k *killableSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-k.killed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	b, err := k.Source.ReadBatch(ctx)
+	select {
+	case <-k.killed:
+		return sources.Batch{}, errKilled
+	default:
+	}
+	return b, err
+}
+
+// downSink refuses every write (the fit topic unreachable).
+type downSink struct{ sinks.Sink }
+
+func (downSink) Write(context.Context, []sinks.Message) error {
+	return errors.New("fit topic unreachable")
+}
+
+func gauge(reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return math.NaN()
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue next
+				}
+			}
+			if m.GetCounter() != nil {
+				sum += m.GetCounter().GetValue()
+			} else {
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// Records in, releases on the fit topic with the right keys and metadata;
+// the aggregators are killed mid-window after a release reached the ledger
+// but not the fit topic; the restart re-emits that release from the ledger
+// (same bytes, no new noise, no new charge), counts the killed window's
+// records once, and each window is released exactly once.
+func TestAggregatorsEndToEndKillRestartReleaseOnce(t *testing.T) {
+	for _, mode := range []string{"kafka-ledger", "file-ledger"} {
+		t.Run(mode, func(t *testing.T) { testAggregatorsEndToEnd(t, mode == "file-ledger") })
+	}
+}
+
+func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	logs := &syncBuffer{}
+	log := debugLogger(logs)
+	cl := broker.StartForTest(t, broker.Options{Partitions: 2})
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+
+	cohorts := []string{"A", "B", "C"}
+	cfg := pipeline.DefaultConfig()
+	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "agg-e2e"}
+	cfg.Input = pipeline.InputConfig{Topic: "in", GroupID: "agg-e2e", Format: "arrow", MaxBatch: 8, Partitions: 2}
+	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
+	cfg.Sanitizers.KeyFile = "(test)"
+	cfg.Sanitizers.Time = sanitizersTime()
+	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
+	cfg.HTTP.Listen = ""
+	cfg.Log.Level = "debug"
+	cfg.Aggregators = []pipeline.AggregatorConfig{
+		{Name: "km", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour}, Params: map[string]any{"bin_width": 10}},
+		{Name: "cum", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 8}, Params: map[string]any{"bin_width": 10}},
+	}
+	cfg.Ledger = pipeline.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
+	if fileLedger {
+		cfg.Ledger.Topic, cfg.Ledger.File = "", filepath.Join(t.TempDir(), "ledger.jsonl")
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	key := bytes.Repeat([]byte{7}, 32)
+	w0 := time.Unix(1_700_002_800, 0).UTC() // an hour boundary
+	clock := &fakeClock{now: w0.Add(time.Minute)}
+
+	const perWindow = 600
+	produce := func(seed uint64, prefix string) {
+		d, err := synth.Generate(synth.Options{N: perWindow, Cohorts: cohorts, TimeMax: 400, Seed: seed, IDPrefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := harness.Messages(cfg.Spec(), d, 25, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := harness.Produce(ctx, cfg.Kafka, "in", msgs, log); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		if !harness.WaitFor(ctx, 30*time.Second, cond) {
+			t.Fatalf("timed out waiting for %s\n%s", what, logTail(logs.String()))
+		}
+	}
+	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{"in": 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// Run 1: window 0 fills; at its end its release goes to the ledger but
+	// the fit topic is down; window 1's records arrive; then the
+	// aggregators are killed (no final checkpoint).
+	produce(1, "secret-patient-a-")
+	reg1 := prometheus.NewRegistry()
+	var src1 *killableSource
+	svc1 := &pipeline.Service{Config: cfg, Key: key, Log: log, Mem: mem, Registry: reg1, Clock: clock, AggregatorTick: 20 * time.Millisecond,
+		WrapAggregatorSource: func(s pipeline.Source) pipeline.Source {
+			src1 = &killableSource{Source: s, killed: make(chan struct{})}
+			return src1
+		},
+		WrapFitSink: func(s sinks.Sink) sinks.Sink { return downSink{s} },
+	}
+	done1 := make(chan error, 1)
+	go func() { done1 <- svc1.Run(ctx) }()
+	counted := func(reg *prometheus.Registry, n float64) func() bool {
+		return func() bool {
+			return gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
+		}
+	}
+	waitFor("window 0 counted", counted(reg1, perWindow))
+	clock.Set(w0.Add(61 * time.Minute))
+	waitFor("window 0 in the ledger", func() bool {
+		return gauge(reg1, "dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1 &&
+			gauge(reg1, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}) == 1
+	})
+	produce(2, "secret-patient-b-")
+	waitFor("window 1 counted", counted(reg1, 2*perWindow))
+	src1.kill()
+	if err := <-done1; !errors.Is(err, errKilled) {
+		t.Fatalf("run 1: %v, want the kill", err)
+	}
+	if got := gauge(reg1, "dpsurv_fit_messages_total", nil); got != 0 {
+		t.Fatalf("run 1 published %v messages through a down fit topic", got)
+	}
+
+	// Run 2: same clock (still in window 1), working fit topic.
+	reg2 := prometheus.NewRegistry()
+	svc2 := &pipeline.Service{Config: cfg, Key: key, Log: log, Mem: mem, Registry: reg2, Clock: clock, AggregatorTick: 20 * time.Millisecond}
+	ctx2, stop2 := context.WithCancel(ctx)
+	done2 := make(chan error, 1)
+	go func() { done2 <- svc2.Run(ctx2) }()
+	waitFor("window 1 recounted", counted(reg2, perWindow))
+	clock.Set(w0.Add(121 * time.Minute))
+	waitFor("window 1 released", func() bool {
+		return gauge(reg2, "dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1 &&
+			gauge(reg2, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}) == 1
+	})
+
+	// Collect the fit topic: 2 aggregates x 2 windows x 3 cohorts.
+	want := map[string]bool{}
+	for _, agg := range []string{"km", "cum"} {
+		for w := range 2 {
+			for _, c := range cohorts {
+				want[aggregators.MessageKey(agg, w0.Add(time.Duration(w)*time.Hour).Unix(), c)] = true
+			}
+		}
+	}
+	byKey := map[string][]byte{}
+	dups := 0
+	col, err := harness.NewCollector(cfg.Kafka, "fits", "fit-reader", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	for len(byKey) < len(want) {
+		ms, err := col.Next(ctx)
+		if err != nil {
+			t.Fatalf("collect fits: %v (have %d)\n%s", err, len(byKey), logTail(logs.String()))
+		}
+		for _, m := range ms {
+			k := string(m.Key)
+			if !want[k] {
+				t.Fatalf("unexpected release key %q", k)
+			}
+			if prev, ok := byKey[k]; ok {
+				dups++
+				if !bytes.Equal(prev, m.Value) {
+					t.Fatalf("two different releases for %s", k)
+				}
+				continue
+			}
+			byKey[k] = m.Value
+		}
+	}
+	stop2()
+	if err := <-done2; err != nil {
+		t.Fatalf("run 2: %v", err)
+	}
+
+	fits := map[string]aggregators.FitMessage{}
+	for k, v := range byKey {
+		var f aggregators.FitMessage
+		if err := json.Unmarshal(v, &f); err != nil {
+			t.Fatal(err)
+		}
+		fits[k] = f
+	}
+	sumN := func(agg string, w int) float64 {
+		s := 0.0
+		for _, c := range cohorts {
+			s += float64(fits[aggregators.MessageKey(agg, w0.Add(time.Duration(w)*time.Hour).Unix(), c)].N)
+		}
+		return s
+	}
+	// Noise: 41 bins x 2 cells x 3 cohorts of two-sided geometric noise of
+	// scale 2 (variance 7.83 each) gives the window's n an SD of about 44;
+	// 250 is 5.7 SD (false alarm ~1e-8), while a window counted twice
+	// (1200) or not at all (0) is far outside.
+	for w := range 2 {
+		if n := sumN("km", w); math.Abs(n-perWindow) > 250 {
+			t.Errorf("km window %d: released n = %v, want %d ± 250", w, n, perWindow)
+		}
+	}
+	// The cumulative release of window 1 covers both windows; its node
+	// noise (4 levels: scale 8, variance 128 per cell) gives an SD of
+	// about 180: 900 is 5 SD.
+	if n := sumN("cum", 1); math.Abs(n-2*perWindow) > 900 {
+		t.Errorf("cumulative window 1: n = %v, want %d", n, 2*perWindow)
+	}
+	type meta struct {
+		key                  string
+		start, end           time.Time
+		remaining, charged   float64
+		cumulative           bool
+		index                int
+		method, neighbouring string
+	}
+	for _, m := range []meta{
+		{aggregators.MessageKey("km", w0.Unix(), "A"), w0, w0.Add(time.Hour), 8, 1, false, 0, "noisy-histogram-km", "replace-one"},
+		{aggregators.MessageKey("km", w0.Add(time.Hour).Unix(), "C"), w0.Add(time.Hour), w0.Add(2 * time.Hour), 7, 1, false, 0, "noisy-histogram-km", "replace-one"},
+		{aggregators.MessageKey("cum", w0.Unix(), "B"), w0, w0.Add(time.Hour), 8, 0, true, 1, "tree-counter-km", "replace-one"},
+		{aggregators.MessageKey("cum", w0.Add(time.Hour).Unix(), "A"), w0.Add(time.Hour), w0.Add(2 * time.Hour), 7, 0, true, 2, "tree-counter-km", "replace-one"},
+	} {
+		f := fits[m.key]
+		got := fmt.Sprint(f.Key, f.WindowStart, f.WindowEnd, f.BudgetRemaining["stream"], f.EpsilonCharged, f.Cumulative, f.ReleaseIndex, f.Method, f.Neighbouring, f.Guarantee, f.Epsilon)
+		exp := fmt.Sprint(m.key, m.start.Format(time.RFC3339), m.end.Format(time.RFC3339), m.remaining, m.charged, m.cumulative, m.index, m.method, m.neighbouring, "pure-dp", 1.0)
+		if got != exp {
+			t.Errorf("metadata of %s:\n got  %s\n want %s", m.key, got, exp)
+		}
+		// (A cumulative curve may be truncated to nothing: its tree noise
+		// is four times larger.)
+		if (len(f.Surv) == 0 && !f.Cumulative) || len(f.Surv) != len(f.Time) || len(f.NRisk) != len(f.Time) {
+			t.Errorf("%s: curve of %d points, %d times", m.key, len(f.Surv), len(f.Time))
+		}
+	}
+
+	// Run 2 re-emitted window 0 from the ledger and drew window 1 only.
+	for _, agg := range []string{"km", "cum"} {
+		if v := gauge(reg2, "dpsurv_releases_replayed_total", map[string]string{"aggregate": agg}); v != 1 {
+			t.Errorf("%s: %v replays in run 2, want 1", agg, v)
+		}
+	}
+	// The ledger: five entries (km and cum for two windows, the cumulative
+	// charge), the published bytes are the stored ones, 3 epsilon spent.
+	var lb ledger.Backend
+	if fileLedger {
+		lb, err = ledger.OpenFile(cfg.Ledger.File, nil)
+	} else {
+		lb, err = ledger.OpenKafka(ctx, cfg.Kafka, "dpsurv.ledger", nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	led, err := ledger.Open(ctx, lb, ledger.Options{Budget: cfg.Ledger.Budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	if led.Len() != 5 || led.Spent("stream") != 3 {
+		t.Fatalf("ledger: %d entries, %v spent; want 5 and 3", led.Len(), led.Spent("stream"))
+	}
+	stored, _ := led.Lookup(aggregators.WindowKey("km", w0.Unix()))
+	var doc struct {
+		Messages []struct {
+			Key   string          `json:"key"`
+			Value json.RawMessage `json:"value"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(stored, &doc); err != nil || len(doc.Messages) != 3 {
+		t.Fatalf("stored window 0: %v, %d messages", err, len(doc.Messages))
+	}
+	for _, m := range doc.Messages {
+		if !bytes.Equal(byKey[m.Key], m.Value) {
+			t.Fatalf("published %s differs from the ledger's stored release", m.Key)
+		}
+	}
+
+	// The Arrow curve tables.
+	acol, err := harness.NewCollector(cfg.Kafka, "fits.arrow", "curve-reader", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acol.Close()
+	ms, err := acol.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := schemas.DecodeIPCRecords(ms[0].Value, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := recs[0].Schema().Metadata().GetValue("dpsurv.key"); v != string(ms[0].Key) || recs[0].NumCols() != 9 {
+		t.Fatalf("curve table for %s: metadata key %q, %d columns", ms[0].Key, v, recs[0].NumCols())
+	}
+	for _, r := range recs {
+		r.Release()
+	}
+
+	out := logs.String()
+	for _, needle := range []string{"secret-patient"} {
+		if strings.Contains(out, needle) {
+			t.Fatalf("logs contain raw value %q", needle)
+		}
+	}
+	t.Logf("%d distinct releases, %d byte-identical duplicates on the fit topic; released n: km window 0 %.0f, window 1 %.0f, cumulative %.0f then %.0f (true 600, 600, 600, 1200)",
+		len(byKey), dups, sumN("km", 0), sumN("km", 1), sumN("cum", 0), sumN("cum", 1))
+	mem.AssertSize(t, 0)
+}
+
+func logTail(s string) string {
+	if len(s) > 3000 {
+		return s[len(s)-3000:]
+	}
+	return s
+}
