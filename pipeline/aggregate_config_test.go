@@ -1,0 +1,97 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const aggYAML = validYAML + `  fit_topic: ehr.tte.fits
+aggregators:
+  - name: km-weekly
+    kind: km
+    epsilon: 0.5
+    window: {size: 168h, lateness: 24h, time: event}
+    params: {bin_width: 7, conf: 0.9}
+  - name: km-cumulative
+    kind: km
+    epsilon: 1
+    window: {size: 24h, cumulative: true, horizon: 365}
+  - name: weibull-daily
+    kind: weibull
+    epsilon: 1
+    window: {size: 24h}
+    params: {method: lsp, rungs: 200}
+ledger:
+  topic: dpsurv.ledger
+  checkpoint_interval: 10s
+  budget: {stream: 20, "cohort:1": 10}
+`
+
+func TestParseAggregatorConfig(t *testing.T) {
+	cfg, err := ParseConfig([]byte(aggYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acs, err := cfg.AggregatorConfigs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"count", len(acs), 3},
+		{"bin width", acs[0].Params.BinWidth, 7.0},
+		{"lateness", acs[0].Lateness, 24 * time.Hour},
+		{"event time", acs[0].Time, "event"},
+		{"horizon", acs[1].Horizon, 365},
+		{"rungs", acs[2].Params.Rungs, 200},
+		{"cohorts from schema", len(acs[2].Cohorts), 2},
+		{"time max from schema", acs[2].TimeMax, 5000.0},
+		{"checkpoint interval", cfg.CheckpointInterval(), 10 * time.Second},
+		{"group", cfg.AggregatorGroupID(), "dpsurv-agg"},
+		{"curve topic", cfg.FitCurveTopic(), "ehr.tte.fits.arrow"},
+		{"state topic", cfg.LedgerStateTopic(), "dpsurv.ledger.state"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestAggregatorConfigErrorsNameFieldPath(t *testing.T) {
+	cases := []struct {
+		name, from, to, want string
+	}{
+		{"no ledger", "  topic: dpsurv.ledger\n", "", "ledger: set ledger.topic"},
+		{"both ledgers", "  topic: dpsurv.ledger\n", "  topic: dpsurv.ledger\n  file: /tmp/l\n", "not both"},
+		{"no stream budget", "stream: 20, ", "", "ledger.budget.stream: required"},
+		{"no fit topic", "  fit_topic: ehr.tte.fits\n", "", "output.fit_topic: required"},
+		{"fit topic is input", "fit_topic: ehr.tte.fits", "fit_topic: ehr.tte", "output.fit_topic"},
+		{"unknown param", "bin_width: 7, conf", "bin_wdth: 7, conf", "aggregators[0].params.bin_wdth: unknown"},
+		{"weibull param on km", "bin_width: 7, conf", "bin_width: 7, gamma: 3, conf", "aggregators[0].params.gamma: unknown for kind km"},
+		{"horizon", "cumulative: true, horizon: 365", "cumulative: true", "aggregators[1].window.horizon"},
+		{"cumulative weibull", "size: 24h}\n    params: {method", "size: 24h, cumulative: true, horizon: 4}\n    params: {method", "aggregators[2].window.cumulative"},
+		{"discrete", "kind: weibull", "kind: discrete", "aggregators[2].kind: discrete is not available"},
+		{"duplicate name", "name: weibull-daily", "name: km-weekly", "aggregators[2].name: duplicate"},
+		{"sub-second window", "size: 24h}\n    params: {method", "size: 1500ms}\n    params: {method", "aggregators[2].window.size"},
+		{"lateness", "lateness: 24h", "lateness: 24000h", "aggregators[0].window.lateness"},
+		{"epsilon", "epsilon: 0.5\n    window", "epsilon: 0\n    window", "aggregators[0].epsilon"},
+		{"unknown window key", "time: event}", "time: event, slide: 1h}", "aggregators[0].window.slide: unknown field"},
+		{"checkpoint", "checkpoint_interval: 10s", "checkpoint_interval: -1s", "ledger.checkpoint_interval"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			y := strings.Replace(aggYAML, tc.from, tc.to, 1)
+			if y == aggYAML {
+				t.Fatalf("test case does not change the YAML (%q not found)", tc.from)
+			}
+			_, err := ParseConfig([]byte(y))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
