@@ -37,6 +37,7 @@ func commands() []command {
 		{"audit", "attack precision and utility: --original F --sanitized G [--json]", runAudit},
 		{"gen", "synthetic time-to-event data: --n N --output F", runGen},
 		{"bench", "stream throughput against a passthrough on the embedded broker [--json]", runBench},
+		{"loadtest", "sustained load on the embedded broker: --rate R --duration D --replicas N | --max-rate --records R [--json]", runLoadtest},
 	}
 }
 

@@ -1,0 +1,274 @@
+package pipeline_test
+
+// Helpers shared by the operations tests (ops_*_test.go): a config, an
+// input cohort with the rows a single in-process chain makes of it, and a
+// collector that checks the sanitized topic against those rows exactly.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/sanitizers"
+	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/sinks"
+	"github.com/dpsurv/dpsurv/sources"
+	"github.com/dpsurv/dpsurv/synth"
+)
+
+var opsCohorts = []string{"ops-alpha", "ops-beta", "ops-gamma"}
+
+// opsKey is the PRF key every replica of a test shares.
+var opsKey = bytes.Repeat([]byte{0x4f}, 32)
+
+// opsConfig is a service config for the ops tests: 4 input partitions,
+// small processing batches (so that a run has many commits), TE + RRR.
+func opsConfig(conn kafkaconn.Config, group string) pipeline.Config {
+	cfg := pipeline.DefaultConfig()
+	cfg.Kafka = conn
+	cfg.Input = pipeline.InputConfig{Topic: "ops.in", GroupID: group, Format: "arrow", MaxBatch: 4, Partitions: 4}
+	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: opsCohorts, Public: []string{"event"}}
+	cfg.Sanitizers.KeyFile = "(test)"
+	cfg.Sanitizers.Time = sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10}
+	cfg.Sanitizers.Cohort = sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: 1}
+	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "ops.sanitized", DeadLetterTopic: "ops.deadletter"}
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg.Log.Level = "info"
+	return cfg
+}
+
+// opsRow is one sanitized record.
+type opsRow struct {
+	time   float64
+	cohort int32
+	event  bool
+}
+
+// opsInput is a cohort split into Arrow messages, and the sanitized row
+// each record must become (by pseudonym), computed by one chain in this
+// process with the same key.
+type opsInput struct {
+	msgs []sinks.Message
+	want map[string]opsRow
+}
+
+func opsNewInput(t *testing.T, cfg pipeline.Config, key []byte, n, batch int, seed uint64, prefix string) opsInput {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	d, err := synth.Generate(synth.Options{N: n, Cohorts: opsCohorts, TimeMax: 4000, Seed: seed, IDPrefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := harness.Messages(cfg.Spec(), d, batch, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range msgs {
+		msgs[i].Key = []byte(fmt.Sprintf("%s-%d", prefix, i)) // spread over partitions
+	}
+	v, err := schemas.NewValidator(cfg.Spec(), mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := sanitizers.New(cfg.SanitizerConfig(key), mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chain.Release()
+	want := map[string]opsRow{}
+	for _, m := range msgs {
+		good, dead := v.DecodeIPC(m.Value)
+		if len(dead) > 0 {
+			t.Fatalf("reference: %d dead letters in generated input", len(dead))
+		}
+		out, _, err := chain.Apply(good)
+		good.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := schemas.EncodeIPC(out, mem)
+		out.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s harness.Sanitized
+		if err := s.DecodeSanitized(b, mem); err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range s.ID {
+			want[id] = opsRow{time: s.Time[i], cohort: s.Cohort[i], event: s.Event[i]}
+		}
+	}
+	if len(want) != n {
+		t.Fatalf("reference has %d distinct pseudonyms for %d records", len(want), n)
+	}
+	return opsInput{msgs: msgs, want: want}
+}
+
+// opsOutcome is what a collection saw.
+type opsOutcome struct {
+	distinctMessages, duplicateMessages int
+}
+
+// opsCollectExact reads the sanitized topic until every wanted record has
+// arrived, and fails the test if a record is missing, unexpected, differs
+// from the reference, or if a redelivered message (same source position)
+// is not byte-identical to its first copy.
+func opsCollectExact(t *testing.T, ctx context.Context, conn kafkaconn.Config, topic, group string, want map[string]opsRow) opsOutcome {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	col, err := harness.NewCollector(conn, topic, group, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	got := map[string]opsRow{}
+	bySource := map[string][]byte{}
+	var out opsOutcome
+	for len(got) < len(want) {
+		ms, err := col.Next(ctx)
+		if err != nil {
+			t.Fatalf("collect %s: %v (have %d of %d records)", topic, err, len(got), len(want))
+		}
+		for _, m := range ms {
+			src := opsHeader(m, pipeline.HeaderSource)
+			if src == "" {
+				t.Fatalf("sanitized message without %s header", pipeline.HeaderSource)
+			}
+			if prev, ok := bySource[src]; ok {
+				out.duplicateMessages++
+				if !bytes.Equal(prev, m.Value) {
+					t.Fatalf("redelivered message from %s is not byte-identical to its first copy", src)
+				}
+				continue
+			}
+			bySource[src] = bytes.Clone(m.Value)
+			out.distinctMessages++
+			var s harness.Sanitized
+			if err := s.DecodeSanitized(m.Value, mem); err != nil {
+				t.Fatal(err)
+			}
+			for i, id := range s.ID {
+				row := opsRow{time: s.Time[i], cohort: s.Cohort[i], event: s.Event[i]}
+				w, ok := want[id]
+				if !ok {
+					t.Fatalf("sanitized record with an unknown pseudonym")
+				}
+				if row != w {
+					t.Fatalf("sanitized record differs from the single-process reference: got %+v, want %+v", row, w)
+				}
+				if prev, ok := got[id]; ok && prev != row {
+					t.Fatalf("one record sanitized two ways")
+				}
+				got[id] = row
+			}
+		}
+	}
+	return out
+}
+
+// opsFreeAddr returns a loopback address with a port that was free a
+// moment ago. Tests set http.listen to it instead of reading
+// Service.HealthAddr while Run may still be starting (HealthAddr is not
+// synchronised with Run).
+func opsFreeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+func opsHeader(m sources.Message, k string) string {
+	for _, h := range m.Headers {
+		if h.Key == k {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// opsLogs collects JSON logs from several goroutines.
+type opsLogs struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *opsLogs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *opsLogs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *opsLogs) logger() *zap.Logger {
+	enc := zap.NewProductionEncoderConfig()
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(l), zapcore.DebugLevel))
+}
+
+// opsRunService starts svc in a goroutine; the returned function cancels it
+// and returns Run's error (stopping twice returns the same error). The test
+// cleanup stops it too.
+func opsRunService(t *testing.T, ctx context.Context, svc *pipeline.Service) (stop func() error, done <-chan struct{}) {
+	t.Helper()
+	sctx, cancel := context.WithCancel(ctx)
+	ch := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(ch)
+		runErr = svc.Run(sctx)
+	}()
+	stop = func() error {
+		cancel()
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Errorf("service did not stop within 30 s of cancellation")
+		}
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop, ch
+}
+
+// opsProduceAt writes msgs in chunks of chunk messages, one chunk every
+// every, so that consumers see a stream rather than a backlog.
+func opsProduceAt(ctx context.Context, conn kafkaconn.Config, topic string, msgs []sinks.Message, chunk int, every time.Duration) error {
+	w, err := sinks.NewKafka(sinks.KafkaConfig{Conn: conn, Topic: topic}, zap.NewNop())
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	for lo := 0; lo < len(msgs); lo += chunk {
+		if err := w.Write(ctx, msgs[lo:min(lo+chunk, len(msgs))]); err != nil {
+			return fmt.Errorf("produce: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
+	}
+	return nil
+}
