@@ -1,0 +1,394 @@
+package main
+
+// km: utility of the central DP Kaplan–Meier curves (issue 3).
+//
+// For every cohort the exact curve (survival.KaplanMeier on the raw times)
+// is compared with the private curve of dpfit.NoisyHistogramKM and with the
+// LNTE baseline: the sup-norm distance over the common domain the private
+// curve covers, [0, min(truncation, last follow-up time of the cohort)),
+// and the fraction of the cohort's follow-up that domain covers. A row
+// summarises cohorts x repetitions.
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/plots"
+	"github.com/dpsurv/dpsurv/survival"
+)
+
+func init() {
+	register("km", "DP Kaplan–Meier vs exact: sup-norm distance and coverage by epsilon (issue 3)", runKM)
+}
+
+type kmEvalConfig struct {
+	data        string
+	timeMax     float64
+	binWidth    float64
+	eps         []float64
+	reps        int
+	seed        uint64
+	sweepWidths []float64
+	sweepReps   int
+	plotDir     string
+	plotEps     []float64
+	plotCohorts []string
+	write       string
+}
+
+func runKM(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("km", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg kmEvalConfig
+	var eps, widths, plotEps, plotCohorts string
+	fs.StringVar(&cfg.data, "data", "../shared/data/flchain_tte.csv", "CSV with id,time,event,cohort")
+	fs.Float64Var(&cfg.timeMax, "time-max", 5200, "public time bound T_max (days)")
+	fs.Float64Var(&cfg.binWidth, "bin-width", 30, "bin width (days) of the main table")
+	fs.StringVar(&eps, "eps", "0.1,0.5,1,2", "budgets of the main table")
+	fs.IntVar(&cfg.reps, "reps", 100, "repetitions per budget")
+	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of dp.NewSeededSource (evaluation only)")
+	fs.StringVar(&widths, "bin-widths", "7,14,30,60,90", "bin widths of the sweep table (empty: no sweep)")
+	fs.IntVar(&cfg.sweepReps, "sweep-reps", 30, "repetitions per cell of the sweep")
+	fs.StringVar(&cfg.plotDir, "plots", "", "directory for the PNG figures (empty: none)")
+	fs.StringVar(&plotEps, "plot-eps", "0.5,2", "budgets of the figures")
+	fs.StringVar(&plotCohorts, "plot-cohorts", "1,5,10", "cohort labels of the figures")
+	fs.StringVar(&cfg.write, "write", "", "replace this command's block in the markdown page instead of printing")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if cfg.eps, err = fitsFloatList(eps, false); err != nil {
+		return err
+	}
+	if cfg.sweepWidths, err = fitsFloatList(widths, false); err != nil {
+		return err
+	}
+	if cfg.plotEps, err = fitsFloatList(plotEps, false); err != nil {
+		return err
+	}
+	cfg.plotCohorts = fitsStringList(plotCohorts)
+	switch {
+	case len(cfg.eps) == 0:
+		return fmt.Errorf("km: no budgets")
+	case cfg.reps < 1 || cfg.sweepReps < 1:
+		return fmt.Errorf("km: reps must be positive")
+	}
+	for _, e := range append(append([]float64(nil), cfg.eps...), cfg.plotEps...) {
+		if !(e > 0) {
+			return fmt.Errorf("km: budget %v must be positive", e)
+		}
+	}
+	d, err := fitsLoadCSV(cfg.data, nil)
+	if err != nil {
+		return fmt.Errorf("km: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := kmEvaluate(&buf, d, cfg, fitsCommand("km", args)); err != nil {
+		return fmt.Errorf("km: %w", err)
+	}
+	return fitsEmit("km", cfg.write, buf.Bytes(), stdout, stderr)
+}
+
+// kmExact is one cohort's exact curve.
+type kmExact struct {
+	time, surv []float64
+	followUp   float64 // last observed time (clamped to T_max)
+}
+
+// kmStat accumulates the per-curve measures of one table row.
+type kmStat struct {
+	sup, cover []float64
+	empty      int
+}
+
+func (s *kmStat) add(c dpfit.CohortKM, ex kmExact) {
+	end := ex.followUp
+	if !math.IsNaN(c.TruncatedAt) {
+		end = math.Min(end, c.TruncatedAt)
+	}
+	cover := 1.0
+	if ex.followUp > 0 {
+		cover = math.Max(end, 0) / ex.followUp
+	}
+	s.cover = append(s.cover, cover)
+	if len(c.Curve.Time) == 0 || !(end > 0) {
+		s.empty++
+		return
+	}
+	s.sup = append(s.sup, kmSupDistance(c.Curve.Time, c.Curve.Surv, ex.time, ex.surv, end))
+}
+
+// kmStepAt is a right-continuous step curve at t (1 before its first time).
+func kmStepAt(time, surv []float64, t float64) float64 {
+	i := sort.Search(len(time), func(i int) bool { return time[i] > t })
+	if i == 0 {
+		return 1
+	}
+	return surv[i-1]
+}
+
+// kmSupDistance is sup over [0, end) of |a(t) - b(t)| for two right-continuous
+// step curves: the difference is constant between consecutive jump points of
+// either curve, so the maximum over 0 and every jump point below end is the
+// supremum.
+func kmSupDistance(aT, aS, bT, bS []float64, end float64) float64 {
+	sup := math.Abs(kmStepAt(aT, aS, 0) - kmStepAt(bT, bS, 0))
+	for _, ts := range [][]float64{aT, bT} {
+		for _, t := range ts {
+			if t >= end {
+				break
+			}
+			sup = math.Max(sup, math.Abs(kmStepAt(aT, aS, t)-kmStepAt(bT, bS, t)))
+		}
+	}
+	return sup
+}
+
+func kmHistogram(d *fitsData, binWidth, timeMax float64) (*dpfit.Histogram, error) {
+	h, err := dpfit.NewHistogram(binWidth, timeMax, len(d.Labels))
+	if err != nil {
+		return nil, err
+	}
+	for i, t := range d.Time {
+		if err := h.Add(t, d.Event[i], d.Cohort[i]); err != nil {
+			return nil, fmt.Errorf("histogram row %d: %w", i+1, err)
+		}
+	}
+	return h, nil
+}
+
+func kmExactCurves(d *fitsData, timeMax float64) ([]kmExact, error) {
+	out := make([]kmExact, len(d.Labels))
+	for c := range d.Labels {
+		t, e := d.cohort(c)
+		for i := range t {
+			t[i] = math.Min(t[i], timeMax) // as the histogram clamps
+		}
+		cv, err := survival.KaplanMeier(t, e, 0.95)
+		if err != nil {
+			return nil, fmt.Errorf("exact curve of cohort %s: %w", d.Labels[c], err)
+		}
+		fu := 0.0
+		for _, x := range t {
+			fu = math.Max(fu, x)
+		}
+		out[c] = kmExact{time: cv.Time, surv: cv.Surv, followUp: fu}
+	}
+	return out, nil
+}
+
+type kmMethod struct {
+	name string
+	fit  func(h *dpfit.Histogram, src dp.Source, o dpfit.KMOptions) (dpfit.KMResult, error)
+}
+
+var kmMethods = []kmMethod{
+	{"noisy-histogram KM", dpfit.NoisyHistogramKM},
+	{"LNTE (baseline)", dpfit.LNTE},
+}
+
+// kmRow runs reps releases and summarises them over cohorts x reps. It also
+// returns the total epsilon the method reports.
+func kmRow(h *dpfit.Histogram, ex []kmExact, m kmMethod, eps float64, reps int, src dp.Source) (kmStat, float64, error) {
+	var st kmStat
+	total := eps
+	o := dpfit.KMOptions{Epsilon: eps, AllowNonPrivate: math.IsInf(eps, 1)}
+	for r := 0; r < reps; r++ {
+		res, err := m.fit(h, src, o)
+		if err != nil {
+			return st, 0, fmt.Errorf("%s at epsilon %v: %w", m.name, eps, err)
+		}
+		total = res.EpsilonTotal
+		for c, ck := range res.Cohorts {
+			st.add(ck, ex[c])
+		}
+	}
+	return st, total, nil
+}
+
+func kmEvaluate(w io.Writer, d *fitsData, cfg kmEvalConfig, command string) error {
+	ex, err := kmExactCurves(d, cfg.timeMax)
+	if err != nil {
+		return err
+	}
+	h, err := kmHistogram(d, cfg.binWidth, cfg.timeMax)
+	if err != nil {
+		return err
+	}
+	src := dp.NewSeededSource(cfg.seed)
+	n := len(d.Time)
+	fitsCmdBlock(w, command)
+	fmt.Fprintf(w, "Data `%s`: %d records, %d cohorts (%d to %d records each); public T_max = %g days, "+
+		"bin width %g days (%d bins); %d repetitions per budget; seed %d (`dp.NewSeededSource`, evaluation only). "+
+		"Each row summarises %d cohorts x %d repetitions. *sup* is sup |S_DP(t) - S_exact(t)| over "+
+		"[0, min(truncation, last follow-up of the cohort)); *coverage* is the length of that interval over the cohort's follow-up. "+
+		"*empty*: curves truncated before their first bin (coverage 0, no sup).\n\n",
+		filepath.Base(cfg.data), n, len(d.Labels), kmMinMaxCohort(d)[0], kmMinMaxCohort(d)[1], cfg.timeMax,
+		cfg.binWidth, h.Bins, cfg.reps, cfg.seed, len(d.Labels), cfg.reps)
+	fmt.Fprintln(w, "| method | ε | ε total (whole release) | mean sup | median sup | 90% sup | mean coverage | median coverage | empty |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	ref, _, err := kmRow(h, ex, kmMethods[0], math.Inf(1), 1, nil)
+	if err != nil {
+		return err
+	}
+	kmPrintRow(w, "exact counts, binned (ε = ∞, reference)", math.Inf(1), math.Inf(1), ref)
+	for _, eps := range cfg.eps {
+		for _, m := range kmMethods {
+			st, total, err := kmRow(h, ex, m, eps, cfg.reps, src)
+			if err != nil {
+				return err
+			}
+			kmPrintRow(w, m.name, eps, total, st)
+		}
+	}
+	fmt.Fprintf(w, "\nLNTE's ε is per time point: the whole release costs bins x ε = %d x ε (its guarantee label says so).\n", h.Bins)
+
+	if len(cfg.sweepWidths) > 0 {
+		fmt.Fprintln(w)
+		fitsCmdBlock(w, command)
+		fmt.Fprintf(w, "Bin-width sweep (noisy-histogram KM only; %d repetitions per cell, same seed stream): "+
+			"mean sup / mean coverage.\n\n", cfg.sweepReps)
+		head := "| bin width (days) | bins | ε = ∞ (binning only) |"
+		sep := "|---|---|---|"
+		for _, eps := range cfg.eps {
+			head += fmt.Sprintf(" ε = %s |", fitsEpsLabel(eps))
+			sep += "---|"
+		}
+		fmt.Fprintln(w, head)
+		fmt.Fprintln(w, sep)
+		for _, bw := range cfg.sweepWidths {
+			hs, err := kmHistogram(d, bw, cfg.timeMax)
+			if err != nil {
+				return fmt.Errorf("sweep: %w", err)
+			}
+			ref, _, err := kmRow(hs, ex, kmMethods[0], math.Inf(1), 1, nil)
+			if err != nil {
+				return fmt.Errorf("sweep: %w", err)
+			}
+			line := fmt.Sprintf("| %g | %d | %s / %s |", bw, hs.Bins, fitsFmt(fitsMean(ref.sup)), fitsFmt(fitsMean(ref.cover)))
+			for _, eps := range cfg.eps {
+				st, _, err := kmRow(hs, ex, kmMethods[0], eps, cfg.sweepReps, src)
+				if err != nil {
+					return fmt.Errorf("sweep: %w", err)
+				}
+				line += fmt.Sprintf(" %s / %s |", fitsFmt(fitsMean(st.sup)), fitsFmt(fitsMean(st.cover)))
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	if cfg.plotDir != "" {
+		if err := kmPlots(w, d, h, ex, cfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func kmMinMaxCohort(d *fitsData) [2]int {
+	cnt := make([]int, len(d.Labels))
+	for _, c := range d.Cohort {
+		cnt[c]++
+	}
+	mm := [2]int{cnt[0], cnt[0]}
+	for _, v := range cnt {
+		mm[0], mm[1] = min(mm[0], v), max(mm[1], v)
+	}
+	return mm
+}
+
+func kmPrintRow(w io.Writer, name string, eps, total float64, st kmStat) {
+	fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", name, fitsEpsLabel(eps), fitsTotal(total),
+		fitsFmt(fitsMean(st.sup)), fitsFmt(fitsQuantile(st.sup, 0.5)), fitsFmt(fitsQuantile(st.sup, 0.9)),
+		fitsFmt(fitsMean(st.cover)), fitsFmt(fitsQuantile(st.cover, 0.5)), st.empty)
+}
+
+// kmPlots draws, for each figure budget, one release of each method (from
+// its own seeded stream, seed+1, so the figures do not depend on the
+// repetition counts) and writes one PNG per (budget, cohort).
+func kmPlots(w io.Writer, d *fitsData, h *dpfit.Histogram, ex []kmExact, cfg kmEvalConfig) error {
+	if err := os.MkdirAll(cfg.plotDir, 0o755); err != nil {
+		return fmt.Errorf("plots: %w", err)
+	}
+	rel := cfg.plotDir
+	if cfg.write != "" {
+		if r, err := filepath.Rel(filepath.Dir(cfg.write), cfg.plotDir); err == nil {
+			rel = r
+		}
+	}
+	cohorts := make([]int, 0, len(cfg.plotCohorts))
+	for _, l := range cfg.plotCohorts {
+		found := -1
+		for c, lab := range d.Labels {
+			if lab == l {
+				found = c
+			}
+		}
+		if found < 0 {
+			return fmt.Errorf("plots: no cohort labelled %q", l)
+		}
+		cohorts = append(cohorts, found)
+	}
+	src := dp.NewSeededSource(cfg.seed + 1)
+	fmt.Fprintf(w, "\nFigures: one release per budget (seed %d), bin width %g days; solid = exact KM, "+
+		"dashed = private curves (they end where they are truncated).\n\n", cfg.seed+1, cfg.binWidth)
+	var cells []string
+	for _, eps := range cfg.plotEps {
+		o := dpfit.KMOptions{Epsilon: eps}
+		nh, err := dpfit.NoisyHistogramKM(h, src, o)
+		if err != nil {
+			return fmt.Errorf("plots: %w", err)
+		}
+		ln, err := dpfit.LNTE(h, src, o)
+		if err != nil {
+			return fmt.Errorf("plots: %w", err)
+		}
+		for _, c := range cohorts {
+			name := fmt.Sprintf("eval-fits-km-eps%s-cohort%s.png", fitsEpsLabel(eps), kmSafe(d.Labels[c]))
+			curves := []plots.Curve{
+				{Label: "exact KM", Time: ex[c].time, Surv: ex[c].surv},
+				{Label: fmt.Sprintf("noisy-histogram KM, ε = %s", fitsEpsLabel(eps)),
+					Time: nh.Cohorts[c].Curve.Time, Surv: nh.Cohorts[c].Curve.Surv, Dashed: true},
+				{Label: fmt.Sprintf("LNTE, ε = %s per time point", fitsEpsLabel(eps)),
+					Time: ln.Cohorts[c].Curve.Time, Surv: ln.Cohorts[c].Curve.Surv, Dashed: true},
+			}
+			title := fmt.Sprintf("%s cohort %s: DP KM vs exact, ε = %s, %g-day bins", kmDataName(cfg.data), d.Labels[c], fitsEpsLabel(eps), cfg.binWidth)
+			if err := plots.WriteKM(filepath.Join(cfg.plotDir, name), title, "days", curves); err != nil {
+				return fmt.Errorf("plots: %w", err)
+			}
+			cells = append(cells, fmt.Sprintf("![cohort %s, ε = %s](%s)", d.Labels[c], fitsEpsLabel(eps), filepath.ToSlash(filepath.Join(rel, name))))
+		}
+	}
+	for i := 0; i < len(cells); i += 2 {
+		fmt.Fprintln(w, strings.Join(cells[i:min(i+2, len(cells))], " "))
+	}
+	return nil
+}
+
+// kmSafe keeps a cohort label usable in a file name.
+func kmSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// kmDataName is the data set's short name (flchain for flchain_tte.csv).
+func kmDataName(path string) string {
+	b := filepath.Base(path)
+	b = strings.TrimSuffix(b, filepath.Ext(b))
+	return strings.TrimSuffix(b, "_tte")
+}
