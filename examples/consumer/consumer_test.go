@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/sanitizers"
+	"github.com/dpsurv/dpsurv/synth"
+)
+
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *testClock) set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// The example consumer reads what the real service writes: the service runs
+// on the embedded broker with TE-Sanitizer, RRR and one km aggregate; 300
+// synthetic records go in; the consumer decodes every sanitized row with its
+// guarantees, the three km releases (one per cohort) from the fit topic and
+// their curve tables from the fit Arrow topic, and its command-line form
+// prints them.
+func TestConsumerReadsServiceOutput(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
+	cohorts := []string{"A", "B", "C"}
+	cfg := pipeline.DefaultConfig()
+	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "example"}
+	cfg.Input = pipeline.InputConfig{Topic: "in", GroupID: "example-svc", Format: "arrow", MaxBatch: 8, Partitions: 1}
+	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
+	cfg.Sanitizers.KeyFile = "(test)"
+	cfg.Sanitizers.Time = sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10}
+	cfg.Sanitizers.Cohort = sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: 2}
+	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "tte.sanitized", DeadLetterTopic: "tte.dlq", FitTopic: "tte.fits"}
+	cfg.HTTP.Listen = ""
+	cfg.Aggregators = []pipeline.AggregatorConfig{
+		{Name: "km", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour}, Params: map[string]any{"bin_width": 10}},
+	}
+	cfg.Ledger = pipeline.LedgerConfig{File: filepath.Join(t.TempDir(), "ledger.jsonl"), Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	log := zap.NewNop()
+	mem := memory.NewGoAllocator()
+	w0 := time.Unix(1_700_002_800, 0).UTC() // an hour boundary
+	clock := &testClock{now: w0.Add(time.Minute)}
+	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{"in": 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	d, err := synth.Generate(synth.Options{N: n, Cohorts: cohorts, TimeMax: 400, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := harness.Messages(cfg.Spec(), d, 50, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.Produce(ctx, cfg.Kafka, "in", msgs, log); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	svc := &pipeline.Service{Config: cfg, Key: bytes.Repeat([]byte{9}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock, AggregatorTick: 20 * time.Millisecond}
+	svcCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(svcCtx) }()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
+
+	// Sanitized topic: every record, with the fields' guarantees.
+	var rows [][]string
+	var first Table
+	if !harness.WaitFor(ctx, 30*time.Second, func() bool {
+		_, err := ReadTopic(ctx, cl.Addrs(), "tte.sanitized", "analyst", 300*time.Millisecond, func(m kafka.Message) error {
+			b, err := DecodeSanitized(m.Value)
+			if err != nil {
+				return err
+			}
+			if first.Schema == "" {
+				first = b
+			}
+			rows = append(rows, b.Rows...)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rows) >= n
+	}) {
+		t.Fatalf("sanitized rows: %d of %d", len(rows), n)
+	}
+	if len(rows) != n {
+		t.Errorf("sanitized rows %d, want %d", len(rows), n)
+	}
+	if strings.Join(first.Columns, ",") != "id,time,cohort,event" || first.TimeUnit != "days" {
+		t.Errorf("columns %v, unit %q", first.Columns, first.TimeUnit)
+	}
+	byName := map[string]Field{}
+	for _, f := range first.Fields {
+		byName[f.Name] = f
+	}
+	if m := byName["time"].Meta; m["dpsurv.mechanism"] != "te-sanitizer" || m["dpsurv.epsilon"] != "0.5" || m["dpsurv.window"] != "10" || m["dpsurv.guarantee"] != "time-indistinguishability" {
+		t.Errorf("time metadata %v", m)
+	}
+	if m := byName["cohort"].Meta; m["dpsurv.mechanism"] != "rrr" || m["dpsurv.guarantee"] != "local-dp" {
+		t.Errorf("cohort metadata %v", m)
+	}
+	for _, r := range rows {
+		if len(r[0]) != 32 || strings.HasPrefix(r[0], "p") {
+			t.Fatalf("id %q is not a pseudonym", r[0])
+		}
+		if x, err := strconv.Atoi(r[1]); err != nil || x < 0 || x > 400 {
+			t.Fatalf("time %q outside the public domain", r[1])
+		}
+	}
+
+	// Close the window: one km release per cohort, JSON and Arrow.
+	clock.set(w0.Add(61 * time.Minute))
+	fits := map[string]Fit{}
+	if !harness.WaitFor(ctx, 30*time.Second, func() bool {
+		_, err := ReadTopic(ctx, cl.Addrs(), "tte.fits", "analyst", 300*time.Millisecond, func(m kafka.Message) error {
+			f, err := DecodeFit(m.Value)
+			if err != nil {
+				return err
+			}
+			if f.Key != string(m.Key) {
+				t.Errorf("document key %q, message key %q", f.Key, m.Key)
+			}
+			fits[f.Key] = f
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(fits) >= len(cohorts)
+	}) {
+		t.Fatalf("fit messages: %d", len(fits))
+	}
+	for _, c := range cohorts {
+		k := "km/" + strconv.FormatInt(w0.Unix(), 10) + "/" + c
+		f, ok := fits[k]
+		if !ok {
+			t.Fatalf("no release %s (have %v)", k, fits)
+		}
+		if f.Kind != "km" || f.Epsilon != 1 || f.Guarantee == "" || f.Cohort != c || len(f.Time) == 0 || len(f.Time) != len(f.Surv) {
+			t.Errorf("release %s: %+v", k, f)
+		}
+		for i, s := range f.Surv {
+			if v := float64(s); math.IsNaN(v) || v < 0 || v > 1 || (i > 0 && v > float64(f.Surv[i-1])) {
+				t.Fatalf("release %s: surv[%d] = %v", k, i, v)
+			}
+		}
+	}
+	curves := 0
+	if !harness.WaitFor(ctx, 30*time.Second, func() bool {
+		_, err := ReadTopic(ctx, cl.Addrs(), "tte.fits.arrow", "analyst", 300*time.Millisecond, func(m kafka.Message) error {
+			c, err := DecodeCurve(m.Value)
+			if err != nil {
+				return err
+			}
+			f := fits[c.Meta["dpsurv.key"]]
+			if len(c.Rows) != len(f.Time) || c.Columns[0] != "time" || c.Columns[4] != "surv" {
+				t.Errorf("curve %s: %d rows (JSON %d), columns %v", c.Meta["dpsurv.key"], len(c.Rows), len(f.Time), c.Columns)
+			}
+			curves++
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return curves >= len(cohorts)
+	}) {
+		t.Fatalf("curve tables: %d", curves)
+	}
+
+	// The command-line form, in a fresh group: CSV rows and a line per
+	// release.
+	var out, errb bytes.Buffer
+	if err := run([]string{"-brokers", strings.Join(cl.Addrs(), ","), "-sanitized-topic", "tte.sanitized", "-fit-topic", "tte.fits",
+		"-group", "cli", "-idle", "1s"}, &out, &errb); err != nil {
+		t.Fatalf("run: %v\n%s", err, errb.String())
+	}
+	s := out.String()
+	if got := strings.Count(s, "\n") - strings.Count(s, "# ") - 1 - strings.Count(s, "fit km/") - strings.Count(s, "curve km/"); got != n {
+		t.Errorf("CSV data lines %d, want %d", got, n)
+	}
+	for _, want := range []string{"# tte.sanitized.v1, time unit days", `mechanism "te-sanitizer"`, "id,time,cohort,event", "fit km/", "curve km/"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+func TestDecodeRejectsWrongInput(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func() error
+	}{
+		{"garbage arrow", func() error { _, err := DecodeSanitized([]byte("not arrow")); return err }},
+		{"truncated arrow", func() error { _, err := DecodeCurve([]byte{0xff, 0xff, 0xff, 0xff, 8, 0, 0, 0, 1}); return err }},
+		{"garbage json", func() error { _, err := DecodeFit([]byte("{")); return err }},
+		{"wrong schema", func() error { _, err := DecodeFit([]byte(`{"schema":"other"}`)); return err }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.run(); err == nil {
+				t.Error("want an error")
+			}
+		})
+	}
+	f, err := DecodeFit([]byte(`{"schema":"dpsurv.fit.v1","median":null,"n":12.5,"surv":[1,null]}`))
+	if err != nil || !math.IsNaN(float64(f.Median)) || f.N != 12.5 || !math.IsNaN(float64(f.Surv[1])) || f.Median.String() != "NA" {
+		t.Errorf("null handling: %+v, %v", f, err)
+	}
+}
