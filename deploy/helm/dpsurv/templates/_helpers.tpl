@@ -134,12 +134,13 @@ the value path and the reason.
 {{- if and (eq $time.mechanism "te") (hasKey $time "epsilon") (hasKey $time "target_loss") }}
 {{- fail "config.sanitizers.time: set epsilon or target_loss, not both (to use target_loss, also set config.sanitizers.time.epsilon to null)" }}
 {{- end }}
-{{- $topics := dict "config.input.topic" $v.config.input.topic "config.output.sanitized_topic" $v.config.output.sanitized_topic "config.output.dead_letter_topic" $v.config.output.dead_letter_topic "config.output.fit_topic" $v.config.output.fit_topic "config.ledger.topic" $v.config.ledger.topic }}
+{{- $fitArrow := default (printf "%s.arrow" $v.config.output.fit_topic) $v.config.output.fit_arrow_topic }}
+{{- $topics := dict "config.input.topic" $v.config.input.topic "config.output.sanitized_topic" $v.config.output.sanitized_topic "config.output.dead_letter_topic" $v.config.output.dead_letter_topic "config.output.fit_topic" $v.config.output.fit_topic "config.output.fit_arrow_topic" $fitArrow "config.ledger.topic" $v.config.ledger.topic "config.ledger.topic + .state" (printf "%s.state" $v.config.ledger.topic) "config.ledger.topic + .lease" (printf "%s.lease" $v.config.ledger.topic) }}
 {{- $seen := dict }}
 {{- range $path := keys $topics | sortAlpha }}
 {{- $t := index $topics $path }}
 {{- if hasKey $seen $t }}
-{{- fail (printf "%s and %s are both %q: the input, sanitized, dead-letter, fit and ledger topics must be distinct (raw and sanitized records must never share a topic)" (index $seen $t) $path $t) }}
+{{- fail (printf "%s and %s are both %q: the input, sanitized, dead-letter, fit, fit-arrow, ledger, ledger-state and ledger-lease topics must be distinct (raw and sanitized records must never share a topic)" (index $seen $t) $path $t) }}
 {{- end }}
 {{- $_ := set $seen $t $path }}
 {{- end }}
