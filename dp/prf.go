@@ -23,10 +23,12 @@ const (
 )
 
 // PRF is the keyed pseudorandom function behind every per-record draw:
-// AES-256-CMAC (NIST SP 800-38B) over an unambiguous encoding of
-// (domain, record id, field, mechanism version, input value). Its 128-bit
-// output seeds a Stream (AES-256 in counter mode under a second derived key),
-// a fast CSPRNG, so a mechanism can draw as many words as it needs.
+// AES-128-CMAC (NIST SP 800-38B) over an unambiguous encoding of
+// (record id, field, mechanism version, input value). Its 128-bit output
+// seeds a Stream (AES-128 in counter mode under a second derived key), a
+// fast CSPRNG, so a mechanism can draw as many words as it needs. AES-128
+// (10 rounds) rather than AES-256 keeps the per-record cost low; its
+// 128-bit security is far beyond what a sanitized record is worth.
 //
 // The AES keys are derived from the configured secret with HMAC-SHA256, so any
 // secret of at least MinKeyBytes random bytes may be used. A PRF is safe for
@@ -47,7 +49,7 @@ func NewPRF(secret []byte) (*PRF, error) {
 		h.Write([]byte("dpsurv prf v1 " + label))
 		return h.Sum(nil)
 	}
-	return newPRFFromKeys(derive("cmac"), derive("ctr"))
+	return newPRFFromKeys(derive("cmac")[:16], derive("ctr")[:16])
 }
 
 func newPRFFromKeys(macKey, ctrKey []byte) (*PRF, error) {
@@ -96,8 +98,9 @@ type RecordState struct {
 var errIDTooLong = errors.New("record id longer than 65535 bytes")
 
 // Record absorbs the record id. The prefix is
-// "dpsurv1" || uint16 len(id) || id, zero-padded to a block boundary; the
-// length prefix makes the padding unambiguous.
+// 0x01 (encoding version) || uint16 len(id) || id, zero-padded to a block
+// boundary; the length prefix makes the padding unambiguous. Ids of up to 13
+// bytes take one block.
 func (p *PRF) Record(id string) (*RecordState, error) {
 	rs := new(RecordState)
 	if err := rs.Reset(p, id); err != nil {
@@ -115,9 +118,9 @@ func (rs *RecordState) Reset(p *PRF, id string) error {
 	rs.state = [16]byte{}
 	blk := &rs.blk
 	*blk = [16]byte{}
-	copy(blk[:], "dpsurv1")
-	binary.BigEndian.PutUint16(blk[7:9], uint16(len(id)))
-	n := copy(blk[9:], id)
+	blk[0] = 0x01
+	binary.BigEndian.PutUint16(blk[1:3], uint16(len(id)))
+	n := copy(blk[3:], id)
 	id = id[n:]
 	for {
 		for i := range 16 {

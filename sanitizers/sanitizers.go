@@ -421,12 +421,15 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 		switch oc.kind {
 		case outPseudonym:
 			b := array.NewStringBuilder(c.mem)
-			b.Reserve(n)
-			b.ReserveData(len(pseudo))
-			for i := range n {
-				b.BinaryBuilder.Append(pseudo[i*PseudonymLen : (i+1)*PseudonymLen])
+			offsets := make([]int32, n+1)
+			for i := range offsets {
+				offsets[i] = int32(i * PseudonymLen)
 			}
-			cols = append(cols, b.NewArray())
+			data := memory.NewBufferBytes(pseudo)
+			off := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets))
+			ad := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil, off, data}, nil, 0, 0)
+			cols = append(cols, array.NewStringData(ad))
+			ad.Release()
 			b.Release()
 			fields = append(fields, oc.field)
 		case outTE:
