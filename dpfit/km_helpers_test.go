@@ -2,6 +2,7 @@ package dpfit
 
 import (
 	"encoding/csv"
+	"github.com/dpsurv/dpsurv/internal/shareddata"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,8 +12,6 @@ import (
 
 	"github.com/dpsurv/dpsurv/survival"
 )
-
-const sharedData = "/work/shared/data"
 
 // kmData is one dataset's records with cohorts mapped to 0..k-1 in the
 // sorted order of their labels.
@@ -25,7 +24,7 @@ type kmData struct {
 
 func loadKMData(t testing.TB, name string) kmData {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedData, name+"_tte.csv"))
+	f, err := os.Open(filepath.Join(shareddata.Dir(t), name+"_tte.csv"))
 	if err != nil {
 		t.Fatalf("open %s: %v", name, err)
 	}

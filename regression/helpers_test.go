@@ -3,6 +3,7 @@ package regression
 import (
 	"encoding/csv"
 	"encoding/json"
+	"github.com/dpsurv/dpsurv/internal/shareddata"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,15 +15,13 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-const sharedData = "/work/shared/data"
-
 // loadCSV reads time, event and the named covariates of one shared data
 // set (a tiny local reader: this package does not depend on schemas).
 // Rows with an empty or NA value in a used column are dropped, as R's
 // complete.cases does.
 func loadCSV(t testing.TB, file string, covs []string) Data {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedData, file))
+	f, err := os.Open(filepath.Join(shareddata.Dir(t), file))
 	if err != nil {
 		t.Fatalf("open %s: %v", file, err)
 	}

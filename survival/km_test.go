@@ -3,6 +3,7 @@ package survival
 import (
 	"encoding/csv"
 	"fmt"
+	"github.com/dpsurv/dpsurv/internal/shareddata"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,8 +21,6 @@ const (
 	tolValue = 1e-9
 	tolCI    = 1e-6
 )
-
-const sharedData = "/work/shared/data"
 
 // kmCSV is a tiny CSV table: header and rows of strings.
 type kmCSV struct {
@@ -98,7 +97,7 @@ type tteData struct {
 
 func loadTTE(t *testing.T, name string) tteData {
 	t.Helper()
-	c := readKMCSV(t, filepath.Join(sharedData, name+"_tte.csv"))
+	c := readKMCSV(t, filepath.Join(shareddata.Dir(t), name+"_tte.csv"))
 	d := tteData{time: c.floats(t, "time"), cohort: c.strings(t, "cohort")}
 	for _, e := range c.floats(t, "event") {
 		d.event = append(d.event, e == 1)

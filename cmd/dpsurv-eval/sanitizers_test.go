@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/dpsurv/dpsurv/internal/shareddata"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // sets of 20 per cohort, 2 draws), writes the page and every figure it links, and is
 // deterministic: two runs give the same page byte for byte.
 func TestSanitizersEvaluationDeterministic(t *testing.T) {
-	const data = "/work/shared/data"
+	data := shareddata.Dir(t)
 	var pages [2][]byte
 	for i := range pages {
 		out := t.TempDir()
@@ -45,7 +46,7 @@ func TestSanitizersEvaluationDeterministic(t *testing.T) {
 		"## 1. Attack precision on the original data", "## 2. flchain", "### Per cohort at the defaults",
 		"## 3. Kaplan–Meier case studies", "## 4. RRR vs LNTE on kidney", "| TE-Sanitizer | ε=0.8, W=10 |",
 		"| BinSup | TimeBin=1, SizeBin=5 |", "| DPTime | ε=0.8, TimeBin=1 |", "refused by the exact sampler",
-		"go run ./cmd/dpsurv-eval sanitizers -data /work/shared/data",
+		"go run ./cmd/dpsurv-eval sanitizers -data " + data,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
@@ -105,7 +106,7 @@ func TestSanitizersBaselineCommand(t *testing.T) {
 		{"dptime.arrow", []string{"-method", "dptime", "-epsilon", "1", "-time-bin", "30", "-seed", "4"}},
 	} {
 		out := filepath.Join(dir, tc.name)
-		args := append([]string{"sanitizers-baseline", "-input", "/work/shared/data/kidney_tte.csv", "-output", out, "-time-max", "600"}, tc.args...)
+		args := append([]string{"sanitizers-baseline", "-input", shareddata.Path(t, "kidney_tte.csv"), "-output", out, "-time-max", "600"}, tc.args...)
 		var stdout, stderr bytes.Buffer
 		if code := mainArgs(args, &stdout, &stderr); code != 0 {
 			t.Fatalf("%s: exit %d: %s", tc.name, code, stderr.String())
@@ -126,7 +127,7 @@ func TestSanitizersBaselineCommand(t *testing.T) {
 		t.Errorf("metadata %v, %v", md, err)
 	}
 	var stdout, stderr bytes.Buffer
-	if code := mainArgs([]string{"sanitizers-baseline", "-method", "kanon", "-input", "/work/shared/data/kidney_tte.csv", "-output", filepath.Join(dir, "x.csv"), "-time-max", "600"}, &stdout, &stderr); code == 0 {
+	if code := mainArgs([]string{"sanitizers-baseline", "-method", "kanon", "-input", shareddata.Path(t, "kidney_tte.csv"), "-output", filepath.Join(dir, "x.csv"), "-time-max", "600"}, &stdout, &stderr); code == 0 {
 		t.Error("unknown method accepted")
 	}
 }
