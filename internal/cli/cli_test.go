@@ -153,3 +153,30 @@ func TestUnknownCommand(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 }
+
+func TestSanitizeBaselines(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		mech  string
+		extra []string
+		guar  string
+	}{
+		{"binsup", []string{"--size-bin", "2", "--time-bin", "30"}, "none (heuristic)"},
+		{"dptime", []string{"--dptime-epsilon", "1", "--time-bin", "30"}, "pure-dp"},
+	} {
+		out := filepath.Join(dir, tc.mech+".csv")
+		args := append([]string{"sanitize", "--mechanism", tc.mech, "--input", "../../../shared/data/kidney_tte.csv", "--output", out,
+			"--cohorts", "1,2,3,4", "--time-max", "600"}, tc.extra...)
+		o, e, code := run(t, args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.mech, code, e)
+		}
+		if !strings.Contains(o, `"guarantee":"`+tc.guar+`"`) || !strings.Contains(o, `"records_in":76`) {
+			t.Fatalf("%s summary: %s", tc.mech, o)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil || !strings.HasPrefix(string(b), "id,time,event,cohort\n") {
+			t.Fatalf("%s output: %v %q", tc.mech, err, string(b[:min(len(b), 40)]))
+		}
+	}
+}

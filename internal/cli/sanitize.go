@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
+	"github.com/dpsurv/dpsurv/baselines"
+	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -66,15 +68,36 @@ func runSanitize(ctx context.Context, env Env, args []string) error {
 	noPseudo := fs.Bool("no-pseudonym", false, "drop the id instead of writing a keyed pseudonym")
 	deadFile := fs.String("dead-letter", "", "where bad rows go (JSON lines; default OUTPUT.deadletter.jsonl)")
 	batch := fs.Int("batch", 8192, "records per batch")
+	mech := fs.String("mechanism", "te", "te (per-record: TE-Sanitizer/RRR flags above), or the paper-001 baselines binsup | dptime (whole-file releases, for side-by-side audits)")
+	timeBin := fs.Int64("time-bin", 1, "binsup/dptime: bin width in time units")
+	sizeBin := fs.Int64("size-bin", 5, "binsup: smallest (cohort, bin) count released")
+	dptEps := fs.Float64("dptime-epsilon", 0, "dptime: epsilon of the whole release")
 	cf := addColumnFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	for name, v := range map[string]string{"--input": *input, "--output": *output, "--cohorts": *cohorts, "--key-file": *keyFile} {
+	required := map[string]string{"--input": *input, "--output": *output, "--cohorts": *cohorts}
+	if *mech == "te" {
+		required["--key-file"] = *keyFile
+	}
+	for name, v := range required {
 		if v == "" {
 			fmt.Fprintf(env.Stderr, "dpsurv sanitize: %s is required\n", name)
 			return errUsage
 		}
+	}
+	if *mech == baselines.MethodBinSup || *mech == baselines.MethodDPTime {
+		spec := schemas.Spec{Cohorts: splitList(*cohorts), TimeUnit: *timeUnit, Covariates: splitList(*cf.covariates), Columns: cf.columns()}
+		bcfg := baselines.Config{Method: *mech, Cohorts: spec.Cohorts, TimeMax: *timeMax, TimeUnit: *timeUnit, TimeBin: *timeBin, SizeBin: *sizeBin, Epsilon: *dptEps}
+		sum, err := baselines.SanitizeFile(*input, *output, spec, bcfg, dp.NewSecureSource())
+		if err != nil {
+			return err
+		}
+		return printJSON(env.Stdout, sum)
+	}
+	if *mech != "te" {
+		fmt.Fprintf(env.Stderr, "dpsurv sanitize: unknown --mechanism %q (te, binsup, dptime)\n", *mech)
+		return errUsage
 	}
 	key, err := pipeline.ReadKey(*keyFile)
 	if err != nil {
