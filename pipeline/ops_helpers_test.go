@@ -19,6 +19,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/ops"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -271,4 +272,79 @@ func opsProduceAt(ctx context.Context, conn kafkaconn.Config, topic string, msgs
 		}
 	}
 	return nil
+}
+
+// opsSupervisor runs a service the way a process supervisor (Kubernetes,
+// systemd) runs `dpsurv run`: when Run returns an error it records the
+// error and starts a fresh service after a short backoff.
+type opsSupervisor struct {
+	mu      sync.Mutex
+	exits   []error
+	tracked []*ops.TrackedSource
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// opsSupervise starts mk() under supervision until the returned
+// supervisor is stopped (also at test cleanup). Every service's source is
+// wrapped in a TrackedSource.
+func opsSupervise(t *testing.T, ctx context.Context, mk func() *pipeline.Service) *opsSupervisor {
+	t.Helper()
+	sctx, cancel := context.WithCancel(ctx)
+	sv := &opsSupervisor{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(sv.done)
+		for sctx.Err() == nil {
+			svc := mk()
+			tr := &ops.TrackedSource{}
+			wrap := svc.WrapSource
+			svc.WrapSource = func(s pipeline.Source) pipeline.Source {
+				if wrap != nil {
+					s = wrap(s)
+				}
+				tr.Source = s
+				return tr
+			}
+			sv.mu.Lock()
+			sv.tracked = append(sv.tracked, tr)
+			sv.mu.Unlock()
+			err := svc.Run(sctx)
+			if err == nil {
+				return
+			}
+			sv.mu.Lock()
+			sv.exits = append(sv.exits, err)
+			sv.mu.Unlock()
+			select {
+			case <-sctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { sv.stop() })
+	return sv
+}
+
+// acked is the number of messages acknowledged by all instances so far.
+func (sv *opsSupervisor) acked() int {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	n := 0
+	for _, tr := range sv.tracked {
+		n += tr.Stats().AckedMessages
+	}
+	return n
+}
+
+// exitErrors are the errors the instances exited with.
+func (sv *opsSupervisor) exitErrors() []error {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return append([]error(nil), sv.exits...)
+}
+
+// stop cancels the service and waits for it.
+func (sv *opsSupervisor) stop() {
+	sv.cancel()
+	<-sv.done
 }

@@ -1,0 +1,28 @@
+// Package ops holds the operations tooling: the load test behind `dpsurv
+// loadtest`, and the helpers the fault tests use to inspect a consumer
+// group and to inject slow or failing sinks.
+//
+// Contract:
+//   - RunLoad is bounded in time and runs on loopback only: an embedded
+//     broker, N in-process services in one consumer group, a producer and a
+//     consumer of the sanitized topic, all in this process. It accounts for
+//     every produced record (lost, duplicated, duplicates identical), reports
+//     throughput, end-to-end latency per record (fixed-rate mode) and memory
+//     sampled over the run, and flags live-heap growth (AnalyzeGrowth).
+//     Memory figures include the embedded broker, whose topics are capped by
+//     retention.bytes in fixed-rate mode; the accounting keeps one bit per
+//     message, so a long run's own bookkeeping stays near constant.
+//   - The latency of a record is the time from just before its message is
+//     produced to its receipt by the sanitized-topic consumer: the producer
+//     puts "seq/records/unix-nanos" in the message key, which the service
+//     copies to the sanitized message. No record value is logged or printed.
+//   - Histogram keeps constant memory; a quantile is its bucket's upper edge,
+//     at most 2 % above the exact order statistic and never below it.
+//   - SlowSink and TrackedSource are wrappers for tests: a sink that is slow
+//     and can fail after a partial write (the source of redelivered
+//     duplicates), and a source that counts batches in flight (read, not yet
+//     acknowledged) to show that backpressure bounds them.
+//   - DescribeGroup and WaitForGroup read a consumer group's members and
+//     assignments from the coordinator; they change nothing.
+//   - Randomness (SlowSink jitter) comes only from a dp.Source.
+package ops
