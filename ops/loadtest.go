@@ -146,11 +146,13 @@ func RunLoad(ctx context.Context, o LoadOptions) (LoadResult, error) {
 		return res, fmt.Errorf("loadtest: %w", err)
 	}
 	// Topics: in fixed-rate mode each partition keeps about 20 s of data
-	// (retention.bytes), so the broker's memory stays flat over long runs.
+	// (retention.bytes, in segments of a quarter of that: the embedded
+	// broker holds segments in memory and frees only whole ones), so its
+	// memory stays flat over long runs.
 	var topicCfg map[string]string
 	if !o.MaxRate {
-		perPart := o.Rate / float64(o.BatchRecords) * float64(len(sample.Value)) / float64(o.Partitions) * 20
-		topicCfg = map[string]string{"retention.bytes": strconv.Itoa(max(256<<10, int(perPart)))}
+		perPart := max(256<<10, int(o.Rate/float64(o.BatchRecords)*float64(len(sample.Value))/float64(o.Partitions)*20))
+		topicCfg = map[string]string{"retention.bytes": strconv.Itoa(perPart), "segment.bytes": strconv.Itoa(perPart / 4)}
 	}
 	for name, n := range map[string]int{cfg.Input.Topic: o.Partitions, cfg.Output.SanitizedTopic: o.Partitions, cfg.Output.DeadLetterTopic: 1} {
 		if err := b.Kfake().CreateTopic(name, int32(n), topicCfg); err != nil {

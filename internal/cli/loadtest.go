@@ -31,6 +31,7 @@ func runLoadtest(ctx context.Context, env Env, args []string) error {
 	logLevel := fs.String("log-level", "error", "services' log level (logs go to stderr)")
 	rounds := fs.Int("rounds", 1, "repeat the run this many times (each on a fresh broker); text output adds the median throughput")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run here")
+	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the last round here")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -81,6 +82,16 @@ func runLoadtest(ctx context.Context, env Env, args []string) error {
 		rates = append(rates, res.ThroughputRecordsPerS)
 		if res.LostRecords > 0 || res.MismatchedDuplicates > 0 {
 			bad = append(bad, fmt.Sprintf("round %d: %d records lost, %d duplicates not identical", r+1, res.LostRecords, res.MismatchedDuplicates))
+		}
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err != nil {
+			return fmt.Errorf("memprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			return fmt.Errorf("memprofile: %w", err)
 		}
 	}
 	if *rounds > 1 && !*asJSON {
