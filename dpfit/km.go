@@ -253,10 +253,21 @@ func noisyCells(h *Histogram, src dp.Source, epsilon float64) (ev, ce [][]float6
 // tests from signed cells (ev, ce [cohort][bin]) whose event cells carry
 // noise of variance cellVar (a constant) into res.
 func fillKMResult(res *KMResult, h *Histogram, ev, ce [][]float64, cellVar float64, o KMOptions) error {
+	return fillKMResultNoise(res, h, ev, ce, func(pooled int) logSNoise {
+		v := cellVar * float64(pooled)
+		return &cellNoise{eventVar: func(int) float64 { return v }}
+	}, o)
+}
+
+// fillKMResultNoise is fillKMResult with a general noise model: noise(1)
+// returns a fresh model of one cohort's event-count noise, noise(k) that of
+// the sum of k cohorts (the pooled curve; the cohorts' noise is
+// independent).
+func fillKMResultNoise(res *KMResult, h *Histogram, ev, ce [][]float64, noise func(pooled int) logSNoise, o KMOptions) error {
 	k := len(ev)
 	res.Cohorts = make([]CohortKM, k)
 	for c := 0; c < k; c++ {
-		ck, err := kmFromSignedCells(ev[c], ce[c], func(int) float64 { return cellVar }, h.BinWidth, o)
+		ck, err := kmFromSignedCellsNoise(ev[c], ce[c], noise(1), h.BinWidth, o)
 		if err != nil {
 			return fmt.Errorf("cohort %d: %w", c, err)
 		}
@@ -264,8 +275,7 @@ func fillKMResult(res *KMResult, h *Histogram, ev, ce [][]float64, cellVar float
 		res.Cohorts[c] = ck
 	}
 	pe, pc := poolCells(ev), poolCells(ce)
-	pooledVar := cellVar * float64(k)
-	ov, err := kmFromSignedCells(pe, pc, func(int) float64 { return pooledVar }, h.BinWidth, o)
+	ov, err := kmFromSignedCellsNoise(pe, pc, noise(k), h.BinWidth, o)
 	if err != nil {
 		return fmt.Errorf("pooled curve: %w", err)
 	}
@@ -286,10 +296,49 @@ func poolCells(x [][]float64) []float64 {
 	return out
 }
 
+// logSNoise models how the noise of the event counts enters log S, for the
+// truncation rule of KMOptions.MaxNoiseStdErr and CohortKM.NoiseStdErr. It
+// is computed from public noise variances and the (noisy, post-processed)
+// at-risk numbers only.
+type logSNoise interface {
+	// add is called for b = 0, 1, ... in order with bin b's at-risk number
+	// m > 0. It returns the variance of the noise of
+	// sum_{b' <= b} d_b' / m_b' (the first-order noise of log S through
+	// bin b) and the variance of bin b's own term d_b / m_b.
+	add(b int, m float64) (cum, own float64)
+}
+
+// logSBiasCorrected is implemented by noise models whose product-limit
+// factors are corrected for the second-order bias of the noise:
+// E log(1 - (d + e)/m) ~ log(1 - d/m) - Var(e)/(2 m^2), so each factor is
+// multiplied by factor(own), own = Var(e_b)/m_b^2 from add.
+type logSBiasCorrected interface {
+	factor(own float64) float64
+}
+
+// cellNoise is the model of independent noise per cell: eventVar(b) is the
+// variance of ev[b]'s noise.
+type cellNoise struct {
+	eventVar func(b int) float64
+	v        float64
+}
+
+func (c *cellNoise) add(b int, m float64) (cum, own float64) {
+	own = c.eventVar(b) / (m * m)
+	c.v += own
+	return c.v, own
+}
+
 // kmFromSignedCells is the post-processing of NoisyHistogramKM (steps 1-4)
 // for one curve. ev and ce are signed (noisy or debiased) event and
 // censoring counts per bin; eventVar(b) is the variance of ev[b]'s noise.
 func kmFromSignedCells(ev, ce []float64, eventVar func(b int) float64, binWidth float64, o KMOptions) (CohortKM, error) {
+	return kmFromSignedCellsNoise(ev, ce, &cellNoise{eventVar: eventVar}, binWidth, o)
+}
+
+// kmFromSignedCellsNoise is kmFromSignedCells with a general model of the
+// event-count noise (correlated across bins for HierarchicalKM).
+func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64, o KMOptions) (CohortKM, error) {
 	bins := len(ev)
 	// 1. monotone at-risk estimate
 	m := make([]float64, bins+1)
@@ -308,13 +357,13 @@ func kmFromSignedCells(ev, ce []float64, eventVar func(b int) float64, binWidth 
 	noiseSD := make([]float64, 0, bins)
 	s, v := 1.0, 0.0
 	end := bins
+	bc, corrected := noise.(logSBiasCorrected)
 	for b := 0; b < bins; b++ {
 		if !(m[b] > 0) {
 			end = b
 			break
 		}
-		bv := eventVar(b) / (m[b] * m[b])
-		nv := v + bv
+		nv, bv := noise.add(b, m[b])
 		if math.Sqrt(nv) > o.MaxNoiseStdErr || math.Sqrt(bv) > o.MaxNoiseStdErr/2 {
 			end = b
 			break
@@ -323,6 +372,9 @@ func kmFromSignedCells(ev, ce []float64, eventVar func(b int) float64, binWidth 
 		f := 1 - ev[b]/m[b]
 		if f < 0 {
 			f = 0
+		}
+		if corrected {
+			f *= bc.factor(bv)
 		}
 		s *= f
 		sRaw = append(sRaw, s)
