@@ -81,4 +81,3 @@ func WriteKM(path, title, xlabel string, curves []Curve) error {
 	}
 	return nil
 }
-
