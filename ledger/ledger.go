@@ -150,10 +150,20 @@ func Open(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 		l.budget[s] = v
 	}
 	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{l.remainingGauge, l.spentGauge, l.charges, l.replays, l.refusals} {
-			if err := opts.Registerer.Register(c); err != nil {
-				return nil, fmt.Errorf("open ledger: register metrics: %w", err)
+		// A ledger reopened in the same process (a new aggregator lease)
+		// reuses the collectors already registered.
+		var err error
+		if l.remainingGauge, err = register(opts.Registerer, l.remainingGauge); err == nil {
+			if l.spentGauge, err = register(opts.Registerer, l.spentGauge); err == nil {
+				if l.charges, err = register(opts.Registerer, l.charges); err == nil {
+					if l.replays, err = register(opts.Registerer, l.replays); err == nil {
+						l.refusals, err = register(opts.Registerer, l.refusals)
+					}
+				}
 			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open ledger: register metrics: %w", err)
 		}
 	}
 	entries, err := b.Load(ctx)
@@ -179,6 +189,20 @@ func Open(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 	}
 	log.Info("ledger opened", zap.Int("entries", len(l.entries)))
 	return l, nil
+}
+
+// register registers c, or returns the equal collector registered before.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if old, ok := are.ExistingCollector.(C); ok {
+				return old, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
 }
 
 func (l *Ledger) account(e Entry) {

@@ -459,3 +459,20 @@ func TestStateStores(t *testing.T) {
 		})
 	}
 }
+
+func TestReopenOnTheSameRegistry(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := &ledger.Memory{}
+	for i := range 2 {
+		l, err := ledger.Open(testCtx(t), m, ledger.Options{Budget: map[string]float64{"stream": 2}, Registerer: reg})
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if _, _, err := l.Release(testCtx(t), "k"+string(rune('0'+i)), []string{"stream"}, 0.5, constant(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := streamValue(t, reg, "dpsurv_privacy_budget_remaining"); got != 1 {
+		t.Fatalf("remaining after reopen = %v, want 1", got)
+	}
+}

@@ -197,7 +197,7 @@ func (a *aggregation) close(log *zap.Logger) {
 // startAggregation opens the ledger, the checkpoint store, the fit sinks,
 // the engine (restoring the checkpoint) and the input source of the
 // aggregators. On error everything opened is closed.
-func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *schemas.Validator) (_ *aggregation, err error) {
+func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *schemas.Validator, metrics *aggregators.Metrics) (_ *aggregation, err error) {
 	a := &aggregation{}
 	defer func() {
 		if err != nil {
@@ -262,14 +262,10 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 	if clock == nil {
 		clock = aggregators.SystemClock{}
 	}
-	var reg prometheus.Registerer
-	if s.Registry != nil {
-		reg = s.Registry
-	}
 	eng, err := aggregators.NewEngine(ctx, aggregators.EngineConfig{
 		Aggregates: aggCfgs, Topic: cfg.Input.Topic, Ledger: led, State: state,
 		Fits: fits, CurveFits: curves, Clock: clock, Noise: dp.NewSecureSource(),
-		Metrics: aggregators.NewMetrics(reg), Log: s.Log.Named("aggregators"), Mem: memoryOr(s.Mem),
+		Metrics: metrics, Log: s.Log.Named("aggregators"), Mem: memoryOr(s.Mem),
 	})
 	if err != nil {
 		return nil, err
@@ -316,4 +312,41 @@ func runBoth(ctx context.Context, stream func(context.Context) error, agg func(c
 		return second
 	}
 	return nil
+}
+
+// aggregatorLoop returns the aggregators' part of Service.Run (nil without
+// aggregators). In Kafka-ledger mode it runs only while this process holds
+// the lease; in file mode the ledger file's lock admits one process.
+func (s *Service) aggregatorLoop(cfg Config, validator *schemas.Validator) func(context.Context) error {
+	if len(cfg.Aggregators) == 0 {
+		return nil
+	}
+	metrics := aggregators.NewMetrics(s.Registry) // once: a new lease reuses them
+	s.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dpsurv_aggregator_leader",
+		Help: "1 while this process holds the aggregator lease and runs the aggregators."}, func() float64 {
+		if s.leader.Load() {
+			return 1
+		}
+		return 0
+	}))
+	run := func(ctx context.Context) error {
+		agg, err := s.startAggregation(ctx, cfg, validator, metrics)
+		if err != nil {
+			return fmt.Errorf("aggregators: %w", err)
+		}
+		defer agg.close(s.Log)
+		s.agg.Store(agg.runner)
+		defer s.agg.Store(nil)
+		return agg.runner.Run(ctx)
+	}
+	if cfg.Ledger.File != "" {
+		return func(ctx context.Context) error {
+			s.leader.Store(true)
+			defer s.leader.Store(false)
+			return run(ctx)
+		}
+	}
+	return func(ctx context.Context) error {
+		return runWithLease(ctx, cfg, s.Log.Named("aggregators"), &s.leader, defaultLeaseTimings, run)
+	}
 }

@@ -49,10 +49,11 @@ type Service struct {
 	WrapFitSink          func(sinks.Sink) sinks.Sink
 
 	health  *HealthServer
-	stream  *Stream
+	stream  atomic.Pointer[Stream] // set by Run, read by the health server
 	chain   *sanitizers.Chain
 	metrics *Metrics
 	agg     atomic.Pointer[AggregatorRunner]
+	leader  atomic.Bool // this process holds the aggregator lease
 }
 
 // Guarantees builds the sanitizer chain for cfg and key and returns the
@@ -74,15 +75,19 @@ func (c Config) Spec() schemas.Spec {
 // Ready reports readiness for /readyz: the stream is consuming and, when
 // aggregators are configured, so are they.
 func (s *Service) Ready() bool {
-	if s.stream == nil || !s.stream.Ready() {
+	if st := s.stream.Load(); st == nil || !st.Ready() {
 		return false
 	}
-	if len(s.Config.Aggregators) > 0 {
+	if s.leader.Load() {
+		// A standby replica (no lease) is ready: it sanitizes.
 		r := s.agg.Load()
 		return r != nil && r.Ready()
 	}
 	return true
 }
+
+// AggregatorLeader reports whether this process runs the aggregators now.
+func (s *Service) AggregatorLeader() bool { return s.leader.Load() }
 
 // HealthAddr is the health server's address once Run has started it.
 func (s *Service) HealthAddr() string {
@@ -94,10 +99,11 @@ func (s *Service) HealthAddr() string {
 
 // Acked is the number of input messages processed and committed so far.
 func (s *Service) Acked() int64 {
-	if s.stream == nil {
+	st := s.stream.Load()
+	if st == nil {
 		return 0
 	}
-	return s.stream.Acked()
+	return st.Acked()
 }
 
 // Metrics returns the service metrics (after Run started).
@@ -196,16 +202,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	defer src.Close()
 
-	var agg *aggregation
-	if len(cfg.Aggregators) > 0 {
-		// After the stream's sinks, before any source: the ledger, the
-		// checkpoint and the fit sinks come up first.
-		if agg, err = s.startAggregation(ctx, cfg, validator); err != nil {
-			return fmt.Errorf("aggregators: %w", err)
-		}
-		defer agg.close(s.Log)
-		s.agg.Store(agg.runner)
-	}
+	aggRun := s.aggregatorLoop(cfg, validator)
 
 	var source Source = src
 	if s.WrapSource != nil {
@@ -215,7 +212,8 @@ func (s *Service) Run(ctx context.Context) error {
 	if proc == nil {
 		proc = &SanitizeProcessor{Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Observer: s.Observer, Log: s.Log}
 	}
-	s.stream = &Stream{Source: source, Processor: proc, Out: out, DeadLetter: dead, Metrics: m, Log: s.Log, Lag: src.Lag}
+	stream := &Stream{Source: source, Processor: proc, Out: out, DeadLetter: dead, Metrics: m, Log: s.Log, Lag: src.Lag}
+	s.stream.Store(stream)
 	s.Log.Info("stream starting",
 		zap.String("input", cfg.Input.Topic), zap.String("sanitized", cfg.Output.SanitizedTopic),
 		zap.String("dead_letter", cfg.Output.DeadLetterTopic), zap.String("group", cfg.Input.GroupID))
@@ -231,10 +229,10 @@ func (s *Service) Run(ctx context.Context) error {
 			s.OnReady()
 		}()
 	}
-	if agg != nil {
-		err = runBoth(ctx, s.stream.Run, agg.runner.Run)
+	if aggRun != nil {
+		err = runBoth(ctx, stream.Run, aggRun)
 	} else {
-		err = s.stream.Run(ctx)
+		err = stream.Run(ctx)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		s.Log.Error("stream stopped", zap.Error(err))
