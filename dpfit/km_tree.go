@@ -97,6 +97,8 @@ func HierarchicalKM(h *Histogram, src dp.Source, opts KMOptions) (KMResult, erro
 type hierConfig struct {
 	branch int
 	rho    float64
+	// noBiasCorrection drops (b) of HierarchicalKM's estimation (tests only)
+	noBiasCorrection bool
 }
 
 var defaultHierConfig = hierConfig{branch: HierarchicalBranching, rho: HierarchicalLevelRatio}
@@ -142,6 +144,12 @@ func newHierTrees(bins int, cfg hierConfig, epsilon float64) (*hierTrees, error)
 			return nil, fmt.Errorf("node noise scale %v of level %d too large (epsilon %v)", ht.scales[l], l, epsilon)
 		}
 		vars[l] = discreteLaplaceVariance(ht.scales[l])
+		if !(vars[l] > 1e-200) {
+			// the inference needs positive weights; below scale ~1/700 the
+			// discrete variance underflows (the noise is 0 but for
+			// probability ~1e-300) and the continuous 2 scale^2 stands in
+			vars[l] = 2 * ht.scales[l] * ht.scales[l]
+		}
 	}
 	if ht.tree, err = newBinTree(bins, cfg.branch, vars); err != nil {
 		return nil, err
@@ -181,7 +189,16 @@ func (ht *hierTrees) release(src dp.Source, leaves, nodes []int64, y, buf []floa
 		return nil, err
 	}
 	ht.tree.infer(y, buf)
-	copy(out, y[:len(leaves)])
+	for b := range out {
+		x := y[b]
+		// floating-point residue of the inference: a value this close to
+		// an integer is that integer (with negligible noise, the exact
+		// count; otherwise a change below 1e-9, harmless post-processing)
+		if r := math.Round(x); math.Abs(x-r) <= kmSnap*math.Max(1, math.Abs(r)) {
+			x = r
+		}
+		out[b] = x
+	}
 	return out, nil
 }
 
@@ -226,7 +243,13 @@ func hierarchicalKM(h *Histogram, src dp.Source, opts KMOptions, cfg hierConfig)
 		Neighbouring: NeighbouringReplace,
 		BinWidth:     h.BinWidth,
 	}
-	noise := func(pooled int) logSNoise { return newPrefixNoise(ht.tree, float64(pooled)) }
+	noise := func(pooled int) logSNoise {
+		pn := newPrefixNoise(ht.tree, float64(pooled))
+		if cfg.noBiasCorrection {
+			return uncorrected{pn}
+		}
+		return pn
+	}
 	if exact {
 		res.Guarantee = GuaranteeNone
 		res.Mechanism = "exact histogram (no noise)"
@@ -464,7 +487,16 @@ func (p *prefixNoise) add(b int, m float64) (cum, own float64) {
 
 // factor is the second-order bias correction of a product-limit factor
 // (logSBiasCorrected): exp(Var(e_b) / (2 m_b^2)).
-func (p *prefixNoise) factor(own float64) float64 { return math.Exp(own / 2) }
+func (p *prefixNoise) factor(own float64) float64 { return math.Exp(math.Min(own, maxBiasShare) / 2) }
+
+// uncorrected hides prefixNoise's factor method (tests only).
+type uncorrected struct{ p *prefixNoise }
+
+func (u uncorrected) add(b int, m float64) (cum, own float64) { return u.p.add(b, m) }
+
+// maxBiasShare caps the correction where the expansion stops holding: at
+// own = (1/8)^2, the default bound of the single-bin truncation rule.
+const maxBiasShare = 1.0 / 64
 
 // leafVar is the variance of the inferred bin b's error.
 func (t *binTree) leafVar(b int) float64 {

@@ -231,7 +231,7 @@ func fitKM(env Env, args []string) error {
 	c := addCommonFit(fs)
 	binWidth := fs.Float64("bin-width", 1, "time bin width of the private histogram (time units)")
 	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit)")
-	method := fs.String("method", "histogram", "private method: histogram (noisy histogram, the main method) or lnte (baseline; epsilon per time point)")
+	method := fs.String("method", "hierarchical", "private method: hierarchical (tree noise on the histogram, the default), histogram (noisy histogram) or lnte (baseline; epsilon per time point)")
 	plot := fs.String("plot", "", "also draw the curves to this .png or .svg file")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -308,6 +308,8 @@ func fitKM(env Env, args []string) error {
 		opts := dpfit.KMOptions{Epsilon: c.eps.v}
 		var res dpfit.KMResult
 		switch *method {
+		case "hierarchical":
+			res, err = dpfit.HierarchicalKM(h, dp.NewSecureSource(), opts)
 		case "histogram":
 			res, err = dpfit.NoisyHistogramKM(h, dp.NewSecureSource(), opts)
 		case "lnte":
