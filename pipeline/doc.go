@@ -4,4 +4,13 @@
 // drain), backpressure, acknowledgement (a source offset is committed only
 // after every branch that received the batch has acknowledged it), Prometheus
 // metrics and the /healthz and /readyz endpoints.
+//
+// With aggregators configured, Service.Run also runs an AggregatorRunner: its
+// own consumer group on the input topic (<group_id>-agg) feeding an
+// aggregators.Engine, offsets committed only after a checkpoint that covers
+// them, releases charged to the privacy ledger (ledger.file or the compacted
+// ledger.topic) and published on output.fit_topic (JSON) and the curve topic
+// (Arrow). In Kafka-ledger mode only the replica holding the aggregator
+// lease (a sticky one-partition consumer group) aggregates; the others
+// sanitize and stand by. See docs/aggregators.md.
 package pipeline
