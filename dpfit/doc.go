@@ -20,6 +20,16 @@
 //     noise) and R's median rules. Curves are truncated where the noise
 //     dominates (KMOptions.MaxNoiseStdErr). Epsilon = +Inf (exact counts)
 //     needs AllowNonPrivate and is labelled "none (non-private)".
+//   - HierarchicalKM (the default of `dpsurv fit km`): the same histogram
+//     released through a 16-ary tree per cohort for events and one for
+//     censorings, two-sided geometric noise on every node with level l
+//     spending epsilon_l (sum epsilon; each level has L1 sensitivity 2
+//     under replace-one, so the node vector has 2 x levels), "pure-dp".
+//     The trees are made consistent by least squares (post-processing) and
+//     the inferred bins go through NoisyHistogramKM's post-processing, with
+//     the truncation rule using the exact variance of the correlated noise
+//     and a second-order bias correction of the product-limit factors.
+//     Its at-risk error grows like log(bins) instead of sqrt(bins).
 //   - The bin width trades time resolution against noise: every bin carries
 //     its own noise, so narrow bins over a long domain with few records per
 //     cohort give curves dominated by noise (see NoisyHistogramKM).

@@ -3,11 +3,21 @@ package main
 // km: utility of the central DP Kaplan–Meier curves (issue 3).
 //
 // For every cohort the exact curve (survival.KaplanMeier on the raw times)
-// is compared with the private curve of dpfit.NoisyHistogramKM and with the
-// LNTE baseline: the sup-norm distance over the common domain the private
-// curve covers, [0, min(truncation, last follow-up time of the cohort)),
-// and the fraction of the cohort's follow-up that domain covers. A row
-// summarises cohorts x repetitions.
+// is compared with the private curves of dpfit.NoisyHistogramKM, of
+// dpfit.HierarchicalKM and of the LNTE baseline: the sup-norm distance over
+// the common domain the private curve covers,
+// [0, min(truncation, last follow-up time of the cohort)), and the fraction
+// of the cohort's follow-up that domain covers. A row summarises cohorts x
+// repetitions. A second table compares the two histogram methods
+// untruncated over a fixed early domain [0, early) (an empty curve counts as
+// S = 1), where the truncated measure, which covers a different domain per
+// method and leaves empty curves out, cannot compare them at small ε.
+//
+// Random streams (dp.NewSeededSource, evaluation only): the noisy-histogram
+// and LNTE rows and the noisy-histogram sweep share the stream of -seed, the
+// figures use seed+1; the hierarchical rows and sweep use seed+1000, its
+// figure curves seed+1001, the early-domain table seed+2000. So adding the
+// hierarchical method left the other numbers of the page unchanged.
 
 import (
 	"bytes"
@@ -42,6 +52,7 @@ type kmEvalConfig struct {
 	plotDir     string
 	plotEps     []float64
 	plotCohorts []string
+	early       float64
 	write       string
 }
 
@@ -61,6 +72,7 @@ func runKM(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.plotDir, "plots", "", "directory for the PNG figures (empty: none)")
 	fs.StringVar(&plotEps, "plot-eps", "0.5,2", "budgets of the figures")
 	fs.StringVar(&plotCohorts, "plot-cohorts", "1,5,10", "cohort labels of the figures")
+	fs.Float64Var(&cfg.early, "early", 1000, "early domain [0, early) (days) of the untruncated comparison (0: none)")
 	fs.StringVar(&cfg.write, "write", "", "replace this command's block in the markdown page instead of printing")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -84,6 +96,8 @@ func runKM(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("km: no budgets")
 	case cfg.reps < 1 || cfg.sweepReps < 1:
 		return fmt.Errorf("km: reps must be positive")
+	case !(cfg.early >= 0) || math.IsInf(cfg.early, 0):
+		return fmt.Errorf("km: -early must be finite and >= 0")
 	}
 	for _, e := range append(append([]float64(nil), cfg.eps...), cfg.plotEps...) {
 		if !(e > 0) {
@@ -192,12 +206,19 @@ func kmExactCurves(d *fitsData, timeMax float64) ([]kmExact, error) {
 type kmMethod struct {
 	name string
 	fit  func(h *dpfit.Histogram, src dp.Source, o dpfit.KMOptions) (dpfit.KMResult, error)
+	// ownStream: the method draws from the stream seed+1000 instead of the
+	// shared one
+	ownStream bool
 }
 
 var kmMethods = []kmMethod{
-	{"noisy-histogram KM", dpfit.NoisyHistogramKM},
-	{"LNTE (baseline)", dpfit.LNTE},
+	{"noisy-histogram KM", dpfit.NoisyHistogramKM, false},
+	{"hierarchical-histogram KM", dpfit.HierarchicalKM, true},
+	{"LNTE (baseline)", dpfit.LNTE, false},
 }
+
+// kmHierarchical is the hierarchical method's entry of kmMethods.
+var kmHierarchical = kmMethods[1]
 
 // kmRow runs reps releases and summarises them over cohorts x reps. It also
 // returns the total epsilon the method reports.
@@ -228,13 +249,21 @@ func kmEvaluate(w io.Writer, d *fitsData, cfg kmEvalConfig, command string) erro
 		return err
 	}
 	src := dp.NewSeededSource(cfg.seed)
+	own := dp.NewSeededSource(cfg.seed + 1000)
+	stream := func(m kmMethod) dp.Source {
+		if m.ownStream {
+			return own
+		}
+		return src
+	}
 	n := len(d.Time)
 	fitsCmdBlock(w, command)
 	fmt.Fprintf(w, "Data `%s`: %d records, %d cohorts (%d to %d records each); public T_max = %g days, "+
 		"bin width %g days (%d bins); %d repetitions per budget; seed %d (`dp.NewSeededSource`, evaluation only). "+
 		"Each row summarises %d cohorts x %d repetitions. *sup* is sup |S_DP(t) - S_exact(t)| over "+
 		"[0, min(truncation, last follow-up of the cohort)); *coverage* is the length of that interval over the cohort's follow-up. "+
-		"*empty*: curves truncated before their first bin (coverage 0, no sup).\n\n",
+		"*empty*: curves truncated before their first bin (coverage 0, no sup). The hierarchical rows draw from their own "+
+		"seeded stream (seed + 1000), so the other rows are those of the shared stream.\n\n",
 		filepath.Base(cfg.data), n, len(d.Labels), kmMinMaxCohort(d)[0], kmMinMaxCohort(d)[1], cfg.timeMax,
 		cfg.binWidth, h.Bins, cfg.reps, cfg.seed, len(d.Labels), cfg.reps)
 	fmt.Fprintln(w, "| method | ε | ε total (whole release) | mean sup | median sup | 90% sup | mean coverage | median coverage | empty |")
@@ -246,7 +275,7 @@ func kmEvaluate(w io.Writer, d *fitsData, cfg kmEvalConfig, command string) erro
 	kmPrintRow(w, "exact counts, binned (ε = ∞, reference)", math.Inf(1), math.Inf(1), ref)
 	for _, eps := range cfg.eps {
 		for _, m := range kmMethods {
-			st, total, err := kmRow(h, ex, m, eps, cfg.reps, src)
+			st, total, err := kmRow(h, ex, m, eps, cfg.reps, stream(m))
 			if err != nil {
 				return err
 			}
@@ -287,10 +316,75 @@ func kmEvaluate(w io.Writer, d *fitsData, cfg kmEvalConfig, command string) erro
 			}
 			fmt.Fprintln(w, line)
 		}
+		fmt.Fprintf(w, "\nThe same sweep for hierarchical-histogram KM (its own stream, seed + 1000, continued from the main table):\n\n")
+		fmt.Fprintln(w, head)
+		fmt.Fprintln(w, sep)
+		for _, bw := range cfg.sweepWidths {
+			hs, err := kmHistogram(d, bw, cfg.timeMax)
+			if err != nil {
+				return fmt.Errorf("sweep: %w", err)
+			}
+			ref, _, err := kmRow(hs, ex, kmHierarchical, math.Inf(1), 1, nil)
+			if err != nil {
+				return fmt.Errorf("sweep: %w", err)
+			}
+			line := fmt.Sprintf("| %g | %d | %s / %s |", bw, hs.Bins, fitsFmt(fitsMean(ref.sup)), fitsFmt(fitsMean(ref.cover)))
+			for _, eps := range cfg.eps {
+				st, _, err := kmRow(hs, ex, kmHierarchical, eps, cfg.sweepReps, own)
+				if err != nil {
+					return fmt.Errorf("sweep: %w", err)
+				}
+				line += fmt.Sprintf(" %s / %s |", fitsFmt(fitsMean(st.sup)), fitsFmt(fitsMean(st.cover)))
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	if cfg.early > 0 {
+		if err := kmEarly(w, d, h, ex, cfg, command); err != nil {
+			return err
+		}
 	}
 	if cfg.plotDir != "" {
 		if err := kmPlots(w, d, h, ex, cfg); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// kmEarly prints the untruncated comparison of the two histogram methods
+// over the fixed domain [0, early).
+func kmEarly(w io.Writer, d *fitsData, h *dpfit.Histogram, ex []kmExact, cfg kmEvalConfig, command string) error {
+	src := dp.NewSeededSource(cfg.seed + 2000)
+	fmt.Fprintln(w)
+	fitsCmdBlock(w, command)
+	fmt.Fprintf(w, "Early domain, untruncated (MaxNoiseStdErr = +Inf; stream seed + 2000): sup |S_DP(t) - S_exact(t)| over "+
+		"[0, min(%g days, last follow-up of the cohort)), %d repetitions x %d cohorts; an empty curve counts as S = 1 "+
+		"(*empty* says how many).\n\n", cfg.early, cfg.reps, len(d.Labels))
+	fmt.Fprintln(w, "| method | ε | mean sup | median sup | 90% sup | empty |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for _, eps := range cfg.eps {
+		for _, m := range kmMethods[:2] {
+			var sup []float64
+			empty := 0
+			o := dpfit.KMOptions{Epsilon: eps, MaxNoiseStdErr: math.Inf(1)}
+			for r := 0; r < cfg.reps; r++ {
+				res, err := m.fit(h, src, o)
+				if err != nil {
+					return fmt.Errorf("early domain: %s at epsilon %v: %w", m.name, eps, err)
+				}
+				for c, ck := range res.Cohorts {
+					if len(ck.Curve.Time) == 0 {
+						empty++
+					}
+					// a curve that stops early (no one left at risk) stays at
+					// its last value, an empty one at 1
+					end := math.Min(cfg.early, ex[c].followUp)
+					sup = append(sup, kmSupDistance(ck.Curve.Time, ck.Curve.Surv, ex[c].time, ex[c].surv, end))
+				}
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %d |\n", m.name, fitsEpsLabel(eps), fitsFmt(fitsMean(sup)),
+				fitsFmt(fitsQuantile(sup, 0.5)), fitsFmt(fitsQuantile(sup, 0.9)), empty)
 		}
 	}
 	return nil
@@ -341,8 +435,9 @@ func kmPlots(w io.Writer, d *fitsData, h *dpfit.Histogram, ex []kmExact, cfg kmE
 		cohorts = append(cohorts, found)
 	}
 	src := dp.NewSeededSource(cfg.seed + 1)
-	fmt.Fprintf(w, "\nFigures: one release per budget (seed %d), bin width %g days; solid = exact KM, "+
-		"dashed = private curves (they end where they are truncated).\n\n", cfg.seed+1, cfg.binWidth)
+	own := dp.NewSeededSource(cfg.seed + 1001)
+	fmt.Fprintf(w, "\nFigures: one release per budget (seed %d; hierarchical seed %d), bin width %g days; solid = exact KM, "+
+		"dashed = private curves (they end where they are truncated).\n\n", cfg.seed+1, cfg.seed+1001, cfg.binWidth)
 	var cells []string
 	for _, eps := range cfg.plotEps {
 		o := dpfit.KMOptions{Epsilon: eps}
@@ -354,12 +449,18 @@ func kmPlots(w io.Writer, d *fitsData, h *dpfit.Histogram, ex []kmExact, cfg kmE
 		if err != nil {
 			return fmt.Errorf("plots: %w", err)
 		}
+		hk, err := dpfit.HierarchicalKM(h, own, o)
+		if err != nil {
+			return fmt.Errorf("plots: %w", err)
+		}
 		for _, c := range cohorts {
 			name := fmt.Sprintf("eval-fits-km-eps%s-cohort%s.png", fitsEpsLabel(eps), kmSafe(d.Labels[c]))
 			curves := []plots.Curve{
 				{Label: "exact KM", Time: ex[c].time, Surv: ex[c].surv},
 				{Label: fmt.Sprintf("noisy-histogram KM, ε = %s", fitsEpsLabel(eps)),
 					Time: nh.Cohorts[c].Curve.Time, Surv: nh.Cohorts[c].Curve.Surv, Dashed: true},
+				{Label: fmt.Sprintf("hierarchical-histogram KM, ε = %s", fitsEpsLabel(eps)),
+					Time: hk.Cohorts[c].Curve.Time, Surv: hk.Cohorts[c].Curve.Surv, Dashed: true},
 				{Label: fmt.Sprintf("LNTE, ε = %s per time point", fitsEpsLabel(eps)),
 					Time: ln.Cohorts[c].Curve.Time, Surv: ln.Cohorts[c].Curve.Surv, Dashed: true},
 			}

@@ -92,8 +92,8 @@ func TestKMCommandKidney(t *testing.T) {
 		t.Errorf("page lacks the regenerating command")
 	}
 	tab := kmTableRows(t, out, "| method | ε |")
-	if len(tab) != 1+2*2 {
-		t.Fatalf("main table has %d rows, want 5", len(tab))
+	if len(tab) != 1+2*3 {
+		t.Fatalf("main table has %d rows, want 7", len(tab))
 	}
 	if tab[0][1] != "∞" || tab[0][6] != "1" {
 		t.Errorf("reference row %v: want ε = ∞ and full coverage", tab[0])
@@ -109,12 +109,22 @@ func TestKMCommandKidney(t *testing.T) {
 	} else if _, err := fmt.Sscanf(out[i:], "days (%d bins)", &bins); err != nil || bins < 60 {
 		t.Fatalf("bin count %d: %v", bins, err)
 	}
-	if want := fmt.Sprint(2 * bins); tab[4][0] != "LNTE (baseline)" || tab[4][2] != want {
-		t.Errorf("LNTE row %v: want total epsilon %s (bins x 2)", tab[4], want)
+	if want := fmt.Sprint(2 * bins); tab[6][0] != "LNTE (baseline)" || tab[6][2] != want {
+		t.Errorf("LNTE row %v: want total epsilon %s (bins x 2)", tab[6], want)
+	}
+	if tab[5][0] != "hierarchical-histogram KM" || tab[5][2] != "2" {
+		t.Errorf("hierarchical row %v: want total epsilon 2", tab[5])
 	}
 	sweep := kmTableRows(t, out, "| bin width (days) |")
 	if len(sweep) != 3 || len(sweep[0]) != 5 {
 		t.Errorf("sweep table %v", sweep)
+	}
+	if n := strings.Count(out, "| bin width (days) |"); n != 2 {
+		t.Errorf("%d sweep tables, want 2 (noisy-histogram and hierarchical)", n)
+	}
+	early := kmTableRows(t, out, "| method | ε | mean sup | median sup | 90% sup | empty |")
+	if len(early) != 2*2 || early[1][0] != "hierarchical-histogram KM" {
+		t.Errorf("early-domain table %v", early)
 	}
 	for _, c := range []string{"1", "3"} {
 		name := "eval-fits-km-eps2-cohort" + c + ".png"
@@ -145,8 +155,8 @@ func TestKMCommandKidney(t *testing.T) {
 
 // TestKMUtilityFlchain checks what the table is for on the real data:
 // binning alone costs little (exact counts, 30-day bins), and at epsilon = 2
-// the noisy-histogram curves are much closer to the exact ones than LNTE's
-// (about 0.05 vs 0.3 in the full run). With 3 repetitions x 10 cohorts the
+// the noisy-histogram and hierarchical curves are much closer to the exact
+// ones than LNTE's (about 0.05 vs 0.3 in the full run). With 3 repetitions x 10 cohorts the
 // means have standard errors below 0.01 and 0.05, so the margins below are
 // many standard errors wide: the false-alarm rate is negligible (< 1e-6).
 func TestKMUtilityFlchain(t *testing.T) {
@@ -167,13 +177,16 @@ func TestKMUtilityFlchain(t *testing.T) {
 		}
 		return v
 	}
-	ref, nh, ln := rows[0], rows[1], rows[2]
-	t.Logf("mean sup: binned exact %s, noisy-histogram %s, LNTE %s", ref[3], nh[3], ln[3])
+	ref, nh, hk, ln := rows[0], rows[1], rows[2], rows[3]
+	t.Logf("mean sup: binned exact %s, noisy-histogram %s, hierarchical %s, LNTE %s", ref[3], nh[3], hk[3], ln[3])
 	if v := num(ref, 3); v > 0.03 {
 		t.Errorf("binning error %v, want < 0.03 with 30-day bins", v)
 	}
 	if a, b := num(nh, 3), num(ln, 3); !(a < 0.1 && b > 2*a) {
 		t.Errorf("mean sup noisy-histogram %v, LNTE %v: want < 0.1 and LNTE more than twice as far", a, b)
+	}
+	if a, b := num(hk, 3), num(ln, 3); !(a < 0.1 && b > 2*a) {
+		t.Errorf("mean sup hierarchical %v, LNTE %v: want < 0.1 and LNTE more than twice as far", a, b)
 	}
 	if c := num(nh, 6); c < 0.9 {
 		t.Errorf("mean coverage %v at epsilon 2, want > 0.9", c)
