@@ -198,9 +198,10 @@ func (ht *hierTrees) release(src dp.Source, leaves, nodes []int64, y, buf []floa
 	ht.tree.infer(y, buf)
 	for b := range out {
 		x := y[b]
-		// floating-point residue of the inference: a value this close to
-		// an integer is that integer (with negligible noise, the exact
-		// count; otherwise a change below 1e-9, harmless post-processing)
+		// floating-point residue of the inference: a value within a
+		// relative 1e-9 of an integer is that integer (with negligible
+		// noise, the exact count; otherwise a tiny change, harmless
+		// post-processing)
 		if r := math.Round(x); math.Abs(x-r) <= kmSnap*math.Max(1, math.Abs(r)) {
 			x = r
 		}
@@ -293,8 +294,8 @@ type binTree struct {
 	size   []int // nodes per level, level 0 = leaves
 	off    []int // index of level l's first node in the node arrays
 	nodes  int
-	// level of every node's observation noise variance (relative units:
-	// nodeVar[l] multiplies the variance of one draw at the release's scale)
+	// nodeVar[l] is the noise variance of level l's nodes (the release's
+	// discrete Laplace variances; any common unit gives the same estimates)
 	nodeVar []float64
 	// bottom-up inference, structural: s[v] is the variance of z[v], the
 	// estimate of node v from the observations inside its subtree, and
