@@ -68,8 +68,11 @@ type Params struct {
 	// BinWidth is the histogram bin width in time units (default 1); the
 	// Weibull fits see each record's time as the start of its bin.
 	BinWidth float64 `json:"bin_width"`
-	// Method: km "noisy-histogram" (default); weibull "lsp" (default),
-	// "laplace" or "saa".
+	// Method: km "hierarchical" (default: tree noise with consistent
+	// inference, dpfit.HierarchicalKM) or "noisy-histogram" (flat cell
+	// noise, dpfit.NoisyHistogramKM); weibull "lsp" (default), "laplace" or
+	// "saa". Cumulative km aggregates use the binary-tree counter whatever
+	// the method.
 	Method string `json:"method"`
 	// Conf is the KM confidence level (default 0.95); MaxNoiseStdErr its
 	// truncation (default dpfit.DefaultMaxNoiseStdErr).
@@ -82,7 +85,10 @@ type Params struct {
 }
 
 // KM method names accepted in params.method.
-const MethodNoisyHistogram = "noisy-histogram"
+const (
+	MethodHierarchical   = "hierarchical"
+	MethodNoisyHistogram = "noisy-histogram"
+)
 
 // ParseParams reads a YAML params map for kind; unknown keys and values of
 // the wrong type are errors naming the key.
@@ -159,7 +165,7 @@ func (c Config) withDefaults() Config {
 	switch c.Kind {
 	case KindKM:
 		if c.Params.Method == "" {
-			c.Params.Method = MethodNoisyHistogram
+			c.Params.Method = MethodHierarchical
 		}
 		if c.Params.Conf == 0 {
 			c.Params.Conf = 0.95
@@ -249,8 +255,8 @@ func (c Config) Check() []error {
 	}
 	switch c.Kind {
 	case KindKM:
-		if p.Method != MethodNoisyHistogram {
-			add("params.method: %q: km aggregates use %q", p.Method, MethodNoisyHistogram)
+		if p.Method != MethodHierarchical && p.Method != MethodNoisyHistogram {
+			add("params.method: %q is not %s or %s", p.Method, MethodHierarchical, MethodNoisyHistogram)
 		}
 		if !(p.Conf > 0 && p.Conf < 1) {
 			add("params.conf: must be in (0, 1), got %v", p.Conf)

@@ -19,9 +19,10 @@
 //   - State is one dpfit.Histogram (events and censorings per bin and
 //     cohort) per open window — O(open windows x bins x cohorts), never
 //     records; open windows are at most lateness/size + 2 (<= 64).
-//   - A window's release covers all cohorts: km by the noisy-histogram
-//     method (one noise draw for the window; the log-rank test rides along
-//     as post-processing), weibull by one fit per cohort. It is one ledger
+//   - A window's release covers all cohorts: km by the hierarchical
+//     (default) or the flat noisy-histogram method (one noise draw for the
+//     window's whole histogram; the log-rank test rides along as
+//     post-processing), weibull by one fit per cohort. It is one ledger
 //     entry keyed <aggregate>/<window_start_unix> charging epsilon to
 //     "stream", "aggregate:<name>" and every "cohort:<label>" (parallel
 //     composition across disjoint cohorts and bins; sequential across

@@ -619,3 +619,26 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// The default km method is the hierarchical one; at a huge epsilon its
+// release is the exact curve of the window.
+func TestHierarchicalDefault(t *testing.T) {
+	cfg := kmConfig("h", time.Minute, 1e4)
+	cfg.Params.Method = ""
+	r := newRig(t, at(1), map[string]float64{"stream": 1e6}, cfg)
+	rows := rowsOf("h", 90)
+	r.observe(0, rows)
+	r.clock.Set(at(61))
+	r.tick()
+	got := r.fits.fits(t)
+	for ci, c := range cohorts {
+		m := got[key("h", 0, c)]
+		want := exactKM(t, rows, int32(ci))
+		if m.Method != "hierarchical-histogram-km" || m.Guarantee != "pure-dp" || m.Neighbouring != "replace-one" {
+			t.Fatalf("cohort %s: method %q guarantee %q neighbouring %q", c, m.Method, m.Guarantee, m.Neighbouring)
+		}
+		if !closeTo(m.NEvent, want.NEvent, 1e-6) || !closeTo(m.Surv, want.Surv, 1e-6) {
+			t.Fatalf("cohort %s: released %v/%v, exact %v/%v", c, m.NEvent, m.Surv, want.NEvent, want.Surv)
+		}
+	}
+}

@@ -216,7 +216,9 @@ func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[stri
 	return 0
 }
 
+// kmConfig is a km aggregate with the flat noisy histogram, whose noise law
+// the tests check (the hierarchical method is tested in its own cases).
 func kmConfig(name string, size time.Duration, eps float64) aggregators.Config {
 	return aggregators.Config{Name: name, Kind: aggregators.KindKM, WindowSize: size, Epsilon: eps,
-		Cohorts: cohorts, TimeMax: 9, TimeUnit: "days"}
+		Cohorts: cohorts, TimeMax: 9, TimeUnit: "days", Params: aggregators.Params{Method: aggregators.MethodNoisyHistogram}}
 }

@@ -216,7 +216,11 @@ func (a *aggregate) buildWindow(c *closing, src dp.Source, remaining map[string]
 }
 
 func (a *aggregate) kmMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
-	res, err := dpfit.NoisyHistogramKM(c.hist, src, a.kmOptions())
+	fit := dpfit.HierarchicalKM
+	if a.cfg.Params.Method == MethodNoisyHistogram {
+		fit = dpfit.NoisyHistogramKM
+	}
+	res, err := fit(c.hist, src, a.kmOptions())
 	if err != nil {
 		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
 	}

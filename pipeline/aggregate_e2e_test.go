@@ -282,10 +282,10 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 		}
 		return s
 	}
-	// Noise: 41 bins x 2 cells x 3 cohorts of two-sided geometric noise of
-	// scale 2 (variance 7.83 each) gives the window's n an SD of about 44;
-	// 250 is 5.7 SD (false alarm ~1e-8), while a window counted twice
-	// (1200) or not at all (0) is far outside.
+	// Noise (hierarchical km, 41 bins: 3 levels; n is the sum of the
+	// inferred roots of 2 trees x 3 cohorts): an SD below 50; 250 is over
+	// 5 SD (false alarm below 1e-6), while a window counted twice (1200)
+	// or not at all (0) is far outside.
 	for w := range 2 {
 		if n := sumN("km", w); math.Abs(n-perWindow) > 250 {
 			t.Errorf("km window %d: released n = %v, want %d ± 250", w, n, perWindow)
@@ -306,8 +306,8 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 		method, neighbouring string
 	}
 	for _, m := range []meta{
-		{aggregators.MessageKey("km", w0.Unix(), "A"), w0, w0.Add(time.Hour), 8, 1, false, 0, "noisy-histogram-km", "replace-one"},
-		{aggregators.MessageKey("km", w0.Add(time.Hour).Unix(), "C"), w0.Add(time.Hour), w0.Add(2 * time.Hour), 7, 1, false, 0, "noisy-histogram-km", "replace-one"},
+		{aggregators.MessageKey("km", w0.Unix(), "A"), w0, w0.Add(time.Hour), 8, 1, false, 0, "hierarchical-histogram-km", "replace-one"},
+		{aggregators.MessageKey("km", w0.Add(time.Hour).Unix(), "C"), w0.Add(time.Hour), w0.Add(2 * time.Hour), 7, 1, false, 0, "hierarchical-histogram-km", "replace-one"},
 		{aggregators.MessageKey("cum", w0.Unix(), "B"), w0, w0.Add(time.Hour), 8, 0, true, 1, "tree-counter-km", "replace-one"},
 		{aggregators.MessageKey("cum", w0.Add(time.Hour).Unix(), "A"), w0.Add(time.Hour), w0.Add(2 * time.Hour), 7, 0, true, 2, "tree-counter-km", "replace-one"},
 	} {

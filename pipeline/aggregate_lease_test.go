@@ -39,7 +39,7 @@ func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
 	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
 	cfg.HTTP.Listen = ""
 	cfg.Aggregators = []pipeline.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1,
-		Window: pipeline.WindowConfig{Size: time.Hour}, Params: map[string]any{"bin_width": 20}}}
+		Window: pipeline.WindowConfig{Size: time.Hour}, Params: map[string]any{"bin_width": 20, "method": "noisy-histogram"}}}
 	cfg.Ledger = pipeline.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
 	key := bytes.Repeat([]byte{3}, 32)
 	w0 := time.Unix(1_700_002_800, 0).UTC()
