@@ -386,7 +386,7 @@ func FromGram(d, m int, a []float64, zeroTol float64) (*Projection, error) {
 		}
 	}
 	if rank < 1 {
-		return nil, errors.New("A has rank 0 on the kept features")
+		return nil, errors.New("the Gram matrix A has rank 0 on the kept features")
 	}
 	var warnings []string
 	mEff := m

@@ -25,17 +25,15 @@ func (o objective) value(f, grad, hess []float64) float64 {
 	var ff float64
 	for j, x := range f {
 		ff += x * x
-		if o.lin != nil {
+		if j < len(o.lin) {
 			v += o.scale * o.lin[j] * x
 		}
 	}
 	v += 0.5 * o.reg * ff
-	if grad != nil {
-		for j := range grad {
-			grad[j] = o.scale*grad[j] + o.reg*f[j]
-			if o.lin != nil {
-				grad[j] += o.scale * o.lin[j]
-			}
+	for j := range grad {
+		grad[j] = o.scale*grad[j] + o.reg*f[j]
+		if o.lin != nil {
+			grad[j] += o.scale * o.lin[j]
 		}
 	}
 	if hess != nil {
