@@ -138,13 +138,16 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, o, e)
 	}
-	for _, want := range []string{"EPHEMERAL", "sanitized: 3001 records", "dead letters: 4", "duplicate_id:1", "undecodable:1", "median survival"} {
+	for _, want := range []string{"EPHEMERAL", "sanitized: 3001 records", "dead letters: 4", "duplicate_id:1", "undecodable:1", "median survival",
+		"central releases on the fit topic", "km-demo", "weibull-demo", "pure-dp", "stream budget left"} {
 		if !strings.Contains(o, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, o)
 		}
 	}
-	if st, err := os.Stat(filepath.Join(dir, "km_sanitized.png")); err != nil || st.Size() < 1000 {
-		t.Fatalf("plot: %v", err)
+	for _, p := range []string{"km_sanitized.png", "km_release.png"} {
+		if st, err := os.Stat(filepath.Join(dir, p)); err != nil || st.Size() < 1000 {
+			t.Fatalf("plot %s: %v", p, err)
+		}
 	}
 }
 

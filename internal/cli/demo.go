@@ -50,6 +50,21 @@ func demoConfig(addrs []string, cohorts []string, timeMax float64) pipeline.Conf
 	return cfg
 }
 
+// demoAggregators adds the central releases the demo shows: a Kaplan–Meier
+// and a Weibull aggregate over short processing-time windows, charged to a
+// ledger on the embedded broker.
+func demoAggregators(cfg *pipeline.Config, window time.Duration) {
+	cfg.Aggregators = []pipeline.AggregatorConfig{
+		{Name: "km-demo", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: window},
+			Params: map[string]any{"method": "hierarchical", "bin_width": 30}},
+		{Name: "weibull-demo", Kind: "weibull", Epsilon: 1, Window: pipeline.WindowConfig{Size: window},
+			Params: map[string]any{"method": "lsp"}},
+	}
+	cfg.Ledger.Topic = "dpsurv.demo.ledger"
+	cfg.Ledger.Budget = map[string]float64{"stream": 20}
+	cfg.Ledger.CheckpointInterval = time.Second
+}
+
 func runDemo(ctx context.Context, env Env, args []string) error {
 	fs := newFlags("demo", env)
 	n := fs.Int("n", 20000, "synthetic records (ignored with --input)")
@@ -58,6 +73,7 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 	timeMax := fs.Float64("time-max", 3650, "public time bound")
 	duration := fs.Duration("duration", 20*time.Second, "stop after this long at the latest")
 	outDir := fs.String("out-dir", "dpsurv-demo", "where plots go")
+	window := fs.Duration("window", 4*time.Second, "aggregation window (whole seconds; 0 turns the central releases off)")
 	logLevel := fs.String("log-level", "warn", "service log level (logs go to stderr)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -100,6 +116,9 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 	fmt.Fprintln(out, "PRF key: EPHEMERAL, generated for this run only (a real deployment reads sanitizers.key_file; without it the service refuses to start)")
 
 	cfg := demoConfig(b.Addrs(), cohorts, *timeMax)
+	if *window > 0 {
+		demoAggregators(&cfg, window.Truncate(time.Second))
+	}
 	key := pipeline.EphemeralKey()
 	g, err := pipeline.Guarantees(cfg, key)
 	if err != nil {
@@ -134,7 +153,22 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 
 	// Collect the sanitized and dead-letter topics until everything is
 	// accounted for.
+	var fits *fitCollector
+	if len(cfg.Aggregators) > 0 {
+		fits, err = newFitCollector(cfg, log)
+		if err != nil {
+			return err
+		}
+		defer fits.close()
+	}
 	san, dead, reasons, err := collectOutputs(ctx, cfg, len(data.ID), badRows+1, log, mem)
+	var releases []map[string]any
+	if err == nil && fits != nil {
+		// Every record has been read by now; wait for the window the clock
+		// is in to close and be released.
+		until := time.Now().Truncate(*window).Add(*window)
+		releases, err = fits.until(ctx, until.Unix(), len(cohorts)*len(cfg.Aggregators))
+	}
 	stopSvc()
 	if serr := <-svcErr; serr != nil && err == nil {
 		err = serr
@@ -178,7 +212,142 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(out, "\nplot: %s\n", plotPath)
+	if fits != nil {
+		if err := printReleases(out, releases, *outDir); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(out, "metrics and health were served at http://"+svc.HealthAddr()+"/metrics, /healthz, /readyz while the demo ran")
+	return nil
+}
+
+// fitCollector reads the fit topic.
+type fitCollector struct{ c *harness.Collector }
+
+func newFitCollector(cfg pipeline.Config, log *zap.Logger) (*fitCollector, error) {
+	c, err := harness.NewCollector(cfg.Kafka, cfg.Output.FitTopic, "dpsurv-demo-fit-reader", log)
+	if err != nil {
+		return nil, err
+	}
+	return &fitCollector{c: c}, nil
+}
+
+func (f *fitCollector) close() { f.c.Close() }
+
+// until reads releases until it has seen every message (perAggregateWindow
+// of them) of the windows ending at or before endUnix, and returns the
+// releases in order.
+func (f *fitCollector) until(ctx context.Context, endUnix int64, perWindow int) ([]map[string]any, error) {
+	var out []map[string]any
+	seen := map[string]bool{}
+	lastWindow := map[string]int{} // aggregate -> messages of the final window
+	done := func() bool {
+		for _, n := range lastWindow {
+			if n < perWindow/max(1, len(lastWindow)) {
+				return false
+			}
+		}
+		return len(lastWindow) > 0
+	}
+	for !done() {
+		ms, err := f.c.Next(ctx)
+		if err != nil {
+			return out, fmt.Errorf("read fit topic: %w", err)
+		}
+		for _, m := range ms {
+			var r map[string]any
+			if err := json.Unmarshal(m.Value, &r); err != nil {
+				return out, fmt.Errorf("decode release: %w", err)
+			}
+			key, _ := r["key"].(string)
+			if seen[key] {
+				continue // a redelivered duplicate
+			}
+			seen[key] = true
+			out = append(out, r)
+			if we, ok := r["window_end_unix"].(float64); ok && int64(we) >= endUnix {
+				lastWindow[fmt.Sprint(r["aggregate"])]++
+			}
+		}
+	}
+	return out, nil
+}
+
+func printReleases(w io.Writer, releases []map[string]any, outDir string) error {
+	fmt.Fprintln(w, "\ncentral releases on the fit topic (one per aggregate, window and cohort; charged to the privacy ledger first):")
+	f := func(v any) string {
+		switch x := v.(type) {
+		case nil:
+			return "NA"
+		case float64:
+			return fmt.Sprintf("%.4g", x)
+		}
+		return fmt.Sprint(v)
+	}
+	best := map[string][]map[string]any{} // km releases of the window with most records
+	var bestWindow string
+	bestN := -1.0
+	perWindowN := map[string]float64{}
+	for _, r := range releases {
+		ws := time.Unix(int64(r["window_start_unix"].(float64)), 0).UTC().Format("15:04:05")
+		we := time.Unix(int64(r["window_end_unix"].(float64)), 0).UTC().Format("15:04:05")
+		budget := ""
+		if b, ok := r["budget_remaining"].(map[string]any); ok {
+			budget = fmt.Sprintf(" stream budget left %s", f(b["stream"]))
+		}
+		head := fmt.Sprintf("  %-12s [%s, %s) cohort %-4v", r["aggregate"], ws, we, r["cohort"])
+		meta := fmt.Sprintf("epsilon=%s %s, %s;%s", f(r["epsilon"]), r["guarantee"], r["neighbouring"], budget)
+		switch r["kind"] {
+		case "km":
+			fmt.Fprintf(w, "%s n≈%s median %s  (%s)\n", head, f(r["n"]), f(r["median"]), meta)
+			k := fmt.Sprint(r["window_start_unix"])
+			if n, ok := r["n"].(float64); ok {
+				perWindowN[k] += n
+				if perWindowN[k] > bestN {
+					bestN, bestWindow = perWindowN[k], k
+				}
+			}
+			best[k] = append(best[k], r)
+		case "weibull":
+			fmt.Fprintf(w, "%s shape %s scale %s (units of time_max)  (%s)\n", head, f(r["shape"]), f(r["scale"]), meta)
+		default:
+			fmt.Fprintf(w, "%s %v release  (%s)\n", head, r["kind"], meta)
+		}
+	}
+	if bestWindow == "" {
+		return nil
+	}
+	var curves []plots.Curve
+	for _, r := range best[bestWindow] {
+		c := plots.Curve{Label: fmt.Sprintf("cohort %v (DP)", r["cohort"])}
+		for _, name := range []string{"time", "surv", "lower", "upper"} {
+			arr, _ := r[name].([]any)
+			vals := make([]float64, len(arr))
+			for i, v := range arr {
+				if x, ok := v.(float64); ok {
+					vals[i] = x
+				} else {
+					vals[i] = math.NaN()
+				}
+			}
+			switch name {
+			case "time":
+				c.Time = vals
+			case "surv":
+				c.Surv = vals
+			case "lower":
+				c.Lower = vals
+			case "upper":
+				c.Upper = vals
+			}
+		}
+		curves = append(curves, c)
+	}
+	path := filepath.Join(outDir, "km_release.png")
+	if err := plots.WriteKM(path, "DP Kaplan–Meier release (central, hierarchical noise, epsilon = 1)", "days", curves); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "plot of the largest window's KM release: %s\n", path)
 	return nil
 }
 
