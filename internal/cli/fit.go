@@ -231,7 +231,7 @@ func fitKM(env Env, args []string) error {
 	c := addCommonFit(fs)
 	binWidth := fs.Float64("bin-width", 1, "time bin width of the private histogram (time units)")
 	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit)")
-	method := fs.String("method", "hierarchical", "private method: hierarchical (tree noise on the histogram, the default), histogram (noisy histogram) or lnte (baseline; epsilon per time point)")
+	method := fs.String("method", "hierarchical", "private method: hierarchical (tree noise on the histogram, the default), histogram (noisy histogram), lnte (baseline; epsilon per time point), or rrr (the input is a sanitized file whose cohort labels went through RRR at --epsilon: debiased KM, no new budget)")
 	plot := fs.String("plot", "", "also draw the curves to this .png or .svg file")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -314,6 +314,12 @@ func fitKM(env Env, args []string) error {
 			res, err = dpfit.NoisyHistogramKM(h, dp.NewSecureSource(), opts)
 		case "lnte":
 			res, err = dpfit.LNTE(h, dp.NewSecureSource(), opts)
+		case "rrr":
+			mech, merr := dp.NewRRR(c.eps.v, len(labels))
+			if merr != nil {
+				return fmt.Errorf("--epsilon: %w", merr)
+			}
+			res, err = dpfit.RRRKM(h, mech, opts)
 		default:
 			fmt.Fprintf(env.Stderr, "dpsurv fit km: unknown --method %q\n", *method)
 			return errUsage

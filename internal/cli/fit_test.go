@@ -173,3 +173,56 @@ func TestFitPrivateKMAndWeibull(t *testing.T) {
 		t.Fatalf("weibull: %v", res)
 	}
 }
+
+// TestFitKMRRRDebiasesSanitizedLabels sanitizes a file with RRR only and
+// fits the debiased KM from it: the reported curves are pulled toward each
+// other, the debiased ones much less.
+func TestFitKMRRRDebiasesSanitizedLabels(t *testing.T) {
+	dir := t.TempDir()
+	key := writeKey(t)
+	san := dir + "/s.csv"
+	if _, e, code := run(t, "gen", "--n", "20000", "--cohorts", "A,B", "--output", dir+"/in.csv", "--seed", "3"); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := run(t, "sanitize", "--input", dir+"/in.csv", "--output", san, "--cohorts", "A,B", "--time-max", "3650",
+		"--rrr-epsilon", "1", "--public", "event,time", "--key-file", key); code != 0 {
+		t.Fatal(e)
+	}
+	median := func(args ...string) []float64 {
+		o, e, code := run(t, append([]string{"fit", "km", "--input", san, "--cohorts", "A,B", "--time-max", "3650", "--bin-width", "30"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, e)
+		}
+		var res struct {
+			Guarantee string `json:"guarantee"`
+			Cohorts   []struct {
+				Median float64 `json:"median"`
+			} `json:"cohorts"`
+		}
+		json.Unmarshal([]byte(o), &res)
+		var m []float64
+		for _, c := range res.Cohorts {
+			m = append(m, c.Median)
+		}
+		return m
+	}
+	raw := median("--epsilon", "inf")
+	deb := median("--epsilon", "1", "--method", "rrr")
+	truth, e, code := run(t, "fit", "km", "--input", dir+"/in.csv", "--cohorts", "A,B", "--epsilon", "inf")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	var tr struct {
+		Cohorts []struct {
+			Median float64 `json:"median"`
+		} `json:"cohorts"`
+	}
+	json.Unmarshal([]byte(truth), &tr)
+	gapTrue := tr.Cohorts[1].Median - tr.Cohorts[0].Median
+	gapRaw, gapDeb := raw[1]-raw[0], deb[1]-deb[0]
+	// RRR at epsilon 1 with 2 labels keeps the true label with p+(1-p)/2 = 0.73:
+	// the raw gap shrinks to roughly half; debiasing restores most of it.
+	if !(gapRaw < 0.75*gapTrue) || math.Abs(gapDeb-gapTrue) > 0.35*gapTrue {
+		t.Fatalf("median gap: true %.0f, reported %.0f, debiased %.0f", gapTrue, gapRaw, gapDeb)
+	}
+}
