@@ -43,17 +43,23 @@ type AddStats struct {
 // persisted in a checkpoint before its release is drawn.
 type closing struct {
 	start int64            // ns since the epoch
-	hist  *dpfit.Histogram // nil for cumulative aggregates (stepped into the tree)
+	hist  *dpfit.Histogram // nil for cumulative aggregates (stepped into the tree) and discrete ones
+	recs  *discreteWindow  // discrete aggregates: the window's records
 	step  int              // cumulative: the tree step holding this window
 	fails int              // failed release attempts in this process
 }
 
 // aggregate is one configured aggregate's window state. Its memory is
-// O(open windows x bins x cohorts): records are counted, never kept.
+// O(open windows x bins x cohorts): records are counted, never kept —
+// except by discrete aggregates, which keep up to max_records compact
+// records per open window (discrete.go).
 type aggregate struct {
-	cfg          Config
-	size, late   int64 // ns
+	cfg        Config
+	size, late int64 // ns
+	// open holds the open windows; a discrete aggregate's values are nil
+	// and its records are in recs under the same starts.
 	open         map[int64]*dpfit.Histogram
+	recs         map[int64]*discreteWindow
 	closedBefore int64 // windows starting before this (ns) are closed
 	closing      []*closing
 	tree         *dpfit.ContinualKM
@@ -69,6 +75,9 @@ func newAggregate(cfg Config) (*aggregate, error) {
 	}
 	a := &aggregate{cfg: cfg, size: int64(cfg.WindowSize), late: int64(cfg.Lateness),
 		open: map[int64]*dpfit.Histogram{}, closedBefore: math.MinInt64}
+	if cfg.Kind == KindDiscrete {
+		a.recs = map[int64]*discreteWindow{}
+	}
 	if cfg.Cumulative {
 		t, err := dpfit.NewContinualKM(cfg.Params.BinWidth, cfg.TimeMax, len(cfg.Cohorts), cfg.Horizon, a.kmOptions())
 		if err != nil {
@@ -122,6 +131,10 @@ func (a *aggregate) ensure(s int64) {
 		return
 	}
 	if _, ok := a.open[s]; !ok {
+		if a.recs != nil {
+			a.open[s], a.recs[s] = nil, &discreteWindow{d: len(a.cfg.Params.Covariates)}
+			return
+		}
 		a.open[s] = a.newHist()
 	}
 }
@@ -134,6 +147,9 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 		return st, nil
 	}
 	a.register(now)
+	if a.recs != nil {
+		return a.addDiscrete(rec, now)
+	}
 	times, ok1 := rec.Column(schemas.ColTime).(*array.Float64)
 	events, ok2 := rec.Column(schemas.ColEvent).(*array.Boolean)
 	dict, ok3 := rec.Column(schemas.ColCohort).(*array.Dictionary)
@@ -214,6 +230,11 @@ func (a *aggregate) closeWindow(s int64, src dp.Source) (*closing, error) {
 	delete(a.open, s)
 	a.lastHist = nil
 	a.closedBefore = max(a.closedBefore, s+a.size)
+	if a.recs != nil {
+		w := a.recs[s]
+		delete(a.recs, s)
+		return &closing{start: s, recs: w}, nil
+	}
 	if a.tree == nil {
 		return &closing{start: s, hist: h}, nil
 	}
@@ -231,11 +252,19 @@ func (a *aggregate) closeWindow(s int64, src dp.Source) (*closing, error) {
 func (a *aggregate) memoryBytes() int {
 	n := 0
 	for _, h := range a.open {
-		n += h.MemoryBytes()
+		if h != nil {
+			n += h.MemoryBytes()
+		}
+	}
+	for _, w := range a.recs {
+		n += w.bytes()
 	}
 	for _, c := range a.closing {
 		if c.hist != nil {
 			n += c.hist.MemoryBytes()
+		}
+		if c.recs != nil {
+			n += c.recs.bytes()
 		}
 	}
 	if a.tree != nil {

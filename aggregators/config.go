@@ -36,7 +36,7 @@ const MaxHorizon = 1 << 20
 // Config is one windowed aggregate. Every field is public configuration.
 type Config struct {
 	Name string
-	Kind string // km | weibull
+	Kind string // km | weibull | discrete
 	// WindowSize is the tumbling window length (whole seconds, >= 1 s).
 	// Windows are aligned to the Unix epoch.
 	WindowSize time.Duration
@@ -60,7 +60,10 @@ type Config struct {
 	Cohorts  []string
 	TimeMax  float64
 	TimeUnit string
-	Params   Params
+	// Covariates are the input's covariate names (schema.covariates): a
+	// discrete aggregate's params.covariates must be among them.
+	Covariates []string
+	Params     Params
 }
 
 // Params are the kind-specific settings (the YAML "params" map).
@@ -82,6 +85,9 @@ type Params struct {
 	Omega float64 `json:"omega"`
 	Gamma float64 `json:"gamma"`
 	Rungs int     `json:"rungs"`
+	// DiscreteParams are the discrete regression's settings (discrete.go);
+	// Method is then output (default), objective or psgld.
+	DiscreteParams
 }
 
 // KM method names accepted in params.method.
@@ -93,6 +99,9 @@ const (
 // ParseParams reads a YAML params map for kind; unknown keys and values of
 // the wrong type are errors naming the key.
 func ParseParams(kind string, m map[string]any) (Params, error) {
+	if kind == KindDiscrete {
+		return parseDiscreteParams(m)
+	}
 	p := Params{}
 	allowed := map[string]bool{"bin_width": true, "method": true}
 	switch kind {
@@ -159,7 +168,7 @@ func (c Config) withDefaults() Config {
 	if c.Time == "" {
 		c.Time = TimeProcessing
 	}
-	if c.Params.BinWidth == 0 {
+	if c.Params.BinWidth == 0 && c.Kind != KindDiscrete {
 		c.Params.BinWidth = 1
 	}
 	switch c.Kind {
@@ -179,6 +188,8 @@ func (c Config) withDefaults() Config {
 		}
 		w := c.weibull()
 		c.Params.Omega, c.Params.Gamma, c.Params.Rungs = w.Omega, w.Gamma, w.Rungs
+	case KindDiscrete:
+		c = c.discreteDefaults()
 	}
 	return c
 }
@@ -207,11 +218,9 @@ func (c Config) Check() []error {
 		add("name: required, without '/' or '#' (it prefixes ledger and message keys)")
 	}
 	switch c.Kind {
-	case KindKM, KindWeibull:
-	case "discrete":
-		add("kind: discrete is not available as a streaming aggregate (its per-record covariates do not fit the bounded (time bin, cohort) state); use `dpsurv fit discrete` on a file")
+	case KindKM, KindWeibull, KindDiscrete:
 	default:
-		add("kind: %q is not km or weibull", c.Kind)
+		add("kind: %q is not km, weibull or discrete", c.Kind)
 	}
 	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) {
 		add("epsilon: must be positive and finite, got %v", c.Epsilon)
@@ -246,6 +255,9 @@ func (c Config) Check() []error {
 		add("time_max: must be a positive public bound")
 	}
 	p := c.Params
+	if c.Kind == KindDiscrete {
+		return append(errs, c.checkDiscrete()...)
+	}
 	if !(p.BinWidth > 0) || math.IsInf(p.BinWidth, 0) {
 		add("params.bin_width: must be positive and finite, got %v", p.BinWidth)
 	} else if c.TimeMax > 0 && !math.IsInf(c.TimeMax, 0) && len(c.Cohorts) > 0 {

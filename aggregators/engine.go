@@ -276,6 +276,7 @@ func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
 // drop removes open window s without releasing it.
 func (a *aggregate) drop(s int64) {
 	delete(a.open, s)
+	delete(a.recs, s)
 	a.lastHist = nil
 	a.closedBefore = max(a.closedBefore, s+a.size)
 }

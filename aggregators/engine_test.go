@@ -586,7 +586,8 @@ func TestConfigValidation(t *testing.T) {
 		want string
 	}{
 		{"valid", func(*aggregators.Config) {}, ""},
-		{"discrete", func(c *aggregators.Config) { c.Kind = "discrete" }, "not available as a streaming aggregate"},
+		{"discrete without covariates", func(c *aggregators.Config) { c.Kind, c.Params = "discrete", aggregators.Params{} }, "params.covariates: required"},
+		{"unknown kind", func(c *aggregators.Config) { c.Kind = "cox" }, "not km, weibull or discrete"},
 		{"sub-second window", func(c *aggregators.Config) { c.WindowSize = 1500 * time.Millisecond }, "whole number of seconds"},
 		{"too much lateness", func(c *aggregators.Config) { c.Lateness = 2 * time.Hour }, "at most 64 windows"},
 		{"cumulative weibull", func(c *aggregators.Config) { c.Kind, c.Cumulative, c.Horizon = "weibull", true, 4 }, "only km"},

@@ -35,8 +35,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Records:   cv("dpsurv_aggregator_records_total", "Records counted into a window, by aggregate.", "aggregate"),
 		Late:      cv("dpsurv_aggregator_late_records_total", "Records whose window had already closed (counted here, not in any release), by aggregate.", "aggregate"),
-		Skipped:   cv("dpsurv_aggregator_records_skipped_total", "Records not counted, by aggregate and reason (no_observed_at, future_observed_at).", "aggregate", "reason"),
-		Clamped:   cv("dpsurv_aggregator_values_clamped_total", "Times above the public time_max counted in the last bin, by aggregate.", "aggregate"),
+		Skipped:   cv("dpsurv_aggregator_records_skipped_total", "Records not counted, by aggregate and reason (no_observed_at, future_observed_at; discrete: window_cap, invalid_covariate).", "aggregate", "reason"),
+		Clamped:   cv("dpsurv_aggregator_values_clamped_total", "Times above the public time_max counted in the last bin (discrete: also covariate rows projected onto the unit ball), by aggregate.", "aggregate"),
 		Releases:  cv("dpsurv_releases_total", "Window releases drawn and charged to the ledger, by aggregate.", "aggregate"),
 		Replayed:  cv("dpsurv_releases_replayed_total", "Window releases re-emitted from the ledger without new noise, by aggregate.", "aggregate"),
 		Withheld:  cv("dpsurv_releases_withheld_total", "Window releases withheld, by aggregate and reason (budget_exceeded, horizon_reached, error).", "aggregate", "reason"),

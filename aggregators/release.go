@@ -91,9 +91,10 @@ type FitMessage struct {
 	N               F                  `json:"n"`
 	TimeUnit        string             `json:"time_unit"`
 	TimeMax         float64            `json:"time_max"`
-	BinWidth        float64            `json:"bin_width"`
+	BinWidth        float64            `json:"bin_width,omitempty"` // km, weibull
 	*KMFields
 	*WeibullFields
+	*DiscreteFields
 }
 
 // KMFields are the curve of a km release (survfit names).
@@ -198,6 +199,8 @@ func (a *aggregate) buildWindow(c *closing, src dp.Source, remaining map[string]
 		msgs, err = a.cumulativeMessages(c, remaining)
 	case a.cfg.Kind == KindKM:
 		msgs, err = a.kmMessages(c, src, remaining)
+	case a.cfg.Kind == KindDiscrete:
+		msgs, err = a.discreteMessages(c, src, remaining)
 	default:
 		msgs, err = a.weibullMessages(c, src, remaining)
 	}

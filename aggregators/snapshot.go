@@ -34,12 +34,15 @@ type aggSnapshot struct {
 type histSnap struct {
 	Start int64  `json:"start_ns"`
 	Cells []byte `json:"cells"`
+	// Records is a discrete window's record state (discreteWindow.encode).
+	Records []byte `json:"records,omitempty"`
 }
 
 type closingSnap struct {
-	Start int64  `json:"start_ns"`
-	Cells []byte `json:"cells,omitempty"`
-	Step  int    `json:"step,omitempty"`
+	Start   int64  `json:"start_ns"`
+	Cells   []byte `json:"cells,omitempty"`
+	Step    int    `json:"step,omitempty"`
+	Records []byte `json:"records,omitempty"`
 }
 
 // encodeHist writes the non-zero cells as (index delta, count) uvarint
@@ -101,12 +104,19 @@ func (a *aggregate) snapshot() (*aggSnapshot, error) {
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
 	for _, st := range starts {
+		if a.recs != nil {
+			s.Open = append(s.Open, histSnap{Start: st, Cells: []byte{}, Records: a.recs[st].encode()})
+			continue
+		}
 		s.Open = append(s.Open, histSnap{Start: st, Cells: encodeHist(a.open[st])})
 	}
 	for _, c := range a.closing {
 		cs := closingSnap{Start: c.start, Step: c.step}
 		if c.hist != nil {
 			cs.Cells = encodeHist(c.hist)
+		}
+		if c.recs != nil {
+			cs.Records = c.recs.encode()
 		}
 		s.Closing = append(s.Closing, cs)
 	}
@@ -127,6 +137,14 @@ func (a *aggregate) restore(s *aggSnapshot) error {
 	}
 	a.closedBefore = s.ClosedBefore
 	for _, o := range s.Open {
+		if a.recs != nil {
+			w, err := a.decodeRecords(o.Records)
+			if err != nil {
+				return fmt.Errorf("aggregate %q: open window %d: %w", a.cfg.Name, o.Start, err)
+			}
+			a.open[o.Start], a.recs[o.Start] = nil, w
+			continue
+		}
 		h := a.newHist()
 		if err := decodeHist(h, o.Cells); err != nil {
 			return fmt.Errorf("aggregate %q: open window %d: %w", a.cfg.Name, o.Start, err)
@@ -135,7 +153,13 @@ func (a *aggregate) restore(s *aggSnapshot) error {
 	}
 	for _, c := range s.Closing {
 		cl := &closing{start: c.Start, step: c.Step}
-		if a.tree == nil {
+		if a.recs != nil {
+			w, err := a.decodeRecords(c.Records)
+			if err != nil {
+				return fmt.Errorf("aggregate %q: closing window %d: %w", a.cfg.Name, c.Start, err)
+			}
+			cl.recs = w
+		} else if a.tree == nil {
 			cl.hist = a.newHist()
 			if err := decodeHist(cl.hist, c.Cells); err != nil {
 				return fmt.Errorf("aggregate %q: closing window %d: %w", a.cfg.Name, c.Start, err)
@@ -183,4 +207,10 @@ func decodeSnapshot(b []byte) (*snapshot, error) {
 		return nil, fmt.Errorf("decode aggregator state: version %d, want %d", s.Version, snapshotVersion)
 	}
 	return &s, nil
+}
+
+// decodeRecords restores a discrete window's record state.
+func (a *aggregate) decodeRecords(b []byte) (*discreteWindow, error) {
+	p := a.cfg.Params
+	return decodeDiscrete(b, len(p.Covariates), p.Intervals, p.MaxRecords)
 }

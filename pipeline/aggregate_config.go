@@ -54,7 +54,7 @@ func (c Config) AggregatorConfigs() ([]aggregators.Config, error) {
 			Name: a.Name, Kind: a.Kind, WindowSize: a.Window.Size, Lateness: a.Window.Lateness,
 			Time: a.Window.Time, Cumulative: a.Window.Cumulative, Horizon: a.Window.Horizon,
 			Epsilon: a.Epsilon, Cohorts: c.Schema.Cohorts, TimeMax: c.Schema.TimeMax,
-			TimeUnit: c.Schema.TimeUnit, Params: p,
+			TimeUnit: c.Schema.TimeUnit, Covariates: c.Schema.Covariates, Params: p,
 		})
 	}
 	return out, nil
@@ -80,7 +80,8 @@ func (c Config) validateAggregation() []error {
 		}
 		ac := aggregators.Config{Name: a.Name, Kind: a.Kind, WindowSize: a.Window.Size, Lateness: a.Window.Lateness,
 			Time: a.Window.Time, Cumulative: a.Window.Cumulative, Horizon: a.Window.Horizon, Epsilon: a.Epsilon,
-			Cohorts: c.Schema.Cohorts, TimeMax: c.Schema.TimeMax, TimeUnit: c.Schema.TimeUnit, Params: p}
+			Cohorts: c.Schema.Cohorts, TimeMax: c.Schema.TimeMax, TimeUnit: c.Schema.TimeUnit,
+			Covariates: c.Schema.Covariates, Params: p}
 		for _, e := range ac.Check() {
 			msg := e.Error()
 			if strings.HasPrefix(msg, "cohorts:") || strings.HasPrefix(msg, "time_max:") {

@@ -1,0 +1,618 @@
+package aggregators
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/regression"
+	"github.com/dpsurv/dpsurv/schemas"
+)
+
+// KindDiscrete is the discrete-time survival regression (mechanisms.md
+// section 5, paper 000): one DP fit per window on the window's records.
+const KindDiscrete = "discrete"
+
+// Discrete aggregate defaults and limits.
+const (
+	// DefaultMaxRecords is the default public cap on the records one
+	// discrete window keeps.
+	DefaultMaxRecords = 200_000
+	// MaxMaxRecords bounds params.max_records (memory).
+	MaxMaxRecords = 10_000_000
+	// MaxDiscreteIntervals bounds params.intervals (as regression does).
+	MaxDiscreteIntervals = 100_000
+	// MaxDiscreteKnots bounds params.knots.
+	MaxDiscreteKnots = 50
+)
+
+// Reasons a discrete aggregate does not include a record (metric labels,
+// besides those of every aggregate).
+const (
+	// SkipWindowCap: the window already holds max_records records.
+	SkipWindowCap = "window_cap"
+	// SkipInvalidCovariate: a covariate is not finite (the validator
+	// dead-letters such rows, so this should stay 0).
+	SkipInvalidCovariate = "invalid_covariate"
+)
+
+// DiscreteCohort is the cohort field (and last key component) of a
+// discrete release, which pools every cohort.
+const DiscreteCohort = "all"
+
+// NeighbouringDiscrete is the neighbouring relation of a discrete release.
+const NeighbouringDiscrete = "replace-one among the window's included records (bounded DP: the sensitivity uses their number n, which is released only as a noisy count; at most max_records per window)"
+
+const compositionDiscrete = "one fit pooling the records of every cohort in the window (each record is in one window); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
+
+// DiscreteParams are the params of a discrete aggregate (embedded in
+// Params; every field is omitted from JSON when zero, so the fingerprints
+// of km and weibull aggregates do not change).
+type DiscreteParams struct {
+	// Covariates are the input covariates of the model (each one of
+	// schema.covariates), in the order of beta.
+	Covariates []string `json:"covariates,omitempty"`
+	// Centre and Scale are the public per-covariate centre and scale
+	// (required, one per covariate): x -> (x - centre) / scale, then
+	// projection onto the unit ball.
+	Centre []float64 `json:"centre,omitempty"`
+	Scale  []float64 `json:"scale,omitempty"`
+	// Intervals q (default 200) and Knots e (default 3) of the model.
+	Intervals int `json:"intervals,omitempty"`
+	Knots     int `json:"knots,omitempty"`
+	// Lambda is the ridge of output and objective perturbation (default
+	// regression.DefaultLambda).
+	Lambda float64 `json:"lambda,omitempty"`
+	// Link: logit (default); cloglog and probit with method psgld only.
+	Link string `json:"link,omitempty"`
+	// TimeMax is the public end of the model's time domain (default
+	// schema.time_max).
+	TimeMax float64 `json:"time_max,omitempty"`
+	// MaxRecords is the public cap on the records a window keeps (default
+	// DefaultMaxRecords); later records of the window are counted in
+	// dpsurv_aggregator_records_skipped_total{reason="window_cap"}.
+	MaxRecords int `json:"max_records,omitempty"`
+	// Steps is the pSGLD chain length (0: regression's default).
+	Steps int `json:"steps,omitempty"`
+}
+
+// parseDiscreteParams reads the params map of a discrete aggregate.
+func parseDiscreteParams(m map[string]any) (Params, error) {
+	p := Params{}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	num := func(k string, v any) (float64, bool) {
+		switch x := v.(type) {
+		case int:
+			return float64(x), true
+		case int64:
+			return float64(x), true
+		case uint64:
+			return float64(x), true
+		case float64:
+			return x, true
+		}
+		return 0, false
+	}
+	integer := func(k string, v any) int {
+		x, ok := num(k, v)
+		if !ok || x != math.Trunc(x) || math.Abs(x) > 1<<40 {
+			bad("params.%s: want an integer, got %v", k, v)
+			return 0
+		}
+		return int(x)
+	}
+	floats := func(k string, v any) []float64 {
+		list, ok := v.([]any)
+		if !ok {
+			bad("params.%s: want a list of numbers, got %T", k, v)
+			return nil
+		}
+		out := make([]float64, len(list))
+		for i, e := range list {
+			x, ok := num(k, e)
+			if !ok {
+				bad("params.%s[%d]: want a number, got %T", k, i, e)
+			}
+			out[i] = x
+		}
+		return out
+	}
+	for _, k := range keys {
+		v := m[k]
+		switch k {
+		case "covariates":
+			list, ok := v.([]any)
+			if !ok {
+				bad("params.covariates: want a list of covariate names, got %T", v)
+				continue
+			}
+			p.Covariates = make([]string, len(list))
+			for i, e := range list {
+				s, ok := e.(string)
+				if !ok {
+					bad("params.covariates[%d]: want a name, got %T", i, e)
+				}
+				p.Covariates[i] = s
+			}
+		case "centre":
+			p.Centre = floats(k, v)
+		case "scale":
+			p.Scale = floats(k, v)
+		case "method", "link":
+			s, ok := v.(string)
+			if !ok {
+				bad("params.%s: want a string, got %T", k, v)
+			}
+			if k == "method" {
+				p.Method = s
+			} else {
+				p.Link = s
+			}
+		case "intervals":
+			p.Intervals = integer(k, v)
+		case "knots":
+			p.Knots = integer(k, v)
+		case "max_records":
+			p.MaxRecords = integer(k, v)
+		case "steps":
+			p.Steps = integer(k, v)
+		case "lambda", "time_max":
+			x, ok := num(k, v)
+			if !ok {
+				bad("params.%s: want a number, got %T", k, v)
+			}
+			if k == "lambda" {
+				p.Lambda = x
+			} else {
+				p.TimeMax = x
+			}
+		default:
+			bad("params.%s: unknown for kind %s", k, KindDiscrete)
+		}
+	}
+	return p, errors.Join(errs...)
+}
+
+// discreteDefaults fills the defaults of a discrete aggregate's params.
+func (c Config) discreteDefaults() Config {
+	p := &c.Params
+	if p.Method == "" {
+		p.Method = string(regression.MethodOutput)
+	}
+	if p.Link == "" {
+		p.Link = string(regression.LinkLogit)
+	}
+	if p.Intervals == 0 {
+		p.Intervals = regression.DefaultIntervals
+	}
+	if p.Knots == 0 {
+		p.Knots = regression.DefaultKnots
+	}
+	if p.Lambda == 0 {
+		p.Lambda = regression.DefaultLambda
+	}
+	if p.TimeMax == 0 {
+		p.TimeMax = c.TimeMax
+	}
+	if p.MaxRecords == 0 {
+		p.MaxRecords = DefaultMaxRecords
+	}
+	return c
+}
+
+// checkDiscrete validates a discrete aggregate (after defaults).
+func (c Config) checkDiscrete() []error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	p := c.Params
+	if p.BinWidth != 0 || p.Conf != 0 || p.MaxNoiseStdErr != 0 || p.Omega != 0 || p.Gamma != 0 || p.Rungs != 0 {
+		add("params: bin_width, conf, max_noise_std_err, omega, gamma and rungs are not discrete params")
+	}
+	schema := map[string]bool{}
+	for _, s := range c.Covariates {
+		schema[s] = true
+	}
+	d := len(p.Covariates)
+	if d == 0 {
+		add("params.covariates: required (the model's covariates, each one of schema.covariates)")
+	}
+	seen := map[string]bool{}
+	for i, s := range p.Covariates {
+		switch {
+		case !schema[s]:
+			add("params.covariates[%d]: %q is not in schema.covariates", i, s)
+		case seen[s]:
+			add("params.covariates[%d]: %q repeats", i, s)
+		}
+		seen[s] = true
+	}
+	switch {
+	case p.Centre == nil:
+		add("params.centre: required (the public centre of each covariate; never derived from the data)")
+	case len(p.Centre) != d:
+		add("params.centre: %d values for %d covariates", len(p.Centre), d)
+	}
+	for i, v := range p.Centre {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			add("params.centre[%d]: must be finite", i)
+		}
+	}
+	switch {
+	case p.Scale == nil:
+		add("params.scale: required (the public scale of each covariate; never derived from the data)")
+	case len(p.Scale) != d:
+		add("params.scale: %d values for %d covariates", len(p.Scale), d)
+	}
+	for i, v := range p.Scale {
+		if !(v > 0) || math.IsInf(v, 0) {
+			add("params.scale[%d]: must be positive and finite", i)
+		}
+	}
+	m := regression.Method(p.Method)
+	switch m {
+	case regression.MethodOutput, regression.MethodObjective, regression.MethodPSGLD:
+	case regression.MethodMLE:
+		add("params.method: mle is the non-private fit; a streaming aggregate needs output, objective or psgld")
+	default:
+		add("params.method: %q is not output, objective or psgld", p.Method)
+	}
+	switch regression.Link(p.Link) {
+	case regression.LinkLogit:
+	case regression.LinkCloglog, regression.LinkProbit:
+		if m != regression.MethodPSGLD {
+			add("params.link: %s is available with method psgld only (output and objective are proved for logit)", p.Link)
+		}
+	default:
+		add("params.link: %q is not logit, cloglog or probit", p.Link)
+	}
+	if p.Intervals < 1 || p.Intervals > MaxDiscreteIntervals {
+		add("params.intervals: must be in [1, %d], got %d", MaxDiscreteIntervals, p.Intervals)
+	}
+	if p.Knots < 2 || p.Knots > MaxDiscreteKnots {
+		add("params.knots: must be in [2, %d], got %d", MaxDiscreteKnots, p.Knots)
+	}
+	if !(p.Lambda > 0) || math.IsInf(p.Lambda, 0) {
+		add("params.lambda: must be positive and finite, got %v", p.Lambda)
+	}
+	if !(p.TimeMax > 0) || math.IsInf(p.TimeMax, 0) {
+		add("params.time_max: must be a positive public bound, got %v", p.TimeMax)
+	}
+	if p.MaxRecords < 1 || p.MaxRecords > MaxMaxRecords {
+		add("params.max_records: must be in [1, %d], got %d", MaxMaxRecords, p.MaxRecords)
+	}
+	switch {
+	case p.Steps < 0:
+		add("params.steps: must be >= 0, got %d", p.Steps)
+	case p.Steps > 0 && m != regression.MethodPSGLD:
+		add("params.steps: only for method psgld")
+	}
+	return errs
+}
+
+// discreteWindow is a discrete window's record state: per record its
+// interval and event bit packed as s<<1 | event, and its covariates already
+// centred, scaled and projected onto the unit ball, as float32. 4 + 4d
+// bytes per record; at most max_records records.
+type discreteWindow struct {
+	d      int
+	packed []uint32
+	x      []float32
+}
+
+func (w *discreteWindow) len() int { return len(w.packed) }
+
+func (w *discreteWindow) bytes() int { return 4*cap(w.packed) + 4*cap(w.x) }
+
+// recordBytes is the state one record takes.
+func (w *discreteWindow) recordBytes() int { return 4 + 4*w.d }
+
+// push appends a record, growing the storage geometrically but never past
+// limit records.
+func (w *discreteWindow) push(s int, event bool, x []float32, limit int) {
+	if len(w.packed) == cap(w.packed) {
+		n := min(max(2*cap(w.packed), 1024), limit)
+		p := make([]uint32, len(w.packed), n)
+		copy(p, w.packed)
+		xs := make([]float32, len(w.x), n*w.d)
+		copy(xs, w.x)
+		w.packed, w.x = p, xs
+	}
+	v := uint32(s) << 1
+	if event {
+		v |= 1
+	}
+	w.packed = append(w.packed, v)
+	w.x = append(w.x, x...)
+}
+
+// encode writes the records little-endian: per record the packed uint32
+// then d float32 bits.
+func (w *discreteWindow) encode() []byte {
+	out := make([]byte, 0, w.len()*w.recordBytes())
+	for i, v := range w.packed {
+		out = binary.LittleEndian.AppendUint32(out, v)
+		for _, f := range w.x[i*w.d : (i+1)*w.d] {
+			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(f))
+		}
+	}
+	return out
+}
+
+// decodeDiscrete reads an encoded window of d covariates, q intervals.
+func decodeDiscrete(data []byte, d, q, limit int) (*discreteWindow, error) {
+	w := &discreteWindow{d: d}
+	rb := w.recordBytes()
+	if len(data)%rb != 0 {
+		return nil, fmt.Errorf("malformed discrete window: %d bytes is not a multiple of %d", len(data), rb)
+	}
+	n := len(data) / rb
+	if n > limit {
+		return nil, fmt.Errorf("malformed discrete window: %d records above the cap %d", n, limit)
+	}
+	w.packed = make([]uint32, n)
+	w.x = make([]float32, n*d)
+	for i := range n {
+		rec := data[i*rb : (i+1)*rb]
+		v := binary.LittleEndian.Uint32(rec)
+		if s := int(v >> 1); s < 1 || s > q {
+			return nil, fmt.Errorf("malformed discrete window: interval %d out of [1, %d]", s, q)
+		}
+		w.packed[i] = v
+		for j := range d {
+			f := math.Float32frombits(binary.LittleEndian.Uint32(rec[4+4*j:]))
+			if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+				return nil, errors.New("malformed discrete window: covariate not finite")
+			}
+			w.x[i*d+j] = f
+		}
+	}
+	return w, nil
+}
+
+// data rebuilds the window as regression.Data: each record's time is the
+// middle of its interval (so FitDiscrete maps it back to the same
+// interval) and its covariates are the stored, already scaled ones (fit
+// with identity scaling; FitDiscrete re-projects rows whose float32
+// rounding left them a hair outside the unit ball).
+func (w *discreteWindow) data(q int, timeMax float64) regression.Data {
+	n := w.len()
+	d := regression.Data{Time: make([]float64, n), Event: make([]bool, n), X: make([][]float64, n)}
+	flat := make([]float64, n*w.d)
+	for i, v := range w.packed {
+		s := float64(v >> 1)
+		d.Time[i] = (s - 0.5) / float64(q) * timeMax
+		d.Event[i] = v&1 == 1
+		row := flat[i*w.d : (i+1)*w.d : (i+1)*w.d]
+		for j := range row {
+			row[j] = float64(w.x[i*w.d+j])
+		}
+		d.X[i] = row
+	}
+	return d
+}
+
+// discreteInterval maps a time to the model's interval s = min(q, max(1,
+// ceil(t/time_max q))) (mechanisms.md section 5), clamping t into [0,
+// time_max]; clamped reports a time outside.
+func discreteInterval(t, timeMax float64, q int) (s int, clamped bool) {
+	tc := math.Min(math.Max(t, 0), timeMax)
+	s = int(math.Ceil(tc / timeMax * float64(q)))
+	return min(max(s, 1), q), tc != t
+}
+
+// addDiscrete keeps the rows of a canonical record in their windows'
+// record state (up to max_records per window).
+func (a *aggregate) addDiscrete(rec arrow.Record, now int64) (AddStats, error) {
+	var st AddStats
+	n := int(rec.NumRows())
+	p := a.cfg.Params
+	times, ok1 := rec.Column(schemas.ColTime).(*array.Float64)
+	events, ok2 := rec.Column(schemas.ColEvent).(*array.Boolean)
+	if !ok1 || !ok2 {
+		return st, errors.New("record is not in the canonical schema")
+	}
+	skip := func(reason string, k int) {
+		if st.Skipped == nil {
+			st.Skipped = map[string]int{}
+		}
+		st.Skipped[reason] += k
+	}
+	cols := make([]*array.Float64, len(p.Covariates))
+	for j, name := range p.Covariates {
+		idx := rec.Schema().FieldIndices(name)
+		if len(idx) != 1 {
+			return st, fmt.Errorf("record lacks covariate column %q", name)
+		}
+		c, ok := rec.Column(idx[0]).(*array.Float64)
+		if !ok {
+			return st, fmt.Errorf("covariate column %q is not float64", name)
+		}
+		cols[j] = c
+	}
+	var obs *array.Timestamp
+	if a.cfg.Time == TimeEvent {
+		if i := schemas.ObservedAtIndex(rec.Schema()); i >= 0 {
+			obs, _ = rec.Column(i).(*array.Timestamp)
+		}
+		if obs == nil {
+			skip(SkipNoObservedAt, n)
+			return st, nil
+		}
+	}
+	cur := a.windowStart(now)
+	x := make([]float32, len(cols))
+	z := make([]float64, len(cols))
+rows:
+	for i := range n {
+		s := cur
+		if obs != nil {
+			s = a.windowStart(int64(obs.Value(i)) * int64(time.Microsecond))
+		}
+		w := a.recs[s]
+		if w == nil {
+			switch {
+			case s+a.size+a.late <= now || s < a.closedBefore:
+				st.Late++
+			default:
+				skip(SkipFutureObservedAt, 1)
+			}
+			continue
+		}
+		if w.len() >= p.MaxRecords {
+			skip(SkipWindowCap, 1)
+			continue
+		}
+		var ss float64
+		for j, c := range cols {
+			if !c.IsValid(i) {
+				skip(SkipInvalidCovariate, 1)
+				continue rows
+			}
+			v := (c.Value(i) - p.Centre[j]) / p.Scale[j]
+			z[j] = v
+			ss += v * v
+		}
+		if math.IsNaN(ss) || math.IsInf(ss, 0) {
+			skip(SkipInvalidCovariate, 1)
+			continue
+		}
+		div := 1.0
+		if nrm := math.Sqrt(ss); nrm > 1 {
+			div = nrm
+			st.Clamped++
+		}
+		for j := range z {
+			x[j] = float32(z[j] / div)
+		}
+		iv, clamped := discreteInterval(times.Value(i), p.TimeMax, p.Intervals)
+		if clamped {
+			st.Clamped++
+		}
+		w.push(iv, events.Value(i), x, p.MaxRecords)
+		st.Counted++
+	}
+	return st, nil
+}
+
+// discreteMessages draws the window's fit: FitDiscrete on the included
+// records with the configured method, or, with fewer than two records
+// (where the mechanisms are undefined), a data-independent draw of the same
+// shape (zero plus output-perturbation noise at n = 1) so that the form of
+// the release never depends on the data; n is the noisy count either way.
+func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+	p := a.cfg.Params
+	opts := regression.DiscreteOptions{
+		Method: regression.Method(p.Method), Link: regression.Link(p.Link), Epsilon: a.cfg.Epsilon,
+		Intervals: p.Intervals, Knots: p.Knots, TimeMax: p.TimeMax, Lambda: p.Lambda,
+		Covariates: p.Covariates, PSGLD: regression.PSGLDOptions{Steps: p.Steps},
+	}
+	w := c.recs
+	if w == nil {
+		w = &discreteWindow{d: len(p.Covariates)}
+	}
+	var res regression.DiscreteResult
+	var err error
+	if w.len() >= 2 {
+		res, err = regression.FitDiscrete(w.data(p.Intervals, p.TimeMax), opts, src)
+	} else {
+		res, err = a.discreteNoFit(w.len(), src)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
+	}
+	m := a.header(c.start, 0, remaining, a.cfg.Epsilon)
+	m.Cohort = DiscreteCohort
+	m.Key = MessageKey(a.cfg.Name, m.WindowStartUnix, DiscreteCohort)
+	m.TimeMax = p.TimeMax
+	m.Method, m.Guarantee = string(res.Method), res.Guarantee
+	m.Mechanism = discreteMechanism(res.Method)
+	m.Neighbouring, m.Composition = NeighbouringDiscrete, compositionDiscrete
+	m.N = F(res.N)
+	df := &DiscreteFields{
+		Alpha: fs(res.Alpha), Beta: fs(res.Beta), Covariates: p.Covariates, Link: p.Link,
+		EpsilonFit: res.EpsilonFit, EpsilonCount: res.EpsilonCount, Intervals: p.Intervals, Knots: p.Knots,
+		Scaling: regression.Scaling{Centre: p.Centre, Scale: p.Scale}, MaxRecords: p.MaxRecords,
+	}
+	if res.Method != regression.MethodPSGLD {
+		df.Lambda = p.Lambda
+	}
+	m.DiscreteFields = df
+	return []FitMessage{m}, nil
+}
+
+// discreteNoFit is the release of a window with fewer than two records:
+// alpha and beta are the zero vector plus Ext-Out-Pert noise at n = 1 (a
+// draw that does not depend on the data), n the noisy count.
+func (a *aggregate) discreteNoFit(n int, src dp.Source) (regression.DiscreteResult, error) {
+	p := a.cfg.Params
+	basis, err := regression.SplineBasis(p.Intervals, p.Knots)
+	if err != nil {
+		return regression.DiscreteResult{}, err
+	}
+	epsCount := regression.DefaultCountShare * a.cfg.Epsilon
+	epsFit := a.cfg.Epsilon - epsCount
+	t, err := regression.OutputSensitivity(basis, 1, p.Lambda)
+	if err != nil {
+		return regression.DiscreteResult{}, err
+	}
+	f, err := regression.NoiseVector(src, p.Knots+len(p.Covariates), t/epsFit)
+	if err != nil {
+		return regression.DiscreteResult{}, err
+	}
+	cnt, err := dp.GeometricMechanism(src, int64(n), 1, epsCount)
+	if err != nil {
+		return regression.DiscreteResult{}, fmt.Errorf("noisy count: %w", err)
+	}
+	g := regression.GuaranteePureDP
+	if regression.Method(p.Method) == regression.MethodPSGLD {
+		g = regression.GuaranteeMCMC // the method's label, whatever the draw
+	}
+	return regression.DiscreteResult{Method: regression.Method(p.Method), Guarantee: g,
+		EpsilonFit: epsFit, EpsilonCount: epsCount, N: max(cnt, 0), NNoisy: true,
+		Alpha: f[:p.Knots], Beta: f[p.Knots:]}, nil
+}
+
+func discreteMechanism(m regression.Method) string {
+	switch m {
+	case regression.MethodOutput:
+		return "Ext-Out-Pert (paper 000, Algorithm 1): minimiser of the mean loss plus (lambda/2)||f||^2, plus a vector b with density proportional to exp(-epsilon_fit ||b|| / t), t = GradientBound / (n lambda); n is a two-sided geometric noisy count (epsilon_count)"
+	case regression.MethodObjective:
+		return "Ext-Obj-Pert (paper 000, Algorithm 2): minimiser of the mean loss plus (lambda/2)||f||^2 plus a random linear term <b, f>/n (and extra ridge where the Jacobian needs it); n is a two-sided geometric noisy count (epsilon_count)"
+	case regression.MethodPSGLD:
+		return "Sanitized-EXP (paper 000, Algorithms 3-4): one sample from exp(epsilon_fit U(f) / (2v)) drawn by pSGLD, exact only if the sampling were exact; n is a two-sided geometric noisy count (epsilon_count)"
+	}
+	return string(m)
+}
+
+// DiscreteFields are the coefficients of a discrete release (interfaces.md
+// names): hazard g(h(s | x)) = alpha'A_s + beta'x with the natural-spline
+// baseline A_s of intervals and knots, x the covariates centred and scaled
+// by scaling and projected onto the unit ball. Mechanism parameters that
+// depend on the exact n (the noise scale, Ext-Obj-Pert's Delta, pSGLD's v
+// and step sizes) are not published.
+type DiscreteFields struct {
+	Alpha        []F                `json:"alpha"`
+	Beta         []F                `json:"beta"`
+	Covariates   []string           `json:"covariates"`
+	Link         string             `json:"link"`
+	EpsilonFit   float64            `json:"epsilon_fit"`
+	EpsilonCount float64            `json:"epsilon_count"`
+	Intervals    int                `json:"intervals"`
+	Knots        int                `json:"knots"`
+	Lambda       float64            `json:"lambda,omitempty"`
+	Scaling      regression.Scaling `json:"scaling"`
+	MaxRecords   int                `json:"max_records"`
+}
