@@ -1,0 +1,217 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/regression"
+	"github.com/dpsurv/dpsurv/synth"
+)
+
+// Discrete-time regression aggregates in the running service: records with
+// a covariate in, one release per window and aggregate on the fit topic
+// (key <aggregate>/<window_start_unix>/all) with its metadata, charged to
+// the Kafka ledger and published from the stored bytes. At a huge epsilon
+// the output-perturbation release equals (within 1e-4) the ridge MLE of
+// regression.FitDiscrete on the same window's records.
+func TestDiscreteAggregatorEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	logs := &syncBuffer{}
+	log := debugLogger(logs)
+	cl := broker.StartForTest(t, broker.Options{Partitions: 2})
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+
+	cohorts := []string{"A", "B"}
+	const timeMax, intervals = 400.0, 40
+	cfg := pipeline.DefaultConfig()
+	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "disc-e2e"}
+	cfg.Input = pipeline.InputConfig{Topic: "in", GroupID: "disc-e2e", Format: "arrow", MaxBatch: 8, Partitions: 2}
+	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: timeMax, Cohorts: cohorts, Covariates: []string{"age"}, Public: []string{"event"}}
+	cfg.Sanitizers.KeyFile = "(test)"
+	cfg.Sanitizers.Time = sanitizersTime()
+	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
+	cfg.HTTP.Listen = ""
+	cfg.Log.Level = "debug"
+	// Params as YAML decodes them: lists are []any.
+	cfg.Aggregators = []pipeline.AggregatorConfig{
+		{Name: "dt", Kind: "discrete", Epsilon: 1e6, Window: pipeline.WindowConfig{Size: time.Hour},
+			Params: map[string]any{"covariates": []any{"age"}, "centre": []any{60}, "scale": []any{20}, "intervals": intervals}},
+		{Name: "dt-mcmc", Kind: "discrete", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour},
+			Params: map[string]any{"covariates": []any{"age"}, "centre": []any{60}, "scale": []any{20}, "intervals": intervals,
+				"method": "psgld", "link": "cloglog", "steps": 2000}},
+	}
+	cfg.Ledger = pipeline.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 1e7}, CheckpointInterval: time.Hour}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	w0 := time.Unix(1_700_002_800, 0).UTC() // an hour boundary
+	clock := &fakeClock{now: w0.Add(time.Minute)}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		if !harness.WaitFor(ctx, 30*time.Second, cond) {
+			t.Fatalf("timed out waiting for %s\n%s", what, logTail(logs.String()))
+		}
+	}
+	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{"in": 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 600
+	d, err := synth.Generate(synth.Options{N: n, Cohorts: cohorts, TimeMax: timeMax, Seed: 5, IDPrefix: "secret-patient-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := harness.Messages(cfg.Spec(), d, 25, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.Produce(ctx, cfg.Kafka, "in", msgs, log); err != nil {
+		t.Fatal(err)
+	}
+
+	reg := prometheus.NewRegistry()
+	svc := &pipeline.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock,
+		AggregatorTick: 20 * time.Millisecond}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(runCtx) }()
+	waitFor("the window's records counted", func() bool {
+		return gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt"}) == n &&
+			gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt-mcmc"}) == n
+	})
+	clock.Set(w0.Add(61 * time.Minute))
+
+	want := map[string]bool{
+		aggregators.MessageKey("dt", w0.Unix(), "all"):      true,
+		aggregators.MessageKey("dt-mcmc", w0.Unix(), "all"): true,
+	}
+	col, err := harness.NewCollector(cfg.Kafka, "fits", "fit-reader", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	byKey := map[string][]byte{}
+	for len(byKey) < len(want) {
+		ms, err := col.Next(ctx)
+		if err != nil {
+			t.Fatalf("collect fits: %v (have %d)\n%s", err, len(byKey), logTail(logs.String()))
+		}
+		for _, m := range ms {
+			if !want[string(m.Key)] {
+				t.Fatalf("unexpected release key %q", m.Key)
+			}
+			byKey[string(m.Key)] = m.Value
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+
+	fits := map[string]aggregators.FitMessage{}
+	for k, v := range byKey {
+		var f aggregators.FitMessage
+		if err := json.Unmarshal(v, &f); err != nil {
+			t.Fatal(err)
+		}
+		fits[k] = f
+	}
+	out, mc := fits[aggregators.MessageKey("dt", w0.Unix(), "all")], fits[aggregators.MessageKey("dt-mcmc", w0.Unix(), "all")]
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"dt kind", out.Kind, "discrete"},
+		{"dt method", out.Method, "output"},
+		{"dt guarantee", out.Guarantee, "pure-dp"},
+		{"dt neighbouring", out.Neighbouring, aggregators.NeighbouringDiscrete},
+		{"dt window", out.WindowStart + " " + out.WindowEnd, w0.Format(time.RFC3339) + " " + w0.Add(time.Hour).Format(time.RFC3339)},
+		{"dt epsilon", out.Epsilon, 1e6},
+		{"dt charged", out.EpsilonCharged, 1e6},
+		{"dt n", float64(out.N), float64(n)},
+		{"dt covariates", strings.Join(out.Covariates, ","), "age"},
+		{"mcmc method", mc.Method, "psgld"},
+		{"mcmc guarantee", mc.Guarantee, "approximate (mcmc)"},
+		{"mcmc link", mc.Link, "cloglog"},
+		{"mcmc epsilon", mc.Epsilon, 1.0},
+		{"mcmc shape", len(mc.Alpha)*10 + len(mc.Beta), 31},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	// Both windows charged the ledger once; its order decides which saw
+	// the other's charge, so the remaining budgets are one of two pairs.
+	rOut, rMC := out.BudgetRemaining["stream"], mc.BudgetRemaining["stream"]
+	if !(rOut == 1e7-1e6 && rMC == 1e7-1e6-1) && !(rMC == 1e7-1 && rOut == 1e7-1e6-1) {
+		t.Errorf("budget remaining %v and %v", rOut, rMC)
+	}
+
+	ref, err := regression.FitDiscrete(regression.Data{Time: d.Time, Event: d.Event, X: column(d.Age)}, regression.DiscreteOptions{
+		Method: regression.MethodMLE, Ridge: true, Lambda: regression.DefaultLambda, Intervals: intervals, TimeMax: timeMax,
+		Scaling: regression.Scaling{Centre: []float64{60}, Scale: []float64{20}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := 0.0
+	for i, v := range append(append([]aggregators.F{}, out.Alpha...), out.Beta...) {
+		diff = math.Max(diff, math.Abs(float64(v)-append(append([]float64{}, ref.Alpha...), ref.Beta...)[i]))
+	}
+	if diff > 1e-4 {
+		t.Errorf("released alpha %v beta %v; ridge MLE on the window's records %v %v (max diff %.2g)", out.Alpha, out.Beta, ref.Alpha, ref.Beta, diff)
+	}
+
+	// The ledger holds the two releases; the published bytes are the stored ones.
+	lb, err := ledger.OpenKafka(ctx, cfg.Kafka, "dpsurv.ledger", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	led, err := ledger.Open(ctx, lb, ledger.Options{Budget: cfg.Ledger.Budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	if led.Len() != 2 || led.Spent("stream") != 1e6+1 || led.Spent("cohort:A") != 1e6+1 {
+		t.Fatalf("ledger: %d entries, stream %v, cohort:A %v spent", led.Len(), led.Spent("stream"), led.Spent("cohort:A"))
+	}
+	for _, agg := range []string{"dt", "dt-mcmc"} {
+		stored, _ := led.Lookup(aggregators.WindowKey(agg, w0.Unix()))
+		var doc struct {
+			Messages []struct {
+				Key   string          `json:"key"`
+				Value json.RawMessage `json:"value"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(stored, &doc); err != nil || len(doc.Messages) != 1 || !bytes.Equal(byKey[doc.Messages[0].Key], doc.Messages[0].Value) {
+			t.Fatalf("%s: the published release is not the stored one (%v)", agg, err)
+		}
+	}
+	if strings.Contains(logs.String(), "secret-patient") {
+		t.Fatal("logs contain raw record ids")
+	}
+	t.Logf("discrete releases: output beta %.4f (ridge MLE %.4f, n %v); psgld/cloglog at epsilon 1: beta %.3f, n %v",
+		float64(out.Beta[0]), ref.Beta[0], out.N, float64(mc.Beta[0]), mc.N)
+	mem.AssertSize(t, 0)
+}
+
+func column(x []float64) [][]float64 {
+	out := make([][]float64, len(x))
+	for i, v := range x {
+		out[i] = []float64{v}
+	}
+	return out
+}
