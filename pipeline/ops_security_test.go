@@ -73,6 +73,9 @@ func TestOpsServiceTLSAndSASL(t *testing.T) {
 			}
 
 			if tc.ok {
+				if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{cfg.Input.Topic: 4}, nil); err != nil {
+					t.Fatalf("create the input topic over TLS+SASL: %v", err)
+				}
 				in := opsNewInput(t, cfg, opsKey, 600, 30, uint64(10+i), "sec-"+tc.name)
 				if err := harness.Produce(ctx, conn, cfg.Input.Topic, in.msgs, nil); err != nil {
 					t.Fatalf("produce over TLS+SASL: %v", err)
