@@ -1,7 +1,8 @@
 // Package aggregators assigns validated records to windows, keeps compact
-// sufficient statistics per (time bin, cohort) and produces the DP releases
-// (Kaplan–Meier, Weibull) of each window, charging the privacy ledger before
-// anything is written.
+// sufficient statistics per (time bin, cohort) — or, for the discrete-time
+// regression, a capped compact record state — and produces the DP releases
+// (Kaplan–Meier, Weibull, discrete-time regression) of each window,
+// charging the privacy ledger before anything is written.
 //
 // Contract:
 //   - Windows are tumbling, epoch-aligned, of a whole number of seconds, on
@@ -18,7 +19,13 @@
 //     reveal nothing about the records.
 //   - State is one dpfit.Histogram (events and censorings per bin and
 //     cohort) per open window — O(open windows x bins x cohorts), never
-//     records; open windows are at most lateness/size + 2 (<= 64).
+//     records; open windows are at most lateness/size + 2 (<= 64). A
+//     discrete aggregate instead keeps, per open window, at most
+//     params.max_records records (a public cap; later ones are counted in
+//     dpsurv_aggregator_records_skipped_total{reason="window_cap"}), each
+//     as its interval and event bit (4 bytes) and its covariates centred
+//     and scaled by the public params and projected onto the unit ball
+//     (float32): 4 + 4d bytes.
 //   - A window's release covers all cohorts: km by the hierarchical
 //     (default) or the flat noisy-histogram method (one noise draw for the
 //     window's whole histogram; the log-rank test rides along as
@@ -26,7 +33,12 @@
 //     entry keyed <aggregate>/<window_start_unix> charging epsilon to
 //     "stream", "aggregate:<name>" and every "cohort:<label>" (parallel
 //     composition across disjoint cohorts and bins; sequential across
-//     windows). An over-budget window is withheld, logged and counted in
+//     windows). A discrete window is one fit of all cohorts' records
+//     (regression.FitDiscrete: output or objective perturbation, pure-dp;
+//     pSGLD, approximate (mcmc)) under replace-one among the included
+//     records, published as one message keyed <aggregate>/<start>/all;
+//     fewer than two records give a data-independent draw of the same
+//     shape. An over-budget window is withheld, logged and counted in
 //     dpsurv_releases_withheld_total{aggregate,reason}; the engine goes on.
 //   - Cumulative km aggregates step a dpfit.ContinualKM (binary-tree
 //     counter) at each window close; its epsilon is charged once, under
@@ -45,5 +57,6 @@
 //     — re-emitted from the ledger if they were — and released windows not
 //     yet published are published. Delivery to the fit topic is at least
 //     once with byte-identical duplicates; the release itself happens once.
-//   - Checkpoints hold exact counts: as sensitive as the input topic.
+//   - Checkpoints hold exact counts and discrete windows' records: as
+//     sensitive as the input topic.
 package aggregators

@@ -1,0 +1,138 @@
+package aggregators_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/schemas"
+)
+
+// benchCovs is the number of model covariates of the discrete benchmarks.
+const benchCovs = 5
+
+func discBenchRecord(b *testing.B, n int) arrow.Record {
+	b.Helper()
+	names := make([]string, benchCovs)
+	for j := range names {
+		names[j] = fmt.Sprintf("x%d", j)
+	}
+	sp := schemas.Spec{Cohorts: cohorts, TimeUnit: "days", Covariates: names, Columns: schemas.DefaultColumns()}
+	src := dp.NewSeededSource(1)
+	var rows schemas.Rows
+	rows.Covariates = make([][]float64, benchCovs)
+	for i := range n {
+		rows.ID = append(rows.ID, fmt.Sprintf("p%d", i))
+		rows.Time = append(rows.Time, float64(1+(i*7919)%3650))
+		rows.Event = append(rows.Event, i%4 != 0)
+		rows.Cohort = append(rows.Cohort, int32(i%2))
+		for j := range rows.Covariates {
+			rows.Covariates[j] = append(rows.Covariates[j], 2*dp.Float64(src)-1)
+		}
+	}
+	rec, err := schemas.BuildCanonical(sp, rows, memory.DefaultAllocator)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rec
+}
+
+func discBenchEngine(b *testing.B, method string, clock *fakeClock) *aggregators.Engine {
+	b.Helper()
+	ctx := context.Background()
+	names := make([]string, benchCovs)
+	centre, scale := make([]float64, benchCovs), make([]float64, benchCovs)
+	for j := range names {
+		names[j], scale[j] = fmt.Sprintf("x%d", j), 1
+	}
+	l, err := ledger.Open(ctx, &ledger.Memory{}, ledger.Options{Budget: map[string]float64{"stream": 1e9}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := aggregators.Config{Name: "dt", Kind: aggregators.KindDiscrete, WindowSize: time.Hour, Epsilon: 1,
+		Cohorts: cohorts, TimeMax: 3650, TimeUnit: "days", Covariates: names,
+		Params: aggregators.Params{Method: method, DiscreteParams: aggregators.DiscreteParams{Covariates: names, Centre: centre, Scale: scale}}}
+	e, err := aggregators.NewEngine(ctx, aggregators.EngineConfig{Aggregates: []aggregators.Config{cfg}, Topic: "in",
+		Ledger: l, State: &ledger.MemoryState{}, Fits: &captureSink{}, Clock: clock,
+		Noise: dp.NewSeededSource(1), Metrics: aggregators.NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// BenchmarkDiscreteBytesPerRecord feeds N records (5 covariates) into one
+// open window of a discrete aggregate and reports the heap the engine
+// retains per record and its state bytes per record: 4 + 4 x 5 = 24 bytes
+// of state, plus the slack of geometric growth (capped at max_records).
+func BenchmarkDiscreteBytesPerRecord(b *testing.B) {
+	const batch = 10_000
+	rec := discBenchRecord(b, batch)
+	defer rec.Release()
+	for _, n := range []int{10_000, 100_000, 200_000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			var perRecord, state float64
+			for range b.N {
+				e := discBenchEngine(b, "output", newClock(base))
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				for off := 0; off*batch < n; off++ {
+					if err := e.Observe(0, int64(off), rec); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				state = float64(e.StateBytes()) / float64(n)
+				perRecord = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+				runtime.KeepAlive(e)
+			}
+			b.ReportMetric(perRecord, "bytes/record")
+			b.ReportMetric(state, "state-bytes/record")
+		})
+	}
+}
+
+// BenchmarkDiscreteWindowRelease is the cost of closing one window of N
+// records (q = 200, 3 knots, 5 covariates): the Tick that fits and
+// releases it, which holds up the aggregators' input meanwhile.
+func BenchmarkDiscreteWindowRelease(b *testing.B) {
+	const batch = 10_000
+	rec := discBenchRecord(b, batch)
+	defer rec.Release()
+	for _, tc := range []struct {
+		method string
+		n      int
+	}{{"output", 10_000}, {"output", 200_000}, {"objective", 200_000}, {"psgld", 10_000}} {
+		b.Run(fmt.Sprintf("%s/records=%d", tc.method, tc.n), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				clock := newClock(base)
+				e := discBenchEngine(b, tc.method, clock)
+				for off := 0; off*batch < tc.n; off++ {
+					if err := e.Observe(0, int64(off), rec); err != nil {
+						b.Fatal(err)
+					}
+				}
+				clock.Set(base.Add(time.Hour))
+				b.StartTimer()
+				if _, err := e.Tick(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				if e.Pending() != 0 {
+					b.Fatal("window not released")
+				}
+			}
+		})
+	}
+}
