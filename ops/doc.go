@@ -1,6 +1,8 @@
 // Package ops holds the operations tooling: the load test behind `dpsurv
-// loadtest`, and the helpers the fault tests use to inspect a consumer
-// group and to inject slow or failing sinks.
+// loadtest`, and the helpers the fault tests use to check a sanitized topic
+// against a reference, to inspect a consumer group and to inject slow or
+// failing sinks. Its tests include the kill -9 test of two `dpsurv run`
+// processes (kill_test.go).
 //
 // Contract:
 //   - RunLoad is bounded in time and runs on loopback only: an embedded
@@ -22,6 +24,12 @@
 //     and can fail after a partial write (the source of redelivered
 //     duplicates), and a source that counts batches in flight (read, not yet
 //     acknowledged) to show that backpressure bounds them.
+//   - Reference sanitizes input with one in-process chain (config and key
+//     as the service's) and CollectExact reads a sanitized topic until every
+//     record has arrived, failing with ErrMismatch when a record differs from
+//     the reference or a redelivered message (same dpsurv-source header) is
+//     not byte-identical to its first copy. Together they are the fault
+//     tests' "nothing lost, duplicates identical".
 //   - DescribeGroup and WaitForGroup read a consumer group's members and
 //     assignments from the coordinator; they change nothing.
 //   - Randomness (SlowSink jitter) comes only from a dp.Source.

@@ -70,6 +70,7 @@ type Latency struct {
 
 // Memory is the memory part of a load result.
 type Memory struct {
+	// Start, Middle and End are the first, middle and last samples.
 	Start   MemSample   `json:"start"`
 	Middle  MemSample   `json:"middle"`
 	End     MemSample   `json:"end"`
@@ -129,7 +130,6 @@ func RunLoad(ctx context.Context, o LoadOptions) (LoadResult, error) {
 	if o.MaxRate {
 		res.Mode, res.TargetRate = "max-rate", 0
 	}
-	startMem := ReadMem()
 
 	b, err := broker.Start(broker.Options{Listen: "127.0.0.1:0", Partitions: o.Partitions, Logger: log})
 	if err != nil {
@@ -216,8 +216,8 @@ func RunLoad(ctx context.Context, o LoadOptions) (LoadResult, error) {
 	for _, ts := range tracked {
 		res.ReplicaRecords = append(res.ReplicaRecords, int64(ts.Stats().AckedMessages)*int64(o.BatchRecords))
 	}
-	res.Memory.Start = startMem
 	if n := len(res.Memory.Samples); n > 0 {
+		res.Memory.Start = res.Memory.Samples[0]
 		res.Memory.Middle = res.Memory.Samples[n/2]
 		res.Memory.End = res.Memory.Samples[n-1]
 	}

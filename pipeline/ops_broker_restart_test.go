@@ -94,7 +94,7 @@ func TestOpsBrokerRestartMidStream(t *testing.T) {
 		t.Errorf("%d exits for one broker outage, want at most 1", len(exits))
 	}
 	t.Logf("acked %d of %d messages when the broker stopped; %d supervisor restart(s); %d distinct sanitized messages, %d redelivered (identical)",
-		ackedAtStop, len(in.msgs), len(exits), out.distinctMessages, out.duplicateMessages)
+		ackedAtStop, len(in.msgs), len(exits), out.Distinct, out.Duplicates)
 	if ackedAtStop >= half {
 		t.Errorf("the broker stopped after the first half was consumed (%d of %d): not mid-stream", ackedAtStop, half)
 	}

@@ -22,9 +22,7 @@ import (
 	"github.com/dpsurv/dpsurv/ops"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
-	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
-	"github.com/dpsurv/dpsurv/sources"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -49,132 +47,46 @@ func opsConfig(conn kafkaconn.Config, group string) pipeline.Config {
 	return cfg
 }
 
-// opsRow is one sanitized record.
-type opsRow struct {
-	time   float64
-	cohort int32
-	event  bool
-}
-
 // opsInput is a cohort split into Arrow messages, and the sanitized row
 // each record must become (by pseudonym), computed by one chain in this
-// process with the same key.
+// process with the same key (ops.Reference).
 type opsInput struct {
 	msgs []sinks.Message
-	want map[string]opsRow
+	want map[string]ops.Row
 }
 
 func opsNewInput(t *testing.T, cfg pipeline.Config, key []byte, n, batch int, seed uint64, prefix string) opsInput {
 	t.Helper()
-	mem := memory.NewGoAllocator()
 	d, err := synth.Generate(synth.Options{N: n, Cohorts: opsCohorts, TimeMax: 4000, Seed: seed, IDPrefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := harness.Messages(cfg.Spec(), d, batch, mem)
+	msgs, err := harness.Messages(cfg.Spec(), d, batch, memory.NewGoAllocator())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range msgs {
 		msgs[i].Key = []byte(fmt.Sprintf("%s-%d", prefix, i)) // spread over partitions
 	}
-	v, err := schemas.NewValidator(cfg.Spec(), mem)
+	want, err := ops.Reference(cfg, key, msgs)
 	if err != nil {
 		t.Fatal(err)
-	}
-	chain, err := sanitizers.New(cfg.SanitizerConfig(key), mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer chain.Release()
-	want := map[string]opsRow{}
-	for _, m := range msgs {
-		good, dead := v.DecodeIPC(m.Value)
-		if len(dead) > 0 {
-			t.Fatalf("reference: %d dead letters in generated input", len(dead))
-		}
-		out, _, err := chain.Apply(good)
-		good.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := schemas.EncodeIPC(out, mem)
-		out.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s harness.Sanitized
-		if err := s.DecodeSanitized(b, mem); err != nil {
-			t.Fatal(err)
-		}
-		for i, id := range s.ID {
-			want[id] = opsRow{time: s.Time[i], cohort: s.Cohort[i], event: s.Event[i]}
-		}
 	}
 	if len(want) != n {
-		t.Fatalf("reference has %d distinct pseudonyms for %d records", len(want), n)
+		t.Fatalf("reference has %d records, want %d", len(want), n)
 	}
 	return opsInput{msgs: msgs, want: want}
-}
-
-// opsOutcome is what a collection saw.
-type opsOutcome struct {
-	distinctMessages, duplicateMessages int
 }
 
 // opsCollectExact reads the sanitized topic until every wanted record has
 // arrived, and fails the test if a record is missing, unexpected, differs
 // from the reference, or if a redelivered message (same source position)
 // is not byte-identical to its first copy.
-func opsCollectExact(t *testing.T, ctx context.Context, conn kafkaconn.Config, topic, group string, want map[string]opsRow) opsOutcome {
+func opsCollectExact(t *testing.T, ctx context.Context, conn kafkaconn.Config, topic, group string, want map[string]ops.Row) ops.Outcome {
 	t.Helper()
-	mem := memory.NewGoAllocator()
-	col, err := harness.NewCollector(conn, topic, group, zap.NewNop())
+	out, err := ops.CollectExact(ctx, conn, topic, group, want)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer col.Close()
-	got := map[string]opsRow{}
-	bySource := map[string][]byte{}
-	var out opsOutcome
-	for len(got) < len(want) {
-		ms, err := col.Next(ctx)
-		if err != nil {
-			t.Fatalf("collect %s: %v (have %d of %d records)", topic, err, len(got), len(want))
-		}
-		for _, m := range ms {
-			src := opsHeader(m, pipeline.HeaderSource)
-			if src == "" {
-				t.Fatalf("sanitized message without %s header", pipeline.HeaderSource)
-			}
-			if prev, ok := bySource[src]; ok {
-				out.duplicateMessages++
-				if !bytes.Equal(prev, m.Value) {
-					t.Fatalf("redelivered message from %s is not byte-identical to its first copy", src)
-				}
-				continue
-			}
-			bySource[src] = bytes.Clone(m.Value)
-			out.distinctMessages++
-			var s harness.Sanitized
-			if err := s.DecodeSanitized(m.Value, mem); err != nil {
-				t.Fatal(err)
-			}
-			for i, id := range s.ID {
-				row := opsRow{time: s.Time[i], cohort: s.Cohort[i], event: s.Event[i]}
-				w, ok := want[id]
-				if !ok {
-					t.Fatalf("sanitized record with an unknown pseudonym")
-				}
-				if row != w {
-					t.Fatalf("sanitized record differs from the single-process reference: got %+v, want %+v", row, w)
-				}
-				if prev, ok := got[id]; ok && prev != row {
-					t.Fatalf("one record sanitized two ways")
-				}
-				got[id] = row
-			}
-		}
 	}
 	return out
 }
@@ -194,15 +106,6 @@ func opsFreeAddr(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return addr
-}
-
-func opsHeader(m sources.Message, k string) string {
-	for _, h := range m.Headers {
-		if h.Key == k {
-			return string(h.Value)
-		}
-	}
-	return ""
 }
 
 // opsLogs collects JSON logs from several goroutines.

@@ -129,12 +129,12 @@ func TestOpsReplicasSharePartitions(t *testing.T) {
 				if len(s0.PerPartition)+len(s1.PerPartition) != 4 {
 					t.Errorf("partitions read %v and %v, want all 4 split between them", s0.PerPartition, s1.PerPartition)
 				}
-				if out.duplicateMessages != 0 {
-					t.Errorf("%d duplicates in a stable group without failures", out.duplicateMessages)
+				if out.Duplicates != 0 {
+					t.Errorf("%d duplicates in a stable group without failures", out.Duplicates)
 				}
 			}
 			t.Logf("replica messages %d + %d (of %d); partitions %v / %v; %d distinct sanitized messages, %d redelivered (identical)",
-				s0.AckedMessages, s1.AckedMessages, len(in.msgs), s0.PerPartition, s1.PerPartition, out.distinctMessages, out.duplicateMessages)
+				s0.AckedMessages, s1.AckedMessages, len(in.msgs), s0.PerPartition, s1.PerPartition, out.Distinct, out.Duplicates)
 		})
 	}
 }

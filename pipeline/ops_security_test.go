@@ -84,7 +84,7 @@ func TestOpsServiceTLSAndSASL(t *testing.T) {
 				if code, _ := get("/readyz"); code != http.StatusOK {
 					t.Errorf("/readyz %d while consuming, want 200", code)
 				}
-				t.Logf("%d records in %d messages through TLS+SASL(%s)", len(in.want), out.distinctMessages, tc.sasl.Mechanism)
+				t.Logf("%d records in %d messages through TLS+SASL(%s)", len(in.want), out.Distinct, tc.sasl.Mechanism)
 				if err := stop(); err != nil {
 					t.Fatalf("service: %v", err)
 				}

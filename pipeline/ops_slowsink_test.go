@@ -112,7 +112,7 @@ func TestOpsSlowSinkBackpressure(t *testing.T) {
 			}
 			ss, sk := tracked.Stats(), slow.Stats()
 			t.Logf("%v for %d messages; sink writes %d (failed %d); max in flight %d batches / %d messages; max lag %.0f; %d redelivered (identical)",
-				elapsed.Round(time.Millisecond), len(in.msgs), sk.Writes, sk.Failures, ss.MaxInFlightBatches, ss.MaxInFlightMessages, maxLag, res.duplicateMessages)
+				elapsed.Round(time.Millisecond), len(in.msgs), sk.Writes, sk.Failures, ss.MaxInFlightBatches, ss.MaxInFlightMessages, maxLag, res.Duplicates)
 			if ss.MaxInFlightBatches > streamMaxInFlight || ss.MaxInFlightMessages > streamMaxInFlight*maxBatch {
 				t.Errorf("in flight up to %d batches / %d messages, bound is %d / %d",
 					ss.MaxInFlightBatches, ss.MaxInFlightMessages, streamMaxInFlight, streamMaxInFlight*maxBatch)
@@ -131,12 +131,12 @@ func TestOpsSlowSinkBackpressure(t *testing.T) {
 			}
 			errs := opsMetricValue(m.SinkErrors.WithLabelValues("output"))
 			if tc.failEvery > 0 {
-				if sk.Failures == 0 || res.duplicateMessages == 0 || int(errs) != sk.Failures {
+				if sk.Failures == 0 || res.Duplicates == 0 || int(errs) != sk.Failures {
 					t.Errorf("failures %d, duplicates %d, sink error metric %.0f: want failures, duplicates, and the metric counting them",
-						sk.Failures, res.duplicateMessages, errs)
+						sk.Failures, res.Duplicates, errs)
 				}
-			} else if res.duplicateMessages != 0 || errs != 0 {
-				t.Errorf("%d duplicates and %.0f sink errors without failures", res.duplicateMessages, errs)
+			} else if res.Duplicates != 0 || errs != 0 {
+				t.Errorf("%d duplicates and %.0f sink errors without failures", res.Duplicates, errs)
 			}
 			chain.Release()
 			mem.AssertSize(t, 0)
