@@ -87,7 +87,9 @@ type LoadResult struct {
 	TargetRate   float64 `json:"target_records_per_s,omitempty"`
 	GOMAXPROCS   int     `json:"gomaxprocs"`
 	// DurationS is the producing time (fixed rate) or the drain time (max
-	// rate).
+	// rate); Interrupted is set when an interrupt ended the producing early
+	// (what was produced is still drained and accounted for).
+	Interrupted      bool    `json:"interrupted,omitempty"`
 	DurationS        float64 `json:"duration_s"`
 	ProducedMessages int64   `json:"produced_messages"`
 	ProducedRecords  int64   `json:"produced_records"`
@@ -460,7 +462,11 @@ func runFixedRate(ctx context.Context, o LoadOptions, cfg pipeline.Config, gen *
 	svcErr <-chan error, res *LoadResult) error {
 	msgsPerS := o.Rate / float64(o.BatchRecords)
 	tal := newTally(int64(msgsPerS*60) + 1)
-	cctx, stopConsumer := context.WithCancel(ctx)
+	// An interrupt (ctx) ends the producing early; what was produced is
+	// still drained and reported, so the consumer, writer and drain run on
+	// a context that ctx does not cancel.
+	run := context.WithoutCancel(ctx)
+	cctx, stopConsumer := context.WithCancel(run)
 	defer stopConsumer()
 	consErr := make(chan error, 1)
 	go func() {
@@ -477,7 +483,7 @@ func runFixedRate(ctx context.Context, o LoadOptions, cfg pipeline.Config, gen *
 	defer w.Close()
 
 	// Sampler.
-	sampCtx, stopSampler := context.WithCancel(ctx)
+	sampCtx, stopSampler := context.WithCancel(run)
 	var sampWG sync.WaitGroup
 	var samples []MemSample
 	start := time.Now()
@@ -520,7 +526,7 @@ produce:
 	for {
 		select {
 		case <-ctx.Done():
-			prodErr = ctx.Err()
+			res.Interrupted = true
 			break produce
 		case err := <-svcErr:
 			prodErr = err
@@ -543,7 +549,7 @@ produce:
 				batch = append(batch, m)
 			}
 			if len(batch) > 0 {
-				if err := w.Write(ctx, batch); err != nil {
+				if err := w.Write(run, batch); err != nil {
 					prodErr = fmt.Errorf("loadtest: produce: %w", err)
 					break produce
 				}
@@ -564,7 +570,7 @@ produce:
 		return prodErr
 	}
 	// Drain: wait until every produced record reached the sanitized topic.
-	harness.WaitFor(ctx, o.DrainTimeout, func() bool { return tal.records.Load() >= res.ProducedRecords })
+	harness.WaitFor(run, o.DrainTimeout, func() bool { return tal.records.Load() >= res.ProducedRecords })
 	stopSampling()
 	stopConsumer()
 	if err := <-consErr; err != nil {

@@ -110,8 +110,12 @@ func printLoad(w io.Writer, r ops.LoadResult) {
 	fmt.Fprintf(w, "mode                 %s, %d replica(s), %d partitions, %d records/message, GOMAXPROCS %d\n",
 		r.Mode, r.Replicas, r.Partitions, r.BatchRecords, r.GOMAXPROCS)
 	if r.Mode == "fixed-rate" {
-		fmt.Fprintf(w, "input                %d records in %.1f s (%.0f records/s; target %.0f)\n",
-			r.ProducedRecords, r.DurationS, r.ProducedRecordsPerS, r.TargetRate)
+		note := ""
+		if r.Interrupted {
+			note = ", interrupted"
+		}
+		fmt.Fprintf(w, "input                %d records in %.1f s (%.0f records/s; target %.0f%s)\n",
+			r.ProducedRecords, r.DurationS, r.ProducedRecordsPerS, r.TargetRate, note)
 	} else {
 		fmt.Fprintf(w, "backlog              %d records drained in %.2f s\n", r.ProducedRecords, r.DurationS)
 	}
