@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync/atomic"
@@ -68,7 +69,20 @@ func runWithLease(ctx context.Context, cfg Config, log *zap.Logger, leader *atom
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("aggregator lease: %w", kafkaconn.Classify(err))
+			cerr := kafkaconn.Classify(err)
+			if errors.Is(err, kafka.ErrGroupClosed) || errors.Is(cerr, kafkaconn.ErrAuth) || errors.Is(cerr, kafkaconn.ErrTLS) {
+				return fmt.Errorf("aggregator lease: %w", cerr)
+			}
+			// Rebalances, coordinator moves and the like are transient:
+			// the group keeps rejoining by itself; wait and ask again.
+			leader.Store(false)
+			log.Warn("aggregator lease: group error, retrying", zap.Error(cerr))
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(tm.heartbeat):
+			}
+			continue
 		}
 		if len(gen.Assignments[topic]) == 0 {
 			bal.held.Store(false)

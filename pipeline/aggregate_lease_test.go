@@ -23,7 +23,7 @@ import (
 // When the holder stops, the standby takes over from the holder's final
 // checkpoint and releases the window with every record in it.
 func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	logs := &syncBuffer{}
 	log := debugLogger(logs)
@@ -97,8 +97,9 @@ func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
 	}
 	waitFor("replica 2 to take over", func() bool { return svc2.AggregatorLeader() && svc2.Ready() })
 	clock.Set(w0.Add(61 * time.Minute))
-	waitFor("the window to be released by replica 2", func() bool {
-		return gauge(reg2, "dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1
+	waitFor("the window to be released and published by replica 2", func() bool {
+		return gauge(reg2, "dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1 &&
+			gauge(reg2, "dpsurv_fit_messages_total", map[string]string{"aggregate": "km"}) == float64(len(cohorts))
 	})
 	stop2()
 	if err := <-done2; err != nil {
