@@ -53,23 +53,29 @@ func debugLogger(w *syncBuffer) *zap.Logger {
 	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(w), zapcore.DebugLevel))
 }
 
-// crashingSource fails the acknowledgement of its n-th batch after the
-// batch's outputs were written: the worst moment for a consumer to die.
+// crashingSource dies at its n-th batch after the batch's outputs were
+// written and before its offsets are committed — the worst moment for a
+// consumer to die: that batch's commit never happens and every later read
+// fails.
 type crashingSource struct {
 	pipeline.Source
-	n     int
-	count atomic.Int64
+	n       int
+	count   atomic.Int64
+	crashed atomic.Bool
 }
 
 var errCrash = errors.New("simulated crash before commit")
 
 func (c *crashingSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
+	if c.crashed.Load() {
+		return sources.Batch{}, errCrash
+	}
 	b, err := c.Source.ReadBatch(ctx)
 	if err != nil {
 		return b, err
 	}
 	if int(c.count.Add(1)) == c.n {
-		b.Ack = func(context.Context) error { return errCrash }
+		b.Ack = func(context.Context) error { c.crashed.Store(true); return errCrash }
 	}
 	return b, nil
 }

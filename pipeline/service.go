@@ -48,10 +48,10 @@ type Service struct {
 	WrapAggregatorSource func(Source) Source
 	WrapFitSink          func(sinks.Sink) sinks.Sink
 
-	health  *HealthServer
+	health  atomic.Pointer[HealthServer]
 	stream  atomic.Pointer[Stream] // set by Run, read by the health server
 	chain   *sanitizers.Chain
-	metrics *Metrics
+	metrics atomic.Pointer[Metrics]
 	agg     atomic.Pointer[AggregatorRunner]
 	leader  atomic.Bool // this process holds the aggregator lease
 }
@@ -91,10 +91,11 @@ func (s *Service) AggregatorLeader() bool { return s.leader.Load() }
 
 // HealthAddr is the health server's address once Run has started it.
 func (s *Service) HealthAddr() string {
-	if s.health == nil {
+	h := s.health.Load()
+	if h == nil {
 		return ""
 	}
-	return s.health.Addr()
+	return h.Addr()
 }
 
 // Acked is the number of input messages processed and committed so far.
@@ -107,7 +108,7 @@ func (s *Service) Acked() int64 {
 }
 
 // Metrics returns the service metrics (after Run started).
-func (s *Service) Metrics() *Metrics { return s.metrics }
+func (s *Service) Metrics() *Metrics { return s.metrics.Load() }
 
 // Run starts sinks first and the source last, runs until ctx is cancelled,
 // then stops in reverse order after draining. A broker that refuses the
@@ -129,7 +130,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	m := NewMetrics(s.Registry)
-	s.metrics = m
+	s.metrics.Store(m)
 	chain, err := sanitizers.New(cfg.SanitizerConfig(s.Key), s.Mem)
 	if err != nil {
 		return err
@@ -154,7 +155,7 @@ func (s *Service) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.health = h
+		s.health.Store(h)
 		defer h.Close()
 		s.Log.Info("health and metrics endpoints up", zap.String("addr", h.Addr()))
 	}

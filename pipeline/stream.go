@@ -376,8 +376,27 @@ func (s *Stream) writeAndAck(ctx context.Context, p processed) error {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
-	if err := p.batch.Ack(ctx); err != nil {
-		return fmt.Errorf("commit batch: %w", err)
+	// A failed commit is not fatal: the outputs are durable, and commits
+	// are cumulative per partition, so the next successful commit covers
+	// this batch; if the process dies first, the batch is redelivered and
+	// re-sanitized to identical bytes. Retry briefly (a broker restart or a
+	// coordinator move), then go on.
+	backoff = 50 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		err := p.batch.Ack(ctx)
+		if err == nil {
+			break
+		}
+		s.Metrics.CommitErrors.Inc()
+		if ctx.Err() != nil || attempt >= 5 {
+			s.Log.Warn("offset commit failed; continuing (the next commit covers it, a redelivery is identical)", zap.Error(err))
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
 	}
 	s.ready.Store(true)
 	s.Metrics.Ready.Set(1)
