@@ -42,6 +42,10 @@ type InputConfig struct {
 	// Partitions is the input topic's partition count when dpsurv creates
 	// it (demo, tests); 0 leaves existing topics alone.
 	Partitions int `yaml:"partitions"`
+	// SessionTimeout is how long the group waits for a silent replica
+	// before moving its partitions to the others (default 10s); the
+	// heartbeat is a third of it.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
 }
 
 // SchemaConfig is the public description of the input.
@@ -116,7 +120,7 @@ func DefaultConfig() Config {
 	yes := true
 	return Config{
 		Kafka:      kafkaconn.Config{ClientID: "dpsurv"},
-		Input:      InputConfig{GroupID: "dpsurv", Format: "arrow", MaxBatch: 64},
+		Input:      InputConfig{GroupID: "dpsurv", Format: "arrow", MaxBatch: 64, SessionTimeout: 10 * time.Second},
 		Schema:     SchemaConfig{TimeUnit: "days", Public: []string{"event"}},
 		Sanitizers: SanitizersConfig{PseudonymizeID: &yes},
 		HTTP:       HTTPConfig{Listen: ":8080"},
@@ -229,6 +233,9 @@ func (c Config) Validate() error {
 	}
 	if c.Input.Partitions < 0 {
 		add("input.partitions: must be >= 0")
+	}
+	if c.Input.SessionTimeout != 0 && (c.Input.SessionTimeout < 3*time.Second || c.Input.SessionTimeout > 5*time.Minute) {
+		add("input.session_timeout: must be between 3s and 5m, got %v", c.Input.SessionTimeout)
 	}
 	if c.Schema.TimeUnit == "" {
 		add("schema.time_unit: required")

@@ -62,20 +62,39 @@ type crashingSource struct {
 	n       int
 	count   atomic.Int64
 	crashed atomic.Bool
+	mu      sync.Mutex
+	cancel  context.CancelFunc // of the read in progress
 }
 
 var errCrash = errors.New("simulated crash before commit")
 
+func (c *crashingSource) crash() {
+	c.crashed.Store(true)
+	c.mu.Lock()
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.mu.Unlock()
+}
+
 func (c *crashingSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.mu.Lock()
+	c.cancel = cancel
+	c.mu.Unlock()
 	if c.crashed.Load() {
 		return sources.Batch{}, errCrash
 	}
-	b, err := c.Source.ReadBatch(ctx)
+	b, err := c.Source.ReadBatch(rctx)
+	if c.crashed.Load() {
+		return sources.Batch{}, errCrash
+	}
 	if err != nil {
 		return b, err
 	}
 	if int(c.count.Add(1)) == c.n {
-		b.Ack = func(context.Context) error { c.crashed.Store(true); return errCrash }
+		b.Ack = func(context.Context) error { c.crash(); return errCrash }
 	}
 	return b, nil
 }

@@ -197,7 +197,8 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("output.dead_letter_topic: %w", err)
 	}
 	defer dead.Close()
-	src, err := sources.NewKafka(sources.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic, GroupID: cfg.Input.GroupID, MaxBatch: cfg.Input.MaxBatch}, s.Log)
+	src, err := sources.NewKafka(sources.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic, GroupID: cfg.Input.GroupID, MaxBatch: cfg.Input.MaxBatch,
+		SessionTimeout: cfg.Input.SessionTimeout, HeartbeatInterval: cfg.Input.SessionTimeout / 3}, s.Log)
 	if err != nil {
 		return fmt.Errorf("input: %w", err)
 	}
