@@ -138,7 +138,8 @@ func kmCurve(time, nRisk, nEvent, nCensor []float64, conf float64) (KMCurve, err
 	}
 	km, v := 1.0, 0.0
 	for i := 0; i < n; i++ {
-		if d := nEvent[i]; d > 0 {
+		d := nEvent[i]
+		if d > 0 {
 			r := nRisk[i]
 			// Same operation order as survfitkm.c: (n-d)/n and
 			// d/(n (n-d)) (+Inf when n == d).
@@ -146,15 +147,21 @@ func kmCurve(time, nRisk, nEvent, nCensor []float64, conf float64) (KMCurve, err
 			v += d / (r * (r - d))
 		}
 		c.Surv[i] = km
+		if d <= 0 && i > 0 {
+			// No event: the curve and its interval are unchanged.
+			c.StdErr[i], c.Lower[i], c.Upper[i] = c.StdErr[i-1], c.Lower[i-1], c.Upper[i-1]
+			continue
+		}
 		se := math.Sqrt(v)
 		c.StdErr[i] = se
 		if km == 0 {
 			c.Lower[i], c.Upper[i] = math.NaN(), math.NaN()
 			continue
 		}
-		lk := math.Log(km)
-		c.Lower[i] = math.Exp(lk - z*se)
-		c.Upper[i] = math.Min(math.Exp(lk+z*se), 1)
+		// exp(log S -/+ z se) = S / e, S * e with e = exp(z se).
+		e := math.Exp(z * se)
+		c.Lower[i] = km / e
+		c.Upper[i] = math.Min(km*e, 1)
 	}
 	c.Median = kmFindQuantile(c.Time, c.Surv, 0.5)
 	c.MedianLower = kmFindQuantile(c.Time, c.Lower, 0.5)
