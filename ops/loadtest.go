@@ -281,25 +281,12 @@ func (o *LoadOptions) normalize() error {
 }
 
 func loadConfig(addrs, cohorts []string, o LoadOptions) pipeline.Config {
-	cfg := pipeline.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{Brokers: addrs, ClientID: "dpsurv-load"}
-	cfg.Input.Topic = "load.in"
+	cfg := harness.StreamConfig(addrs, "dpsurv-load", "load", cohorts, 3650, 1)
 	cfg.Input.GroupID = loadGroup
 	cfg.Input.Partitions = o.Partitions
 	if o.MaxBatch > 0 {
 		cfg.Input.MaxBatch = o.MaxBatch
 	}
-	cfg.Schema.TimeMax = 3650
-	cfg.Schema.Cohorts = cohorts
-	cfg.Sanitizers.KeyFile = "(ephemeral)"
-	cfg.Sanitizers.Time.Mechanism = "te"
-	cfg.Sanitizers.Time.Epsilon = 0.5
-	cfg.Sanitizers.Time.Window = 10
-	cfg.Sanitizers.Cohort.Mechanism = "rrr"
-	cfg.Sanitizers.Cohort.Epsilon = 1
-	cfg.Output.SanitizedTopic = "load.sanitized"
-	cfg.Output.DeadLetterTopic = "load.deadletter"
-	cfg.HTTP.Listen = ""
 	cfg.Log.Level = "error"
 	return cfg
 }

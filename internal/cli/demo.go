@@ -30,21 +30,9 @@ import (
 
 // demoConfig is the default pipeline the demo runs.
 func demoConfig(addrs []string, cohorts []string, timeMax float64) pipeline.Config {
-	cfg := pipeline.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{Brokers: addrs, ClientID: "dpsurv-demo"}
+	cfg := harness.StreamConfig(addrs, "dpsurv-demo", "ehr.tte", cohorts, timeMax, 2)
 	cfg.Input.Topic = "ehr.tte"
 	cfg.Input.Partitions = 4
-	cfg.Input.GroupID = "dpsurv-demo"
-	cfg.Schema.TimeMax = timeMax
-	cfg.Schema.Cohorts = cohorts
-	cfg.Sanitizers.KeyFile = "(ephemeral)"
-	cfg.Sanitizers.Time.Mechanism = "te"
-	cfg.Sanitizers.Time.Epsilon = 0.5
-	cfg.Sanitizers.Time.Window = 10
-	cfg.Sanitizers.Cohort.Mechanism = "rrr"
-	cfg.Sanitizers.Cohort.Epsilon = 2
-	cfg.Output.SanitizedTopic = "ehr.tte.sanitized"
-	cfg.Output.DeadLetterTopic = "ehr.tte.deadletter"
 	cfg.Output.FitTopic = "ehr.tte.fits"
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	return cfg
