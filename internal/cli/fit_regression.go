@@ -37,6 +37,17 @@ func fitDiscrete(env Env, args []string) error {
 	scale := fs.String("scale", "", "public per-covariate scales, comma separated (default 1)")
 	dataScaling := fs.Bool("data-scaling", false, "non-private only: the paper's data-derived normalisation")
 	ridge := fs.Bool("ridge", false, "mle only: fit with the (lambda/2)||f||^2 penalty")
+	var ps regression.PSGLDOptions
+	fs.Float64Var(&ps.V, "psgld-v", 0, "psgld: loss bound v of C_v (0: 2 ln n)")
+	fs.Float64Var(&ps.Sigma, "psgld-sigma", 0, "psgld: Gaussian prior precision (0: 1e-2 * 2v/epsilon)")
+	fs.IntVar(&ps.Minibatch, "psgld-minibatch", 0, "psgld: records per step k (0: 200)")
+	fs.IntVar(&ps.Steps, "psgld-steps", 0, "psgld: chain length (0: from --psgld-epochs)")
+	fs.Float64Var(&ps.Epochs, "psgld-epochs", 0, "psgld: passes over the data when --psgld-steps is 0 (0: 250)")
+	fs.Float64Var(&ps.Tau, "psgld-tau", 0, "psgld: step decay tau (0: 0.51)")
+	fs.Float64Var(&ps.Lambda, "psgld-lambda", 0, "psgld: preconditioner damping lambda (0: 1e-5)")
+	fs.Float64Var(&ps.Mu, "psgld-mu", 0, "psgld: preconditioner decay mu (0: 0.99)")
+	fs.Float64Var(&ps.StepScale, "psgld-step-scale", 0, "psgld: step scale a in a (b+t)^-tau (0: 1/n)")
+	fs.Float64Var(&ps.StepOffset, "psgld-step-offset", 0, "psgld: step offset b")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -80,7 +91,7 @@ func fitDiscrete(env Env, args []string) error {
 	opts := regression.DiscreteOptions{
 		Method: m, Link: regression.Link(*link), Epsilon: c.eps.v, Intervals: *intervals, Knots: *knots,
 		TimeMax: *timeMax, Scaling: regression.Scaling{Centre: cs, Scale: ss}, DataDerivedScaling: *dataScaling,
-		Lambda: *lambda, Ridge: *ridge, Covariates: spec.Covariates,
+		Lambda: *lambda, Ridge: *ridge, Covariates: spec.Covariates, PSGLD: ps,
 	}
 	res, err := regression.FitDiscrete(regression.Data{Time: d.Time, Event: d.Event, X: d.Covariates}, opts, dp.NewSecureSource())
 	if err != nil {

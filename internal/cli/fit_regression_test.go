@@ -100,4 +100,10 @@ func TestFitRegressionInfMatchesR(t *testing.T) {
 	if code != 0 || !strings.Contains(o, `"pure-dp"`) {
 		t.Fatalf("objective: exit %d %s %s", code, o, e)
 	}
+	o, e, code = run(t, "fit", "discrete", "--input", "../../../shared/data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
+		"--method", "psgld", "--link", "cloglog", "--psgld-steps", "500", "--psgld-minibatch", "50", "--covariates", "age,ph.ecog",
+		"--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
+	if code != 0 || !strings.Contains(o, `"approximate (mcmc)"`) || !strings.Contains(o, `"steps":500`) {
+		t.Fatalf("psgld: exit %d %s %s", code, o, e)
+	}
 }
