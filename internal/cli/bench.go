@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -28,10 +30,14 @@ type BenchResult struct {
 	// broker's and client's ceiling, for context.
 	RawCopyRecordsPerS float64 `json:"raw_copy_records_per_s"`
 	RawRatio           float64 `json:"raw_ratio"`
-	Records            int     `json:"records"`
-	Messages           int     `json:"messages"`
-	BatchRecords       int     `json:"batch_records"`
-	Rounds             int     `json:"rounds"`
+	// CPU cores the process used on average while each processor streamed
+	// (its best round): how close to saturating the machine it ran.
+	PipelineCPUCores    float64 `json:"pipeline_cpu_cores"`
+	PassthroughCPUCores float64 `json:"passthrough_cpu_cores"`
+	Records             int     `json:"records"`
+	Messages            int     `json:"messages"`
+	BatchRecords        int     `json:"batch_records"`
+	Rounds              int     `json:"rounds"`
 }
 
 func runBench(ctx context.Context, env Env, args []string) error {
@@ -89,7 +95,7 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 	cohorts := []string{"A", "B", "C"}
 	cfg := demoConfig(b.Addrs(), cohorts, 3650)
 	cfg.Input.Topic = "bench.in"
-	cfg.Input.MaxBatch = 32
+	cfg.Input.MaxBatch = benchMaxBatch()
 	cfg.HTTP.Listen = ""
 	cfg.Log.Level = "error"
 	d, err := synth.Generate(synth.Options{N: records, Cohorts: cohorts, TimeMax: 3650, Seed: 99})
@@ -108,7 +114,7 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 		return BenchResult{}, err
 	}
 	key := pipeline.EphemeralKey()
-	measure := func(round int, mode string) (float64, error) {
+	measure := func(round int, mode string) (float64, float64, error) {
 		c := cfg
 		name := mode
 		c.Input.GroupID = fmt.Sprintf("bench-%s-%d", name, round)
@@ -131,32 +137,38 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 		select {
 		case <-started:
 		case err := <-errc:
-			return 0, fmt.Errorf("bench %s: %w", name, err)
+			return 0, 0, fmt.Errorf("bench %s: %w", name, err)
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		}
+		cpu0 := processCPU()
 		if !harness.WaitFor(ctx, 5*time.Minute, func() bool { return svc.Acked() >= int64(len(msgs)) }) {
-			return 0, fmt.Errorf("bench %s: timed out with %d of %d messages", name, svc.Acked(), len(msgs))
+			return 0, 0, fmt.Errorf("bench %s: timed out with %d of %d messages", name, svc.Acked(), len(msgs))
 		}
 		el := time.Since(start)
+		cores := (processCPU() - cpu0).Seconds() / el.Seconds()
 		cancel()
 		if err := <-errc; err != nil {
-			return 0, fmt.Errorf("bench %s: %w", name, err)
+			return 0, 0, fmt.Errorf("bench %s: %w", name, err)
 		}
-		return float64(records) / el.Seconds(), nil
+		return float64(records) / el.Seconds(), cores, nil
 	}
 	res := BenchResult{Records: records, Messages: len(msgs), BatchRecords: batch, Rounds: rounds}
 	for r := range rounds {
-		for _, mode := range []string{"pass", "pipe", "raw"} {
-			v, err := measure(r, mode)
+		for _, mode := range benchModes() {
+			v, cores, err := measure(r, mode)
 			if err != nil {
 				return res, err
 			}
 			switch mode {
 			case "pass":
-				res.PassthroughRecordsPerS = max(res.PassthroughRecordsPerS, v)
+				if v > res.PassthroughRecordsPerS {
+					res.PassthroughRecordsPerS, res.PassthroughCPUCores = v, cores
+				}
 			case "pipe":
-				res.PipelineRecordsPerS = max(res.PipelineRecordsPerS, v)
+				if v > res.PipelineRecordsPerS {
+					res.PipelineRecordsPerS, res.PipelineCPUCores = v, cores
+				}
 			case "raw":
 				res.RawCopyRecordsPerS = max(res.RawCopyRecordsPerS, v)
 			}
@@ -165,4 +177,31 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 	res.Ratio = res.PipelineRecordsPerS / res.PassthroughRecordsPerS
 	res.RawRatio = res.PipelineRecordsPerS / res.RawCopyRecordsPerS
 	return res, nil
+}
+
+// benchMaxBatch is the messages per stream batch (DPSURV_BENCH_MAX_BATCH for
+// experiments; default 32).
+func benchMaxBatch() int {
+	if v, err := strconv.Atoi(os.Getenv("DPSURV_BENCH_MAX_BATCH")); err == nil && v > 0 {
+		return v
+	}
+	return 32
+}
+
+// benchModes are the processors measured (DPSURV_BENCH_MODES, comma
+// separated, for experiments; default all three).
+func benchModes() []string {
+	if v := splitList(os.Getenv("DPSURV_BENCH_MODES")); len(v) > 0 {
+		return v
+	}
+	return []string{"pass", "pipe", "raw"}
+}
+
+// processCPU is the user+system CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
