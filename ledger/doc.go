@@ -14,7 +14,10 @@
 //     Otherwise build gets the budget that will remain, its JSON is stored
 //     durably (Backend.Append returns only once persisted) and only then
 //     returned for publication, in canonical form (compact, as encoding/json
-//     writes it) so that replays are byte-identical.
+//     writes it) so that replays are byte-identical. A failed Append may
+//     still have persisted its entry (a lost acknowledgement): the next
+//     Release reloads the backend first, and an entry found there stands
+//     and is replayed — a retried window is never drawn or charged twice.
 //   - Spent budget is recomputed from the persisted entries on Open: a
 //     restart never refills it. The spent and remaining epsilon per scope
 //     are Prometheus gauges (dpsurv_privacy_budget_spent,

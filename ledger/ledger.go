@@ -103,6 +103,10 @@ type Ledger struct {
 	spent   map[string]float64
 	entries map[string]Entry
 	log     *zap.Logger
+	// unsure is set by a failed Append, whose entry may have been
+	// persisted all the same (a lost acknowledgement): the next Release
+	// reloads the backend first.
+	unsure bool
 
 	remainingGauge *prometheus.GaugeVec
 	spentGauge     *prometheus.GaugeVec
@@ -241,6 +245,11 @@ func (l *Ledger) Release(ctx context.Context, key string, scopes []string, epsil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.unsure {
+		if err := l.reload(ctx); err != nil {
+			return nil, false, fmt.Errorf("ledger release %q: reload after a failed append: %w", key, err)
+		}
+	}
 	if old, ok := l.entries[key]; ok {
 		if old.Epsilon != epsilon || !slices.Equal(old.Scopes, e.Scopes) {
 			l.log.Warn("ledger replay with a different charge; the stored release stands",
@@ -277,6 +286,7 @@ func (l *Ledger) Release(ctx context.Context, key string, scopes []string, epsil
 	}
 	e.Release = json.RawMessage(canon)
 	if err := l.backend.Append(ctx, e); err != nil {
+		l.unsure = true
 		return nil, false, fmt.Errorf("ledger release %q: persist: %w", key, err)
 	}
 	l.account(e)
@@ -285,6 +295,29 @@ func (l *Ledger) Release(ctx context.Context, key string, scopes []string, epsil
 	}
 	l.charges.Inc()
 	return e.Release, false, nil
+}
+
+// reload adds the backend's entries this ledger does not hold: an append
+// that reported failure but was persisted. Its entry stands (as on Open, the
+// first entry of a key counts), so a retried release replays it instead of
+// drawing new noise and charging again.
+func (l *Ledger) reload(ctx context.Context) error {
+	entries, err := l.backend.Load(ctx)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if _, ok := l.entries[e.Key]; ok {
+			continue
+		}
+		l.account(e)
+		for _, s := range e.Scopes {
+			l.updateGauges(s)
+		}
+		l.log.Warn("ledger entry of a failed append was persisted; it stands", zap.String("key", e.Key))
+	}
+	l.unsure = false
+	return nil
 }
 
 // Charge records e with fixed release bytes (Release with a constant

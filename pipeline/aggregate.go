@@ -270,8 +270,12 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 	if err != nil {
 		return nil, err
 	}
+	// The same session as the sanitizing stream's group: after a holder's
+	// kill -9 the new holder gets the input partitions when the dead
+	// member's session expires (without it, kafka-go's 30 s default).
 	src, err := sources.NewKafka(sources.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic,
-		GroupID: cfg.AggregatorGroupID(), MaxBatch: cfg.Input.MaxBatch}, s.Log)
+		GroupID: cfg.AggregatorGroupID(), MaxBatch: cfg.Input.MaxBatch,
+		SessionTimeout: cfg.Input.SessionTimeout, HeartbeatInterval: cfg.Input.SessionTimeout / 3}, s.Log)
 	if err != nil {
 		return nil, fmt.Errorf("aggregators input: %w", err)
 	}
@@ -347,6 +351,6 @@ func (s *Service) aggregatorLoop(cfg Config, validator *schemas.Validator) func(
 		}
 	}
 	return func(ctx context.Context) error {
-		return runWithLease(ctx, cfg, s.Log.Named("aggregators"), &s.leader, defaultLeaseTimings, run)
+		return runWithLease(ctx, cfg, s.Log.Named("aggregators"), &s.leader, leaseTimingsFor(cfg), run)
 	}
 }

@@ -26,6 +26,18 @@ func (c Config) FitCurveTopic() string {
 	return c.Output.FitTopic + ".arrow"
 }
 
+// DefaultLeaseSessionTimeout is the aggregator lease group's session
+// timeout when ledger.lease_session_timeout is not set.
+const DefaultLeaseSessionTimeout = 10 * time.Second
+
+// LeaseSessionTimeout is ledger.lease_session_timeout or its default.
+func (c Config) LeaseSessionTimeout() time.Duration {
+	if c.Ledger.LeaseSessionTimeout > 0 {
+		return c.Ledger.LeaseSessionTimeout
+	}
+	return DefaultLeaseSessionTimeout
+}
+
 // LedgerStateTopic and LedgerStateFile locate the aggregators' checkpoint
 // next to the ledger.
 func (c Config) LedgerStateTopic() string { return c.Ledger.Topic + ".state" }
@@ -112,6 +124,14 @@ func (c Config) validateAggregation() []error {
 	}
 	if c.Ledger.CheckpointInterval < 0 {
 		add("ledger.checkpoint_interval: must be >= 0")
+	}
+	// Kafka brokers refuse sessions under group.min.session.timeout.ms (6 s
+	// by default), and a refused lease group would never elect a holder.
+	if t := c.Ledger.LeaseSessionTimeout; t != 0 && (t < 6*time.Second || t > 5*time.Minute) {
+		add("ledger.lease_session_timeout: must be between 6s and 5m, got %v", t)
+	}
+	if c.Ledger.LeaseSessionTimeout != 0 && c.Ledger.Topic == "" {
+		add("ledger.lease_session_timeout: only with ledger.topic (the lease elects the aggregating replica in Kafka-ledger mode)")
 	}
 	return errs
 }

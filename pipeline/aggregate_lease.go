@@ -26,7 +26,14 @@ type leaseTimings struct {
 	heartbeat, session, rebalance time.Duration
 }
 
-var defaultLeaseTimings = leaseTimings{heartbeat: time.Second, session: 10 * time.Second, rebalance: 30 * time.Second}
+var defaultLeaseTimings = leaseTimings{heartbeat: time.Second, session: DefaultLeaseSessionTimeout, rebalance: 30 * time.Second}
+
+// leaseTimingsFor is the default timings with ledger.lease_session_timeout.
+func leaseTimingsFor(cfg Config) leaseTimings {
+	tm := defaultLeaseTimings
+	tm.session = cfg.LeaseSessionTimeout()
+	return tm
+}
 
 // runWithLease runs fn only while this process holds the aggregator lease:
 // partition 0 of the single-partition lease topic, assigned by the broker to

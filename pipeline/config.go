@@ -103,6 +103,10 @@ type LedgerConfig struct {
 	// CheckpointInterval is how often the aggregators checkpoint and
 	// commit when no window closes (default 5s).
 	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
+	// LeaseSessionTimeout is how long the aggregator lease group waits for
+	// a silent holder (killed, partitioned) before another replica takes
+	// the lease (default 10s; Kafka-ledger mode only).
+	LeaseSessionTimeout time.Duration `yaml:"lease_session_timeout"`
 }
 
 // HTTPConfig configures the metrics and health endpoints.

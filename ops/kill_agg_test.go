@@ -1,0 +1,483 @@
+package ops_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/ops"
+	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/synth"
+)
+
+// scrapeMetric sums the samples of a metric on a process's /metrics whose
+// labels include every pair in labels; ok is false when the endpoint is
+// unreachable.
+func scrapeMetric(addr, name string, labels map[string]string) (v float64, ok bool) {
+	cl := http.Client{Timeout: 2 * time.Second}
+	resp, err := cl.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, false
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		rest := line[len(name):]
+		if rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+			continue // a longer metric name
+		}
+		sp := strings.LastIndexByte(rest, ' ')
+		if sp < 0 {
+			continue
+		}
+		match := true
+		for k, want := range labels {
+			if !strings.Contains(rest[:sp], k+"="+strconv.Quote(want)) {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		x, err := strconv.ParseFloat(rest[sp+1:], 64)
+		if err == nil {
+			v += x
+		}
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return v, sc.Err() == nil
+}
+
+// TestKillAggregatorLeaseHolder runs two real `dpsurv run --config`
+// processes with a km and a weibull aggregator (3 s processing-time
+// windows, Kafka ledger, lease session 6 s) while records stream in,
+// SIGKILLs the lease holder in the middle of a window, lets the survivor
+// take over, and then checks the fit and ledger topics with
+// ops.CheckReleases: every release key carries identical bytes wherever it
+// appears (equal to the ledger's stored copy), one ledger entry per
+// released window with the aggregate's epsilon, budget_remaining.stream
+// after the k-th charge = budget - the first k charges, and every released
+// window published. Windows may be missing only where they overlap the
+// failover gap (from the kill to the survivor's first release): the
+// service does not release windows it was down for. Every record is in
+// exactly one released km window: the km n summed over all windows
+// (noisy, 5 SD bound) equals the number of records produced.
+func TestKillAggregatorLeaseHolder(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Second)
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	cl := broker.StartForTest(t, broker.Options{Partitions: 4})
+	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "ops-killagg"}
+	keyFile := filepath.Join(dir, "prf.key")
+	if err := os.WriteFile(keyFile, []byte(strings.Repeat("5e", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		window     = 3 * time.Second
+		kmEps      = 4.0 // small noise on n, for the record-count check
+		weibullEps = 0.5
+		budget     = 1000.0
+	)
+	addrs := [2]string{freeAddr(t), freeAddr(t)}
+	var cfgFiles [2]string
+	for i := range cfgFiles {
+		cfgFiles[i] = filepath.Join(dir, fmt.Sprintf("replica-%d.yaml", i))
+		yaml := fmt.Sprintf(`kafka: {brokers: [%q], client_id: ops-killagg-%d}
+input: {topic: agg.in, group_id: ops-killagg, format: arrow, max_batch: 4, partitions: 4, session_timeout: 6s}
+schema: {time_unit: days, time_max: 4000, cohorts: [ops-alpha, ops-beta, ops-gamma], public: [event]}
+sanitizers:
+  key_file: %q
+  time: {mechanism: te, epsilon: 0.5, window: 10}
+  cohort: {mechanism: rrr, epsilon: 1}
+output: {sanitized_topic: agg.sanitized, dead_letter_topic: agg.deadletter, fit_topic: agg.fits}
+aggregators:
+  - {name: km-3s, kind: km, epsilon: %g, window: {size: 3s}, params: {method: noisy-histogram, bin_width: 1000}}
+  - {name: weibull-3s, kind: weibull, epsilon: %g, window: {size: 3s}, params: {bin_width: 50, rungs: 200}}
+ledger: {topic: agg.ledger, checkpoint_interval: 1s, lease_session_timeout: 6s, budget: {stream: %g}}
+http: {listen: %q}
+log: {level: info}
+`, cl.Addrs()[0], i, keyFile, kmEps, weibullEps, budget, addrs[i])
+		if err := os.WriteFile(cfgFiles[i], []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := pipeline.LoadConfig(cfgFiles[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{cfg.Input.Topic: 4, cfg.Output.SanitizedTopic: 4, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const perMsg, every = 25, 50 * time.Millisecond // 500 records/s
+	d, err := synth.Generate(synth.Options{N: 8500, Cohorts: cfg.Schema.Cohorts, TimeMax: 4000, Seed: 61, IDPrefix: "rawid-killagg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := harness.Messages(cfg.Spec(), d, perMsg, memory.NewGoAllocator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range msgs {
+		msgs[i].Key = []byte("killagg-" + strconv.Itoa(i))
+	}
+
+	// midWindow waits for the middle of a 3 s window (wall clock, as the
+	// processes' windows).
+	midWindow := func() {
+		for {
+			if off := time.Since(time.Unix(time.Now().Unix()/3*3, 0)); off >= 1200*time.Millisecond && off < 1800*time.Millisecond {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	procs := [2]*dpsurvProcess{startDpsurv(t, "run", "--config", cfgFiles[0]), startDpsurv(t, "run", "--config", cfgFiles[1])}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("replica 0 log tail:\n%s\nreplica 1 log tail:\n%s", logTail(procs[0].logs.String()), logTail(procs[1].logs.String()))
+		}
+	})
+	metric := func(i int, name string, labels map[string]string) float64 {
+		v, _ := scrapeMetric(addrs[i], name, labels)
+		return v
+	}
+	leader := func(i int) bool { return metric(i, "dpsurv_aggregator_leader", nil) == 1 }
+	ready := func(i int) bool {
+		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + addrs[i] + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	// One holder, and the other replica ready as a standby.
+	holder := -1
+	if !harness.WaitFor(ctx, 30*time.Second, func() bool {
+		l0, l1 := leader(0), leader(1)
+		if l0 == l1 || !ready(0) || !ready(1) {
+			return false
+		}
+		holder = 0
+		if l1 {
+			holder = 1
+		}
+		return true
+	}) {
+		t.Fatalf("no single lease holder with both replicas ready (leader gauges %v, %v)", leader(0), leader(1))
+	}
+	standby := 1 - holder
+	releases := func(i int) float64 {
+		return metric(i, "dpsurv_releases_total", map[string]string{"aggregate": "km-3s"})
+	}
+	before := releases(holder)
+	prodErr := make(chan error, 1)
+	var producedAt time.Time // written before prodErr is sent
+	go func() {
+		err := produceEvery(ctx, conn, cfg.Input.Topic, msgs, every)
+		producedAt = time.Now()
+		prodErr <- err
+	}()
+
+	// Kill the holder once it has released two windows since the records
+	// began, in the middle of a window.
+	if !harness.WaitFor(ctx, 30*time.Second, func() bool { return releases(holder) >= before+2 }) {
+		t.Fatalf("the holder released %v km windows", releases(holder))
+	}
+	midWindow()
+	if c := metric(standby, "dpsurv_ledger_charges_total", nil); c != 0 {
+		t.Fatalf("the standby charged the ledger %v times while the holder ran", c)
+	}
+	heldReleases := releases(holder)
+	if err := procs[holder].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killAt := time.Now()
+	<-procs[holder].done
+	var ee *exec.ExitError
+	if !errors.As(procs[holder].err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the holder ended with %v, want killed by SIGKILL", procs[holder].err)
+	}
+
+	// The survivor takes the lease after the lease session (6 s) and
+	// resumes: its first release is the window the holder died in.
+	// Its aggregators' input group hands it the partitions after the dead
+	// member's session (input.session_timeout, 6 s) and it counts again.
+	var leaseAt, resumedAt, countingAt time.Time
+	if !harness.WaitFor(ctx, 40*time.Second, func() bool {
+		now := time.Now()
+		if leaseAt.IsZero() && leader(standby) {
+			leaseAt = now
+		}
+		if resumedAt.IsZero() && metric(standby, "dpsurv_releases_total", nil)+metric(standby, "dpsurv_releases_replayed_total", nil) > 0 {
+			resumedAt = now
+		}
+		if countingAt.IsZero() && metric(standby, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "km-3s"}) > 0 {
+			countingAt = now
+		}
+		return !resumedAt.IsZero() && !countingAt.IsZero()
+	}) {
+		t.Fatalf("the survivor never resumed (leader %v, released since %v, counting since %v)", leader(standby), resumedAt, countingAt)
+	}
+	if leaseAt.IsZero() {
+		leaseAt = resumedAt
+	}
+	takeover := leaseAt.Sub(killAt)
+	// The default lease session (10 s) and kafka-go's default input
+	// session (30 s) would not fit: the configured ones apply.
+	// (A holder dies up to one heartbeat, 1 s, after its last one: the
+	// default would take at least 9 s.)
+	if takeover >= 8500*time.Millisecond {
+		t.Errorf("the survivor took the lease %v after the kill, want under 8.5 s with lease_session_timeout 6s", takeover)
+	}
+	if c := countingAt.Sub(killAt); c >= 12*time.Second {
+		t.Errorf("the survivor's aggregators counted records again %v after the kill, want under 12 s with input.session_timeout 6s", c)
+	}
+	if err := <-prodErr; err != nil {
+		t.Fatal(err)
+	}
+
+	// Every record checkpointed by the aggregators (their group's offsets
+	// committed to the end), then the window holding that moment released.
+	var caughtUp time.Time
+	if !harness.WaitFor(ctx, 30*time.Second, func() bool {
+		lag, err := ops.GroupLag(ctx, conn, cfg.AggregatorGroupID(), cfg.Input.Topic)
+		if err == nil && lag == 0 {
+			caughtUp = time.Now()
+			return true
+		}
+		return false
+	}) {
+		t.Fatal("the aggregators' offsets never reached the end of the input")
+	}
+	lastKey := aggregators.WindowKey("km-3s", caughtUp.Unix()/3*3)
+	if !harness.WaitFor(ctx, 15*time.Second, func() bool {
+		es, err := ops.ReadLedger(ctx, conn, cfg.Ledger.Topic)
+		if err != nil {
+			return false
+		}
+		for _, e := range es {
+			if e.Key == lastKey {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("window %s never released", lastKey)
+	}
+	// Mid-window, so that no release is being published when the
+	// survivor stops (one would be published by the next holder).
+	midWindow()
+	survivor := procs[standby]
+	if err := survivor.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-survivor.done:
+		if survivor.err != nil {
+			t.Fatalf("the survivor after SIGTERM: %v, want exit 0", survivor.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the survivor did not stop within 20 s of SIGTERM")
+	}
+
+	fits, err := ops.ReadTopic(ctx, conn, cfg.Output.FitTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := ops.ReadLedger(ctx, conn, cfg.Ledger.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ops.CheckReleases(fits, entries, ops.ReleaseOptions{
+		Epsilon: map[string]float64{"km-3s": kmEps, "weibull-3s": weibullEps},
+		Cohorts: cfg.Schema.Cohorts, StreamBudget: budget, Complete: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.LedgerRepeats != 0 {
+		t.Errorf("%d repeated ledger appends (identical), want none without a broker fault", rep.LedgerRepeats)
+	}
+	// Ledger totals: the stream scope's spent epsilon, recomputed by the
+	// ledger from the topic, is exactly the released windows' epsilons.
+	nkm, nwb := len(rep.Windows["km-3s"]), len(rep.Windows["weibull-3s"])
+	wantSpent := float64(nkm)*kmEps + float64(nwb)*weibullEps
+	led, err := ledger.Open(ctx, &ledger.Memory{}, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, _, err := led.Charge(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := led.Spent(ledger.ScopeStream); math.Abs(s-wantSpent) > 1e-9 || math.Abs(rep.Spent-wantSpent) > 1e-9 {
+		t.Errorf("ledger spent %v (report %v), want %d x %v + %d x %v = %v", s, rep.Spent, nkm, kmEps, nwb, weibullEps, wantSpent)
+	}
+
+	// Missing windows only in the failover gap.
+	size := int64(window / time.Second)
+	for _, agg := range []string{"km-3s", "weibull-3s"} {
+		ws := rep.Windows[agg]
+		have := map[int64]bool{}
+		for _, s := range ws {
+			have[s] = true
+		}
+		var missing []int64
+		for s := ws[0]; s <= ws[len(ws)-1]; s += size {
+			if have[s] {
+				continue
+			}
+			missing = append(missing, s)
+			// Missing window [s, s+size) must overlap [killAt, resumedAt].
+			if !(s+size > killAt.Unix() && s <= resumedAt.Unix()) {
+				t.Errorf("%s: window %d not released, outside the failover gap [%d, %d]", agg, s, killAt.Unix(), resumedAt.Unix())
+			}
+		}
+		t.Logf("%s: %d windows released of %d elapsed from the first to the last; missing (failover gap): %v",
+			agg, len(ws), rep.Elapsed(agg, window), missing)
+	}
+	if nkm < 5 || nwb < 5 {
+		t.Errorf("only %d km and %d weibull windows released", nkm, nwb)
+	}
+
+	// Every record is in exactly one released km window. n per window and
+	// cohort is the sum of 8 noisy cells (4 bins x events, censored),
+	// two-sided geometric of scale 2/epsilon = 0.5: variance 2p/(1-p)^2,
+	// p = exp(-epsilon/2). Clamping n at 0 in empty windows adds at most
+	// 1 per (window, cohort) on average.
+	p := math.Exp(-kmEps / 2)
+	sd := math.Sqrt(float64(nkm*len(cfg.Schema.Cohorts)*8) * 2 * p / ((1 - p) * (1 - p)))
+	tol := 5*sd + float64(nkm*len(cfg.Schema.Cohorts))
+	if diff := rep.N["km-3s"] - float64(len(d.Time)); math.Abs(diff) > tol {
+		t.Errorf("km n summed over released windows = %.0f, want %d ± %.0f (records lost or counted twice)", rep.N["km-3s"], len(d.Time), tol)
+	}
+	for i, p := range procs {
+		if l := p.logs.String(); strings.Contains(l, "rawid") || strings.Contains(l, "ops-alpha") {
+			t.Errorf("replica %d logged a raw id or label", i)
+		}
+	}
+	t.Logf("holder killed after %.0f km releases, %v into its window; survivor took the lease %v after the kill, released %v and counted records %v after the kill; production ended %v after the kill, offsets caught up %v after that",
+		heldReleases, killAt.Sub(time.Unix(killAt.Unix()/3*3, 0)).Round(10*time.Millisecond), takeover.Round(100*time.Millisecond),
+		resumedAt.Sub(killAt).Round(100*time.Millisecond), countingAt.Sub(killAt).Round(100*time.Millisecond), producedAt.Sub(killAt).Round(100*time.Millisecond), caughtUp.Sub(producedAt).Round(100*time.Millisecond))
+	t.Logf("%d fit messages (%d repeated, identical), %d ledger entries (%d repeated); spent %.1f = %d x %v + %d x %v; km n total %.0f for %d records (tolerance %.0f)",
+		rep.FitMessages, rep.FitDuplicates, rep.LedgerRecords, rep.LedgerRepeats, rep.Spent, nkm, kmEps, nwb, weibullEps, rep.N["km-3s"], len(d.Time), tol)
+}
+
+// TestCheckReleases feeds CheckReleases a consistent fit topic and ledger,
+// then versions with one fault each: every fault must be reported.
+func TestCheckReleases(t *testing.T) {
+	cohorts := []string{"A", "B"}
+	const budget = 10.0
+	eps := map[string]float64{"km": 1, "wb": 0.5}
+	// entry builds the ledger entry of window start of agg as the k-th
+	// charge (spent before it: spentBefore); noise varies the bytes.
+	entry := func(agg string, start int64, spentBefore float64, noise string) ledger.Entry {
+		e := eps[agg]
+		var msgs []string
+		for _, c := range cohorts {
+			key := aggregators.MessageKey(agg, start, c)
+			v := fmt.Sprintf(`{"key":%q,"aggregate":%q,"window_start_unix":%d,"cohort":%q,"epsilon":%v,"epsilon_charged":%v,"budget_remaining":{"stream":%v},"n":%s}`,
+				key, agg, start, c, e, e, budget-spentBefore-e, noise)
+			msgs = append(msgs, fmt.Sprintf(`{"key":%q,"value":%s}`, key, v))
+		}
+		rel := fmt.Sprintf(`{"aggregate":%q,"window_start_unix":%d,"messages":[%s]}`, agg, start, strings.Join(msgs, ","))
+		return ledger.Entry{Key: aggregators.WindowKey(agg, start), Epsilon: e, Release: []byte(rel),
+			Scopes: []string{"aggregate:" + agg, "cohort:A", "cohort:B", "stream"}}
+	}
+	fitsOf := func(es ...ledger.Entry) []ops.KeyValue {
+		var out []ops.KeyValue
+		for _, e := range es {
+			var doc struct {
+				Messages []struct {
+					Key   string
+					Value json.RawMessage
+				}
+			}
+			if err := json.Unmarshal(e.Release, &doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range doc.Messages {
+				out = append(out, ops.KeyValue{Key: []byte(m.Key), Value: m.Value})
+			}
+		}
+		return out
+	}
+	e1, e2, e3 := entry("km", 3, 0, "10"), entry("wb", 3, 1, "null"), entry("km", 6, 1.5, "12")
+	good := []ledger.Entry{e1, e2, e3}
+	goodFits := append(fitsOf(good...), fitsOf(e1)...) // e1 re-emitted: identical duplicates
+	e1b := entry("km", 3, 0, "11")                     // the same window with other noise
+	e3x := entry("km", 6, 2, "12")                     // budget_remaining as if a charge were missing
+	e3x.Key = e3.Key
+	tamper := func(kv []ops.KeyValue, i int) []ops.KeyValue {
+		out := append([]ops.KeyValue(nil), kv...)
+		out[i].Value = []byte(strings.Replace(string(out[i].Value), `"n":10`, `"n":10.5`, 1))
+		return out
+	}
+	wrongEps := e2
+	wrongEps.Epsilon = 1
+	cases := []struct {
+		name     string
+		fits     []ops.KeyValue
+		entries  []ledger.Entry
+		complete bool
+		want     string // "" = no error
+	}{
+		{"consistent", goodFits, good, true, ""},
+		{"repeated identical append", goodFits, append(append([]ledger.Entry{}, good...), e1), true, ""},
+		{"window charged twice with other noise", goodFits, []ledger.Entry{e1, e2, e3, e1b}, true, "appended twice with different releases"},
+		{"fit differs from the ledger", tamper(goodFits, 0), good, true, "differs from the ledger"},
+		{"duplicate with other bytes", tamper(goodFits, len(goodFits)-2), good, true, "published twice with different bytes"},
+		{"fit without a charge", fitsOf(good...), good[:2], false, "has no ledger entry"},
+		{"released but not published", fitsOf(e1, e2), good, true, "never reached the fit topic"},
+		{"not published, not required", fitsOf(e1, e2), good, false, ""},
+		{"charge missing from the totals", fitsOf(e1, e2, e3x), []ledger.Entry{e1, e2, e3x}, true, "budget_remaining.stream"},
+		{"wrong epsilon", fitsOf(e1, wrongEps), []ledger.Entry{e1, wrongEps}, true, "charged epsilon"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := ops.CheckReleases(tc.fits, tc.entries, ops.ReleaseOptions{Epsilon: eps, Cohorts: cohorts, StreamBudget: budget, Complete: tc.complete})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Released() != 3 || rep.Spent != 2.5 || rep.N["km"] != 44 || rep.Elapsed("km", 3*time.Second) != 2 {
+					t.Fatalf("report %+v: want 3 windows, spent 2.5, km n 44, 2 km windows elapsed", rep)
+				}
+				return
+			}
+			if !errors.Is(err, ops.ErrReleases) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want ErrReleases with %q", err, tc.want)
+			}
+		})
+	}
+}
