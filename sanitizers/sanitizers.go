@@ -420,7 +420,6 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 	for _, oc := range c.outCols {
 		switch oc.kind {
 		case outPseudonym:
-			b := array.NewStringBuilder(c.mem)
 			offsets := make([]int32, n+1)
 			for i := range offsets {
 				offsets[i] = int32(i * PseudonymLen)
@@ -430,7 +429,6 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 			ad := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil, off, data}, nil, 0, 0)
 			cols = append(cols, array.NewStringData(ad))
 			ad.Release()
-			b.Release()
 			fields = append(fields, oc.field)
 		case outTE:
 			b := array.NewInt64Builder(c.mem)
