@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,11 +15,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/broker"
@@ -27,6 +31,7 @@ import (
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ops"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -92,7 +97,7 @@ func scrapeMetric(addr, name string, labels map[string]string) (v float64, ok bo
 // (noisy, 5 SD bound) equals the number of records produced.
 func TestKillAggregatorLeaseHolder(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 58*time.Second)
 	t.Cleanup(cancel)
 	dir := t.TempDir()
 	cl := broker.StartForTest(t, broker.Options{Partitions: 4})
@@ -391,6 +396,304 @@ log: {level: info}
 		resumedAt.Sub(killAt).Round(100*time.Millisecond), countingAt.Sub(killAt).Round(100*time.Millisecond), producedAt.Sub(killAt).Round(100*time.Millisecond), caughtUp.Sub(producedAt).Round(100*time.Millisecond))
 	t.Logf("%d fit messages (%d repeated, identical), %d ledger entries (%d repeated); spent %.1f = %d x %v + %d x %v; km n total %.0f for %d records (tolerance %.0f)",
 		rep.FitMessages, rep.FitDuplicates, rep.LedgerRecords, rep.LedgerRepeats, rep.Spent, nkm, kmEps, nwb, weibullEps, rep.N["km-3s"], len(d.Time), tol)
+}
+
+// midWindowOf waits for the middle of a processing-time window of size
+// (the wall clock, as the service's), so that no window closes just then.
+func midWindowOf(ctx context.Context, size time.Duration) {
+	for ctx.Err() == nil {
+		now := time.Now()
+		if off := now.Sub(now.Truncate(size)); off >= size*2/5 && off < size*3/5 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ledgerHas reports whether the ledger topic holds key.
+func ledgerHas(ctx context.Context, conn kafkaconn.Config, topic, key string) bool {
+	es, err := ops.ReadLedger(ctx, conn, topic)
+	if err != nil {
+		return false
+	}
+	for _, e := range es {
+		if e.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAggregatorsBrokerRestart stops the broker (data dir, synced
+// writes) while the aggregators run on 2 s processing-time windows, keeps
+// it down across a window boundary (the closing window's checkpoint, charge
+// and publication fail and are retried), and starts it again on the same
+// address and data dir. Afterwards the fit and ledger topics must satisfy
+// ops.CheckReleases: no window released twice (a key always carries the
+// same bytes, equal to the ledger's copy), one ledger entry per window
+// (repeated appends byte-identical), budget_remaining consistent with the
+// charges, every released window published; and every record counted in
+// exactly one released km window (n summed over the windows, 5 SD bound).
+// Windows the outage swallowed may be missing (the service does not
+// release windows it was not running for) and are reported.
+func TestAggregatorsBrokerRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 58*time.Second)
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	opts := broker.Options{DataDir: dir, SyncWrites: true, Partitions: 4}
+	b1, err := broker.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b1.Close() })
+	addr := b1.Addrs()[0]
+	opts.Listen = addr
+	conn := kafkaconn.Config{Brokers: []string{addr}, ClientID: "ops-aggrestart"}
+	const (
+		size   = 2 * time.Second
+		kmEps  = 4.0
+		wbEps  = 0.5
+		budget = 1000.0
+	)
+	cfg := aggRestartConfig(conn, size, kmEps, wbEps, budget)
+	cfg.HTTP.Listen = freeAddr(t)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{cfg.Input.Topic: 4, cfg.Output.SanitizedTopic: 4, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, err := synth.Generate(synth.Options{N: 5000, Cohorts: cfg.Schema.Cohorts, TimeMax: 4000, Seed: 71, IDPrefix: "rawidar"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := harness.Messages(cfg.Spec(), d, 25, memory.NewGoAllocator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range msgs {
+		msgs[i].Key = []byte("aggrestart-" + strconv.Itoa(i))
+	}
+	half := len(msgs) / 2
+	logs := &lockedLog{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("service log tail:\n%s", logTail(logs.String()))
+		}
+	})
+	key := bytes.Repeat([]byte{0x5e}, 32)
+	sv := supervise(t, ctx, func() *pipeline.Service {
+		return &pipeline.Service{Config: cfg, Key: key, Log: jsonLogger(logs), AggregatorTick: 50 * time.Millisecond}
+	})
+	waitFor := func(what string, timeout time.Duration, cond func() bool) {
+		t.Helper()
+		if !harness.WaitFor(ctx, timeout, cond) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	// Phase 1: 2,500 records over about 2.5 s; the outage starts mid-window
+	// once two windows with records are released.
+	startUnix := time.Now().Unix()
+	if err := produceEvery(ctx, conn, cfg.Input.Topic, msgs[:half], 25*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	s0 := (startUnix + 2) / 2 * 2 // the first window that starts after the records began
+	waitFor("two windows released before the outage", 20*time.Second, func() bool {
+		return ledgerHas(ctx, conn, cfg.Ledger.Topic, aggregators.WindowKey("km", s0+2))
+	})
+	// The outage starts 150 ms before a window closes: that window's
+	// checkpoint, charge and publication happen after the restart.
+	before, err := ops.ReadLedger(ctx, conn, cfg.Ledger.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ctx.Err() == nil {
+		now := time.Now()
+		if off := now.Sub(now.Truncate(size)); off >= size-150*time.Millisecond && off < size-100*time.Millisecond {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := b1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stopAt := time.Now()
+	time.Sleep(2500 * time.Millisecond) // the outage: across a window boundary
+	b2, err := broker.Start(opts)
+	if err != nil {
+		t.Fatalf("restart broker on %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = b2.Close() })
+	upAt := time.Now()
+	// The aggregators resume: a charge that was not in the ledger before.
+	var resumedAt time.Time
+	waitFor("the aggregators to release after the restart", 20*time.Second, func() bool {
+		es, err := ops.ReadLedger(ctx, conn, cfg.Ledger.Topic)
+		if err == nil && len(es) > len(before) {
+			resumedAt = time.Now()
+			return true
+		}
+		return false
+	})
+
+	// Phase 2: the other half, then wait until every record is in a
+	// checkpoint and the window holding that moment is released.
+	if err := produceEvery(ctx, conn, cfg.Input.Topic, msgs[half:], 25*time.Millisecond); err != nil {
+		t.Fatalf("produce after restart: %v", err)
+	}
+	var caughtUp time.Time
+	waitFor("the aggregators' offsets to reach the end of the input", 25*time.Second, func() bool {
+		lag, err := ops.GroupLag(ctx, conn, cfg.AggregatorGroupID(), cfg.Input.Topic)
+		if err == nil && lag == 0 {
+			caughtUp = time.Now()
+			return true
+		}
+		return false
+	})
+	last := aggregators.WindowKey("km", caughtUp.Truncate(size).Unix())
+	waitFor("window "+last, 15*time.Second, func() bool { return ledgerHas(ctx, conn, cfg.Ledger.Topic, last) })
+	midWindowOf(ctx, size)
+	sv.stop()
+
+	fits, err := ops.ReadTopic(ctx, conn, cfg.Output.FitTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := ops.ReadLedger(ctx, conn, cfg.Ledger.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ops.CheckReleases(fits, entries, ops.ReleaseOptions{
+		Epsilon: map[string]float64{"km": kmEps, "weibull": wbEps},
+		Cohorts: cfg.Schema.Cohorts, StreamBudget: budget, Complete: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nkm, nwb := len(rep.Windows["km"]), len(rep.Windows["weibull"])
+	if want := float64(nkm)*kmEps + float64(nwb)*wbEps; math.Abs(rep.Spent-want) > 1e-9 {
+		t.Errorf("ledger spent %v, want %d x %v + %d x %v = %v", rep.Spent, nkm, kmEps, nwb, wbEps, want)
+	}
+	// Missing windows only where the outage was.
+	sz := int64(size / time.Second)
+	var missing []int64
+	for _, agg := range []string{"km", "weibull"} {
+		ws := rep.Windows[agg]
+		have := map[int64]bool{}
+		for _, s := range ws {
+			have[s] = true
+		}
+		for s := ws[0]; s <= ws[len(ws)-1]; s += sz {
+			if have[s] {
+				continue
+			}
+			if agg == "km" {
+				missing = append(missing, s)
+			}
+			// Window [s, s+sz) must overlap the outage and the rejoin.
+			if !(s+sz > stopAt.Unix() && s <= resumedAt.Unix()) {
+				t.Errorf("%s: window %d not released, outside the outage and rejoin [%d, %d]", agg, s, stopAt.Unix(), resumedAt.Unix())
+			}
+		}
+	}
+	// Every record in exactly one released km window (as in the kill
+	// test: 3 cohorts x 8 noisy cells per window, scale 2/epsilon).
+	p := math.Exp(-kmEps / 2)
+	sd := math.Sqrt(float64(nkm*len(cfg.Schema.Cohorts)*8) * 2 * p / ((1 - p) * (1 - p)))
+	tol := 5*sd + float64(nkm*len(cfg.Schema.Cohorts))
+	if math.Abs(rep.N["km"]-float64(len(d.Time))) > tol {
+		t.Errorf("km n summed over released windows = %.0f, want %d ± %.0f (records lost or counted twice)", rep.N["km"], len(d.Time), tol)
+	}
+	exits := sv.exitErrors()
+	for _, e := range exits {
+		t.Logf("service exited (a supervisor restarted it): %v", e)
+	}
+	if len(exits) > 1 {
+		t.Errorf("%d exits for one broker outage, want at most 1", len(exits))
+	}
+	if strings.Contains(logs.String(), "rawidar") {
+		t.Error("the service logged a raw id")
+	}
+	l := logs.String()
+	t.Logf("broker down %v, aggregators releasing again %v after it came back; log: %d failed checkpoints, %d failed releases, %d failed fit writes, %d lease generations ended, %d windows re-emitted from the ledger",
+		upAt.Sub(stopAt).Round(100*time.Millisecond), resumedAt.Sub(upAt).Round(100*time.Millisecond),
+		strings.Count(l, "checkpoint failed"), strings.Count(l, "window release failed"), strings.Count(l, "fit topic write failed"),
+		strings.Count(l, "lease generation ended"), strings.Count(l, "re-emitted from the ledger"))
+	t.Logf("broker down %v; km: %d windows released of %d elapsed (missing %v), weibull: %d of %d; %d fit messages (%d repeated, identical); %d ledger entries (%d repeated appends, identical); spent %.1f; km n total %.0f for %d records (tolerance %.0f); %d supervisor restart(s)",
+		upAt.Sub(stopAt).Round(100*time.Millisecond), nkm, rep.Elapsed("km", size), missing, nwb, rep.Elapsed("weibull", size),
+		rep.FitMessages, rep.FitDuplicates, rep.LedgerRecords, rep.LedgerRepeats, rep.Spent, rep.N["km"], len(d.Time), tol, len(exits))
+}
+
+// aggRestartConfig is an in-process service config with a km and a
+// weibull aggregator on processing-time windows of size, a Kafka ledger
+// (lease session 6 s) and 4 input partitions.
+func aggRestartConfig(conn kafkaconn.Config, size time.Duration, kmEps, wbEps, budget float64) pipeline.Config {
+	cfg := pipeline.DefaultConfig()
+	cfg.Kafka = conn
+	cfg.Input = pipeline.InputConfig{Topic: "ar.in", GroupID: "ops-aggrestart", Format: "arrow", MaxBatch: 4, Partitions: 4, SessionTimeout: 6 * time.Second}
+	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: []string{"ops-alpha", "ops-beta", "ops-gamma"}, Public: []string{"event"}}
+	cfg.Sanitizers.KeyFile = "(test)"
+	cfg.Sanitizers.Time = sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10}
+	cfg.Sanitizers.Cohort = sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: 1}
+	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "ar.sanitized", DeadLetterTopic: "ar.deadletter", FitTopic: "ar.fits"}
+	cfg.Aggregators = []pipeline.AggregatorConfig{
+		{Name: "km", Kind: "km", Epsilon: kmEps, Window: pipeline.WindowConfig{Size: size},
+			Params: map[string]any{"method": "noisy-histogram", "bin_width": 1000}},
+		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: pipeline.WindowConfig{Size: size},
+			Params: map[string]any{"bin_width": 50, "rungs": 200}},
+	}
+	cfg.Ledger = pipeline.LedgerConfig{Topic: "ar.ledger", CheckpointInterval: time.Second,
+		LeaseSessionTimeout: 6 * time.Second, Budget: map[string]float64{"stream": budget}}
+	return cfg
+}
+
+func jsonLogger(w io.Writer) *zap.Logger {
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(w), zapcore.DebugLevel))
+}
+
+// supervisor runs a service the way a process supervisor (Kubernetes,
+// systemd) runs `dpsurv run`: when Run returns an error it records it and
+// starts a fresh service after a short backoff.
+type supervisor struct {
+	mu     sync.Mutex
+	exits  []error
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func supervise(t *testing.T, ctx context.Context, mk func() *pipeline.Service) *supervisor {
+	t.Helper()
+	sctx, cancel := context.WithCancel(ctx)
+	sv := &supervisor{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(sv.done)
+		for sctx.Err() == nil {
+			err := mk().Run(sctx)
+			if err == nil {
+				return
+			}
+			sv.mu.Lock()
+			sv.exits = append(sv.exits, err)
+			sv.mu.Unlock()
+			select {
+			case <-sctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(sv.stop)
+	return sv
+}
+
+func (sv *supervisor) stop() {
+	sv.cancel()
+	<-sv.done
+}
+
+func (sv *supervisor) exitErrors() []error {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return append([]error(nil), sv.exits...)
 }
 
 // TestCheckReleases feeds CheckReleases a consistent fit topic and ledger,
