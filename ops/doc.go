@@ -1,8 +1,9 @@
 // Package ops holds the operations tooling: the load test behind `dpsurv
 // loadtest`, and the helpers the fault tests use to check a sanitized topic
 // against a reference, to inspect a consumer group and to inject slow or
-// failing sinks. Its tests include the kill -9 test of two `dpsurv run`
-// processes (kill_test.go).
+// failing sinks. Its tests include the kill -9 tests of two `dpsurv run`
+// processes (kill_test.go: the sanitizing stream; kill_agg_test.go: the
+// aggregators' lease holder) and the aggregators across a broker restart.
 //
 // Contract:
 //   - RunLoad is bounded in time and runs on loopback only: an embedded
@@ -31,6 +32,17 @@
 //     not byte-identical to its first copy. Together they are the fault
 //     tests' "nothing lost, duplicates identical".
 //   - DescribeGroup and WaitForGroup read a consumer group's members and
-//     assignments from the coordinator; they change nothing.
+//     assignments from the coordinator; GroupLag its committed offsets
+//     against the topic's end. They change nothing.
+//   - ReadTopic and ReadLedger read a topic (every partition, to its end
+//     as of the call) and a Kafka ledger (every entry, repeats included);
+//     CheckReleases holds a fit topic and a ledger to the release contract
+//     of docs/aggregators.md — one ledger entry per released window (a
+//     repeated append identical), each fit message equal to the ledger's
+//     stored copy (so a key always carries the same bytes), the charges
+//     adding up to every budget_remaining.stream — and fails with
+//     ErrReleases. It is the aggregator fault tests' "no window released
+//     twice, ledger totals unchanged" (kill_agg_test.go: kill -9 of the
+//     lease holder, a broker restart).
 //   - Randomness (SlowSink jitter) comes only from a dp.Source.
 package ops
