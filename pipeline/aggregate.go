@@ -70,14 +70,29 @@ func (r *AggregatorRunner) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		backoff := 100 * time.Millisecond
 		for {
 			b, err := r.Source.ReadBatch(rctx)
 			if err != nil {
-				if rctx.Err() == nil {
-					readErr <- err
+				if rctx.Err() != nil {
+					return
 				}
-				return
+				if errors.Is(err, ErrStop) || errors.Is(err, kafkaconn.ErrAuth) || errors.Is(err, kafkaconn.ErrTLS) {
+					readErr <- err
+					return
+				}
+				// Transient (a broker outage): the checkpoint covers what
+				// was counted; read again after a pause.
+				log.Warn("aggregator read failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+				select {
+				case <-rctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(backoff*2, 5*time.Second)
+				continue
 			}
+			backoff = 100 * time.Millisecond
 			select {
 			case batches <- b:
 			case <-rctx.Done():

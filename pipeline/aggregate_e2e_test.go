@@ -48,7 +48,7 @@ type killableSource struct {
 	once   sync.Once
 }
 
-var errKilled = errors.New("aggregator killed")
+var errKilled = fmt.Errorf("aggregator killed: %w", pipeline.ErrStop)
 
 func (k *killableSource) kill() { k.once.Do(func() { close(k.killed) }) }
 

@@ -66,7 +66,7 @@ type crashingSource struct {
 	cancel  context.CancelFunc // of the read in progress
 }
 
-var errCrash = errors.New("simulated crash before commit")
+var errCrash = fmt.Errorf("simulated crash before commit: %w", pipeline.ErrStop)
 
 func (c *crashingSource) crash() {
 	c.crashed.Store(true)

@@ -16,6 +16,7 @@ type Metrics struct {
 	BatchLatency  prometheus.Histogram
 	SinkErrors    *prometheus.CounterVec // by sink
 	CommitErrors  prometheus.Counter
+	ReadErrors    prometheus.Counter
 	Ready         prometheus.Gauge
 	Privacy       *prometheus.GaugeVec // configured per-record loss by field and kind
 	RecordUpdates prometheus.Counter
@@ -38,6 +39,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Failed sink writes (retried), by sink."}, []string{"sink"}),
 		CommitErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_commit_errors_total",
 			Help: "Failed offset commits (retried; a later commit covers them)."}),
+		ReadErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_read_errors_total",
+			Help: "Failed source reads (retried with backoff while not ready)."}),
 		Ready: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_ready", Help: "1 when the stream is consuming and its sinks accept writes."}),
 		Privacy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_record_privacy_loss",
 			Help: "Configured worst-case loss per record and field (epsilon for local-dp, L for time-indistinguishability)."}, []string{"field", "kind"}),
@@ -46,7 +49,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.MessagesIn, m.RecordsIn, m.RecordsOut, m.DeadLettered, m.Clamped, m.ConsumerLag,
-			m.BatchLatency, m.SinkErrors, m.CommitErrors, m.Ready, m.Privacy, m.RecordUpdates)
+			m.BatchLatency, m.SinkErrors, m.CommitErrors, m.ReadErrors, m.Ready, m.Privacy, m.RecordUpdates)
 	}
 	return m
 }

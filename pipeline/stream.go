@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
@@ -47,6 +48,11 @@ type Processor interface {
 type Observer interface {
 	Observe(ctx context.Context, msg sources.Message, good arrow.Record) error
 }
+
+// ErrStop, wrapped in a source's read error, ends the stream; any other
+// read error (other than a rejected credential or TLS handshake) is treated
+// as transient and retried with backoff while the stream reports not ready.
+var ErrStop = errors.New("stop the stream")
 
 // HeaderSource is the header naming the input position a sanitized or
 // dead-letter message came from ("topic/partition/offset"); a redelivered
@@ -252,13 +258,35 @@ func (s *Stream) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		defer close(readCh)
+		backoff := 100 * time.Millisecond
 		for {
 			b, err := s.Source.ReadBatch(rctx)
 			if err != nil {
-				if rctx.Err() == nil {
-					errCh <- fmt.Errorf("read batch: %w", err)
+				if rctx.Err() != nil {
+					return
 				}
-				return
+				if errors.Is(err, ErrStop) || errors.Is(err, kafkaconn.ErrAuth) || errors.Is(err, kafkaconn.ErrTLS) {
+					errCh <- fmt.Errorf("read batch: %w", err)
+					return
+				}
+				// A broker outage or a coordinator move: stay alive and
+				// not ready, and read again (nothing was acknowledged).
+				s.ready.Store(false)
+				s.Metrics.Ready.Set(0)
+				s.Metrics.ReadErrors.Inc()
+				s.Log.Warn("read failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+				select {
+				case <-rctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(backoff*2, 5*time.Second)
+				continue
+			}
+			if backoff > 100*time.Millisecond {
+				backoff = 100 * time.Millisecond
+				s.ready.Store(true)
+				s.Metrics.Ready.Set(1)
 			}
 			if s.Lag != nil {
 				s.Metrics.ConsumerLag.Set(float64(s.Lag()))
