@@ -2,7 +2,7 @@ package dpfit
 
 import (
 	"encoding/csv"
-	"github.com/dpsurv/dpsurv/internal/shareddata"
+	"github.com/dpsurv/dpsurv/internal/datasets"
 	"math"
 	"os"
 	"path/filepath"
@@ -24,7 +24,7 @@ type kmData struct {
 
 func loadKMData(t testing.TB, name string) kmData {
 	t.Helper()
-	f, err := os.Open(filepath.Join(shareddata.Dir(t), name+"_tte.csv"))
+	f, err := os.Open(filepath.Join(datasets.Dir(t), name+"_tte.csv"))
 	if err != nil {
 		t.Fatalf("open %s: %v", name, err)
 	}

@@ -3,7 +3,7 @@ package regression
 import (
 	"encoding/csv"
 	"encoding/json"
-	"github.com/dpsurv/dpsurv/internal/shareddata"
+	"github.com/dpsurv/dpsurv/internal/datasets"
 	"math"
 	"os"
 	"path/filepath"
@@ -21,7 +21,7 @@ import (
 // complete.cases does.
 func loadCSV(t testing.TB, file string, covs []string) Data {
 	t.Helper()
-	f, err := os.Open(filepath.Join(shareddata.Dir(t), file))
+	f, err := os.Open(filepath.Join(datasets.Dir(t), file))
 	if err != nil {
 		t.Fatalf("open %s: %v", file, err)
 	}

@@ -3,7 +3,7 @@ package schemas
 import (
 	"encoding/csv"
 	"errors"
-	"github.com/dpsurv/dpsurv/internal/shareddata"
+	"github.com/dpsurv/dpsurv/internal/datasets"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -141,7 +141,7 @@ func TestReadFileSharedDatasets(t *testing.T) {
 	for _, ds := range datasets {
 		t.Run(ds.file, func(t *testing.T) {
 			t.Parallel()
-			path := filepath.Join(shareddata.Dir(t), ds.file)
+			path := filepath.Join(datasets.Dir(t), ds.file)
 			n, events, perCohort, sumTime := csvTruth(t, path)
 			mem := checkedMem(t)
 			v := newTestValidator(t, Spec{Cohorts: ds.cohorts, TimeUnit: "days", Covariates: ds.covariates}, mem)
@@ -168,7 +168,7 @@ func TestReadFileSharedDatasets(t *testing.T) {
 	// A label missing from the configured list dead-letters exactly its rows.
 	t.Run("lung with cohort 2 unconfigured", func(t *testing.T) {
 		t.Parallel()
-		path := filepath.Join(shareddata.Dir(t), "lung_tte.csv")
+		path := filepath.Join(datasets.Dir(t), "lung_tte.csv")
 		_, _, perCohort, _ := csvTruth(t, path)
 		mem := checkedMem(t)
 		v := newTestValidator(t, Spec{Cohorts: []string{"1"}, TimeUnit: "days", Covariates: []string{"age"}}, mem)
@@ -188,7 +188,7 @@ func TestFileRoundTrip(t *testing.T) {
 		Columns: Columns{ID: "patient"}}
 	src := t.TempDir()
 	// Rename the id column so that the rename map is exercised.
-	orig, err := os.ReadFile(filepath.Join(shareddata.Dir(t), "lung_tte.csv"))
+	orig, err := os.ReadFile(filepath.Join(datasets.Dir(t), "lung_tte.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 #
 # Usage (from the repository root):
 #   Rscript scripts/golden_km.R [DATA_DIR] [OUT_DIR]
-# defaults: /work/shared/data and survival/testdata.
+# defaults: data and survival/testdata.
 #
 # For every dataset (flchain, kidney, lung) and for the whole data set and each
 # cohort it writes survfit(Surv(time, event) ~ 1, conf.type = "log") as
@@ -18,7 +18,7 @@
 suppressPackageStartupMessages(library(survival))
 
 args <- commandArgs(trailingOnly = TRUE)
-data_dir <- if (length(args) >= 1) args[1] else "/work/shared/data"
+data_dir <- if (length(args) >= 1) args[1] else "data"
 out_dir <- if (length(args) >= 2) args[2] else "survival/testdata"
 dir.create(out_dir, showWarnings = FALSE, recursive = TRUE)
 

@@ -3,7 +3,7 @@
 #
 #   Rscript scripts/golden_regression.R [data_dir] [out_dir]
 #
-# defaults: data_dir = /work/shared/data, out_dir = regression/testdata.
+# defaults: data_dir = data, out_dir = regression/testdata.
 #
 # For each shared data set it writes <name>.json with
 #  - the discrete-time survival model of mechanisms.md section 5 fitted by
@@ -22,7 +22,7 @@
 suppressPackageStartupMessages(library(survival))
 
 args <- commandArgs(trailingOnly = TRUE)
-data_dir <- if (length(args) >= 1) args[1] else "/work/shared/data"
+data_dir <- if (length(args) >= 1) args[1] else "data"
 out_dir <- if (length(args) >= 2) args[2] else "regression/testdata"
 dir.create(out_dir, showWarnings = FALSE, recursive = TRUE)
 

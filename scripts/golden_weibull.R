@@ -3,7 +3,7 @@
 #
 # Usage (from the repository root):
 #   Rscript scripts/golden_weibull.R [DATA_DIR]
-# DATA_DIR defaults to /work/shared/data. The script
+# DATA_DIR defaults to data. The script
 #   * copies the columns time,event,cohort of flchain_tte.csv, kidney_tte.csv
 #     and lung_tte.csv to survival/testdata/weibull_<name>.csv (the Go tests
 #     read these copies, so they run without the shared tree), and
@@ -24,7 +24,7 @@
 suppressPackageStartupMessages(library(survival))
 
 args <- commandArgs(trailingOnly = TRUE)
-data_dir <- if (length(args) >= 1) args[1] else "/work/shared/data"
+data_dir <- if (length(args) >= 1) args[1] else "data"
 out_dir <- "survival/testdata"
 omega <- 6
 

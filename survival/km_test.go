@@ -3,7 +3,7 @@ package survival
 import (
 	"encoding/csv"
 	"fmt"
-	"github.com/dpsurv/dpsurv/internal/shareddata"
+	"github.com/dpsurv/dpsurv/internal/datasets"
 	"math"
 	"os"
 	"path/filepath"
@@ -97,7 +97,7 @@ type tteData struct {
 
 func loadTTE(t *testing.T, name string) tteData {
 	t.Helper()
-	c := readKMCSV(t, filepath.Join(shareddata.Dir(t), name+"_tte.csv"))
+	c := readKMCSV(t, filepath.Join(datasets.Dir(t), name+"_tte.csv"))
 	d := tteData{time: c.floats(t, "time"), cohort: c.strings(t, "cohort")}
 	for _, e := range c.floats(t, "event") {
 		d.event = append(d.event, e == 1)

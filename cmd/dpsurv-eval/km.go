@@ -61,7 +61,7 @@ func runKM(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var cfg kmEvalConfig
 	var eps, widths, plotEps, plotCohorts string
-	fs.StringVar(&cfg.data, "data", "../shared/data/flchain_tte.csv", "CSV with id,time,event,cohort")
+	fs.StringVar(&cfg.data, "data", "data/flchain_tte.csv", "CSV with id,time,event,cohort")
 	fs.Float64Var(&cfg.timeMax, "time-max", 5200, "public time bound T_max (days)")
 	fs.Float64Var(&cfg.binWidth, "bin-width", 30, "bin width (days) of the main table")
 	fs.StringVar(&eps, "eps", "0.1,0.5,1,2", "budgets of the main table")

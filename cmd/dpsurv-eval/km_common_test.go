@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// fitsSharedData is the shared data directory relative to this package.
-const fitsSharedData = "../../../shared/data"
+// fitsSharedData is the repository data directory relative to this package.
+const fitsSharedData = "../../data"
 
 func fitsDataPath(t *testing.T, name string) string {
 	t.Helper()

@@ -78,7 +78,7 @@ func runRegression(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var cfg regEvalConfig
 	var eps, lambdas, cox string
-	fs.StringVar(&cfg.data, "data", "../shared/data/flchain_tte.csv", "CSV of a data set with a preset (flchain, lung, kidney)")
+	fs.StringVar(&cfg.data, "data", "data/flchain_tte.csv", "CSV of a data set with a preset (flchain, lung, kidney)")
 	fs.StringVar(&eps, "eps", "0.1,0.4,1.6,6.4", "budgets of the MRE table")
 	fs.IntVar(&cfg.reps, "reps", 50, "repetitions per budget of Ext-Out-Pert and Ext-Obj-Pert")
 	fs.IntVar(&cfg.psgldReps, "psgld-reps", 8, "repetitions per budget of pSGLD (one chain each; slow)")
@@ -87,7 +87,7 @@ func runRegression(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.sweepEps, "sweep-eps", 6.4, "budget of the sweep")
 	fs.IntVar(&cfg.sweepReps, "sweep-reps", 50, "repetitions per ridge value of the sweep")
 	fs.Float64Var(&cfg.lambda, "lambda", 0, "ridge of the MRE table (0: the sweep's best, as the paper does; 0.1 without a sweep)")
-	fs.StringVar(&cox, "cox-data", "../shared/data/lung_tte.csv,../shared/data/kidney_tte.csv,../shared/data/flchain_tte.csv",
+	fs.StringVar(&cox, "cox-data", "data/lung_tte.csv,data/kidney_tte.csv,data/flchain_tte.csv",
 		"data sets of the Cox comparison (empty: none)")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of dp.NewSeededSource (evaluation only)")
 	fs.StringVar(&cfg.write, "write", "", "replace this command's block in the markdown page instead of printing")

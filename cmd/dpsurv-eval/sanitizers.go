@@ -44,7 +44,7 @@ func runSanitizers(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sanitizers", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg sanConfig
-	fs.StringVar(&cfg.data, "data", "../shared/data", "directory of flchain_tte.csv, lung_tte.csv, kidney_tte.csv")
+	fs.StringVar(&cfg.data, "data", "data", "directory of flchain_tte.csv, lung_tte.csv, kidney_tte.csv")
 	fs.StringVar(&cfg.out, "out", "docs", "output directory (the page, and its figures under img/)")
 	fs.IntVar(&cfg.resamples, "resamples", 100, "attack: balanced test sets per configuration")
 	fs.IntVar(&cfg.perCohort, "per-cohort", 100, "attack: targets per cohort in a test set")

@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"github.com/dpsurv/dpsurv/internal/shareddata"
+	"github.com/dpsurv/dpsurv/internal/datasets"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +15,7 @@ import (
 // sets of 20 per cohort, 2 draws), writes the page and every figure it links, and is
 // deterministic: two runs give the same page byte for byte.
 func TestSanitizersEvaluationDeterministic(t *testing.T) {
-	data := shareddata.Dir(t)
+	data := datasets.Dir(t)
 	var pages [2][]byte
 	for i := range pages {
 		out := t.TempDir()
@@ -106,7 +106,7 @@ func TestSanitizersBaselineCommand(t *testing.T) {
 		{"dptime.arrow", []string{"-method", "dptime", "-epsilon", "1", "-time-bin", "30", "-seed", "4"}},
 	} {
 		out := filepath.Join(dir, tc.name)
-		args := append([]string{"sanitizers-baseline", "-input", shareddata.Path(t, "kidney_tte.csv"), "-output", out, "-time-max", "600"}, tc.args...)
+		args := append([]string{"sanitizers-baseline", "-input", datasets.Path(t, "kidney_tte.csv"), "-output", out, "-time-max", "600"}, tc.args...)
 		var stdout, stderr bytes.Buffer
 		if code := mainArgs(args, &stdout, &stderr); code != 0 {
 			t.Fatalf("%s: exit %d: %s", tc.name, code, stderr.String())
@@ -127,7 +127,7 @@ func TestSanitizersBaselineCommand(t *testing.T) {
 		t.Errorf("metadata %v, %v", md, err)
 	}
 	var stdout, stderr bytes.Buffer
-	if code := mainArgs([]string{"sanitizers-baseline", "-method", "kanon", "-input", shareddata.Path(t, "kidney_tte.csv"), "-output", filepath.Join(dir, "x.csv"), "-time-max", "600"}, &stdout, &stderr); code == 0 {
+	if code := mainArgs([]string{"sanitizers-baseline", "-method", "kanon", "-input", datasets.Path(t, "kidney_tte.csv"), "-output", filepath.Join(dir, "x.csv"), "-time-max", "600"}, &stdout, &stderr); code == 0 {
 		t.Error("unknown method accepted")
 	}
 }

@@ -37,7 +37,7 @@ func runWeibull(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var cfg wbEvalConfig
 	var eps string
-	fs.StringVar(&cfg.data, "data", "../shared/data/flchain_tte.csv", "CSV with id,time,event,cohort")
+	fs.StringVar(&cfg.data, "data", "data/flchain_tte.csv", "CSV with id,time,event,cohort")
 	fs.Float64Var(&cfg.timeMax, "time-max", 5200, "public time bound T_max (days)")
 	fs.StringVar(&eps, "eps", "0.1,0.5,1,2", "total budgets (shape and scale together)")
 	fs.IntVar(&cfg.reps, "reps", 500, "repetitions per budget and method on the whole data set (the paper's t = 500)")

@@ -58,7 +58,7 @@ func TestFitRegressionInfMatchesR(t *testing.T) {
 	if err := json.Unmarshal(b, &g); err != nil {
 		t.Fatal(err)
 	}
-	base := []string{"--input", "../../../shared/data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "inf",
+	base := []string{"--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "inf",
 		"--covariates", strings.Join(g.Covariates, ","), "--centre", joinF(g.Centre), "--scale", joinF(g.Scale)}
 	for _, d := range g.Discrete {
 		o, e, code := run(t, append([]string{"fit", "discrete", "--link", d.Link, "--time-max", fmt.Sprint(g.TimeMax)}, base...)...)
@@ -95,12 +95,12 @@ func TestFitRegressionInfMatchesR(t *testing.T) {
 	if _, _, code := run(t, "fit", "cox", "--input", "x", "--cohorts", "1", "--epsilon", "1", "--covariates", "age"); code != 2 {
 		t.Fatalf("private cox: exit %d", code)
 	}
-	o, e, code = run(t, "fit", "discrete", "--input", "../../../shared/data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
+	o, e, code = run(t, "fit", "discrete", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
 		"--method", "objective", "--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
 	if code != 0 || !strings.Contains(o, `"pure-dp"`) {
 		t.Fatalf("objective: exit %d %s %s", code, o, e)
 	}
-	o, e, code = run(t, "fit", "discrete", "--input", "../../../shared/data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
+	o, e, code = run(t, "fit", "discrete", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
 		"--method", "psgld", "--link", "cloglog", "--psgld-steps", "500", "--psgld-minibatch", "50", "--covariates", "age,ph.ecog",
 		"--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
 	if code != 0 || !strings.Contains(o, `"approximate (mcmc)"`) || !strings.Contains(o, `"steps":500`) {

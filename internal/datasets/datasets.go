@@ -1,0 +1,48 @@
+package datasets
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Dir returns the repository's data directory, which holds flchain_tte.csv,
+// kidney_tte.csv and lung_tte.csv.
+func Dir(t testing.TB) string {
+	t.Helper()
+	d, err := find()
+	if err != nil {
+		t.Fatalf("datasets: %v", err)
+	}
+	return d
+}
+
+// Path returns the path of one dataset file in the repository's data
+// directory.
+func Path(t testing.TB, name string) string {
+	t.Helper()
+	return filepath.Join(Dir(t), name)
+}
+
+// find walks up from the working directory to the module root (the
+// directory holding go.mod) and returns its data directory.
+func find() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			d := filepath.Join(dir, "data")
+			if _, err := os.Stat(filepath.Join(d, "lung_tte.csv")); err != nil {
+				return "", fmt.Errorf("dataset directory %s: %w", d, err)
+			}
+			return d, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+	}
+}
