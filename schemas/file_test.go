@@ -100,7 +100,7 @@ type datasetSpec struct {
 	covariates []string
 }
 
-var datasets = []datasetSpec{
+var datasetSpecs = []datasetSpec{
 	{"lung_tte.csv", []string{"1", "2"}, []string{"age", "ph.ecog"}},
 	{"kidney_tte.csv", []string{"1", "2", "3", "4"}, []string{"age", "female"}},
 	{"flchain_tte.csv", []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"},
@@ -138,7 +138,7 @@ func csvTruth(t *testing.T, path string) (n, events int, perCohort map[string]in
 
 func TestReadFileSharedDatasets(t *testing.T) {
 	t.Parallel()
-	for _, ds := range datasets {
+	for _, ds := range datasetSpecs {
 		t.Run(ds.file, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(datasets.Dir(t), ds.file)
