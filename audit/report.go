@@ -194,13 +194,14 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	tw.Flush()
 	u := r.Utility
-	fmt.Fprintf(&b, "\nutility: KL (bins of %d units, pseudo-count %g) %s, MAE (quantile-matched) %s", u.KLBin, u.KLAlpha, f(u.KL, 4), f(u.MAE, 2))
+	fmt.Fprintf(&b, "\nutility, all records pooled: KL (bins of %d units, pseudo-count %g) %s, pooled MAE (quantile-matched) %s", u.KLBin, u.KLAlpha, f(u.KL, 4), f(u.MAE, 2))
 	if u.MAEPerRecord != nil {
 		fmt.Fprintf(&b, ", per-record MAE %s over %d joined records", f(*u.MAEPerRecord, 2), *u.Joined)
 	}
-	b.WriteString("\n\n")
+	b.WriteString("\n\nutility per cohort: each cohort's original times against the sanitized times of the records\n" +
+		"whose released label is that cohort (label noise moves records between cohorts, so these are larger)\n\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "cohort\tn orig\tn san\tKL\tMAE\tlog-rank chisq\tp\tmedian orig\tmedian san\tshift\t")
+	fmt.Fprintln(tw, "cohort\tn orig\tn san\tcohort KL\tcohort MAE\tlog-rank chisq\tp\tmedian orig\tmedian san\tshift\t")
 	for _, c := range r.Cohorts {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c, u.NOriginal[c], u.NSanitized[c], f(u.KLByCohort[c], 4), f(u.MAEByCohort[c], 2),
 			f(u.LogRank[c], 3), f(u.LogRankP[c], 3), f(u.MedianOriginal[c], 1), f(u.MedianSanitized[c], 1), f(u.MedianShift[c], 1))

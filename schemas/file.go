@@ -354,6 +354,14 @@ func NewFileWriter(path string, schema *arrow.Schema, rename map[string]string, 
 		return nil, fmt.Errorf("schemas: new file writer: %w", err)
 	}
 	w := &FileWriter{format: format, schema: schema, out: out, names: names, f: f}
+	if format == FormatCSV || format == FormatJSONLines {
+		// Text formats have no place for the schema metadata (the
+		// mechanisms, epsilons and guarantees): it goes beside the file.
+		if err := writeSidecar(path, out); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("schemas: new file writer: %w", err)
+		}
+	}
 	switch format {
 	case FormatCSV:
 		w.buf = bufio.NewWriterSize(f, 1<<16)

@@ -73,7 +73,12 @@ func runAudit(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 		md = fmd
+	} else if sd, ok, err := schemas.ReadSidecar(*sanitized); err != nil {
+		return err
+	} else if ok && sd.Fields[cols.Time] != nil {
+		md = sd.Fields[cols.Time] // a CSV written by dpsurv sanitize: its metadata file
 	}
+
 	kind := *mech
 	if kind == "" {
 		switch md[schemas.MetaMechanism] {

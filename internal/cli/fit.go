@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
+	"github.com/dpsurv/dpsurv/audit"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/plots"
@@ -181,24 +182,63 @@ func addCommonFit(fs *flag.FlagSet) commonFit {
 	return c
 }
 
-func (c commonFit) check(env Env, name string) error {
-	switch {
-	case *c.input == "":
-		fmt.Fprintf(env.Stderr, "dpsurv fit %s: --input is required\n", name)
-	case *c.cohort == "":
-		fmt.Fprintf(env.Stderr, "dpsurv fit %s: --cohorts is required (the public label list)\n", name)
-	case !c.eps.set:
-		fmt.Fprintf(env.Stderr, "dpsurv fit %s: --epsilon is required (a number, or inf for the non-private fit)\n", name)
-	case *c.format != "json":
-		fmt.Fprintf(env.Stderr, "dpsurv fit %s: --format must be json\n", name)
-	default:
-		return nil
+// check reports every missing or bad flag at once. A non-private fit
+// (--epsilon inf) needs only --input: it takes the cohort labels from the
+// data. A private fit also needs the public bounds: --cohorts and, where the
+// command has one (timeMax non-nil), --time-max.
+func (c commonFit) check(env Env, name string, timeMax *float64) error {
+	var missing []string
+	if *c.input == "" {
+		missing = append(missing, "--input")
 	}
-	return errUsage
+	if !c.eps.set {
+		missing = append(missing, "--epsilon")
+	}
+	private := !c.eps.set || !c.eps.inf()
+	if private && *c.cohort == "" {
+		missing = append(missing, "--cohorts")
+	}
+	if private && timeMax != nil && !(*timeMax > 0) {
+		missing = append(missing, "--time-max")
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(env.Stderr, "dpsurv fit %s: missing %s\n", name, strings.Join(missing, ", "))
+		fmt.Fprintln(env.Stderr, "  --epsilon E is the privacy budget, or inf for the non-private fit (which needs only --input);")
+		fmt.Fprintln(env.Stderr, "  a private fit also needs the public bounds: --cohorts (the label list) and --time-max")
+		fmt.Fprintf(env.Stderr, "  example: %s\n", fitExample(name))
+		return errUsage
+	}
+	if *c.format != "json" {
+		fmt.Fprintf(env.Stderr, "dpsurv fit %s: --format must be json\n", name)
+		return errUsage
+	}
+	return nil
 }
 
-func (c commonFit) spec() schemas.Spec {
-	return schemas.Spec{Cohorts: splitList(*c.cohort), TimeUnit: "days", Covariates: splitList(*c.cols.covariates), Columns: c.cols.columns()}
+// fitExample is a working private command line for each fit, on the
+// repository's lung data.
+func fitExample(name string) string {
+	switch name {
+	case "discrete":
+		return "dpsurv fit discrete --input data/lung_tte.csv --epsilon 2 --cohorts 1,2 --time-max 1100 --covariates age,ph.karno --centre 62,82 --scale 10,12"
+	case "cox":
+		return "dpsurv fit cox --input data/lung_tte.csv --epsilon inf --covariates age,ph.karno"
+	}
+	return "dpsurv fit " + name + " --input data/lung_tte.csv --epsilon 1 --cohorts 1,2 --time-max 1100"
+}
+
+// spec returns the input spec. Without --cohorts (allowed only for the
+// non-private fits) the label list is the data's own, sorted as R sorts
+// factor levels.
+func (c commonFit) spec() (schemas.Spec, error) {
+	labels := splitList(*c.cohort)
+	if len(labels) == 0 {
+		var err error
+		if labels, err = audit.ScanLabels(*c.input, *c.cols.cohort); err != nil {
+			return schemas.Spec{}, err
+		}
+	}
+	return schemas.Spec{Cohorts: labels, TimeUnit: "days", Covariates: splitList(*c.cols.covariates), Columns: c.cols.columns()}, nil
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -236,10 +276,14 @@ func fitKM(env Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := c.check(env, "km"); err != nil {
+	if err := c.check(env, "km", timeMax); err != nil {
 		return err
 	}
-	d, err := readFitFile(*c.input, c.spec())
+	spec, err := c.spec()
+	if err != nil {
+		return err
+	}
+	d, err := readFitFile(*c.input, spec)
 	if err != nil {
 		return err
 	}
@@ -292,10 +336,6 @@ func fitKM(env Env, args []string) error {
 		}
 		title = "Kaplan–Meier (non-private)"
 	} else {
-		if !(*timeMax > 0) {
-			fmt.Fprintln(env.Stderr, "dpsurv fit km: a private fit needs --time-max (the public time bound)")
-			return errUsage
-		}
 		h, err := dpfit.NewHistogram(*binWidth, *timeMax, len(labels))
 		if err != nil {
 			return fmt.Errorf("--bin-width/--time-max: %w", err)
@@ -373,10 +413,14 @@ func fitWeibull(env Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := c.check(env, "weibull"); err != nil {
+	if err := c.check(env, "weibull", timeMax); err != nil {
 		return err
 	}
-	d, err := readFitFile(*c.input, c.spec())
+	spec, err := c.spec()
+	if err != nil {
+		return err
+	}
+	d, err := readFitFile(*c.input, spec)
 	if err != nil {
 		return err
 	}
@@ -405,21 +449,36 @@ func fitWeibull(env Env, args []string) error {
 		out["cohort"] = *only
 	}
 	if c.eps.inf() {
-		norm := 1.0
-		if *timeMax > 0 {
-			norm = *timeMax
+		// The non-private reference. With --time-max it fits exactly the
+		// model the private fit estimates: times divided by time_max and
+		// clamped into [exp(-omega), 1]. Without it, the public bound is
+		// replaced by the largest time (this path is non-private), so
+		// time-0 rows are clamped to exp(-omega) of it rather than fatal.
+		tmax, fromData := *timeMax, false
+		if !(tmax > 0) {
+			fromData = true
+			for _, t := range tt {
+				tmax = max(tmax, t)
+			}
+			if !(tmax > 0) {
+				return fmt.Errorf("weibull: no positive time in the input")
+			}
 		}
-		scaled := make([]float64, len(tt))
-		for i, t := range tt {
-			scaled[i] = t / norm
-		}
-		cm, err := survival.CompressChecked(scaled, ee)
+		cm, err := survival.CompressChecked(tt, ee)
 		if err != nil {
 			return fmt.Errorf("weibull: %w", err)
 		}
-		fit, err := survival.FitWeibull(cm)
+		cfg := dpfit.WeibullConfig{Epsilon: math.Inf(1), TimeMax: tmax, Omega: *omega, Gamma: *gamma, Rungs: *rungs}.WithDefaults()
+		fit, err := dpfit.FitWeibull(nil, cm, cfg, "")
 		if err != nil {
 			return fmt.Errorf("weibull mle: %w", err)
+		}
+		lo := math.Exp(-cfg.Omega) * tmax
+		clamped := 0
+		for _, t := range tt {
+			if t < lo || t > tmax {
+				clamped++
+			}
 		}
 		out["method"] = "mle"
 		out["guarantee"] = "none (non-private)"
@@ -427,12 +486,11 @@ func fitWeibull(env Env, args []string) error {
 		out["n"] = len(tt)
 		out["shape"] = fit.Shape
 		out["scale"] = fit.Scale
-		out["loglik"] = fit.LogLik
-		if *timeMax > 0 {
-			out["time_max"] = *timeMax
-		} else {
-			out["time_max"] = nil
-		}
+		out["scale_time_units"] = fit.Scale * tmax
+		out["time_max"] = tmax
+		out["time_max_from_data"] = fromData
+		out["omega"] = cfg.Omega
+		out["clamped_times"] = clamped
 		return printJSON(env.Stdout, out)
 	}
 	if !(*timeMax > 0) {

@@ -51,7 +51,7 @@ func fitDiscrete(env Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := c.check(env, "discrete"); err != nil {
+	if err := c.check(env, "discrete", timeMax); err != nil {
 		return err
 	}
 	m := regression.Method(*method)
@@ -70,7 +70,10 @@ func fitDiscrete(env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "dpsurv fit discrete: --method %s needs a finite --epsilon\n", m)
 		return errUsage
 	}
-	spec := c.spec()
+	spec, err := c.spec()
+	if err != nil {
+		return err
+	}
 	if len(spec.Covariates) == 0 {
 		fmt.Fprintln(env.Stderr, "dpsurv fit discrete: --covariates is required")
 		return errUsage
@@ -112,14 +115,17 @@ func fitCox(env Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := c.check(env, "cox"); err != nil {
+	if err := c.check(env, "cox", nil); err != nil {
 		return err
 	}
 	if !c.eps.inf() {
 		fmt.Fprintln(env.Stderr, "dpsurv fit cox: Cox PH has no DP mechanism here; use --epsilon inf (HPPCox projections are labelled none (heuristic))")
 		return errUsage
 	}
-	spec := c.spec()
+	spec, err := c.spec()
+	if err != nil {
+		return err
+	}
 	if len(spec.Covariates) == 0 {
 		fmt.Fprintln(env.Stderr, "dpsurv fit cox: --covariates is required")
 		return errUsage
