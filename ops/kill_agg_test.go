@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dpsurv/dpsurv/internal/testtier"
 	"io"
 	"math"
 	"net/http"
@@ -96,6 +97,7 @@ func scrapeMetric(addr, name string, labels map[string]string) (v float64, ok bo
 // exactly one released km window: the km n summed over all windows
 // (noisy, 5 SD bound) equals the number of records produced.
 func TestKillAggregatorLeaseHolder(t *testing.T) {
+	testtier.Full(t, "multi-process fault test")
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 58*time.Second)
 	t.Cleanup(cancel)
@@ -437,6 +439,7 @@ func ledgerHas(ctx context.Context, conn kafkaconn.Config, topic, key string) bo
 // Windows the outage swallowed may be missing (the service does not
 // release windows it was not running for) and are reported.
 func TestAggregatorsBrokerRestart(t *testing.T) {
+	testtier.Full(t, "broker-restart fault test")
 	ctx, cancel := context.WithTimeout(context.Background(), 58*time.Second)
 	t.Cleanup(cancel)
 	dir := t.TempDir()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dpsurv/dpsurv/internal/testtier"
 	"io"
 	"net"
 	"net/http"
@@ -127,6 +128,7 @@ func scrapeMessagesIn(addr string) float64 {
 // exactly as one process would sanitize it, redelivered messages
 // byte-identical. The survivor then stops cleanly on SIGTERM (exit 0).
 func TestKillReplicaMidStream(t *testing.T) {
+	testtier.Full(t, "multi-process fault test")
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 58*time.Second)
 	t.Cleanup(cancel)

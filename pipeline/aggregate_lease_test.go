@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/dpsurv/dpsurv/internal/testtier"
 	"math"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 // When the holder stops, the standby takes over from the holder's final
 // checkpoint and releases the window with every record in it.
 func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
+	testtier.Full(t, "replica test")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	logs := &syncBuffer{}

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"github.com/dpsurv/dpsurv/internal/testtier"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ import (
 // the sanitized topic exactly as one process would sanitize it
 // (redeliveries byte-identical).
 func TestOpsBrokerRestartMidStream(t *testing.T) {
+	testtier.Full(t, "broker-restart fault test")
 	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
 	t.Cleanup(cancel)
 	dir := t.TempDir()

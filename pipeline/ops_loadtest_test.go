@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/dpsurv/dpsurv/internal/testtier"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 // its target, report ordered latency percentiles and enough memory samples
 // to judge growth (none expected over 5 s).
 func TestOpsLoadtestCommand(t *testing.T) {
+	testtier.Full(t, "soak test")
 	tests := []struct {
 		name    string
 		args    []string

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"github.com/dpsurv/dpsurv/internal/testtier"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 // restart, scale up then down), nothing is lost and every redelivered
 // message is byte-identical to its first copy.
 func TestOpsReplicasSharePartitions(t *testing.T) {
+	testtier.Full(t, "replica test")
 	tests := []struct {
 		name string
 		// rolling: start one replica, produce, add the second halfway, stop

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"github.com/dpsurv/dpsurv/internal/testtier"
 	"testing"
 	"time"
 
@@ -35,6 +36,7 @@ const streamMaxInFlight = 7
 // not yet acknowledged never exceed the stream's fixed bound, while the
 // rest of the input waits in the broker (consumer lag).
 func TestOpsSlowSinkBackpressure(t *testing.T) {
+	testtier.Full(t, "backpressure fault test")
 	tests := []struct {
 		name      string
 		delay     time.Duration

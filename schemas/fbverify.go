@@ -238,15 +238,70 @@ func verifyMessage(b []byte) (int64, error) {
 		return 0, fmt.Errorf("%w: message has no header", errFB)
 	}
 	if ht == fbMsgSchema {
-		if err := hdr.tables(1, func(fd fbTable) error { return verifyField(fd, 0) }); err != nil {
-			return 0, err
-		}
-		if err := verifyKeyValues(hdr, 2); err != nil {
-			return 0, err
-		}
-		if _, _, err := hdr.vector(3, 8); err != nil {
+		if err := verifySchemaTable(hdr); err != nil {
 			return 0, err
 		}
 	}
 	return body, nil
+}
+
+// verifySchemaTable checks a Schema table (fields, metadata, features).
+func verifySchemaTable(hdr fbTable) error {
+	if err := hdr.tables(1, func(fd fbTable) error { return verifyField(fd, 0) }); err != nil {
+		return err
+	}
+	if err := verifyKeyValues(hdr, 2); err != nil {
+		return err
+	}
+	_, _, err := hdr.vector(3, 8)
+	return err
+}
+
+// fbBlock is a footer Block: where one message of an IPC file lies.
+type fbBlock struct {
+	offset, body int64
+	meta         int32
+}
+
+// verifyFooter verifies the Footer flatbuffer of an Arrow IPC file (its
+// schema as verifyMessage does, its block vectors in bounds) and returns
+// the dictionary and record batch blocks.
+func verifyFooter(b []byte) (blocks []fbBlock, err error) {
+	f := &fbuf{b: b}
+	root, ok := f.u32(0)
+	if !ok {
+		return nil, fmt.Errorf("%w: no footer root", errFB)
+	}
+	ft, err := f.table(int(root))
+	if err != nil {
+		return nil, err
+	}
+	sc, present, err := ft.sub(1)
+	if err != nil {
+		return nil, err
+	}
+	if !present {
+		return nil, fmt.Errorf("%w: footer has no schema", errFB)
+	}
+	if err := verifySchemaTable(sc); err != nil {
+		return nil, err
+	}
+	if err := verifyKeyValues(ft, 4); err != nil {
+		return nil, err
+	}
+	for _, k := range []int{2, 3} { // dictionaries, record batches
+		start, n, err := ft.vector(k, 24)
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i < n; i++ {
+			at := start + 24*i
+			blocks = append(blocks, fbBlock{
+				offset: int64(binary.LittleEndian.Uint64(b[at:])),
+				meta:   int32(binary.LittleEndian.Uint32(b[at+8:])),
+				body:   int64(binary.LittleEndian.Uint64(b[at+16:])),
+			})
+		}
+	}
+	return blocks, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -121,6 +123,15 @@ func FuzzDecodeIPC(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x10, 0, 0, 0})
+	// Both IPC formats as Arrow JS writes them (the file format is read
+	// through its footer).
+	for _, name := range []string{"tte_stream.arrows", "tte_file.arrow"} {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "arrowjs", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	spec := testSpec()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

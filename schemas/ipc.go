@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -110,14 +111,11 @@ func (v *Validator) DecodeIPC(data []byte) (out arrow.Record, dead []DeadLetter)
 			out, dead = whole(ReasonUndecodable, fmt.Sprintf("message could not be decoded: %v", p))
 		}
 	}()
-	if err := prescanIPC(data); err != nil {
-		return whole(ReasonUndecodable, "arrow ipc: "+err.Error())
-	}
 	// Bound decoded memory by the message size too: a real message
 	// decompresses by far less than 256x, and a forged uncompressed length
 	// must not make every bad message cost a huge allocation.
 	lim := &limitAllocator{mem: memory.NewGoAllocator(), max: decodeBound(v.maxDecode, len(data))}
-	r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(lim))
+	r, err := openIPC(data, lim)
 	if err != nil {
 		return whole(ReasonUndecodable, err.Error())
 	}
@@ -405,4 +403,124 @@ func (vr *verifyingReader) Message() (*ipc.Message, error) {
 	vr.n++
 	vr.msg = ipc.NewMessage(memory.NewBufferBytes(meta), body)
 	return vr.msg, nil
+}
+
+// ipcRecords is what DecodeIPC reads a message through: an IPC stream
+// reader, or a reader of the IPC file format.
+type ipcRecords interface {
+	Schema() *arrow.Schema
+	Next() bool
+	Record() arrow.Record
+	Err() error
+	Release()
+}
+
+// openIPC verifies a message value and opens it. A producer may send either
+// Arrow format: the stream format (what dpsurv writes), or the file format
+// (Feather v2, "ARROW1" ... footer ... "ARROW1", as pyarrow.feather and
+// tableToIPC(t, 'file') in JS write it), which is read through its footer.
+// Every flatbuffer the Arrow reader will follow is verified first (see
+// fbverify.go): the stream's messages, or the file's footer and each message
+// a footer block points to.
+func openIPC(data []byte, mem memory.Allocator) (ipcRecords, error) {
+	m := len(arrowFileMagic)
+	if len(data) < m || !bytes.Equal(data[:m], arrowFileMagic) {
+		if err := prescanIPC(data); err != nil {
+			return nil, fmt.Errorf("arrow ipc: %w%s", err, notArrowHint(data))
+		}
+		return ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(mem))
+	}
+	const errFile = "arrow ipc file (feather)"
+	if len(data) < 2*m+2+4 || !bytes.Equal(data[len(data)-m:], arrowFileMagic) {
+		return nil, fmt.Errorf("%s: truncated: it does not end with the ARROW1 magic", errFile)
+	}
+	footerLen := int64(int32(binary.LittleEndian.Uint32(data[len(data)-m-4:])))
+	end := int64(len(data)) - int64(m) - 4
+	if footerLen <= 0 || footerLen > end-8 {
+		return nil, fmt.Errorf("%s: corrupt footer length", errFile)
+	}
+	blocks, err := verifyFooter(data[end-footerLen : end])
+	if err != nil {
+		return nil, fmt.Errorf("%s: footer: %w", errFile, err)
+	}
+	for _, b := range blocks {
+		if b.offset < 8 || b.meta < 8 || b.body < 0 || b.offset+int64(b.meta) > end-footerLen || b.body > end-footerLen-b.offset-int64(b.meta) {
+			return nil, fmt.Errorf("%s: a footer block lies outside the file", errFile)
+		}
+		if err := prescanBlock(data[b.offset:b.offset+int64(b.meta)+b.body], b.body); err != nil {
+			return nil, fmt.Errorf("%s: %w", errFile, err)
+		}
+	}
+	fr, err := ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", errFile, err)
+	}
+	return &fileRecords{fr: fr, n: fr.NumRecords()}, nil
+}
+
+// prescanBlock verifies the one message (metadata prefix, flatbuffer, body)
+// a footer block points to.
+func prescanBlock(b []byte, body int64) error {
+	pos := 0
+	if len(b) >= 4 && binary.LittleEndian.Uint32(b) == 0xFFFFFFFF {
+		pos = 4
+	}
+	if len(b)-pos < 4 {
+		return errors.New("truncated message in block")
+	}
+	mlen := int(int32(binary.LittleEndian.Uint32(b[pos:])))
+	pos += 4
+	if mlen <= 0 || mlen > len(b)-pos {
+		return errors.New("message length exceeds its block")
+	}
+	bl, err := verifyMessage(b[pos : pos+mlen])
+	if err != nil {
+		return err
+	}
+	if bl != body {
+		return errors.New("message body length disagrees with its footer block")
+	}
+	return nil
+}
+
+type fileRecords struct {
+	fr   *ipc.FileReader
+	i, n int
+	rec  arrow.Record
+	err  error
+}
+
+func (f *fileRecords) Schema() *arrow.Schema { return f.fr.Schema() }
+func (f *fileRecords) Record() arrow.Record  { return f.rec }
+func (f *fileRecords) Err() error            { return f.err }
+func (f *fileRecords) Release()              { f.fr.Close() }
+func (f *fileRecords) Next() bool {
+	if f.i >= f.n || f.err != nil {
+		return false
+	}
+	f.rec, f.err = f.fr.Record(f.i)
+	f.i++
+	return f.err == nil
+}
+
+// notArrowHint names the likely cause when bytes on an Arrow topic are not
+// Arrow IPC at all: a producer sending JSON or CSV to a topic configured as
+// input.format: arrow.
+func notArrowHint(data []byte) string {
+	t := bytes.TrimLeft(data, " \t\r\n\ufeff")
+	if len(t) == 0 {
+		return ""
+	}
+	switch t[0] {
+	case '{', '[':
+		return "; the bytes look like JSON: set input.format: json for this topic, or send Arrow IPC"
+	}
+	line := t
+	if k := bytes.IndexByte(line, '\n'); k >= 0 {
+		line = line[:k]
+	}
+	if bytes.IndexByte(line, ',') >= 0 && utf8.Valid(line) && bytes.IndexFunc(line, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\r' }) < 0 {
+		return "; the bytes look like CSV text: the service reads Arrow IPC (input.format: arrow) or JSON (input.format: json), convert CSV before producing"
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dpsurv/dpsurv/internal/testtier"
 	"sort"
 	"strings"
 	"sync"
@@ -318,6 +319,7 @@ func TestRebalanceTwoConsumers(t *testing.T) {
 
 // With a DataDir, records and committed offsets survive a broker restart.
 func TestBrokerRestartKeepsRecordsAndOffsets(t *testing.T) {
+	testtier.Full(t, "broker-restart fault test")
 	dir := t.TempDir()
 	c1, err := broker.Start(broker.Options{DataDir: dir, Topics: map[string]int{"in": 2}})
 	if err != nil {
@@ -459,6 +461,7 @@ func TestReadOverTLSAndSASL(t *testing.T) {
 // A rejected credential surfaces from ReadBatch as kafkaconn.ErrAuth, not
 // as a hang.
 func TestReadBatchWrongPassword(t *testing.T) {
+	testtier.Full(t, "authentication-retry test (waits out a 10 s backoff)")
 	c := broker.StartForTest(t, broker.Options{
 		SASL:   []broker.SASLUser{{Mechanism: "SCRAM-SHA-512", User: "u", Password: "right"}},
 		Topics: map[string]int{"in": 1},

@@ -1,0 +1,232 @@
+package doccmd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// repoRoot walks up to the directory holding go.mod.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			t.Fatal("no go.mod above the test's directory")
+		}
+	}
+}
+
+// copyTree copies the repository (without .git and build outputs) so that
+// documented commands that write files (docs regenerations, outputs) run
+// on a copy.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	skip := map[string]bool{".git": true, "bin": true, "dpsurv-demo": true, "node_modules": true, "out": true}
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			if skip[d.Name()] && rel != "." {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		info, _ := d.Info()
+		out, err := os.OpenFile(filepath.Join(dst, rel), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		t.Fatalf("copy repository: %v", err)
+	}
+}
+
+// TestParse checks the extraction on a small document.
+func TestParse(t *testing.T) {
+	dir := t.TempDir()
+	md := "# x\n\n<!-- doccmd: skip dpsurv run -- needs a cluster -->\n\n```sh\n" +
+		"dpsurv fit km --input a.csv \\\n   --epsilon inf   # the reference\n" +
+		"echo not ours\ndpsurv run --config c.yaml\n```\n\n```yaml\ndpsurv: 1\n```\n\n" +
+		"    go run ./cmd/dpsurv demo\n"
+	p := filepath.Join(dir, "x.md")
+	if err := os.WriteFile(p, []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmds, dirs, err := Parse(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Command{
+		{File: p, Line: 6, Text: "dpsurv fit km --input a.csv --epsilon inf", Mode: Run},
+		{File: p, Line: 9, Text: "dpsurv run --config c.yaml", Mode: Skip, Reason: "needs a cluster"},
+		{File: p, Line: 16, Text: "go run ./cmd/dpsurv demo", Mode: Run},
+	}
+	if len(dirs) != 1 || len(cmds) != len(want) {
+		t.Fatalf("got %d directives, commands %+v", len(dirs), cmds)
+	}
+	for i := range want {
+		if cmds[i] != want[i] {
+			t.Errorf("command %d = %+v, want %+v", i, cmds[i], want[i])
+		}
+	}
+	if err := os.WriteFile(p, []byte("<!-- doccmd: skip dpsurv -->\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Parse(p); err == nil {
+		t.Error("a directive without a reason was accepted")
+	}
+}
+
+// TestDocumentedCommands runs every command printed in README.md and
+// docs/*.md, as printed, from a copy of the repository (so it reads only
+// the repository's files), with dpsurv and dpsurv-eval on PATH and `go run
+// ./cmd/X` taken as the built X. Commands of one file run in order in one
+// directory, so a file's earlier commands (a key, a sanitized output) serve
+// its later ones. A command fails the test when it exits non-zero; a
+// `server` command when it exits non-zero within its first seconds.
+func TestDocumentedCommands(t *testing.T) {
+	root := repoRoot(t)
+	files := []string{filepath.Join(root, "README.md")}
+	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, more...)
+
+	bin := t.TempDir()
+	for _, c := range []string{"dpsurv", "dpsurv-eval"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, c), "./cmd/"+c)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", c, err, out)
+		}
+	}
+	work := t.TempDir()
+	copyTree(t, root, work)
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	total, skipped := 0, 0
+	for _, f := range files {
+		cmds, _, named, err := ParseAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, nf := range named {
+			if err := os.WriteFile(filepath.Join(work, nf.Name), []byte(nf.Content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rel, _ := filepath.Rel(root, f)
+		for _, c := range cmds {
+			total++
+			name := strings.ReplaceAll(rel, "/", "_") + ":" + itoa(c.Line)
+			c := c
+			t.Run(name, func(t *testing.T) {
+				switch c.Mode {
+				case Skip:
+					skipped++
+					t.Skipf("not run (%s): %s", c.Reason, c.Text)
+				case Full:
+					if testing.Short() {
+						skipped++
+						t.Skipf("full tier only (%s): %s", c.Reason, c.Text)
+					}
+				}
+				runDocumented(t, work, env, c)
+			})
+		}
+	}
+	t.Logf("%d documented commands, %d not run here (each names its reason)", total, skipped)
+	if total == 0 {
+		t.Fatal("no documented commands found")
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func runDocumented(t *testing.T, dir string, env []string, c Command) {
+	text := c.Text
+	text = strings.ReplaceAll(text, "go run ./cmd/dpsurv-eval", "dpsurv-eval")
+	text = strings.ReplaceAll(text, "go run ./cmd/dpsurv ", "dpsurv ")
+	limit := 10 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", "set -o pipefail; "+text)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out strings.Builder
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s:%d: start %q: %v", c.File, c.Line, c.Text, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if c.Mode == Server {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s:%d: %q exited early: %v\n%s", c.File, c.Line, c.Text, err, tail(out.String()))
+			}
+		case <-time.After(4 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-done
+			}
+		}
+		return
+	}
+	err := <-done
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("%s:%d: %q still running after %v", c.File, c.Line, c.Text, limit)
+	}
+	if err != nil {
+		t.Fatalf("%s:%d: %q failed: %v\n%s", c.File, c.Line, c.Text, err, tail(out.String()))
+	}
+	t.Logf("%q ok in %.1fs", c.Text, time.Since(start).Seconds())
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return "..." + s[len(s)-4000:]
+	}
+	return s
+}
