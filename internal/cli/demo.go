@@ -136,8 +136,8 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, log); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nproduced %d records in %d Arrow IPC messages to %s, plus %d bad rows and 1 undecodable message\n",
-		len(data.ID), len(msgs)-len(bad), cfg.Input.Topic, badRows)
+	fmt.Fprintf(out, "\nproduced %d records in %d Arrow IPC messages to %s, plus a message of %d rows (%d bad: a negative time, an unknown cohort, a repeated id; 1 good) and 1 undecodable message\n",
+		len(data.ID), len(msgs)-len(bad), cfg.Input.Topic, badRows+1, badRows)
 
 	// Collect the sanitized and dead-letter topics until everything is
 	// accounted for.
