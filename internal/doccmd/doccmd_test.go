@@ -138,6 +138,12 @@ func TestDocumentedCommands(t *testing.T) {
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 
 	total, skipped := 0, 0
+	t.Cleanup(func() {
+		for _, f := range cleanups {
+			f()
+		}
+		cleanups = nil
+	})
 	for _, f := range files {
 		cmds, _, named, err := ParseAll(f)
 		if err != nil {
@@ -176,6 +182,9 @@ func TestDocumentedCommands(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// cleanups stop the process groups documented commands left running.
+var cleanups []func()
+
 func runDocumented(t *testing.T, dir string, env []string, c Command) {
 	text := c.Text
 	text = strings.ReplaceAll(text, "go run ./cmd/dpsurv-eval", "dpsurv-eval")
@@ -188,13 +197,25 @@ func runDocumented(t *testing.T, dir string, env []string, c Command) {
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var out strings.Builder
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	// Output goes to a file, not a pipe: a process the command leaves in
+	// the background keeps writing to it after the command returns.
+	outFile, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outFile.Close()
+	cmd.Stdout = outFile
+	cmd.Stderr = outFile
+	out := fileText{outFile}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s:%d: start %q: %v", c.File, c.Line, c.Text, err)
 	}
+	// A documented command may leave a process in the background ("dpsurv
+	// broker ... &") for the document's next commands: its process group is
+	// stopped when the whole test ends.
+	pgid := cmd.Process.Pid
+	cleanups = append(cleanups, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	if c.Mode == Server {
@@ -214,7 +235,7 @@ func runDocumented(t *testing.T, dir string, env []string, c Command) {
 		}
 		return
 	}
-	err := <-done
+	err = <-done
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatalf("%s:%d: %q still running after %v", c.File, c.Line, c.Text, limit)
 	}
@@ -229,4 +250,15 @@ func tail(s string) string {
 		return "..." + s[len(s)-4000:]
 	}
 	return s
+}
+
+// fileText reads back a command's output file.
+type fileText struct{ f *os.File }
+
+func (o fileText) String() string {
+	b, err := os.ReadFile(o.f.Name())
+	if err != nil {
+		return "(output unreadable: " + err.Error() + ")"
+	}
+	return string(b)
 }
