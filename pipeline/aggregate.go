@@ -341,6 +341,7 @@ func (s *Service) aggregatorLoop(cfg Config, validator *schemas.Validator) func(
 		return nil
 	}
 	metrics := aggregators.NewMetrics(s.Registry) // once: a new lease reuses them
+	initAggregatorSeries(s.Registry, metrics, cfg)
 	s.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dpsurv_aggregator_leader",
 		Help: "1 while this process holds the aggregator lease and runs the aggregators."}, func() float64 {
 		if s.leader.Load() {

@@ -130,6 +130,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	m := NewMetrics(s.Registry)
+	initStreamSeries(m)
 	s.metrics.Store(m)
 	chain, err := sanitizers.New(cfg.SanitizerConfig(s.Key), s.Mem)
 	if err != nil {

@@ -27,7 +27,7 @@ func TestLintAndTemplate(t *testing.T) {
 		cases = append(cases, struct{ name, file string }{filepath.Base(f), f})
 	}
 	// The examples the docs promise must exist.
-	for _, want := range []string{"single-hospital.yaml", "sasl-tls.yaml", "mtls.yaml", "scaled.yaml"} {
+	for _, want := range []string{"single-hospital.yaml", "sasl-tls.yaml", "mtls.yaml", "scaled.yaml", "hardened.yaml"} {
 		found := false
 		for _, c := range cases {
 			found = found || c.name == want
@@ -54,6 +54,7 @@ func checkInvariants(t *testing.T, r rendered, eff map[string]any) {
 	allowed := map[string]bool{
 		"ConfigMap": true, "Deployment": true, "Service": true, "ServiceAccount": true,
 		"PodDisruptionBudget": true, "HorizontalPodAutoscaler": true, "ServiceMonitor": true,
+		"PrometheusRule": true, "NetworkPolicy": true,
 	}
 	for _, o := range r.Objects {
 		kind, _ := o["kind"].(string)
@@ -71,6 +72,7 @@ func checkInvariants(t *testing.T, r rendered, eff map[string]any) {
 	checkConfigAndSecrets(t, r, eff)
 	checkScaling(t, r, eff)
 	checkNotes(t, r, eff)
+	checkMonitoring(t, r, eff)
 
 	// PodDisruptionBudget present and selecting the Deployment's pods.
 	pdb := r.one(t, "PodDisruptionBudget")
@@ -474,6 +476,15 @@ func TestRejected(t *testing.T) {
 		{"epsilon and target loss", "", []string{"config.sanitizers.time.target_loss=3"}, "set epsilon or target_loss, not both", false},
 		{"dead letter is sanitized topic", "", []string{"config.output.dead_letter_topic=ehr.tte.sanitized"}, "must be distinct", false},
 		{"sanitized is input topic", "", []string{"config.output.sanitized_topic=ehr.tte"}, "must be distinct", false},
+		{"loopback listen", "", []string{"config.http.listen=127.0.0.1:8080"}, "a loopback address is unreachable", false},
+		{"localhost listen", "", []string{"config.http.listen=localhost:8080"}, "a loopback address is unreachable", false},
+		{"network policy without kafka peers", "", []string{"networkPolicy.enabled=true"}, "networkPolicy.kafkaPeers is empty", false},
+		{"hardened without kafka peers", "hardened.yaml", []string{"networkPolicy.kafkaPeers=null"}, "networkPolicy.kafkaPeers is empty", false},
+		{"empty kafka peer", "", []string{"json:networkPolicy.kafkaPeers=[{}]"}, "at '/networkPolicy/kafkaPeers/0': minProperties", true},
+		{"budget ratio above 1", "", []string{"json:prometheusRule.budgetRatio=1.5"}, "at '/prometheusRule/budgetRatio': maximum", true},
+		{"bad alert duration", "", []string{"prometheusRule.notReadyFor=5 minutes"}, "at '/prometheusRule/notReadyFor'", true},
+		{"selector with braces", "", []string{`prometheusRule.selector={job="x"}`}, "at '/prometheusRule/selector'", true},
+		{"dashboard without sidecar label", "", []string{"dashboard.enabled=true,dashboard.labels=null"}, "missing property 'labels'", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

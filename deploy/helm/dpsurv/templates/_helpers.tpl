@@ -134,6 +134,13 @@ the value path and the reason.
 {{- if and (eq $time.mechanism "te") (hasKey $time "epsilon") (hasKey $time "target_loss") }}
 {{- fail "config.sanitizers.time: set epsilon or target_loss, not both (to use target_loss, also set config.sanitizers.time.epsilon to null)" }}
 {{- end }}
+{{- $host := regexReplaceAll ":[0-9]+$" $v.config.http.listen "" | trimPrefix "[" | trimSuffix "]" }}
+{{- if or (eq $host "localhost") (hasPrefix "127." $host) (eq $host "::1") }}
+{{- fail (printf "config.http.listen %q: a loopback address is unreachable for the kubelet probes and Prometheus; use \":<port>\" (every interface of the pod)" $v.config.http.listen) }}
+{{- end }}
+{{- if and $v.networkPolicy.enabled (not $v.networkPolicy.kafkaPeers) }}
+{{- fail "networkPolicy.enabled is true but networkPolicy.kafkaPeers is empty: the pods could not reach the brokers; list the brokers' NetworkPolicy peers (namespaceSelector/podSelector/ipBlock)" }}
+{{- end }}
 {{- $fitArrow := default (printf "%s.arrow" $v.config.output.fit_topic) $v.config.output.fit_arrow_topic }}
 {{- $topics := dict "config.input.topic" $v.config.input.topic "config.output.sanitized_topic" $v.config.output.sanitized_topic "config.output.dead_letter_topic" $v.config.output.dead_letter_topic "config.output.fit_topic" $v.config.output.fit_topic "config.output.fit_arrow_topic" $fitArrow "config.ledger.topic" $v.config.ledger.topic "config.ledger.topic + .state" (printf "%s.state" $v.config.ledger.topic) "config.ledger.topic + .lease" (printf "%s.lease" $v.config.ledger.topic) }}
 {{- $seen := dict }}
@@ -144,4 +151,30 @@ the value path and the reason.
 {{- end }}
 {{- $_ := set $seen $t $path }}
 {{- end }}
+{{- end }}
+
+{{/*
+PromQL label matchers selecting this release's series (no braces).
+*/}}
+{{- define "dpsurv.promSelector" -}}
+{{- if .Values.prometheusRule.selector }}
+{{- .Values.prometheusRule.selector | trimSuffix "," }}
+{{- else }}
+{{- printf "namespace=%q,job=%q" .Release.Namespace (include "dpsurv.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Sorted unique ports of config.kafka.brokers, as a JSON list of numbers.
+*/}}
+{{- define "dpsurv.brokerPorts" -}}
+{{- $ports := dict }}
+{{- range .Values.config.kafka.brokers }}
+{{- $_ := set $ports (regexFind "[0-9]+$" .) true }}
+{{- end }}
+{{- $out := list }}
+{{- range keys $ports | sortAlpha }}
+{{- $out = append $out (int .) }}
+{{- end }}
+{{- toJson $out }}
 {{- end }}

@@ -209,16 +209,21 @@ func Get(v any, path ...any) (any, bool) {
 }
 
 // ServiceConfig extracts the dpsurv config file (data["config.yaml"]) from
-// the rendered ConfigMap.
+// the one rendered ConfigMap that holds it (the dashboard ConfigMap, when
+// enabled, holds none).
 func (r Rendered) ServiceConfig() (string, error) {
-	cms := r.ByKind("ConfigMap")
-	if len(cms) != 1 {
-		return "", fmt.Errorf("want one ConfigMap, got %d", len(cms))
+	var found []string
+	for _, cm := range r.ByKind("ConfigMap") {
+		if v, ok := Get(cm, "data", "config.yaml"); ok {
+			s, isStr := v.(string)
+			if !isStr {
+				return "", fmt.Errorf("ConfigMap data.config.yaml is not a string")
+			}
+			found = append(found, s)
+		}
 	}
-	v, ok := Get(cms[0], "data", "config.yaml")
-	s, isStr := v.(string)
-	if !ok || !isStr {
-		return "", fmt.Errorf("ConfigMap has no data.config.yaml string")
+	if len(found) != 1 {
+		return "", fmt.Errorf("want one ConfigMap with data.config.yaml, got %d", len(found))
 	}
-	return s, nil
+	return found[0], nil
 }
