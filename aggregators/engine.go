@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -41,6 +44,41 @@ type EngineConfig struct {
 	Metrics *Metrics
 	Log     *zap.Logger
 	Mem     memory.Allocator
+	// AsyncFits runs each window's fit (noise draw and estimation) on its
+	// own goroutine, so that Observe and Tick never wait for a fit (a pSGLD
+	// window can take a minute): the fit starts on the Tick that would have
+	// released the window, and the first Tick after it ends records it in
+	// the ledger and publishes it. Before a fit starts the ledger is
+	// consulted (a stored release is replayed, no noise drawn); the fit
+	// builds the release with the budget that will remain after its charge,
+	// and if another release changed that budget meanwhile the fit is
+	// discarded unpublished and run again. Cumulative (tree) windows stay
+	// synchronous. The service sets it; Noise must then be safe for
+	// concurrent use (it is wrapped in a lock).
+	AsyncFits bool
+}
+
+// fitJob is a window fit running on its own goroutine (AsyncFits).
+type fitJob struct {
+	done chan struct{}
+	rem  map[string]float64 // the remaining budget the release was built with
+	doc  []byte
+	err  error
+}
+
+// errStaleBudget: the budget changed while an asynchronous fit ran.
+var errStaleBudget = errors.New("remaining budget changed while the fit ran")
+
+// lockedSource serialises a source shared by the engine and its fits.
+type lockedSource struct {
+	mu  sync.Mutex
+	src dp.Source
+}
+
+func (l *lockedSource) Uint64() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.src.Uint64()
 }
 
 // Engine runs the configured aggregates over a stream of validated
@@ -64,6 +102,8 @@ type Engine struct {
 	dirty       bool // closing windows not yet in a saved checkpoint
 	log         *zap.Logger
 	m           *Metrics
+	noise       dp.Source
+	jobs        map[*closing]*fitJob
 }
 
 // NewEngine validates the aggregates and restores the last checkpoint.
@@ -99,7 +139,10 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	if cfg.Mem == nil {
 		cfg.Mem = memory.DefaultAllocator
 	}
-	e := &Engine{cfg: cfg, offsets: map[int]int64{}, log: cfg.Log, m: cfg.Metrics}
+	e := &Engine{cfg: cfg, offsets: map[int]int64{}, log: cfg.Log, m: cfg.Metrics, noise: cfg.Noise, jobs: map[*closing]*fitJob{}}
+	if cfg.AsyncFits {
+		e.noise = &lockedSource{src: cfg.Noise}
+	}
 	names := map[string]bool{}
 	for _, ac := range cfg.Aggregates {
 		if names[ac.Name] {
@@ -256,7 +299,7 @@ func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
 				}
 			}
 		}
-		c, err := a.closeWindow(s, e.cfg.Noise)
+		c, err := a.closeWindow(s, e.noise)
 		e.dirty = true
 		switch {
 		case errors.Is(err, errHorizon):
@@ -306,9 +349,20 @@ func (e *Engine) releaseClosing(ctx context.Context) {
 			if a.tree != nil {
 				eps = 0 // post-processing of the charged tree
 			}
-			_, replay, err := e.cfg.Ledger.Release(ctx, key, a.scopes(), eps, func(rem map[string]float64) ([]byte, error) {
-				return a.buildWindow(c, e.cfg.Noise, rem)
-			})
+			var replay bool
+			var err error
+			if e.cfg.AsyncFits && a.tree == nil {
+				var ready bool
+				ready, replay, err = e.releaseAsync(ctx, a, c, key, eps)
+				if !ready {
+					kept = append(kept, c)
+					continue
+				}
+			} else {
+				_, replay, err = e.cfg.Ledger.Release(ctx, key, a.scopes(), eps, func(rem map[string]float64) ([]byte, error) {
+					return a.buildWindow(c, e.noise, rem)
+				})
+			}
 			switch {
 			case err == nil:
 				e.unpublished = append(e.unpublished, key)
@@ -334,6 +388,69 @@ func (e *Engine) releaseClosing(ctx context.Context) {
 		clear(a.closing[len(kept):])
 		a.closing = kept
 	}
+}
+
+// releaseAsync advances the asynchronous release of closing window c:
+// ready is false while its fit runs (or was just started or discarded);
+// otherwise replay and err are Ledger.Release's.
+func (e *Engine) releaseAsync(ctx context.Context, a *aggregate, c *closing, key string, eps float64) (ready, replay bool, err error) {
+	job := e.jobs[c]
+	if job == nil {
+		if _, ok := e.cfg.Ledger.Lookup(key); ok { // replay: no fit, no noise
+			_, replay, err = e.cfg.Ledger.Release(ctx, key, a.scopes(), eps, func(map[string]float64) ([]byte, error) {
+				return nil, errors.New("stored release vanished")
+			})
+			return true, replay, err
+		}
+		// The budget that will remain after this charge, as Release
+		// computes it.
+		rem := map[string]float64{}
+		for _, s := range a.scopes() {
+			if r, limited := e.cfg.Ledger.Remaining(s); limited {
+				rem[s] = math.Max(0, r-eps)
+			}
+		}
+		job = &fitJob{done: make(chan struct{}), rem: rem}
+		e.jobs[c] = job
+		go func() {
+			defer close(job.done)
+			job.doc, job.err = a.buildWindow(c, e.noise, rem)
+		}()
+		return false, false, nil
+	}
+	select {
+	case <-job.done:
+	default:
+		return false, false, nil
+	}
+	delete(e.jobs, c)
+	if job.err != nil {
+		return true, false, job.err
+	}
+	_, replay, err = e.cfg.Ledger.Release(ctx, key, a.scopes(), eps, func(rem map[string]float64) ([]byte, error) {
+		if !maps.Equal(rem, job.rem) {
+			return nil, errStaleBudget
+		}
+		return job.doc, nil
+	})
+	if errors.Is(err, errStaleBudget) {
+		e.log.Info("window fit discarded unpublished (the budget changed while it ran); fitting again", zap.String("key", key))
+		return false, false, nil
+	}
+	return true, replay, err
+}
+
+// WaitFits waits until the asynchronous fits running now have ended (or
+// ctx ends); the next Tick records and publishes them.
+func (e *Engine) WaitFits(ctx context.Context) error {
+	for _, job := range e.jobs {
+		select {
+		case <-job.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // publish writes released windows to the fit topic(s), oldest first; a

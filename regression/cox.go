@@ -270,11 +270,7 @@ type coxData struct {
 
 func newCoxData(time []float64, event []bool, x []float64, p int) *coxData {
 	n := len(time)
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return time[idx[a]] > time[idx[b]] })
+	idx := sortDescending(time)
 	cd := &coxData{n: n, p: p, x: make([]float64, n*p), event: make([]bool, n)}
 	mean := make([]float64, p)
 	for i := 0; i < n; i++ {
@@ -300,6 +296,61 @@ func newCoxData(time []float64, event []bool, x []float64, p int) *coxData {
 		k = e
 	}
 	return cd
+}
+
+// sortDescending returns the row order by time descending, ties in row
+// order (the order sort.SliceStable with > gives): a stable LSD radix sort
+// on the order-preserving bit pattern of the times, 16 bits a pass, passes
+// where every key has the same digit skipped (integer days need two).
+func sortDescending(time []float64) []int {
+	n := len(time)
+	keys := make([]uint64, n)
+	for i, t := range time {
+		if t == 0 {
+			t = 0 // -0 and +0 are one time
+		}
+		b := math.Float64bits(t)
+		if b>>63 != 0 {
+			b = ^b
+		} else {
+			b |= 1 << 63
+		}
+		keys[i] = ^b // descending
+	}
+	idx := make([]int32, n)
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	tmpIdx := make([]int32, n)
+	tmpKeys := make([]uint64, n)
+	var count [1 << 16]int
+	for shift := uint(0); shift < 64; shift += 16 {
+		clear(count[:])
+		for _, k := range keys {
+			count[k>>shift&0xffff]++
+		}
+		if n == 0 || count[keys[0]>>shift&0xffff] == n {
+			continue // one digit: the pass would not move anything
+		}
+		sum := 0
+		for d, c := range count {
+			count[d] = sum
+			sum += c
+		}
+		for j, k := range keys {
+			d := k >> shift & 0xffff
+			tmpKeys[count[d]] = k
+			tmpIdx[count[d]] = idx[j]
+			count[d]++
+		}
+		keys, tmpKeys = tmpKeys, keys
+		idx, tmpIdx = tmpIdx, idx
+	}
+	out := make([]int, n)
+	for i, j := range idx {
+		out[i] = int(j)
+	}
+	return out
 }
 
 // eval returns the log partial likelihood at beta and fills the score u
@@ -370,13 +421,20 @@ func (cd *coxData) eval(beta []float64, ties Ties, u, imat []float64) float64 {
 		if nd == 0 {
 			continue
 		}
+		// The nd terms log(t0) are summed as the logs of products of up to
+		// 8 terms (kept within 1e±150): one log per 8 tied events.
+		prod := 1.0
 		for k := 0; k < nd; k++ {
 			frac := 0.0
 			if ties == TiesEfron {
 				frac = float64(k) / float64(nd)
 			}
 			t0 := s0 - frac*d0
-			ll -= math.Log(t0)
+			prod *= t0
+			if k&7 == 7 || !(prod > 1e-150 && prod < 1e150) {
+				ll -= math.Log(prod)
+				prod = 1
+			}
 			if !want {
 				continue
 			}
@@ -389,6 +447,9 @@ func (cd *coxData) eval(beta []float64, ties Ties, u, imat []float64) float64 {
 					imat[a*p+b] += (s2[a*p+b]-frac*d2[a*p+b])/t0 - a1[a]*a1[b]
 				}
 			}
+		}
+		if prod != 1 {
+			ll -= math.Log(prod)
 		}
 	}
 	if want {
@@ -413,6 +474,8 @@ func coxNewton(time []float64, event []bool, x []float64, p int, opts CoxOptions
 	ll := ll0
 	newBeta := make([]float64, p)
 	step := make([]float64, p)
+	u2 := make([]float64, p)
+	imat2 := make([]float64, p*p)
 	var chol mat.Cholesky
 	solve := func() error {
 		sym := mat.NewSymDense(p, append([]float64(nil), imat...))
@@ -438,14 +501,16 @@ func coxNewton(time []float64, event []bool, x []float64, p int, opts CoxOptions
 		for j := range newBeta {
 			newBeta[j] = beta[j] + step[j]
 		}
-		newLL := cd.eval(newBeta, opts.Ties, nil, nil)
+		// The trial point is evaluated with its score and information (into
+		// u2, imat2): an accepted step then needs no second pass.
+		newLL := cd.eval(newBeta, opts.Ties, u2, imat2)
 		halvings := 0
 		for (math.IsNaN(newLL) || newLL < ll) && halvings < 60 {
 			// step halving, as coxph does when the likelihood drops
 			for j := range newBeta {
 				newBeta[j] = (newBeta[j] + beta[j]) / 2
 			}
-			newLL = cd.eval(newBeta, opts.Ties, nil, nil)
+			newLL = cd.eval(newBeta, opts.Ties, u2, imat2)
 			halvings++
 		}
 		rel := math.Abs(1 - ll/newLL)
@@ -455,7 +520,9 @@ func coxNewton(time []float64, event []bool, x []float64, p int, opts CoxOptions
 			break
 		}
 		copy(beta, newBeta)
-		ll = cd.eval(beta, opts.Ties, u, imat)
+		ll = newLL
+		u, u2 = u2, u
+		imat, imat2 = imat2, imat
 		if rel <= opts.Eps {
 			converged = true
 			break
@@ -467,7 +534,8 @@ func coxNewton(time []float64, event []bool, x []float64, p int, opts CoxOptions
 	if !converged {
 		return coxFit{}, fmt.Errorf("newton-raphson did not converge in %d iterations", opts.MaxIter)
 	}
-	ll = cd.eval(beta, opts.Ties, u, imat)
+	// u, imat and ll are those of beta (eval's log likelihood does not
+	// depend on whether the derivatives are wanted).
 	sym := mat.NewSymDense(p, append([]float64(nil), imat...))
 	if !chol.Factorize(sym) {
 		return coxFit{}, errors.New("information matrix at the estimate is singular")

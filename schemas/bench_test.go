@@ -1,8 +1,12 @@
 package schemas
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -102,4 +106,76 @@ func BenchmarkDecodeJSON(b *testing.B) {
 		out.Release()
 	}
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// benchCSV writes an n-row CSV like `dpsurv gen --covariates 3` (integer
+// days, ids p0000001, an integer and two decimal covariates).
+func benchCSV(b *testing.B, n int) string {
+	b.Helper()
+	var buf bytes.Buffer
+	buf.WriteString("id,time,event,cohort,age,female,bmi\n")
+	for i := range n {
+		fmt.Fprintf(&buf, "p%07d,%d,%d,%s,%d,%d,%d.%d\n", i, 1+i*7919%3650, i%2, []string{"1", "2", "control"}[i%3],
+			40+i%40, i%2, 18+i%20, i%10)
+	}
+	path := filepath.Join(b.TempDir(), "bench.csv")
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkReadFileCSV: ReadFile on a 200,000-row CSV (7 columns, 3
+// covariates kept), typed and validated into canonical batches. MB/s is
+// per GOMAXPROCS (run with -cpu 1 for one core).
+func BenchmarkReadFileCSV(b *testing.B) {
+	path := benchCSV(b, 200000)
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec := Spec{Cohorts: []string{"1", "2", "control"}, TimeUnit: "days", Covariates: []string{"age", "female", "bmi"}}
+	for _, impl := range []string{"fast", "encoding_csv"} {
+		b.Run(impl, func(b *testing.B) {
+			v, err := NewValidator(spec, memory.NewGoAllocator())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(fi.Size())
+			b.ReportAllocs()
+			cpu0 := cpuSeconds()
+			for b.Loop() {
+				rows := 0
+				fn := func(good arrow.Record, dead []DeadLetter) error {
+					rows += int(good.NumRows()) + len(dead)
+					return nil
+				}
+				if impl == "fast" {
+					err = ReadFile(path, v, 1<<16, fn)
+				} else {
+					var f *os.File
+					f, err = os.Open(path)
+					if err == nil {
+						err = readCSVOracle(f, v, 1<<16, fn)
+						f.Close()
+					}
+				}
+				if err != nil || rows != 200000 {
+					b.Fatal(rows, err)
+				}
+			}
+			b.ReportMetric(float64(fi.Size())*float64(b.N)/1e6/(cpuSeconds()-cpu0), "MB/cpu-s")
+		})
+	}
+}
+
+// cpuSeconds is the process's user + system CPU time: the benchmarks report
+// throughput per CPU second besides wall time, since the machine they run
+// on is shared.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }

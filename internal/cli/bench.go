@@ -2,14 +2,18 @@ package cli
 
 import (
 	"context"
+	"crypto/aes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"go.uber.org/zap"
 
@@ -17,6 +21,9 @@ import (
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/sanitizers"
+	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -34,10 +41,35 @@ type BenchResult struct {
 	// (its best round): how close to saturating the machine it ran.
 	PipelineCPUCores    float64 `json:"pipeline_cpu_cores"`
 	PassthroughCPUCores float64 `json:"passthrough_cpu_cores"`
-	Records             int     `json:"records"`
-	Messages            int     `json:"messages"`
-	BatchRecords        int     `json:"batch_records"`
-	Rounds              int     `json:"rounds"`
+	// CPU time per record (process user + system time over the records):
+	// the passthrough and the pipeline while streaming on the embedded
+	// broker (broker and client included; the least of the rounds), the
+	// validator (Validate on decoded batches) and the sanitizer chain (Apply
+	// on validated batches) in memory on one goroutine, from the same input
+	// messages (the least of 3 passes).
+	PassthroughCPUNsPerRecord float64 `json:"passthrough_cpu_ns_per_record"`
+	ValidatorCPUNsPerRecord   float64 `json:"validator_cpu_ns_per_record"`
+	ChainCPUNsPerRecord       float64 `json:"chain_cpu_ns_per_record"`
+	PipelineCPUNsPerRecord    float64 `json:"pipeline_cpu_ns_per_record"`
+	// OverheadRatio is pipeline / (passthrough + chain) CPU per record:
+	// what the pipeline costs beyond moving the batches and sanitizing them
+	// (validation, framing, metrics, commits). Target <= 1.15.
+	OverheadRatio float64 `json:"overhead_ratio"`
+	// ChainRecordsPerCPUSecond is the chain's throughput per core (target
+	// >= 4 M).
+	ChainRecordsPerCPUSecond float64 `json:"chain_records_per_cpu_s"`
+	// AESBlockNs is the CPU time of one crypto/aes AES-128 block encryption
+	// (cipher.Block.Encrypt, one block per call, as the keyed PRF calls it);
+	// ChainInAESBlocks is the chain's CPU per record in those units (the
+	// chain needs five blocks per record: id, pseudonym, time tag, cohort
+	// tag, id tail).
+	AESBlockNs       float64 `json:"aes_block_ns"`
+	AESBytesPerCPUS  float64 `json:"aes_bytes_per_cpu_s"`
+	ChainInAESBlocks float64 `json:"chain_in_aes_blocks"`
+	Records          int     `json:"records"`
+	Messages         int     `json:"messages"`
+	BatchRecords     int     `json:"batch_records"`
+	Rounds           int     `json:"rounds"`
 }
 
 func runBench(ctx context.Context, env Env, args []string) error {
@@ -79,6 +111,11 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "sanitizing pipeline    %.0f records/s  (decode, validate, sanitize, encode)\n", res.PipelineRecordsPerS)
 	fmt.Fprintf(env.Stdout, "ratio                  %.3f\n", res.Ratio)
 	fmt.Fprintf(env.Stdout, "raw byte copy          %.0f records/s  (no decoding; ratio %.3f)\n", res.RawCopyRecordsPerS, res.RawRatio)
+	fmt.Fprintf(env.Stdout, "CPU per record         passthrough %.0f ns, validator %.0f ns, chain %.0f ns, pipeline %.0f ns\n",
+		res.PassthroughCPUNsPerRecord, res.ValidatorCPUNsPerRecord, res.ChainCPUNsPerRecord, res.PipelineCPUNsPerRecord)
+	fmt.Fprintf(env.Stdout, "overhead ratio         %.3f  (pipeline / (passthrough + chain); target <= 1.15)\n", res.OverheadRatio)
+	fmt.Fprintf(env.Stdout, "chain                  %.2f M records per CPU second; %.1f AES blocks of %.1f ns\n",
+		res.ChainRecordsPerCPUSecond/1e6, res.ChainInAESBlocks, res.AESBlockNs)
 	return nil
 }
 
@@ -114,6 +151,7 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 		return BenchResult{}, err
 	}
 	key := pipeline.EphemeralKey()
+	cpuNs := map[string]float64{}
 	measure := func(round int, mode string) (float64, float64, error) {
 		c := cfg
 		name := mode
@@ -146,7 +184,11 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 			return 0, 0, fmt.Errorf("bench %s: timed out with %d of %d messages", name, svc.Acked(), len(msgs))
 		}
 		el := time.Since(start)
-		cores := (processCPU() - cpu0).Seconds() / el.Seconds()
+		cpu := processCPU() - cpu0
+		cores := cpu.Seconds() / el.Seconds()
+		if ns := float64(cpu.Nanoseconds()) / float64(records); cpuNs[mode] == 0 || ns < cpuNs[mode] {
+			cpuNs[mode] = ns
+		}
 		cancel()
 		if err := <-errc; err != nil {
 			return 0, 0, fmt.Errorf("bench %s: %w", name, err)
@@ -176,7 +218,105 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 	}
 	res.Ratio = res.PipelineRecordsPerS / res.PassthroughRecordsPerS
 	res.RawRatio = res.PipelineRecordsPerS / res.RawCopyRecordsPerS
+	res.PassthroughCPUNsPerRecord, res.PipelineCPUNsPerRecord = cpuNs["pass"], cpuNs["pipe"]
+	if err := benchStages(&res, cfg, key, msgs, records, mem); err != nil {
+		return res, err
+	}
+	if d := res.PassthroughCPUNsPerRecord + res.ChainCPUNsPerRecord; d > 0 && res.PipelineCPUNsPerRecord > 0 {
+		res.OverheadRatio = res.PipelineCPUNsPerRecord / d
+	}
 	return res, nil
+}
+
+// benchStages measures the validator, the sanitizer chain and AES in
+// memory, on one goroutine, from the bench's input messages.
+func benchStages(res *BenchResult, cfg pipeline.Config, key []byte, msgs []sinks.Message, records int, mem memory.Allocator) error {
+	v, err := schemas.NewValidator(cfg.Spec(), mem)
+	if err != nil {
+		return fmt.Errorf("bench validator: %w", err)
+	}
+	chain, err := sanitizers.New(cfg.SanitizerConfig(key), mem)
+	if err != nil {
+		return fmt.Errorf("bench chain: %w", err)
+	}
+	defer chain.Release()
+	var decoded, valid []arrow.Record
+	defer func() {
+		for _, r := range append(decoded, valid...) {
+			r.Release()
+		}
+	}()
+	for _, m := range msgs {
+		recs, err := schemas.DecodeIPCRecords(m.Value, mem)
+		if err != nil {
+			return fmt.Errorf("bench decode: %w", err)
+		}
+		decoded = append(decoded, recs...)
+	}
+	for _, r := range decoded {
+		out, _ := v.Validate(r)
+		valid = append(valid, out)
+	}
+	// best of 3 passes: the least disturbed by other processes
+	perRecord := func(f func() error) (float64, error) {
+		best := math.Inf(1)
+		for range 3 {
+			runtime.GC()
+			c0 := processCPU()
+			if err := f(); err != nil {
+				return 0, err
+			}
+			best = min(best, float64((processCPU()-c0).Nanoseconds())/float64(records))
+		}
+		return best, nil
+	}
+	res.ValidatorCPUNsPerRecord, err = perRecord(func() error {
+		for _, r := range decoded {
+			out, _ := v.Validate(r)
+			out.Release()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	res.ChainCPUNsPerRecord, err = perRecord(func() error {
+		for _, r := range valid {
+			out, _, err := chain.Apply(r)
+			if err != nil {
+				return fmt.Errorf("bench chain: %w", err)
+			}
+			out.Release()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if res.ChainCPUNsPerRecord > 0 {
+		res.ChainRecordsPerCPUSecond = 1e9 / res.ChainCPUNsPerRecord
+	}
+	// AES-128, one block per call, 5 blocks per record.
+	blk, err := aes.NewCipher(make([]byte, 16))
+	if err != nil {
+		return err
+	}
+	var buf [16]byte
+	perBlock, err := perRecord(func() error {
+		for range 5 * records {
+			blk.Encrypt(buf[:], buf[:])
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	res.AESBlockNs = perBlock / 5
+	if res.AESBlockNs > 0 {
+		res.AESBytesPerCPUS = 16e9 / res.AESBlockNs
+		res.ChainInAESBlocks = res.ChainCPUNsPerRecord / res.AESBlockNs
+	}
+	return nil
 }
 
 // benchMaxBatch is the messages per stream batch (DPSURV_BENCH_MAX_BATCH for

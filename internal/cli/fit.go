@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -109,7 +110,9 @@ type fileData struct {
 }
 
 // readFitFile reads id,time,event,cohort (+covariates, site) through the
-// validator; invalid rows are counted (reported on stderr), not used.
+// validator; invalid rows are counted (reported on stderr), not used. The
+// columns are copied out of each canonical batch in bulk; the covariate rows
+// share one backing array.
 func readFitFile(path string, spec schemas.Spec) (fileData, error) {
 	mem := memory.DefaultAllocator
 	v, err := schemas.NewValidator(spec, mem)
@@ -117,41 +120,46 @@ func readFitFile(path string, spec schemas.Spec) (fileData, error) {
 		return fileData{}, fmt.Errorf("schema: %w", err)
 	}
 	d := fileData{Labels: spec.Cohorts, Dead: map[string]int{}}
+	p := len(spec.Covariates)
+	var flat []float64 // row-major covariates
 	err = schemas.ReadFile(path, v, 1<<16, func(good arrow.Record, dead []schemas.DeadLetter) error {
 		for _, dl := range dead {
 			d.Dead[dl.Reason]++
 		}
 		n := int(good.NumRows())
-		ts := good.Column(schemas.ColTime).(*array.Float64)
+		d.Time = append(d.Time, good.Column(schemas.ColTime).(*array.Float64).Float64Values()...)
 		ev := good.Column(schemas.ColEvent).(*array.Boolean)
-		co := good.Column(schemas.ColCohort).(*array.Dictionary).Indices().(*array.Int32)
-		covs := make([]*array.Float64, len(spec.Covariates))
-		for k := range covs {
-			covs[k] = good.Column(4 + k).(*array.Float64)
-		}
-		var site *array.String
-		if i := schemas.SiteIndex(good.Schema()); i >= 0 {
-			site, _ = good.Column(i).(*array.String)
-		}
 		for i := range n {
-			d.Time = append(d.Time, ts.Value(i))
 			d.Event = append(d.Event, ev.Value(i))
-			d.Cohort = append(d.Cohort, co.Value(i))
-			if len(covs) > 0 {
-				row := make([]float64, len(covs))
-				for k, c := range covs {
-					row[k] = c.Value(i)
+		}
+		co := good.Column(schemas.ColCohort).(*array.Dictionary).Indices().(*array.Int32)
+		d.Cohort = append(d.Cohort, co.Int32Values()...)
+		if p > 0 {
+			base := len(flat)
+			flat = slices.Grow(flat, n*p)[:base+n*p]
+			for k := range p {
+				for i, x := range good.Column(4 + k).(*array.Float64).Float64Values() {
+					flat[base+i*p+k] = x
 				}
-				d.Covariates = append(d.Covariates, row)
 			}
-			if site != nil {
-				d.Site = append(d.Site, site.Value(i))
+		}
+		if i := schemas.SiteIndex(good.Schema()); i >= 0 {
+			if site, ok := good.Column(i).(*array.String); ok {
+				for j := range n {
+					d.Site = append(d.Site, strings.Clone(site.Value(j)))
+				}
 			}
 		}
 		return nil
 	})
 	if err != nil {
 		return d, fmt.Errorf("read %s: %w", path, err)
+	}
+	if p > 0 {
+		d.Covariates = make([][]float64, len(d.Time))
+		for i := range d.Covariates {
+			d.Covariates[i] = flat[i*p : (i+1)*p : (i+1)*p]
+		}
 	}
 	return d, nil
 }

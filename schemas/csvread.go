@@ -1,0 +1,881 @@
+package schemas
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/apache/arrow/go/v15/arrow"
+)
+
+// The CSV file reader. It gives exactly the records encoding/csv gives with
+// LazyQuotes and a variable field count (empty lines skipped, \r\n
+// normalised, quotes only at the start of a field, "" inside quotes, a bare
+// quote kept literally), and validates every cell with the rules of
+// fillRawRow (same checks, same order, same dead letters), but it works on
+// the bytes of the file:
+//
+//   - the file is read in chunks cut at record boundaries (at the last
+//     newline when the chunk has no quote, by a record scan otherwise), so
+//     that the raw text held is a few chunks whatever the file size;
+//   - each chunk is split and validated by a worker (one per core), straight
+//     into the validator's scratch columns: no per-row map, no per-cell
+//     string; integers take a fast exact path, other numbers go through
+//     strconv.ParseFloat on the cell bytes; quoted fields are unescaped into
+//     a per-chunk arena;
+//   - the chunks are merged in file order, where ids are checked against the
+//     file-wide id set (one hash table over an arena of id bytes) and the
+//     canonical batches built and handed to the callback.
+//
+// csvread_test.go checks it against the encoding/csv + validateRaw reader it
+// replaced, on generated and hostile inputs.
+
+// csvChunkSize is the size of one read; a record longer than that grows the
+// buffer.
+const csvChunkSize = 2 << 20
+
+func readCSV(r io.Reader, size int64, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error) error {
+	return readCSVWith(r, size, v, batchSize, fn, csvChunkSize, min(runtime.GOMAXPROCS(0), 8))
+}
+
+// csvLayout maps the header to the validator's slots.
+type csvLayout struct {
+	header            []string
+	nfield            int
+	id, time, event   int // column index, -1 when absent
+	cohort, site, obs int
+	cov               []int
+	withSite, withObs bool
+	dupUsed           string // a used column that appears twice in the header
+}
+
+func (v *Validator) csvLayout(header []string) *csvLayout {
+	if len(header) > 0 {
+		header[0] = strings.TrimPrefix(header[0], "\uFEFF")
+	}
+	last := make(map[string]int, len(header))
+	count := make(map[string]int, len(header))
+	for k, h := range header {
+		last[h] = k
+		count[h]++
+	}
+	idx := func(name string) int {
+		if k, ok := last[name]; ok {
+			return k
+		}
+		return -1
+	}
+	l := &csvLayout{header: header, nfield: len(header),
+		id: idx(v.cols.ID), time: idx(v.cols.Time), event: idx(v.cols.Event), cohort: idx(v.cols.Cohort),
+		site: idx(v.cols.Site), obs: idx(v.cols.ObservedAt)}
+	for _, c := range v.spec.Covariates {
+		l.cov = append(l.cov, idx(c))
+	}
+	l.withSite, l.withObs = l.site >= 0, l.obs >= 0
+	for _, c := range v.slotNames() {
+		if count[c] > 1 {
+			l.dupUsed = c
+			break
+		}
+	}
+	return l
+}
+
+// csvBatch is at most batchSize validated rows of one chunk.
+type csvBatch struct {
+	st     *scratch
+	start  []int32 // offset of each row's record in the chunk
+	rowErr map[int]rowFailure
+}
+
+// csvChunk is a run of complete records of the file.
+type csvChunk struct {
+	seq     int
+	buf     []byte // the pooled buffer data lives in
+	data    []byte
+	quotes  bool
+	batches []*csvBatch
+	err     error // read error after the chunk (or instead of it when data is nil)
+}
+
+// readCSVWith reads with chunks of chunkSize bytes and the given number of
+// parsing workers (1: no goroutines).
+// size is the file size if known (0 otherwise): it presizes the id set.
+func readCSVWith(r io.Reader, size int64, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error, chunkSize, workers int) error {
+	ck := &chunker{r: r, size: chunkSize, free: make(chan []byte, workers+3)}
+	for range cap(ck.free) {
+		ck.free <- nil
+	}
+	first, err := ck.next(nil)
+	if errors.Is(err, io.EOF) {
+		return errors.New("no header")
+	}
+	if err != nil {
+		return fmt.Errorf("header: %w", err)
+	}
+	header, pos := csvHeader(first.data)
+	for header == nil { // only empty lines so far
+		ck.free <- first.buf
+		first, err = ck.next(nil)
+		if errors.Is(err, io.EOF) {
+			return errors.New("no header")
+		}
+		if err != nil {
+			return fmt.Errorf("header: %w", err)
+		}
+		header, pos = csvHeader(first.data)
+	}
+	// Estimate the rows from the first chunk's line lengths.
+	rows := 0
+	if size > 0 && len(first.data) > pos {
+		lines := bytes.Count(first.data[pos:], []byte{'\n'}) + 1
+		rows = int(min(size/max(int64(len(first.data)-pos)/int64(lines), 1), 1<<31-1))
+	}
+	first.data = first.data[pos:]
+	pool := &sync.Pool{New: func() any { return new(scratch) }}
+	m := &csvMerger{v: v, l: v.csvLayout(header), fn: fn, set: newFileIDs(rows), pool: pool}
+	p := &csvParser{v: v, l: m.l, batchSize: batchSize, pool: pool}
+	if ck.eof || workers == 1 {
+		// One chunk, or one core: parse and merge in turn.
+		c := first
+		for {
+			p.parse(c)
+			if err := m.merge(c); err != nil {
+				return err
+			}
+			ck.free <- c.buf
+			if ck.eof && len(ck.carry) == 0 {
+				return nil
+			}
+			c, err = ck.next(nil)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("row %d: %w", m.rowBase, err)
+			}
+		}
+	}
+	return readCSVParallel(ck, first, p, m, workers)
+}
+
+// readCSVParallel reads chunks on one goroutine, parses them on workers and
+// merges them in order on the caller's goroutine. At most cap(ck.free)
+// chunks are in flight.
+func readCSVParallel(ck *chunker, first *csvChunk, p *csvParser, m *csvMerger, workers int) error {
+	done := make(chan struct{})
+	jobs := make(chan *csvChunk, workers)
+	results := make(chan *csvChunk, cap(ck.free))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // reader
+		defer wg.Done()
+		defer close(jobs)
+		c, seq := first, 0
+		for {
+			c.seq = seq
+			seq++
+			select {
+			case jobs <- c:
+			case <-done:
+				return
+			}
+			if ck.eof && len(ck.carry) == 0 {
+				return
+			}
+			var err error
+			c, err = ck.next(done)
+			if errors.Is(err, io.EOF) || errors.Is(err, errChunkerDone) {
+				return
+			}
+			if err != nil {
+				select {
+				case results <- &csvChunk{seq: seq, err: err}:
+				case <-done:
+				}
+				return
+			}
+		}
+	}()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wp := *p
+			for c := range jobs {
+				wp.parse(c)
+				select {
+				case results <- c:
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(results) }()
+	defer func() {
+		close(done)
+		for range results { // let the goroutines finish
+		}
+	}()
+	pending := map[int]*csvChunk{}
+	want := 0
+	for c := range results {
+		pending[c.seq] = c
+		for {
+			c, ok := pending[want]
+			if !ok {
+				break
+			}
+			delete(pending, want)
+			want++
+			if c.data == nil && c.err != nil {
+				return fmt.Errorf("row %d: %w", m.rowBase, c.err)
+			}
+			err := m.merge(c)
+			ck.free <- c.buf
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// csvHeader parses the first record of data; nil when data has none.
+func csvHeader(data []byte) ([]string, int) {
+	var f [][]byte
+	var arena []byte
+	pos := 0
+	for pos < len(data) {
+		line, next, nl := csvLine(data, pos)
+		if len(line) == 0 {
+			if !nl {
+				break
+			}
+			pos = next
+			continue
+		}
+		f, arena, next = parseRecord(data, pos, f[:0], arena)
+		h := make([]string, len(f))
+		for k, b := range f {
+			h[k] = string(b)
+		}
+		return h, next
+	}
+	return nil, 0
+}
+
+// csvLine returns the line at pos without its line end ("\n" or "\r\n"; a
+// '\r' ending the data is dropped as encoding/csv does), the start of the
+// next line and whether the line had a '\n'.
+func csvLine(data []byte, pos int) (line []byte, next int, nl bool) {
+	rest := data[pos:]
+	i := bytes.IndexByte(rest, '\n')
+	if i < 0 {
+		line = rest
+		next = len(data)
+	} else {
+		line = rest[:i]
+		next = pos + i + 1
+		nl = true
+	}
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, next, nl
+}
+
+// parseRecord parses the record starting at pos (not an empty line) as
+// encoding/csv does with LazyQuotes, appending its fields to f. Quoted
+// fields are unescaped into arena; unquoted fields alias data.
+func parseRecord(data []byte, pos int, f [][]byte, arena []byte) ([][]byte, []byte, int) {
+	line, next, nl := csvLine(data, pos)
+	for {
+		if len(line) == 0 || line[0] != '"' {
+			i := bytes.IndexByte(line, ',')
+			if i < 0 {
+				return append(f, line), arena, next
+			}
+			f = append(f, line[:i])
+			line = line[i+1:]
+			continue
+		}
+		// Quoted field.
+		line = line[1:]
+		start := len(arena)
+		for {
+			i := bytes.IndexByte(line, '"')
+			if i >= 0 {
+				arena = append(arena, line[:i]...)
+				line = line[i+1:]
+				switch {
+				case len(line) > 0 && line[0] == '"':
+					arena = append(arena, '"')
+					line = line[1:]
+				case len(line) > 0 && line[0] == ',':
+					line = line[1:]
+					f = append(f, arena[start:len(arena):len(arena)])
+					goto nextField
+				case len(line) == 0:
+					return append(f, arena[start:len(arena):len(arena)]), arena, next
+				default: // a bare quote is kept (LazyQuotes)
+					arena = append(arena, '"')
+				}
+			} else if len(line) > 0 || nl {
+				arena = append(arena, line...)
+				if nl {
+					arena = append(arena, '\n')
+				}
+				if next >= len(data) { // end of data inside quotes
+					return append(f, arena[start:len(arena):len(arena)]), arena, next
+				}
+				line, next, nl = csvLine(data, next)
+			} else { // end of data inside quotes
+				return append(f, arena[start:len(arena):len(arena)]), arena, next
+			}
+		}
+	nextField:
+	}
+}
+
+// scanRecord returns the length of the record at the start of b (its line
+// end included), or false when b ends before the record does (b is not the
+// end of the file).
+func scanRecord(b []byte) (int, bool) {
+	i := 0
+	for {
+		if i < len(b) && b[i] == '"' {
+			i++
+		quoted:
+			for {
+				q := bytes.IndexByte(b[i:], '"')
+				if q < 0 {
+					return 0, false
+				}
+				i += q + 1
+				if i >= len(b) {
+					return 0, false
+				}
+				switch b[i] {
+				case '"':
+					i++
+				case ',':
+					i++
+					break quoted
+				case '\n':
+					return i + 1, true
+				case '\r':
+					if i+1 >= len(b) {
+						return 0, false
+					}
+					if b[i+1] == '\n' {
+						return i + 2, true
+					}
+				}
+			}
+			continue
+		}
+		for i < len(b) && b[i] != ',' && b[i] != '\n' {
+			i++
+		}
+		if i >= len(b) {
+			return 0, false
+		}
+		if b[i] == '\n' {
+			return i + 1, true
+		}
+		i++
+	}
+}
+
+var errChunkerDone = errors.New("chunker: cancelled")
+
+// chunker cuts a reader into runs of complete records.
+type chunker struct {
+	r     io.Reader
+	size  int
+	free  chan []byte // buffers (nil: not yet allocated); bounds the chunks in flight
+	carry []byte      // the incomplete record at the end of the last read
+	eof   bool
+}
+
+func (c *chunker) next(done <-chan struct{}) (*csvChunk, error) {
+	for {
+		if c.eof && len(c.carry) == 0 {
+			return nil, io.EOF
+		}
+		var buf []byte
+		select {
+		case buf = <-c.free:
+		case <-done:
+			return nil, errChunkerDone
+		}
+		want := max(c.size, 2*len(c.carry))
+		if cap(buf) < want {
+			buf = make([]byte, want)
+		}
+		buf = buf[:cap(buf)]
+		n := copy(buf, c.carry)
+		for n < len(buf) && !c.eof {
+			m, err := c.r.Read(buf[n:])
+			n += m
+			if errors.Is(err, io.EOF) {
+				c.eof = true
+			} else if err != nil {
+				c.free <- buf
+				return nil, err
+			}
+		}
+		data := buf[:n]
+		cut := len(data)
+		quotes := bytes.IndexByte(data, '"') >= 0
+		if !c.eof {
+			if !quotes {
+				cut = bytes.LastIndexByte(data, '\n') + 1
+			} else {
+				cut = lastRecordEnd(data)
+			}
+			if cut == 0 { // a record longer than the buffer
+				c.carry = append(c.carry[:0], data...)
+				c.free <- buf[:0]
+				continue
+			}
+		}
+		c.carry = append(c.carry[:0], data[cut:]...)
+		data = data[:cut]
+		if quotes && cut < n {
+			quotes = bytes.IndexByte(data, '"') >= 0
+		}
+		return &csvChunk{buf: buf, data: data, quotes: quotes}, nil
+	}
+}
+
+func lastRecordEnd(data []byte) int {
+	pos := 0
+	for pos < len(data) {
+		n, ok := scanRecord(data[pos:])
+		if !ok {
+			break
+		}
+		pos += n
+	}
+	return pos
+}
+
+// csvParser splits and validates the records of chunks.
+type csvParser struct {
+	v         *Validator
+	l         *csvLayout
+	batchSize int
+	fields    [][]byte
+	pool      *sync.Pool // *scratch, shared with the merger
+}
+
+func (p *csvParser) parse(c *csvChunk) {
+	data := c.data
+	var arena []byte
+	var b *csvBatch
+	l := p.l
+	pos := 0
+	for pos < len(data) {
+		line, next, nl := csvLine(data, pos)
+		if len(line) == 0 {
+			pos = next
+			if !nl {
+				break
+			}
+			continue
+		}
+		start := pos
+		f := p.fields[:0]
+		if c.quotes && bytes.IndexByte(line, '"') >= 0 {
+			f, arena, next = parseRecord(data, pos, f, arena)
+		} else {
+			// Fields are short: a byte loop beats a call per comma.
+			fs := 0
+			for j, ch := range line {
+				if ch == ',' {
+					f = append(f, line[fs:j:j])
+					fs = j + 1
+				}
+			}
+			f = append(f, line[fs:len(line):len(line)])
+		}
+		p.fields = f
+		pos = next
+		if b == nil || len(b.start) == p.batchSize {
+			b = &csvBatch{st: p.pool.Get().(*scratch)}
+			b.st.reset(min(p.batchSize, (len(data)-start)/16+1), len(p.v.spec.Covariates), l.withSite, l.withObs)
+			b.st.truncate()
+			c.batches = append(c.batches, b)
+		}
+		i := len(b.start)
+		b.start = append(b.start, int32(start))
+		b.st.grow(i+1, l.withSite, l.withObs)
+		if l.dupUsed != "" || len(f) != l.nfield {
+			if b.rowErr == nil {
+				b.rowErr = map[int]rowFailure{}
+			}
+			b.rowErr[i] = p.rowFailure(f)
+			b.st.fail(i, b.rowErr[i].reason, 0)
+			continue
+		}
+		p.fillRow(f, i, b.st)
+	}
+}
+
+// grow appends row n-1 to a scratch whose slices were truncated by
+// truncate (reset reserved their capacity).
+func (st *scratch) grow(n int, site, obs bool) {
+	st.reason = append(st.reason, rOK)
+	st.slot = append(st.slot, 0)
+	st.dupOf = append(st.dupOf, 0)
+	st.ids = append(st.ids, "")
+	st.times = append(st.times, 0)
+	st.events = append(st.events, false)
+	st.codes = append(st.codes, 0)
+	for k := range st.covs {
+		st.covs[k] = append(st.covs[k], 0)
+	}
+	if site {
+		st.sites = append(st.sites, "")
+	}
+	if obs {
+		st.obs = append(st.obs, 0)
+	}
+	st.n = n
+}
+
+// truncate empties the row slices, keeping their capacity.
+func (st *scratch) truncate() {
+	st.n = 0
+	st.reason, st.slot, st.dupOf = st.reason[:0], st.slot[:0], st.dupOf[:0]
+	st.ids, st.times, st.events, st.codes = st.ids[:0], st.times[:0], st.events[:0], st.codes[:0]
+	for k := range st.covs {
+		st.covs[k] = st.covs[k][:0]
+	}
+	st.sites, st.obs, st.tmp = st.sites[:0], st.obs[:0], st.tmp[:0]
+}
+
+func (p *csvParser) rowFailure(f [][]byte) rowFailure {
+	rec := make([]string, len(f))
+	for k, b := range f {
+		rec[k] = string(b)
+	}
+	row := p.l.rowMap(rec)
+	if p.l.dupUsed != "" {
+		return rowFailure{reason: rWrongSchema, row: row,
+			detail: fmt.Sprintf("csv: column %q appears more than once in the header", p.l.dupUsed)}
+	}
+	var raw bytes.Buffer
+	w := csv.NewWriter(&raw)
+	_ = w.Write(rec)
+	w.Flush()
+	return rowFailure{reason: rUndecodable, row: row, raw: raw.Bytes(),
+		detail: fmt.Sprintf("csv: record has %d fields, header has %d", len(rec), p.l.nfield)}
+}
+
+func (l *csvLayout) rowMap(rec []string) map[string]any {
+	row := make(map[string]any, len(l.header))
+	for k, h := range l.header {
+		if k < len(rec) {
+			row[h] = rec[k]
+		}
+	}
+	return row
+}
+
+// bstr views b as a string without a copy; the string must not outlive the
+// chunk (ids and sites are copied by build, dead-letter rows are cloned).
+func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// csvCell returns the cell of column k, and false when it is absent or null
+// by the CSV convention ("" and NA, surrounding space ignored).
+func csvCell(f [][]byte, k int) ([]byte, bool) {
+	if k < 0 {
+		return nil, false
+	}
+	b := f[k]
+	if n := len(b); n > 0 && b[0] > ' ' && b[0] < 0x7f && b[n-1] > ' ' && b[n-1] < 0x7f && !(n == 2 && b[0] == 'N' && b[1] == 'A') {
+		return b, true
+	}
+	return b, !csvNull(bstr(b))
+}
+
+// csvFloat is rawFloat of the cell text with an exact fast path for plain
+// decimals ([-]digits[.digits], at most 15 digits): the digits m < 2^53
+// and 10^k (k <= 15) are exact doubles, so m / 10^k is the correctly
+// rounded value strconv.ParseFloat gives (Clinger's fast path). Anything
+// else goes to strconv.ParseFloat.
+func csvFloat(b []byte) (float64, bool) {
+	n := len(b)
+	if n == 0 || n > 17 {
+		return rawFloat(bstr(b))
+	}
+	i, neg := 0, false
+	if b[0] == '-' {
+		i, neg = 1, true
+	}
+	var m uint64
+	digits, frac, dot := 0, 0, false
+	for ; i < n; i++ {
+		c := b[i]
+		if d := c - '0'; d <= 9 {
+			m = m*10 + uint64(d)
+			digits++
+			if dot {
+				frac++
+			}
+			continue
+		}
+		if c == '.' && !dot {
+			dot = true
+			continue
+		}
+		return rawFloat(bstr(b))
+	}
+	if digits == 0 || digits > 15 || (dot && frac == 0) || (dot && frac == digits) {
+		return rawFloat(bstr(b))
+	}
+	x := float64(m)
+	if frac > 0 {
+		x /= pow10[frac]
+	}
+	if neg {
+		x = -x
+	}
+	return x, true
+}
+
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+// label is v.labels[string(b)]: a linear search for short label lists.
+func (p *csvParser) label(b []byte) (int32, bool) {
+	if labels := p.v.spec.Cohorts; len(labels) <= 16 {
+		for c, l := range labels {
+			if len(l) == len(b) && l == bstr(b) {
+				return int32(c), true
+			}
+		}
+		return 0, false
+	}
+	c, ok := p.v.labels[string(b)]
+	return c, ok
+}
+
+// fillRow is fillRawRow on CSV cells (same checks, same order).
+func (p *csvParser) fillRow(f [][]byte, i int, st *scratch) {
+	l := p.l
+	// id
+	if b, ok := csvCell(f, l.id); !ok {
+		st.fail(i, rMissing, slotID)
+	} else {
+		s := bstr(b)
+		st.ids[i] = s
+		if !validID(s) {
+			st.fail(i, rInvalidID, slotID)
+		}
+	}
+	// time
+	if b, ok := csvCell(f, l.time); !ok {
+		st.fail(i, rMissing, slotTime)
+	} else if t, ok := csvFloat(b); !ok || !(t >= 0) || t > math.MaxFloat64 {
+		st.fail(i, rTime, slotTime)
+	} else {
+		st.times[i] = t
+	}
+	// event
+	if b, ok := csvCell(f, l.event); !ok {
+		st.fail(i, rMissing, slotEvent)
+	} else if len(b) == 1 && (b[0] == '0' || b[0] == '1') {
+		st.events[i] = b[0] == '1'
+	} else if e, ok := rawEvent(string(b)); !ok {
+		st.fail(i, rEvent, slotEvent)
+	} else {
+		st.events[i] = e
+	}
+	// cohort: the label exactly
+	if b, ok := csvCell(f, l.cohort); !ok {
+		st.fail(i, rMissing, slotCohort)
+	} else if c, ok := p.label(b); !ok {
+		st.fail(i, rCohort, slotCohort)
+	} else {
+		st.codes[i] = c
+	}
+	for k, col := range l.cov {
+		b, present := csvCell(f, col)
+		x, ok := csvFloat(b)
+		if !present || !ok || math.IsNaN(x) || math.IsInf(x, 0) {
+			st.fail(i, rCov, slotCov0+k)
+			continue
+		}
+		st.covs[k][i] = x
+	}
+	if l.withSite {
+		if b, ok := csvCell(f, l.site); !ok {
+			st.fail(i, rMissing, slotSite)
+		} else {
+			st.sites[i] = bstr(b)
+		}
+	}
+	if l.withObs {
+		if b, ok := csvCell(f, l.obs); !ok {
+			st.fail(i, rMissing, slotObs)
+		} else if us, ok := parseTimestamp(bstr(b)); !ok {
+			st.fail(i, rObs, slotObs)
+		} else {
+			st.obs[i] = us
+		}
+	}
+}
+
+// csvMerger takes the parsed chunks in file order.
+type csvMerger struct {
+	v       *Validator
+	l       *csvLayout
+	fn      func(arrow.Record, []DeadLetter) error
+	set     *fileIDs
+	rowBase int
+	names   []string
+	pool    *sync.Pool
+}
+
+func (m *csvMerger) merge(c *csvChunk) error {
+	if m.names == nil {
+		m.names = m.v.slotNames()
+	}
+	for _, b := range c.batches {
+		st := b.st
+		m.set.dedupe(st, m.rowBase)
+		out := m.v.build(st, m.l.withSite, m.l.withObs, nil)
+		dead := m.v.deadLetters(st, m.rowBase, m.names, func(i int) map[string]any {
+			if f, bad := b.rowErr[i]; bad {
+				return f.row
+			}
+			fs, _, _ := parseRecord(c.data, int(b.start[i]), nil, nil)
+			rec := make([]string, len(fs))
+			for k, x := range fs {
+				rec[k] = string(x)
+			}
+			return m.l.rowMap(rec)
+		})
+		for k := range dead {
+			if f, bad := b.rowErr[dead[k].RowIndex-m.rowBase]; bad {
+				dead[k].Detail = f.detail
+				dead[k].Raw = f.raw
+				dead[k].Row = f.row
+			}
+		}
+		m.rowBase += st.n
+		st.release()
+		m.pool.Put(st)
+		if err := emit(out, dead, m.fn); err != nil {
+			return err
+		}
+	}
+	c.batches = nil
+	if c.err != nil {
+		return fmt.Errorf("row %d: %w", m.rowBase, c.err)
+	}
+	return nil
+}
+
+// fileIDs is the file-wide set of claimed ids: an open-addressing table of
+// (hash tag, entry) over an arena of id bytes, with the row that claimed
+// each id. About 30 bytes per id (ids of 8 bytes) and one hash per row.
+type fileIDs struct {
+	table []uint64 // hash>>32 <<32 | entry+1; 0 is empty
+	mask  uint64
+	arena []byte
+	offs  []int // entry e is arena[offs[e]:offs[e+1]]
+	rows  []int32
+}
+
+// newFileIDs sizes the set for about rows ids.
+func newFileIDs(rows int) *fileIDs {
+	n := 1 << 12
+	for n < 2*rows && n < 1<<30 {
+		n <<= 1
+	}
+	s := &fileIDs{table: make([]uint64, n), mask: uint64(n - 1), offs: []int{0}}
+	if rows > 0 {
+		s.offs = make([]int, 1, rows+1)
+		s.rows = make([]int32, 0, rows)
+	}
+	return s
+}
+
+func (s *fileIDs) key(e int) []byte { return s.arena[s.offs[e]:s.offs[e+1]] }
+
+// claim returns the row that claimed id (hash h) first, or claims it for
+// row.
+func (s *fileIDs) claim(id string, h uint64, row int32) (int32, bool) {
+	tag := h >> 32 << 32
+	for j := h & s.mask; ; j = (j + 1) & s.mask {
+		x := s.table[j]
+		if x == 0 {
+			e := len(s.rows)
+			s.table[j] = tag | uint64(e+1)
+			s.arena = append(s.arena, id...)
+			s.offs = append(s.offs, len(s.arena))
+			s.rows = append(s.rows, row)
+			if 2*len(s.rows) > len(s.table) {
+				s.rehash()
+			}
+			return row, false
+		}
+		if x>>32<<32 == tag {
+			if e := int(uint32(x)) - 1; bstr(s.key(e)) == id {
+				return s.rows[e], true
+			}
+		}
+	}
+}
+
+func (s *fileIDs) rehash() {
+	s.table = make([]uint64, 2*len(s.table))
+	s.mask = uint64(len(s.table) - 1)
+	for e := range s.rows {
+		h := maphash.Bytes(dedupeSeed, s.key(e))
+		j := h & s.mask
+		for s.table[j] != 0 {
+			j = (j + 1) & s.mask
+		}
+		s.table[j] = h>>32<<32 | uint64(e+1)
+	}
+}
+
+// dedupe is scratch.dedupe with the file-wide set: only good rows claim
+// ids; a later good row with a claimed id is a duplicate of the first.
+// The hashes are computed in a first pass so that the table probes of
+// successive rows can overlap their cache misses.
+func (s *fileIDs) dedupe(st *scratch, rowBase int) {
+	hs := st.tmp[:0]
+	for i := 0; i < st.n; i++ {
+		h := uint64(0)
+		if st.reason[i] == rOK {
+			h = maphash.String(dedupeSeed, st.ids[i])
+		}
+		hs = append(hs, math.Float64frombits(h))
+	}
+	st.tmp = hs
+	for i := 0; i < st.n; i++ {
+		if st.reason[i] != rOK {
+			continue
+		}
+		if first, dup := s.claim(st.ids[i], math.Float64bits(hs[i]), int32(rowBase+i)); dup {
+			st.reason[i] = rDup
+			st.slot[i] = slotID
+			st.dupOf[i] = first
+		}
+	}
+}

@@ -1,0 +1,194 @@
+package schemas
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow/go/v15/arrow"
+)
+
+// csvResult is everything a CSV read gives, batch boundaries aside.
+type csvResult struct {
+	rows []canonRow
+	dead []DeadLetter
+	err  string
+}
+
+func collectCSV(t testing.TB, ncov int, read func(fn func(arrow.Record, []DeadLetter) error) error) csvResult {
+	t.Helper()
+	var r csvResult
+	err := read(func(good arrow.Record, dead []DeadLetter) error {
+		r.rows = append(r.rows, readCanonical(t, good, ncov)...)
+		r.dead = append(r.dead, dead...)
+		return nil
+	})
+	if err != nil {
+		r.err = err.Error()
+	}
+	return r
+}
+
+// compareCSV reads data with the oracle (encoding/csv + validateRaw) and
+// with the fast reader under several chunk sizes and worker counts, and
+// requires identical rows, dead letters and errors.
+func compareCSV(t testing.TB, data []byte, spec Spec, batch int) {
+	t.Helper()
+	mem := checkedMem(t)
+	v := newTestValidator(t, spec, mem)
+	ncov := len(spec.Covariates)
+	want := collectCSV(t, ncov, func(fn func(arrow.Record, []DeadLetter) error) error {
+		return readCSVOracle(bytes.NewReader(data), v, batch, fn)
+	})
+	for _, cfg := range []struct{ chunk, workers int }{{1 << 20, 1}, {7, 1}, {64, 2}, {13, 4}, {1 << 10, 3}} {
+		got := collectCSV(t, ncov, func(fn func(arrow.Record, []DeadLetter) error) error {
+			return readCSVWith(bytes.NewReader(data), int64(len(data)), v, batch, fn, cfg.chunk, cfg.workers)
+		})
+		if (got.err == "") != (want.err == "") {
+			t.Fatalf("chunk %d workers %d: error %q, oracle %q\ninput %q", cfg.chunk, cfg.workers, got.err, want.err, data)
+		}
+		if !reflect.DeepEqual(got.rows, want.rows) {
+			t.Fatalf("chunk %d workers %d: rows\n%+v\noracle\n%+v\ninput %q", cfg.chunk, cfg.workers, got.rows, want.rows, data)
+		}
+		if len(got.dead) != len(want.dead) {
+			t.Fatalf("chunk %d workers %d: %d dead letters, oracle %d\n%+v\n%+v\ninput %q", cfg.chunk, cfg.workers, len(got.dead), len(want.dead), got.dead, want.dead, data)
+		}
+		for k := range got.dead {
+			if !reflect.DeepEqual(got.dead[k], want.dead[k]) {
+				t.Fatalf("chunk %d workers %d: dead letter %d\n%+v\noracle\n%+v\ninput %q", cfg.chunk, cfg.workers, k, got.dead[k], want.dead[k], data)
+			}
+		}
+	}
+}
+
+var csvCells = []string{
+	"", "NA", " NA ", "0", "1", "2", "1.0", "0.0", "true", "FALSE", " 17 ", "abc", "-3", "Inf", "NaN", "1e2",
+	"0x1p3", "007", "123456789012345678", "9007199254740993", "3.14159", "1_000", "control", "p0001", "p0002",
+	`"a,b"`, `"a""b"`, "\"multi\nline\"", `x"y`, `"1"`, `"control"`, "\t5", "\u00a05", "é", "\xff", " ",
+	`""`, `"2"x`, "\"3\"\r", "1\r",
+}
+
+func randomCSV(r *rand.Rand, header []string) []byte {
+	var b bytes.Buffer
+	if r.IntN(4) == 0 {
+		b.WriteString("\uFEFF")
+	}
+	b.WriteString(strings.Join(header, ","))
+	b.WriteString("\n")
+	n := r.IntN(40)
+	for range n {
+		switch r.IntN(12) {
+		case 0:
+			b.WriteString("\n") // empty line
+			continue
+		case 1:
+			b.WriteString("\r\n")
+			continue
+		}
+		nf := len(header)
+		if r.IntN(10) == 0 {
+			nf += r.IntN(3) - 1
+		}
+		for k := range nf {
+			if k > 0 {
+				b.WriteByte(',')
+			}
+			if r.IntN(3) == 0 {
+				b.WriteString(csvCells[r.IntN(len(csvCells))])
+				continue
+			}
+			switch k {
+			case 0:
+				fmt.Fprintf(&b, "p%03d", r.IntN(30))
+			case 3:
+				b.WriteString([]string{"1", "2", "control"}[r.IntN(3)])
+			case 2:
+				b.WriteString([]string{"0", "1"}[r.IntN(2)])
+			default:
+				fmt.Fprintf(&b, "%d", r.IntN(5000))
+			}
+		}
+		if r.IntN(5) == 0 {
+			b.WriteString("\r\n")
+		} else {
+			b.WriteString("\n")
+		}
+	}
+	if r.IntN(3) == 0 && b.Len() > 0 {
+		b.Truncate(b.Len() - 1) // no final newline
+	}
+	return b.Bytes()
+}
+
+func TestReadCSVMatchesEncodingCSV(t *testing.T) {
+	t.Parallel()
+	headers := [][]string{
+		{"id", "time", "event", "cohort", "age"},
+		{"id", "time", "event", "cohort", "age", "site", "extra"},
+		{"id", "time", "event", "cohort", "age", "observed_at"},
+		{"id", "time", "event", "cohort", "age", "age"},    // duplicate used column
+		{"id", "time", "event", "cohort", "age", "x", "x"}, // duplicate unused column
+		{"id", "time", "event", "cohort"},                  // covariate missing
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := range 150 {
+		h := headers[trial%len(headers)]
+		data := randomCSV(r, h)
+		compareCSV(t, data, testSpec(), 1+r.IntN(9))
+	}
+	fixed := []string{
+		"id,time,event,cohort,age\n1,2,1,1,3",
+		"id,time,event,cohort,age\r\n1,2,1,1,3\r\n\r\n2,3,0,2,4\r",
+		"id,time,event,cohort,age\n\"1\n2\",2,1,1,3\n3,4,1,1,5\n",
+		"id,time,event,cohort,age\n\"unterminated,2,1,1,3\n3,4,1,1,5\n",
+		"id,time,event,cohort,age\n\"a\"b,2,1,1,3\n\"c\"\"\",4,1,1,5\n",
+		"id,time,event,cohort,age\n\"a\"\r\n",
+		"\"id\",\"time\",event,cohort,age\n1,2,1,1,3\n",
+		"\n\nid,time,event,cohort,age\n1,2,1,1,3\n1,2,1,1,3\n",
+		"id,time,event,cohort,age,observed_at\n1,2,1,1,3,2024-01-02\n2,2,1,1,3,2024-01-02T03:04:05Z\n3,2,1,1,3,nope\n",
+	}
+	for _, s := range fixed {
+		compareCSV(t, []byte(s), testSpec(), 2)
+	}
+	compareCSV(t, []byte("id,time,event,cohort,age,site\n1,2,1,1,3,north\n2,2,1,1,3,\n"),
+		Spec{Cohorts: []string{"1"}, TimeUnit: "days", Covariates: []string{"age"}, Columns: Columns{Site: "site"}}, 3)
+}
+
+func FuzzReadCSV(f *testing.F) {
+	f.Add([]byte("id,time,event,cohort,age\n1,2,1,1,3\n\"a,\"\"b\",4,0,2,5\r\n"))
+	f.Add([]byte("id,time,event,cohort,age\n\"x\ny\",2,1,1,3"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		compareCSV(t, data, testSpec(), 3)
+	})
+}
+
+// A large file read in parallel gives the rows of the sequential read, and
+// a callback error stops it without leaking goroutines (checked by -race
+// runs and the test's end).
+func TestReadCSVParallelLarge(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	b.WriteString("id,time,event,cohort,age\n")
+	for i := range 20000 {
+		fmt.Fprintf(&b, "p%07d,%d,%d,%s,%d.%d\n", i%19000, i%3650, i%2, []string{"1", "2", "control"}[i%3], 40+i%40, i%10)
+	}
+	compareCSV(t, b.Bytes(), testSpec(), 1000)
+	mem := checkedMem(t)
+	v := newTestValidator(t, testSpec(), mem)
+	stop := errors.New("stop")
+	calls := 0
+	err := readCSVWith(bytes.NewReader(b.Bytes()), 0, v, 100, func(arrow.Record, []DeadLetter) error {
+		calls++
+		if calls == 3 {
+			return stop
+		}
+		return nil
+	}, 4096, 2)
+	if !errors.Is(err, stop) || calls != 3 {
+		t.Errorf("error %v after %d calls, want stop after 3", err, calls)
+	}
+}
