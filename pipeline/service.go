@@ -49,6 +49,9 @@ type Service struct {
 	// source and fit sink (fault-injection tests).
 	WrapAggregatorSource func(Source) Source
 	WrapFitSink          func(sinks.Sink) sinks.Sink
+	// WrapSinks wraps the stream's sanitized and dead-letter sinks
+	// (fault-injection tests).
+	WrapSinks func(out, dead sinks.Sink) (sinks.Sink, sinks.Sink)
 
 	health  atomic.Pointer[HealthServer]
 	stream  atomic.Pointer[Stream] // set by Run, read by the health server
@@ -232,7 +235,11 @@ func (s *Service) Run(ctx context.Context) error {
 		proc = &SanitizeProcessor{Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Observer: s.Observer, Log: s.Log,
 			MaxMessageBytes: maxMsg}
 	}
-	stream := &Stream{Source: source, Processor: proc, Out: out, DeadLetter: dead, Metrics: m, Log: s.Log, Lag: src.Lag, MaxMessageBytes: maxMsg}
+	var outSink, deadSink sinks.Sink = out, dead
+	if s.WrapSinks != nil {
+		outSink, deadSink = s.WrapSinks(out, dead)
+	}
+	stream := &Stream{Source: source, Processor: proc, Out: outSink, DeadLetter: deadSink, Metrics: m, Log: s.Log, Lag: src.Lag, MaxMessageBytes: maxMsg}
 	s.stream.Store(stream)
 	s.Log.Info("stream starting",
 		zap.String("input", cfg.Input.Topic), zap.String("sanitized", cfg.Output.SanitizedTopic),
