@@ -47,6 +47,10 @@ type SASLConfig struct {
 	Mechanism    string `yaml:"mechanism"`
 	Username     string `yaml:"username"`
 	PasswordFile string `yaml:"password_file"`
+	// AllowGroupReadable accepts a password file its group may read (a
+	// Kubernetes Secret volume with fsGroup, mode 0440); by default only
+	// the owner may read it.
+	AllowGroupReadable bool `yaml:"allow_group_readable_password_file"`
 	// Password overrides PasswordFile; set programmatically (tests).
 	Password string `yaml:"-"`
 }
@@ -167,7 +171,7 @@ func (c Config) password() (string, error) {
 	if c.SASL.PasswordFile == "" {
 		return "", errors.New("kafka.sasl.password_file: required when mechanism is set")
 	}
-	b, err := os.ReadFile(c.SASL.PasswordFile)
+	b, err := ReadSecretFile(c.SASL.PasswordFile, 4096, c.SASL.AllowGroupReadable)
 	if err != nil {
 		return "", fmt.Errorf("kafka.sasl.password_file: %w", err)
 	}

@@ -291,7 +291,7 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 	// member's session expires (without it, kafka-go's 30 s default).
 	src, err := sources.NewKafka(sources.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic,
 		GroupID: cfg.AggregatorGroupID(), MaxBatch: cfg.Input.MaxBatch,
-		SessionTimeout: cfg.Input.SessionTimeout, HeartbeatInterval: cfg.Input.SessionTimeout / 3}, s.Log)
+		SessionTimeout: cfg.Input.SessionTimeout, HeartbeatInterval: cfg.Input.SessionTimeout / 3, RebalanceTimeout: cfg.Input.RebalanceTimeout}, s.Log)
 	if err != nil {
 		return nil, fmt.Errorf("aggregators input: %w", err)
 	}

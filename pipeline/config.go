@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +49,17 @@ type InputConfig struct {
 	// before moving its partitions to the others (default 10s); the
 	// heartbeat is a third of it.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// RebalanceTimeout is how long the group coordinator waits for the
+	// members to rejoin during a rebalance (default 10s; kafka-go's own
+	// default, 30s, delays every takeover by up to that much).
+	RebalanceTimeout time.Duration `yaml:"rebalance_timeout"`
+	// MaxDeadLetterRows is how many failed rows of one message are
+	// dead-lettered verbatim (default 100); later failed rows are
+	// summarized, one dead letter per reason with their count.
+	MaxDeadLetterRows int `yaml:"max_dead_letter_rows"`
+	// MaxDecodedBytes bounds the memory one message may decode to
+	// (default 64 MiB; never more than 1 MiB + 256 x the message size).
+	MaxDecodedBytes int64 `yaml:"max_decoded_bytes"`
 }
 
 // SchemaConfig is the public description of the input.
@@ -59,10 +73,14 @@ type SchemaConfig struct {
 
 // SanitizersConfig configures the per-record mechanisms.
 type SanitizersConfig struct {
-	KeyFile        string                  `yaml:"key_file"`
-	PseudonymizeID *bool                   `yaml:"pseudonymize_id"`
-	Time           sanitizers.TimeConfig   `yaml:"time"`
-	Cohort         sanitizers.CohortConfig `yaml:"cohort"`
+	KeyFile string `yaml:"key_file"`
+	// AllowGroupReadableKeyFile accepts a key file its group may read (a
+	// Kubernetes Secret volume with fsGroup, mode 0440); by default only
+	// its owner may.
+	AllowGroupReadableKeyFile bool                    `yaml:"allow_group_readable_key_file"`
+	PseudonymizeID            *bool                   `yaml:"pseudonymize_id"`
+	Time                      sanitizers.TimeConfig   `yaml:"time"`
+	Cohort                    sanitizers.CohortConfig `yaml:"cohort"`
 }
 
 // OutputConfig names the output topics.
@@ -73,6 +91,12 @@ type OutputConfig struct {
 	// FitArrowTopic receives the Arrow curve table of each km release
 	// (default: fit_topic + ".arrow").
 	FitArrowTopic string `yaml:"fit_arrow_topic"`
+	// MaxMessageBytes bounds every message written to the sanitized and
+	// dead-letter topics (key, value, headers; default 1,000,000). Set it
+	// at or below the topics' max.message.bytes (broker default
+	// 1,048,588) minus 1 KiB: sanitized batches are split to fit, dead
+	// letters truncated.
+	MaxMessageBytes int `yaml:"max_message_bytes"`
 }
 
 // AggregatorConfig configures one windowed DP aggregate.
@@ -119,27 +143,73 @@ type LogConfig struct {
 	Level string `yaml:"level"`
 }
 
+// DefaultListen is the default http.listen: loopback only. The metrics and
+// health endpoints carry no record data but should not be exposed by
+// accident; in a pod set http.listen to ":8080" (the Helm chart does) or
+// to the pod IP, so that the kubelet's probes and Prometheus reach it.
+const DefaultListen = "127.0.0.1:8080"
+
+// DefaultMaxDecodedBytes is the default input.max_decoded_bytes.
+const DefaultMaxDecodedBytes = 64 << 20
+
+// Limits on the config itself (a config is trusted, but a careless or
+// generated one must fail fast rather than exhaust memory).
+const (
+	MaxConfigBytes = 1 << 20
+	MaxCohorts     = 10_000
+)
+
 // DefaultConfig returns the defaults every loaded config starts from.
 func DefaultConfig() Config {
 	yes := true
 	return Config{
-		Kafka:      kafkaconn.Config{ClientID: "dpsurv"},
-		Input:      InputConfig{GroupID: "dpsurv", Format: "arrow", MaxBatch: 64, SessionTimeout: 10 * time.Second},
+		Kafka: kafkaconn.Config{ClientID: "dpsurv"},
+		Input: InputConfig{GroupID: "dpsurv", Format: "arrow", MaxBatch: 64, SessionTimeout: 10 * time.Second,
+			RebalanceTimeout: 10 * time.Second, MaxDeadLetterRows: DefaultMaxDeadRows, MaxDecodedBytes: DefaultMaxDecodedBytes},
+		Output:     OutputConfig{MaxMessageBytes: DefaultMaxMessageBytes},
 		Schema:     SchemaConfig{TimeUnit: "days", Public: []string{"event"}},
 		Sanitizers: SanitizersConfig{PseudonymizeID: &yes},
-		HTTP:       HTTPConfig{Listen: ":8080"},
+		HTTP:       HTTPConfig{Listen: DefaultListen},
 		Log:        LogConfig{Level: "info"},
 	}
 }
 
-// LoadConfig reads and validates a YAML config file. Unknown keys are
-// errors that name their path.
+// LoadConfig reads and validates a YAML config file (a regular file of at
+// most MaxConfigBytes). Unknown keys and type errors name their path.
 func LoadConfig(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSmallFile(path, MaxConfigBytes)
 	if err != nil {
 		return Config{}, fmt.Errorf("load config: %w", err)
 	}
 	return ParseConfig(data)
+}
+
+// readSmallFile reads a regular file of at most max bytes, with a bounded
+// reader (a device or a FIFO is refused before it is read).
+func readSmallFile(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("%s has %d bytes, more than the limit of %d", path, st.Size(), max)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s has more than %d bytes", path, max)
+	}
+	return b, nil
 }
 
 // ParseConfig parses and validates YAML config bytes.
@@ -152,13 +222,14 @@ func ParseConfig(data []byte) (Config, error) {
 	if len(root.Content) == 0 {
 		return cfg, errors.New("parse config: empty document")
 	}
-	if err := checkKeys(root.Content[0], reflect.TypeOf(cfg), ""); err != nil {
+	lines := map[int]string{}
+	if err := checkKeys(root.Content[0], reflect.TypeOf(cfg), "", lines); err != nil {
 		return cfg, err
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("parse config: %w", err)
+		return cfg, fmt.Errorf("parse config: %w", withPaths(err, lines))
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
@@ -166,11 +237,54 @@ func ParseConfig(data []byte) (Config, error) {
 	return cfg, nil
 }
 
+// lineRE matches the "line N: " prefix of yaml.v3 type errors.
+var lineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// withPaths rewrites yaml.v3 type errors ("line 7: cannot unmarshal ...")
+// to name the field path of that line.
+func withPaths(err error, lines map[int]string) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	var errs []error
+	for _, e := range te.Errors {
+		if m := lineRE.FindStringSubmatch(e); m != nil {
+			if l, _ := strconv.Atoi(m[1]); lines[l] != "" {
+				errs = append(errs, fmt.Errorf("%s: %s (line %s)", lines[l], m[2], m[1]))
+				continue
+			}
+		}
+		errs = append(errs, errors.New(e))
+	}
+	return errors.Join(errs...)
+}
+
 // checkKeys walks a YAML mapping against a struct type and reports the first
-// unknown key by its dotted path.
-func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
+// unknown key, or a non-integer for an integer field (yaml.v3 would
+// truncate 1.5 to 1), by its dotted path. It records the path of every
+// value's line in lines.
+func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[int]string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if path != "" {
+		if _, ok := lines[n.Line]; !ok {
+			lines[n.Line] = path
+		}
+	}
+	if n.Kind == yaml.ScalarNode {
+		switch t.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			if n.Tag != "!!int" && n.Tag != "!!null" {
+				return fmt.Errorf("%s: must be an integer, got %q (line %d)", path, n.Value, n.Line)
+			}
+		case reflect.Int64:
+			// time.Duration is an int64: a string like 10s is fine.
+			if t != reflect.TypeOf(time.Duration(0)) && n.Tag != "!!int" && n.Tag != "!!null" {
+				return fmt.Errorf("%s: must be an integer, got %q (line %d)", path, n.Value, n.Line)
+			}
+		}
 	}
 	switch {
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
@@ -193,13 +307,13 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 			if !ok {
 				return fmt.Errorf("%s: unknown field (line %d)", p, n.Content[i].Line)
 			}
-			if err := checkKeys(n.Content[i+1], ft, p); err != nil {
+			if err := checkKeys(n.Content[i+1], ft, p, lines); err != nil {
 				return err
 			}
 		}
 	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
 		for i, c := range n.Content {
-			if err := checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), lines); err != nil {
 				return err
 			}
 		}
@@ -238,8 +352,22 @@ func (c Config) Validate() error {
 	if c.Input.Partitions < 0 {
 		add("input.partitions: must be >= 0")
 	}
-	if c.Input.SessionTimeout != 0 && (c.Input.SessionTimeout < 3*time.Second || c.Input.SessionTimeout > 5*time.Minute) {
-		add("input.session_timeout: must be between 3s and 5m, got %v", c.Input.SessionTimeout)
+	// Brokers refuse sessions outside group.min/max.session.timeout.ms
+	// (defaults 6 s and 30 min; the embedded broker the same minimum).
+	if c.Input.SessionTimeout != 0 && (c.Input.SessionTimeout < 6*time.Second || c.Input.SessionTimeout > 5*time.Minute) {
+		add("input.session_timeout: must be between 6s (the brokers' default group.min.session.timeout.ms) and 5m, got %v", c.Input.SessionTimeout)
+	}
+	if c.Input.RebalanceTimeout != 0 && (c.Input.RebalanceTimeout < time.Second || c.Input.RebalanceTimeout > 5*time.Minute) {
+		add("input.rebalance_timeout: must be between 1s and 5m, got %v", c.Input.RebalanceTimeout)
+	}
+	if c.Input.MaxDeadLetterRows < 0 || c.Input.MaxDeadLetterRows > 100_000 {
+		add("input.max_dead_letter_rows: must be in [0, 100000] (0: the default), got %d", c.Input.MaxDeadLetterRows)
+	}
+	if c.Input.MaxDecodedBytes < 0 || c.Input.MaxDecodedBytes > 1<<30 {
+		add("input.max_decoded_bytes: must be in [0, 1 GiB] (0: the default), got %d", c.Input.MaxDecodedBytes)
+	}
+	if c.Output.MaxMessageBytes != 0 && (c.Output.MaxMessageBytes < 16<<10 || c.Output.MaxMessageBytes > 64<<20) {
+		add("output.max_message_bytes: must be between 16 KiB and 64 MiB (0: the default), got %d", c.Output.MaxMessageBytes)
 	}
 	if c.Schema.TimeUnit == "" {
 		add("schema.time_unit: required")
@@ -249,6 +377,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.Schema.Cohorts) == 0 {
 		add("schema.cohorts: at least one public label required")
+	}
+	if len(c.Schema.Cohorts) > MaxCohorts {
+		add("schema.cohorts: %d labels exceed the limit of %d", len(c.Schema.Cohorts), MaxCohorts)
 	}
 	seen := map[string]bool{}
 	for i, l := range c.Schema.Cohorts {
@@ -305,13 +436,35 @@ func (c Config) SanitizerConfig(key []byte) sanitizers.Config {
 	}
 }
 
-// ReadKey reads the PRF key file: raw bytes, or hex text (64+ hex digits,
-// surrounding whitespace ignored).
+// ReadKey reads the PRF key file for the file-mode commands (sanitize,
+// audit): see ReadKeyFile; the file's mode is not checked.
 func ReadKey(path string) ([]byte, error) {
+	return readKey(path, false, true)
+}
+
+// ReadKeyFile reads the service's PRF key file (sanitizers.key_file): a
+// regular file, readable by its owner only (or its group too when
+// allowGroup), holding exactly the key: 32 raw bytes, or 64 hex digits
+// (surrounding whitespace ignored). Anything else — a text file, a device
+// such as /dev/zero, a longer file — is refused before it is read whole.
+func ReadKeyFile(path string, allowGroup bool) ([]byte, error) {
+	return readKey(path, allowGroup, false)
+}
+
+// maxKeyFileBytes: 64 hex digits with room for surrounding whitespace.
+const maxKeyFileBytes = 256
+
+func readKey(path string, allowGroup, anyMode bool) ([]byte, error) {
 	if path == "" {
 		return nil, errors.New("sanitizers.key_file: required: the service refuses to start without a PRF key")
 	}
-	b, err := os.ReadFile(path)
+	var b []byte
+	var err error
+	if anyMode {
+		b, err = readSmallFile(path, maxKeyFileBytes)
+	} else {
+		b, err = kafkaconn.ReadSecretFile(path, maxKeyFileBytes, allowGroup)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sanitizers.key_file: %w", err)
 	}

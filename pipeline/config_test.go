@@ -31,7 +31,7 @@ func TestParseConfigValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Input.GroupID != "dpsurv" || cfg.Input.Format != "arrow" || cfg.Schema.TimeUnit != "days" || cfg.HTTP.Listen != ":8080" {
+	if cfg.Input.GroupID != "dpsurv" || cfg.Input.Format != "arrow" || cfg.Schema.TimeUnit != "days" || cfg.HTTP.Listen != "127.0.0.1:8080" {
 		t.Fatalf("defaults not applied: %+v", cfg)
 	}
 	sc := cfg.SanitizerConfig([]byte("k"))

@@ -20,16 +20,25 @@ type Metrics struct {
 	Ready         prometheus.Gauge
 	Privacy       *prometheus.GaugeVec // configured per-record loss by field and kind
 	RecordUpdates prometheus.Counter
+	// DeadLetterRows counts decoded rows dead-lettered (acknowledged):
+	// records_in = records_out + dead_letter_rows.
+	DeadLetterRows prometheus.Counter
+	ProcessErrors  prometheus.Counter
 }
 
 // NewMetrics creates and registers the metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		MessagesIn: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_messages_in_total", Help: "Input messages consumed."}),
-		RecordsIn:  prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_records_in_total", Help: "Input records decoded (good and bad)."}),
-		RecordsOut: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_records_out_total", Help: "Sanitized records written."}),
+		RecordsIn: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_records_in_total",
+			Help: "Input records decoded (good and bad) in acknowledged messages."}),
+		RecordsOut: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_records_out_total", Help: "Sanitized records written and acknowledged."}),
 		DeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_records_dead_lettered_total",
-			Help: "Records (or whole messages) sent to the dead-letter topic, by reason."}, []string{"reason"}),
+			Help: "Records (or whole undecoded messages) acknowledged by the dead-letter topic, by reason."}, []string{"reason"}),
+		DeadLetterRows: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_dead_letter_rows_total",
+			Help: "Decoded input records acknowledged by the dead-letter topic (records_in = records_out + this)."}),
+		ProcessErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_process_errors_total",
+			Help: "Messages a processing stage failed on (dead-lettered as unprocessable)."}),
 		Clamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_values_clamped_total",
 			Help: "Values moved into their public bounds before a mechanism, by field."}, []string{"field"}),
 		ConsumerLag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_consumer_lag", Help: "Consumer lag in messages across assigned partitions."}),
@@ -49,7 +58,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.MessagesIn, m.RecordsIn, m.RecordsOut, m.DeadLettered, m.Clamped, m.ConsumerLag,
-			m.BatchLatency, m.SinkErrors, m.CommitErrors, m.ReadErrors, m.Ready, m.Privacy, m.RecordUpdates)
+			m.BatchLatency, m.SinkErrors, m.CommitErrors, m.ReadErrors, m.Ready, m.Privacy, m.RecordUpdates,
+			m.DeadLetterRows, m.ProcessErrors)
 	}
 	return m
 }

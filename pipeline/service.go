@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +49,9 @@ type Service struct {
 	// source and fit sink (fault-injection tests).
 	WrapAggregatorSource func(Source) Source
 	WrapFitSink          func(sinks.Sink) sinks.Sink
+	// WrapSinks wraps the stream's sanitized and dead-letter sinks
+	// (fault-injection tests).
+	WrapSinks func(out, dead sinks.Sink) (sinks.Sink, sinks.Sink)
 
 	health  atomic.Pointer[HealthServer]
 	stream  atomic.Pointer[Stream] // set by Run, read by the health server
@@ -68,8 +73,20 @@ func Guarantees(cfg Config, key []byte) ([]sanitizers.Guarantee, error) {
 }
 
 // Spec is the schemas.Spec for the configured input.
+// An optional column (site, observed_at) listed in schema.public is
+// required: a message without it is dead-lettered by validation, since
+// the sanitizer could not copy it.
 func (c Config) Spec() schemas.Spec {
-	return schemas.Spec{Cohorts: c.Schema.Cohorts, TimeUnit: c.Schema.TimeUnit, Covariates: c.Schema.Covariates, Columns: schemas.DefaultColumns()}
+	return schemas.Spec{Cohorts: c.Schema.Cohorts, TimeUnit: c.Schema.TimeUnit, Covariates: c.Schema.Covariates, Columns: schemas.DefaultColumns(),
+		RequireSite: slices.Contains(c.Schema.Public, "site"), RequireObservedAt: slices.Contains(c.Schema.Public, "observed_at")}
+}
+
+// maxMessageBytes is output.max_message_bytes or its default.
+func (c Config) maxMessageBytes() int {
+	if c.Output.MaxMessageBytes > 0 {
+		return c.Output.MaxMessageBytes
+	}
+	return DefaultMaxMessageBytes
 }
 
 // Ready reports readiness for /readyz: the stream is consuming and, when
@@ -150,6 +167,9 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("schema: %w", err)
 	}
+	validator.SetMaxDeadRows(cmp.Or(cfg.Input.MaxDeadLetterRows, DefaultMaxDeadRows))
+	validator.SetMaxDecodeBytes(cmp.Or(cfg.Input.MaxDecodedBytes, DefaultMaxDecodedBytes))
+	maxMsg := cfg.maxMessageBytes()
 
 	if cfg.HTTP.Listen != "" {
 		h, err := StartHealthServer(cfg.HTTP.Listen, s.Registry, s.Ready)
@@ -188,18 +208,18 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("ensure topics: %w", err)
 	}
 
-	out, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Output.SanitizedTopic}, s.Log)
+	out, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Output.SanitizedTopic, BatchBytes: int64(maxMsg)}, s.Log)
 	if err != nil {
 		return fmt.Errorf("output.sanitized_topic: %w", err)
 	}
 	defer out.Close()
-	dead, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Output.DeadLetterTopic}, s.Log)
+	dead, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Output.DeadLetterTopic, BatchBytes: int64(maxMsg)}, s.Log)
 	if err != nil {
 		return fmt.Errorf("output.dead_letter_topic: %w", err)
 	}
 	defer dead.Close()
 	src, err := sources.NewKafka(sources.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic, GroupID: cfg.Input.GroupID, MaxBatch: cfg.Input.MaxBatch,
-		SessionTimeout: cfg.Input.SessionTimeout, HeartbeatInterval: cfg.Input.SessionTimeout / 3}, s.Log)
+		SessionTimeout: cfg.Input.SessionTimeout, HeartbeatInterval: cfg.Input.SessionTimeout / 3, RebalanceTimeout: cfg.Input.RebalanceTimeout}, s.Log)
 	if err != nil {
 		return fmt.Errorf("input: %w", err)
 	}
@@ -213,9 +233,14 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	proc := s.Processor
 	if proc == nil {
-		proc = &SanitizeProcessor{Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Observer: s.Observer, Log: s.Log}
+		proc = &SanitizeProcessor{Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Observer: s.Observer, Log: s.Log,
+			MaxMessageBytes: maxMsg}
 	}
-	stream := &Stream{Source: source, Processor: proc, Out: out, DeadLetter: dead, Metrics: m, Log: s.Log, Lag: src.Lag}
+	var outSink, deadSink sinks.Sink = out, dead
+	if s.WrapSinks != nil {
+		outSink, deadSink = s.WrapSinks(out, dead)
+	}
+	stream := &Stream{Source: source, Processor: proc, Out: outSink, DeadLetter: deadSink, Metrics: m, Log: s.Log, Lag: src.Lag, MaxMessageBytes: maxMsg}
 	s.stream.Store(stream)
 	s.Log.Info("stream starting",
 		zap.String("input", cfg.Input.Topic), zap.String("sanitized", cfg.Output.SanitizedTopic),

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -34,6 +37,22 @@ type Result struct {
 	Out     []sinks.Message // to the sanitized (or passthrough) sink
 	Dead    []sinks.Message // to the dead-letter sink
 	Records int             // records in Out
+	// OutRows is the number of records in each Out message (parallel to
+	// Out; empty when unknown). A message the sink rejects as too large
+	// becomes a dead letter of that many rows.
+	OutRows []int
+	// DeadInfo describes each Dead message (parallel to Dead; empty when
+	// unknown): its reason and the decoded rows it stands for.
+	DeadInfo []DeadInfo
+	// RecordsIn is the number of rows decoded from the input message
+	// (good and bad); RecordsIn = Records + the Rows of DeadInfo.
+	RecordsIn int
+}
+
+// DeadInfo is the accounting of one dead-letter message.
+type DeadInfo struct {
+	Reason string
+	Rows   int // decoded rows it stands for (0 for a whole undecoded message)
 }
 
 // Processor turns one input message into output messages. It must be safe
@@ -59,7 +78,39 @@ var ErrStop = errors.New("stop the stream")
 // duplicate carries the same value.
 const HeaderSource = "dpsurv-source"
 
-// SanitizeProcessor validates, sanitizes and encodes input messages.
+// Reasons of dead letters the processor and stream add to the validator's
+// (schemas.Reason*).
+const (
+	// ReasonUnprocessable: a message that passed validation but a later
+	// stage (sanitizer, encoder) failed on it; its good rows are
+	// dead-lettered with it (the raw message, or a reference to it).
+	ReasonUnprocessable = "unprocessable"
+	// ReasonOutputTooLarge: a sanitized message of a single record that
+	// the sink (the broker) rejects as too large.
+	ReasonOutputTooLarge = "output_too_large"
+)
+
+// DefaultMaxMessageBytes bounds every message dpsurv writes (key, value
+// and headers): below the broker's default message.max.bytes (1,048,588)
+// with room for the record-batch overhead.
+const DefaultMaxMessageBytes = sinks.DefaultBatchBytes
+
+// DefaultMaxDeadRows is how many failed rows of one message are
+// dead-lettered verbatim; later ones are summarized per reason.
+const DefaultMaxDeadRows = 100
+
+// messageOverhead is reserved per message for the record framing and the
+// source header.
+const messageOverhead = 512
+
+// maxKeyBytes: an input key longer than this is not copied onto outputs
+// (it could not fit, and it routes nothing a shorter key would not).
+const maxKeyBytes = 4096
+
+// SanitizeProcessor validates, sanitizes and encodes input messages. It
+// never returns an error for a message (bad input, or input a later stage
+// cannot handle, is dead-lettered with a reason), except when the Observer
+// fails.
 type SanitizeProcessor struct {
 	Validator *schemas.Validator
 	Chain     *sanitizers.Chain
@@ -68,10 +119,29 @@ type SanitizeProcessor struct {
 	Metrics   *Metrics
 	Observer  Observer // optional
 	Log       *zap.Logger
+	// MaxMessageBytes bounds each output and dead-letter message (key,
+	// value and headers; default DefaultMaxMessageBytes): a sanitized
+	// batch is split into several messages, a dead letter truncated.
+	MaxMessageBytes int
+}
+
+func (p *SanitizeProcessor) maxBytes() int {
+	if p.MaxMessageBytes > 0 {
+		return p.MaxMessageBytes
+	}
+	return DefaultMaxMessageBytes
 }
 
 // Process implements Processor.
-func (p *SanitizeProcessor) Process(msg sources.Message) (Result, error) {
+func (p *SanitizeProcessor) Process(msg sources.Message) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			// A bug a message can trigger must not stop the service:
+			// dead-letter the message.
+			res = p.whole(msg, ReasonUnprocessable, fmt.Sprintf("processing failed: %v", r), res.RecordsIn)
+			err = nil
+		}
+	}()
 	var (
 		good arrow.Record
 		dead []schemas.DeadLetter
@@ -82,38 +152,44 @@ func (p *SanitizeProcessor) Process(msg sources.Message) (Result, error) {
 		good, dead = p.Validator.DecodeIPC(msg.Value)
 	}
 	defer good.Release()
-	var res Result
-	src := sourceHeader(msg)
-	for _, d := range dead {
-		v, err := deadLetterValue(d, msg)
-		if err != nil {
-			return Result{}, fmt.Errorf("encode dead letter: %w", err)
-		}
-		res.Dead = append(res.Dead, sinks.Message{Key: msg.Key, Value: v, Headers: []kafka.Header{src}})
-		p.Metrics.DeadLettered.WithLabelValues(d.Reason).Inc()
-	}
 	rows := int(good.NumRows())
-	p.Metrics.RecordsIn.Add(float64(rows + deadRows(dead)))
+	res.RecordsIn = rows
+	for _, d := range dead {
+		res.RecordsIn += d.Rows()
+	}
+	for _, d := range dead {
+		p.addDead(&res, d, msg)
+	}
 	if rows == 0 {
 		return res, nil
 	}
 	out, st, err := p.Chain.Apply(good)
 	if err != nil {
-		return Result{}, err
+		return p.failGood(res, msg, rows, fmt.Sprintf("sanitize: %v", err)), nil
 	}
 	defer out.Release()
+	key, hdr := outKey(msg), []kafka.Header{sourceHeader(msg)}
+	budget := p.maxBytes() - messageOverhead - len(key) - headerBytes(hdr)
+	parts, partRows, err := encodeSplit(out, p.Mem, budget)
+	if err != nil {
+		return p.failGood(res, msg, rows, fmt.Sprintf("encode sanitized batch: %v", err)), nil
+	}
 	if st.ClampedTime > 0 {
 		p.Metrics.Clamped.WithLabelValues("time").Add(float64(st.ClampedTime))
 	}
 	if st.Updates > 0 {
 		p.Metrics.RecordUpdates.Add(float64(st.Updates))
 	}
-	b, err := schemas.EncodeIPC(out, p.Mem)
-	if err != nil {
-		return Result{}, fmt.Errorf("encode sanitized batch: %w", err)
+	for i, b := range parts {
+		if b == nil { // one record that cannot fit
+			p.addDead(&res, schemas.DeadLetter{Reason: ReasonOutputTooLarge, RowIndex: 0, Count: partRows[i],
+				Detail: fmt.Sprintf("a sanitized record does not fit in %d bytes; replay the source message", p.maxBytes())}, msg)
+			continue
+		}
+		res.Out = append(res.Out, sinks.Message{Key: key, Value: b, Headers: hdr})
+		res.OutRows = append(res.OutRows, partRows[i])
+		res.Records += partRows[i]
 	}
-	res.Out = append(res.Out, sinks.Message{Key: msg.Key, Value: b, Headers: []kafka.Header{src}})
-	res.Records = rows
 	if p.Observer != nil {
 		if err := p.Observer.Observe(context.Background(), msg, good); err != nil {
 			return Result{}, fmt.Errorf("observe batch: %w", err)
@@ -122,14 +198,90 @@ func (p *SanitizeProcessor) Process(msg sources.Message) (Result, error) {
 	return res, nil
 }
 
-func deadRows(dead []schemas.DeadLetter) int {
+// failGood dead-letters the good rows of a message a later stage failed
+// on, keeping the validator's dead letters.
+func (p *SanitizeProcessor) failGood(res Result, msg sources.Message, rows int, detail string) Result {
+	p.addDead(&res, schemas.DeadLetter{Reason: ReasonUnprocessable, RowIndex: -1, Detail: detail, Raw: msg.Value}, msg)
+	res.DeadInfo[len(res.DeadInfo)-1].Rows = rows
+	return res
+}
+
+// whole is the result of a message dead-lettered as a whole after rows
+// decoded rows were counted.
+func (p *SanitizeProcessor) whole(msg sources.Message, reason, detail string, rows int) Result {
+	res := Result{RecordsIn: rows}
+	p.addDead(&res, schemas.DeadLetter{Reason: reason, RowIndex: -1, Detail: detail, Raw: msg.Value}, msg)
+	res.DeadInfo[0].Rows = rows
+	return res
+}
+
+// addDead appends the dead-letter message of d, bounded in size.
+func (p *SanitizeProcessor) addDead(res *Result, d schemas.DeadLetter, msg sources.Message) {
+	m := deadLetterMessage(d, msg, p.maxBytes())
+	res.Dead = append(res.Dead, m)
+	res.DeadInfo = append(res.DeadInfo, DeadInfo{Reason: d.Reason, Rows: d.Rows()})
+}
+
+// outKey is the input key, unless it is too long to copy.
+func outKey(msg sources.Message) []byte {
+	if len(msg.Key) > maxKeyBytes {
+		return nil
+	}
+	return msg.Key
+}
+
+func headerBytes(h []kafka.Header) int {
 	n := 0
-	for _, d := range dead {
-		if d.RowIndex >= 0 {
-			n++
-		}
+	for _, x := range h {
+		n += len(x.Key) + len(x.Value) + 8
 	}
 	return n
+}
+
+// encodeSplit encodes rec as one or more IPC streams of at most budget
+// bytes each, splitting its rows; a single row that does not fit gives a
+// nil part.
+func encodeSplit(rec arrow.Record, mem memory.Allocator, budget int) ([][]byte, []int, error) {
+	var parts [][]byte
+	var rows []int
+	var walk func(r arrow.Record) error
+	walk = func(r arrow.Record) error {
+		n := int(r.NumRows())
+		b, err := schemas.EncodeIPC(r, mem)
+		if err != nil {
+			return err
+		}
+		if len(b) <= budget {
+			parts = append(parts, b)
+			rows = append(rows, n)
+			return nil
+		}
+		if n <= 1 {
+			parts = append(parts, nil)
+			rows = append(rows, n)
+			return nil
+		}
+		// Split into as many pieces as the size suggests (plus slack for
+		// the per-stream schema), each checked again.
+		k := min(n, max(2, (len(b)+budget-1)/budget+1))
+		for i := 0; i < k; i++ {
+			lo, hi := int64(i*n/k), int64((i+1)*n/k)
+			if lo == hi {
+				continue
+			}
+			s := r.NewSlice(lo, hi)
+			err := walk(s)
+			s.Release()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(rec); err != nil {
+		return nil, nil, err
+	}
+	return parts, rows, nil
 }
 
 // PassthroughProcessor consumes and produces the same Arrow batches without
@@ -188,6 +340,76 @@ func deadLetterValue(d schemas.DeadLetter, msg sources.Message) ([]byte, error) 
 	return json.Marshal(fields)
 }
 
+// Bounds of the parts of a dead letter that did not fit whole.
+const (
+	maxDeadDetail   = 4096
+	maxDeadRowValue = 1024
+)
+
+// deadLetterMessage is the dead-letter message of d, at most max bytes
+// (key, value and headers). A dead letter that does not fit is cut down
+// in steps: raw bytes replaced by their size, SHA-256 and a prefix (the
+// source position is the reference to the full message), long row values
+// and the detail truncated, and at last only the reason, detail and
+// source kept.
+func deadLetterMessage(d schemas.DeadLetter, msg sources.Message, max int) sinks.Message {
+	hdr := []kafka.Header{sourceHeader(msg)}
+	key := outKey(msg)
+	budget := max - messageOverhead - len(key) - headerBytes(hdr)
+	v, err := deadLetterValue(d, msg)
+	if err == nil && len(v) <= budget {
+		return sinks.Message{Key: key, Value: v, Headers: hdr}
+	}
+	full := len(v)
+	note := fmt.Sprintf(" [dead letter truncated: %d bytes exceed the %d-byte message limit", full, max)
+	if d.Raw != nil {
+		sum := sha256.Sum256(d.Raw)
+		note += fmt.Sprintf("; raw message of %d bytes, sha256 %s, kept as a prefix only: replay it from the source position", len(d.Raw), hex.EncodeToString(sum[:]))
+		d.Raw = d.Raw[:min(len(d.Raw), budget/4)]
+	}
+	note += "]"
+	if len(d.Detail) > maxDeadDetail {
+		d.Detail = truncUTF8(d.Detail, maxDeadDetail) + "…"
+	}
+	d.Detail += note
+	if d.Row != nil {
+		row := make(map[string]any, len(d.Row))
+		for k, x := range d.Row {
+			switch y := x.(type) {
+			case string:
+				if len(y) > maxDeadRowValue {
+					x = fmt.Sprintf("%s… (%d bytes)", truncUTF8(y, maxDeadRowValue), len(y))
+				}
+			case []byte:
+				if len(y) > maxDeadRowValue {
+					x = y[:maxDeadRowValue]
+				}
+			}
+			row[k] = x
+		}
+		d.Row = row
+	}
+	if v, err = deadLetterValue(d, msg); err == nil && len(v) <= budget {
+		return sinks.Message{Key: key, Value: v, Headers: hdr}
+	}
+	// Last resort: a reference only.
+	ref := schemas.DeadLetter{Reason: d.Reason, RowIndex: d.RowIndex, Count: d.Count,
+		Detail: truncUTF8(d.Detail, 1024) + fmt.Sprintf(" [dead letter of %d bytes reduced to a reference]", full)}
+	v, _ = deadLetterValue(ref, msg)
+	return sinks.Message{Value: v, Headers: hdr}
+}
+
+// truncUTF8 cuts s to at most n bytes at a rune boundary.
+func truncUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // Stream runs source -> processor -> sinks with at-least-once delivery: a
 // batch is acknowledged (its offsets committed) only after the outputs and
 // dead letters of every message in it are durable in their sinks.
@@ -206,6 +428,9 @@ type Stream struct {
 	DrainTimeout time.Duration
 	// Lag reports consumer lag for the metric (optional).
 	Lag func() int64
+	// MaxMessageBytes bounds the dead letters the stream itself writes
+	// (default DefaultMaxMessageBytes).
+	MaxMessageBytes int
 
 	ready atomic.Bool
 	acked atomic.Int64
@@ -320,17 +545,24 @@ func (s *Stream) Run(ctx context.Context) error {
 						if i >= len(b.Messages) {
 							return
 						}
-						results[i], errs[i] = s.Processor.Process(b.Messages[i])
+						results[i], errs[i] = s.process(b.Messages[i])
 					}
 				}()
 			}
 			pw.Wait()
-			if err := errors.Join(errs...); err != nil {
-				// A processing error is a bug or a configuration
-				// mismatch, never bad input (that is dead-lettered):
-				// stop without acknowledging.
-				errCh <- fmt.Errorf("process batch: %w", err)
-				return
+			for i, err := range errs {
+				if err == nil {
+					continue
+				}
+				// No message may stop the service (it would stop it
+				// again after every restart): dead-letter it.
+				s.Metrics.ProcessErrors.Inc()
+				s.Log.Error("processing a message failed; dead-lettered", zap.Error(err),
+					zap.String("source", string(sourceHeader(b.Messages[i]).Value)))
+				d := schemas.DeadLetter{Reason: ReasonUnprocessable, RowIndex: -1, Raw: b.Messages[i].Value,
+					Detail: fmt.Sprintf("processing failed: %v", err)}
+				results[i] = Result{Dead: []sinks.Message{deadLetterMessage(d, b.Messages[i], s.maxBytes())},
+					DeadInfo: []DeadInfo{{Reason: ReasonUnprocessable}}}
 			}
 			select {
 			case procCh <- processed{batch: b, results: results, start: start}:
@@ -380,23 +612,115 @@ func (s *Stream) Run(ctx context.Context) error {
 	return runErr
 }
 
-func (s *Stream) writeAndAck(ctx context.Context, p processed) error {
-	var out, dead []sinks.Message
-	records := 0
-	for _, r := range p.results {
-		out = append(out, r.Out...)
-		dead = append(dead, r.Dead...)
-		records += r.Records
+// process runs the processor on one message; a panic is an error.
+func (s *Stream) process(msg sources.Message) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return s.Processor.Process(msg)
+}
+
+func (s *Stream) maxBytes() int {
+	if s.MaxMessageBytes > 0 {
+		return s.MaxMessageBytes
 	}
+	return DefaultMaxMessageBytes
+}
+
+// pending is one message still to be written, with its accounting.
+type pending struct {
+	msg    sinks.Message
+	rows   int    // records (output) or rows (dead letter) it carries
+	reason string // dead letters only
+	source sources.Message
+}
+
+func (s *Stream) writeAndAck(ctx context.Context, p processed) error {
+	var out, dead []pending
+	recordsIn := 0
+	for i, r := range p.results {
+		src := p.batch.Messages[i]
+		for j, m := range r.Out {
+			n := 0
+			if j < len(r.OutRows) {
+				n = r.OutRows[j]
+			} else if len(r.Out) == 1 {
+				n = r.Records
+			}
+			out = append(out, pending{msg: m, rows: n, source: src})
+		}
+		for j, m := range r.Dead {
+			var info DeadInfo
+			if j < len(r.DeadInfo) {
+				info = r.DeadInfo[j]
+			}
+			dead = append(dead, pending{msg: m, rows: info.Rows, reason: info.Reason, source: src})
+		}
+		recordsIn += r.RecordsIn
+	}
+	// Each sink is retried on its own until it has everything: a sink that
+	// succeeded is never written again (no duplicates while the other one
+	// fails). A message the broker rejects as too large is not retried:
+	// an output becomes a dead letter, a dead letter a reference.
+	records, deadRows := 0, 0
+	deadBy := map[string]int{}
 	backoff := 50 * time.Millisecond
-	for {
-		err := s.writeBoth(ctx, out, dead)
+	for len(out) > 0 || len(dead) > 0 {
+		var wg sync.WaitGroup
+		var errOut, errDead error
+		var tooLargeOut, tooLargeDead []pending
+		if len(out) > 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var ok []pending
+				ok, tooLargeOut, out, errOut = s.write(ctx, s.Out, out)
+				for _, x := range ok {
+					records += x.rows
+				}
+				if errOut != nil {
+					s.Metrics.SinkErrors.WithLabelValues("output").Inc()
+					errOut = fmt.Errorf("write output: %w", errOut)
+				}
+			}()
+		}
+		if len(dead) > 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var ok []pending
+				ok, tooLargeDead, dead, errDead = s.write(ctx, s.DeadLetter, dead)
+				for _, x := range ok {
+					deadRows += x.rows
+					deadBy[x.reason] += max(x.rows, 1)
+				}
+				if errDead != nil {
+					s.Metrics.SinkErrors.WithLabelValues("dead_letter").Inc()
+					errDead = fmt.Errorf("write dead letters: %w", errDead)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, x := range tooLargeOut {
+			d := schemas.DeadLetter{Reason: ReasonOutputTooLarge, RowIndex: 0, Count: x.rows,
+				Detail: fmt.Sprintf("the sink rejected a sanitized message of %d bytes as too large (set output.max_message_bytes to at most the topic's max.message.bytes); replay the source message", len(x.msg.Key)+len(x.msg.Value))}
+			dead = append(dead, pending{msg: deadLetterMessage(d, x.source, s.maxBytes()), rows: x.rows, reason: ReasonOutputTooLarge, source: x.source})
+		}
+		for _, x := range tooLargeDead {
+			d := schemas.DeadLetter{Reason: x.reason, RowIndex: -1,
+				Detail: fmt.Sprintf("the dead-letter sink rejected this dead letter (%d bytes) as too large; replay the source message", len(x.msg.Key)+len(x.msg.Value))}
+			v, _ := deadLetterValue(d, x.source)
+			dead = append(dead, pending{msg: sinks.Message{Value: v, Headers: x.msg.Headers}, rows: x.rows, reason: x.reason, source: x.source})
+		}
+		err := errors.Join(errOut, errDead)
 		if err == nil {
-			break
+			continue
 		}
 		s.ready.Store(false)
 		s.Metrics.Ready.Set(0)
-		s.Log.Warn("sink write failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+		s.Log.Warn("sink write failed; retrying what failed", zap.Error(err), zap.Duration("backoff", backoff))
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("write batch: %w", err)
@@ -429,34 +753,48 @@ func (s *Stream) writeAndAck(ctx context.Context, p processed) error {
 	s.ready.Store(true)
 	s.Metrics.Ready.Set(1)
 	s.acked.Add(int64(len(p.batch.Messages)))
+	// Counted once acknowledged: records in = records out + dead-letter
+	// rows over acknowledged messages.
+	s.Metrics.RecordsIn.Add(float64(recordsIn))
 	s.Metrics.RecordsOut.Add(float64(records))
+	s.Metrics.DeadLetterRows.Add(float64(deadRows))
+	for r, n := range deadBy {
+		if r != "" {
+			s.Metrics.DeadLettered.WithLabelValues(r).Add(float64(n))
+		}
+	}
 	s.Metrics.BatchLatency.Observe(time.Since(p.start).Seconds())
 	return nil
 }
 
-func (s *Stream) writeBoth(ctx context.Context, out, dead []sinks.Message) error {
-	var wg sync.WaitGroup
-	var errOut, errDead error
-	if len(out) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if errOut = s.Out.Write(ctx, out); errOut != nil {
-				s.Metrics.SinkErrors.WithLabelValues("output").Inc()
-				errOut = fmt.Errorf("write output: %w", errOut)
-			}
-		}()
+// write writes msgs to sink. On a too-large error it writes them one by
+// one to find the messages the sink refuses for their size (tooLarge);
+// rest is what is still to be written after err.
+func (s *Stream) write(ctx context.Context, sink sinks.Sink, msgs []pending) (ok, tooLarge, rest []pending, err error) {
+	all := make([]sinks.Message, len(msgs))
+	for i, m := range msgs {
+		all[i] = m.msg
 	}
-	if len(dead) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if errDead = s.DeadLetter.Write(ctx, dead); errDead != nil {
-				s.Metrics.SinkErrors.WithLabelValues("dead_letter").Inc()
-				errDead = fmt.Errorf("write dead letters: %w", errDead)
-			}
-		}()
+	err = sink.Write(ctx, all)
+	if err == nil {
+		return msgs, nil, nil, nil
 	}
-	wg.Wait()
-	return errors.Join(errOut, errDead)
+	if !sinks.IsTooLarge(err) {
+		return nil, nil, msgs, err
+	}
+	var errs []error
+	for _, m := range msgs {
+		e := sink.Write(ctx, []sinks.Message{m.msg})
+		switch {
+		case e == nil:
+			ok = append(ok, m)
+		case sinks.IsTooLarge(e):
+			s.Log.Warn("sink rejected a message as too large; dead-lettering a reference", zap.Int("bytes", len(m.msg.Key)+len(m.msg.Value)))
+			tooLarge = append(tooLarge, m)
+		default:
+			rest = append(rest, m)
+			errs = append(errs, e)
+		}
+	}
+	return ok, tooLarge, rest, errors.Join(errs...)
 }

@@ -11,9 +11,16 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/bitutil"
+	"github.com/apache/arrow/go/v15/arrow/memory"
 )
 
-func validID(s string) bool { return s != "" && utf8.ValidString(s) }
+func validID(s string) bool { return s != "" && len(s) <= MaxIDBytes && utf8.ValidString(s) }
+
+// MaxIDBytes is the longest id accepted (in bytes): the pseudonym's input
+// encoding carries the id length in 16 bits, so a longer id could not be
+// sanitized and is dead-lettered as invalid_id by validation.
+const MaxIDBytes = 0xffff
 
 // isASCII reports whether b has no byte >= 0x80, eight bytes at a time.
 func isASCII(b []byte) bool {
@@ -348,6 +355,38 @@ func checkRecord(rec arrow.Record, used []int) error {
 	return nil
 }
 
+// checkNulls checks the declared null count against the validity bitmap:
+// a count that is negative (other than "unknown" over a full bitmap),
+// larger than the length, or different from the bitmap's, would make a
+// later NullN or bitmap read go out of range (an encoder crash) or let
+// nulls through as values.
+func checkNulls(d arrow.ArrayData, off, n int, bufs []*memory.Buffer) error {
+	if d.DataType().ID() == arrow.NULL {
+		return nil
+	}
+	nulls := d.NullN()
+	var bitmap []byte
+	if len(bufs) > 0 && bufs[0] != nil {
+		bitmap = bufs[0].Bytes()
+	}
+	hasBitmap := len(bitmap) > 0
+	switch {
+	case nulls < array.UnknownNullCount || nulls > n:
+		return fmt.Errorf("null count %d outside [0, %d]", nulls, n)
+	case nulls == 0:
+		return nil
+	case !hasBitmap:
+		return fmt.Errorf("null count %d without a validity bitmap", nulls)
+	case len(bitmap)*8 < off+n:
+		return fmt.Errorf("validity bitmap too short")
+	case nulls > 0:
+		if actual := n - bitutil.CountSetBits(bitmap, off, n); actual != nulls {
+			return fmt.Errorf("null count %d disagrees with the validity bitmap (%d nulls)", nulls, actual)
+		}
+	}
+	return nil
+}
+
 func checkArray(arr arrow.Array, depth int) error {
 	if depth > 2 {
 		return fmt.Errorf("nesting too deep")
@@ -367,6 +406,9 @@ func checkArray(arr arrow.Array, depth int) error {
 	}
 	if len(bufs) > 0 && bufLen(0) > 0 && bufLen(0)*8 < end {
 		return fmt.Errorf("validity bitmap too short")
+	}
+	if err := checkNulls(d, off, n, bufs); err != nil {
+		return err
 	}
 	dt := arr.DataType()
 	switch dt.ID() {

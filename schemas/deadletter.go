@@ -40,6 +40,23 @@ type DeadLetter struct {
 	RowIndex int            // row within the decoded message (or file, for ReadFile); -1 when the whole message failed
 	Row      map[string]any // the raw row as decoded (nil when undecodable)
 	Raw      []byte         // the raw message bytes when the whole message failed (nil otherwise)
+	// Count is the number of rows a summary dead letter stands for (rows
+	// beyond the validator's verbatim cap, see SetMaxDeadRows); 0 or 1
+	// for a single row. A summary has RowIndex = its first row and no Row.
+	Count int
+}
+
+// Rows is the number of input rows d stands for: 0 for a whole-message
+// dead letter (RowIndex -1, its rows were never decoded), Count for a
+// summary, 1 otherwise.
+func (d DeadLetter) Rows() int {
+	switch {
+	case d.RowIndex < 0:
+		return 0
+	case d.Count > 1:
+		return d.Count
+	}
+	return 1
 }
 
 // MarshalJSON renders {"reason","detail","row_index","row","raw_base64"}.
@@ -52,7 +69,11 @@ func (d DeadLetter) MarshalJSON() ([]byte, error) {
 		RowIndex  int            `json:"row_index"`
 		Row       map[string]any `json:"row"`
 		RawBase64 *string        `json:"raw_base64"`
+		Count     int            `json:"count,omitempty"`
 	}{Reason: d.Reason, Detail: d.Detail, RowIndex: d.RowIndex}
+	if d.Count > 1 {
+		out.Count = d.Count
+	}
 	if d.Row != nil {
 		out.Row = make(map[string]any, len(d.Row))
 		for k, v := range d.Row {
@@ -115,11 +136,68 @@ func finiteOrString(f float64) any {
 	return f
 }
 
-// CountByReason tallies dead letters by reason code.
+// CountByReason tallies dead letters by reason code (a summary counts its
+// rows).
 func CountByReason(dead []DeadLetter) map[string]int {
 	m := make(map[string]int)
 	for _, d := range dead {
-		m[d.Reason]++
+		m[d.Reason] += max(d.Count, 1)
 	}
 	return m
+}
+
+// CapDeadLetters keeps the first k row-level dead letters verbatim and
+// folds every later one into one summary per reason (Count rows, RowIndex
+// the first of them, no Row). Whole-message dead letters (RowIndex -1) are
+// kept. k <= 0 keeps everything. The input order is kept; summaries come
+// last.
+func CapDeadLetters(dead []DeadLetter, k int) []DeadLetter {
+	if k <= 0 {
+		return dead
+	}
+	verbatim := 0
+	over := false
+	for _, d := range dead {
+		if d.RowIndex >= 0 {
+			if d.Count > 1 || verbatim >= k {
+				over = true
+				break
+			}
+			verbatim++
+		}
+	}
+	if !over {
+		return dead
+	}
+	out := make([]DeadLetter, 0, k+8)
+	sums := map[string]int{} // reason -> index in summaries
+	verbatim = 0
+	var summaries []DeadLetter
+	for _, d := range dead {
+		if d.RowIndex < 0 || (d.Count <= 1 && verbatim < k) {
+			if d.RowIndex >= 0 {
+				verbatim++
+			}
+			out = append(out, d)
+			continue
+		}
+		j, ok := sums[d.Reason]
+		if !ok {
+			j = len(summaries)
+			sums[d.Reason] = j
+			summaries = append(summaries, DeadLetter{Reason: d.Reason, RowIndex: d.RowIndex})
+		}
+		s := &summaries[j]
+		s.Count += max(d.Count, 1)
+		s.RowIndex = min(s.RowIndex, d.RowIndex)
+	}
+	for j := range summaries {
+		s := &summaries[j]
+		s.Detail = summaryDetail(s.Reason, s.Count, s.RowIndex, k)
+	}
+	return append(out, summaries...)
+}
+
+func summaryDetail(reason string, n, first, k int) string {
+	return fmt.Sprintf("%d more row(s) failed with %s, the first at row %d; only the first %d failed rows of a message are kept verbatim (replay the source message to see them)", n, reason, first, k)
 }

@@ -165,6 +165,7 @@ func (v *Validator) DecodeIPC(data []byte) (out arrow.Record, dead []DeadLetter)
 		dead = append(dead, d...)
 		rowBase += int(rec.NumRows())
 	}
+	dead = CapDeadLetters(dead, v.maxDead)
 	switch len(outs) {
 	case 0:
 		return v.empty(p.withSite, p.withObs), dead

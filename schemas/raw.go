@@ -51,7 +51,10 @@ func (b *rawBatch) cell(i int, col string) any {
 // validateRaw validates a raw batch with the same rules as Validate.
 func (v *Validator) validateRaw(b *rawBatch, rowBase int, set *idSet) (arrow.Record, []DeadLetter) {
 	n := len(b.rows)
-	withSite, withObs := b.present(v.cols.Site), b.present(v.cols.ObservedAt)
+	// A required optional column that no row has fails every row
+	// (missing_field) instead of giving a batch without it.
+	withSite := b.present(v.cols.Site) || v.spec.RequireSite
+	withObs := b.present(v.cols.ObservedAt) || v.spec.RequireObservedAt
 	st := v.pool.Get().(*scratch)
 	defer func() { st.release(); v.pool.Put(st) }()
 	st.reset(n, len(v.spec.Covariates), withSite, withObs)

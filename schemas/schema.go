@@ -96,6 +96,11 @@ type Spec struct {
 	TimeUnit   string   // e.g. "days" (goes into schema metadata)
 	Covariates []string // covariate column names to read (float64); rows missing one, or non-finite, are dead-lettered
 	Columns    Columns  // input column names; empty names mean the defaults
+	// RequireSite and RequireObservedAt make the optional columns
+	// required: a message without the column is dead-lettered
+	// (missing_field) instead of validated without it. Set them when a
+	// later stage needs the column (e.g. it is configured public).
+	RequireSite, RequireObservedAt bool
 }
 
 // Validate checks the spec: at least one cohort label, labels non-empty,

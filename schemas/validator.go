@@ -72,6 +72,7 @@ type Validator struct {
 	intLabels map[int64]int32
 	schemas   [4]*arrow.Schema // index: withSite | withObs<<1
 	maxDecode int64
+	maxDead   int // verbatim row dead letters per call; 0: all
 	pool      sync.Pool // *scratch
 }
 
@@ -116,6 +117,17 @@ func (v *Validator) Spec() Spec { return v.spec }
 func (v *Validator) SetMaxDecodeBytes(n int64) {
 	if n > 0 {
 		v.maxDecode = n
+	}
+}
+
+// SetMaxDeadRows bounds the row-level dead letters kept verbatim (with the
+// row) per message: later failed rows are folded into one summary dead
+// letter per reason (see CapDeadLetters), so that a message of many bad
+// rows costs memory in proportion to n, not to n row maps. 0 (the default)
+// keeps every row. Call it before using the validator.
+func (v *Validator) SetMaxDeadRows(n int) {
+	if n >= 0 {
+		v.maxDead = n
 	}
 }
 
@@ -416,8 +428,8 @@ func (v *Validator) planFor(s *arrow.Schema) plan {
 	for k, c := range v.spec.Covariates {
 		p.cov[k] = find(c, clsCov, true)
 	}
-	p.site = find(v.cols.Site, clsSite, false)
-	p.obs = find(v.cols.ObservedAt, clsObs, false)
+	p.site = find(v.cols.Site, clsSite, v.spec.RequireSite)
+	p.obs = find(v.cols.ObservedAt, clsObs, v.spec.RequireObservedAt)
 	p.withSite, p.withObs = p.site >= 0, p.obs >= 0
 	return p
 }
@@ -470,7 +482,7 @@ func (v *Validator) fillRecord(rec arrow.Record, p *plan, st *scratch) {
 			}
 			s := a.Value(i)
 			st.ids[i] = s
-			if s == "" || (!ascii && !utf8.ValidString(s)) {
+			if s == "" || len(s) > MaxIDBytes || (!ascii && !utf8.ValidString(s)) {
 				st.fail(i, rInvalidID, slotID)
 			}
 		}
@@ -845,11 +857,22 @@ func cohortDictionary(mem memory.Allocator, labels []string) arrow.Array {
 	return gatherStrings(mem, labels, keep)
 }
 
-// deadLetters builds one dead letter per failed row.
+// deadLetters builds one dead letter per failed row, the rows beyond the
+// verbatim cap (SetMaxDeadRows) folded into one summary per reason.
 func (v *Validator) deadLetters(st *scratch, rowBase int, names []string, row func(int) map[string]any) []DeadLetter {
 	var dead []DeadLetter
+	var sums [len(reasonNames)]int // reason -> 1 + index in dead
 	for i, r := range st.reason {
 		if r == rOK {
+			continue
+		}
+		if v.maxDead > 0 && len(dead) >= v.maxDead {
+			if j := sums[r]; j > 0 {
+				dead[j-1].Count++
+				continue
+			}
+			dead = append(dead, DeadLetter{Reason: reasonNames[r], RowIndex: rowBase + i, Count: 1})
+			sums[r] = len(dead)
 			continue
 		}
 		m := row(i)
@@ -864,6 +887,12 @@ func (v *Validator) deadLetters(st *scratch, rowBase int, names []string, row fu
 			RowIndex: rowBase + i,
 			Row:      m,
 		})
+	}
+	for _, j := range sums {
+		if j > 0 {
+			d := &dead[j-1]
+			d.Detail = summaryDetail(d.Reason, d.Count, d.RowIndex, v.maxDead)
+		}
 	}
 	return dead
 }

@@ -134,6 +134,17 @@ func (k *Kafka) Write(ctx context.Context, msgs []Message) error {
 	return nil
 }
 
+// ErrTooLarge marks a write the sink refused because a message exceeds its
+// size limit (BatchBytes, or the broker's max.message.bytes): retrying the
+// same message cannot succeed.
+var ErrTooLarge = errors.New("message too large")
+
+// IsTooLarge reports whether err is a too-large refusal (ErrTooLarge or
+// the broker's MESSAGE_TOO_LARGE / RECORD_LIST_TOO_LARGE).
+func IsTooLarge(err error) bool {
+	return errors.Is(err, ErrTooLarge) || errors.Is(err, kafka.MessageSizeTooLarge) || errors.Is(err, kafka.RecordListTooLarge)
+}
+
 // summarize keeps errors short: a WriteErrors lists one error per message.
 func summarize(err error) error {
 	var we kafka.WriteErrors

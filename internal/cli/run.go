@@ -26,7 +26,7 @@ func runService(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	key, err := pipeline.ReadKey(cfg.Sanitizers.KeyFile)
+	key, err := pipeline.ReadKeyFile(cfg.Sanitizers.KeyFile, cfg.Sanitizers.AllowGroupReadableKeyFile)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,50 @@
+package kafkaconn
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// ErrSecretFileMode is returned for a secret file that others may read.
+var ErrSecretFileMode = errors.New("secret file is readable by others")
+
+// ReadSecretFile reads a secret (a key or a password) from path: a regular
+// file (a device such as /dev/zero, a FIFO or a directory is refused
+// before anything is read) of at most max bytes, read through a bounded
+// reader. A file that its group may access is refused unless allowGroup
+// (a Kubernetes Secret volume with fsGroup is mode 0440); a file any other
+// user may access is always refused.
+func ReadSecretFile(path string, max int64, allowGroup bool) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	perm := st.Mode().Perm()
+	switch {
+	case perm&0o007 != 0:
+		return nil, fmt.Errorf("%s has mode %04o: %w (chmod o-rwx it)", path, perm, ErrSecretFileMode)
+	case perm&0o070 != 0 && !allowGroup:
+		return nil, fmt.Errorf("%s has mode %04o: %w (chmod 600 it, or allow a group-readable file in the config)", path, perm, ErrSecretFileMode)
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("%s has %d bytes, more than the %d a secret may have", path, st.Size(), max)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s has more than %d bytes", path, max)
+	}
+	return b, nil
+}

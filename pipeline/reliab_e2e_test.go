@@ -1,0 +1,402 @@
+package pipeline_test
+
+// End-to-end tests of issue 10 through the real service and the embedded
+// broker: no input stops, blocks or bloats the stream.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap"
+
+	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/sinks"
+	"github.com/dpsurv/dpsurv/sources"
+)
+
+var reliabCohorts = []string{"rel-a", "rel-b"}
+
+// reliabConfig is a one-partition stream (input order is output order).
+func reliabConfig(t *testing.T, cl *broker.Cluster, group string) pipeline.Config {
+	t.Helper()
+	cfg := pipeline.DefaultConfig()
+	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: group}
+	cfg.Input = pipeline.DefaultConfig().Input
+	cfg.Input.Topic, cfg.Input.GroupID, cfg.Input.MaxBatch, cfg.Input.Partitions = group+".in", group, 4, 1
+	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: reliabCohorts, Public: []string{"event"}}
+	cfg.Sanitizers.KeyFile = "(test)"
+	cfg.Sanitizers.Time = sanitizersTime()
+	cfg.Sanitizers.Cohort.Mechanism = "rrr"
+	cfg.Sanitizers.Cohort.Epsilon = 1
+	cfg.Output = pipeline.DefaultConfig().Output
+	cfg.Output.SanitizedTopic, cfg.Output.DeadLetterTopic = group+".out", group+".dlq"
+	cfg.HTTP.Listen = ""
+	return cfg
+}
+
+var reliabKey = bytes.Repeat([]byte{0x17}, 32)
+
+// rowsMessage is an Arrow message of valid rows with the given ids, with a
+// site column when site is set.
+func rowsMessage(t testing.TB, ids []string, site bool) []byte {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	fields := []arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "time", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "event", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "cohort", Type: arrow.BinaryTypes.String, Nullable: true},
+	}
+	if site {
+		fields = append(fields, arrow.Field{Name: "site", Type: arrow.BinaryTypes.String, Nullable: true})
+	}
+	b := array.NewRecordBuilder(mem, arrow.NewSchema(fields, nil))
+	defer b.Release()
+	for i, id := range ids {
+		b.Field(0).(*array.StringBuilder).Append(id)
+		b.Field(1).(*array.Float64Builder).Append(float64(1 + i%3000))
+		b.Field(2).(*array.BooleanBuilder).Append(i%3 == 0)
+		b.Field(3).(*array.StringBuilder).Append(reliabCohorts[i%2])
+		if site {
+			b.Field(4).(*array.StringBuilder).Append("north")
+		}
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	v, err := schemas.EncodeIPC(rec, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func seqIDs(prefix string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s%06d", prefix, i)
+	}
+	return ids
+}
+
+// topicReader collects a topic in the background.
+type topicReader struct {
+	mu   sync.Mutex
+	msgs []sources.Message
+}
+
+func readTopic(t *testing.T, ctx context.Context, conn kafkaconn.Config, topic string) *topicReader {
+	t.Helper()
+	col, err := harness.NewCollector(conn, topic, topic+"-reader", zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &topicReader{}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			ms, err := col.Next(rctx)
+			if err != nil {
+				return
+			}
+			r.mu.Lock()
+			r.msgs = append(r.msgs, ms...)
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; _ = col.Close() })
+	return r
+}
+
+func (r *topicReader) snapshot() []sources.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]sources.Message(nil), r.msgs...)
+}
+
+// sanitizedRows counts the rows of sanitized messages.
+func sanitizedRows(t *testing.T, msgs []sources.Message) int {
+	t.Helper()
+	n := 0
+	for _, m := range msgs {
+		recs, err := schemas.DecodeIPCRecords(m.Value, memory.NewGoAllocator())
+		if err != nil {
+			t.Fatalf("sanitized message does not decode: %v", err)
+		}
+		for _, r := range recs {
+			n += int(r.NumRows())
+			r.Release()
+		}
+	}
+	return n
+}
+
+type deadLetterJSON struct {
+	Reason    string         `json:"reason"`
+	Detail    string         `json:"detail"`
+	RowIndex  int            `json:"row_index"`
+	Row       map[string]any `json:"row"`
+	RawBase64 *string        `json:"raw_base64"`
+	Count     int            `json:"count"`
+	Source    map[string]any `json:"source"`
+}
+
+func deadLetters(t *testing.T, msgs []sources.Message) []deadLetterJSON {
+	t.Helper()
+	var out []deadLetterJSON
+	for _, m := range msgs {
+		var d deadLetterJSON
+		if err := json.Unmarshal(m.Value, &d); err != nil {
+			t.Fatalf("dead letter is not JSON: %v", err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// startService runs svc; the returned channel yields Run's error.
+func startService(t *testing.T, ctx context.Context, svc *pipeline.Service) (<-chan error, context.CancelFunc) {
+	t.Helper()
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	fin := make(chan struct{})
+	go func() { done <- svc.Run(sctx); close(fin) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-fin:
+		case <-time.After(30 * time.Second):
+			t.Error("service did not stop")
+		}
+	})
+	return done, cancel
+}
+
+// waitUntil polls cond; it fails the test when the service exits first or
+// the timeout passes.
+func waitUntil(t *testing.T, done <-chan error, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		select {
+		case err := <-done:
+			t.Fatalf("service exited while waiting for %s: %v", what, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+	}
+}
+
+// Defect 2: messages that pass validation but that a later stage could
+// not handle used to stop `dpsurv run` (exit 1, again after every
+// restart). Each is now dead-lettered and the partition keeps flowing.
+func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
+	spec := schemas.Spec{Cohorts: reliabCohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
+	for _, tc := range []struct {
+		name   string
+		public []string
+		bad    []byte
+		reason string
+		good   int // good rows in bad
+	}{
+		// (a) the pseudonym's input encoding holds 16-bit lengths.
+		{"id of 70,000 bytes", []string{"event"}, rowsMessage(t, []string{strings.Repeat("x", 70_000), "ok-long-0"}, false), schemas.ReasonInvalidID, 1},
+		// (b) the fuzzing crash: negative null count on event.
+		{"negative null count", []string{"event"}, negativeNullCountMessage(t, spec, "nc-", 13), schemas.ReasonUndecodable, 0},
+		// (c) a public optional column the message lacks.
+		{"public site missing", []string{"event", "site"}, rowsMessage(t, seqIDs("nosite-", 5), false), schemas.ReasonMissingField, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cl := broker.StartForTest(t, broker.Options{Partitions: 1})
+			cfg := reliabConfig(t, cl, "crash")
+			cfg.Schema.Public = tc.public
+			if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 1, cfg.Output.SanitizedTopic: 1, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
+				t.Fatal(err)
+			}
+			site := slices.Contains(tc.public, "site")
+			msgs := []sinks.Message{{Key: []byte("bad"), Value: tc.bad}, {Key: []byte("good"), Value: rowsMessage(t, seqIDs("good-", 20), site)}}
+			if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
+				t.Fatal(err)
+			}
+			svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
+			done, _ := startService(t, ctx, svc)
+			out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
+			dlq := readTopic(t, ctx, cfg.Kafka, cfg.Output.DeadLetterTopic)
+			want := 20 + tc.good
+			waitUntil(t, done, 45*time.Second, fmt.Sprintf("%d sanitized rows and a dead letter", want), func() bool {
+				return sanitizedRows(t, out.snapshot()) >= want && len(dlq.snapshot()) >= 1 && svc.Acked() == 2
+			})
+			if n := sanitizedRows(t, out.snapshot()); n != want {
+				t.Errorf("%d sanitized rows, want %d", n, want)
+			}
+			d := deadLetters(t, dlq.snapshot())
+			if len(d) != 1 || d[0].Reason != tc.reason || fmt.Sprint(d[0].Source["offset"]) != "0" {
+				t.Errorf("dead letters %+v, want one %s for offset 0", d, tc.reason)
+			}
+			if !svc.Ready() {
+				t.Error("service not ready after the message")
+			}
+		})
+	}
+}
+
+// Defect 1: a valid message near the broker's limit whose sanitized form
+// exceeds it, an undecodable message whose dead letter would (base64), and
+// a huge key used to block the partition forever (retried, never ready).
+func TestLargeMessagesAreSplitAndDeadLettersBounded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
+	cfg := reliabConfig(t, cl, "large")
+	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 1, cfg.Output.SanitizedTopic: 1, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const big = 25_000
+	bigMsg := rowsMessage(t, seqIDs("pt-", big), false)
+	garbage := bytes.Repeat([]byte("not arrow "), 95_000) // 950,000 bytes: its base64 dead letter is 1.27 MB
+	msgs := []sinks.Message{
+		{Key: []byte("big"), Value: bigMsg},
+		{Key: []byte("garbage"), Value: garbage},
+		{Key: bytes.Repeat([]byte("k"), 900_000), Value: rowsMessage(t, seqIDs("bigkey-", 10), false)},
+		{Key: []byte("after"), Value: rowsMessage(t, seqIDs("after-", 10), false)},
+	}
+	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("input message of %d rows: %d bytes", big, len(bigMsg))
+	svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
+	done, _ := startService(t, ctx, svc)
+	out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
+	dlq := readTopic(t, ctx, cfg.Kafka, cfg.Output.DeadLetterTopic)
+	want := big + 20
+	waitUntil(t, done, 75*time.Second, fmt.Sprintf("%d sanitized rows and 1 dead letter", want), func() bool {
+		return sanitizedRows(t, out.snapshot()) >= want && len(dlq.snapshot()) >= 1
+	})
+	outMsgs := out.snapshot()
+	if n := sanitizedRows(t, outMsgs); n != want {
+		t.Errorf("%d sanitized rows, want %d", n, want)
+	}
+	parts := 0
+	for _, m := range outMsgs {
+		size := len(m.Key) + len(m.Value)
+		if size > pipeline.DefaultMaxMessageBytes {
+			t.Errorf("sanitized message of %d bytes exceeds the %d limit", size, pipeline.DefaultMaxMessageBytes)
+		}
+		if header(m, pipeline.HeaderSource) == cfg.Input.Topic+"/0/0" {
+			parts++
+		}
+	}
+	if parts < 2 {
+		t.Errorf("the %d-row message became %d sanitized message(s); want it split", big, parts)
+	}
+	d := deadLetters(t, dlq.snapshot())
+	if len(d) != 1 || d[0].Reason != schemas.ReasonUndecodable || !strings.Contains(d[0].Detail, "sha256") || fmt.Sprint(d[0].Source["offset"]) != "1" {
+		t.Errorf("want one truncated undecodable dead letter for offset 1 naming the sha256, got %+v", d)
+	}
+	if !svc.Ready() {
+		t.Error("service not ready")
+	}
+	t.Logf("the %d-row message became %d sanitized messages", big, parts)
+}
+
+// failingSink fails every write while failing is set, counting attempts.
+type failingSink struct {
+	sinks.Sink
+	failing  atomic.Bool
+	attempts atomic.Int64
+}
+
+func (f *failingSink) Write(ctx context.Context, msgs []sinks.Message) error {
+	if f.failing.Load() {
+		f.attempts.Add(1)
+		return errors.New("injected dead-letter sink failure")
+	}
+	return f.Sink.Write(ctx, msgs)
+}
+
+// Defect 4: while only the dead-letter write failed, every retry wrote the
+// sanitized batch again, and dead letters were counted before they were
+// written.
+func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
+	cfg := reliabConfig(t, cl, "retry")
+	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 1, cfg.Output.SanitizedTopic: 1, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Each message: 10 good rows and one duplicate (a dead letter).
+	var msgs []sinks.Message
+	for i := range 3 {
+		ids := seqIDs(fmt.Sprintf("m%d-", i), 10)
+		msgs = append(msgs, sinks.Message{Value: rowsMessage(t, append(ids, ids[0]), false)})
+	}
+	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
+		t.Fatal(err)
+	}
+	fs := &failingSink{}
+	fs.failing.Store(true)
+	svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator(),
+		WrapSinks: func(out, dead sinks.Sink) (sinks.Sink, sinks.Sink) { fs.Sink = dead; return out, fs }}
+	done, _ := startService(t, ctx, svc)
+	out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
+	dlq := readTopic(t, ctx, cfg.Kafka, cfg.Output.DeadLetterTopic)
+	waitUntil(t, done, 30*time.Second, "4 failed dead-letter writes", func() bool { return fs.attempts.Load() >= 4 })
+	m := svc.Metrics()
+	if v := counterValue(m.DeadLettered.WithLabelValues(schemas.ReasonDuplicateID)); v != 0 {
+		t.Errorf("dpsurv_records_dead_lettered_total = %v while no dead letter was written", v)
+	}
+	fs.failing.Store(false)
+	waitUntil(t, done, 30*time.Second, "30 sanitized rows and the dead letters", func() bool {
+		return sanitizedRows(t, out.snapshot()) >= 30 && len(dlq.snapshot()) >= 3 && svc.Acked() == 3
+	})
+	time.Sleep(500 * time.Millisecond) // let any extra copy arrive
+	seen := map[string]int{}
+	for _, msg := range out.snapshot() {
+		seen[header(msg, pipeline.HeaderSource)]++
+	}
+	for src, n := range seen {
+		if n != 1 {
+			t.Errorf("sanitized message from %s written %d times during %d failed dead-letter writes", src, n, fs.attempts.Load())
+		}
+	}
+	if v := counterValue(m.DeadLettered.WithLabelValues(schemas.ReasonDuplicateID)); v != 3 {
+		t.Errorf("dpsurv_records_dead_lettered_total{duplicate_id} = %v, want 3", v)
+	}
+	in, outN, dead := counterValue(m.RecordsIn), counterValue(m.RecordsOut), counterValue(m.DeadLetterRows)
+	if in != 33 || outN != 30 || dead != 3 {
+		t.Errorf("records in %v, out %v, dead-lettered %v; want 33 = 30 + 3", in, outN, dead)
+	}
+}
+
+// counterValue reads a counter.
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}
