@@ -47,8 +47,9 @@ type TimeConfig struct {
 	Mechanism string `yaml:"mechanism" json:"mechanism"`
 	// Epsilon of TE-Sanitizer; exclusive with TargetLoss.
 	Epsilon float64 `yaml:"epsilon" json:"epsilon,omitempty"`
-	// TargetLoss asks for the largest epsilon whose exact worst-case loss
-	// L(epsilon, W) is at most this value.
+	// TargetLoss asks for the largest epsilon whose worst-case loss of the
+	// published (clamped) value, max(L(epsilon, W), epsilon*W), is at most
+	// this value.
 	TargetLoss float64 `yaml:"target_loss" json:"target_loss,omitempty"`
 	Window     int     `yaml:"window" json:"window"`
 }
@@ -193,7 +194,7 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 		case eps != 0 && cfg.Time.TargetLoss != 0:
 			return nil, fmt.Errorf("sanitizers.time: set epsilon or target_loss, not both")
 		case cfg.Time.TargetLoss != 0:
-			eps, err = dp.TEEpsilonForLoss(cfg.Time.TargetLoss, cfg.Time.Window)
+			eps, err = dp.TEEpsilonForLoss(cfg.Time.TargetLoss, cfg.Time.Window, c.tmax)
 			if err != nil {
 				return nil, fmt.Errorf("sanitizers.time.target_loss: %w", err)
 			}
@@ -205,7 +206,9 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 			return nil, fmt.Errorf("sanitizers.time: %w", err)
 		}
 		c.te = te
-		loss := te.Loss()
+		// The loss of the value actually published, after the clamp into
+		// [0, time_max]: exact enumeration of the clamped output pmf.
+		loss := te.ClampedLoss(c.tmax)
 		w := cfg.Time.Window
 		g := Guarantee{Field: "time", Mechanism: MechTE, Epsilon: &eps, Window: &w, WorstCaseLoss: &loss, Kind: KindTI}
 		if loss > eps*float64(w)+1e-12 {
