@@ -102,8 +102,8 @@ func TestTEPublishedWorstCaseLoss(t *testing.T) {
 		{eps: 0.5, w: 10, tmax: 1000, want: 5.0},
 		{eps: 2, w: 3, tmax: 1000, want: 6.0},
 		{eps: 0.1, w: 10, tmax: 1000, want: -math.Log(math.Expm1(0.1))}, // L(ε,W) dominates
-		{eps: 1, w: 5, tmax: 7},   // no output sees every offset
-		{eps: 0.7, w: 4, tmax: 3}, // domain shorter than the window
+		{eps: 1, w: 5, tmax: 7},                                         // no output sees every offset
+		{eps: 0.7, w: 4, tmax: 3},                                       // domain shorter than the window
 		{target: 5, w: 10, tmax: 1000, want: 5},
 		{target: 3, w: 5, tmax: 1000, want: 3},
 	} {
