@@ -112,7 +112,8 @@ func (p *SanitizeProcessor) Process(msg sources.Message) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("encode sanitized batch: %w", err)
 	}
-	res.Out = append(res.Out, sinks.Message{Key: msg.Key, Value: b, Headers: []kafka.Header{src}})
+	// Never the input key, never an input header (SanitizedKey).
+	res.Out = append(res.Out, sinks.Message{Key: SanitizedKey(msg.Partition), Value: b, Headers: []kafka.Header{src}})
 	res.Records = rows
 	if p.Observer != nil {
 		if err := p.Observer.Observe(context.Background(), msg, good); err != nil {
