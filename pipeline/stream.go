@@ -68,6 +68,10 @@ type SanitizeProcessor struct {
 	Metrics   *Metrics
 	Observer  Observer // optional
 	Log       *zap.Logger
+	// CopyInputKey copies the input message's key to the sanitized message
+	// instead of SanitizedKey. It exists only for the load test's latency
+	// probe (its keys carry no patient data); no configuration sets it.
+	CopyInputKey bool
 }
 
 // Process implements Processor.
@@ -113,7 +117,11 @@ func (p *SanitizeProcessor) Process(msg sources.Message) (Result, error) {
 		return Result{}, fmt.Errorf("encode sanitized batch: %w", err)
 	}
 	// Never the input key, never an input header (SanitizedKey).
-	res.Out = append(res.Out, sinks.Message{Key: SanitizedKey(msg.Partition), Value: b, Headers: []kafka.Header{src}})
+	key := SanitizedKey(msg.Partition)
+	if p.CopyInputKey {
+		key = msg.Key
+	}
+	res.Out = append(res.Out, sinks.Message{Key: key, Value: b, Headers: []kafka.Header{src}})
 	res.Records = rows
 	if p.Observer != nil {
 		if err := p.Observer.Observe(context.Background(), msg, good); err != nil {
