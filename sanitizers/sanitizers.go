@@ -25,6 +25,7 @@ const (
 	metaEpsilon       = "dpsurv.epsilon"
 	metaWindow        = "dpsurv.window"
 	metaWorstCaseLoss = "dpsurv.worst_case_loss"
+	metaNote          = "dpsurv.note"
 	sanitizedSchema   = "tte.sanitized.v1"
 )
 
@@ -40,6 +41,10 @@ const (
 	MechPseudo   = "keyed-pseudonym"
 	PseudonymLen = 32 // hex characters (128 bits)
 )
+
+// TINote is the time field's dpsurv.note: what time-indistinguishability
+// does not promise, and what worst_case_loss covers.
+const TINote = "time-indistinguishability: protects the true time only among times within the window W of the published value; true times more than 2W apart are fully distinguishable (weaker than local DP). worst_case_loss is the exact loss of the published value, after the clamp into [0, time_max]"
 
 // TimeConfig configures the mechanism on the time field.
 type TimeConfig struct {
@@ -218,7 +223,8 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 		c.outCols = append(c.outCols, outCol{kind: outTE, name: "time", field: arrow.Field{
 			Name: "time", Type: arrow.PrimitiveTypes.Int64,
 			Metadata: md(metaMechanism, MechTE, metaGuarantee, KindTI, metaEpsilon, ff(eps),
-				metaWindow, strconv.Itoa(w), metaWorstCaseLoss, ff(loss), metaTimeUnit, cfg.TimeUnit)}})
+				metaWindow, strconv.Itoa(w), metaWorstCaseLoss, ff(loss), metaTimeUnit, cfg.TimeUnit,
+				metaNote, TINote)}})
 	case "none", "":
 		if public["time"] {
 			c.outCols = append(c.outCols, outCol{kind: outCopy, name: "time"})
