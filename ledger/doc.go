@@ -21,8 +21,10 @@
 //   - At most one release per key, under any fault. The first value of a
 //     key in log order is its release: the one every reader counts and the
 //     only one ever returned for publication. On a backend whose writes can
-//     land late or come from a second writer (Tailer: Kafka), every Append
-//     is followed by reading the log back to its end, and Release returns
+//     land late or come from a second writer (Tailer: Kafka), Release
+//     reads the log on to its end before drawing (a key another writer
+//     released is replayed, not drawn), and every Append is followed by
+//     reading the log back to its end, and Release returns
 //     the key's first value — an earlier, late-landed value wins over the
 //     one just written. Every further distinct value of a key found in the
 //     log is charged as well (it is a noisy output stored on the ledger)

@@ -114,14 +114,15 @@ func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	// A large value, in two chunks, lands after the ledger loaded.
+	// A large value, in two chunks, lands while this ledger draws its own
+	// (after its read-before-write, before its append).
 	early := Entry{Key: "km/1/A", Scopes: []string{"stream"}, Epsilon: 1,
 		Release: []byte(`{"noise":"` + strings.Repeat("e", ChunkBytes) + `"}`)}
 	v, _ := json.Marshal(early)
-	if err := b.l.write(ctx, chunks(entryKey(early.Key, v), v)); err != nil {
-		t.Fatal(err)
-	}
 	got, replay, err := l.Release(ctx, "km/1/A", []string{"stream"}, 1, func(map[string]float64) ([]byte, error) {
+		if err := b.l.write(ctx, chunks(entryKey(early.Key, v), v)); err != nil {
+			return nil, err
+		}
 		return []byte(`{"noise":"` + strings.Repeat("l", ChunkBytes) + `"}`), nil
 	})
 	if err != nil {
@@ -144,6 +145,24 @@ func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
 	defer l2.Close()
 	if st, _ := l2.Lookup("km/1/A"); !bytes.Equal(st, early.Release) || l2.Spent("stream") != 2 {
 		t.Fatalf("fresh ledger counts %.20s..., spent %v", st, l2.Spent("stream"))
+	}
+	// A value written by another writer before this ledger's next release
+	// of that key is found by the read before the write: replayed, nothing
+	// drawn, nothing charged.
+	other := Entry{Key: "km/2/A", Scopes: []string{"stream"}, Epsilon: 1, Release: []byte(`{"noise":"other"}`)}
+	ov, _ := json.Marshal(other)
+	if err := b.l.write(ctx, chunks(entryKey(other.Key, ov), ov)); err != nil {
+		t.Fatal(err)
+	}
+	got, replay, err = l.Release(ctx, "km/2/A", []string{"stream"}, 1, func(map[string]float64) ([]byte, error) {
+		t.Fatal("drew a value for a key another writer had released")
+		return nil, nil
+	})
+	if err != nil || !replay || string(got) != string(other.Release) {
+		t.Fatalf("release of km/2/A: %s, replay %v, %v", got, replay, err)
+	}
+	if s := l.Spent("stream"); s != 3 {
+		t.Fatalf("spent %v, want 3", s)
 	}
 	if info := cl.Kfake().TopicInfo("late.ledger"); info == nil {
 		t.Fatal("no topic info")

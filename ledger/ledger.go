@@ -302,10 +302,22 @@ func (l *Ledger) Release(ctx context.Context, key string, scopes []string, epsil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.unsure {
+	tailer, tails := l.backend.(Tailer)
+	switch {
+	case l.unsure:
 		if err := l.reload(ctx); err != nil {
 			return nil, false, fmt.Errorf("ledger release %q: reload after a failed append: %w", key, err)
 		}
+	case tails:
+		// Read before write: another writer (a former lease holder) may
+		// have released this key since we last read; replay it rather
+		// than draw a value that could never be published.
+		news, err := tailer.Tail(ctx)
+		if err != nil {
+			l.unsure = true
+			return nil, false, fmt.Errorf("ledger release %q: read: %w", key, err)
+		}
+		l.ingestAll(news)
 	}
 	if old, ok := l.entries[key]; ok {
 		if old.Epsilon != epsilon || !slices.Equal(old.Scopes, e.Scopes) {
@@ -347,8 +359,7 @@ func (l *Ledger) Release(ctx context.Context, key string, scopes []string, epsil
 		return nil, false, fmt.Errorf("ledger release %q: persist: %w", key, err)
 	}
 	l.charges.Inc()
-	t, ok := l.backend.(Tailer)
-	if !ok {
+	if !tails {
 		// A backend without late writes (file: one process, synchronous
 		// fsync'd appends; memory): the entry just written is the first.
 		l.ingest(e)
@@ -360,7 +371,7 @@ func (l *Ledger) Release(ctx context.Context, key string, scopes []string, epsil
 	// Read the log back to its end: whatever landed before this entry
 	// (a failed append that persisted late, a former lease holder's
 	// write) is the key's release, and it is what is published.
-	news, err := t.Tail(ctx)
+	news, err := tailer.Tail(ctx)
 	if err != nil {
 		l.unsure = true
 		return nil, false, fmt.Errorf("ledger release %q: read back: %w", key, err)
