@@ -34,9 +34,14 @@ const (
 // AddStats counts what one batch did to an aggregate.
 type AddStats struct {
 	Counted int
-	Late    int
-	Clamped int
-	Skipped map[string]int
+	// Replaced counts records of a patient already in the window with a
+	// different value: the newer version replaced the older one (latest
+	// version wins); Repeated those identical to the patient's counted one.
+	Replaced int
+	Repeated int
+	Late     int
+	Clamped  int
+	Skipped  map[string]int
 }
 
 // closing is a window taken out of the open set: its counts are final and
@@ -63,9 +68,16 @@ type aggregate struct {
 	closedBefore int64 // windows starting before this (ns) are closed
 	closing      []*closing
 	tree         *dpfit.ContinualKM
+	// patients holds, per open window, each patient's one contribution
+	// (patients.go): one patient, one record per window, latest version
+	// wins.
+	patients map[int64]patientTable
+	prf      *dp.PRF // fingerprint key (from the checkpoint)
+	rs       dp.RecordState
 	// last window used by add (hot path cache)
 	lastStart int64
 	lastHist  *dpfit.Histogram
+	lastTable patientTable
 }
 
 func newAggregate(cfg Config) (*aggregate, error) {
@@ -74,7 +86,7 @@ func newAggregate(cfg Config) (*aggregate, error) {
 		return nil, err
 	}
 	a := &aggregate{cfg: cfg, size: int64(cfg.WindowSize), late: int64(cfg.Lateness),
-		open: map[int64]*dpfit.Histogram{}, closedBefore: math.MinInt64}
+		open: map[int64]*dpfit.Histogram{}, closedBefore: math.MinInt64, patients: map[int64]patientTable{}}
 	if cfg.Kind == KindDiscrete {
 		a.recs = map[int64]*discreteWindow{}
 	}
@@ -150,10 +162,11 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 	if a.recs != nil {
 		return a.addDiscrete(rec, now)
 	}
+	ids, ok0 := rec.Column(schemas.ColID).(*array.String)
 	times, ok1 := rec.Column(schemas.ColTime).(*array.Float64)
 	events, ok2 := rec.Column(schemas.ColEvent).(*array.Boolean)
 	dict, ok3 := rec.Column(schemas.ColCohort).(*array.Dictionary)
-	if !ok1 || !ok2 || !ok3 {
+	if !ok0 || !ok1 || !ok2 || !ok3 {
 		return st, errors.New("record is not in the canonical schema")
 	}
 	codes, ok := dict.Indices().(*array.Int32)
@@ -176,10 +189,15 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 		if obs != nil {
 			s = a.windowStart(int64(obs.Value(i)) * int64(time.Microsecond)) // canonical unit: microseconds
 		}
-		h := a.lastHist
+		h, tbl := a.lastHist, a.lastTable
 		if s != a.lastStart || h == nil {
 			h = a.open[s]
-			a.lastStart, a.lastHist = s, h
+			tbl = a.patients[s]
+			if h != nil && tbl == nil {
+				tbl = patientTable{}
+				a.patients[s] = tbl
+			}
+			a.lastStart, a.lastHist, a.lastTable = s, h, tbl
 		}
 		if h == nil {
 			switch {
@@ -194,12 +212,48 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 			continue
 		}
 		t := times.Value(i)
+		cohort := int(codes.Value(i))
+		if math.IsNaN(t) || cohort < 0 || cohort >= h.Cohorts() {
+			return st, fmt.Errorf("row %d: time or cohort out of range", i)
+		}
+		fp, err := a.fingerprint(ids.Value(i))
+		if err != nil {
+			return st, fmt.Errorf("row %d: %w", i, err)
+		}
+		bin, _ := h.Bin(t)
+		v := packCell(bin, cohort, events.Value(i))
+		if prev, ok := tbl[fp]; ok {
+			// One patient, one record per window: the latest version
+			// replaces the one counted.
+			if prev == v {
+				st.Repeated++
+				continue
+			}
+			old, err := cell(h, prev)
+			if err != nil {
+				return st, err
+			}
+			nw, _ := cell(h, v)
+			*old--
+			*nw++
+			tbl[fp] = v
+			st.Replaced++
+			continue
+		}
+		if len(tbl) >= MaxPatientsPerWindow {
+			if st.Skipped == nil {
+				st.Skipped = map[string]int{}
+			}
+			st.Skipped[SkipMaxPatients]++
+			continue
+		}
 		if t > a.cfg.TimeMax {
 			st.Clamped++
 		}
-		if err := h.Add(t, events.Value(i), int(codes.Value(i))); err != nil {
+		if err := h.Add(t, events.Value(i), cohort); err != nil {
 			return st, err
 		}
+		tbl[fp] = v
 		st.Counted++
 	}
 	return st, nil
@@ -228,7 +282,8 @@ var errHorizon = errors.New("cumulative horizon reached")
 func (a *aggregate) closeWindow(s int64, src dp.Source) (*closing, error) {
 	h := a.open[s]
 	delete(a.open, s)
-	a.lastHist = nil
+	delete(a.patients, s)
+	a.lastHist, a.lastTable = nil, nil
 	a.closedBefore = max(a.closedBefore, s+a.size)
 	if a.recs != nil {
 		w := a.recs[s]
@@ -258,6 +313,9 @@ func (a *aggregate) memoryBytes() int {
 	}
 	for _, w := range a.recs {
 		n += w.bytes()
+	}
+	for _, t := range a.patients {
+		n += patientTableBytes(t)
 	}
 	for _, c := range a.closing {
 		if c.hist != nil {

@@ -17,32 +17,41 @@ import (
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
-// BenchmarkAggregatorBytesPerRecord feeds N records into one open window of
-// a km aggregate (3 cohorts, time_max 3650 days, 1-day bins) and reports
-// the heap the engine retains per record: the state is one histogram of
-// bins x cohorts cells, so bytes/record falls as 1/N.
+// BenchmarkAggregatorBytesPerRecord feeds N records of N distinct patients
+// into one open window of a km aggregate (3 cohorts, time_max 3650 days,
+// 1-day bins) and reports the heap the engine retains per record: one
+// histogram of bins x cohorts cells (falling as 1/N per record) plus one
+// patient-table entry per patient (constant per record).
 func BenchmarkAggregatorBytesPerRecord(b *testing.B) {
 	cohorts3 := []string{"A", "B", "C"}
 	sp := schemas.Spec{Cohorts: cohorts3, TimeUnit: "days", Columns: schemas.DefaultColumns()}
 	const batch = 10_000
-	var rows schemas.Rows
-	for i := range batch {
-		rows.ID = append(rows.ID, fmt.Sprintf("p%d", i))
-		rows.Time = append(rows.Time, float64((i*7919)%3650))
-		rows.Event = append(rows.Event, i%4 != 0)
-		rows.Cohort = append(rows.Cohort, int32(i%3))
+	var recs []arrow.Record
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	for off := range 100 { // 1,000,000 distinct patients
+		var rows schemas.Rows
+		for i := range batch {
+			rows.ID = append(rows.ID, fmt.Sprintf("p%d-%d", off, i))
+			rows.Time = append(rows.Time, float64((i*7919)%3650))
+			rows.Event = append(rows.Event, i%4 != 0)
+			rows.Cohort = append(rows.Cohort, int32(i%3))
+		}
+		rows.Covariates = [][]float64{}
+		rec, err := schemas.BuildCanonical(sp, rows, memory.DefaultAllocator)
+		if err != nil {
+			b.Fatal(err)
+		}
+		recs = append(recs, rec)
 	}
-	rows.Covariates = [][]float64{}
-	rec, err := schemas.BuildCanonical(sp, rows, memory.DefaultAllocator)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rec.Release()
 	for _, n := range []int{1_000, 10_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			var perRecord, state float64
 			for range b.N {
-				perRecord, state = retained(b, rec, n, cohorts3)
+				perRecord, state = retained(b, recs, n, cohorts3)
 			}
 			b.ReportMetric(perRecord, "bytes/record")
 			b.ReportMetric(state, "state-bytes")
@@ -51,7 +60,7 @@ func BenchmarkAggregatorBytesPerRecord(b *testing.B) {
 	}
 }
 
-func retained(b *testing.B, rec arrow.Record, n int, cohorts []string) (perRecord, state float64) {
+func retained(b *testing.B, recs []arrow.Record, n int, cohorts []string) (perRecord, state float64) {
 	b.Helper()
 	ctx := context.Background()
 	l, err := ledger.Open(ctx, &ledger.Memory{}, ledger.Options{Budget: map[string]float64{"stream": 10}})
@@ -69,8 +78,9 @@ func retained(b *testing.B, rec arrow.Record, n int, cohorts []string) (perRecor
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	rows := int(rec.NumRows())
+	rows := int(recs[0].NumRows())
 	for off := 0; off*rows < n; off++ {
+		rec := recs[off]
 		r := rec
 		if (off+1)*rows > n {
 			r = rec.NewSlice(0, int64(n-off*rows))

@@ -338,6 +338,16 @@ func (w *discreteWindow) push(s int, event bool, x []float32, limit int) {
 	w.x = append(w.x, x...)
 }
 
+// set overwrites record i (a newer version of its patient).
+func (w *discreteWindow) set(i, s int, event bool, x []float32) {
+	v := uint32(s) << 1
+	if event {
+		v |= 1
+	}
+	w.packed[i] = v
+	copy(w.x[i*w.d:(i+1)*w.d], x)
+}
+
 // encode writes the records little-endian: per record the packed uint32
 // then d float32 bits.
 func (w *discreteWindow) encode() []byte {
@@ -419,9 +429,10 @@ func (a *aggregate) addDiscrete(rec arrow.Record, now int64) (AddStats, error) {
 	var st AddStats
 	n := int(rec.NumRows())
 	p := a.cfg.Params
+	ids, ok0 := rec.Column(schemas.ColID).(*array.String)
 	times, ok1 := rec.Column(schemas.ColTime).(*array.Float64)
 	events, ok2 := rec.Column(schemas.ColEvent).(*array.Boolean)
-	if !ok1 || !ok2 {
+	if !ok0 || !ok1 || !ok2 {
 		return st, errors.New("record is not in the canonical schema")
 	}
 	skip := func(reason string, k int) {
@@ -471,7 +482,17 @@ rows:
 			}
 			continue
 		}
-		if w.len() >= p.MaxRecords {
+		fp, err := a.fingerprint(ids.Value(i))
+		if err != nil {
+			return st, fmt.Errorf("row %d: %w", i, err)
+		}
+		tbl := a.patients[s]
+		if tbl == nil {
+			tbl = patientTable{}
+			a.patients[s] = tbl
+		}
+		idx, known := tbl[fp]
+		if !known && w.len() >= p.MaxRecords {
 			skip(SkipWindowCap, 1)
 			continue
 		}
@@ -501,6 +522,14 @@ rows:
 		if clamped {
 			st.Clamped++
 		}
+		if known {
+			// One patient, one record per window: the latest version
+			// replaces the one kept.
+			w.set(int(idx), iv, events.Value(i), x)
+			st.Replaced++
+			continue
+		}
+		tbl[fp] = uint64(w.len())
 		w.push(iv, events.Value(i), x, p.MaxRecords)
 		st.Counted++
 	}

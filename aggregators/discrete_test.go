@@ -290,8 +290,9 @@ func TestDiscreteWindowCapAndEventTime(t *testing.T) {
 		if v := metric(t, r.reg, "dpsurv_aggregator_records_skipped_total", map[string]string{"aggregate": "cap", "reason": "window_cap"}); v != 30 {
 			t.Fatalf("window_cap skipped %v, want 30", v)
 		}
-		if b := r.eng.StateBytes(); b != 50*(4+4*2) {
-			t.Fatalf("state %d bytes for 50 records of 2 covariates, want %d", b, 50*12)
+		// 12 bytes per record plus its patient-table entry (48).
+		if b := r.eng.StateBytes(); b != 50*(4+4*2+48) {
+			t.Fatalf("state %d bytes for 50 records of 2 covariates, want %d", b, 50*60)
 		}
 		r.clock.Set(at(61))
 		r.tick()

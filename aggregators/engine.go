@@ -100,6 +100,7 @@ type Engine struct {
 	offsets     map[int]int64
 	unpublished []string
 	dirty       bool // closing windows not yet in a saved checkpoint
+	patientKey  []byte
 	log         *zap.Logger
 	m           *Metrics
 	noise       dp.Source
@@ -158,6 +159,14 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	if err := e.restore(ctx); err != nil {
 		return nil, fmt.Errorf("new aggregator engine: %w", err)
 	}
+	if e.patientKey == nil {
+		e.patientKey = newPatientKey()
+	}
+	for _, a := range e.aggs {
+		if err := a.setPatientKey(e.patientKey); err != nil {
+			return nil, fmt.Errorf("new aggregator engine: %w", err)
+		}
+	}
 	e.updateGauges()
 	return e, nil
 }
@@ -180,6 +189,12 @@ func (e *Engine) restore(ctx context.Context) error {
 	}
 	if e.offsets, err = offsetsFromJSON(s.Offsets); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if len(s.PatientKey) > 0 {
+		if len(s.PatientKey) != PatientKeyBytes {
+			return fmt.Errorf("checkpoint: patient key of %d bytes", len(s.PatientKey))
+		}
+		e.patientKey = s.PatientKey
 	}
 	for _, a := range e.aggs {
 		as, ok := s.Aggregates[a.cfg.Name]
@@ -235,6 +250,9 @@ func (e *Engine) Observe(partition int, offset int64, rec arrow.Record) error {
 			name := a.cfg.Name
 			if st.Counted > 0 {
 				e.m.Records.WithLabelValues(name).Add(float64(st.Counted))
+			}
+			if v := st.Replaced + st.Repeated; v > 0 {
+				e.m.Versions.WithLabelValues(name).Add(float64(v))
 			}
 			if st.Late > 0 {
 				e.m.Late.WithLabelValues(name).Add(float64(st.Late))
@@ -320,7 +338,8 @@ func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
 func (a *aggregate) drop(s int64) {
 	delete(a.open, s)
 	delete(a.recs, s)
-	a.lastHist = nil
+	delete(a.patients, s)
+	a.lastHist, a.lastTable = nil, nil
 	a.closedBefore = max(a.closedBefore, s+a.size)
 }
 
@@ -513,7 +532,7 @@ func (e *Engine) messages(stored []byte) (msgs, curves []sinks.Message, err erro
 // Checkpoint saves the state: input positions, open and closing windows,
 // tree counters, unpublished keys.
 func (e *Engine) Checkpoint(ctx context.Context) error {
-	s := snapshot{Version: snapshotVersion, Topic: e.cfg.Topic, Offsets: offsetsToJSON(e.offsets),
+	s := snapshot{Version: snapshotVersion, Topic: e.cfg.Topic, Offsets: offsetsToJSON(e.offsets), PatientKey: e.patientKey,
 		Aggregates: map[string]*aggSnapshot{}, Unpublished: append([]string{}, e.unpublished...)}
 	for _, a := range e.aggs {
 		as, err := a.snapshot()

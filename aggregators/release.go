@@ -65,27 +65,30 @@ func fs(x []float64) []F {
 // one aggregate, window and cohort. Field names follow interfaces.md (R's
 // survfit / survreg names).
 type FitMessage struct {
-	Schema          string             `json:"schema"`
-	Key             string             `json:"key"`
-	Aggregate       string             `json:"aggregate"`
-	Kind            string             `json:"kind"`
-	WindowStart     string             `json:"window_start"`
-	WindowEnd       string             `json:"window_end"`
-	WindowStartUnix int64              `json:"window_start_unix"`
-	WindowEndUnix   int64              `json:"window_end_unix"`
-	WindowTime      string             `json:"window_time"`
-	LatenessSeconds float64            `json:"lateness_seconds"`
-	Cumulative      bool               `json:"cumulative"`
-	ReleaseIndex    int                `json:"release_index,omitempty"`
-	Horizon         int                `json:"horizon,omitempty"`
-	Cohort          string             `json:"cohort"`
-	Method          string             `json:"method"`
-	Mechanism       string             `json:"mechanism"`
-	Epsilon         float64            `json:"epsilon"`
-	EpsilonCharged  float64            `json:"epsilon_charged"`
-	Guarantee       string             `json:"guarantee"`
-	Neighbouring    string             `json:"neighbouring"`
-	Composition     string             `json:"composition"`
+	Schema          string  `json:"schema"`
+	Key             string  `json:"key"`
+	Aggregate       string  `json:"aggregate"`
+	Kind            string  `json:"kind"`
+	WindowStart     string  `json:"window_start"`
+	WindowEnd       string  `json:"window_end"`
+	WindowStartUnix int64   `json:"window_start_unix"`
+	WindowEndUnix   int64   `json:"window_end_unix"`
+	WindowTime      string  `json:"window_time"`
+	LatenessSeconds float64 `json:"lateness_seconds"`
+	Cumulative      bool    `json:"cumulative"`
+	ReleaseIndex    int     `json:"release_index,omitempty"`
+	Horizon         int     `json:"horizon,omitempty"`
+	Cohort          string  `json:"cohort"`
+	Method          string  `json:"method"`
+	Mechanism       string  `json:"mechanism"`
+	Epsilon         float64 `json:"epsilon"`
+	EpsilonCharged  float64 `json:"epsilon_charged"`
+	Guarantee       string  `json:"guarantee"`
+	Neighbouring    string  `json:"neighbouring"`
+	Composition     string  `json:"composition"`
+	// Contribution states what one patient contributes to the window
+	// (ContributionPerPatient).
+	Contribution    string             `json:"contribution"`
 	Scopes          []string           `json:"scopes"`
 	BudgetRemaining map[string]float64 `json:"budget_remaining"`
 	N               F                  `json:"n"`
@@ -168,6 +171,11 @@ func (a *aggregate) scopes() []string {
 	return out
 }
 
+// ContributionPerPatient is every release's statement of what one patient
+// contributes to a window: the unit its neighbouring relation protects.
+var ContributionPerPatient = "one record per patient per window: records are keyed by a keyed pseudonym of the id, and a later version of a patient's record replaces the earlier one in its window (latest version wins); at most " +
+	strconv.Itoa(MaxPatientsPerWindow) + " patients per window, a new patient beyond that is not counted"
+
 // header fills the metadata common to every cohort of window s.
 func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, charged float64) FitMessage {
 	start := time.Unix(0, s).UTC()
@@ -180,7 +188,8 @@ func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, ch
 		WindowTime: a.cfg.Time, LatenessSeconds: a.cfg.Lateness.Seconds(),
 		Cumulative: a.cfg.Cumulative, Cohort: a.cfg.Cohorts[cohort],
 		Epsilon: a.cfg.Epsilon, EpsilonCharged: charged,
-		Scopes: a.scopes(), BudgetRemaining: remaining,
+		Contribution: ContributionPerPatient,
+		Scopes:       a.scopes(), BudgetRemaining: remaining,
 		TimeUnit: a.cfg.TimeUnit, TimeMax: a.cfg.TimeMax, BinWidth: a.cfg.Params.BinWidth,
 	}
 	if m.BudgetRemaining == nil {

@@ -21,6 +21,9 @@ type snapshot struct {
 	Offsets     map[string]int64        `json:"offsets"` // partition -> next offset to count
 	Aggregates  map[string]*aggSnapshot `json:"aggregates"`
 	Unpublished []string                `json:"unpublished"` // ledger keys released but not yet written
+	// PatientKey keys the per-window patient fingerprints (patients.go);
+	// absent in checkpoints written before per-patient counting.
+	PatientKey []byte `json:"patient_key,omitempty"`
 }
 
 type aggSnapshot struct {
@@ -36,6 +39,8 @@ type histSnap struct {
 	Cells []byte `json:"cells"`
 	// Records is a discrete window's record state (discreteWindow.encode).
 	Records []byte `json:"records,omitempty"`
+	// Patients is the window's patient table (encodePatients).
+	Patients []byte `json:"patients,omitempty"`
 }
 
 type closingSnap struct {
@@ -104,11 +109,12 @@ func (a *aggregate) snapshot() (*aggSnapshot, error) {
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
 	for _, st := range starts {
+		pt := encodePatients(a.patients[st])
 		if a.recs != nil {
-			s.Open = append(s.Open, histSnap{Start: st, Cells: []byte{}, Records: a.recs[st].encode()})
+			s.Open = append(s.Open, histSnap{Start: st, Cells: []byte{}, Records: a.recs[st].encode(), Patients: pt})
 			continue
 		}
-		s.Open = append(s.Open, histSnap{Start: st, Cells: encodeHist(a.open[st])})
+		s.Open = append(s.Open, histSnap{Start: st, Cells: encodeHist(a.open[st]), Patients: pt})
 	}
 	for _, c := range a.closing {
 		cs := closingSnap{Start: c.start, Step: c.step}
@@ -137,6 +143,13 @@ func (a *aggregate) restore(s *aggSnapshot) error {
 	}
 	a.closedBefore = s.ClosedBefore
 	for _, o := range s.Open {
+		if len(o.Patients) > 0 {
+			pt, err := decodePatients(o.Patients)
+			if err != nil {
+				return fmt.Errorf("aggregate %q: open window %d: %w", a.cfg.Name, o.Start, err)
+			}
+			a.patients[o.Start] = pt
+		}
 		if a.recs != nil {
 			w, err := a.decodeRecords(o.Records)
 			if err != nil {

@@ -150,6 +150,51 @@ func TestTELossErratum(t *testing.T) {
 	}
 }
 
+// The loss of the clamped output, by brute force over every input and
+// output of a small domain from the sampled table, equals ClampedLoss; on a
+// long domain it is max(L, eps W) (mechanisms.md §1, erratum on the clamp).
+func TestTEClampedLossBruteForce(t *testing.T) {
+	for _, c := range []struct {
+		eps  float64
+		w    int
+		tmax int64
+	}{{0.5, 10, 40}, {2, 3, 20}, {0.1, 10, 45}, {1, 5, 7}, {0.7, 4, 3}, {0.3, 2, 1}, {1, 1, 5}} {
+		te, err := NewTE(c.eps, c.w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pmf := te.PMF()
+		// P[t][o] for inputs t and outputs o in [0, tmax]
+		p := make([][]float64, c.tmax+1)
+		for ti := range p {
+			p[ti] = make([]float64, c.tmax+1)
+			for d := -c.w; d <= c.w; d++ {
+				o := min(max(int64(ti)+int64(d), 0), c.tmax)
+				p[ti][o] += pmf[d+c.w]
+			}
+		}
+		bf := 0.0
+		for o := int64(0); o <= c.tmax; o++ {
+			for a := max(0, o-int64(c.w)); a <= min(c.tmax, o+int64(c.w)); a++ {
+				for b := max(0, o-int64(c.w)); b <= min(c.tmax, o+int64(c.w)); b++ {
+					bf = math.Max(bf, math.Log(p[a][o]/p[b][o]))
+				}
+			}
+		}
+		if got := te.ClampedLoss(c.tmax); math.Abs(got-bf) > 1e-9 {
+			t.Errorf("eps=%v W=%d tmax=%d: ClampedLoss %v, brute force %v", c.eps, c.w, c.tmax, got, bf)
+		}
+		if c.tmax >= 2*int64(c.w) {
+			want := math.Max(TELoss(c.eps, c.w), c.eps*float64(c.w))
+			if math.Abs(bf-want) > 1e-9 || math.Abs(TEClampedLoss(c.eps, c.w, c.tmax)-want) > 1e-15 {
+				t.Errorf("eps=%v W=%d: brute force %v, max(L, eps W) %v", c.eps, c.w, bf, want)
+			}
+		} else if f := TEClampedLoss(c.eps, c.w, c.tmax); f < bf-1e-9 {
+			t.Errorf("eps=%v W=%d tmax=%d: formula bound %v below the exact loss %v", c.eps, c.w, c.tmax, f, bf)
+		}
+	}
+}
+
 func TestTEPMFSumsToOne(t *testing.T) {
 	for _, w := range []int{1, 2, 10, 30} {
 		te, err := NewTE(0.7, w)
@@ -242,19 +287,19 @@ func TestTEDistributionAndWorstCaseRatio(t *testing.T) {
 func TestTEEpsilonForLoss(t *testing.T) {
 	for _, w := range []int{1, 3, 10} {
 		for _, target := range []float64{1, 2.5, 5} {
-			eps, err := TEEpsilonForLoss(target, w)
+			eps, err := TEEpsilonForLoss(target, w, 1000)
 			if err != nil {
 				if w == 10 && target == 1 {
 					continue // L(eps,10) >= about 1.9 for every eps; the error is the answer
 				}
 				t.Fatalf("W=%d target=%v: %v", w, target, err)
 			}
-			if l := TELoss(eps, w); l > target+1e-9 || l < target-1e-6 {
+			if l := TEClampedLoss(eps, w, 1000); l > target+1e-9 || l < target-1e-6 {
 				t.Errorf("W=%d target=%v: eps %v gives L %v", w, target, eps, l)
 			}
 		}
 	}
-	if _, err := TEEpsilonForLoss(1, 10); err == nil {
+	if _, err := TEEpsilonForLoss(1, 10, 1000); err == nil {
 		t.Error("target 1 at W=10 is unreachable, want error")
 	}
 }

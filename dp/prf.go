@@ -160,7 +160,7 @@ func (p *PRF) cmacFinal(state, blk *[16]byte) {
 }
 
 // Stream returns a CSPRNG seeded by the PRF output for (record, field,
-// version, value): it yields the two tag words, then AES-256-CTR blocks keyed
+// version, value): it yields the two tag words, then AES-128-CTR blocks keyed
 // by the stream key with the tag as the counter's nonce.
 func (rs *RecordState) Stream(field byte, version uint16, value uint64) *Stream {
 	a, b := rs.Tag(field, version, value)

@@ -108,9 +108,104 @@ func (t *TE) Epsilon() float64 { return t.epsilon }
 func (t *TE) Window() int { return t.w }
 
 // Loss returns the exact worst-case log ratio P(t̂|t_i)/P(t̂|t_j) over inputs
-// both within W of the output, computed from the sampled (quantised) pmf. It
-// equals TELoss(epsilon, W) to about 1e-12.
+// both within W of the output for the UNCLAMPED output t + D, computed from
+// the sampled (quantised) pmf. It equals TELoss(epsilon, W) to about 1e-12.
+// The sanitizer publishes the clamped output; its loss is ClampedLoss.
 func (t *TE) Loss() float64 { return t.loss }
+
+// ClampedLoss returns the exact worst-case privacy loss of the value the
+// sanitizer publishes: t̂ = clamp(t + D, 0, tmax) for integer inputs t in
+// [0, tmax], over every output t̂ and every pair of inputs both within W of
+// t̂, computed from the sampled (quantised) table by enumerating the
+// clamped output pmf. The clamp merges every t + D <= 0 into the output 0,
+// so P(0 | 0) / P(0 | W) = P(D <= 0) / P(D = -W) = e^(epsilon W): the result
+// is max(L(epsilon, W), epsilon W) when tmax >= 2W (mechanisms.md §1
+// erratum on the clamp), and can only be smaller on a shorter domain.
+//
+// Enumeration: an output o in (0, tmax) has P(o | t) = Q(o - t) for the
+// inputs t in [max(0, o-W), min(tmax, o+W)], i.e. the offsets d in
+// [max(o-tmax, -W), min(o, W)]; the outputs 0 and tmax have the tail sums
+// P(D <= -t) and P(D >= tmax - t). Outputs in [W, tmax-W] all see the full
+// offset range, so one of them stands for all; every other output is
+// enumerated. Ratios are compared exactly in 128-bit integer arithmetic.
+func (t *TE) ClampedLoss(tmax int64) float64 {
+	if tmax <= 0 {
+		return 0 // one possible output: it says nothing
+	}
+	w := int64(t.w)
+	q := make([]uint64, len(t.q))
+	for i, v := range t.q {
+		q[i] = v.Uint64()
+	}
+	cum := func(d int64) uint64 { // P(D <= d) * 2^64 for d < W
+		if d < -w {
+			return 0
+		}
+		return t.cum[d+w]
+	}
+	tail := func(d int64) uint64 { // P(D >= d) * 2^64 for d > -W
+		if d > w {
+			return 0
+		}
+		return 0 - cum(d-1) // 2^64 - P(D <= d-1), exact mod 2^64 (d > -W)
+	}
+	best := ratio{1, 1}
+	consider := func(r ratio) {
+		if r.greater(best) {
+			best = r
+		}
+	}
+	// Lower boundary output 0: inputs t in [0, min(W, tmax)].
+	tl := min(w, tmax)
+	consider(ratio{cum(0), cum(-tl)})
+	// Upper boundary output tmax: inputs t in [max(0, tmax-W), tmax],
+	// P(tmax | t) = P(D >= tmax - t): largest at t = tmax, smallest at the
+	// lowest input.
+	consider(ratio{tail(0), tail(tmax - max(0, tmax-w))})
+	// Interior outputs, in increasing order: both ends of the offset range
+	// are non-decreasing in o, so a sliding-window maximum and minimum
+	// (monotone deques of offsets) cost O(W) in all.
+	var maxQ, minQ []int64 // offsets, q decreasing / increasing along each
+	next := -w             // next offset to enter the window
+	visit := func(o int64) {
+		lo, hi := max(o-tmax, -w), min(o, w)
+		for ; next <= hi; next++ {
+			for len(maxQ) > 0 && q[maxQ[len(maxQ)-1]+w] <= q[next+w] {
+				maxQ = maxQ[:len(maxQ)-1]
+			}
+			maxQ = append(maxQ, next)
+			for len(minQ) > 0 && q[minQ[len(minQ)-1]+w] >= q[next+w] {
+				minQ = minQ[:len(minQ)-1]
+			}
+			minQ = append(minQ, next)
+		}
+		for maxQ[0] < lo {
+			maxQ = maxQ[1:]
+		}
+		for minQ[0] < lo {
+			minQ = minQ[1:]
+		}
+		consider(ratio{q[maxQ[0]+w], q[minQ[0]+w]})
+	}
+	for o := int64(1); o < tmax && o <= w; o++ {
+		visit(o) // o = W, when inside, has the full offset range
+	}
+	for o := max(w+1, tmax-w); o < tmax; o++ {
+		visit(o)
+	}
+	f, _ := new(big.Rat).SetFrac(new(big.Int).SetUint64(best.num), new(big.Int).SetUint64(best.den)).Float64()
+	return math.Log(f)
+}
+
+// ratio is num/den for positive 64-bit integers.
+type ratio struct{ num, den uint64 }
+
+// greater reports a/b > c/d exactly: a*d > c*b in 128 bits.
+func (r ratio) greater(s ratio) bool {
+	h1, l1 := mul64(r.num, s.den)
+	h2, l2 := mul64(s.num, r.den)
+	return h1 > h2 || (h1 == h2 && l1 > l2)
+}
 
 // PMF returns the exact sampled probabilities of D = -W..W.
 func (t *TE) PMF() []float64 {
@@ -155,34 +250,51 @@ func TELoss(epsilon float64, w int) float64 {
 	return math.Max(e*float64(w-1), math.Max(e*float64(w)+math.Log1p(-math.Exp(-e)), -math.Log(math.Expm1(e))))
 }
 
-// TEEpsilonForLoss returns the largest epsilon whose worst-case loss at
-// window W is at most target, so configuration can state the loss it wants.
-func TEEpsilonForLoss(target float64, w int) (float64, error) {
+// TEClampedLoss is the worst-case loss of the published (clamped) output
+// for the formula's pmf: max(L(epsilon, W), epsilon*min(W, tmax)). It is
+// exact when tmax >= 2W and an upper bound otherwise (then no output sees
+// every offset); (*TE).ClampedLoss is the exact value for the sampled table.
+func TEClampedLoss(epsilon float64, w int, tmax int64) float64 {
+	if tmax <= 0 {
+		return 0
+	}
+	return math.Max(TELoss(epsilon, w), epsilon*float64(min(int64(w), tmax)))
+}
+
+// TEEpsilonForLoss returns the largest epsilon whose worst-case loss of the
+// published value, TEClampedLoss(epsilon, W, tmax), is at most target, so
+// configuration can state the loss it wants.
+func TEEpsilonForLoss(target float64, w int, tmax int64) (float64, error) {
 	if !(target > 0) || math.IsInf(target, 0) {
 		return 0, fmt.Errorf("te-sanitizer: target loss must be positive and finite, got %v", target)
 	}
-	// L(eps) decreases then increases; find its minimiser first.
+	if tmax <= 0 {
+		return 0, fmt.Errorf("te-sanitizer: time domain must be positive, got %d", tmax)
+	}
+	loss := func(e float64) float64 { return TEClampedLoss(e, w, tmax) }
+	// The loss decreases then increases in epsilon (the max of a
+	// quasi-convex and an increasing function); find its minimiser first.
 	lo, hi := 1e-9, 50.0
 	for range 200 {
 		m1 := lo + (hi-lo)/3
 		m2 := hi - (hi-lo)/3
-		if TELoss(m1, w) < TELoss(m2, w) {
+		if loss(m1) < loss(m2) {
 			hi = m2
 		} else {
 			lo = m1
 		}
 	}
 	emin := (lo + hi) / 2
-	if TELoss(emin, w) > target {
-		return 0, fmt.Errorf("te-sanitizer: no epsilon reaches worst-case loss %v with window %d (the least possible is %.4f)", target, w, TELoss(emin, w))
+	if loss(emin) > target {
+		return 0, fmt.Errorf("te-sanitizer: no epsilon reaches worst-case loss %v with window %d (the least possible is %.4f)", target, w, loss(emin))
 	}
 	lo, hi = emin, emin
-	for TELoss(hi, w) <= target {
+	for loss(hi) <= target {
 		hi *= 2
 	}
 	for range 200 {
 		m := (lo + hi) / 2
-		if TELoss(m, w) <= target {
+		if loss(m) <= target {
 			lo = m
 		} else {
 			hi = m

@@ -18,6 +18,18 @@
 //     still have persisted its entry (a lost acknowledgement): the next
 //     Release reloads the backend first, and an entry found there stands
 //     and is replayed — a retried window is never drawn or charged twice.
+//   - At most one release per key, under any fault. The first value of a
+//     key in log order is its release: the one every reader counts and the
+//     only one ever returned for publication. On a backend whose writes can
+//     land late or come from a second writer (Tailer: Kafka), Release
+//     reads the log on to its end before drawing (a key another writer
+//     released is replayed, not drawn), and every Append is followed by
+//     reading the log back to its end, and Release returns
+//     the key's first value — an earlier, late-landed value wins over the
+//     one just written. Every further distinct value of a key found in the
+//     log is charged as well (it is a noisy output stored on the ledger)
+//     and counted in dpsurv_ledger_superseded_total; byte-identical repeats
+//     count once.
 //   - Spent budget is recomputed from the persisted entries on Open: a
 //     restart never refills it. The spent and remaining epsilon per scope
 //     are Prometheus gauges (dpsurv_privacy_budget_spent,
@@ -28,14 +40,20 @@
 //     "stream", "aggregate:<name>" and each "cohort:<label>").
 //   - Backends: File (append-only JSON lines, fsync per append, torn last
 //     line cut off on open, flock against a second process) and Kafka (a
-//     compacted single-partition topic written with acks=all, read from
-//     start to end on open; records above ChunkBytes are chunked).
+//     single-partition topic that is NEVER compacted and keeps records
+//     forever — cleanup.policy=delete, retention.ms=-1; a compacted or
+//     expiring topic is refused, since compaction keeps the last record of
+//     a key and expiry would refill the budget — written with acks=all,
+//     read from start to end on open and tailed after every append;
+//     records above ChunkBytes are chunked under a Kafka key that carries
+//     the entry's hash, so chunks of two values of a key never mix).
 //   - StateStore keeps the aggregators' checkpoint next to the ledger:
 //     FileState (write, fsync, rename) and KafkaState (two alternating slots
 //     plus a checksummed head record).
 //   - One writer per ledger: a second process on the same ledger would
 //     double-spend. The file backend enforces it with a lock; on Kafka the
-//     aggregators must run in exactly one replica.
+//     aggregators run in the one replica holding the lease, and a former
+//     holder's late write cannot publish a second value (read-back above).
 //   - The stored releases are DP outputs; the snapshots hold exact counts
 //     and are as sensitive as the input topic.
 package ledger

@@ -42,16 +42,21 @@ type kafkaLog struct {
 	once   sync.Once
 }
 
-func newKafkaLog(ctx context.Context, conn kafkaconn.Config, topic string, log *zap.Logger) (*kafkaLog, error) {
+func newKafkaLog(ctx context.Context, conn kafkaconn.Config, topic string, log *zap.Logger, ledgerTopic bool) (*kafkaLog, error) {
 	if topic == "" {
 		return nil, errors.New("empty topic")
 	}
 	if log == nil {
 		log = zap.NewNop()
 	}
-	// One partition: the log has a total order. Compacted: old versions
-	// of a key may go, distinct keys stay.
-	if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{topic: 1}, map[string]bool{topic: true}); err != nil {
+	if ledgerTopic {
+		// One partition, never compacted, kept forever (ensureLedgerTopic).
+		if err := ensureLedgerTopic(ctx, conn, topic); err != nil {
+			return nil, err
+		}
+	} else if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{topic: 1}, map[string]bool{topic: true}); err != nil {
+		// One partition: the log has a total order. Compacted: old
+		// versions of a key may go, distinct keys stay.
 		return nil, err
 	}
 	d, err := conn.Dialer()
@@ -105,18 +110,33 @@ func (k *kafkaLog) write(ctx context.Context, msgs []kafka.Message) error {
 // readAll calls fn for every message of partition 0 from the first offset
 // to the end as of the call.
 func (k *kafkaLog) readAll(ctx context.Context, fn func(kafka.Message) error) error {
+	_, err := k.readFrom(ctx, -1, fn)
+	return err
+}
+
+// readFrom calls fn for every message of partition 0 from offset from (-1:
+// the first offset) to the end as of the call, and returns that end.
+func (k *kafkaLog) readFrom(ctx context.Context, from int64, fn func(kafka.Message) error) (int64, error) {
 	c, err := k.dialer.DialLeader(ctx, "tcp", k.conn.Brokers[0], k.topic, 0)
 	if err != nil {
-		return fmt.Errorf("read %s: dial leader: %w", k.topic, kafkaconn.Classify(err))
+		return 0, fmt.Errorf("read %s: dial leader: %w", k.topic, kafkaconn.Classify(err))
 	}
 	first, last, err := c.ReadOffsets()
 	c.Close()
 	if err != nil {
-		return fmt.Errorf("read %s: offsets: %w", k.topic, kafkaconn.Classify(err))
+		return 0, fmt.Errorf("read %s: offsets: %w", k.topic, kafkaconn.Classify(err))
+	}
+	if from > first {
+		first = from
 	}
 	if last <= first {
-		return nil
+		return max(last, from), nil
 	}
+	return last, k.read(ctx, first, last, fn)
+}
+
+// read calls fn for the messages of partition 0 in [first, last).
+func (k *kafkaLog) read(ctx context.Context, first, last int64, fn func(kafka.Message) error) error {
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:   k.conn.Brokers,
 		Topic:     k.topic,
@@ -239,33 +259,123 @@ func (a *assembler) add(m kafka.Message) (key string, value []byte, done bool, e
 	return k, buf.Bytes(), true, nil
 }
 
-// Kafka is the service-mode Backend: a compacted single-partition topic,
-// one record per entry keyed by the entry key (chunked if large), written
-// with acks from all in-sync replicas before Append returns. Open reads the
-// topic from its start to its end. Only one process may write a ledger
-// topic: the aggregators must run in a single replica.
+// Kafka is the service-mode Backend: a single-partition topic that is never
+// compacted and keeps its records forever (cleanup.policy=delete,
+// retention.ms=-1, retention.bytes=-1; an existing topic with another
+// policy is refused), one record per entry (chunked if large), written with
+// acks from all in-sync replicas before Append returns. Open reads the
+// topic from its start to its end; Tail reads on from there.
+//
+// Why not compacted: a write reported as failed can still land later (a
+// lost acknowledgement, a request still in flight, a former lease holder),
+// so one window key can appear twice with different values. The ledger
+// counts the first complete entry of a key in offset order, and publishes
+// only that (it reads the topic back after every append, Tailer); a
+// compacted topic keeps the LAST record per key, and could replace the
+// counted release by another. Each chunk's Kafka key also carries a hash of
+// the entry, so chunks of two different values never mix.
 type Kafka struct {
-	l *kafkaLog
+	l    *kafkaLog
+	mu   sync.Mutex
+	next int64 // first offset not yet read (-1 before the first Load)
+	asm  assembler
 }
 
-// OpenKafka ensures the topic (1 partition, cleanup.policy=compact) and
-// returns the backend.
+// OpenKafka ensures the topic (1 partition, cleanup.policy=delete,
+// unlimited retention) and returns the backend.
 func OpenKafka(ctx context.Context, conn kafkaconn.Config, topic string, log *zap.Logger) (*Kafka, error) {
-	l, err := newKafkaLog(ctx, conn, topic, log)
+	l, err := newKafkaLog(ctx, conn, topic, log, true)
 	if err != nil {
 		return nil, fmt.Errorf("open kafka ledger: %w", err)
 	}
-	return &Kafka{l: l}, nil
+	return &Kafka{l: l, next: -1}, nil
 }
 
-// Load implements Backend.
+// ensureLedgerTopic creates the ledger topic (one partition, delete policy,
+// unlimited retention by time and size) or checks an existing one: a
+// compacted ledger could replace a counted release by a later record of its
+// key, and a ledger whose records expire would refill the budget on the
+// next start. Either is refused, naming the setting to change.
+func ensureLedgerTopic(ctx context.Context, conn kafkaconn.Config, topic string) error {
+	t, err := conn.Transport()
+	if err != nil {
+		return err
+	}
+	defer t.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(conn.Brokers...), Transport: t, Timeout: 10 * time.Second}
+	want := map[string]string{"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
+	tc := kafka.TopicConfig{Topic: topic, NumPartitions: 1, ReplicationFactor: -1}
+	for _, k := range []string{"cleanup.policy", "retention.ms", "retention.bytes"} {
+		tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: want[k]})
+	}
+	resp, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
+	if err != nil {
+		return fmt.Errorf("ensure ledger topic %q: create: %w", topic, kafkaconn.Classify(err))
+	}
+	if e := resp.Errors[topic]; e != nil && !errors.Is(e, kafka.TopicAlreadyExists) {
+		return fmt.Errorf("ensure ledger topic %q: create: %w", topic, kafkaconn.Classify(e))
+	}
+	dr, err := cl.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"cleanup.policy", "retention.ms"}}}})
+	if err != nil {
+		return fmt.Errorf("ensure ledger topic %q: describe configs: %w", topic, kafkaconn.Classify(err))
+	}
+	for _, r := range dr.Resources {
+		if r.Error != nil {
+			return fmt.Errorf("ensure ledger topic %q: describe configs: %w", topic, kafkaconn.Classify(r.Error))
+		}
+		for _, c := range r.ConfigEntries {
+			switch {
+			case c.ConfigName == "cleanup.policy" && strings.Contains(c.ConfigValue, "compact"):
+				return fmt.Errorf("ledger topic %q has cleanup.policy=%s: a compacted ledger keeps the last record of a key, which can differ from the release that was counted and published; set cleanup.policy=delete and retention.ms=-1 on it", topic, c.ConfigValue)
+			case c.ConfigName == "retention.ms" && c.ConfigValue != "-1":
+				return fmt.Errorf("ledger topic %q has retention.ms=%s: expired entries would refill the privacy budget on the next start; set retention.ms=-1 (and retention.bytes=-1) on it", topic, c.ConfigValue)
+			}
+		}
+	}
+	return nil
+}
+
+// entryKey is the Kafka key prefix of an entry's chunks: its key and a hash
+// of the encoded entry, so that two different values of one key never
+// share a chunk key (their chunks cannot mix, and no broker-side cleanup
+// can merge them).
+func entryKey(key string, v []byte) string {
+	sum := sha256.Sum256(v)
+	return key + "@" + hex.EncodeToString(sum[:8])
+}
+
+// Load implements Backend: every complete entry from the topic's start.
 func (b *Kafka) Load(ctx context.Context) ([]Entry, error) {
-	var (
-		out []Entry
-		asm assembler
-	)
-	err := b.l.readAll(ctx, func(m kafka.Message) error {
-		_, v, done, err := asm.add(m)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.next, b.asm = -1, assembler{}
+	out, err := b.readLocked(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load kafka ledger: %w", err)
+	}
+	return out, nil
+}
+
+// Tail implements Tailer: the entries completed since the last Load or
+// Tail, in offset order.
+func (b *Kafka) Tail(ctx context.Context) ([]Entry, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.next < 0 {
+		return nil, errors.New("tail kafka ledger: not loaded")
+	}
+	out, err := b.readLocked(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tail kafka ledger: %w", err)
+	}
+	return out, nil
+}
+
+func (b *Kafka) readLocked(ctx context.Context) ([]Entry, error) {
+	var out []Entry
+	end, err := b.l.readFrom(ctx, b.next, func(m kafka.Message) error {
+		_, v, done, err := b.asm.add(m)
 		if err != nil {
 			return fmt.Errorf("ledger topic offset %d: %w", m.Offset, err)
 		}
@@ -283,8 +393,12 @@ func (b *Kafka) Load(ctx context.Context) ([]Entry, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("load kafka ledger: %w", err)
+		// The cursor and the partial chunks are no longer known to be
+		// consistent: the next Tail must start again from a Load.
+		b.next = -1
+		return nil, err
 	}
+	b.next = end
 	return out, nil
 }
 
@@ -294,7 +408,7 @@ func (b *Kafka) Append(ctx context.Context, e Entry) error {
 	if err != nil {
 		return fmt.Errorf("append ledger entry: %w", err)
 	}
-	if err := b.l.write(ctx, chunks(e.Key, v)); err != nil {
+	if err := b.l.write(ctx, chunks(entryKey(e.Key, v), v)); err != nil {
 		return fmt.Errorf("append ledger entry: %w", err)
 	}
 	return nil
@@ -330,7 +444,7 @@ type stateHeadValue struct {
 
 // OpenKafkaState ensures the topic and returns the store.
 func OpenKafkaState(ctx context.Context, conn kafkaconn.Config, topic string, log *zap.Logger) (*KafkaState, error) {
-	l, err := newKafkaLog(ctx, conn, topic, log)
+	l, err := newKafkaLog(ctx, conn, topic, log, false)
 	if err != nil {
 		return nil, fmt.Errorf("open kafka state: %w", err)
 	}

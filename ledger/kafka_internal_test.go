@@ -3,7 +3,9 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,4 +90,99 @@ func TestKafkaTornWrites(t *testing.T) {
 			t.Fatalf("load after retried save: %q %v", got, err)
 		}
 	})
+}
+
+// On Kafka: a value of a window written by someone else (a late append, a
+// former lease holder) after this ledger loaded but before its own append
+// is found by the read-back, and that earlier value is what Release returns
+// for publication — and what a fresh ledger counts; both values are
+// charged. Chunks of two values of one key never mix (their Kafka keys
+// carry the entry's hash), and the topic is created uncompacted with
+// unlimited retention: a compacted or expiring ledger topic is refused.
+func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
+	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "late"}
+
+	b, err := OpenKafka(ctx, conn, "late.ledger", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(ctx, b, Options{Budget: map[string]float64{"stream": 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// A large value, in two chunks, lands while this ledger draws its own
+	// (after its read-before-write, before its append).
+	early := Entry{Key: "km/1/A", Scopes: []string{"stream"}, Epsilon: 1,
+		Release: []byte(`{"noise":"` + strings.Repeat("e", ChunkBytes) + `"}`)}
+	v, _ := json.Marshal(early)
+	got, replay, err := l.Release(ctx, "km/1/A", []string{"stream"}, 1, func(map[string]float64) ([]byte, error) {
+		if err := b.l.write(ctx, chunks(entryKey(early.Key, v), v)); err != nil {
+			return nil, err
+		}
+		return []byte(`{"noise":"` + strings.Repeat("l", ChunkBytes) + `"}`), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, early.Release) || !replay {
+		t.Fatalf("release published %.20s... (replay %v), want the earlier value", got, replay)
+	}
+	if s := l.Spent("stream"); s != 2 {
+		t.Fatalf("spent %v, want 2 (both stored values charged)", s)
+	}
+	b2, err := OpenKafka(ctx, conn, "late.ledger", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := Open(ctx, b2, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if st, _ := l2.Lookup("km/1/A"); !bytes.Equal(st, early.Release) || l2.Spent("stream") != 2 {
+		t.Fatalf("fresh ledger counts %.20s..., spent %v", st, l2.Spent("stream"))
+	}
+	// A value written by another writer before this ledger's next release
+	// of that key is found by the read before the write: replayed, nothing
+	// drawn, nothing charged.
+	other := Entry{Key: "km/2/A", Scopes: []string{"stream"}, Epsilon: 1, Release: []byte(`{"noise":"other"}`)}
+	ov, _ := json.Marshal(other)
+	if err := b.l.write(ctx, chunks(entryKey(other.Key, ov), ov)); err != nil {
+		t.Fatal(err)
+	}
+	got, replay, err = l.Release(ctx, "km/2/A", []string{"stream"}, 1, func(map[string]float64) ([]byte, error) {
+		t.Fatal("drew a value for a key another writer had released")
+		return nil, nil
+	})
+	if err != nil || !replay || string(got) != string(other.Release) {
+		t.Fatalf("release of km/2/A: %s, replay %v, %v", got, replay, err)
+	}
+	if s := l.Spent("stream"); s != 3 {
+		t.Fatalf("spent %v, want 3", s)
+	}
+	if info := cl.Kfake().TopicInfo("late.ledger"); info == nil {
+		t.Fatal("no topic info")
+	} else {
+		for k, want := range map[string]string{"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"} {
+			if v := info.Configs[k]; v == nil || *v != want {
+				t.Fatalf("ledger topic %s = %v, want %s", k, v, want)
+			}
+		}
+	}
+	for name, cfg := range map[string]map[string]string{
+		"compacted": {"cleanup.policy": "compact"},
+		"expiring":  {"cleanup.policy": "delete", "retention.ms": "604800000"},
+	} {
+		topic := "refused." + name
+		if err := cl.Kfake().CreateTopic(topic, 1, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := OpenKafka(ctx, conn, topic, nil); err == nil || !strings.Contains(err.Error(), topic) {
+			t.Fatalf("%s ledger topic accepted (%v)", name, err)
+		}
+	}
 }

@@ -1,7 +1,9 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,6 +86,18 @@ type Backend interface {
 	Close() error
 }
 
+// Tailer is implemented by backends whose log can receive a write after
+// Append reported failure (a lost acknowledgement, a request still in
+// flight) or from a second writer (a former lease holder): Kafka. Tail
+// returns the entries persisted since the previous Load or Tail, in log
+// order. After every successful Append the ledger reads the log back to
+// its end and publishes the FIRST value of the key in log order — which is
+// what every reader of the ledger counts — so the fit topic only ever
+// carries the counted release, whatever lands late.
+type Tailer interface {
+	Tail(ctx context.Context) ([]Entry, error)
+}
+
 // Options configures a Ledger.
 type Options struct {
 	// Budget maps a scope to its total epsilon. A scope without an entry
@@ -102,7 +116,13 @@ type Ledger struct {
 	budget  map[string]float64
 	spent   map[string]float64
 	entries map[string]Entry
-	log     *zap.Logger
+	// values holds, per key, the hashes of the distinct release values
+	// found in the backend. The first counts and is the only one ever
+	// published; each further distinct value (a write that landed after
+	// another of its key) is charged too: it is a noisy output stored on
+	// the ledger, outside the budget otherwise.
+	values map[string]map[[32]byte]bool
+	log    *zap.Logger
 	// unsure is set by a failed Append, whose entry may have been
 	// persisted all the same (a lost acknowledgement): the next Release
 	// reloads the backend first.
@@ -113,6 +133,7 @@ type Ledger struct {
 	charges        prometheus.Counter
 	replays        prometheus.Counter
 	refusals       *prometheus.CounterVec
+	superseded     prometheus.Counter
 }
 
 // Open loads every entry of b and returns the ledger. The spent budget is
@@ -138,6 +159,7 @@ func Open(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 		budget:  make(map[string]float64, len(opts.Budget)),
 		spent:   map[string]float64{},
 		entries: map[string]Entry{},
+		values:  map[string]map[[32]byte]bool{},
 		log:     log,
 		remainingGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_privacy_budget_remaining",
 			Help: "Epsilon left in each budgeted scope of the privacy ledger."}, []string{"scope"}),
@@ -149,6 +171,8 @@ func Open(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 			Help: "Releases requested again and answered from the ledger (no new noise, no new charge)."}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_ledger_refusals_total",
 			Help: "Charges refused because a scope's budget would be exceeded, by scope."}, []string{"scope"}),
+		superseded: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_ledger_superseded_total",
+			Help: "Ledger records holding a second, different value of a key already counted (a write that landed late or came from a former lease holder): never published, charged all the same."}),
 	}
 	for s, v := range opts.Budget {
 		l.budget[s] = v
@@ -161,7 +185,9 @@ func Open(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 			if l.spentGauge, err = register(opts.Registerer, l.spentGauge); err == nil {
 				if l.charges, err = register(opts.Registerer, l.charges); err == nil {
 					if l.replays, err = register(opts.Registerer, l.replays); err == nil {
-						l.refusals, err = register(opts.Registerer, l.refusals)
+						if l.refusals, err = register(opts.Registerer, l.refusals); err == nil {
+							l.superseded, err = register(opts.Registerer, l.superseded)
+						}
 					}
 				}
 			}
@@ -174,16 +200,20 @@ func Open(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	dups := 0
+	dups, extra := 0, 0
 	for _, e := range entries {
-		if _, ok := l.entries[e.Key]; ok {
-			dups++ // a repeated append; the first one counts
-			continue
+		switch l.ingest(e) {
+		case ingestRepeat:
+			dups++ // a repeated append of the same value
+		case ingestSuperseded:
+			extra++
 		}
-		l.account(e)
 	}
 	if dups > 0 {
-		log.Warn("ledger holds repeated entries; the first of each key counts", zap.Int("repeated", dups))
+		log.Warn("ledger holds repeated entries; each counts once", zap.Int("repeated", dups))
+	}
+	if extra > 0 {
+		log.Warn("ledger holds second values of counted keys; the first of each is the release, every value is charged", zap.Int("superseded", extra))
 	}
 	for s := range l.budget {
 		l.updateGauges(s)
@@ -209,8 +239,35 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	return c, nil
 }
 
-func (l *Ledger) account(e Entry) {
-	l.entries[e.Key] = e
+// ingest results.
+const (
+	ingestFirst      = iota // the key's first value: the release
+	ingestRepeat            // a value already seen: nothing changes
+	ingestSuperseded        // a second, different value: charged, never published
+)
+
+// ingest takes one entry read from (or written to) the backend, in log
+// order: the first value of a key is its release; a repeat of a known
+// value is ignored; a different value is charged but never published.
+func (l *Ledger) ingest(e Entry) int {
+	h := sha256.Sum256(e.Release)
+	vals := l.values[e.Key]
+	switch {
+	case vals == nil:
+		l.values[e.Key] = map[[32]byte]bool{h: true}
+		l.entries[e.Key] = e
+		l.charge(e)
+		return ingestFirst
+	case vals[h]:
+		return ingestRepeat
+	}
+	vals[h] = true
+	l.charge(e)
+	l.superseded.Inc()
+	return ingestSuperseded
+}
+
+func (l *Ledger) charge(e Entry) {
 	for _, s := range uniq(e.Scopes) {
 		l.spent[s] += e.Epsilon
 	}
@@ -245,10 +302,22 @@ func (l *Ledger) Release(ctx context.Context, key string, scopes []string, epsil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.unsure {
+	tailer, tails := l.backend.(Tailer)
+	switch {
+	case l.unsure:
 		if err := l.reload(ctx); err != nil {
 			return nil, false, fmt.Errorf("ledger release %q: reload after a failed append: %w", key, err)
 		}
+	case tails:
+		// Read before write: another writer (a former lease holder) may
+		// have released this key since we last read; replay it rather
+		// than draw a value that could never be published.
+		news, err := tailer.Tail(ctx)
+		if err != nil {
+			l.unsure = true
+			return nil, false, fmt.Errorf("ledger release %q: read: %w", key, err)
+		}
+		l.ingestAll(news)
 	}
 	if old, ok := l.entries[key]; ok {
 		if old.Epsilon != epsilon || !slices.Equal(old.Scopes, e.Scopes) {
@@ -289,12 +358,47 @@ func (l *Ledger) Release(ctx context.Context, key string, scopes []string, epsil
 		l.unsure = true
 		return nil, false, fmt.Errorf("ledger release %q: persist: %w", key, err)
 	}
-	l.account(e)
-	for _, s := range e.Scopes {
-		l.updateGauges(s)
-	}
 	l.charges.Inc()
-	return e.Release, false, nil
+	if !tails {
+		// A backend without late writes (file: one process, synchronous
+		// fsync'd appends; memory): the entry just written is the first.
+		l.ingest(e)
+		for _, s := range e.Scopes {
+			l.updateGauges(s)
+		}
+		return e.Release, false, nil
+	}
+	// Read the log back to its end: whatever landed before this entry
+	// (a failed append that persisted late, a former lease holder's
+	// write) is the key's release, and it is what is published.
+	news, err := tailer.Tail(ctx)
+	if err != nil {
+		l.unsure = true
+		return nil, false, fmt.Errorf("ledger release %q: read back: %w", key, err)
+	}
+	l.ingestAll(news)
+	first, ok := l.entries[key]
+	if !ok || !l.values[key][sha256.Sum256(e.Release)] {
+		l.unsure = true
+		return nil, false, fmt.Errorf("ledger release %q: read back: the appended entry is not in the log", key)
+	}
+	if !bytes.Equal(first.Release, e.Release) {
+		l.log.Warn("ledger key already held an earlier value; publishing that one", zap.String("key", key))
+		return first.Release, true, nil
+	}
+	return first.Release, false, nil
+}
+
+// ingestAll ingests entries in log order and updates the gauges.
+func (l *Ledger) ingestAll(entries []Entry) {
+	for _, e := range entries {
+		if l.ingest(e) == ingestRepeat {
+			continue
+		}
+		for _, s := range e.Scopes {
+			l.updateGauges(s)
+		}
+	}
 }
 
 // reload adds the backend's entries this ledger does not hold: an append
@@ -306,15 +410,10 @@ func (l *Ledger) reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		if _, ok := l.entries[e.Key]; ok {
-			continue
-		}
-		l.account(e)
-		for _, s := range e.Scopes {
-			l.updateGauges(s)
-		}
-		l.log.Warn("ledger entry of a failed append was persisted; it stands", zap.String("key", e.Key))
+	n := len(l.entries)
+	l.ingestAll(entries)
+	if len(l.entries) > n {
+		l.log.Warn("ledger entries of a failed append or another writer were persisted; they stand", zap.Int("entries", len(l.entries)-n))
 	}
 	l.unsure = false
 	return nil

@@ -178,6 +178,7 @@ func RunLoad(ctx context.Context, o LoadOptions) (LoadResult, error) {
 	var svcWG sync.WaitGroup
 	for i := range o.Replicas {
 		svc := &pipeline.Service{Config: cfg, Key: key, Log: log.With(zap.Int("replica", i)), Mem: memory.DefaultAllocator,
+			CopyInputKey: true, // the latency probe: keys are seq/records/produce-time, no patient data
 			WrapSource: func(s pipeline.Source) pipeline.Source {
 				// Runs in the service's goroutine, before its first read.
 				tracked[i].Source = s

@@ -115,7 +115,7 @@ func (c Config) validateAggregation() []error {
 	}
 	switch {
 	case c.Ledger.Topic == "" && c.Ledger.File == "":
-		add("ledger: set ledger.topic (a compacted topic, service mode) or ledger.file (file mode): every release is charged to the ledger before it is written")
+		add("ledger: set ledger.topic (an uncompacted topic kept forever, service mode) or ledger.file (file mode): every release is charged to the ledger before it is written")
 	case c.Ledger.Topic != "" && c.Ledger.File != "":
 		add("ledger: set ledger.topic or ledger.file, not both")
 	}

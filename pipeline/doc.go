@@ -8,7 +8,7 @@
 // With aggregators configured, Service.Run also runs an AggregatorRunner: its
 // own consumer group on the input topic (<group_id>-agg) feeding an
 // aggregators.Engine, offsets committed only after a checkpoint that covers
-// them, releases charged to the privacy ledger (ledger.file or the compacted
+// them, releases charged to the privacy ledger (ledger.file or the uncompacted
 // ledger.topic) and published on output.fit_topic (JSON) and the curve topic
 // (Arrow). In Kafka-ledger mode only the replica holding the aggregator
 // lease (a sticky one-partition consumer group) aggregates; the others

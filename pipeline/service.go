@@ -38,6 +38,10 @@ type Service struct {
 	OnReady func()
 	// WrapSource, when set, wraps the Kafka source (fault-injection tests).
 	WrapSource func(Source) Source
+	// CopyInputKey copies each input message's key to its sanitized
+	// message (SanitizeProcessor.CopyInputKey). Only the load test sets it,
+	// for its latency probe; no configuration reaches it.
+	CopyInputKey bool
 
 	// Clock drives the aggregators' windows (default the wall clock;
 	// tests inject a fake one).
@@ -234,7 +238,7 @@ func (s *Service) Run(ctx context.Context) error {
 	proc := s.Processor
 	if proc == nil {
 		proc = &SanitizeProcessor{Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Observer: s.Observer, Log: s.Log,
-			MaxMessageBytes: maxMsg}
+			MaxMessageBytes: maxMsg, CopyInputKey: s.CopyInputKey}
 	}
 	var outSink, deadSink sinks.Sink = out, dead
 	if s.WrapSinks != nil {

@@ -123,6 +123,10 @@ type SanitizeProcessor struct {
 	// value and headers; default DefaultMaxMessageBytes): a sanitized
 	// batch is split into several messages, a dead letter truncated.
 	MaxMessageBytes int
+	// CopyInputKey copies the input message's key to the sanitized message
+	// instead of SanitizedKey. It exists only for the load test's latency
+	// probe (its keys carry no patient data); no configuration sets it.
+	CopyInputKey bool
 }
 
 func (p *SanitizeProcessor) maxBytes() int {
@@ -168,7 +172,11 @@ func (p *SanitizeProcessor) Process(msg sources.Message) (res Result, err error)
 		return p.failGood(res, msg, rows, fmt.Sprintf("sanitize: %v", err)), nil
 	}
 	defer out.Release()
-	key, hdr := outKey(msg), []kafka.Header{sourceHeader(msg)}
+	// Never the input key, never an input header (SanitizedKey).
+	key, hdr := SanitizedKey(msg.Partition), []kafka.Header{sourceHeader(msg)}
+	if p.CopyInputKey {
+		key = outKey(msg)
+	}
 	budget := p.maxBytes() - messageOverhead - len(key) - headerBytes(hdr)
 	parts, partRows, err := encodeSplit(out, p.Mem, budget)
 	if err != nil {

@@ -25,6 +25,7 @@ const (
 	metaEpsilon       = "dpsurv.epsilon"
 	metaWindow        = "dpsurv.window"
 	metaWorstCaseLoss = "dpsurv.worst_case_loss"
+	metaNote          = "dpsurv.note"
 	sanitizedSchema   = "tte.sanitized.v1"
 )
 
@@ -41,14 +42,19 @@ const (
 	PseudonymLen = 32 // hex characters (128 bits)
 )
 
+// TINote is the time field's dpsurv.note: what time-indistinguishability
+// does not promise, and what worst_case_loss covers.
+const TINote = "time-indistinguishability: protects the true time only among times within the window W of the published value; true times more than 2W apart are fully distinguishable (weaker than local DP). worst_case_loss is the exact loss of the published value, after the clamp into [0, time_max]"
+
 // TimeConfig configures the mechanism on the time field.
 type TimeConfig struct {
 	// Mechanism is "te" or "none" (the field is dropped unless public).
 	Mechanism string `yaml:"mechanism" json:"mechanism"`
 	// Epsilon of TE-Sanitizer; exclusive with TargetLoss.
 	Epsilon float64 `yaml:"epsilon" json:"epsilon,omitempty"`
-	// TargetLoss asks for the largest epsilon whose exact worst-case loss
-	// L(epsilon, W) is at most this value.
+	// TargetLoss asks for the largest epsilon whose worst-case loss of the
+	// published (clamped) value, max(L(epsilon, W), epsilon*W), is at most
+	// this value.
 	TargetLoss float64 `yaml:"target_loss" json:"target_loss,omitempty"`
 	Window     int     `yaml:"window" json:"window"`
 }
@@ -193,7 +199,7 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 		case eps != 0 && cfg.Time.TargetLoss != 0:
 			return nil, fmt.Errorf("sanitizers.time: set epsilon or target_loss, not both")
 		case cfg.Time.TargetLoss != 0:
-			eps, err = dp.TEEpsilonForLoss(cfg.Time.TargetLoss, cfg.Time.Window)
+			eps, err = dp.TEEpsilonForLoss(cfg.Time.TargetLoss, cfg.Time.Window, c.tmax)
 			if err != nil {
 				return nil, fmt.Errorf("sanitizers.time.target_loss: %w", err)
 			}
@@ -205,7 +211,9 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 			return nil, fmt.Errorf("sanitizers.time: %w", err)
 		}
 		c.te = te
-		loss := te.Loss()
+		// The loss of the value actually published, after the clamp into
+		// [0, time_max]: exact enumeration of the clamped output pmf.
+		loss := te.ClampedLoss(c.tmax)
 		w := cfg.Time.Window
 		g := Guarantee{Field: "time", Mechanism: MechTE, Epsilon: &eps, Window: &w, WorstCaseLoss: &loss, Kind: KindTI}
 		if loss > eps*float64(w)+1e-12 {
@@ -215,7 +223,8 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 		c.outCols = append(c.outCols, outCol{kind: outTE, name: "time", field: arrow.Field{
 			Name: "time", Type: arrow.PrimitiveTypes.Int64,
 			Metadata: md(metaMechanism, MechTE, metaGuarantee, KindTI, metaEpsilon, ff(eps),
-				metaWindow, strconv.Itoa(w), metaWorstCaseLoss, ff(loss), metaTimeUnit, cfg.TimeUnit)}})
+				metaWindow, strconv.Itoa(w), metaWorstCaseLoss, ff(loss), metaTimeUnit, cfg.TimeUnit,
+				metaNote, TINote)}})
 	case "none", "":
 		if public["time"] {
 			c.outCols = append(c.outCols, outCol{kind: outCopy, name: "time"})

@@ -190,7 +190,7 @@ func sanTE(ds *sanDataset, eps float64, w int) (sanRun, error) {
 		return sanRun{}, err
 	}
 	return sanRun{method: "TE-Sanitizer", params: fmt.Sprintf("ε=%g, W=%d", eps, w),
-		guarantee: fmt.Sprintf("TI, L=%.2f", dp.TELoss(eps, w)), san: san, kernel: k, perRecordMAE: mae}, nil
+		guarantee: fmt.Sprintf("TI, L=%.2f", dp.TEClampedLoss(eps, w, ds.tmax)), san: san, kernel: k, perRecordMAE: mae}, nil
 }
 
 func sanBin(ds *sanDataset, method string, eps float64, timeBin, sizeBin int64, seed uint64) (sanRun, error) {

@@ -1,0 +1,130 @@
+package aggregators
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/dpfit"
+)
+
+// MaxPatientsPerWindow bounds the distinct patients one window keeps a
+// contribution for (public configuration, part of every release's
+// metadata). A record of a new patient arriving when its window already
+// holds this many is not counted (metric dpsurv_aggregator_skipped_total,
+// reason max_patients); size it above any plausible window. While the
+// bound does not bind, each patient contributes exactly one record — its
+// latest version — to a window. When it binds, one added patient can
+// displace another, so a window's histogram can change in two cells; the
+// release metadata states the bound so a reviewer can check it.
+const MaxPatientsPerWindow = 1 << 20
+
+// SkipMaxPatients is the skip reason of a new patient beyond
+// MaxPatientsPerWindow.
+const SkipMaxPatients = "max_patients"
+
+// PatientKeyBytes is the size of the random key behind the per-window
+// patient fingerprints; it lives in the checkpoint, never leaves it.
+const PatientKeyBytes = 32
+
+// patientTable maps a patient fingerprint (a keyed PRF of the record id,
+// 128 bits) to that patient's contribution to one open window: for a
+// histogram window the packed cell (bin, cohort, event), for a discrete
+// window the index of its record. It holds no raw id.
+type patientTable map[[2]uint64]uint64
+
+// newPatientKey draws a fresh fingerprint key.
+func newPatientKey() []byte {
+	k := make([]byte, PatientKeyBytes)
+	if _, err := crand.Read(k); err != nil {
+		panic("aggregators: crypto/rand failed: " + err.Error()) // never on supported platforms
+	}
+	return k
+}
+
+// setPatientKey installs the fingerprint key (from the checkpoint, or new).
+func (a *aggregate) setPatientKey(key []byte) error {
+	p, err := dp.NewPRF(key)
+	if err != nil {
+		return fmt.Errorf("aggregate %q: patient key: %w", a.cfg.Name, err)
+	}
+	a.prf = p
+	return nil
+}
+
+// fingerprint returns the patient's keyed fingerprint.
+func (a *aggregate) fingerprint(id string) ([2]uint64, error) {
+	if a.prf == nil {
+		if err := a.setPatientKey(newPatientKey()); err != nil {
+			return [2]uint64{}, err
+		}
+	}
+	if err := a.rs.Reset(a.prf, id); err != nil {
+		return [2]uint64{}, err
+	}
+	x, y := a.rs.Tag(dp.FieldPseudonym, 1, 0)
+	return [2]uint64{x, y}, nil
+}
+
+// packCell packs a histogram contribution.
+func packCell(bin, cohort int, event bool) uint64 {
+	v := uint64(bin)<<32 | uint64(cohort)<<1
+	if event {
+		v |= 1
+	}
+	return v
+}
+
+// cell returns the histogram cell a packed contribution counts in.
+func cell(h *dpfit.Histogram, v uint64) (*int64, error) {
+	bin, cohort, event := int(v>>32), int(uint32(v)>>1), v&1 == 1
+	if bin >= h.Bins || cohort >= len(h.Events) {
+		return nil, errors.New("patient contribution outside the histogram")
+	}
+	if event {
+		return &h.Events[cohort][bin], nil
+	}
+	return &h.Censor[cohort][bin], nil
+}
+
+// encodePatients writes a table as (fingerprint, value) triples: two
+// little-endian words and a uvarint.
+func encodePatients(t patientTable) []byte {
+	if len(t) == 0 {
+		return nil
+	}
+	out := make([]byte, 0, len(t)*20)
+	var tmp [binary.MaxVarintLen64]byte
+	for fp, v := range t {
+		out = binary.LittleEndian.AppendUint64(out, fp[0])
+		out = binary.LittleEndian.AppendUint64(out, fp[1])
+		out = append(out, tmp[:binary.PutUvarint(tmp[:], v)]...)
+	}
+	return out
+}
+
+func decodePatients(b []byte) (patientTable, error) {
+	t := patientTable{}
+	for len(b) > 0 {
+		if len(b) < 17 {
+			return nil, errors.New("malformed patient table")
+		}
+		fp := [2]uint64{binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])}
+		v, n := binary.Uvarint(b[16:])
+		if n <= 0 {
+			return nil, errors.New("malformed patient table")
+		}
+		t[fp] = v
+		b = b[16+n:]
+	}
+	if len(t) > MaxPatientsPerWindow {
+		return nil, errors.New("patient table above MaxPatientsPerWindow")
+	}
+	return t, nil
+}
+
+// patientTableBytes estimates a table's memory (Go map entry overhead
+// included).
+func patientTableBytes(t patientTable) int { return 48 * len(t) }

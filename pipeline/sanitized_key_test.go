@@ -1,0 +1,85 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/sanitizers"
+	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/sources"
+	"github.com/dpsurv/dpsurv/synth"
+)
+
+// Default-deny covers the Kafka key and headers: an input keyed by patient
+// (MRN and name) with identifying headers yields a sanitized message whose
+// key is the public input partition and whose only header is the source
+// position; no byte of the input key or headers reaches the sanitized
+// message.
+func TestSanitizedMessageKeyAndHeaders(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	spec := schemas.Spec{Cohorts: []string{"A", "B", "C"}, TimeUnit: "days", Columns: schemas.DefaultColumns()}
+	d, err := synth.Generate(synth.Options{N: 50, Cohorts: spec.Cohorts, TimeMax: 3650, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := harness.Messages(spec, d, 50, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := schemas.NewValidator(spec, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := sanitizers.New(sanitizers.Config{Key: bytes.Repeat([]byte{1}, 32), Cohorts: spec.Cohorts, TimeMax: 3650, TimeUnit: "days",
+		PseudonymizeID: true, Time: sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10},
+		Cohort: sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: 1}, Public: []string{"event"}}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(chain.Release)
+	p := &pipeline.SanitizeProcessor{Validator: v, Chain: chain, Mem: mem, Format: "arrow",
+		Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
+	secrets := []string{"MRN-0042-Jane-Doe", "Jane Doe", "MRN-0042", "x-patient-name", "x-mrn"}
+	in := sources.Message{Topic: "tte.raw", Partition: 3, Offset: 17, Key: []byte("MRN-0042-Jane-Doe"), Value: msgs[0].Value,
+		Headers: []kafka.Header{{Key: "x-patient-name", Value: []byte("Jane Doe")}, {Key: "x-mrn", Value: []byte("MRN-0042")}}}
+	res, err := p.Process(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Out) != 1 || res.Records != 50 {
+		t.Fatalf("%d messages, %d records", len(res.Out), res.Records)
+	}
+	out := res.Out[0]
+	if string(out.Key) != "p3" {
+		t.Fatalf("sanitized key %q, want the input partition p3", out.Key)
+	}
+	if len(out.Headers) != 1 || out.Headers[0].Key != pipeline.HeaderSource || string(out.Headers[0].Value) != "tte.raw/3/17" {
+		t.Fatalf("sanitized headers %+v, want only %s", out.Headers, pipeline.HeaderSource)
+	}
+	for _, s := range secrets {
+		for _, b := range [][]byte{out.Key, out.Value, []byte(out.Headers[0].Key), out.Headers[0].Value} {
+			if bytes.Contains(b, []byte(s)) {
+				t.Fatalf("sanitized message carries %q from the input key or headers", s)
+			}
+		}
+	}
+	// The same patient's messages keep one key (one output partition,
+	// hence their order); another partition gets another key.
+	in2 := in
+	in2.Offset, in2.Partition = 18, 4
+	res2, err := p.Process(in2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res2.Out[0].Key) != "p4" {
+		t.Fatalf("partition 4 key %q", res2.Out[0].Key)
+	}
+}
