@@ -33,8 +33,10 @@
 //   - The bin width trades time resolution against noise: every bin carries
 //     its own noise, so narrow bins over a long domain with few records per
 //     cohort give curves dominated by noise (see NoisyHistogramKM).
-//   - LNTE is a baseline only: its epsilon is per time point
-//     ("pure-dp (per time point)", EpsilonTotal = bins x epsilon).
+//   - LNTE is a baseline only: its epsilon is per (cohort, time point)
+//     ("pure-dp (per cohort and time point)", EpsilonTotal =
+//     (bins + 1) x epsilon: moving an event between two cohorts' last bins
+//     changes 2 bins + 2 counts).
 //   - RRRKM debiases counts by reported label with M^-1; "local-dp" for the
 //     cohort label only, no extra budget.
 //   - Log-rank tests (overall and pairwise) are post-processing of the

@@ -11,7 +11,7 @@ import (
 // Guarantee and neighbouring-relation strings carried by every release.
 const (
 	GuaranteePureDP       = "pure-dp"
-	GuaranteePerTimePoint = "pure-dp (per time point)"
+	GuaranteePerTimePoint = "pure-dp (per cohort and time point)"
 	GuaranteeLocalDP      = "local-dp"
 	GuaranteeNone         = "none (non-private)"
 	NeighbouringReplace   = "replace-one"
@@ -113,8 +113,8 @@ type KMResult struct {
 	Guarantee    string  `json:"guarantee"`
 	Neighbouring string  `json:"neighbouring"`
 	// EpsilonTotal is the loss of the whole release where it differs from
-	// Epsilon (LNTE: Epsilon per time point times the number of time
-	// points); otherwise equal to Epsilon.
+	// Epsilon (LNTE: Epsilon per (cohort, time point) times the number
+	// of time points plus one); otherwise equal to Epsilon.
 	EpsilonTotal float64 `json:"epsilon_total"`
 	BinWidth     float64 `json:"bin_width"`
 	// N is the released (noisy) number of records over all cohorts.

@@ -141,6 +141,9 @@ func (c WeibullConfig) Validate() error {
 		return fmt.Errorf("weibull config: rungs must be in [1, 100000], got %d", c.Rungs)
 	case !finitePos(c.Tolerance) || c.Tolerance > c.Gamma/4:
 		return fmt.Errorf("weibull config: tolerance must be in (0, gamma/4], got %v", c.Tolerance)
+	case c.Gamma/c.Tolerance > 1<<52:
+		// the shape grid {0, tolerance, ..., gamma} is indexed exactly
+		return fmt.Errorf("weibull config: gamma/tolerance must be at most 2^52, got %v", c.Gamma/c.Tolerance)
 	case !finitePos(c.ScaleBound):
 		return fmt.Errorf("weibull config: scale bound must be positive and finite, got %v", c.ScaleBound)
 	case c.BlockSize < 1:
@@ -235,45 +238,93 @@ func (d weibullData) sumPow(p float64) float64 {
 // Upper[k]] for k = 0..K+1. S^0 is the MLE point (NaN when the MLE does not
 // exist), S^{K+1} = [0, Gamma], and S^{k-1} is contained in S^k for k >= 2.
 // The ladder depends on the data but not on epsilon.
+//
+// The shape is released on the public grid {0, Grid, 2 Grid, ..., Gamma}
+// (Grid = the configured Tolerance): rung k is the set of grid points in
+// S^k but not in S^{k-1} (k >= 1), each interval end mapped to the nearest
+// grid index (a monotone map, so nesting and the ladder property
+// S^k(D) within S^{k+1}(D') carry over to the grid sets). The release is
+// the exponential mechanism on that finite set with utility -rung and
+// weight exp(-rung epsilon/4), sampled exactly (Sample).
 type WeibullLadder struct {
 	Lower, Upper []float64
 	Gamma        float64
+	// Grid is the public step of the released shape (WeibullConfig.Tolerance).
+	Grid float64
 }
 
 // Rungs returns K.
 func (l WeibullLadder) Rungs() int { return len(l.Lower) - 2 }
 
-func (l WeibullLadder) width(k int) float64 {
-	return max(0, l.Upper[k]-l.Lower[k])
+// gridPoints is the number of grid points in [0, Gamma].
+func (l WeibullLadder) gridPoints() uint64 {
+	return uint64(math.Round(l.Gamma/l.Grid)) + 1
 }
 
-// LevelLengths returns, for k = 0..K+1, the length of level k = S^k minus
-// S^{k-1} (level 0 has length 0).
-func (l WeibullLadder) LevelLengths() []float64 {
-	out := make([]float64, len(l.Lower))
+// gridEnds returns rung k's interval as grid indices [lo, hi] (lo > hi when
+// empty), k >= 1.
+func (l WeibullLadder) gridEnds(k int) (lo, hi int64) {
+	if k == len(l.Lower)-1 {
+		return 0, int64(l.gridPoints()) - 1
+	}
+	return int64(math.Round(l.Lower[k] / l.Grid)), int64(math.Round(l.Upper[k] / l.Grid))
+}
+
+// GridCounts returns, for k = 0..K+1, the number of grid points on level k
+// (grid points of S^k not in S^{k-1}; level 0 has none).
+func (l WeibullLadder) GridCounts() []uint64 {
+	out := make([]uint64, len(l.Lower))
+	var prev uint64
 	for k := 1; k < len(l.Lower); k++ {
-		if k == 1 || l.Lower[k-1] > l.Upper[k-1] {
-			out[k] = l.width(k)
-			continue
+		lo, hi := l.gridEnds(k)
+		var n uint64
+		if hi >= lo {
+			n = uint64(hi - lo + 1)
 		}
-		out[k] = max(0, l.Lower[k-1]-l.Lower[k]) + max(0, l.Upper[k]-l.Upper[k-1])
+		out[k] = n - min(prev, n)
+		prev = max(prev, n)
 	}
 	return out
 }
 
-// Level returns the rung of p: the smallest k >= 1 with p in S^k, i.e. minus
-// the utility of p. It returns -1 outside [0, Gamma].
-func (l WeibullLadder) Level(p float64) int {
-	for k := 1; k < len(l.Lower); k++ {
-		if p >= l.Lower[k] && p <= l.Upper[k] {
-			return k
-		}
+// LevelLengths returns, for k = 0..K+1, the measure of level k on the
+// grid: its number of grid points times Grid.
+func (l WeibullLadder) LevelLengths() []float64 {
+	c := l.GridCounts()
+	out := make([]float64, len(c))
+	for k, n := range c {
+		out[k] = float64(n) * l.Grid
 	}
-	return -1
+	return out
 }
 
-// LogWeights returns ln(length_k) - k epsilon/4 for k = 0..K+1 (-Inf for
-// empty levels), epsilon being the release's total budget (LSP gets
+// Level returns the rung of p: the smallest k >= 1 with p's grid point in
+// S^k, i.e. minus the utility of p. It returns -1 outside [0, Gamma].
+func (l WeibullLadder) Level(p float64) int {
+	if !(p >= 0 && p <= l.Gamma) {
+		return -1
+	}
+	return l.gridLevel(int64(math.Round(p / l.Grid)))
+}
+
+// gridLevel is the rung of grid index i (binary search over the nested
+// sets S^1 within S^2 within ... within S^{K+1}).
+func (l WeibullLadder) gridLevel(i int64) int {
+	lo, hi := 1, len(l.Lower)-1 // S^hi contains i
+	for lo < hi {
+		mid := (lo + hi) / 2
+		a, b := l.gridEnds(mid)
+		if i >= a && i <= b {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// LogWeights returns ln(count_k Grid) - k epsilon/4 for k = 0..K+1 (-Inf
+// for empty levels), epsilon being the release's total budget (LSP gets
 // epsilon/2, and the utility has sensitivity 1).
 func (l WeibullLadder) LogWeights(epsilon float64) []float64 {
 	lens := l.LevelLengths()
@@ -289,7 +340,7 @@ func (l WeibullLadder) LogWeights(epsilon float64) []float64 {
 }
 
 // RungProbabilities returns the probability of each level for the given
-// total epsilon.
+// total epsilon (float64; for tests and reports — Sample does not use it).
 func (l WeibullLadder) RungProbabilities(epsilon float64) []float64 {
 	lw := l.LogWeights(epsilon)
 	mx := slices.Max(lw)
@@ -305,49 +356,43 @@ func (l WeibullLadder) RungProbabilities(epsilon float64) []float64 {
 	return out
 }
 
-// sampleRung draws a level with probability proportional to
-// length_k exp(-k epsilon/4) (log-sum-exp, one dp.Float64).
-func (l WeibullLadder) sampleRung(src dp.Source, epsilon float64) int {
-	lw := l.LogWeights(epsilon)
-	mx := slices.Max(lw)
-	w := make([]float64, len(lw))
-	tot := 0.0
-	last := len(lw) - 1
-	for k, v := range lw {
-		w[k] = math.Exp(v - mx)
-		tot += w[k]
-		if w[k] > 0 {
-			last = k
-		}
+// Sample draws the LSP shape for a release with total budget epsilon (LSP
+// spends epsilon/2) exactly: a grid point i uniform on [0, Gamma] is
+// accepted with probability exp(-(rung(i) - 1) e) by rung(i) - 1 exact
+// Bernoulli(exp(-e)) draws, e = epsilon/4 rounded down to a multiple of
+// 2^-30 (less than the stated budget, never more); otherwise it is
+// redrawn. The accepted point has probability exactly
+// exp(-rung(i) e) / sum_j exp(-rung(j) e): integer arithmetic throughout,
+// no float inverse CDF. The expected number of proposals is
+// (Gamma/Grid + 1) / sum_k count_k exp(-(k-1) e).
+func (l WeibullLadder) Sample(src dp.Source, epsilon float64) (float64, error) {
+	i, err := l.sampleGrid(src, epsilon)
+	if err != nil {
+		return 0, err
 	}
-	u := dp.Float64(src) * tot
-	acc := 0.0
-	for k, v := range w {
-		acc += v
-		if v > 0 && u < acc {
-			return k
-		}
-	}
-	return last
+	return float64(i) * l.Grid, nil
 }
 
-// samplePoint draws p uniformly on level k.
-func (l WeibullLadder) samplePoint(src dp.Source, k int) float64 {
-	x := dp.Float64(src) * l.LevelLengths()[k]
-	if k == 1 || l.Lower[k-1] > l.Upper[k-1] {
-		return min(l.Lower[k]+x, l.Upper[k])
+func (l WeibullLadder) sampleGrid(src dp.Source, epsilon float64) (int64, error) {
+	if !(l.Grid > 0) || len(l.Lower) < 2 {
+		return 0, errors.New("lsp sample: ladder has no grid")
 	}
-	if a := l.Lower[k-1] - l.Lower[k]; x < a {
-		return l.Lower[k] + x
-	} else {
-		return min(l.Upper[k-1]+(x-a), l.Upper[k])
+	num, den, err := dp.RationalDown(epsilon / 4)
+	if err != nil {
+		return 0, fmt.Errorf("lsp sample: %w", err)
 	}
-}
-
-// Sample draws the LSP shape for a release with total budget epsilon
-// (LSP spends epsilon/2).
-func (l WeibullLadder) Sample(src dp.Source, epsilon float64) float64 {
-	return l.samplePoint(src, l.sampleRung(src, epsilon))
+	n := l.gridPoints()
+	for {
+		i := int64(dp.Uint64n(src, n))
+		k := l.gridLevel(i)
+		ok := true
+		for j := 1; j < k && ok; j++ {
+			ok = dp.BernoulliExp(src, num, den)
+		}
+		if ok {
+			return i, nil
+		}
+	}
 }
 
 // ComputeWeibullLadder computes the LSP ladder of a sample (times in data
@@ -524,7 +569,7 @@ func (e *weibullLadderEngine) evalCell(c *weibullCell, delta float64, k int) (s,
 func weibullComputeLadder(d weibullData, cfg WeibullConfig) WeibullLadder {
 	K := cfg.Rungs
 	gamma := cfg.Gamma
-	lad := WeibullLadder{Lower: make([]float64, K+2), Upper: make([]float64, K+2), Gamma: gamma}
+	lad := WeibullLadder{Lower: make([]float64, K+2), Upper: make([]float64, K+2), Gamma: gamma, Grid: cfg.Tolerance}
 	for k := 1; k <= K+1; k++ {
 		lad.Lower[k], lad.Upper[k] = 0, gamma
 	}
@@ -679,7 +724,10 @@ func FitWeibullLSP(src dp.Source, c survival.Compressed, cfg WeibullConfig) (Wei
 }
 
 func weibullFitLSP(src dp.Source, d weibullData, lad WeibullLadder, cfg WeibullConfig) (WeibullFit, error) {
-	p := lad.Sample(src, cfg.Epsilon)
+	p, err := lad.Sample(src, cfg.Epsilon)
+	if err != nil {
+		return WeibullFit{}, fmt.Errorf("weibull lsp: %w", err)
+	}
 	delta, _, scale, err := weibullTLL(src, d, p, cfg.Epsilon, cfg.Omega)
 	if err != nil {
 		return WeibullFit{}, fmt.Errorf("weibull lsp: %w", err)

@@ -551,12 +551,12 @@ func TestWeibullRungSamplingChiSquare(t *testing.T) {
 			obs := make([]float64, len(probs))
 			ps := make([]float64, draws)
 			for i := range ps {
-				k := lad.sampleRung(src, tc.eps)
-				obs[k]++
-				ps[i] = lad.samplePoint(src, k)
-				if lad.Level(ps[i]) != k {
-					t.Fatalf("point %v drawn on level %d lies on level %d", ps[i], k, lad.Level(ps[i]))
+				p, err := lad.Sample(src, tc.eps)
+				if err != nil {
+					t.Fatal(err)
 				}
+				ps[i] = p
+				obs[lad.Level(p)]++
 			}
 			// Chi-square, pooling cells with expected count < 5 into one.
 			var chi, pe, po float64

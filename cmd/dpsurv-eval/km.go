@@ -282,7 +282,7 @@ func kmEvaluate(w io.Writer, d *fitsData, cfg kmEvalConfig, command string) erro
 			kmPrintRow(w, m.name, eps, total, st)
 		}
 	}
-	fmt.Fprintf(w, "\nLNTE's ε is per time point: the whole release costs bins x ε = %d x ε (its guarantee label says so).\n", h.Bins)
+	fmt.Fprintf(w, "\nLNTE's ε is per (cohort, time point): the whole release costs (bins + 1) x ε = %d x ε (its guarantee label says so).\n", h.Bins+1)
 
 	if len(cfg.sweepWidths) > 0 {
 		fmt.Fprintln(w)
