@@ -47,7 +47,7 @@ func chiSquareDiscreteLaplace(draws []int64, scale float64) (stat float64, df in
 }
 
 // The noise on every cell is the exact two-sided geometric distribution of
-// scale 2/epsilon: chi-square goodness of fit at false-alarm rate 1e-3 per
+// scale 1/epsilon (KMCellSensitivity / epsilon, add/remove-one): chi-square goodness of fit at false-alarm rate 1e-3 per
 // case (fixed seeds, so the outcome is reproducible).
 func TestNoisyCellsDistribution(t *testing.T) {
 	tests := []struct {
@@ -71,7 +71,7 @@ func TestNoisyCellsDistribution(t *testing.T) {
 					draws = append(draws, int64(ev[c][b])-h.Events[c][b], int64(ce[c][b])-h.Censor[c][b])
 				}
 			}
-			stat, df := chiSquareDiscreteLaplace(draws, 2/tc.epsilon)
+			stat, df := chiSquareDiscreteLaplace(draws, KMCellSensitivity/tc.epsilon)
 			crit := distuv.ChiSquared{K: float64(df)}.Quantile(1 - 1e-3)
 			t.Logf("chi-square %.1f on %d df (critical %.1f)", stat, df, crit)
 			if stat > crit {
@@ -225,7 +225,7 @@ func TestNoisyHistogramKMMetadataAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Guarantee != "pure-dp" || res.Neighbouring != "replace-one" || res.Epsilon != 0.7 || res.EpsilonTotal != 0.7 ||
+	if res.Guarantee != "pure-dp" || res.Neighbouring != NeighbouringAddRemove || res.Epsilon != 0.7 || res.EpsilonTotal != 0.7 ||
 		res.Method != MethodNoisyHistogramKM || res.Mechanism == "" {
 		t.Errorf("metadata %q %q %v %v %q %q", res.Guarantee, res.Neighbouring, res.Epsilon, res.EpsilonTotal, res.Method, res.Mechanism)
 	}

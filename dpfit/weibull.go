@@ -19,6 +19,14 @@ import (
 // (multiply by TimeMax for data units). Neighbouring relation: replace one
 // record; the record count n is treated as public (it is equal on neighbours).
 //
+// Sampling (no float noise): the shape is drawn exactly on the public grid
+// {0, Tolerance, ..., Gamma} by WeibullLadder.Sample (exponential mechanism
+// over the grid points, exact Bernoulli(exp(-x)) rejection), and TLL's two
+// terms and the baselines' parameters go through dp.LaplaceMechanism
+// (discrete Laplace on a power-of-two grid, the value rounded to it and the
+// sensitivity inflated by one grid step). Params states the grids
+// (shape_grid, tll_grid, scale_grid).
+//
 // Choices this file makes where the paper is silent:
 //   - f_U^k uses min(sum t^p ln t + k/(ep), 0) as its numerator. f is always
 //     <= 0 (t <= 1), so this is still an upper bound, and a tighter one. With
@@ -732,10 +740,13 @@ func weibullFitLSP(src dp.Source, d weibullData, lad WeibullLadder, cfg WeibullC
 	if err != nil {
 		return WeibullFit{}, fmt.Errorf("weibull lsp: %w", err)
 	}
+	params := cfg.params()
+	params["shape_grid"] = lad.Grid
+	params["tll_grid"] = dp.LaplaceGrid(4 / cfg.Epsilon) // dp.LaplaceMechanism's grid at sensitivity 1, epsilon/4
 	return WeibullFit{
 		Shape: p, Scale: scale, Method: WeibullMethodLSP, Epsilon: cfg.Epsilon,
 		Guarantee: weibullGuaranteePureDP, Neighbouring: weibullNeighbouring,
-		N: delta, Params: cfg.params(),
+		N: delta, Params: params,
 	}, nil
 }
 
@@ -779,6 +790,8 @@ func weibullRelease(src dp.Source, p, l, sensP, sensL float64, cfg WeibullConfig
 	params := cfg.params()
 	params["scale_bound"] = cfg.ScaleBound
 	params["blocks"] = float64(blocks)
+	params["shape_grid"] = dp.LaplaceGrid(sensP / (cfg.Epsilon / 2)) // dp.LaplaceMechanism's grids
+	params["scale_grid"] = dp.LaplaceGrid(sensL / (cfg.Epsilon / 2))
 	return WeibullFit{
 		Shape:        min(max(np, 0), cfg.Gamma),
 		Scale:        min(max(nl, 0), cfg.ScaleBound),
