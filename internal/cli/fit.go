@@ -332,6 +332,7 @@ func fitKM(env Env, args []string) error {
 		out["guarantee"] = res.Guarantee
 		out["neighbouring"] = res.Neighbouring
 		out["epsilon_total"] = res.EpsilonTotal
+		out["public"] = kmPublic(*method)
 		out["n"] = res.N
 		out["time_max"] = *timeMax
 		var cs []map[string]any
@@ -359,6 +360,33 @@ func fitKM(env Env, args []string) error {
 		}
 	}
 	return printJSON(env.Stdout, out)
+}
+
+// kmPublic is the "public" list of a private `fit km` release: what it
+// does not protect. The central methods are add/remove-one (the record
+// count is protected, n is the sum of noisy cells); LNTE is analysed under
+// replace-one, so its record count is public; RRR is local (only the
+// cohort label is randomised: times and events are not protected).
+func kmPublic(method string) []string {
+	out := []string{"time_max", "bin_width", "cohorts"}
+	switch method {
+	case "lnte":
+		out = append(out, "n (record count)")
+	case "rrr":
+		out = append(out, "n (record count)", "times", "events")
+	}
+	return out
+}
+
+// weibullPublic is the "public" list of a private `fit weibull` release:
+// the configuration (the params fields) and, under replace-one (every
+// method; "n" is TLL's noisy event count for lsp), the record count.
+func weibullPublic(method string) []string {
+	out := []string{"time_max", "omega", "gamma", "rungs", "tolerance", "record count"}
+	if method == dpfit.WeibullMethodLaplace || method == dpfit.WeibullMethodSAA {
+		out = append(out, "scale_bound", "blocks")
+	}
+	return out
 }
 
 func fitWeibull(env Env, args []string) error {
@@ -454,6 +482,7 @@ func fitWeibull(env Env, args []string) error {
 	out["method"] = fit.Method
 	out["guarantee"] = fit.Guarantee
 	out["neighbouring"] = fit.Neighbouring
+	out["public"] = weibullPublic(fit.Method)
 	out["n"] = num(fit.N)
 	out["shape"] = fit.Shape
 	out["scale"] = fit.Scale
