@@ -138,9 +138,11 @@ type DiscreteResult struct {
 	// plus output-perturbation noise (OutputNoise at the same n, lambda
 	// and epsilon), a release that does not depend on the data, charged
 	// like any other. No release is retried with fresh noise.
-	Fallback   bool          `json:"fallback"`
-	PSGLD      *PSGLDOptions `json:"psgld,omitempty"`
-	Iterations int           `json:"iterations,omitempty"`
+	Fallback bool          `json:"fallback"`
+	PSGLD    *PSGLDOptions `json:"psgld,omitempty"`
+	// Iterations is the Newton iteration count, on the non-private path
+	// only (for a private fit it would be a function of the data).
+	Iterations int `json:"iterations,omitempty"`
 	// Clipped counts clamped times plus clipped covariate rows. It is not
 	// part of the JSON release (it is an exact count about the data); the
 	// caller may export it as an operational metric.
@@ -365,8 +367,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		r, err := minimise(o, startValue(m), nopts)
 		ok = err == nil && certified(o, r.f)
 		if ok {
-			f = r.f
-			res.Iterations = r.iter
+			f = r.f // (its iteration count is a function of the data: not published)
 		}
 		res.Guarantee = GuaranteePureDP
 		res.Lambda = opts.Lambda
@@ -390,7 +391,6 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		ok = err == nil && certified(o, r.f)
 		if ok {
 			f = r.f
-			res.Iterations = r.iter
 			res.Noise = &bn
 			res.NoiseScale = bn.Scale
 		}
@@ -415,7 +415,6 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		res.Fallback = true
 		res.Noise = &outNoise
 		res.NoiseScale = outNoise.Scale
-		res.Iterations = 0
 		f, err = outNoise.Draw(src, m.dim())
 	case opts.Method == MethodOutput:
 		f, err = outNoise.Release(src, f)

@@ -27,6 +27,9 @@ func TestDiscretePrivateReleaseNPublic(t *testing.T) {
 		if len(res.Public) == 0 || res.Public[0] != "n" {
 			t.Errorf("%s: public %v does not list n", m, res.Public)
 		}
+		if res.Iterations != 0 {
+			t.Errorf("%s: publishes the Newton iteration count %d (a function of the data)", m, res.Iterations)
+		}
 		if m == MethodPSGLD && res.PSGLD.V != 2*math.Log(float64(data.Len())) {
 			t.Errorf("psgld v %v is not 2 ln n", res.PSGLD.V)
 		}

@@ -461,7 +461,7 @@ func kmPlots(w io.Writer, d *fitsData, h *dpfit.Histogram, ex []kmExact, cfg kmE
 					Time: nh.Cohorts[c].Curve.Time, Surv: nh.Cohorts[c].Curve.Surv, Dashed: true},
 				{Label: fmt.Sprintf("hierarchical-histogram KM, ε = %s", fitsEpsLabel(eps)),
 					Time: hk.Cohorts[c].Curve.Time, Surv: hk.Cohorts[c].Curve.Surv, Dashed: true},
-				{Label: fmt.Sprintf("LNTE, ε = %s per time point", fitsEpsLabel(eps)),
+				{Label: fmt.Sprintf("LNTE, ε = %s per (cohort, time point)", fitsEpsLabel(eps)),
 					Time: ln.Cohorts[c].Curve.Time, Surv: ln.Cohorts[c].Curve.Surv, Dashed: true},
 			}
 			title := fmt.Sprintf("%s cohort %s: DP KM vs exact, ε = %s, %g-day bins", kmDataName(cfg.data), d.Labels[c], fitsEpsLabel(eps), cfg.binWidth)
