@@ -215,7 +215,7 @@ func TestExtObjPertNoise(t *testing.T) {
 			t.Errorf("lambda %v eps %v: delta = %v, want delta > 0: %v", c.lambda, c.eps, delta, c.wantDelta)
 		}
 		ep, _, _ := ObjPertBudget(pr.basis, n, c.lambda, c.eps)
-		if want := math.Sqrt(float64(pr.m.dim())) * GradientBound(pr.basis) / ep; !closeRel(noise.Scale, want, 1e-12, 0) {
+		if want := math.Sqrt(float64(pr.m.dim())) * GradientBound(pr.basis) / ep; !closeRel(noise.Scale, want, 1e-9, 0) {
 			t.Errorf("scale %v, want sqrt(dim) t / eps' = %v", noise.Scale, want)
 		}
 		checkLatticeNoise(t, "Ext-Obj-Pert", bs, noise, false)

@@ -37,6 +37,10 @@ type LatticeNoise struct {
 // sqrtUp returns a float64 >= sqrt(x).
 func sqrtUp(x float64) float64 { return math.Nextafter(math.Sqrt(x), math.Inf(1)) }
 
+// roundoffMargin inflates a sensitivity computed in float64 (sums of
+// square roots, a division) so that it bounds the exact value.
+const roundoffMargin = 1 + 1e-12
+
 // OutputNoise is the noise of output perturbation for a vector of dim
 // coordinates with L2 sensitivity l2 at budget epsilon. The released value
 // is round_g(f) + noise (Release): rounding to the grid g moves each
@@ -50,7 +54,7 @@ func OutputNoise(l2 float64, dim int, epsilon float64) (LatticeNoise, error) {
 	if !(l2 > 0) || math.IsInf(l2, 0) || !(epsilon > 0) || math.IsInf(epsilon, 0) {
 		return LatticeNoise{}, fmt.Errorf("output noise: sensitivity %v and epsilon %v must be positive and finite", l2, epsilon)
 	}
-	l1 := sqrtUp(float64(dim)) * l2
+	l1 := sqrtUp(float64(dim)) * l2 * roundoffMargin
 	g := dp.LaplaceGrid(l1 / epsilon)
 	l1 += float64(dim) * g
 	return LatticeNoise{Grid: g, Scale: l1 / epsilon, L1: l1}, nil
@@ -66,7 +70,7 @@ func ObjectiveNoise(t float64, dim int, epsilon float64) (LatticeNoise, error) {
 	if !(t > 0) || math.IsInf(t, 0) || !(epsilon > 0) || math.IsInf(epsilon, 0) {
 		return LatticeNoise{}, fmt.Errorf("objective noise: bound %v and epsilon %v must be positive and finite", t, epsilon)
 	}
-	l1 := sqrtUp(float64(dim)) * t
+	l1 := sqrtUp(float64(dim)) * t * roundoffMargin
 	return LatticeNoise{Grid: dp.LaplaceGrid(l1 / epsilon), Scale: l1 / epsilon, L1: l1}, nil
 }
 
