@@ -34,9 +34,8 @@
 //     "stream", "aggregate:<name>" and every "cohort:<label>" (parallel
 //     composition across disjoint cohorts and bins; sequential across
 //     windows). km releases are epsilon-DP under add/remove-one (the
-//     window's record count is protected); weibull lsp/saa under
-//     replace-one within a cohort (the cohort's count is public), laplace
-//     under add/remove-one. A discrete window is one fit of all cohorts'
+//     window's record count is protected); weibull lsp and laplace too,
+//     saa under replace-one within a cohort (the cohort's count public). A discrete window is one fit of all cohorts'
 //     records (regression.FitDiscrete: output perturbation, pure-dp;
 //     objective perturbation and pSGLD, approximate) under replace-one
 //     among the included records, whose number n is public and released

@@ -327,21 +327,21 @@ func (a *aggregate) publicKM() []string {
 	return out
 }
 
-// weibullNeighbouring is the relation of a weibull release. The Laplace
-// baseline's sensitivity is the width of the clamping box whatever the
-// data, so it holds under add/remove-one; LSP's ladder and SAA's block
-// count are analysed for a fixed record count only (replace-one).
+// weibullNeighbouring is the relation of a weibull release: add/remove-one
+// for LSP+TLL and the Laplace baseline (dpfit.WeibullNeighbouringAddRemove);
+// SAA's block count is a function of the record count, analysed for a
+// fixed count only (replace-one).
 func weibullNeighbouring(method string) string {
-	if method == dpfit.WeibullMethodLaplace {
-		return NeighbouringAddRemoveInCohort
+	if method == dpfit.WeibullMethodSAA {
+		return NeighbouringReplaceInCohort
 	}
-	return NeighbouringReplaceInCohort
+	return NeighbouringAddRemoveInCohort
 }
 
 // weibullPublic is the "public" list of a weibull release.
 func weibullPublic(method string) []string {
 	out := []string{"time_max", "time_unit", "bin_width", "cohorts", "window", "params"}
-	if method != dpfit.WeibullMethodLaplace {
+	if method == dpfit.WeibullMethodSAA {
 		out = append(out, "n (the cohort's record count in the window)")
 	}
 	return out

@@ -16,8 +16,21 @@ import (
 // LSP draws the shape p from a ladder-shaped exponential mechanism with budget
 // epsilon/2; TLL releases the event count and sum t^p with epsilon/4 each and
 // returns lambda = (tau/delta)^(1/p). The scale is in normalised time units
-// (multiply by TimeMax for data units). Neighbouring relation: replace one
-// record; the record count n is treated as public (it is equal on neighbours).
+// (multiply by TimeMax for data units).
+//
+// Neighbouring relation: add/remove-one for LSP+TLL (and the Laplace
+// baseline); the record count is protected. The paper analyses replace-one,
+// but its bounds use only each record's range of contribution to the sums
+// (t^p in (0, 1], t^p ln t in [-1/(e p), 0], d ln t in [-omega, 0]) and the
+// number of records changed, which an added or removed record respects as a
+// replaced one does; with the caps at 0 below, the ladder constraint
+// hA_{k+1}(D') >= hA_k(D), hB_{k+1}(D') <= hB_k(D) holds term by term for
+// D' = D plus or minus one record too (S_{n-k} over the n-k smallest of D
+// only shrinks when a record is added, and the n-k-2 smallest of D minus a
+// record sum to at most the n-k smallest of D). TLL's two sums have
+// sensitivity 1 under either relation. Tests: TestWeibullBoundsLemma1AddRemove,
+// TestWeibullLSPGridWorstCaseRatioAddRemove. Sample-and-aggregate's block
+// count is a function of n, so SAA stays replace-one with n public.
 //
 // Sampling (no float noise): the shape is drawn exactly on the public grid
 // {0, Tolerance, ..., Gamma} by WeibullLadder.Sample (exponential mechanism
@@ -54,6 +67,10 @@ import (
 //     principle order two neighbours' ends the wrong way by one Tolerance
 //     step. The tests enumerate neighbours and find the worst ratio well
 //     inside exp(epsilon/2).
+//   - g_U^k's numerator M + k omega is capped at 0 as well (M'/E' <= 0
+//     always): without the cap, where M + k omega > 0 (many events at
+//     time_max) an added event at exp(-omega) makes hB_{k+1}(D') exceed
+//     hB_k(D) (TestWeibullLadderCapNeeded).
 //   - TLL floors delta at 1 and tau at exp(-omega p) (the smallest possible
 //     sum for one record) and caps |ln lambda| at 700 (post-processing).
 
@@ -77,7 +94,13 @@ const (
 const (
 	weibullGuaranteePureDP = "pure-dp"
 	weibullGuaranteeNone   = "none (non-private)"
-	weibullNeighbouring    = "replace-one"
+	// WeibullNeighbouringAddRemove is the relation of LSP+TLL and the
+	// Laplace baseline: the record count is protected.
+	WeibullNeighbouringAddRemove = "add/remove-one (the record count is protected)"
+	// WeibullNeighbouringReplace is sample-and-aggregate's: its block
+	// count floor(n/BlockSize) is a function of n, which is public.
+	WeibullNeighbouringReplace = "replace-one (the record count is public)"
+	weibullNeighbouringMLE     = "none (non-private)"
 )
 
 // WeibullConfig holds the public parameters of a DP Weibull fit. Every field
@@ -178,7 +201,7 @@ type WeibullFit struct {
 	// Epsilon is the total budget spent (+Inf for the non-private MLE).
 	Epsilon      float64
 	Guarantee    string // "pure-dp", or "none (non-private)" for the MLE
-	Neighbouring string // "replace-one"
+	Neighbouring string // WeibullNeighbouringAddRemove, or WeibullNeighbouringReplace for SAA
 	// N is the noisy event count (LSP+TLL's delta before flooring); the
 	// exact count for the MLE; 0 for the baselines, which do not release it.
 	N float64
@@ -486,7 +509,10 @@ func newWeibullLadderEngine(d weibullData, cfg WeibullConfig) *weibullLadderEngi
 	for k := 1; k <= e.kmax; k++ {
 		fk := float64(k)
 		e.cL[k] = (d.sumDLog - fk*cfg.Omega) / (d.e - fk)
-		e.cU[k] = (d.sumDLog + fk*cfg.Omega) / (d.e + fk)
+		// capped at 0 like f_U's numerator: M'/E' <= 0 always, and the
+		// cap makes g_U monotone in k across neighbours (Lemma 1) also
+		// where M + k omega > 0 (TestWeibullLadderCapNeeded)
+		e.cU[k] = min(d.sumDLog+fk*cfg.Omega, 0) / (d.e + fk)
 	}
 	return e
 }
@@ -718,7 +744,8 @@ func weibullCheckFinite(cfg WeibullConfig, op string) error {
 }
 
 // FitWeibullLSP releases the Weibull shape by LSP (epsilon/2) and the scale
-// by TLL (epsilon/4 + epsilon/4): epsilon-DP under replace-one.
+// by TLL (epsilon/4 + epsilon/4): epsilon-DP under add/remove-one (and so
+// 2 epsilon under replace-one).
 func FitWeibullLSP(src dp.Source, c survival.Compressed, cfg WeibullConfig) (WeibullFit, error) {
 	cfg = cfg.WithDefaults()
 	if err := weibullCheckFinite(cfg, "weibull lsp"); err != nil {
@@ -745,7 +772,7 @@ func weibullFitLSP(src dp.Source, d weibullData, lad WeibullLadder, cfg WeibullC
 	params["tll_grid"] = dp.LaplaceGrid(4 / cfg.Epsilon) // dp.LaplaceMechanism's grid at sensitivity 1, epsilon/4
 	return WeibullFit{
 		Shape: p, Scale: scale, Method: WeibullMethodLSP, Epsilon: cfg.Epsilon,
-		Guarantee: weibullGuaranteePureDP, Neighbouring: weibullNeighbouring,
+		Guarantee: weibullGuaranteePureDP, Neighbouring: WeibullNeighbouringAddRemove,
 		N: delta, Params: params,
 	}, nil
 }
@@ -798,9 +825,19 @@ func weibullRelease(src dp.Source, p, l, sensP, sensL float64, cfg WeibullConfig
 		Method:       method,
 		Epsilon:      cfg.Epsilon,
 		Guarantee:    weibullGuaranteePureDP,
-		Neighbouring: weibullNeighbouring,
+		Neighbouring: weibullNeighbouringOf(method),
 		Params:       params,
 	}, nil
+}
+
+// weibullNeighbouringOf is the relation of a baseline release: the Laplace
+// baseline's sensitivity (the clamping box) holds for any two data sets, so
+// under add/remove-one; SAA's block count depends on n.
+func weibullNeighbouringOf(method string) string {
+	if method == WeibullMethodSAA {
+		return WeibullNeighbouringReplace
+	}
+	return WeibullNeighbouringAddRemove
 }
 
 // weibullSAABlocks is the number of sample-and-aggregate blocks for n records:
@@ -893,7 +930,7 @@ func FitWeibull(src dp.Source, c survival.Compressed, cfg WeibullConfig, method 
 		}
 		return WeibullFit{
 			Shape: m.Shape, Scale: m.Scale, Method: WeibullMethodMLE, Epsilon: cfg.Epsilon,
-			Guarantee: weibullGuaranteeNone, Neighbouring: weibullNeighbouring, N: m.Events,
+			Guarantee: weibullGuaranteeNone, Neighbouring: weibullNeighbouringMLE, N: m.Events,
 			Params: cfg.params(),
 		}, nil
 	}

@@ -660,7 +660,7 @@ func TestWeibullLSPLargeEpsilon(t *testing.T) {
 				if math.Abs(f.N-ref.N) > 0.01 {
 					t.Fatalf("noisy event count %v vs %v", f.N, ref.N)
 				}
-				if f.Method != WeibullMethodLSP || f.Guarantee != "pure-dp" || f.Neighbouring != "replace-one" || f.Epsilon != 1e5 {
+				if f.Method != WeibullMethodLSP || f.Guarantee != "pure-dp" || f.Neighbouring != WeibullNeighbouringAddRemove || f.Epsilon != 1e5 {
 					t.Fatalf("metadata %+v", f)
 				}
 				for _, k := range []string{"omega", "gamma", "rungs", "time_max"} {

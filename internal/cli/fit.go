@@ -379,12 +379,16 @@ func kmPublic(method string) []string {
 }
 
 // weibullPublic is the "public" list of a private `fit weibull` release:
-// the configuration (the params fields) and, under replace-one (every
-// method; "n" is TLL's noisy event count for lsp), the record count.
+// the configuration (the params fields) and, for SAA (replace-one: its
+// block count is a function of n), the record count. LSP+TLL and the
+// Laplace baseline are add/remove-one ("n" is TLL's noisy event count).
 func weibullPublic(method string) []string {
-	out := []string{"time_max", "omega", "gamma", "rungs", "tolerance", "record count"}
-	if method == dpfit.WeibullMethodLaplace || method == dpfit.WeibullMethodSAA {
-		out = append(out, "scale_bound", "blocks")
+	out := []string{"time_max", "omega", "gamma", "rungs", "tolerance"}
+	switch method {
+	case dpfit.WeibullMethodLaplace:
+		out = append(out, "scale_bound")
+	case dpfit.WeibullMethodSAA:
+		out = append(out, "scale_bound", "block_size", "record count")
 	}
 	return out
 }
