@@ -394,3 +394,56 @@ func TestNoisyHistogramKMUnbiased(t *testing.T) {
 		}
 	}
 }
+
+// TestNoisyHistogramAddRemoveLoss enumerates every add/remove-one neighbour
+// of a small histogram (one record added to, or removed from, any cohort,
+// bin and kind): the cell vector changes by exactly 1 in L1, so at cell
+// scale KMCellSensitivity/epsilon the loss of the released cells is
+// exactly epsilon. Under replace-one the change is 2 (loss 2 epsilon),
+// which the release's relation states.
+func TestNoisyHistogramAddRemoveLoss(t *testing.T) {
+	const eps = 0.8
+	h, err := NewHistogram(1, 5, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = h.Add(1, true, 0)
+	_ = h.Add(3, false, 2)
+	cells := func() []int64 {
+		var v []int64
+		for c := range h.Events {
+			v = append(v, h.Events[c]...)
+			v = append(v, h.Censor[c]...)
+		}
+		return v
+	}
+	base := cells()
+	scale := KMCellSensitivity / eps
+	for c := 0; c < h.Cohorts(); c++ {
+		for b := 0; b < h.Bins; b++ {
+			for _, arr := range [][]int64{h.Events[c], h.Censor[c]} {
+				for _, d := range []int64{1, -1} {
+					if arr[b]+d < 0 {
+						continue
+					}
+					arr[b] += d
+					l1 := int64(0)
+					for i, v := range cells() {
+						l1 += max(v-base[i], base[i]-v)
+					}
+					arr[b] -= d
+					if loss := float64(l1) / scale; math.Abs(loss-eps) > 1e-12 {
+						t.Fatalf("cohort %d bin %d %+d: loss %v, want epsilon %v", c, b, d, loss, eps)
+					}
+				}
+			}
+		}
+	}
+	res, err := NoisyHistogramKM(h, dp.NewSeededSource(1), KMOptions{Epsilon: eps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Neighbouring != NeighbouringAddRemove {
+		t.Fatalf("relation %q", res.Neighbouring)
+	}
+}
