@@ -48,7 +48,7 @@ const (
 const DiscreteCohort = "all"
 
 // NeighbouringDiscrete is the neighbouring relation of a discrete release.
-const NeighbouringDiscrete = "replace-one among the window's included records (bounded DP: the sensitivity uses their number n, which is released only as a noisy count; at most max_records per window)"
+const NeighbouringDiscrete = "replace-one among the window's included records (bounded DP): the sensitivities are functions of their number n, so n (at most max_records) is public and released exactly; whether a patient is in the window is not protected beyond what n reveals"
 
 const compositionDiscrete = "one fit pooling the records of every cohort in the window (each record is in one window); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
 
@@ -538,9 +538,11 @@ rows:
 
 // discreteMessages draws the window's fit: FitDiscrete on the included
 // records with the configured method, or, with fewer than two records
-// (where the mechanisms are undefined), a data-independent draw of the same
-// shape (zero plus output-perturbation noise at n = 1) so that the form of
-// the release never depends on the data; n is the noisy count either way.
+// (where the mechanisms are undefined), the fallback release (zero plus
+// output-perturbation noise at n = 1, a draw that does not depend on the
+// data). n is public (replace-one) and released exactly either way. A fit
+// that fails numerically is released as FitDiscrete's fallback; it is
+// never retried with fresh noise.
 func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
 	p := a.cfg.Params
 	opts := regression.DiscreteOptions{
@@ -569,11 +571,13 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 	m.Method, m.Guarantee = string(res.Method), res.Guarantee
 	m.Mechanism = discreteMechanism(res.Method)
 	m.Neighbouring, m.Composition = NeighbouringDiscrete, compositionDiscrete
+	m.Public = append(regression.PublicDiscrete(res.Method), "max_records")
 	m.N = F(res.N)
 	df := &DiscreteFields{
 		Alpha: fs(res.Alpha), Beta: fs(res.Beta), Covariates: p.Covariates, Link: p.Link,
-		EpsilonFit: res.EpsilonFit, EpsilonCount: res.EpsilonCount, Intervals: p.Intervals, Knots: p.Knots,
+		EpsilonFit: res.EpsilonFit, Intervals: p.Intervals, Knots: p.Knots,
 		Scaling: regression.Scaling{Centre: p.Centre, Scale: p.Scale}, MaxRecords: p.MaxRecords,
+		Fallback: res.Fallback, Noise: res.Noise, Delta: res.Delta, EpsilonPrime: res.EpsilonPrime, PSGLD: res.PSGLD,
 	}
 	if res.Method != regression.MethodPSGLD {
 		df.Lambda = p.Lambda
@@ -584,44 +588,45 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 
 // discreteNoFit is the release of a window with fewer than two records:
 // alpha and beta are the zero vector plus Ext-Out-Pert noise at n = 1 (a
-// draw that does not depend on the data), n the noisy count.
+// draw that does not depend on the data), n exact (public), fallback true.
 func (a *aggregate) discreteNoFit(n int, src dp.Source) (regression.DiscreteResult, error) {
 	p := a.cfg.Params
 	basis, err := regression.SplineBasis(p.Intervals, p.Knots)
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
-	epsCount := regression.DefaultCountShare * a.cfg.Epsilon
-	epsFit := a.cfg.Epsilon - epsCount
 	t, err := regression.OutputSensitivity(basis, 1, p.Lambda)
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
-	f, err := regression.NoiseVector(src, p.Knots+len(p.Covariates), t/epsFit)
+	noise, err := regression.OutputNoise(t+2*regression.CertificateTolerance/p.Lambda, p.Knots+len(p.Covariates), a.cfg.Epsilon)
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
-	cnt, err := dp.GeometricMechanism(src, int64(n), 1, epsCount)
+	f, err := noise.Draw(src, p.Knots+len(p.Covariates))
 	if err != nil {
-		return regression.DiscreteResult{}, fmt.Errorf("noisy count: %w", err)
+		return regression.DiscreteResult{}, err
 	}
 	g := regression.GuaranteePureDP
-	if regression.Method(p.Method) == regression.MethodPSGLD {
+	switch regression.Method(p.Method) {
+	case regression.MethodPSGLD:
 		g = regression.GuaranteeMCMC // the method's label, whatever the draw
+	case regression.MethodObjective:
+		g = regression.GuaranteeObjective
 	}
 	return regression.DiscreteResult{Method: regression.Method(p.Method), Guarantee: g,
-		EpsilonFit: epsFit, EpsilonCount: epsCount, N: max(cnt, 0), NNoisy: true,
+		EpsilonFit: a.cfg.Epsilon, N: int64(n), Fallback: true, Noise: &noise, NoiseScale: noise.Scale,
 		Alpha: f[:p.Knots], Beta: f[p.Knots:]}, nil
 }
 
 func discreteMechanism(m regression.Method) string {
 	switch m {
 	case regression.MethodOutput:
-		return "Ext-Out-Pert (paper 000, Algorithm 1): minimiser of the mean loss plus (lambda/2)||f||^2, plus a vector b with density proportional to exp(-epsilon_fit ||b|| / t), t = GradientBound / (n lambda); n is a two-sided geometric noisy count (epsilon_count)"
+		return "Ext-Out-Pert (paper 000, Algorithm 1): minimiser of the mean loss plus (lambda/2)||f||^2 (certified within 1e-9/lambda), rounded to the grid noise.grid, plus per-coordinate discrete Laplace noise of scale noise.scale = (sqrt(d) t' + d grid)/epsilon, t' = GradientBound/(n lambda) + 2e-9/lambda; n is public"
 	case regression.MethodObjective:
-		return "Ext-Obj-Pert (paper 000, Algorithm 2): minimiser of the mean loss plus (lambda/2)||f||^2 plus a random linear term <b, f>/n (and extra ridge where the Jacobian needs it); n is a two-sided geometric noisy count (epsilon_count)"
+		return "Ext-Obj-Pert (paper 000, Algorithm 2): minimiser of the mean loss plus (lambda/2)||f||^2 plus a random linear term <b, f>/n (and extra ridge delta where the Jacobian needs it), b per-coordinate discrete Laplace on the grid noise.grid with scale noise.scale = sqrt(d) GradientBound/epsilon_prime; proved for continuous b only (see guarantee); n is public"
 	case regression.MethodPSGLD:
-		return "Sanitized-EXP (paper 000, Algorithms 3-4): one sample from exp(epsilon_fit U(f) / (2v)) drawn by pSGLD, exact only if the sampling were exact; n is a two-sided geometric noisy count (epsilon_count)"
+		return "Sanitized-EXP (paper 000, Algorithms 3-4): one sample from exp(epsilon_fit U(f) / (2v)) drawn by pSGLD, exact only if the sampling were exact; n is public"
 	}
 	return string(m)
 }
@@ -629,19 +634,24 @@ func discreteMechanism(m regression.Method) string {
 // DiscreteFields are the coefficients of a discrete release (interfaces.md
 // names): hazard g(h(s | x)) = alpha'A_s + beta'x with the natural-spline
 // baseline A_s of intervals and knots, x the covariates centred and scaled
-// by scaling and projected onto the unit ball. Mechanism parameters that
-// depend on the exact n (the noise scale, Ext-Obj-Pert's Delta, pSGLD's v
-// and step sizes) are not published.
+// by scaling and projected onto the unit ball. n is public (see
+// NeighbouringDiscrete), so the mechanism parameters, all functions of n
+// and the configuration, are published: the lattice noise, Ext-Obj-Pert's
+// delta and epsilon', pSGLD's settings.
 type DiscreteFields struct {
-	Alpha        []F                `json:"alpha"`
-	Beta         []F                `json:"beta"`
-	Covariates   []string           `json:"covariates"`
-	Link         string             `json:"link"`
-	EpsilonFit   float64            `json:"epsilon_fit"`
-	EpsilonCount float64            `json:"epsilon_count"`
-	Intervals    int                `json:"intervals"`
-	Knots        int                `json:"knots"`
-	Lambda       float64            `json:"lambda,omitempty"`
-	Scaling      regression.Scaling `json:"scaling"`
-	MaxRecords   int                `json:"max_records"`
+	Alpha        []F                      `json:"alpha"`
+	Beta         []F                      `json:"beta"`
+	Covariates   []string                 `json:"covariates"`
+	Link         string                   `json:"link"`
+	EpsilonFit   float64                  `json:"epsilon_fit"`
+	Intervals    int                      `json:"intervals"`
+	Knots        int                      `json:"knots"`
+	Lambda       float64                  `json:"lambda,omitempty"`
+	Scaling      regression.Scaling       `json:"scaling"`
+	MaxRecords   int                      `json:"max_records"`
+	Fallback     bool                     `json:"fallback"`
+	Noise        *regression.LatticeNoise `json:"noise,omitempty"`
+	Delta        float64                  `json:"delta,omitempty"`
+	EpsilonPrime float64                  `json:"epsilon_prime,omitempty"`
+	PSGLD        *regression.PSGLDOptions `json:"psgld,omitempty"`
 }

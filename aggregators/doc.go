@@ -33,12 +33,16 @@
 //     entry keyed <aggregate>/<window_start_unix> charging epsilon to
 //     "stream", "aggregate:<name>" and every "cohort:<label>" (parallel
 //     composition across disjoint cohorts and bins; sequential across
-//     windows). A discrete window is one fit of all cohorts' records
-//     (regression.FitDiscrete: output or objective perturbation, pure-dp;
-//     pSGLD, approximate (mcmc)) under replace-one among the included
-//     records, published as one message keyed <aggregate>/<start>/all;
-//     fewer than two records give a data-independent draw of the same
-//     shape. An over-budget window is withheld, logged and counted in
+//     windows). km releases are epsilon-DP under add/remove-one (the
+//     window's record count is protected); weibull lsp and laplace too,
+//     saa under replace-one within a cohort (the cohort's count public). A discrete window is one fit of all cohorts'
+//     records (regression.FitDiscrete: output perturbation, pure-dp;
+//     objective perturbation and pSGLD, approximate) under replace-one
+//     among the included records, whose number n is public and released
+//     exactly, published as one message keyed <aggregate>/<start>/all;
+//     fewer than two records, or a failed fit, give the fixed fallback
+//     release (zero plus output noise; never a retry with fresh noise).
+//     Every message lists what it treats as public ("public"). An over-budget window is withheld, logged and counted in
 //     dpsurv_releases_withheld_total{aggregate,reason}; the engine goes on.
 //   - Cumulative km aggregates step a dpfit.ContinualKM (binary-tree
 //     counter) at each window close; its epsilon is charged once, under

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/survival"
 )
@@ -91,7 +92,7 @@ func TestProcessingTimeWindows(t *testing.T) {
 			"kind":            {m.Kind, "km"},
 			"method":          {m.Method, "noisy-histogram-km"},
 			"guarantee":       {m.Guarantee, "pure-dp"},
-			"neighbouring":    {m.Neighbouring, "replace-one"},
+			"neighbouring":    {m.Neighbouring, dpfit.NeighbouringAddRemove},
 			"epsilon":         {m.Epsilon, 1e4},
 			"epsilon_charged": {m.EpsilonCharged, 1e4},
 			"remaining":       {m.BudgetRemaining["stream"], 1e6 - 1e4},
@@ -452,7 +453,8 @@ func TestChangedConfigurationIsRefused(t *testing.T) {
 
 // The released n of a cohort is N_hat = the sum of its 2 x bins noisy cells
 // (never clamped here: the true n is 50 and the noise SD about 12.5). Its
-// error must have mean 0 and the variance 2 x bins x Var(DL(2/epsilon)) —
+// error must have mean 0 and the variance 2 x bins x Var(DL(1/epsilon))
+// (add/remove-one: cell sensitivity 1) —
 // a wrongly wired epsilon (say epsilon/2, four times the variance) fails.
 // 600 samples; the bounds are about 4 standard errors (false-alarm rate
 // below 1e-3 for this fixed seed's test).
@@ -483,7 +485,7 @@ func TestWindowNoiseMatchesEpsilon(t *testing.T) {
 		v += (e - mean) * (e - mean)
 	}
 	v /= float64(len(errs) - 1)
-	a := math.Exp(-eps / 2)
+	a := math.Exp(-eps / dpfit.KMCellSensitivity)
 	want := 2 * 10 * 2 * a / ((1 - a) * (1 - a)) // 20 cells (10 bins x events, censorings)
 	if se := math.Sqrt(want / float64(len(errs))); math.Abs(mean) > 4*se {
 		t.Errorf("mean error %v, want 0 ± %v", mean, 4*se)
@@ -635,7 +637,7 @@ func TestHierarchicalDefault(t *testing.T) {
 	for ci, c := range cohorts {
 		m := got[key("h", 0, c)]
 		want := exactKM(t, rows, int32(ci))
-		if m.Method != "hierarchical-histogram-km" || m.Guarantee != "pure-dp" || m.Neighbouring != "replace-one" {
+		if m.Method != "hierarchical-histogram-km" || m.Guarantee != "pure-dp" || m.Neighbouring != dpfit.NeighbouringAddRemove {
 			t.Fatalf("cohort %s: method %q guarantee %q neighbouring %q", c, m.Method, m.Guarantee, m.Neighbouring)
 		}
 		if !closeTo(m.NEvent, want.NEvent, 1e-6) || !closeTo(m.Surv, want.Surv, 1e-6) {

@@ -19,11 +19,14 @@ const FitSchema = "dpsurv.fit.v1"
 // Neighbouring relations stated in releases.
 const (
 	NeighbouringReplaceOne      = "replace-one"
-	NeighbouringReplaceInCohort = "replace-one within a cohort (cohort sizes treated as public)"
-	compositionWindow           = "parallel across cohorts and time bins within the window (each record is in one cell of one window); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
-	compositionWindowWeibull    = "parallel across cohorts within the window (one fit per cohort on disjoint records, under replace-one within a cohort); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
-	compositionCumulative       = "continual release by binary-tree counter: epsilon is charged once (ledger key <aggregate>/cumulative) for all horizon releases; each window's release is post-processing of stored node noise and charges 0"
-	weibullScaleUnitDescription = "normalised time (t / time_max)"
+	NeighbouringReplaceInCohort = "replace-one within a cohort: the cohort's record count in the window is public (not protected); whether a given patient is in the window is protected only given that count"
+	// NeighbouringAddRemoveInCohort is the relation of the weibull Laplace
+	// baseline (a clamped estimate: its sensitivity does not depend on n).
+	NeighbouringAddRemoveInCohort = "add/remove-one within a cohort (the record count is protected)"
+	compositionWindow             = "parallel across cohorts and time bins within the window (each record is in one cell of one window); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
+	compositionWindowWeibull      = "parallel across cohorts within the window (one fit per cohort on disjoint records, under replace-one within a cohort); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
+	compositionCumulative         = "continual release by binary-tree counter: epsilon is charged once (ledger key <aggregate>/cumulative) for all horizon releases; each window's release is post-processing of stored node noise and charges 0"
+	weibullScaleUnitDescription   = "normalised time (t / time_max)"
 )
 
 // F is a float64 that encodes NaN and ±Inf as JSON null (R's NA) and
@@ -85,7 +88,11 @@ type FitMessage struct {
 	EpsilonCharged  float64 `json:"epsilon_charged"`
 	Guarantee       string  `json:"guarantee"`
 	Neighbouring    string  `json:"neighbouring"`
-	Composition     string  `json:"composition"`
+	// Public lists what the release treats as public (does not protect):
+	// configuration, and the record count n where the relation is
+	// replace-one. Every field is a function of these and of the noise.
+	Public      []string `json:"public"`
+	Composition string   `json:"composition"`
 	// Contribution states what one patient contributes to the window
 	// (ContributionPerPatient).
 	Contribution    string             `json:"contribution"`
@@ -263,7 +270,8 @@ func (a *aggregate) fromKM(c *closing, res dpfit.KMResult, remaining map[string]
 	for i, ck := range res.Cohorts {
 		m := a.header(c.start, i, remaining, charged)
 		m.Method, m.Mechanism = res.Method, res.Mechanism
-		m.Guarantee, m.Neighbouring = res.Guarantee, NeighbouringReplaceOne
+		m.Guarantee, m.Neighbouring = res.Guarantee, res.Neighbouring
+		m.Public = a.publicKM()
 		m.Composition = composition
 		m.N = F(ck.N)
 		m.KMFields = kmFields(ck.Curve)
@@ -306,7 +314,8 @@ func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[str
 		m := a.header(c.start, k, remaining, a.cfg.Epsilon)
 		m.Method, m.Guarantee = fit.Method, fit.Guarantee
 		m.Mechanism = weibullMechanism(fit.Method)
-		m.Neighbouring, m.Composition = NeighbouringReplaceInCohort, compositionWindowWeibull
+		m.Neighbouring, m.Composition = weibullNeighbouring(fit.Method), compositionWindowWeibull
+		m.Public = weibullPublic(fit.Method)
 		m.N = F(math.NaN())
 		if fit.Method == dpfit.WeibullMethodLSP {
 			m.N = F(fit.N) // TLL's noisy event count; the record count is not released
@@ -317,12 +326,42 @@ func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[str
 	return out, nil
 }
 
+// publicKM is the "public" list of a km release: configuration only. The
+// record count is protected (add/remove-one); n is the sum of noisy cells.
+func (a *aggregate) publicKM() []string {
+	out := []string{"time_max", "time_unit", "bin_width", "cohorts", "window"}
+	if a.cfg.Cumulative {
+		out = append(out, "horizon")
+	}
+	return out
+}
+
+// weibullNeighbouring is the relation of a weibull release: add/remove-one
+// for LSP+TLL and the Laplace baseline (dpfit.WeibullNeighbouringAddRemove);
+// SAA's block count is a function of the record count, analysed for a
+// fixed count only (replace-one).
+func weibullNeighbouring(method string) string {
+	if method == dpfit.WeibullMethodSAA {
+		return NeighbouringReplaceInCohort
+	}
+	return NeighbouringAddRemoveInCohort
+}
+
+// weibullPublic is the "public" list of a weibull release.
+func weibullPublic(method string) []string {
+	out := []string{"time_max", "time_unit", "bin_width", "cohorts", "window", "params"}
+	if method == dpfit.WeibullMethodSAA {
+		out = append(out, "n (the cohort's record count in the window)")
+	}
+	return out
+}
+
 func weibullMechanism(method string) string {
 	switch method {
 	case dpfit.WeibullMethodLSP:
-		return "LSP (ladder exponential mechanism, epsilon/2) for the shape; TLL (two-sided Laplace on the event count and on sum t^p, epsilon/4 each) for the scale; n is the noisy event count"
+		return "LSP (ladder exponential mechanism, epsilon/2, sampled exactly on the shape grid params.shape_grid) for the shape; TLL (discrete Laplace on the grid params.tll_grid, sensitivity inflated by one grid step, on the event count and on sum t^p, epsilon/4 each) for the scale; n is the noisy event count"
 	case dpfit.WeibullMethodLaplace:
-		return "baseline: Laplace on the clamped MLE shape and scale (sensitivity gamma each, epsilon/2 each)"
+		return "baseline: discrete Laplace on a grid (params.shape_grid, params.scale_grid; sensitivity inflated by one grid step) on the clamped MLE shape and scale (sensitivity gamma and scale_bound, epsilon/2 each)"
 	case dpfit.WeibullMethodSAA:
 		return "baseline: sample and aggregate (block MLEs, clamped mean, Laplace)"
 	}

@@ -10,8 +10,12 @@
 //   - Input is a Histogram (events and censorings per cohort and time bin
 //     over the public domain [0, TMax]); times outside are clamped and
 //     counted, never used to set a bound. Memory is O(bins x cohorts).
-//   - NoisyHistogramKM: two-sided geometric noise of scale 2/epsilon on
-//     every cell (L1 sensitivity 2 under replace-one), "pure-dp". The noise
+//   - Relation: the central KM releases are epsilon-DP under
+//     add/remove-one (NeighbouringAddRemove): whether a record is in the
+//     window is protected, and so is the record count (released only as
+//     the sum of noisy cells). A replaced record is two steps (2 epsilon).
+//   - NoisyHistogramKM: two-sided geometric noise of scale 1/epsilon on
+//     every cell (L1 sensitivity 1 under add/remove-one), "pure-dp". The noise
 //     stays signed through the post-processing; the curve is made monotone
 //     once (isotonic regression), clamped into [0, 1], and the released
 //     counts satisfy 0 <= d <= n, c >= 0, n' = n - d - c, so
@@ -23,8 +27,8 @@
 //   - HierarchicalKM (the default of `dpsurv fit km`): the same histogram
 //     released through a 16-ary tree per cohort for events and one for
 //     censorings, two-sided geometric noise on every node with level l
-//     spending epsilon_l (sum epsilon; each level has L1 sensitivity 2
-//     under replace-one, so the node vector has 2 x levels), "pure-dp".
+//     spending epsilon_l (sum epsilon; each level has L1 sensitivity 1
+//     under add/remove-one, so the node vector has levels), "pure-dp".
 //     The trees are made consistent by least squares (post-processing) and
 //     the inferred bins go through NoisyHistogramKM's post-processing, with
 //     the truncation rule using the exact variance of the correlated noise
@@ -33,8 +37,10 @@
 //   - The bin width trades time resolution against noise: every bin carries
 //     its own noise, so narrow bins over a long domain with few records per
 //     cohort give curves dominated by noise (see NoisyHistogramKM).
-//   - LNTE is a baseline only: its epsilon is per time point
-//     ("pure-dp (per time point)", EpsilonTotal = bins x epsilon).
+//   - LNTE is a baseline only: its epsilon is per (cohort, time point)
+//     ("pure-dp (per cohort and time point)", EpsilonTotal =
+//     (bins + 1) x epsilon: moving an event between two cohorts' last bins
+//     changes 2 bins + 2 counts).
 //   - RRRKM debiases counts by reported label with M^-1; "local-dp" for the
 //     cohort label only, no extra budget.
 //   - Log-rank tests (overall and pairwise) are post-processing of the

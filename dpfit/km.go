@@ -11,11 +11,22 @@ import (
 // Guarantee and neighbouring-relation strings carried by every release.
 const (
 	GuaranteePureDP       = "pure-dp"
-	GuaranteePerTimePoint = "pure-dp (per time point)"
+	GuaranteePerTimePoint = "pure-dp (per cohort and time point)"
 	GuaranteeLocalDP      = "local-dp"
 	GuaranteeNone         = "none (non-private)"
 	NeighbouringReplace   = "replace-one"
+	// NeighbouringAddRemove is the relation of the central KM releases:
+	// whether a record is in the data at all is protected, and so is the
+	// record count.
+	NeighbouringAddRemove = "add/remove-one (one record added to or removed from the window; the record count is protected; a replaced record is two such steps and costs 2 x epsilon)"
 )
+
+// KMCellSensitivity is the L1 sensitivity of a KM histogram (every cohort's
+// event and censoring cells) under add/remove-one: a record is counted in
+// exactly one cell. The noise scale of each cell is KMCellSensitivity /
+// epsilon (1/epsilon; it was 2/epsilon under replace-one, whose
+// sensitivity is 2).
+const KMCellSensitivity = 1.0
 
 // KM method names (the "method" field of a release).
 const (
@@ -113,8 +124,8 @@ type KMResult struct {
 	Guarantee    string  `json:"guarantee"`
 	Neighbouring string  `json:"neighbouring"`
 	// EpsilonTotal is the loss of the whole release where it differs from
-	// Epsilon (LNTE: Epsilon per time point times the number of time
-	// points); otherwise equal to Epsilon.
+	// Epsilon (LNTE: Epsilon per (cohort, time point) times the number
+	// of time points plus one); otherwise equal to Epsilon.
 	EpsilonTotal float64 `json:"epsilon_total"`
 	BinWidth     float64 `json:"bin_width"`
 	// N is the released (noisy) number of records over all cohorts.
@@ -144,10 +155,12 @@ func discreteLaplaceVariance(scale float64) float64 {
 
 // NoisyHistogramKM is the main private Kaplan–Meier (mechanisms.md §3,
 // DPTime style): every (cohort, bin) event and censoring count of h gets
-// independent two-sided geometric noise of scale 2/epsilon. One record sits in
-// exactly one cell, so under replace-one the histogram has L1 sensitivity 2
-// and the whole release — all cohorts, curves, medians, log-rank tests — is
-// epsilon-DP (everything after the noise is post-processing).
+// independent two-sided geometric noise of scale 1/epsilon. One record sits in
+// exactly one cell, so under add/remove-one the histogram has L1
+// sensitivity 1 (KMCellSensitivity) and the whole release — all cohorts,
+// curves, medians, log-rank tests, the noisy record count — is epsilon-DP
+// under add/remove-one (2 epsilon under replace-one); everything after the
+// noise is post-processing.
 //
 // Post-processing keeps the noise signed until the end, because clamping
 // each noisy event count at zero adds about scale/2 phantom events per bin
@@ -169,16 +182,17 @@ func discreteLaplaceVariance(scale float64) float64 {
 //     post-processed curve, its Greenwood interval and R's median rules.
 //
 // Bin width trade-off: every cell carries noise of variance about
-// 8/epsilon^2 (exactly 2a/(1-a)^2, a = exp(-epsilon/2)). Over a stretch of B
+// 2/epsilon^2 (exactly 2a/(1-a)^2, a = exp(-epsilon)). Over a stretch of B
 // bins with about n at risk, the event-count noise adds a standard deviation
-// of about sqrt(8 B)/(epsilon n) to log S, and the at-risk estimate of a bin
-// carries the noise of every bin after it (SD about sqrt(16 B_after)/epsilon).
+// of about sqrt(2 B)/(epsilon n) to log S, and the at-risk estimate of a bin
+// carries the noise of every bin after it (SD about sqrt(4 B_after)/epsilon).
 // Halving the bin width doubles B; coarser bins lose time resolution (a bin's
 // events are reported at its start, so the curve is early by less than one
-// bin width). Choose the width so that sqrt(8 B)/(epsilon n) is small where
+// bin width). Choose the width so that sqrt(2 B)/(epsilon n) is small where
 // the curve matters: for flchain cohorts (n about 650) over 5400 days at
-// epsilon = 1, 1-day bins give about 0.32 (the curves are truncated early)
-// and 30-day bins about 0.06 (mean sup error 0.08 in the tests).
+// epsilon = 1, 1-day bins give about 0.16 (the curves are truncated early)
+// and 30-day bins about 0.03 (at the replace-one calibration of scale
+// 2/epsilon, twice these, the tests measured a mean sup error of 0.08).
 func NoisyHistogramKM(h *Histogram, src dp.Source, opts KMOptions) (KMResult, error) {
 	if err := h.check(); err != nil {
 		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
@@ -197,17 +211,17 @@ func NoisyHistogramKM(h *Histogram, src dp.Source, opts KMOptions) (KMResult, er
 	if err != nil {
 		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
 	}
-	scale := 2 / o.Epsilon
+	scale := KMCellSensitivity / o.Epsilon
 	cellVar := 0.0
 	res := KMResult{
 		Method:       MethodNoisyHistogramKM,
 		Epsilon:      o.Epsilon,
 		EpsilonTotal: o.Epsilon,
 		Guarantee:    GuaranteePureDP,
-		Neighbouring: NeighbouringReplace,
+		Neighbouring: NeighbouringAddRemove,
 		BinWidth:     h.BinWidth,
-		Mechanism: fmt.Sprintf("two-sided geometric noise, scale 2/epsilon = %g, on every (cohort, bin) event and censoring count "+
-			"(L1 sensitivity 2 under replace-one); signed post-processing, isotonic curve", scale),
+		Mechanism: fmt.Sprintf("two-sided geometric noise, scale 1/epsilon = %g, on every (cohort, bin) event and censoring count "+
+			"(L1 sensitivity 1 under add/remove-one); signed post-processing, isotonic curve", scale),
 	}
 	if math.IsInf(o.Epsilon, 1) {
 		res.Guarantee = GuaranteeNone
@@ -222,12 +236,12 @@ func NoisyHistogramKM(h *Histogram, src dp.Source, opts KMOptions) (KMResult, er
 }
 
 // noisyCells returns h's event and censoring counts plus independent
-// two-sided geometric noise of scale 2/epsilon per cell (none for +Inf).
+// two-sided geometric noise of scale 1/epsilon per cell (none for +Inf).
 func noisyCells(h *Histogram, src dp.Source, epsilon float64) (ev, ce [][]float64, err error) {
 	k, bins := h.Cohorts(), h.Bins
 	ev = make([][]float64, k)
 	ce = make([][]float64, k)
-	scale := 2 / epsilon
+	scale := KMCellSensitivity / epsilon
 	exact := math.IsInf(epsilon, 1)
 	for c := 0; c < k; c++ {
 		ev[c] = make([]float64, bins)

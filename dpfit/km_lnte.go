@@ -18,12 +18,18 @@ import (
 // fewer than one subject is left at risk; KM, Greenwood interval and median follow from
 // these counts.
 //
-// Its epsilon is per time point, not per release: one record enters the
-// at-risk count of every time point up to its own, so the release as a
-// whole is only (bins x epsilon)-DP. The metadata says so
-// (Guarantee "pure-dp (per time point)", EpsilonTotal = Bins x Epsilon).
-// Clamping each noisy d_j at zero adds phantom events in every bin, which is
-// why its curves collapse (the pitfall of mechanisms.md §3).
+// Its epsilon is per (cohort, time point), not per release: one record
+// enters the at-risk count of every time point up to its own. Under
+// replace-one the worst case moves an event between two cohorts' last bins,
+// which changes 2B+2 coordinates of the (r, d) vector by one each (B at-risk
+// counts and one event count in each cohort): L1 sensitivity 2(B+1), so at
+// scale 2/epsilon the release as a whole is only ((B+1) x epsilon)-DP. The
+// metadata says so (Guarantee "pure-dp (per cohort and time point)",
+// EpsilonTotal = (Bins+1) x Epsilon). The counts are integers, so the
+// power-of-two grid noise of dp.Laplace lands on a lattice that contains
+// them (no rounding of the data term). Clamping each noisy d_j at zero adds
+// phantom events in every bin, which is why its curves collapse (the
+// pitfall of mechanisms.md §3).
 func LNTE(h *Histogram, src dp.Source, opts KMOptions) (KMResult, error) {
 	if err := h.check(); err != nil {
 		return KMResult{}, fmt.Errorf("lnte: %w", err)
@@ -43,12 +49,13 @@ func LNTE(h *Histogram, src dp.Source, opts KMOptions) (KMResult, error) {
 	res := KMResult{
 		Method:       MethodLNTE,
 		Epsilon:      o.Epsilon,
-		EpsilonTotal: o.Epsilon * float64(bins),
+		EpsilonTotal: lnteTotalEpsilon(o.Epsilon, bins),
 		Guarantee:    GuaranteePerTimePoint,
 		Neighbouring: NeighbouringReplace,
 		BinWidth:     h.BinWidth,
 		Mechanism: fmt.Sprintf("LNTE baseline: Laplace noise, scale 2/epsilon = %g, on at-risk and event counts at each of %d time points; "+
-			"epsilon is per time point (total %g)", scale, bins, o.Epsilon*float64(bins)),
+			"epsilon is per (cohort, time point); the whole release costs (bins+1) x epsilon = %g (moving an event between two cohorts' last bins changes 2 x bins + 2 counts)",
+			scale, bins, lnteTotalEpsilon(o.Epsilon, bins)),
 	}
 	res.Cohorts = make([]CohortKM, k)
 	pooledR := make([]float64, bins)
@@ -91,6 +98,12 @@ func LNTE(h *Histogram, src dp.Source, opts KMOptions) (KMResult, error) {
 	res.N = ov.N
 	attachLogRank(&res)
 	return res, nil
+}
+
+// lnteTotalEpsilon is the loss of a whole LNTE release: L1 sensitivity
+// 2(bins+1) of the (r, d) vector under replace-one, at scale 2/epsilon.
+func lnteTotalEpsilon(epsilon float64, bins int) float64 {
+	return epsilon * float64(bins+1)
 }
 
 // lnteCurve applies LNTE's forward adjustment to noisy at-risk r and events

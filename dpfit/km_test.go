@@ -47,7 +47,7 @@ func chiSquareDiscreteLaplace(draws []int64, scale float64) (stat float64, df in
 }
 
 // The noise on every cell is the exact two-sided geometric distribution of
-// scale 2/epsilon: chi-square goodness of fit at false-alarm rate 1e-3 per
+// scale 1/epsilon (KMCellSensitivity / epsilon, add/remove-one): chi-square goodness of fit at false-alarm rate 1e-3 per
 // case (fixed seeds, so the outcome is reproducible).
 func TestNoisyCellsDistribution(t *testing.T) {
 	tests := []struct {
@@ -71,7 +71,7 @@ func TestNoisyCellsDistribution(t *testing.T) {
 					draws = append(draws, int64(ev[c][b])-h.Events[c][b], int64(ce[c][b])-h.Censor[c][b])
 				}
 			}
-			stat, df := chiSquareDiscreteLaplace(draws, 2/tc.epsilon)
+			stat, df := chiSquareDiscreteLaplace(draws, KMCellSensitivity/tc.epsilon)
 			crit := distuv.ChiSquared{K: float64(df)}.Quantile(1 - 1e-3)
 			t.Logf("chi-square %.1f on %d df (critical %.1f)", stat, df, crit)
 			if stat > crit {
@@ -225,7 +225,7 @@ func TestNoisyHistogramKMMetadataAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Guarantee != "pure-dp" || res.Neighbouring != "replace-one" || res.Epsilon != 0.7 || res.EpsilonTotal != 0.7 ||
+	if res.Guarantee != "pure-dp" || res.Neighbouring != NeighbouringAddRemove || res.Epsilon != 0.7 || res.EpsilonTotal != 0.7 ||
 		res.Method != MethodNoisyHistogramKM || res.Mechanism == "" {
 		t.Errorf("metadata %q %q %v %v %q %q", res.Guarantee, res.Neighbouring, res.Epsilon, res.EpsilonTotal, res.Method, res.Mechanism)
 	}
@@ -392,5 +392,58 @@ func TestNoisyHistogramKMUnbiased(t *testing.T) {
 		if math.Abs(m) > 4*se+0.003 {
 			t.Errorf("t = %v: mean error %.4f exceeds 4 standard errors + 0.003 (%.4f)", x, m, 4*se+0.003)
 		}
+	}
+}
+
+// TestNoisyHistogramAddRemoveLoss enumerates every add/remove-one neighbour
+// of a small histogram (one record added to, or removed from, any cohort,
+// bin and kind): the cell vector changes by exactly 1 in L1, so at cell
+// scale KMCellSensitivity/epsilon the loss of the released cells is
+// exactly epsilon. Under replace-one the change is 2 (loss 2 epsilon),
+// which the release's relation states.
+func TestNoisyHistogramAddRemoveLoss(t *testing.T) {
+	const eps = 0.8
+	h, err := NewHistogram(1, 5, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = h.Add(1, true, 0)
+	_ = h.Add(3, false, 2)
+	cells := func() []int64 {
+		var v []int64
+		for c := range h.Events {
+			v = append(v, h.Events[c]...)
+			v = append(v, h.Censor[c]...)
+		}
+		return v
+	}
+	base := cells()
+	scale := KMCellSensitivity / eps
+	for c := 0; c < h.Cohorts(); c++ {
+		for b := 0; b < h.Bins; b++ {
+			for _, arr := range [][]int64{h.Events[c], h.Censor[c]} {
+				for _, d := range []int64{1, -1} {
+					if arr[b]+d < 0 {
+						continue
+					}
+					arr[b] += d
+					l1 := int64(0)
+					for i, v := range cells() {
+						l1 += max(v-base[i], base[i]-v)
+					}
+					arr[b] -= d
+					if loss := float64(l1) / scale; math.Abs(loss-eps) > 1e-12 {
+						t.Fatalf("cohort %d bin %d %+d: loss %v, want epsilon %v", c, b, d, loss, eps)
+					}
+				}
+			}
+		}
+	}
+	res, err := NoisyHistogramKM(h, dp.NewSeededSource(1), KMOptions{Epsilon: eps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Neighbouring != NeighbouringAddRemove {
+		t.Fatalf("relation %q", res.Neighbouring)
 	}
 }

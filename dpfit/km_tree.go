@@ -31,27 +31,22 @@ const (
 // children; nothing is padded), up to a root holding the cohort's total:
 // L = 1 + ceil(log16 B) levels (3 for 174 bins, 4 for 743, 5 for 5000).
 // Every node count gets independent two-sided geometric noise
-// (dp.DiscreteLaplace) of scale 2/epsilon_l, where level l's budget is
+// (dp.DiscreteLaplace) of scale 1/epsilon_l, where level l's budget is
 // epsilon_l = epsilon rho^l / sum_{j<L} rho^j, rho = HierarchicalLevelRatio
 // = 1/2, so sum_l epsilon_l = epsilon (the bins get just over half).
 //
 // Privacy. Each level of the trees partitions the records: a record is
 // counted in exactly one node per level — the nodes on its bin's
 // leaf-to-root path in the event or the censoring tree of its cohort. Under
-// replace-one, a record leaves one path and another enters one path
-// (possibly in another cohort or in the other tree of the same cohort), so
-// level l's node vector over all cohorts and both kinds changes by at most
-// 2 in L1 (by 0 on nodes the two paths share), and noise of scale
-// 2/epsilon_l makes it epsilon_l-DP; the L levels compose sequentially to
-// epsilon. Stated for the whole node vector: its L1 sensitivity is 2L (met
-// whenever the two paths are disjoint, e.g. a record moved to another
-// cohort) and the privacy loss is at most
-// sum_v |change_v| / scale_v <= sum_l 2 epsilon_l / 2 = epsilon. Records in
-// different cohorts touch disjoint trees (parallel composition), and a
-// neighbour moving a record between cohorts still changes only two paths,
-// so the bound holds for the whole release. Everything after the noise is
-// post-processing: the release — curves, counts, noise SDs, log-rank tests —
-// is epsilon-DP ("pure-dp", "replace-one").
+// add/remove-one, the record's path gains or loses it, so level l's node
+// vector over all cohorts and both kinds changes by exactly 1 in L1, and
+// noise of scale 1/epsilon_l makes it epsilon_l-DP; the L levels compose
+// sequentially to epsilon (the whole node vector has L1 sensitivity L and
+// loss sum_l epsilon_l = epsilon). Records in different cohorts touch
+// disjoint trees (parallel composition). Everything after the noise is
+// post-processing: the release — curves, counts, noise SDs, log-rank tests,
+// the noisy record count — is epsilon-DP ("pure-dp", add/remove-one; a
+// replaced record, two steps, costs 2 epsilon).
 //
 // Estimation. Each noisy tree is replaced by its least-squares consistent
 // version (Hay, Rastogi, Miklau and Suciu 2010, weighted by the public
@@ -146,7 +141,7 @@ func newHierTrees(bins int, cfg hierConfig, epsilon float64) (*hierTrees, error)
 	}
 	vars := make([]float64, L)
 	for l := range share {
-		ht.scales[l] = 2 / (share[l] * epsilon)
+		ht.scales[l] = KMCellSensitivity / (share[l] * epsilon)
 		if ht.scales[l] > 1<<32 { // dp.DiscreteLaplace's limit
 			return nil, fmt.Errorf("node noise scale %v of level %d too large (epsilon %v)", ht.scales[l], l, epsilon)
 		}
@@ -248,7 +243,7 @@ func hierarchicalKM(h *Histogram, src dp.Source, opts KMOptions, cfg hierConfig)
 		Epsilon:      o.Epsilon,
 		EpsilonTotal: o.Epsilon,
 		Guarantee:    GuaranteePureDP,
-		Neighbouring: NeighbouringReplace,
+		Neighbouring: NeighbouringAddRemove,
 		BinWidth:     h.BinWidth,
 	}
 	noise := func(pooled int) logSNoise {
@@ -269,8 +264,8 @@ func hierarchicalKM(h *Histogram, src dp.Source, opts KMOptions, cfg hierConfig)
 			eps[l] = fmt.Sprintf("%.4g", 2/sc)
 		}
 		res.Mechanism = fmt.Sprintf("per cohort, a %d-ary tree of %d levels over the bins for events and one for censorings; "+
-			"two-sided geometric noise of scale 2/epsilon_l on every node of level l, epsilon_l = %v from the bins up "+
-			"(each level has L1 sensitivity 2 under replace-one; sum = epsilon); least-squares consistent trees, "+
+			"two-sided geometric noise of scale 1/epsilon_l on every node of level l, epsilon_l = %v from the bins up "+
+			"(each level has L1 sensitivity 1 under add/remove-one; sum = epsilon); least-squares consistent trees, "+
 			"signed post-processing with second-order bias correction, isotonic curve", cfg.branch, L, eps)
 	}
 	if err := fillKMResultNoise(&res, h, ev, ce, noise, o); err != nil {

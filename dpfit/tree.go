@@ -24,7 +24,7 @@ import (
 // per cell, against O(T / eps^2) for fresh noise per release and
 // composition). The whole stream of Horizon releases is epsilon-DP, with
 // sensitivity the L1 change of all increments of the stream when one record
-// is replaced (2 for a histogram under replace-one).
+// is added or removed (1 for a histogram under add/remove-one).
 //
 // Noise is drawn once per node and stored; MarshalBinary keeps the drawn
 // noise, so a counter restored after a restart releases the same values and

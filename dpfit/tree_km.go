@@ -12,8 +12,9 @@ import (
 // ContinualKM re-publishes a cumulative noisy-histogram Kaplan–Meier after
 // every window without paying epsilon per window: each (cohort, bin, event
 // or censoring) cell's per-window increments go through one TreeCounter, so
-// all Horizon releases together are Epsilon-DP (replace-one, sensitivity 2,
-// node noise scale Levels x 2 / Epsilon). Release t's cells carry noise of
+// all Horizon releases together are Epsilon-DP (add/remove-one of a record
+// anywhere in the stream, sensitivity 1, node noise scale Levels x 1 /
+// Epsilon). Release t's cells carry noise of
 // variance popcount(t) x Var(node noise); the curve is then drawn by the
 // same signed post-processing as NoisyHistogramKM.
 //
@@ -42,7 +43,7 @@ func NewContinualKM(binWidth, tMax float64, cohorts, horizon int, opts KMOptions
 	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
 		return nil, fmt.Errorf("continual km: epsilon must be positive and finite, got %v", o.Epsilon)
 	}
-	tc, err := NewTreeCounter(horizon, 2*bins*cohorts, 2, o.Epsilon)
+	tc, err := NewTreeCounter(horizon, 2*bins*cohorts, KMCellSensitivity, o.Epsilon)
 	if err != nil {
 		return nil, fmt.Errorf("continual km: %w", err)
 	}
@@ -114,7 +115,7 @@ func (c *ContinualKM) current() (KMResult, error) {
 		Epsilon:      c.opts.Epsilon,
 		EpsilonTotal: c.opts.Epsilon,
 		Guarantee:    GuaranteePureDP,
-		Neighbouring: NeighbouringReplace,
+		Neighbouring: NeighbouringAddRemove,
 		BinWidth:     c.binWidth,
 		Mechanism: fmt.Sprintf("cumulative noisy-histogram km by binary-tree counter (Chan-Shi-Song): release %d of %d, "+
 			"%d levels, two-sided geometric node noise of scale %g; epsilon covers all %d releases",

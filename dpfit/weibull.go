@@ -16,8 +16,29 @@ import (
 // LSP draws the shape p from a ladder-shaped exponential mechanism with budget
 // epsilon/2; TLL releases the event count and sum t^p with epsilon/4 each and
 // returns lambda = (tau/delta)^(1/p). The scale is in normalised time units
-// (multiply by TimeMax for data units). Neighbouring relation: replace one
-// record; the record count n is treated as public (it is equal on neighbours).
+// (multiply by TimeMax for data units).
+//
+// Neighbouring relation: add/remove-one for LSP+TLL (and the Laplace
+// baseline); the record count is protected. The paper analyses replace-one,
+// but its bounds use only each record's range of contribution to the sums
+// (t^p in (0, 1], t^p ln t in [-1/(e p), 0], d ln t in [-omega, 0]) and the
+// number of records changed, which an added or removed record respects as a
+// replaced one does; with the caps at 0 below, the ladder constraint
+// hA_{k+1}(D') >= hA_k(D), hB_{k+1}(D') <= hB_k(D) holds term by term for
+// D' = D plus or minus one record too (S_{n-k} over the n-k smallest of D
+// only shrinks when a record is added, and the n-k-2 smallest of D minus a
+// record sum to at most the n-k smallest of D). TLL's two sums have
+// sensitivity 1 under either relation. Tests: TestWeibullBoundsLemma1AddRemove,
+// TestWeibullLSPGridWorstCaseRatioAddRemove. Sample-and-aggregate's block
+// count is a function of n, so SAA stays replace-one with n public.
+//
+// Sampling (no float noise): the shape is drawn exactly on the public grid
+// {0, Tolerance, ..., Gamma} by WeibullLadder.Sample (exponential mechanism
+// over the grid points, exact Bernoulli(exp(-x)) rejection), and TLL's two
+// terms and the baselines' parameters go through dp.LaplaceMechanism
+// (discrete Laplace on a power-of-two grid, the value rounded to it and the
+// sensitivity inflated by one grid step). Params states the grids
+// (shape_grid, tll_grid, scale_grid).
 //
 // Choices this file makes where the paper is silent:
 //   - f_U^k uses min(sum t^p ln t + k/(ep), 0) as its numerator. f is always
@@ -46,6 +67,10 @@ import (
 //     principle order two neighbours' ends the wrong way by one Tolerance
 //     step. The tests enumerate neighbours and find the worst ratio well
 //     inside exp(epsilon/2).
+//   - g_U^k's numerator M + k omega is capped at 0 as well (M'/E' <= 0
+//     always): without the cap, where M + k omega > 0 (many events at
+//     time_max) an added event at exp(-omega) makes hB_{k+1}(D') exceed
+//     hB_k(D) (TestWeibullLadderCapNeeded).
 //   - TLL floors delta at 1 and tau at exp(-omega p) (the smallest possible
 //     sum for one record) and caps |ln lambda| at 700 (post-processing).
 
@@ -69,7 +94,13 @@ const (
 const (
 	weibullGuaranteePureDP = "pure-dp"
 	weibullGuaranteeNone   = "none (non-private)"
-	weibullNeighbouring    = "replace-one"
+	// WeibullNeighbouringAddRemove is the relation of LSP+TLL and the
+	// Laplace baseline: the record count is protected.
+	WeibullNeighbouringAddRemove = "add/remove-one (the record count is protected)"
+	// WeibullNeighbouringReplace is sample-and-aggregate's: its block
+	// count floor(n/BlockSize) is a function of n, which is public.
+	WeibullNeighbouringReplace = "replace-one (the record count is public)"
+	weibullNeighbouringMLE     = "none (non-private)"
 )
 
 // WeibullConfig holds the public parameters of a DP Weibull fit. Every field
@@ -141,6 +172,9 @@ func (c WeibullConfig) Validate() error {
 		return fmt.Errorf("weibull config: rungs must be in [1, 100000], got %d", c.Rungs)
 	case !finitePos(c.Tolerance) || c.Tolerance > c.Gamma/4:
 		return fmt.Errorf("weibull config: tolerance must be in (0, gamma/4], got %v", c.Tolerance)
+	case c.Gamma/c.Tolerance > 1<<52:
+		// the shape grid {0, tolerance, ..., gamma} is indexed exactly
+		return fmt.Errorf("weibull config: gamma/tolerance must be at most 2^52, got %v", c.Gamma/c.Tolerance)
 	case !finitePos(c.ScaleBound):
 		return fmt.Errorf("weibull config: scale bound must be positive and finite, got %v", c.ScaleBound)
 	case c.BlockSize < 1:
@@ -167,7 +201,7 @@ type WeibullFit struct {
 	// Epsilon is the total budget spent (+Inf for the non-private MLE).
 	Epsilon      float64
 	Guarantee    string // "pure-dp", or "none (non-private)" for the MLE
-	Neighbouring string // "replace-one"
+	Neighbouring string // WeibullNeighbouringAddRemove, or WeibullNeighbouringReplace for SAA
 	// N is the noisy event count (LSP+TLL's delta before flooring); the
 	// exact count for the MLE; 0 for the baselines, which do not release it.
 	N float64
@@ -235,45 +269,93 @@ func (d weibullData) sumPow(p float64) float64 {
 // Upper[k]] for k = 0..K+1. S^0 is the MLE point (NaN when the MLE does not
 // exist), S^{K+1} = [0, Gamma], and S^{k-1} is contained in S^k for k >= 2.
 // The ladder depends on the data but not on epsilon.
+//
+// The shape is released on the public grid {0, Grid, 2 Grid, ..., Gamma}
+// (Grid = the configured Tolerance): rung k is the set of grid points in
+// S^k but not in S^{k-1} (k >= 1), each interval end mapped to the nearest
+// grid index (a monotone map, so nesting and the ladder property
+// S^k(D) within S^{k+1}(D') carry over to the grid sets). The release is
+// the exponential mechanism on that finite set with utility -rung and
+// weight exp(-rung epsilon/4), sampled exactly (Sample).
 type WeibullLadder struct {
 	Lower, Upper []float64
 	Gamma        float64
+	// Grid is the public step of the released shape (WeibullConfig.Tolerance).
+	Grid float64
 }
 
 // Rungs returns K.
 func (l WeibullLadder) Rungs() int { return len(l.Lower) - 2 }
 
-func (l WeibullLadder) width(k int) float64 {
-	return max(0, l.Upper[k]-l.Lower[k])
+// gridPoints is the number of grid points in [0, Gamma].
+func (l WeibullLadder) gridPoints() uint64 {
+	return uint64(math.Round(l.Gamma/l.Grid)) + 1
 }
 
-// LevelLengths returns, for k = 0..K+1, the length of level k = S^k minus
-// S^{k-1} (level 0 has length 0).
-func (l WeibullLadder) LevelLengths() []float64 {
-	out := make([]float64, len(l.Lower))
+// gridEnds returns rung k's interval as grid indices [lo, hi] (lo > hi when
+// empty), k >= 1.
+func (l WeibullLadder) gridEnds(k int) (lo, hi int64) {
+	if k == len(l.Lower)-1 {
+		return 0, int64(l.gridPoints()) - 1
+	}
+	return int64(math.Round(l.Lower[k] / l.Grid)), int64(math.Round(l.Upper[k] / l.Grid))
+}
+
+// GridCounts returns, for k = 0..K+1, the number of grid points on level k
+// (grid points of S^k not in S^{k-1}; level 0 has none).
+func (l WeibullLadder) GridCounts() []uint64 {
+	out := make([]uint64, len(l.Lower))
+	var prev uint64
 	for k := 1; k < len(l.Lower); k++ {
-		if k == 1 || l.Lower[k-1] > l.Upper[k-1] {
-			out[k] = l.width(k)
-			continue
+		lo, hi := l.gridEnds(k)
+		var n uint64
+		if hi >= lo {
+			n = uint64(hi - lo + 1)
 		}
-		out[k] = max(0, l.Lower[k-1]-l.Lower[k]) + max(0, l.Upper[k]-l.Upper[k-1])
+		out[k] = n - min(prev, n)
+		prev = max(prev, n)
 	}
 	return out
 }
 
-// Level returns the rung of p: the smallest k >= 1 with p in S^k, i.e. minus
-// the utility of p. It returns -1 outside [0, Gamma].
-func (l WeibullLadder) Level(p float64) int {
-	for k := 1; k < len(l.Lower); k++ {
-		if p >= l.Lower[k] && p <= l.Upper[k] {
-			return k
-		}
+// LevelLengths returns, for k = 0..K+1, the measure of level k on the
+// grid: its number of grid points times Grid.
+func (l WeibullLadder) LevelLengths() []float64 {
+	c := l.GridCounts()
+	out := make([]float64, len(c))
+	for k, n := range c {
+		out[k] = float64(n) * l.Grid
 	}
-	return -1
+	return out
 }
 
-// LogWeights returns ln(length_k) - k epsilon/4 for k = 0..K+1 (-Inf for
-// empty levels), epsilon being the release's total budget (LSP gets
+// Level returns the rung of p: the smallest k >= 1 with p's grid point in
+// S^k, i.e. minus the utility of p. It returns -1 outside [0, Gamma].
+func (l WeibullLadder) Level(p float64) int {
+	if !(p >= 0 && p <= l.Gamma) {
+		return -1
+	}
+	return l.gridLevel(int64(math.Round(p / l.Grid)))
+}
+
+// gridLevel is the rung of grid index i (binary search over the nested
+// sets S^1 within S^2 within ... within S^{K+1}).
+func (l WeibullLadder) gridLevel(i int64) int {
+	lo, hi := 1, len(l.Lower)-1 // S^hi contains i
+	for lo < hi {
+		mid := (lo + hi) / 2
+		a, b := l.gridEnds(mid)
+		if i >= a && i <= b {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// LogWeights returns ln(count_k Grid) - k epsilon/4 for k = 0..K+1 (-Inf
+// for empty levels), epsilon being the release's total budget (LSP gets
 // epsilon/2, and the utility has sensitivity 1).
 func (l WeibullLadder) LogWeights(epsilon float64) []float64 {
 	lens := l.LevelLengths()
@@ -289,7 +371,7 @@ func (l WeibullLadder) LogWeights(epsilon float64) []float64 {
 }
 
 // RungProbabilities returns the probability of each level for the given
-// total epsilon.
+// total epsilon (float64; for tests and reports — Sample does not use it).
 func (l WeibullLadder) RungProbabilities(epsilon float64) []float64 {
 	lw := l.LogWeights(epsilon)
 	mx := slices.Max(lw)
@@ -305,49 +387,43 @@ func (l WeibullLadder) RungProbabilities(epsilon float64) []float64 {
 	return out
 }
 
-// sampleRung draws a level with probability proportional to
-// length_k exp(-k epsilon/4) (log-sum-exp, one dp.Float64).
-func (l WeibullLadder) sampleRung(src dp.Source, epsilon float64) int {
-	lw := l.LogWeights(epsilon)
-	mx := slices.Max(lw)
-	w := make([]float64, len(lw))
-	tot := 0.0
-	last := len(lw) - 1
-	for k, v := range lw {
-		w[k] = math.Exp(v - mx)
-		tot += w[k]
-		if w[k] > 0 {
-			last = k
-		}
+// Sample draws the LSP shape for a release with total budget epsilon (LSP
+// spends epsilon/2) exactly: a grid point i uniform on [0, Gamma] is
+// accepted with probability exp(-(rung(i) - 1) e) by rung(i) - 1 exact
+// Bernoulli(exp(-e)) draws, e = epsilon/4 rounded down to a multiple of
+// 2^-30 (less than the stated budget, never more); otherwise it is
+// redrawn. The accepted point has probability exactly
+// exp(-rung(i) e) / sum_j exp(-rung(j) e): integer arithmetic throughout,
+// no float inverse CDF. The expected number of proposals is
+// (Gamma/Grid + 1) / sum_k count_k exp(-(k-1) e).
+func (l WeibullLadder) Sample(src dp.Source, epsilon float64) (float64, error) {
+	i, err := l.sampleGrid(src, epsilon)
+	if err != nil {
+		return 0, err
 	}
-	u := dp.Float64(src) * tot
-	acc := 0.0
-	for k, v := range w {
-		acc += v
-		if v > 0 && u < acc {
-			return k
-		}
-	}
-	return last
+	return float64(i) * l.Grid, nil
 }
 
-// samplePoint draws p uniformly on level k.
-func (l WeibullLadder) samplePoint(src dp.Source, k int) float64 {
-	x := dp.Float64(src) * l.LevelLengths()[k]
-	if k == 1 || l.Lower[k-1] > l.Upper[k-1] {
-		return min(l.Lower[k]+x, l.Upper[k])
+func (l WeibullLadder) sampleGrid(src dp.Source, epsilon float64) (int64, error) {
+	if !(l.Grid > 0) || len(l.Lower) < 2 {
+		return 0, errors.New("lsp sample: ladder has no grid")
 	}
-	if a := l.Lower[k-1] - l.Lower[k]; x < a {
-		return l.Lower[k] + x
-	} else {
-		return min(l.Upper[k-1]+(x-a), l.Upper[k])
+	num, den, err := dp.RationalDown(epsilon / 4)
+	if err != nil {
+		return 0, fmt.Errorf("lsp sample: %w", err)
 	}
-}
-
-// Sample draws the LSP shape for a release with total budget epsilon
-// (LSP spends epsilon/2).
-func (l WeibullLadder) Sample(src dp.Source, epsilon float64) float64 {
-	return l.samplePoint(src, l.sampleRung(src, epsilon))
+	n := l.gridPoints()
+	for {
+		i := int64(dp.Uint64n(src, n))
+		k := l.gridLevel(i)
+		ok := true
+		for j := 1; j < k && ok; j++ {
+			ok = dp.BernoulliExp(src, num, den)
+		}
+		if ok {
+			return i, nil
+		}
+	}
 }
 
 // ComputeWeibullLadder computes the LSP ladder of a sample (times in data
@@ -433,7 +509,10 @@ func newWeibullLadderEngine(d weibullData, cfg WeibullConfig) *weibullLadderEngi
 	for k := 1; k <= e.kmax; k++ {
 		fk := float64(k)
 		e.cL[k] = (d.sumDLog - fk*cfg.Omega) / (d.e - fk)
-		e.cU[k] = (d.sumDLog + fk*cfg.Omega) / (d.e + fk)
+		// capped at 0 like f_U's numerator: M'/E' <= 0 always, and the
+		// cap makes g_U monotone in k across neighbours (Lemma 1) also
+		// where M + k omega > 0 (TestWeibullLadderCapNeeded)
+		e.cU[k] = min(d.sumDLog+fk*cfg.Omega, 0) / (d.e + fk)
 	}
 	return e
 }
@@ -524,7 +603,7 @@ func (e *weibullLadderEngine) evalCell(c *weibullCell, delta float64, k int) (s,
 func weibullComputeLadder(d weibullData, cfg WeibullConfig) WeibullLadder {
 	K := cfg.Rungs
 	gamma := cfg.Gamma
-	lad := WeibullLadder{Lower: make([]float64, K+2), Upper: make([]float64, K+2), Gamma: gamma}
+	lad := WeibullLadder{Lower: make([]float64, K+2), Upper: make([]float64, K+2), Gamma: gamma, Grid: cfg.Tolerance}
 	for k := 1; k <= K+1; k++ {
 		lad.Lower[k], lad.Upper[k] = 0, gamma
 	}
@@ -665,7 +744,8 @@ func weibullCheckFinite(cfg WeibullConfig, op string) error {
 }
 
 // FitWeibullLSP releases the Weibull shape by LSP (epsilon/2) and the scale
-// by TLL (epsilon/4 + epsilon/4): epsilon-DP under replace-one.
+// by TLL (epsilon/4 + epsilon/4): epsilon-DP under add/remove-one (and so
+// 2 epsilon under replace-one).
 func FitWeibullLSP(src dp.Source, c survival.Compressed, cfg WeibullConfig) (WeibullFit, error) {
 	cfg = cfg.WithDefaults()
 	if err := weibullCheckFinite(cfg, "weibull lsp"); err != nil {
@@ -679,15 +759,21 @@ func FitWeibullLSP(src dp.Source, c survival.Compressed, cfg WeibullConfig) (Wei
 }
 
 func weibullFitLSP(src dp.Source, d weibullData, lad WeibullLadder, cfg WeibullConfig) (WeibullFit, error) {
-	p := lad.Sample(src, cfg.Epsilon)
+	p, err := lad.Sample(src, cfg.Epsilon)
+	if err != nil {
+		return WeibullFit{}, fmt.Errorf("weibull lsp: %w", err)
+	}
 	delta, _, scale, err := weibullTLL(src, d, p, cfg.Epsilon, cfg.Omega)
 	if err != nil {
 		return WeibullFit{}, fmt.Errorf("weibull lsp: %w", err)
 	}
+	params := cfg.params()
+	params["shape_grid"] = lad.Grid
+	params["tll_grid"] = dp.LaplaceGrid(4 / cfg.Epsilon) // dp.LaplaceMechanism's grid at sensitivity 1, epsilon/4
 	return WeibullFit{
 		Shape: p, Scale: scale, Method: WeibullMethodLSP, Epsilon: cfg.Epsilon,
-		Guarantee: weibullGuaranteePureDP, Neighbouring: weibullNeighbouring,
-		N: delta, Params: cfg.params(),
+		Guarantee: weibullGuaranteePureDP, Neighbouring: WeibullNeighbouringAddRemove,
+		N: delta, Params: params,
 	}, nil
 }
 
@@ -731,15 +817,27 @@ func weibullRelease(src dp.Source, p, l, sensP, sensL float64, cfg WeibullConfig
 	params := cfg.params()
 	params["scale_bound"] = cfg.ScaleBound
 	params["blocks"] = float64(blocks)
+	params["shape_grid"] = dp.LaplaceGrid(sensP / (cfg.Epsilon / 2)) // dp.LaplaceMechanism's grids
+	params["scale_grid"] = dp.LaplaceGrid(sensL / (cfg.Epsilon / 2))
 	return WeibullFit{
 		Shape:        min(max(np, 0), cfg.Gamma),
 		Scale:        min(max(nl, 0), cfg.ScaleBound),
 		Method:       method,
 		Epsilon:      cfg.Epsilon,
 		Guarantee:    weibullGuaranteePureDP,
-		Neighbouring: weibullNeighbouring,
+		Neighbouring: weibullNeighbouringOf(method),
 		Params:       params,
 	}, nil
+}
+
+// weibullNeighbouringOf is the relation of a baseline release: the Laplace
+// baseline's sensitivity (the clamping box) holds for any two data sets, so
+// under add/remove-one; SAA's block count depends on n.
+func weibullNeighbouringOf(method string) string {
+	if method == WeibullMethodSAA {
+		return WeibullNeighbouringReplace
+	}
+	return WeibullNeighbouringAddRemove
 }
 
 // weibullSAABlocks is the number of sample-and-aggregate blocks for n records:
@@ -832,7 +930,7 @@ func FitWeibull(src dp.Source, c survival.Compressed, cfg WeibullConfig, method 
 		}
 		return WeibullFit{
 			Shape: m.Shape, Scale: m.Scale, Method: WeibullMethodMLE, Epsilon: cfg.Epsilon,
-			Guarantee: weibullGuaranteeNone, Neighbouring: weibullNeighbouring, N: m.Events,
+			Guarantee: weibullGuaranteeNone, Neighbouring: weibullNeighbouringMLE, N: m.Events,
 			Params: cfg.params(),
 		}, nil
 	}

@@ -551,12 +551,12 @@ func TestWeibullRungSamplingChiSquare(t *testing.T) {
 			obs := make([]float64, len(probs))
 			ps := make([]float64, draws)
 			for i := range ps {
-				k := lad.sampleRung(src, tc.eps)
-				obs[k]++
-				ps[i] = lad.samplePoint(src, k)
-				if lad.Level(ps[i]) != k {
-					t.Fatalf("point %v drawn on level %d lies on level %d", ps[i], k, lad.Level(ps[i]))
+				p, err := lad.Sample(src, tc.eps)
+				if err != nil {
+					t.Fatal(err)
 				}
+				ps[i] = p
+				obs[lad.Level(p)]++
 			}
 			// Chi-square, pooling cells with expected count < 5 into one.
 			var chi, pe, po float64
@@ -660,7 +660,7 @@ func TestWeibullLSPLargeEpsilon(t *testing.T) {
 				if math.Abs(f.N-ref.N) > 0.01 {
 					t.Fatalf("noisy event count %v vs %v", f.N, ref.N)
 				}
-				if f.Method != WeibullMethodLSP || f.Guarantee != "pure-dp" || f.Neighbouring != "replace-one" || f.Epsilon != 1e5 {
+				if f.Method != WeibullMethodLSP || f.Guarantee != "pure-dp" || f.Neighbouring != WeibullNeighbouringAddRemove || f.Epsilon != 1e5 {
 					t.Fatalf("metadata %+v", f)
 				}
 				for _, k := range []string{"omega", "gamma", "rungs", "time_max"} {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
@@ -379,10 +380,10 @@ log: {level: info}
 
 	// Every record is in exactly one released km window. n per window and
 	// cohort is the sum of 8 noisy cells (4 bins x events, censored),
-	// two-sided geometric of scale 2/epsilon = 0.5: variance 2p/(1-p)^2,
-	// p = exp(-epsilon/2). Clamping n at 0 in empty windows adds at most
+	// two-sided geometric of scale 1/epsilon = 0.25 (add/remove-one): variance 2p/(1-p)^2,
+	// p = exp(-epsilon). Clamping n at 0 in empty windows adds at most
 	// 1 per (window, cohort) on average.
-	p := math.Exp(-kmEps / 2)
+	p := math.Exp(-kmEps / dpfit.KMCellSensitivity)
 	sd := math.Sqrt(float64(nkm*len(cfg.Schema.Cohorts)*8) * 2 * p / ((1 - p) * (1 - p)))
 	tol := 5*sd + float64(nkm*len(cfg.Schema.Cohorts))
 	if diff := rep.N["km-3s"] - float64(len(d.Time)); math.Abs(diff) > tol {
@@ -600,8 +601,8 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 		}
 	}
 	// Every record in exactly one released km window (as in the kill
-	// test: 3 cohorts x 8 noisy cells per window, scale 2/epsilon).
-	p := math.Exp(-kmEps / 2)
+	// test: 3 cohorts x 8 noisy cells per window, scale 1/epsilon).
+	p := math.Exp(-kmEps / dpfit.KMCellSensitivity)
 	sd := math.Sqrt(float64(nkm*len(cfg.Schema.Cohorts)*8) * 2 * p / ((1 - p) * (1 - p)))
 	tol := 5*sd + float64(nkm*len(cfg.Schema.Cohorts))
 	if math.Abs(rep.N["km"]-float64(len(d.Time))) > tol {

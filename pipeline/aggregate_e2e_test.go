@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
@@ -306,10 +307,10 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 		method, neighbouring string
 	}
 	for _, m := range []meta{
-		{aggregators.MessageKey("km", w0.Unix(), "A"), w0, w0.Add(time.Hour), 8, 1, false, 0, "hierarchical-histogram-km", "replace-one"},
-		{aggregators.MessageKey("km", w0.Add(time.Hour).Unix(), "C"), w0.Add(time.Hour), w0.Add(2 * time.Hour), 7, 1, false, 0, "hierarchical-histogram-km", "replace-one"},
-		{aggregators.MessageKey("cum", w0.Unix(), "B"), w0, w0.Add(time.Hour), 8, 0, true, 1, "tree-counter-km", "replace-one"},
-		{aggregators.MessageKey("cum", w0.Add(time.Hour).Unix(), "A"), w0.Add(time.Hour), w0.Add(2 * time.Hour), 7, 0, true, 2, "tree-counter-km", "replace-one"},
+		{aggregators.MessageKey("km", w0.Unix(), "A"), w0, w0.Add(time.Hour), 8, 1, false, 0, "hierarchical-histogram-km", dpfit.NeighbouringAddRemove},
+		{aggregators.MessageKey("km", w0.Add(time.Hour).Unix(), "C"), w0.Add(time.Hour), w0.Add(2 * time.Hour), 7, 1, false, 0, "hierarchical-histogram-km", dpfit.NeighbouringAddRemove},
+		{aggregators.MessageKey("cum", w0.Unix(), "B"), w0, w0.Add(time.Hour), 8, 0, true, 1, "tree-counter-km", dpfit.NeighbouringAddRemove},
+		{aggregators.MessageKey("cum", w0.Add(time.Hour).Unix(), "A"), w0.Add(time.Hour), w0.Add(2 * time.Hour), 7, 0, true, 2, "tree-counter-km", dpfit.NeighbouringAddRemove},
 	} {
 		f := fits[m.key]
 		got := fmt.Sprint(f.Key, f.WindowStart, f.WindowEnd, f.BudgetRemaining["stream"], f.EpsilonCharged, f.Cumulative, f.ReleaseIndex, f.Method, f.Neighbouring, f.Guarantee, f.Epsilon)

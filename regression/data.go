@@ -67,15 +67,22 @@ func (d Data) validate() error {
 
 // Guarantee labels (mechanisms.md section 0).
 const (
-	GuaranteePureDP    = "pure-dp"
-	GuaranteeMCMC      = "approximate (mcmc)"
+	GuaranteePureDP = "pure-dp"
+	GuaranteeMCMC   = "approximate (mcmc)"
+	// GuaranteeObjective is Ext-Obj-Pert's label. Objective perturbation
+	// is pure DP for continuous noise b and the exact minimiser; its proof
+	// maps b one-to-one onto the output, and for lattice noise (which is
+	// all a computer samples exactly) the pre-image under a neighbour is
+	// off the lattice, so no exact claim survives. It is therefore not
+	// labelled pure-dp.
+	GuaranteeObjective = "approximate (objective perturbation: pure-dp for continuous noise and an exact minimiser; b is discrete Laplace on a fine grid)"
 	GuaranteeHeuristic = "none (heuristic)"
 	GuaranteeNone      = "none (non-private)"
 )
 
 // Neighbouring relations written into release metadata.
 const (
-	NeighbouringReplaceOne = "replace-one (bounded)"
+	NeighbouringReplaceOne = "replace-one (bounded DP: the record count n is public and released)"
 	NeighbouringNone       = "none (non-private)"
 )
 

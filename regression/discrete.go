@@ -23,8 +23,7 @@ const (
 const (
 	DefaultIntervals    = 200
 	DefaultKnots        = 3
-	DefaultLambda       = 0.1  // Ext-Out/Obj-Pert ridge; the paper's Table 2 best is 1e-2..1e-1
-	DefaultCountShare   = 0.05 // share of Epsilon spent on the released noisy n
+	DefaultLambda       = 0.1 // Ext-Out/Obj-Pert ridge; the paper's Table 2 best is 1e-2..1e-1
 	DefaultMinibatch    = 200
 	DefaultTau          = 0.51
 	DefaultPSGLDLambda  = 1e-5
@@ -68,15 +67,12 @@ type PSGLDOptions struct {
 type DiscreteOptions struct {
 	Method Method
 	Link   Link // default logit; Ext-Out/Obj-Pert accept logit only
-	// Epsilon is the total budget of the release (fit plus noisy count).
-	// Ignored by MethodMLE.
-	Epsilon float64
-	// CountEpsilon is the part of Epsilon spent on the released noisy
-	// record count n (two-sided geometric, sensitivity 1); the fit gets
-	// Epsilon - CountEpsilon. 0 means 5% of Epsilon.
-	CountEpsilon float64
-	Intervals    int // q; 0 means 200
-	Knots        int // e; 0 means 3
+	// Epsilon is the budget of the release. Ignored by MethodMLE. The
+	// record count n is public (replace-one: the sensitivities are
+	// functions of it) and released exactly; no budget is spent on it.
+	Epsilon   float64
+	Intervals int // q; 0 means 200
+	Knots     int // e; 0 means 3
 	// TimeMax is the public end of the time domain [0, TimeMax]; times
 	// outside are clamped. 0 is allowed for MethodMLE only and then means
 	// the largest observed time.
@@ -102,18 +98,23 @@ type DiscreteOptions struct {
 
 // DiscreteResult is a discrete-time fit. JSON names follow interfaces.md.
 type DiscreteResult struct {
-	Method       Method    `json:"method"`
-	Link         Link      `json:"link"`
-	Epsilon      Epsilon   `json:"epsilon"`
-	EpsilonFit   float64   `json:"epsilon_fit,omitempty"`
-	EpsilonCount float64   `json:"epsilon_count,omitempty"`
-	Guarantee    string    `json:"guarantee"`
-	Neighbouring string    `json:"neighbouring"`
-	N            int64     `json:"n"`
-	NNoisy       bool      `json:"n_noisy"`
-	Alpha        []float64 `json:"alpha"`
-	Beta         []float64 `json:"beta"`
-	Covariates   []string  `json:"covariates,omitempty"`
+	Method       Method  `json:"method"`
+	Link         Link    `json:"link"`
+	Epsilon      Epsilon `json:"epsilon"`
+	EpsilonFit   float64 `json:"epsilon_fit,omitempty"`
+	Guarantee    string  `json:"guarantee"`
+	Neighbouring string  `json:"neighbouring"`
+	// Public lists what a private release treats as public (not protected
+	// by its guarantee): the record count n and the configuration. Every
+	// published field is a function of these and of the noisy estimate.
+	Public []string `json:"public,omitempty"`
+	// N is the record count: public for a private release (replace-one),
+	// so exact.
+	N          int64     `json:"n"`
+	NNoisy     bool      `json:"n_noisy"`
+	Alpha      []float64 `json:"alpha"`
+	Beta       []float64 `json:"beta"`
+	Covariates []string  `json:"covariates,omitempty"`
 	// LogLik is the log-likelihood at the estimate, reported only on the
 	// non-private path (at a private estimate it would be a further,
 	// unaccounted release about the data).
@@ -126,11 +127,22 @@ type DiscreteResult struct {
 	// Ext-Obj-Pert: extra ridge Delta and the budget epsilon' left for b.
 	Delta        float64 `json:"delta,omitempty"`
 	EpsilonPrime float64 `json:"epsilon_prime,omitempty"`
-	// NoiseScale is t/epsilon (output) or t/epsilon' (objective): ||b|| is
-	// Gamma(dim, NoiseScale).
-	NoiseScale float64       `json:"noise_scale,omitempty"`
-	PSGLD      *PSGLDOptions `json:"psgld,omitempty"`
-	Iterations int           `json:"iterations,omitempty"`
+	// NoiseScale is Noise.Scale (kept for readers of the old field).
+	NoiseScale float64 `json:"noise_scale,omitempty"`
+	// Noise is the per-coordinate lattice noise: of the released
+	// coefficients (Ext-Out-Pert, and every fallback) or of b
+	// (Ext-Obj-Pert). Nil for pSGLD and the MLE.
+	Noise *LatticeNoise `json:"noise,omitempty"`
+	// Fallback is true when the fit could not be computed to its
+	// certificate (or the chain diverged): the coefficients are then zero
+	// plus output-perturbation noise (OutputNoise at the same n, lambda
+	// and epsilon), a release that does not depend on the data, charged
+	// like any other. No release is retried with fresh noise.
+	Fallback bool          `json:"fallback"`
+	PSGLD    *PSGLDOptions `json:"psgld,omitempty"`
+	// Iterations is the Newton iteration count, on the non-private path
+	// only (for a private fit it would be a function of the data).
+	Iterations int `json:"iterations,omitempty"`
 	// Clipped counts clamped times plus clipped covariate rows. It is not
 	// part of the JSON release (it is an exact count about the data); the
 	// caller may export it as an operational metric.
@@ -327,82 +339,131 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 	if m.n < 2 {
 		return DiscreteResult{}, fmt.Errorf("a private fit needs at least 2 records, got %d", m.n)
 	}
-	if opts.CountEpsilon == 0 {
-		opts.CountEpsilon = DefaultCountShare * opts.Epsilon
-	}
-	if !(opts.CountEpsilon > 0 && opts.CountEpsilon < opts.Epsilon) {
-		return DiscreteResult{}, fmt.Errorf("count epsilon must be in (0, epsilon), got %v", opts.CountEpsilon)
-	}
-	epsFit := opts.Epsilon - opts.CountEpsilon
-	res.Epsilon = Epsilon(opts.Epsilon)
-	res.EpsilonFit = epsFit
-	res.EpsilonCount = opts.CountEpsilon
+	eps := opts.Epsilon
+	res.Epsilon = Epsilon(eps)
+	res.EpsilonFit = eps
 	res.Neighbouring = NeighbouringReplaceOne
+	res.Public = PublicDiscrete(opts.Method)
+	res.N = int64(m.n)
 	if opts.Method != MethodPSGLD && opts.Link != LinkLogit {
 		return DiscreteResult{}, fmt.Errorf("method %s is proved for the logit link only, got %s", opts.Method, opts.Link)
 	}
+	// The fallback's noise: output perturbation at the same n, lambda and
+	// epsilon (data-independent given the public n).
+	sens, err := OutputSensitivity(pr.basis, m.n, opts.Lambda)
+	if err != nil {
+		return DiscreteResult{}, err
+	}
+	sensCert := sens + 2*CertificateTolerance/opts.Lambda
+	outNoise, err := OutputNoise(sensCert, m.dim(), eps)
+	if err != nil {
+		return DiscreteResult{}, err
+	}
 	var f []float64
+	ok := true
 	switch opts.Method {
 	case MethodOutput:
-		t, err := OutputSensitivity(pr.basis, m.n, opts.Lambda)
-		if err != nil {
-			return DiscreteResult{}, err
-		}
-		r, err := minimise(objective{m: m, scale: 1 / n, reg: opts.Lambda}, startValue(m), nopts)
-		if err != nil {
-			return DiscreteResult{}, fmt.Errorf("ext-out-pert: %w", err)
-		}
-		b, err := NoiseVector(src, m.dim(), t/epsFit)
-		if err != nil {
-			return DiscreteResult{}, fmt.Errorf("ext-out-pert: %w", err)
-		}
-		f = r.f
-		for j := range f {
-			f[j] += b[j]
+		o := objective{m: m, scale: 1 / n, reg: opts.Lambda}
+		r, err := minimise(o, startValue(m), nopts)
+		ok = err == nil && certified(o, r.f)
+		if ok {
+			f = r.f // (its iteration count is a function of the data: not published)
 		}
 		res.Guarantee = GuaranteePureDP
 		res.Lambda = opts.Lambda
-		res.NoiseScale = t / epsFit
-		res.Iterations = r.iter
+		res.Noise = &outNoise
+		res.NoiseScale = outNoise.Scale
 	case MethodObjective:
-		epsPrime, delta, err := ObjPertBudget(pr.basis, m.n, opts.Lambda, epsFit)
+		epsPrime, delta, err := ObjPertBudget(pr.basis, m.n, opts.Lambda, eps)
 		if err != nil {
 			return DiscreteResult{}, err
 		}
-		t := GradientBound(pr.basis)
-		b, err := NoiseVector(src, m.dim(), t/epsPrime)
+		bn, err := ObjectiveNoise(GradientBound(pr.basis), m.dim(), epsPrime)
+		if err != nil {
+			return DiscreteResult{}, err
+		}
+		b, err := bn.Draw(src, m.dim())
 		if err != nil {
 			return DiscreteResult{}, fmt.Errorf("ext-obj-pert: %w", err)
 		}
 		o := objective{m: m, scale: 1 / n, reg: opts.Lambda + delta, lin: b}
 		r, err := minimise(o, startValue(m), nopts)
-		if err != nil {
-			return DiscreteResult{}, fmt.Errorf("ext-obj-pert: %w", err)
+		ok = err == nil && certified(o, r.f)
+		if ok {
+			f = r.f
+			res.Noise = &bn
+			res.NoiseScale = bn.Scale
 		}
-		f = r.f
-		res.Guarantee = GuaranteePureDP
+		res.Guarantee = GuaranteeObjective
 		res.Lambda = opts.Lambda
 		res.Delta = delta
 		res.EpsilonPrime = epsPrime
-		res.NoiseScale = t / epsPrime
-		res.Iterations = r.iter
 	case MethodPSGLD:
-		ps, err := samplePSGLD(m, epsFit, opts.PSGLD, src, nil)
-		if err != nil {
+		ps, err := samplePSGLD(m, eps, opts.PSGLD, src, nil)
+		if err != nil && !errors.Is(err, errDiverged) {
 			return DiscreteResult{}, err
 		}
-		f = ps.f
+		ok = err == nil
+		if ok {
+			f = ps.f
+		}
 		res.Guarantee = GuaranteeMCMC
 		res.PSGLD = &ps.opts
 	}
-	cnt, err := dp.GeometricMechanism(src, int64(m.n), 1, opts.CountEpsilon)
-	if err != nil {
-		return DiscreteResult{}, fmt.Errorf("noisy count: %w", err)
+	switch {
+	case !ok:
+		res.Fallback = true
+		res.Noise = &outNoise
+		res.NoiseScale = outNoise.Scale
+		f, err = outNoise.Draw(src, m.dim())
+	case opts.Method == MethodOutput:
+		f, err = outNoise.Release(src, f)
 	}
-	res.N = max(cnt, 0)
-	res.NNoisy = true
+	if err != nil {
+		return DiscreteResult{}, fmt.Errorf("%s noise: %w", opts.Method, err)
+	}
 	res.Alpha, res.Beta = f[:m.e], f[m.e:]
 	return res, nil
+}
+
+// CertificateTolerance bounds the gradient norm at which a perturbation
+// fit's minimiser is accepted: the objectives are (Lambda)-strongly convex,
+// so ||grad|| <= CertificateTolerance puts the computed point within
+// CertificateTolerance/Lambda of the exact minimiser, and Ext-Out-Pert's
+// sensitivity is inflated by twice that (a public constant, so the noise
+// never depends on how well a particular fit converged). A fit that misses
+// it is released as the fallback.
+const CertificateTolerance = 1e-9
+
+// certified reports whether f passes the gradient certificate of o.
+func certified(o objective, f []float64) bool {
+	if f == nil {
+		return false
+	}
+	g := make([]float64, len(f))
+	v := o.value(f, g, nil)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return false
+	}
+	return math.Sqrt(sqNorm(g)) <= CertificateTolerance
+}
+
+// PublicDiscrete is the "public" list of a private discrete release: what
+// it treats as public, i.e. does not protect. The sensitivities of all
+// three methods are functions of the record count n (the papers' bounded
+// DP, replace-one), so n is public and released exactly, and so is every
+// mechanism parameter computed from n and the configuration.
+func PublicDiscrete(m Method) []string {
+	out := []string{"n", "time_max", "intervals", "knots", "scaling", "covariates", "link"}
+	switch m {
+	case MethodOutput:
+		out = append(out, "lambda")
+	case MethodObjective:
+		out = append(out, "lambda", "delta", "epsilon_prime")
+	case MethodPSGLD:
+		out = append(out, "psgld")
+	}
+	return append(out, "noise")
 }
 
 type psgldRun struct {
@@ -506,7 +567,7 @@ func samplePSGLD(m *discreteModel, epsilon float64, o PSGLDOptions, src dp.Sourc
 	}
 	f, err := RunPSGLD(make([]float64, dim), cfg, oracle, src, trace)
 	if err != nil {
-		return psgldRun{}, err
+		return psgldRun{opts: o}, err
 	}
 	return psgldRun{f: f, opts: o}, nil
 }

@@ -204,7 +204,6 @@ func TestFitDiscreteValidation(t *testing.T) {
 		{"no epsilon", DiscreteOptions{Method: MethodOutput, TimeMax: 1}, "epsilon must be positive"},
 		{"infinite epsilon", DiscreteOptions{Method: MethodObjective, TimeMax: 1, Epsilon: math.Inf(1)}, "epsilon must be positive"},
 		{"perturbation with probit", DiscreteOptions{Method: MethodOutput, TimeMax: 1, Epsilon: 1, Link: LinkProbit}, "logit link only"},
-		{"count epsilon too big", DiscreteOptions{Method: MethodOutput, TimeMax: 1, Epsilon: 1, CountEpsilon: 1}, "count epsilon"},
 		{"bad scale", DiscreteOptions{Method: MethodMLE, Scaling: Scaling{Scale: []float64{1, 0}}}, "scale 1 must be positive"},
 		{"scale length", DiscreteOptions{Method: MethodMLE, Scaling: Scaling{Centre: []float64{1}}}, "centre has 1 entries"},
 		{"negative lambda", DiscreteOptions{Method: MethodOutput, TimeMax: 1, Epsilon: 1, Lambda: -1}, "lambda must be positive"},
@@ -254,15 +253,21 @@ func TestDiscreteResultJSON(t *testing.T) {
 			t.Errorf("%s: loglik present = %v", m, hasLL)
 		}
 		want := map[Method]string{MethodMLE: GuaranteeNone, MethodOutput: GuaranteePureDP,
-			MethodObjective: GuaranteePureDP, MethodPSGLD: GuaranteeMCMC}[m]
+			MethodObjective: GuaranteeObjective, MethodPSGLD: GuaranteeMCMC}[m]
 		if back["guarantee"] != want {
 			t.Errorf("%s: guarantee %v, want %q", m, back["guarantee"], want)
 		}
 		if m == MethodMLE && back["epsilon"] != "inf" {
 			t.Errorf("mle: epsilon %v, want \"inf\"", back["epsilon"])
 		}
-		if m != MethodMLE && (back["n_noisy"] != true || back["neighbouring"] != NeighbouringReplaceOne) {
-			t.Errorf("%s: n_noisy %v neighbouring %v", m, back["n_noisy"], back["neighbouring"])
+		if m != MethodMLE {
+			if back["n_noisy"] != false || back["neighbouring"] != NeighbouringReplaceOne || back["n"] != float64(data.Len()) {
+				t.Errorf("%s: n_noisy %v neighbouring %v n %v", m, back["n_noisy"], back["neighbouring"], back["n"])
+			}
+			pub, _ := back["public"].([]any)
+			if len(pub) == 0 || pub[0] != "n" || back["fallback"] != false {
+				t.Errorf("%s: public %v fallback %v", m, back["public"], back["fallback"])
+			}
 		}
 		if _, ok := back["Clipped"]; ok {
 			t.Errorf("%s: exact clip count leaked into JSON", m)

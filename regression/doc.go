@@ -9,7 +9,8 @@
 //     (links logit, cloglog, probit); equals R glm(binomial(link)) on the
 //     person-period expansion (testdata/, scripts/golden_regression.R).
 //   - MethodOutput: Ext-Out-Pert (Algorithm 1), guarantee "pure-dp".
-//   - MethodObjective: Ext-Obj-Pert (Algorithm 2), "pure-dp".
+//   - MethodObjective: Ext-Obj-Pert (Algorithm 2), GuaranteeObjective
+//     ("approximate (objective perturbation: ...)"; see below).
 //   - MethodPSGLD: Sanitized-EXP sampled by pSGLD (Algorithms 3–4),
 //     "approximate (mcmc)": exact only if the sampling were exact.
 //
@@ -24,11 +25,46 @@
 // and uses the public per-covariate centre and scale of Scaling (identity
 // if nil); rows are clipped to the unit ball. Data-derived normalisation
 // (DataDerivedScaling, TimeMax = 0) is refused unless the method is
-// MethodMLE. Releases state epsilon (total, fit and count parts), the
-// neighbouring relation (replace-one) and the guarantee; the record count
-// n is released as a two-sided geometric noisy count (CountEpsilon, 5% of
-// Epsilon by default); the log-likelihood is reported on the non-private
-// path only. Every random draw comes from the dp.Source passed in.
+// MethodMLE. Releases state epsilon, the neighbouring relation
+// (replace-one, bounded DP) and the guarantee. All three methods' sensitivities
+// are functions of the record count n, so n is public: it is released
+// exactly, listed in the release's "public" list (PublicDiscrete) with the
+// configuration, and no budget is spent on it; every mechanism parameter
+// (noise scale and grid, Delta, epsilon', pSGLD's v and step sizes) is a
+// function of those public values. The log-likelihood is reported on the
+// non-private path only. Every random draw comes from the dp.Source passed
+// in.
+//
+// Noise (LatticeNoise). Every noise value is sampled exactly on a public
+// grid (dp.DiscreteLaplace; no log(u), no float Gaussian):
+//   - Ext-Out-Pert releases round_g(f) + g Z per coordinate, Z discrete
+//     Laplace with scale (sqrt(d) t' + d g)/epsilon: t' is Lemma 4.3's L2
+//     sensitivity t plus 2 CertificateTolerance/Lambda (the computed
+//     minimiser is certified within CertificateTolerance/Lambda of the
+//     exact one), sqrt(d) t' bounds its L1 sensitivity, d g the rounding to
+//     the grid g (a power of two near 2^-20 of the scale). This is exactly
+//     epsilon-DP for the values published (TestOutputNoiseWorstCaseRatio).
+//     It replaces the paper's K-norm noise (Gamma(d) norm times a uniform
+//     direction), which needs continuous sampling; the expected noise norm
+//     grows by about sqrt(2).
+//   - Ext-Obj-Pert's b is per-coordinate discrete Laplace on a fine grid
+//     with the L1 scale sqrt(d) t/epsilon'. Objective perturbation's proof
+//     needs continuous noise (it maps b one-to-one onto the output; for a
+//     lattice b a neighbour's pre-image is off the lattice), so the method
+//     is labelled GuaranteeObjective, not pure-dp.
+//   - pSGLD's Langevin noise stays float Gaussian: its guarantee is
+//     "approximate (mcmc)" and no exact claim rests on it.
+//
+// Failures are never retried with fresh noise. A perturbation fit whose
+// minimiser misses the gradient certificate, or a pSGLD chain that
+// diverges, is released as the fixed fallback: zero plus Ext-Out-Pert
+// noise at the same n, lambda and epsilon, "fallback": true, charged like
+// any release (retrying until success would publish a value conditioned on
+// success). The objectives are strongly convex and Newton converges
+// quadratically, so the fallback is not expected on valid data; whether it
+// occurs is a function of the data (and, for objective perturbation and
+// pSGLD, of the noise), which the exact analysis of output perturbation
+// assumes away (TestDiscreteFailureFallback forces it).
 //
 // Choices and errata beyond mechanisms.md:
 //   - Ext-Obj-Pert's Jacobian term uses (||A_s||^2 + 1)/(4 n (Lambda+Delta))
@@ -47,8 +83,8 @@
 //     down-weights high-loss records. The gap is 2.7% (flchain), 11.5%
 //     (lung), 27% (kidney) in MRE at epsilon -> infinity.
 //   - The perturbation methods assume the exact minimiser; Newton stops
-//     within roundoff of it. Noise vectors are float64 (Gamma norm as a sum
-//     of exponentials, polar-method Gaussian direction), not grid-snapped.
+//     within roundoff of it, and the result must pass the gradient
+//     certificate (see Noise above).
 //
 // Cox (FitCox): Newton–Raphson with step halving from beta = 0 on centred
 // covariates as R's coxph, Efron (default) or Breslow ties, standard errors

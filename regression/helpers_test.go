@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // loadCSV reads time, event and the named covariates of one shared data
@@ -106,8 +105,6 @@ func closeRel(got, want, rel, abs float64) bool {
 	return math.Abs(got-want) <= rel*math.Abs(want)+abs
 }
 
-func norm2(v []float64) float64 { return math.Sqrt(sqNorm(v)) }
-
 // ksStatistic is the one-sample Kolmogorov–Smirnov distance of xs to cdf.
 func ksStatistic(xs []float64, cdf func(float64) float64) float64 {
 	s := append([]float64(nil), xs...)
@@ -125,12 +122,6 @@ func ksStatistic(xs []float64, cdf func(float64) float64) float64 {
 // level alpha: sqrt(-ln(alpha/2)/2) / sqrt(n).
 func ksCritical(n int, alpha float64) float64 {
 	return math.Sqrt(-math.Log(alpha/2)/2) / math.Sqrt(float64(n))
-}
-
-// betaCDF is the CDF of Beta(a, a), the law of (u_1 + 1)/2 for a
-// coordinate u_1 of a uniform unit vector in dimension 2a + 1.
-func betaCDF(a float64) func(float64) float64 {
-	return distuv.Beta{Alpha: a, Beta: a}.CDF
 }
 
 // synthetic draws n records from a discrete-time logistic model with p

@@ -7,88 +7,117 @@ import (
 	"github.com/dpsurv/dpsurv/dp"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // All KS tests in this file run at level alpha = 0.001 with a fixed seed:
 // the false-alarm rate of each check is 0.1%.
 const ksAlpha = 0.001
 
-// checkNoise runs the two KS checks on noise vectors b of dimension dim
-// whose norm should be Gamma(dim, scale): the norm against the Gamma CDF,
-// and the direction through (u_1 + 1)/2 ~ Beta((dim-1)/2, (dim-1)/2) for
-// the first coordinate u_1 of b/||b|| and for its projection on a fixed
-// oblique unit vector.
-func checkNoise(t *testing.T, label string, bs [][]float64, dim int, scale float64) {
-	t.Helper()
-	n := len(bs)
-	norms := make([]float64, n)
-	c1 := make([]float64, n)
-	cv := make([]float64, n)
-	w := make([]float64, dim)
-	for j := range w {
-		w[j] = float64(j+1) * math.Pow(-1, float64(j))
-	}
-	wn := norm2(w)
-	for i, b := range bs {
-		r := norm2(b)
-		norms[i] = r
-		c1[i] = (b[0]/r + 1) / 2
-		var ip float64
-		for j := range b {
-			ip += b[j] * w[j]
+// laplaceCDF is the CDF of the Laplace distribution with the given scale.
+func laplaceCDF(scale float64) func(float64) float64 {
+	return func(x float64) float64 {
+		if x < 0 {
+			return 0.5 * math.Exp(x/scale)
 		}
-		cv[i] = (ip/(r*wn) + 1) / 2
-	}
-	crit := ksCritical(n, ksAlpha)
-	gam := distuv.Gamma{Alpha: float64(dim), Beta: 1 / scale}
-	if D := ksStatistic(norms, gam.CDF); D > crit {
-		t.Errorf("%s: KS(norm, Gamma(%d, %.4g)) = %.4f > %.4f", label, dim, scale, D, crit)
-	}
-	bcdf := betaCDF(float64(dim-1) / 2)
-	if D := ksStatistic(c1, bcdf); D > crit {
-		t.Errorf("%s: KS(first coordinate of direction) = %.4f > %.4f", label, D, crit)
-	}
-	if D := ksStatistic(cv, bcdf); D > crit {
-		t.Errorf("%s: KS(oblique projection of direction) = %.4f > %.4f", label, D, crit)
+		return 1 - 0.5*math.Exp(-x/scale)
 	}
 }
 
-func TestNoiseVectorDistribution(t *testing.T) {
+// checkLatticeNoise checks noise vectors against LatticeNoise n: every
+// coordinate a multiple of n.Grid (when onGrid), and the pooled
+// coordinates KS-close to Laplace(n.Scale) (the grid is 2^-20 of the
+// scale, so the discrete CDF is within 1e-6 of the continuous one), while
+// Laplace(1.3 n.Scale) is rejected (power).
+func checkLatticeNoise(t *testing.T, label string, bs [][]float64, n LatticeNoise, onGrid bool) {
+	t.Helper()
+	var xs []float64
+	for _, b := range bs {
+		for _, v := range b {
+			if onGrid && v/n.Grid != math.Trunc(v/n.Grid) {
+				t.Fatalf("%s: noise value %v is not a multiple of the grid %v", label, v, n.Grid)
+			}
+			xs = append(xs, v)
+		}
+	}
+	crit := ksCritical(len(xs), ksAlpha)
+	if D := ksStatistic(xs, laplaceCDF(n.Scale)); D > crit {
+		t.Errorf("%s: KS(coordinates, Laplace(%.4g)) = %.4f > %.4f", label, n.Scale, D, crit)
+	}
+	if D := ksStatistic(xs, laplaceCDF(1.3*n.Scale)); D <= crit {
+		t.Errorf("%s: KS does not reject Laplace(1.3 scale): D = %.4f", label, D)
+	}
+}
+
+// TestLatticeNoiseDistribution: Draw gives per-coordinate discrete Laplace
+// on the grid (KS against the Laplace law, every value on the grid).
+func TestLatticeNoiseDistribution(t *testing.T) {
 	for _, c := range []struct {
-		dim   int
-		scale float64
-	}{{2, 1}, {5, 0.37}, {11, 4.2}} {
+		dim int
+		l2  float64
+		eps float64
+	}{{2, 1, 1}, {5, 0.37, 0.5}, {11, 4.2, 3}} {
+		n, err := OutputNoise(c.l2, c.dim, c.eps)
+		if err != nil {
+			t.Fatal(err)
+		}
 		src := dp.NewSeededSource(uint64(100 + c.dim))
-		bs := make([][]float64, 4000)
+		bs := make([][]float64, 3000)
 		for i := range bs {
-			b, err := NoiseVector(src, c.dim, c.scale)
-			if err != nil {
+			if bs[i], err = n.Draw(src, c.dim); err != nil {
 				t.Fatal(err)
 			}
-			bs[i] = b
 		}
-		checkNoise(t, "NoiseVector", bs, c.dim, c.scale)
-		// power: the same draws are rejected against a wrong shape (dim-1,
-		// the mistake of a per-coordinate Laplace or an off-by-one) and
-		// against a skewed direction law.
-		norms := make([]float64, len(bs))
-		for i, b := range bs {
-			norms[i] = norm2(b)
-		}
-		wrong := distuv.Gamma{Alpha: float64(c.dim - 1), Beta: 1 / c.scale}
-		if c.dim > 2 {
-			if D := ksStatistic(norms, wrong.CDF); D <= ksCritical(len(bs), ksAlpha) {
-				t.Errorf("dim %d: KS does not reject Gamma(dim-1): D = %.4f", c.dim, D)
-			}
-		}
+		checkLatticeNoise(t, "OutputNoise", bs, n, true)
 	}
 	for _, bad := range []struct {
 		dim   int
 		scale float64
 	}{{0, 1}, {3, 0}, {3, math.Inf(1)}, {3, math.NaN()}} {
-		if _, err := NoiseVector(dp.NewSeededSource(1), bad.dim, bad.scale); err == nil {
-			t.Errorf("NoiseVector(%d, %v): no error", bad.dim, bad.scale)
+		if _, err := OutputNoise(bad.scale, bad.dim, 1); err == nil {
+			t.Errorf("OutputNoise(%d, %v): no error", bad.dim, bad.scale)
+		}
+		if _, err := ObjectiveNoise(bad.scale, bad.dim, 1); err == nil {
+			t.Errorf("ObjectiveNoise(%d, %v): no error", bad.dim, bad.scale)
+		}
+	}
+}
+
+// TestOutputNoiseWorstCaseRatio: the released vector round_g(v) + g Z is
+// epsilon-DP for ||v - v'||_2 <= l2. For any output y the log-ratio of the
+// exact pmfs is (||y - r'||_1 - ||y - r||_1) g / s_eff <= ||r - r'||_1 g /
+// s_eff with r, r' the rounded grid indices and s_eff the scale
+// dp.DiscreteLaplace actually uses (rounded up to a multiple of 2^-30 in
+// grid units); the worst pair puts the whole L2 budget equally on every
+// coordinate (maximal L1) with each coordinate straddling a rounding
+// boundary. The old K-norm calibration to L2 alone fails this for dim > 1.
+func TestOutputNoiseWorstCaseRatio(t *testing.T) {
+	for _, c := range []struct {
+		dim     int
+		l2, eps float64
+	}{{1, 1, 1}, {4, 0.3, 0.5}, {8, 2.5, 2}, {30, 1e-3, 0.1}} {
+		n, err := OutputNoise(c.l2, c.dim, c.eps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := n.Grid
+		sUnits := math.Ceil(n.Scale/g*(1<<30)) / (1 << 30) // dp.DiscreteLaplace's rounding up
+		d := c.l2 / math.Sqrt(float64(c.dim))
+		worst := 0.0
+		for _, off := range []float64{0, 0.5 - 1e-9, 0.25} {
+			var l1 float64
+			for j := 0; j < c.dim; j++ {
+				v := (float64(j) + off) * g
+				w := v + d
+				l1 += math.Abs(math.Round(w/g) - math.Round(v/g))
+			}
+			worst = max(worst, l1/sUnits)
+		}
+		if worst > c.eps*(1+1e-12) {
+			t.Errorf("dim %d: worst log-ratio %v > epsilon %v", c.dim, worst, c.eps)
+		}
+		// the L2-only calibration (scale l2/eps) would exceed epsilon
+		if old := c.eps * math.Sqrt(float64(c.dim)); c.dim > 1 && !(old > c.eps) {
+			t.Errorf("dim %d: sanity", c.dim)
 		}
 	}
 }
@@ -101,9 +130,10 @@ func kidneyProblem(t *testing.T) (Data, DiscreteOptions) {
 	return data, DiscreteOptions{TimeMax: g.TimeMax, Scaling: Scaling{Centre: g.Centre, Scale: g.Scale}, Intervals: 50}
 }
 
-// TestExtOutPertNoise: f_priv - f*_Lambda (the ridge minimiser of J) is the
-// mechanism's noise b: its norm is Gamma(dim, t/epsilon) with t from
-// Lemma 4.3 and its direction is uniform.
+// TestExtOutPertNoise: f_priv - round_g(f*_Lambda) (f* the ridge minimiser
+// of J) is the mechanism's noise: per-coordinate discrete Laplace on the
+// grid g with scale (sqrt(dim) t' + dim g)/epsilon, t' = Lemma 4.3's t plus
+// the certificate slack; the whole budget goes to the fit (n is public).
 func TestExtOutPertNoise(t *testing.T) {
 	data, base := kidneyProblem(t)
 	const lambda, eps = 0.05, 2.0
@@ -116,7 +146,10 @@ func TestExtOutPertNoise(t *testing.T) {
 	fs := append(append([]float64(nil), star.Alpha...), star.Beta...)
 	basis, _ := SplineBasis(base.Intervals, DefaultKnots)
 	sens, _ := OutputSensitivity(basis, data.Len(), lambda)
-	epsFit := eps * (1 - DefaultCountShare)
+	want, err := OutputNoise(sens+2*CertificateTolerance/lambda, len(fs), eps)
+	if err != nil {
+		t.Fatal(err)
+	}
 	src := dp.NewSeededSource(31)
 	opts := base
 	opts.Method, opts.Lambda, opts.Epsilon = MethodOutput, lambda, eps
@@ -126,21 +159,22 @@ func TestExtOutPertNoise(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !closeRel(res.NoiseScale, sens/epsFit, 1e-12, 0) {
-			t.Fatalf("noise scale %v, want t/epsilon = %v", res.NoiseScale, sens/epsFit)
+		if res.Noise == nil || *res.Noise != want || res.Fallback {
+			t.Fatalf("noise %+v fallback %v, want %+v", res.Noise, res.Fallback, want)
 		}
 		b := make([]float64, len(fs))
 		for j, v := range append(append([]float64(nil), res.Alpha...), res.Beta...) {
-			b[j] = v - fs[j]
+			b[j] = v - math.Round(fs[j]/want.Grid)*want.Grid
 		}
 		bs[i] = b
 	}
-	checkNoise(t, "Ext-Out-Pert", bs, len(fs), sens/epsFit)
+	checkLatticeNoise(t, "Ext-Out-Pert", bs, want, true)
 }
 
 // TestExtObjPertNoise recovers b from each private output through the
 // first-order condition of the perturbed objective,
-// b = -n (Lambda + Delta) f - sum_i grad l(f; d_i), and checks its law. One
+// b = -n (Lambda + Delta) f - sum_i grad l(f; d_i), and checks its law
+// (per-coordinate Laplace with the L1 scale sqrt(dim) t / epsilon'). One
 // budget gives Delta = 0, the other forces Delta > 0.
 func TestExtObjPertNoise(t *testing.T) {
 	data, base := kidneyProblem(t)
@@ -157,14 +191,18 @@ func TestExtObjPertNoise(t *testing.T) {
 		opts := base
 		opts.Method, opts.Lambda, opts.Epsilon = MethodObjective, c.lambda, c.eps
 		bs := make([][]float64, 400)
-		var scale, delta float64
+		var noise LatticeNoise
+		var delta float64
 		grad := make([]float64, pr.m.dim())
 		for i := range bs {
 			res, err := FitDiscrete(data, opts, src)
 			if err != nil {
 				t.Fatal(err)
 			}
-			scale, delta = res.NoiseScale, res.Delta
+			if res.Noise == nil || res.Fallback {
+				t.Fatalf("noise %+v fallback %v", res.Noise, res.Fallback)
+			}
+			noise, delta = *res.Noise, res.Delta
 			f := append(append([]float64(nil), res.Alpha...), res.Beta...)
 			pr.m.eval(f, grad, nil)
 			b := make([]float64, len(f))
@@ -176,7 +214,11 @@ func TestExtObjPertNoise(t *testing.T) {
 		if (delta > 0) != c.wantDelta {
 			t.Errorf("lambda %v eps %v: delta = %v, want delta > 0: %v", c.lambda, c.eps, delta, c.wantDelta)
 		}
-		checkNoise(t, "Ext-Obj-Pert", bs, pr.m.dim(), scale)
+		ep, _, _ := ObjPertBudget(pr.basis, n, c.lambda, c.eps)
+		if want := math.Sqrt(float64(pr.m.dim())) * GradientBound(pr.basis) / ep; !closeRel(noise.Scale, want, 1e-9, 0) {
+			t.Errorf("scale %v, want sqrt(dim) t / eps' = %v", noise.Scale, want)
+		}
+		checkLatticeNoise(t, "Ext-Obj-Pert", bs, noise, false)
 	}
 }
 

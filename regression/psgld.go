@@ -51,6 +51,9 @@ func (c SamplerConfig) validate() error {
 	return nil
 }
 
+// errDiverged marks a chain whose iterate left the finite numbers.
+var errDiverged = errors.New("iterate diverged")
+
 // GradientOracle writes into out a stochastic estimate of the gradient of
 // the negative log target density, -grad log pi(f), at step t (1-based).
 type GradientOracle func(t int, f, out []float64) error
@@ -96,7 +99,7 @@ func RunPSGLD(start []float64, cfg SamplerConfig, oracle GradientOracle, src dp.
 		}
 		for _, x := range f {
 			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, fmt.Errorf("psgld: step %d: iterate diverged", t)
+				return nil, fmt.Errorf("psgld: step %d: %w", t, errDiverged)
 			}
 		}
 		if trace != nil {

@@ -282,7 +282,7 @@ func kmEvaluate(w io.Writer, d *fitsData, cfg kmEvalConfig, command string) erro
 			kmPrintRow(w, m.name, eps, total, st)
 		}
 	}
-	fmt.Fprintf(w, "\nLNTE's ε is per time point: the whole release costs bins x ε = %d x ε (its guarantee label says so).\n", h.Bins)
+	fmt.Fprintf(w, "\nLNTE's ε is per (cohort, time point): the whole release costs (bins + 1) x ε = %d x ε (its guarantee label says so).\n", h.Bins+1)
 
 	if len(cfg.sweepWidths) > 0 {
 		fmt.Fprintln(w)
@@ -461,7 +461,7 @@ func kmPlots(w io.Writer, d *fitsData, h *dpfit.Histogram, ex []kmExact, cfg kmE
 					Time: nh.Cohorts[c].Curve.Time, Surv: nh.Cohorts[c].Curve.Surv, Dashed: true},
 				{Label: fmt.Sprintf("hierarchical-histogram KM, ε = %s", fitsEpsLabel(eps)),
 					Time: hk.Cohorts[c].Curve.Time, Surv: hk.Cohorts[c].Curve.Surv, Dashed: true},
-				{Label: fmt.Sprintf("LNTE, ε = %s per time point", fitsEpsLabel(eps)),
+				{Label: fmt.Sprintf("LNTE, ε = %s per (cohort, time point)", fitsEpsLabel(eps)),
 					Time: ln.Cohorts[c].Curve.Time, Surv: ln.Cohorts[c].Curve.Surv, Dashed: true},
 			}
 			title := fmt.Sprintf("%s cohort %s: DP KM vs exact, ε = %s, %g-day bins", kmDataName(cfg.data), d.Labels[c], fitsEpsLabel(eps), cfg.binWidth)

@@ -109,8 +109,8 @@ func TestKMCommandKidney(t *testing.T) {
 	} else if _, err := fmt.Sscanf(out[i:], "days (%d bins)", &bins); err != nil || bins < 60 {
 		t.Fatalf("bin count %d: %v", bins, err)
 	}
-	if want := fmt.Sprint(2 * bins); tab[6][0] != "LNTE (baseline)" || tab[6][2] != want {
-		t.Errorf("LNTE row %v: want total epsilon %s (bins x 2)", tab[6], want)
+	if want := fmt.Sprint(2 * (bins + 1)); tab[6][0] != "LNTE (baseline)" || tab[6][2] != want {
+		t.Errorf("LNTE row %v: want total epsilon %s ((bins + 1) x 2)", tab[6], want)
 	}
 	if tab[5][0] != "hierarchical-histogram KM" || tab[5][2] != "2" {
 		t.Errorf("hierarchical row %v: want total epsilon 2", tab[5])

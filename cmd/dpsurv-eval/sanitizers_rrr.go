@@ -154,9 +154,9 @@ func sanSectionRRR(w io.Writer, cfg sanConfig, ds *sanDataset) error {
 		"RRR runs through the production chain on the cohort label only (time and event public), configured by the true ε "+
 		"(mechanisms.md §2); paper 004's formula understates ε by ln(n−1) = %.2f, so its \"ε = 3\" is our ε = %.2f, added as the last column. "+
 		"*RRR naive* draws KM curves on the reported labels, as paper 004 does; *RRR debiased* is `dpfit.RRRKM` (counts debiased with M⁻¹, "+
-		"curves truncated where the debiasing noise dominates). LNTE is `dpfit.LNTE` with bins of one day: its ε is per time point "+
+		"curves truncated where the debiasing noise dominates). LNTE is `dpfit.LNTE` with bins of one day: its ε is per (cohort, time point) "+
 		"(the whole release costs %d × ε). One draw per cell, as in the paper (key or seed fixed); the last table summarises %d draws.\n\n",
-		ds.data.Len(), n, strings.Join(ds.names, ", "), ds.tmax, math.Log(float64(n-1)), paperEps, hOrig.Bins, cfg.draws)
+		ds.data.Len(), n, strings.Join(ds.names, ", "), ds.tmax, math.Log(float64(n-1)), paperEps, hOrig.Bins+1, cfg.draws)
 
 	naive := map[float64]sanRRROutcome{}
 	deb := map[float64]sanRRROutcome{}

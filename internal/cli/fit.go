@@ -380,6 +380,7 @@ func fitKM(env Env, args []string) error {
 		out["guarantee"] = res.Guarantee
 		out["neighbouring"] = res.Neighbouring
 		out["epsilon_total"] = res.EpsilonTotal
+		out["public"] = kmPublic(*method)
 		out["n"] = res.N
 		out["time_max"] = *timeMax
 		var cs []map[string]any
@@ -407,6 +408,37 @@ func fitKM(env Env, args []string) error {
 		}
 	}
 	return printJSON(env.Stdout, out)
+}
+
+// kmPublic is the "public" list of a private `fit km` release: what it
+// does not protect. The central methods are add/remove-one (the record
+// count is protected, n is the sum of noisy cells); LNTE is analysed under
+// replace-one, so its record count is public; RRR is local (only the
+// cohort label is randomised: times and events are not protected).
+func kmPublic(method string) []string {
+	out := []string{"time_max", "bin_width", "cohorts"}
+	switch method {
+	case "lnte":
+		out = append(out, "n (record count)")
+	case "rrr":
+		out = append(out, "n (record count)", "times", "events")
+	}
+	return out
+}
+
+// weibullPublic is the "public" list of a private `fit weibull` release:
+// the configuration (the params fields) and, for SAA (replace-one: its
+// block count is a function of n), the record count. LSP+TLL and the
+// Laplace baseline are add/remove-one ("n" is TLL's noisy event count).
+func weibullPublic(method string) []string {
+	out := []string{"time_max", "omega", "gamma", "rungs", "tolerance"}
+	switch method {
+	case dpfit.WeibullMethodLaplace:
+		out = append(out, "scale_bound")
+	case dpfit.WeibullMethodSAA:
+		out = append(out, "scale_bound", "block_size", "record count")
+	}
+	return out
 }
 
 func fitWeibull(env Env, args []string) error {
@@ -520,6 +552,7 @@ func fitWeibull(env Env, args []string) error {
 	out["method"] = fit.Method
 	out["guarantee"] = fit.Guarantee
 	out["neighbouring"] = fit.Neighbouring
+	out["public"] = weibullPublic(fit.Method)
 	out["n"] = num(fit.N)
 	out["shape"] = fit.Shape
 	out["scale"] = fit.Scale

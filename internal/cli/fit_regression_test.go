@@ -97,7 +97,7 @@ func TestFitRegressionInfMatchesR(t *testing.T) {
 	}
 	o, e, code = run(t, "fit", "discrete", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
 		"--method", "objective", "--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
-	if code != 0 || !strings.Contains(o, `"pure-dp"`) {
+	if code != 0 || !strings.Contains(o, `"approximate (objective perturbation`) {
 		t.Fatalf("objective: exit %d %s %s", code, o, e)
 	}
 	o, e, code = run(t, "fit", "discrete", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
@@ -105,5 +105,55 @@ func TestFitRegressionInfMatchesR(t *testing.T) {
 		"--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
 	if code != 0 || !strings.Contains(o, `"approximate (mcmc)"`) || !strings.Contains(o, `"steps":500`) {
 		t.Fatalf("psgld: exit %d %s %s", code, o, e)
+	}
+}
+
+// TestFitPrivateReleasesStatePublic: every private `dpsurv fit` release
+// lists what it treats as public; a discrete release, whose noise scale,
+// delta, epsilon' and psgld.v are exact functions of n, says n is public
+// and publishes it exactly instead of spending budget on a noisy copy (the
+// old release published n_noisy = true and a noisy n while its noise_scale
+// gave n away).
+func TestFitPrivateReleasesStatePublic(t *testing.T) {
+	o, e, code := run(t, "fit", "discrete", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "inf",
+		"--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
+	if code != 0 {
+		t.Fatalf("mle: exit %d %s", code, e)
+	}
+	var mle map[string]any
+	if err := json.Unmarshal([]byte(o), &mle); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"output", "objective", "psgld"} {
+		o, e, code := run(t, "fit", "discrete", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
+			"--method", m, "--psgld-steps", "200", "--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
+		if code != 0 {
+			t.Fatalf("%s: exit %d %s", m, code, e)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(o), &res); err != nil {
+			t.Fatal(err)
+		}
+		pub, _ := res["public"].([]any)
+		if res["n"] != mle["n"] || res["n_noisy"] != false || len(pub) == 0 || pub[0] != "n" || res["epsilon_count"] != nil {
+			t.Errorf("%s: n %v (exact %v), n_noisy %v, public %v, epsilon_count %v", m, res["n"], mle["n"], res["n_noisy"], res["public"], res["epsilon_count"])
+		}
+	}
+	for _, args := range [][]string{
+		{"km", "--time-max", "1100", "--bin-width", "10"},
+		{"weibull", "--time-max", "1100"},
+	} {
+		a := append([]string{"fit"}, args[0], "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "1")
+		o, e, code := run(t, append(a, args[1:]...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d %s", args[0], code, e)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(o), &res); err != nil {
+			t.Fatal(err)
+		}
+		if pub, _ := res["public"].([]any); len(pub) == 0 {
+			t.Errorf("%s: no public list: %s", args[0], o)
+		}
 	}
 }
