@@ -51,6 +51,18 @@ type KMOptions struct {
 	// truncation the tail is noise. 0 means DefaultMaxNoiseStdErr; +Inf
 	// disables truncation.
 	MaxNoiseStdErr float64
+	// NoiseTailSD is the public threshold of CohortKM.NoiseDominatedFrom:
+	// the curve is marked from the first time the noise alone gives S a
+	// standard deviation above it. 0 means DefaultNoiseTailSD.
+	NoiseTailSD float64
+	// LogRankSims is the number of Monte-Carlo releases simulated under the
+	// null for the calibrated log-rank p-values (logrank_dp.go); 0 means
+	// DefaultLogRankSims; negative disables the calibration (the p-values
+	// are then null, the naive ones kept under their names). Used by
+	// HierarchicalKM and NoisyHistogramKM.
+	LogRankSims int
+	// naiveLogRank skips the calibration (the simulated releases).
+	naiveLogRank bool
 }
 
 func (o KMOptions) withDefaults() (KMOptions, error) {
@@ -85,12 +97,33 @@ func (o KMOptions) checkEpsilon() error {
 type CohortKM struct {
 	// Cohort is the cohort index; -1 for the curve of all cohorts pooled.
 	Cohort int `json:"cohort"`
-	// N is the released (noisy, post-processed) number of records.
+	// N is the released (noisy, post-processed) number of records: the
+	// at-risk number of the first bin (NRisk[0] of the curve), >= 0.
 	N float64 `json:"n"`
 	// Curve holds the post-processed counts and the curve drawn from them by
-	// survival.KaplanMeierFromCounts. Its Greenwood interval reflects
-	// sampling variability only, not the privacy noise (see NoiseStdErr).
+	// survival.KaplanMeierFromCounts, with the noise-aware interval of
+	// km_inference.go: StdErr, Lower, Upper and the median limits combine
+	// the sampling (Greenwood) and the privacy-noise variance of log S.
 	Curve survival.KMCurve `json:"curve"`
+	// SamplingStdErr, SamplingLower and SamplingUpper are the Greenwood
+	// (sampling-only) standard error of log S and interval, which ignore
+	// the privacy noise; for comparison only.
+	SamplingStdErr []float64 `json:"sampling_std_err"`
+	SamplingLower  []float64 `json:"sampling_lower"`
+	SamplingUpper  []float64 `json:"sampling_upper"`
+	// MedianNote says why a private median is null (km_inference.go);
+	// empty when it is released.
+	MedianNote string `json:"median_note,omitempty"`
+	// NoiseDominatedFrom is the first time from which the noise alone gives
+	// S a standard deviation above KMOptions.NoiseTailSD; NaN if none.
+	NoiseDominatedFrom float64 `json:"noise_dominated_from"`
+	// LowInformation flags a cohort whose noisy record count is below
+	// LowInformationThreshold (public: from the mechanism's noise scale);
+	// its curve is released, its median is not.
+	LowInformation          bool    `json:"low_information"`
+	LowInformationThreshold float64 `json:"low_information_threshold"`
+	// nHat is the noisy record count (sum of the released cells).
+	nHat float64
 	// NoiseStdErr[i] approximates the standard deviation of log Surv[i] due
 	// to the privacy noise alone (nil where not modelled, as in LNTE).
 	NoiseStdErr []float64 `json:"noise_std_err,omitempty"`
@@ -130,6 +163,16 @@ type KMResult struct {
 	// LogRankNote says why LogRank is NaN when the test failed (a singular
 	// variance matrix); empty otherwise.
 	LogRankNote string `json:"logrank_note,omitempty"`
+	// LogRankCalibration describes how LogRank.P and Pairwise[].P were
+	// obtained (logrank_dp.go); LogRankNaiveP and PairwiseNaiveP are the
+	// chi-square p-values that treat the noisy counts as exact (misleading
+	// under noise; for comparison only).
+	LogRankCalibration string    `json:"logrank_calibration"`
+	LogRankNaiveP      float64   `json:"logrank_naive_p"`
+	PairwiseNaiveP     []float64 `json:"pairwise_naive_p,omitempty"`
+	// countNoiseSD is the standard deviation of one cohort's noisy record
+	// count (public; 0 where not modelled).
+	countNoiseSD float64
 }
 
 // discreteLaplaceVariance is the variance 2a/(1-a)^2, a = exp(-1/scale), of
@@ -215,7 +258,13 @@ func NoisyHistogramKM(h *Histogram, src dp.Source, opts KMOptions) (KMResult, er
 	} else {
 		cellVar = discreteLaplaceVariance(scale)
 	}
+	res.countNoiseSD = math.Sqrt(2 * float64(h.Bins) * cellVar)
 	if err := fillKMResult(&res, h, ev, ce, cellVar, o); err != nil {
+		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
+	}
+	if err := calibrateLogRank(&res, h, o, func(hs *Histogram, src dp.Source, os KMOptions) (KMResult, error) {
+		return NoisyHistogramKM(hs, src, os)
+	}); err != nil {
 		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
 	}
 	return res, nil
@@ -265,6 +314,7 @@ func fillKMResult(res *KMResult, h *Histogram, ev, ce [][]float64, cellVar float
 // independent).
 func fillKMResultNoise(res *KMResult, h *Histogram, ev, ce [][]float64, noise func(pooled int) logSNoise, o KMOptions) error {
 	k := len(ev)
+	private := !math.IsInf(o.Epsilon, 1)
 	res.Cohorts = make([]CohortKM, k)
 	for c := 0; c < k; c++ {
 		ck, err := kmFromSignedCellsNoise(ev[c], ce[c], noise(1), h.BinWidth, o)
@@ -272,6 +322,9 @@ func fillKMResultNoise(res *KMResult, h *Histogram, ev, ce [][]float64, noise fu
 			return fmt.Errorf("cohort %d: %w", c, err)
 		}
 		ck.Cohort = c
+		if private {
+			flagLowInformation(&ck, res.countNoiseSD)
+		}
 		res.Cohorts[c] = ck
 	}
 	pe, pc := poolCells(ev), poolCells(ce)
@@ -280,6 +333,9 @@ func fillKMResultNoise(res *KMResult, h *Histogram, ev, ce [][]float64, noise fu
 		return fmt.Errorf("pooled curve: %w", err)
 	}
 	ov.Cohort = -1
+	if private {
+		flagLowInformation(&ov, res.countNoiseSD*math.Sqrt(float64(k)))
+	}
 	res.Overall = ov
 	res.N = ov.N
 	attachLogRank(res)
@@ -386,7 +442,7 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		sRaw[b] = math.Min(1, math.Max(0, sRaw[b]))
 	}
 	// 4. consistent counts
-	out := CohortKM{N: math.Max(nHat, 0), TruncatedAt: math.NaN(),
+	out := CohortKM{N: m[0], nHat: nHat, TruncatedAt: math.NaN(),
 		BinNRisk: make([]float64, bins), BinNEvent: make([]float64, bins)}
 	if end < bins {
 		out.TruncatedAt = float64(end) * binWidth
@@ -432,8 +488,12 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		n = next
 		prev = sRaw[b]
 	}
+	private := !math.IsInf(o.Epsilon, 1)
 	if len(tm) == 0 {
 		out.Curve = emptyCurve(o.Conf)
+		if err := applyNoiseAwareIntervals(&out, o, binWidth, private); err != nil {
+			return CohortKM{}, err
+		}
 		return out, nil
 	}
 	curve, err := survival.KaplanMeierFromCounts(tm, nr, ne, nc, o.Conf)
@@ -442,6 +502,9 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	}
 	out.Curve = curve
 	out.NoiseStdErr = nsd
+	if err := applyNoiseAwareIntervals(&out, o, binWidth, private); err != nil {
+		return CohortKM{}, err
+	}
 	return out, nil
 }
 
