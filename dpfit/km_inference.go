@@ -60,10 +60,10 @@ const (
 
 // Median notes (CohortKM.MedianNote).
 const (
-	MedianNoteNotReached    = "the curve does not reach 0.5 within the released times"
-	MedianNoteUpperAbove    = "the upper confidence limit of S stays above 0.5 within the released times: the data do not establish a median"
-	MedianNoteLowInfo       = "low-information window: the noisy record count is below the public threshold"
-	MedianNoteEmptyCurve    = "no curve released"
+	MedianNoteNotReached = "the curve does not reach 0.5 within the released times"
+	MedianNoteUpperAbove = "the upper confidence limit of S stays above 0.5 within the released times: the data do not establish a median"
+	MedianNoteLowInfo    = "low-information window: the noisy record count is below the public threshold"
+	MedianNoteEmptyCurve = "no curve released"
 )
 
 // DefaultBinWidth is the default KM bin width for the public time bound:
