@@ -61,8 +61,13 @@ type KMOptions struct {
 	// are then null, the naive ones kept under their names). Used by
 	// HierarchicalKM and NoisyHistogramKM.
 	LogRankSims int
-	// naiveLogRank skips the calibration (the simulated releases).
-	naiveLogRank bool
+	// IntervalSims is the number of simulated releases behind the noise
+	// SD of the intervals (simulateNoiseSD); 0 means DefaultIntervalSims,
+	// negative keeps the first-order analytic SD.
+	IntervalSims int
+	// naiveLogRank skips the calibration (the simulated releases);
+	// noLogRank skips the tests altogether (the interval simulations).
+	naiveLogRank, noLogRank bool
 }
 
 func (o KMOptions) withDefaults() (KMOptions, error) {
@@ -262,9 +267,13 @@ func NoisyHistogramKM(h *Histogram, src dp.Source, opts KMOptions) (KMResult, er
 	if err := fillKMResult(&res, h, ev, ce, cellVar, o); err != nil {
 		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
 	}
-	if err := calibrateLogRank(&res, h, o, func(hs *Histogram, src dp.Source, os KMOptions) (KMResult, error) {
+	refit := func(hs *Histogram, src dp.Source, os KMOptions) (KMResult, error) {
 		return NoisyHistogramKM(hs, src, os)
-	}); err != nil {
+	}
+	if err := simulateNoiseSD(&res, h, o, refit); err != nil {
+		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
+	}
+	if err := calibrateLogRank(&res, h, o, refit); err != nil {
 		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
 	}
 	return res, nil
@@ -338,7 +347,9 @@ func fillKMResultNoise(res *KMResult, h *Histogram, ev, ce [][]float64, noise fu
 	}
 	res.Overall = ov
 	res.N = ov.N
-	attachLogRank(res)
+	if !o.noLogRank {
+		attachLogRank(res)
+	}
 	return nil
 }
 
@@ -448,6 +459,7 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		out.TruncatedAt = float64(end) * binWidth
 	}
 	var tm, nr, ne, nc, nsd []float64
+	private := !math.IsInf(o.Epsilon, 1)
 	n, prev := 0.0, 1.0
 	if end > 0 {
 		n = m[0]
@@ -478,7 +490,10 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 			c, next = 0, rem
 		}
 		out.BinNRisk[b], out.BinNEvent[b] = n, d
-		if d > 0 || c > 0 {
+		// a private curve has a row in every bin it covers: its noise grows
+		// bin by bin even where no event or censoring is left after the
+		// post-processing, and the interval must show it
+		if d > 0 || c > 0 || private {
 			tm = append(tm, float64(b)*binWidth)
 			nr = append(nr, n)
 			ne = append(ne, d)
@@ -488,7 +503,6 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		n = next
 		prev = sRaw[b]
 	}
-	private := !math.IsInf(o.Epsilon, 1)
 	if len(tm) == 0 {
 		out.Curve = emptyCurve(o.Conf)
 		if err := applyNoiseAwareIntervals(&out, o, binWidth, private); err != nil {

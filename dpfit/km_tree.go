@@ -278,9 +278,13 @@ func hierarchicalKM(h *Histogram, src dp.Source, opts KMOptions, cfg hierConfig)
 	if err := fillKMResultNoise(&res, h, ev, ce, noise, o); err != nil {
 		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
 	}
-	if err := calibrateLogRank(&res, h, o, func(hs *Histogram, src dp.Source, os KMOptions) (KMResult, error) {
+	refit := func(hs *Histogram, src dp.Source, os KMOptions) (KMResult, error) {
 		return hierarchicalKM(hs, src, os, cfg)
-	}); err != nil {
+	}
+	if err := simulateNoiseSD(&res, h, o, refit); err != nil {
+		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
+	}
+	if err := calibrateLogRank(&res, h, o, refit); err != nil {
 		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
 	}
 	return res, nil

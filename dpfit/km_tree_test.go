@@ -349,7 +349,7 @@ func TestHierarchicalKMInvariants(t *testing.T) {
 		}
 		eps := math.Exp(-2.5 + 5*dp.Float64(src)) // 0.08 .. 12
 		maxSE := []float64{0, 0.1, math.Inf(1)}[dp.Uint64n(src, 3)]
-		res, err := HierarchicalKM(h, src, KMOptions{LogRankSims: -1, Epsilon: eps, MaxNoiseStdErr: maxSE})
+		res, err := HierarchicalKM(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps, MaxNoiseStdErr: maxSE})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -380,8 +380,8 @@ func TestHierarchicalKMLargeEpsilonIsExact(t *testing.T) {
 		name string
 		opts KMOptions
 	}{
-		{"epsilon 1e9", KMOptions{LogRankSims: -1, Epsilon: 1e9}},
-		{"epsilon +Inf allowed", KMOptions{LogRankSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true}},
+		{"epsilon 1e9", KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e9}},
+		{"epsilon +Inf allowed", KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true}},
 	}
 	for _, ds := range []struct {
 		name string
@@ -389,7 +389,7 @@ func TestHierarchicalKMLargeEpsilonIsExact(t *testing.T) {
 	}{{"lung", 1}, {"kidney", 1}, {"flchain", 1}, {"flchain", 30}} {
 		d := loadKMData(t, ds.name)
 		h := d.histogram(t, ds.bw, d.maxTime()+10)
-		want, err := NoisyHistogramKM(h, nil, KMOptions{LogRankSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true})
+		want, err := NoisyHistogramKM(h, nil, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,7 +429,7 @@ func TestHierarchicalKMMetadataAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := HierarchicalKM(h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, Epsilon: 0.7})
+	res, err := HierarchicalKM(h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestHierarchicalKMMetadataAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	one.Events[0][0], one.Censor[0][0] = 50, 50
-	if r, err := HierarchicalKM(one, dp.NewSeededSource(2), KMOptions{LogRankSims: -1, Epsilon: 2}); err != nil {
+	if r, err := HierarchicalKM(one, dp.NewSeededSource(2), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 2}); err != nil {
 		t.Errorf("single bin: %v", err)
 	} else {
 		checkCurve(t, "single bin", r.Cohorts[0])
@@ -455,14 +455,14 @@ func TestHierarchicalKMMetadataAndErrors(t *testing.T) {
 		opts KMOptions
 	}{
 		{"zero epsilon", h, dp.NewSeededSource(1), KMOptions{}},
-		{"negative epsilon", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, Epsilon: -1}},
-		{"NaN epsilon", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, Epsilon: math.NaN()}},
-		{"Inf epsilon without opt-in", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, Epsilon: math.Inf(1)}},
-		{"conf above 1", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, Epsilon: 1, Conf: 1.5}},
-		{"negative noise bound", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, Epsilon: 1, MaxNoiseStdErr: -1}},
-		{"nil source", h, nil, KMOptions{LogRankSims: -1, Epsilon: 1}},
-		{"tiny epsilon (root scale beyond the sampler)", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, Epsilon: 1e-12}},
-		{"malformed histogram", &Histogram{BinWidth: 1, Bins: 3, Events: [][]int64{{1}}, Censor: [][]int64{{1}}}, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, Epsilon: 1}},
+		{"negative epsilon", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: -1}},
+		{"NaN epsilon", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.NaN()}},
+		{"Inf epsilon without opt-in", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1)}},
+		{"conf above 1", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1, Conf: 1.5}},
+		{"negative noise bound", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1, MaxNoiseStdErr: -1}},
+		{"nil source", h, nil, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}},
+		{"tiny epsilon (root scale beyond the sampler)", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e-12}},
+		{"malformed histogram", &Histogram{BinWidth: 1, Bins: 3, Events: [][]int64{{1}}, Censor: [][]int64{{1}}}, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
@@ -566,7 +566,7 @@ func TestHierarchicalKMUnbiased(t *testing.T) {
 		sq := make([]float64, len(pts))
 		cnt := make([]float64, len(pts))
 		for s := 0; s < 100; s++ {
-			res, err := hierarchicalKM(h, dp.NewSeededSource(uint64(7000+s)), KMOptions{LogRankSims: -1, Epsilon: 0.3}, cfg)
+			res, err := hierarchicalKM(h, dp.NewSeededSource(uint64(7000+s)), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.3}, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -718,8 +718,8 @@ func TestHierarchicalKMBeatsHistogramOnFlchain(t *testing.T) {
 		opts    KMOptions
 		horizon float64
 	}{
-		{"epsilon 0.5, evaluation measure", 60, KMOptions{LogRankSims: -1, Epsilon: 0.5}, math.Inf(1)},
-		{"epsilon 0.1, untruncated over [0, 1000 days]", 150, KMOptions{LogRankSims: -1, Epsilon: 0.1, MaxNoiseStdErr: math.Inf(1)}, 1000},
+		{"epsilon 0.5, evaluation measure", 60, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.5}, math.Inf(1)},
+		{"epsilon 0.1, untruncated over [0, 1000 days]", 150, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.1, MaxNoiseStdErr: math.Inf(1)}, 1000},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -740,8 +740,8 @@ func TestHierarchicalKMBeatsHistogramOnFlchain(t *testing.T) {
 	}
 	t.Run("epsilon 0.1, empty curves under the default truncation", func(t *testing.T) {
 		const reps = 150
-		flat := run(NoisyHistogramKM, 300, reps, KMOptions{LogRankSims: -1, Epsilon: 0.1}, math.Inf(1))
-		tree := run(HierarchicalKM, 301, reps, KMOptions{LogRankSims: -1, Epsilon: 0.1}, math.Inf(1))
+		flat := run(NoisyHistogramKM, 300, reps, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.1}, math.Inf(1))
+		tree := run(HierarchicalKM, 301, reps, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.1}, math.Inf(1))
 		mf, _ := flat.mean()
 		mt, _ := tree.mean()
 		n := float64(len(flat.cover))

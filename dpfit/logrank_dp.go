@@ -81,7 +81,7 @@ func calibrateLogRank(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc)
 		return fmt.Errorf("log-rank calibration: %w", err)
 	}
 	so := o
-	so.naiveLogRank = true
+	so.naiveLogRank, so.IntervalSims = true, -1
 	obs := res.LogRank.ChiSq
 	ge := 0
 	pairGe := make([]int, len(res.Pairwise))
