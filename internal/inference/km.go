@@ -25,6 +25,8 @@ type KMConfig struct {
 	Seed        uint64
 	// IntervalSims is passed to dpfit.KMOptions (0: the release default).
 	IntervalSims int
+	// Cohorts limits the study to the first Cohorts cohorts (0: all).
+	Cohorts int
 }
 
 // PointCoverage is the coverage of the pointwise 95% intervals at one time.
@@ -125,6 +127,9 @@ func RunKM(d Data, cfg KMConfig) (KMResult, error) {
 	}
 	out := KMResult{Config: cfg, BinWidth: bw}
 	groups := d.byCohort()
+	if cfg.Cohorts > 0 && cfg.Cohorts < len(groups) {
+		groups = groups[:cfg.Cohorts]
+	}
 	k := len(groups)
 	truth := make([]survival.KMCurve, k)
 	for c, idx := range groups {
