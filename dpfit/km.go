@@ -102,8 +102,9 @@ func (o KMOptions) checkEpsilon() error {
 type CohortKM struct {
 	// Cohort is the cohort index; -1 for the curve of all cohorts pooled.
 	Cohort int `json:"cohort"`
-	// N is the released (noisy, post-processed) number of records: the
-	// at-risk number of the first bin (NRisk[0] of the curve), >= 0.
+	// N is the released (noisy, post-processed) number of records,
+	// max(N_hat, 0) for the noisy count N_hat; the at-risk numbers never
+	// exceed it and the curve's first at-risk number equals it.
 	N float64 `json:"n"`
 	// Curve holds the post-processed counts and the curve drawn from them by
 	// survival.KaplanMeierFromCounts, with the noise-aware interval of
@@ -416,8 +417,11 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	}
 	nHat := acc
 	isotonicNonIncreasing(m[:bins])
+	// at risk within [0, max(N_hat, 0)]: the released n (the noisy count)
+	// is the first at-risk number, and no later bin exceeds it (pooling
+	// can only raise the first value above N_hat)
 	for b := range m {
-		m[b] = math.Max(m[b], 0)
+		m[b] = math.Min(math.Max(m[b], 0), math.Max(nHat, 0))
 	}
 	// 2. signed product-limit curve, truncated
 	sRaw := make([]float64, 0, bins)
