@@ -101,7 +101,8 @@ func newAggregate(cfg Config) (*aggregate, error) {
 }
 
 func (a *aggregate) kmOptions() dpfit.KMOptions {
-	return dpfit.KMOptions{Epsilon: a.cfg.Epsilon, Conf: a.cfg.Params.Conf, MaxNoiseStdErr: a.cfg.Params.MaxNoiseStdErr}
+	return dpfit.KMOptions{Epsilon: a.cfg.Epsilon, Conf: a.cfg.Params.Conf, MaxNoiseStdErr: a.cfg.Params.MaxNoiseStdErr,
+		LogRankSims: a.cfg.Params.LogRankSims, IntervalSims: a.cfg.Params.IntervalSims}
 }
 
 func (a *aggregate) newHist() *dpfit.Histogram {

@@ -68,7 +68,8 @@ type Config struct {
 
 // Params are the kind-specific settings (the YAML "params" map).
 type Params struct {
-	// BinWidth is the histogram bin width in time units (default 1); the
+	// BinWidth is the histogram bin width in time units (default: km
+	// time_max/150, dpfit.DefaultBinWidth; weibull 1); the
 	// Weibull fits see each record's time as the start of its bin.
 	BinWidth float64 `json:"bin_width"`
 	// Method: km "hierarchical" (default: tree noise with consistent
@@ -81,6 +82,12 @@ type Params struct {
 	// truncation (default dpfit.DefaultMaxNoiseStdErr).
 	Conf           float64 `json:"conf"`
 	MaxNoiseStdErr float64 `json:"max_noise_std_err"`
+	// LogRankSims and IntervalSims (km, not cumulative): simulated releases
+	// behind the calibrated log-rank p-values and the intervals' noise SD
+	// (dpfit.KMOptions; 0 = the defaults 199 and 100; negative disables:
+	// null p-values, first-order analytic noise SD).
+	LogRankSims  int `json:"logrank_sims,omitempty"`
+	IntervalSims int `json:"interval_sims,omitempty"`
 	// Omega, Gamma, Rungs: Weibull bounds (defaults 6, 10, 500).
 	Omega float64 `json:"omega"`
 	Gamma float64 `json:"gamma"`
@@ -107,6 +114,7 @@ func ParseParams(kind string, m map[string]any) (Params, error) {
 	switch kind {
 	case KindKM:
 		allowed["conf"], allowed["max_noise_std_err"] = true, true
+		allowed["logrank_sims"], allowed["interval_sims"] = true, true
 	case KindWeibull:
 		allowed["omega"], allowed["gamma"], allowed["rungs"] = true, true, true
 	}
@@ -159,6 +167,16 @@ func ParseParams(kind string, m map[string]any) (Params, error) {
 				errs = append(errs, fmt.Errorf("params.rungs: want an integer, got %v", r))
 			}
 			p.Rungs = int(r)
+		case "logrank_sims", "interval_sims":
+			r := num(k, v)
+			if r != math.Trunc(r) || math.Abs(r) > 1e6 {
+				errs = append(errs, fmt.Errorf("params.%s: want an integer of at most 1e6 in size, got %v", k, r))
+			}
+			if k == "logrank_sims" {
+				p.LogRankSims = int(r)
+			} else {
+				p.IntervalSims = int(r)
+			}
 		}
 	}
 	return p, errors.Join(errs...)
@@ -167,6 +185,10 @@ func ParseParams(kind string, m map[string]any) (Params, error) {
 func (c Config) withDefaults() Config {
 	if c.Time == "" {
 		c.Time = TimeProcessing
+	}
+	if c.Params.BinWidth == 0 && c.Kind == KindKM {
+		// time_max / 150 (issue 12): 1-unit bins double the curves' error
+		c.Params.BinWidth = dpfit.DefaultBinWidth(c.TimeMax)
 	}
 	if c.Params.BinWidth == 0 && c.Kind != KindDiscrete {
 		c.Params.BinWidth = 1

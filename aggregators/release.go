@@ -124,14 +124,68 @@ type KMFields struct {
 	NoiseStdErr []F      `json:"noise_std_err"`
 	TruncatedAt F        `json:"truncated_at"`
 	LogRank     *LogRank `json:"logrank,omitempty"`
+	// Sampling-only (Greenwood) standard error of log S and interval,
+	// which ignore the privacy noise: for comparison only. std_err, lower
+	// and upper above are the noise-aware values.
+	SamplingStdErr []F `json:"sampling_std_err"`
+	SamplingLower  []F `json:"sampling_lower"`
+	SamplingUpper  []F `json:"sampling_upper"`
+	// MedianNote says why median is null ("" when it is released).
+	MedianNote string `json:"median_note"`
+	// NoiseDominatedFrom is the first time from which the noise alone gives
+	// S a standard deviation above NoiseTailSD; null if none.
+	NoiseDominatedFrom F       `json:"noise_dominated_from"`
+	NoiseTailSD        float64 `json:"noise_tail_sd"`
+	// LowInformation flags a cohort whose noisy record count is below
+	// LowInformationThreshold (public): the curve is released, the median
+	// is not.
+	LowInformation          bool `json:"low_information"`
+	LowInformationThreshold F    `json:"low_information_threshold"`
 }
 
 // LogRank is the log-rank test over the window's cohorts, from the same
 // noisy counts (post-processing); identical in every cohort's message.
+// ChiSq is the statistic of the released counts, P its p-value against a
+// reference distribution that includes the noise (Calibration says how),
+// PNaive the chi-square p-value that treats the noisy counts as exact
+// (misleading; for comparison only). DF is null when there is no test.
 type LogRank struct {
-	ChiSq F   `json:"chisq"`
-	DF    int `json:"df"`
-	P     F   `json:"p"`
+	ChiSq       F                 `json:"chisq"`
+	DF          *int              `json:"df"`
+	P           F                 `json:"p"`
+	PNaive      F                 `json:"p_naive"`
+	Calibration string            `json:"calibration"`
+	Note        string            `json:"note,omitempty"`
+	Pairwise    []PairwiseLogRank `json:"pairwise"`
+}
+
+// PairwiseLogRank is the test between two cohorts (labels).
+type PairwiseLogRank struct {
+	A      string `json:"a"`
+	B      string `json:"b"`
+	ChiSq  F      `json:"chisq"`
+	P      F      `json:"p"`
+	PNaive F      `json:"p_naive"`
+}
+
+// logRankDoc is the release's log-rank block (nil with one cohort).
+func logRankDoc(res dpfit.KMResult, labels []string) *LogRank {
+	if len(labels) < 2 {
+		return nil
+	}
+	lr := &LogRank{ChiSq: F(res.LogRank.ChiSq), P: F(res.LogRank.P), PNaive: F(res.LogRankNaiveP),
+		Calibration: res.LogRankCalibration, Note: res.LogRankNote, Pairwise: []PairwiseLogRank{}}
+	if df := res.LogRank.DF; df >= 1 && !math.IsNaN(res.LogRank.ChiSq) {
+		lr.DF = &df
+	}
+	for i, p := range res.Pairwise {
+		pn := math.NaN()
+		if i < len(res.PairwiseNaiveP) {
+			pn = res.PairwiseNaiveP[i]
+		}
+		lr.Pairwise = append(lr.Pairwise, PairwiseLogRank{A: labels[p.A], B: labels[p.B], ChiSq: F(p.ChiSq), P: F(p.P), PNaive: F(pn)})
+	}
+	return lr
 }
 
 // WeibullFields are the parameters of a weibull release:
@@ -262,10 +316,7 @@ func (a *aggregate) cumulativeMessages(c *closing, remaining map[string]float64)
 }
 
 func (a *aggregate) fromKM(c *closing, res dpfit.KMResult, remaining map[string]float64, charged float64, composition string) []FitMessage {
-	var lr *LogRank
-	if len(a.cfg.Cohorts) > 1 {
-		lr = &LogRank{ChiSq: F(res.LogRank.ChiSq), DF: res.LogRank.DF, P: F(res.LogRank.P)}
-	}
+	lr := logRankDoc(res, a.cfg.Cohorts)
 	out := make([]FitMessage, len(res.Cohorts))
 	for i, ck := range res.Cohorts {
 		m := a.header(c.start, i, remaining, charged)
@@ -278,6 +329,14 @@ func (a *aggregate) fromKM(c *closing, res dpfit.KMResult, remaining map[string]
 		m.KMFields.NoiseStdErr = fs(ck.NoiseStdErr)
 		m.KMFields.TruncatedAt = F(ck.TruncatedAt)
 		m.KMFields.LogRank = lr
+		m.KMFields.SamplingStdErr = fs(ck.SamplingStdErr)
+		m.KMFields.SamplingLower = fs(ck.SamplingLower)
+		m.KMFields.SamplingUpper = fs(ck.SamplingUpper)
+		m.KMFields.MedianNote = ck.MedianNote
+		m.KMFields.NoiseDominatedFrom = F(ck.NoiseDominatedFrom)
+		m.KMFields.NoiseTailSD = dpfit.DefaultNoiseTailSD
+		m.KMFields.LowInformation = ck.LowInformation
+		m.KMFields.LowInformationThreshold = F(ck.LowInformationThreshold)
 		out[i] = m
 	}
 	return out
@@ -318,7 +377,9 @@ func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[str
 		m.Public = weibullPublic(fit.Method)
 		m.N = F(math.NaN())
 		if fit.Method == dpfit.WeibullMethodLSP {
-			m.N = F(fit.N) // TLL's noisy event count; the record count is not released
+			// TLL's noisy event count (the record count is not released),
+			// clamped at 0: a count is never negative (post-processing)
+			m.N = F(math.Max(fit.N, 0))
 		}
 		m.WeibullFields = &WeibullFields{Shape: F(fit.Shape), Scale: F(fit.Scale), ScaleUnit: weibullScaleUnitDescription, Params: fit.Params}
 		out[k] = m

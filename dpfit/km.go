@@ -62,6 +62,23 @@ type KMOptions struct {
 	// truncation the tail is noise. 0 means DefaultMaxNoiseStdErr; +Inf
 	// disables truncation.
 	MaxNoiseStdErr float64
+	// NoiseTailSD is the public threshold of CohortKM.NoiseDominatedFrom:
+	// the curve is marked from the first time the noise alone gives S a
+	// standard deviation above it. 0 means DefaultNoiseTailSD.
+	NoiseTailSD float64
+	// LogRankSims is the number of Monte-Carlo releases simulated under the
+	// null for the calibrated log-rank p-values (logrank_dp.go); 0 means
+	// DefaultLogRankSims; negative disables the calibration (the p-values
+	// are then null, the naive ones kept under their names). Used by
+	// HierarchicalKM and NoisyHistogramKM.
+	LogRankSims int
+	// IntervalSims is the number of simulated releases behind the noise
+	// SD of the intervals (simulateNoiseSD); 0 means DefaultIntervalSims,
+	// negative keeps the first-order analytic SD.
+	IntervalSims int
+	// naiveLogRank skips the calibration (the simulated releases);
+	// noLogRank skips the tests altogether (the interval simulations).
+	naiveLogRank, noLogRank bool
 }
 
 func (o KMOptions) withDefaults() (KMOptions, error) {
@@ -96,12 +113,34 @@ func (o KMOptions) checkEpsilon() error {
 type CohortKM struct {
 	// Cohort is the cohort index; -1 for the curve of all cohorts pooled.
 	Cohort int `json:"cohort"`
-	// N is the released (noisy, post-processed) number of records.
+	// N is the released (noisy, post-processed) number of records,
+	// max(N_hat, 0) for the noisy count N_hat; the at-risk numbers never
+	// exceed it and the curve's first at-risk number equals it.
 	N float64 `json:"n"`
 	// Curve holds the post-processed counts and the curve drawn from them by
-	// survival.KaplanMeierFromCounts. Its Greenwood interval reflects
-	// sampling variability only, not the privacy noise (see NoiseStdErr).
+	// survival.KaplanMeierFromCounts, with the noise-aware interval of
+	// km_inference.go: StdErr, Lower, Upper and the median limits combine
+	// the sampling (Greenwood) and the privacy-noise variance of log S.
 	Curve survival.KMCurve `json:"curve"`
+	// SamplingStdErr, SamplingLower and SamplingUpper are the Greenwood
+	// (sampling-only) standard error of log S and interval, which ignore
+	// the privacy noise; for comparison only.
+	SamplingStdErr []float64 `json:"sampling_std_err"`
+	SamplingLower  []float64 `json:"sampling_lower"`
+	SamplingUpper  []float64 `json:"sampling_upper"`
+	// MedianNote says why a private median is null (km_inference.go);
+	// empty when it is released.
+	MedianNote string `json:"median_note,omitempty"`
+	// NoiseDominatedFrom is the first time from which the noise alone gives
+	// S a standard deviation above KMOptions.NoiseTailSD; NaN if none.
+	NoiseDominatedFrom float64 `json:"noise_dominated_from"`
+	// LowInformation flags a cohort whose noisy record count is below
+	// LowInformationThreshold (public: from the mechanism's noise scale);
+	// its curve is released, its median is not.
+	LowInformation          bool    `json:"low_information"`
+	LowInformationThreshold float64 `json:"low_information_threshold"`
+	// nHat is the noisy record count (sum of the released cells).
+	nHat float64
 	// NoiseStdErr[i] approximates the standard deviation of log Surv[i] due
 	// to the privacy noise alone (nil where not modelled, as in LNTE).
 	NoiseStdErr []float64 `json:"noise_std_err,omitempty"`
@@ -141,6 +180,16 @@ type KMResult struct {
 	// LogRankNote says why LogRank is NaN when the test failed (a singular
 	// variance matrix); empty otherwise.
 	LogRankNote string `json:"logrank_note,omitempty"`
+	// LogRankCalibration describes how LogRank.P and Pairwise[].P were
+	// obtained (logrank_dp.go); LogRankNaiveP and PairwiseNaiveP are the
+	// chi-square p-values that treat the noisy counts as exact (misleading
+	// under noise; for comparison only).
+	LogRankCalibration string    `json:"logrank_calibration"`
+	LogRankNaiveP      float64   `json:"logrank_naive_p"`
+	PairwiseNaiveP     []float64 `json:"pairwise_naive_p,omitempty"`
+	// countNoiseSD is the standard deviation of one cohort's noisy record
+	// count (public; 0 where not modelled).
+	countNoiseSD float64
 }
 
 // discreteLaplaceVariance is the variance 2a/(1-a)^2, a = exp(-1/scale), of
@@ -229,7 +278,17 @@ func NoisyHistogramKM(h *Histogram, src dp.Source, opts KMOptions) (KMResult, er
 	} else {
 		cellVar = discreteLaplaceVariance(scale)
 	}
+	res.countNoiseSD = math.Sqrt(2 * float64(h.Bins) * cellVar)
 	if err := fillKMResult(&res, h, ev, ce, cellVar, o); err != nil {
+		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
+	}
+	refit := func(hs *Histogram, src dp.Source, os KMOptions) (KMResult, error) {
+		return NoisyHistogramKM(hs, src, os)
+	}
+	if err := simulateNoiseSD(&res, h, o, refit); err != nil {
+		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
+	}
+	if err := calibrateLogRank(&res, h, o, refit); err != nil {
 		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
 	}
 	return res, nil
@@ -279,6 +338,7 @@ func fillKMResult(res *KMResult, h *Histogram, ev, ce [][]float64, cellVar float
 // independent).
 func fillKMResultNoise(res *KMResult, h *Histogram, ev, ce [][]float64, noise func(pooled int) logSNoise, o KMOptions) error {
 	k := len(ev)
+	private := !math.IsInf(o.Epsilon, 1)
 	res.Cohorts = make([]CohortKM, k)
 	for c := 0; c < k; c++ {
 		ck, err := kmFromSignedCellsNoise(ev[c], ce[c], noise(1), h.BinWidth, o)
@@ -286,6 +346,9 @@ func fillKMResultNoise(res *KMResult, h *Histogram, ev, ce [][]float64, noise fu
 			return fmt.Errorf("cohort %d: %w", c, err)
 		}
 		ck.Cohort = c
+		if private {
+			flagLowInformation(&ck, res.countNoiseSD)
+		}
 		res.Cohorts[c] = ck
 	}
 	pe, pc := poolCells(ev), poolCells(ce)
@@ -294,9 +357,14 @@ func fillKMResultNoise(res *KMResult, h *Histogram, ev, ce [][]float64, noise fu
 		return fmt.Errorf("pooled curve: %w", err)
 	}
 	ov.Cohort = -1
+	if private {
+		flagLowInformation(&ov, res.countNoiseSD*math.Sqrt(float64(k)))
+	}
 	res.Overall = ov
 	res.N = ov.N
-	attachLogRank(res)
+	if !o.noLogRank {
+		attachLogRank(res)
+	}
 	return nil
 }
 
@@ -363,8 +431,11 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	}
 	nHat := acc
 	isotonicNonIncreasing(m[:bins])
+	// at risk within [0, max(N_hat, 0)]: the released n (the noisy count)
+	// is the first at-risk number, and no later bin exceeds it (pooling
+	// can only raise the first value above N_hat)
 	for b := range m {
-		m[b] = math.Max(m[b], 0)
+		m[b] = math.Min(math.Max(m[b], 0), math.Max(nHat, 0))
 	}
 	// 2. signed product-limit curve, truncated
 	sRaw := make([]float64, 0, bins)
@@ -400,12 +471,13 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		sRaw[b] = math.Min(1, math.Max(0, sRaw[b]))
 	}
 	// 4. consistent counts
-	out := CohortKM{N: math.Max(nHat, 0), TruncatedAt: math.NaN(),
+	out := CohortKM{N: m[0], nHat: nHat, TruncatedAt: math.NaN(),
 		BinNRisk: make([]float64, bins), BinNEvent: make([]float64, bins)}
 	if end < bins {
 		out.TruncatedAt = float64(end) * binWidth
 	}
 	var tm, nr, ne, nc, nsd []float64
+	private := !math.IsInf(o.Epsilon, 1)
 	n, prev := 0.0, 1.0
 	if end > 0 {
 		n = m[0]
@@ -436,7 +508,10 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 			c, next = 0, rem
 		}
 		out.BinNRisk[b], out.BinNEvent[b] = n, d
-		if d > 0 || c > 0 {
+		// a private curve has a row in every bin it covers: its noise grows
+		// bin by bin even where no event or censoring is left after the
+		// post-processing, and the interval must show it
+		if d > 0 || c > 0 || private {
 			tm = append(tm, float64(b)*binWidth)
 			nr = append(nr, n)
 			ne = append(ne, d)
@@ -448,6 +523,9 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	}
 	if len(tm) == 0 {
 		out.Curve = emptyCurve(o.Conf)
+		if err := applyNoiseAwareIntervals(&out, o, binWidth, private); err != nil {
+			return CohortKM{}, err
+		}
 		return out, nil
 	}
 	curve, err := survival.KaplanMeierFromCounts(tm, nr, ne, nc, o.Conf)
@@ -456,6 +534,9 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	}
 	out.Curve = curve
 	out.NoiseStdErr = nsd
+	if err := applyNoiseAwareIntervals(&out, o, binWidth, private); err != nil {
+		return CohortKM{}, err
+	}
 	return out, nil
 }
 

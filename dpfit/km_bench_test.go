@@ -36,7 +36,7 @@ func BenchmarkDPKM1M(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if _, err := NoisyHistogramKM(h, src, KMOptions{Epsilon: 1}); err != nil {
+		if _, err := NoisyHistogramKM(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}); err != nil {
 			b.Fatal(err)
 		}
 		mem = h.MemoryBytes()
@@ -73,7 +73,7 @@ func BenchmarkContinualRelease(b *testing.B) {
 		if ck == nil || ck.Releases() == ck.Horizon() {
 			b.StopTimer()
 			var err error
-			if ck, err = NewContinualKM(1, 4999, 4, 365, KMOptions{Epsilon: 1}); err != nil {
+			if ck, err = NewContinualKM(1, 4999, 4, 365, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}); err != nil {
 				b.Fatal(err)
 			}
 			if win, err = ck.NewWindow(); err != nil {

@@ -97,6 +97,7 @@ func LNTE(h *Histogram, src dp.Source, opts KMOptions) (KMResult, error) {
 	res.Overall = ov
 	res.N = ov.N
 	attachLogRank(&res)
+	markUncalibrated(&res)
 	return res, nil
 }
 

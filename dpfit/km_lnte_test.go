@@ -12,7 +12,7 @@ func TestLNTEMetadataAndInvariants(t *testing.T) {
 	h := d.histogram(t, 5, 1100)
 	for seed := uint64(0); seed < 20; seed++ {
 		eps := []float64{0.5, 1, 3}[seed%3]
-		res, err := LNTE(h, dp.NewSeededSource(seed), KMOptions{Epsilon: eps})
+		res, err := LNTE(h, dp.NewSeededSource(seed), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +29,7 @@ func TestLNTEMetadataAndInvariants(t *testing.T) {
 			t.Errorf("options %+v: expected an error", bad)
 		}
 	}
-	if _, err := LNTE(h, nil, KMOptions{Epsilon: 1}); err == nil {
+	if _, err := LNTE(h, nil, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}); err == nil {
 		t.Error("nil source: expected an error")
 	}
 }
@@ -121,7 +121,7 @@ func slicesClone[T any](s []T) []T { return append([]T(nil), s...) }
 func TestLNTEBaseline(t *testing.T) {
 	d := loadKMData(t, "flchain")
 	h := d.histogram(t, 30, 5400)
-	res, err := LNTE(h, dp.NewSeededSource(3), KMOptions{Epsilon: 1e9})
+	res, err := LNTE(h, dp.NewSeededSource(3), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,11 +132,11 @@ func TestLNTEBaseline(t *testing.T) {
 	}
 	var lnteErr, histErr float64
 	for s := uint64(0); s < 5; s++ {
-		l, err := LNTE(h, dp.NewSeededSource(10+s), KMOptions{Epsilon: 1})
+		l, err := LNTE(h, dp.NewSeededSource(10+s), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := NoisyHistogramKM(h, dp.NewSeededSource(10+s), KMOptions{Epsilon: 1})
+		n, err := NoisyHistogramKM(h, dp.NewSeededSource(10+s), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -102,6 +102,7 @@ func RRRKM(h *Histogram, mech *dp.RRR, opts KMOptions) (KMResult, error) {
 	res.Overall = ov
 	res.N = ov.N
 	attachLogRank(&res)
+	markUncalibrated(&res)
 	return res, nil
 }
 

@@ -156,7 +156,7 @@ func TestNoisyHistogramKMInvariants(t *testing.T) {
 		}
 		eps := math.Exp(-2.5 + 5*dp.Float64(src)) // 0.08 .. 12
 		maxSE := []float64{0, 0.1, math.Inf(1)}[dp.Uint64n(src, 3)]
-		res, err := NoisyHistogramKM(h, src, KMOptions{Epsilon: eps, MaxNoiseStdErr: maxSE})
+		res, err := NoisyHistogramKM(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps, MaxNoiseStdErr: maxSE})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -176,8 +176,8 @@ func TestNoisyHistogramKMLargeEpsilonIsExact(t *testing.T) {
 		name string
 		opts KMOptions
 	}{
-		{"epsilon 1e9", KMOptions{Epsilon: 1e9}},
-		{"epsilon +Inf allowed", KMOptions{Epsilon: math.Inf(1), AllowNonPrivate: true}},
+		{"epsilon 1e9", KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e9}},
+		{"epsilon +Inf allowed", KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true}},
 	}
 	for _, ds := range []string{"lung", "kidney", "flchain"} {
 		d := loadKMData(t, ds)
@@ -199,7 +199,9 @@ func TestNoisyHistogramKMLargeEpsilonIsExact(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !closeTo(res.LogRank.ChiSq, lr.ChiSq, 1e-9) || res.LogRank.DF != lr.DF || !closeTo(res.LogRank.P, lr.P, 1e-9) {
+				// the chi-square p-value of the exact counts is kept as the
+				// naive p (the calibrated one is tested in logrank_dp_test.go)
+				if !closeTo(res.LogRank.ChiSq, lr.ChiSq, 1e-9) || res.LogRank.DF != lr.DF || !closeTo(res.LogRankNaiveP, lr.P, 1e-9) {
 					t.Errorf("log-rank %+v, want %+v", res.LogRank, lr)
 				}
 				pw, err := survival.PairwiseLogRank(d.time, d.event, d.cohort, len(d.labels))
@@ -207,7 +209,7 @@ func TestNoisyHistogramKMLargeEpsilonIsExact(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i := range pw {
-					if !closeTo(res.Pairwise[i].ChiSq, pw[i].ChiSq, 1e-9) || !closeTo(res.Pairwise[i].P, pw[i].P, 1e-9) {
+					if !closeTo(res.Pairwise[i].ChiSq, pw[i].ChiSq, 1e-9) || !closeTo(res.PairwiseNaiveP[i], pw[i].P, 1e-9) {
 						t.Errorf("pair %d: %+v, want %+v", i, res.Pairwise[i], pw[i])
 					}
 				}
@@ -221,7 +223,7 @@ func TestNoisyHistogramKMMetadataAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := NoisyHistogramKM(h, dp.NewSeededSource(1), KMOptions{Epsilon: 0.7})
+	res, err := NoisyHistogramKM(h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +231,7 @@ func TestNoisyHistogramKMMetadataAndErrors(t *testing.T) {
 		res.Method != MethodNoisyHistogramKM || res.Mechanism == "" {
 		t.Errorf("metadata %q %q %v %v %q %q", res.Guarantee, res.Neighbouring, res.Epsilon, res.EpsilonTotal, res.Method, res.Mechanism)
 	}
-	inf, err := NoisyHistogramKM(h, nil, KMOptions{Epsilon: math.Inf(1), AllowNonPrivate: true})
+	inf, err := NoisyHistogramKM(h, nil, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true})
 	if err != nil || inf.Guarantee != GuaranteeNone {
 		t.Errorf("non-private release: %v, guarantee %q", err, inf.Guarantee)
 	}
@@ -240,13 +242,13 @@ func TestNoisyHistogramKMMetadataAndErrors(t *testing.T) {
 		opts KMOptions
 	}{
 		{"zero epsilon", h, dp.NewSeededSource(1), KMOptions{}},
-		{"negative epsilon", h, dp.NewSeededSource(1), KMOptions{Epsilon: -1}},
-		{"NaN epsilon", h, dp.NewSeededSource(1), KMOptions{Epsilon: math.NaN()}},
-		{"Inf epsilon without opt-in", h, dp.NewSeededSource(1), KMOptions{Epsilon: math.Inf(1)}},
-		{"conf above 1", h, dp.NewSeededSource(1), KMOptions{Epsilon: 1, Conf: 1.5}},
-		{"negative noise bound", h, dp.NewSeededSource(1), KMOptions{Epsilon: 1, MaxNoiseStdErr: -1}},
-		{"nil source", h, nil, KMOptions{Epsilon: 1}},
-		{"malformed histogram", &Histogram{BinWidth: 1, Bins: 3, Events: [][]int64{{1}}, Censor: [][]int64{{1}}}, dp.NewSeededSource(1), KMOptions{Epsilon: 1}},
+		{"negative epsilon", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: -1}},
+		{"NaN epsilon", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.NaN()}},
+		{"Inf epsilon without opt-in", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1)}},
+		{"conf above 1", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1, Conf: 1.5}},
+		{"negative noise bound", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1, MaxNoiseStdErr: -1}},
+		{"nil source", h, nil, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}},
+		{"malformed histogram", &Histogram{BinWidth: 1, Bins: 3, Events: [][]int64{{1}}, Censor: [][]int64{{1}}}, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
@@ -282,7 +284,7 @@ func TestNoisyHistogramKMNoPhantomEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := NoisyHistogramKM(h, src, KMOptions{Epsilon: 1})
+	res, err := NoisyHistogramKM(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +331,7 @@ func TestNoisyHistogramKMAccuracy(t *testing.T) {
 	worst, sum, covered := 0.0, 0.0, 0.0
 	reps := 10
 	for s := 0; s < reps; s++ {
-		res, err := NoisyHistogramKM(h, dp.NewSeededSource(uint64(200+s)), KMOptions{Epsilon: 1})
+		res, err := NoisyHistogramKM(h, dp.NewSeededSource(uint64(200+s)), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -366,7 +368,7 @@ func TestNoisyHistogramKMUnbiased(t *testing.T) {
 	sq := make([]float64, len(pts))
 	cnt := make([]float64, len(pts))
 	for s := 0; s < 300; s++ {
-		res, err := NoisyHistogramKM(h, dp.NewSeededSource(uint64(5000+s)), KMOptions{Epsilon: 1})
+		res, err := NoisyHistogramKM(h, dp.NewSeededSource(uint64(5000+s)), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -267,8 +267,19 @@ func hierarchicalKM(h *Histogram, src dp.Source, opts KMOptions, cfg hierConfig)
 			"two-sided geometric noise of scale 1/epsilon_l on every node of level l, epsilon_l = %v from the bins up "+
 			"(each level has L1 sensitivity 1 under add/remove-one; sum = epsilon); least-squares consistent trees, "+
 			"signed post-processing with second-order bias correction, isotonic curve", cfg.branch, L, eps)
+		// N_hat is the sum of the event and censoring trees' inferred roots
+		res.countNoiseSD = math.Sqrt(2 * ht.tree.s[ht.tree.nodes-1])
 	}
 	if err := fillKMResultNoise(&res, h, ev, ce, noise, o); err != nil {
+		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
+	}
+	refit := func(hs *Histogram, src dp.Source, os KMOptions) (KMResult, error) {
+		return hierarchicalKM(hs, src, os, cfg)
+	}
+	if err := simulateNoiseSD(&res, h, o, refit); err != nil {
+		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
+	}
+	if err := calibrateLogRank(&res, h, o, refit); err != nil {
 		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
 	}
 	return res, nil

@@ -25,7 +25,7 @@ func BenchmarkHierarchicalKM1M(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if _, err := HierarchicalKM(h, src, KMOptions{Epsilon: 1}); err != nil {
+		if _, err := HierarchicalKM(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}); err != nil {
 			b.Fatal(err)
 		}
 		mem = h.MemoryBytes()
@@ -56,7 +56,7 @@ func benchRelease(b *testing.B, fit func(*Histogram, dp.Source, KMOptions) (KMRe
 	}
 	src := dp.NewSeededSource(1)
 	for b.Loop() {
-		if _, err := fit(h, src, KMOptions{Epsilon: 1}); err != nil {
+		if _, err := fit(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}

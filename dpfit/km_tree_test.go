@@ -367,7 +367,7 @@ func TestHierarchicalKMInvariants(t *testing.T) {
 		}
 		eps := math.Exp(-2.5 + 5*dp.Float64(src)) // 0.08 .. 12
 		maxSE := []float64{0, 0.1, math.Inf(1)}[dp.Uint64n(src, 3)]
-		res, err := HierarchicalKM(h, src, KMOptions{Epsilon: eps, MaxNoiseStdErr: maxSE})
+		res, err := HierarchicalKM(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps, MaxNoiseStdErr: maxSE})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -398,8 +398,8 @@ func TestHierarchicalKMLargeEpsilonIsExact(t *testing.T) {
 		name string
 		opts KMOptions
 	}{
-		{"epsilon 1e9", KMOptions{Epsilon: 1e9}},
-		{"epsilon +Inf allowed", KMOptions{Epsilon: math.Inf(1), AllowNonPrivate: true}},
+		{"epsilon 1e9", KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e9}},
+		{"epsilon +Inf allowed", KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true}},
 	}
 	for _, ds := range []struct {
 		name string
@@ -407,7 +407,7 @@ func TestHierarchicalKMLargeEpsilonIsExact(t *testing.T) {
 	}{{"lung", 1}, {"kidney", 1}, {"flchain", 1}, {"flchain", 30}} {
 		d := loadKMData(t, ds.name)
 		h := d.histogram(t, ds.bw, d.maxTime()+10)
-		want, err := NoisyHistogramKM(h, nil, KMOptions{Epsilon: math.Inf(1), AllowNonPrivate: true})
+		want, err := NoisyHistogramKM(h, nil, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -418,16 +418,16 @@ func TestHierarchicalKMLargeEpsilonIsExact(t *testing.T) {
 					t.Fatal(err)
 				}
 				for c := range d.labels {
-					sameCurve(t, fmt.Sprintf("cohort %s", d.labels[c]), res.Cohorts[c].Curve, want.Cohorts[c].Curve, 1e-9)
+					sameCurve(t, fmt.Sprintf("cohort %s", d.labels[c]), res.Cohorts[c].Curve, want.Cohorts[c].Curve, 1e-8) // the modelled noise SD at epsilon 1e9 is ~1e-9
 					if ds.bw == 1 {
-						sameCurve(t, fmt.Sprintf("cohort %s vs unbinned", d.labels[c]), res.Cohorts[c].Curve, d.exact(t, c), 1e-9)
+						sameCurve(t, fmt.Sprintf("cohort %s vs unbinned", d.labels[c]), res.Cohorts[c].Curve, d.exact(t, c), 1e-8) // the modelled noise SD at epsilon 1e9 is ~1e-9
 					}
 				}
-				sameCurve(t, "overall", res.Overall.Curve, want.Overall.Curve, 1e-9)
+				sameCurve(t, "overall", res.Overall.Curve, want.Overall.Curve, 1e-8) // the modelled noise SD at epsilon 1e9 is ~1e-9
 				if !closeTo(res.N, float64(len(d.time)), 1e-9) {
 					t.Errorf("N = %v, want %d", res.N, len(d.time))
 				}
-				if !closeTo(res.LogRank.ChiSq, want.LogRank.ChiSq, 1e-7) || !closeTo(res.LogRank.P, want.LogRank.P, 1e-7) {
+				if !closeTo(res.LogRank.ChiSq, want.LogRank.ChiSq, 1e-7) || !closeTo(res.LogRankNaiveP, want.LogRankNaiveP, 1e-7) {
 					t.Errorf("log-rank %+v, want %+v", res.LogRank, want.LogRank)
 				}
 				wantG := GuaranteePureDP
@@ -447,7 +447,7 @@ func TestHierarchicalKMMetadataAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := HierarchicalKM(h, dp.NewSeededSource(1), KMOptions{Epsilon: 0.7})
+	res, err := HierarchicalKM(h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +461,7 @@ func TestHierarchicalKMMetadataAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	one.Events[0][0], one.Censor[0][0] = 50, 50
-	if r, err := HierarchicalKM(one, dp.NewSeededSource(2), KMOptions{Epsilon: 2}); err != nil {
+	if r, err := HierarchicalKM(one, dp.NewSeededSource(2), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 2}); err != nil {
 		t.Errorf("single bin: %v", err)
 	} else {
 		checkCurve(t, "single bin", r.Cohorts[0])
@@ -473,14 +473,14 @@ func TestHierarchicalKMMetadataAndErrors(t *testing.T) {
 		opts KMOptions
 	}{
 		{"zero epsilon", h, dp.NewSeededSource(1), KMOptions{}},
-		{"negative epsilon", h, dp.NewSeededSource(1), KMOptions{Epsilon: -1}},
-		{"NaN epsilon", h, dp.NewSeededSource(1), KMOptions{Epsilon: math.NaN()}},
-		{"Inf epsilon without opt-in", h, dp.NewSeededSource(1), KMOptions{Epsilon: math.Inf(1)}},
-		{"conf above 1", h, dp.NewSeededSource(1), KMOptions{Epsilon: 1, Conf: 1.5}},
-		{"negative noise bound", h, dp.NewSeededSource(1), KMOptions{Epsilon: 1, MaxNoiseStdErr: -1}},
-		{"nil source", h, nil, KMOptions{Epsilon: 1}},
-		{"tiny epsilon (root scale beyond the sampler)", h, dp.NewSeededSource(1), KMOptions{Epsilon: 1e-12}},
-		{"malformed histogram", &Histogram{BinWidth: 1, Bins: 3, Events: [][]int64{{1}}, Censor: [][]int64{{1}}}, dp.NewSeededSource(1), KMOptions{Epsilon: 1}},
+		{"negative epsilon", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: -1}},
+		{"NaN epsilon", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.NaN()}},
+		{"Inf epsilon without opt-in", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1)}},
+		{"conf above 1", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1, Conf: 1.5}},
+		{"negative noise bound", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1, MaxNoiseStdErr: -1}},
+		{"nil source", h, nil, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}},
+		{"tiny epsilon (root scale beyond the sampler)", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e-12}},
+		{"malformed histogram", &Histogram{BinWidth: 1, Bins: 3, Events: [][]int64{{1}}, Censor: [][]int64{{1}}}, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
@@ -586,7 +586,7 @@ func TestHierarchicalKMUnbiased(t *testing.T) {
 		for s := 0; s < 100; s++ {
 			// epsilon 0.15 under add/remove-one: the node noise of epsilon 0.3
 			// under the old replace-one calibration, where the bias shows
-			res, err := hierarchicalKM(h, dp.NewSeededSource(uint64(7000+s)), KMOptions{Epsilon: 0.15}, cfg)
+			res, err := hierarchicalKM(h, dp.NewSeededSource(uint64(7000+s)), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.15}, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -738,8 +738,8 @@ func TestHierarchicalKMBeatsHistogramOnFlchain(t *testing.T) {
 		opts    KMOptions
 		horizon float64
 	}{
-		{"epsilon 0.5, evaluation measure", 60, KMOptions{Epsilon: 0.5}, math.Inf(1)},
-		{"epsilon 0.1, untruncated over [0, 1000 days]", 150, KMOptions{Epsilon: 0.1, MaxNoiseStdErr: math.Inf(1)}, 1000},
+		{"epsilon 0.5, evaluation measure", 60, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.5}, math.Inf(1)},
+		{"epsilon 0.1, untruncated over [0, 1000 days]", 150, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.1, MaxNoiseStdErr: math.Inf(1)}, 1000},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -762,8 +762,8 @@ func TestHierarchicalKMBeatsHistogramOnFlchain(t *testing.T) {
 		// epsilon 0.05 under add/remove-one is the cell noise of 0.1 under
 		// the old replace-one calibration (scale 20)
 		const reps = 150
-		flat := run(NoisyHistogramKM, 300, reps, KMOptions{Epsilon: 0.05}, math.Inf(1))
-		tree := run(HierarchicalKM, 301, reps, KMOptions{Epsilon: 0.05}, math.Inf(1))
+		flat := run(NoisyHistogramKM, 300, reps, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.05}, math.Inf(1))
+		tree := run(HierarchicalKM, 301, reps, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.05}, math.Inf(1))
 		mf, _ := flat.mean()
 		mt, _ := tree.mean()
 		n := float64(len(flat.cover))

@@ -122,9 +122,12 @@ func (c *ContinualKM) current() (KMResult, error) {
 			t, T, c.counter.Levels(), c.counter.NodeScale(), T),
 	}
 	layout := &Histogram{BinWidth: c.binWidth, TMax: c.tMax, Bins: c.bins}
+	// every cell's noise is independent, of variance NoiseVariance
+	res.countNoiseSD = math.Sqrt(2 * float64(c.bins) * c.counter.NoiseVariance())
 	if err := fillKMResult(&res, layout, ev, ce, c.counter.NoiseVariance(), c.opts); err != nil {
 		return KMResult{}, fmt.Errorf("continual km release: %w", err)
 	}
+	markUncalibrated(&res)
 	return res, nil
 }
 

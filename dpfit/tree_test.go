@@ -248,7 +248,7 @@ func appendUvarint(b []byte, v uint64) []byte {
 func TestContinualKM(t *testing.T) {
 	d := loadKMData(t, "lung")
 	const windows = 6
-	ck, err := NewContinualKM(1, 1100, len(d.labels), windows, KMOptions{Epsilon: 1e9})
+	ck, err := NewContinualKM(1, 1100, len(d.labels), windows, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestContinualKM(t *testing.T) {
 func TestContinualKMRestore(t *testing.T) {
 	d := loadKMData(t, "flchain")
 	const windows = 8
-	orig, err := NewContinualKM(30, 5400, len(d.labels), windows, KMOptions{Epsilon: 2})
+	orig, err := NewContinualKM(30, 5400, len(d.labels), windows, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +363,7 @@ func TestContinualKMRestore(t *testing.T) {
 	if _, err := orig.Release(src, other); err == nil {
 		t.Error("window with another layout: expected an error")
 	}
-	if _, err := NewContinualKM(1, 100, 2, 4, KMOptions{Epsilon: math.Inf(1), AllowNonPrivate: true}); err == nil {
+	if _, err := NewContinualKM(1, 100, 2, 4, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true}); err == nil {
 		t.Error("continual release needs a finite epsilon")
 	}
 }

@@ -225,7 +225,7 @@ var kmHierarchical = kmMethods[1]
 func kmRow(h *dpfit.Histogram, ex []kmExact, m kmMethod, eps float64, reps int, src dp.Source) (kmStat, float64, error) {
 	var st kmStat
 	total := eps
-	o := dpfit.KMOptions{Epsilon: eps, AllowNonPrivate: math.IsInf(eps, 1)}
+	o := dpfit.KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps, AllowNonPrivate: math.IsInf(eps, 1)}
 	for r := 0; r < reps; r++ {
 		res, err := m.fit(h, src, o)
 		if err != nil {
@@ -367,7 +367,7 @@ func kmEarly(w io.Writer, d *fitsData, h *dpfit.Histogram, ex []kmExact, cfg kmE
 		for _, m := range kmMethods[:2] {
 			var sup []float64
 			empty := 0
-			o := dpfit.KMOptions{Epsilon: eps, MaxNoiseStdErr: math.Inf(1)}
+			o := dpfit.KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps, MaxNoiseStdErr: math.Inf(1)}
 			for r := 0; r < cfg.reps; r++ {
 				res, err := m.fit(h, src, o)
 				if err != nil {
@@ -440,7 +440,7 @@ func kmPlots(w io.Writer, d *fitsData, h *dpfit.Histogram, ex []kmExact, cfg kmE
 		"dashed = private curves (they end where they are truncated).\n\n", cfg.seed+1, cfg.seed+1001, cfg.binWidth)
 	var cells []string
 	for _, eps := range cfg.plotEps {
-		o := dpfit.KMOptions{Epsilon: eps}
+		o := dpfit.KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps}
 		nh, err := dpfit.NoisyHistogramKM(h, src, o)
 		if err != nil {
 			return fmt.Errorf("plots: %w", err)

@@ -277,7 +277,7 @@ func pairwiseJSON(labels []string, ps []survival.Pairwise) []map[string]any {
 func fitKM(env Env, args []string) error {
 	fs := newFlags("fit km", env)
 	c := addCommonFit(fs)
-	binWidth := fs.Float64("bin-width", 1, "time bin width of the private histogram (time units)")
+	binWidth := fs.Float64("bin-width", 0, "time bin width of the private histogram (time units; default time-max/150)")
 	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit)")
 	method := fs.String("method", "hierarchical", "private method: hierarchical (tree noise on the histogram, the default), histogram (noisy histogram), lnte (baseline; epsilon per time point), or rrr (the input is a sanitized file whose cohort labels went through RRR at --epsilon: debiased KM, no new budget)")
 	plot := fs.String("plot", "", "also draw the curves to this .png or .svg file")
@@ -297,6 +297,9 @@ func fitKM(env Env, args []string) error {
 	}
 	reportDead(env.Stderr, d)
 	labels := d.Labels
+	if *binWidth == 0 {
+		*binWidth = dpfit.DefaultBinWidth(*timeMax)
+	}
 	out := map[string]any{"epsilon": jsonEpsilon(c.eps.v), "bin_width": *binWidth}
 	var curves []plots.Curve
 	title := ""
@@ -391,12 +394,33 @@ func fitKM(env Env, args []string) error {
 			if ck.NoiseStdErr != nil {
 				m["noise_std_err"] = nums(ck.NoiseStdErr)
 			}
+			m["sampling_std_err"] = nums(ck.SamplingStdErr)
+			m["sampling_lower"] = nums(ck.SamplingLower)
+			m["sampling_upper"] = nums(ck.SamplingUpper)
+			m["median_note"] = ck.MedianNote
+			m["noise_dominated_from"] = num(ck.NoiseDominatedFrom)
+			m["noise_tail_sd"] = dpfit.DefaultNoiseTailSD
+			m["low_information"] = ck.LowInformation
+			m["low_information_threshold"] = num(ck.LowInformationThreshold)
 			cs = append(cs, m)
 			curves = append(curves, plots.Curve{Label: labels[ck.Cohort], Time: ck.Curve.Time, Surv: ck.Curve.Surv, Lower: ck.Curve.Lower, Upper: ck.Curve.Upper})
 		}
 		out["cohorts"] = cs
-		out["logrank"] = map[string]any{"chisq": num(res.LogRank.ChiSq), "df": res.LogRank.DF, "p": num(res.LogRank.P)}
-		out["pairwise"] = pairwiseJSON(labels, res.Pairwise)
+		if len(labels) >= 2 {
+			var df any
+			if res.LogRank.DF >= 1 && !math.IsNaN(res.LogRank.ChiSq) {
+				df = res.LogRank.DF
+			}
+			out["logrank"] = map[string]any{"chisq": num(res.LogRank.ChiSq), "df": df, "p": num(res.LogRank.P),
+				"p_naive": num(res.LogRankNaiveP), "calibration": res.LogRankCalibration}
+			pw := pairwiseJSON(labels, res.Pairwise)
+			for i := range pw {
+				if i < len(res.PairwiseNaiveP) {
+					pw[i]["p_naive"] = num(res.PairwiseNaiveP[i])
+				}
+			}
+			out["pairwise"] = pw
+		}
 		if res.LogRankNote != "" {
 			out["logrank_note"] = res.LogRankNote
 		}
@@ -553,7 +577,7 @@ func fitWeibull(env Env, args []string) error {
 	out["guarantee"] = fit.Guarantee
 	out["neighbouring"] = fit.Neighbouring
 	out["public"] = weibullPublic(fit.Method)
-	out["n"] = num(fit.N)
+	out["n"] = num(math.Max(fit.N, 0)) // a noisy count, clamped at 0 (post-processing)
 	out["shape"] = fit.Shape
 	out["scale"] = fit.Scale
 	for k, v := range fit.Params {

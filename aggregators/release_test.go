@@ -1,0 +1,63 @@
+package aggregators_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dpsurv/dpsurv/aggregators"
+)
+
+// A window that received no records is released on the clock (emptiness
+// is not revealed) but flagged low_information in every cohort, with
+// n >= 0 equal to the first at-risk number and no median; a window with
+// records carries a calibrated log-rank block (p, p_naive, calibration,
+// pairwise with labels) and the sampling-only interval beside the
+// noise-aware one.
+func TestReleaseDocuments(t *testing.T) {
+	cfg := kmConfig("doc", time.Minute, 1)
+	cfg.Params.Method = aggregators.MethodHierarchical
+	cfg.Params.LogRankSims, cfg.Params.IntervalSims = 19, 10
+	r := newRig(t, at(1), map[string]float64{"stream": 1e6}, cfg)
+	r.observe(0, rowsOf("full", 300))
+	r.clock.Set(at(61))
+	r.tick()
+	r.clock.Set(at(121)) // the second window received nothing
+	r.tick()
+	got := r.fits.fits(t)
+	for _, c := range cohorts {
+		m, ok := got[key("doc", 60, c)]
+		if !ok {
+			t.Fatalf("no release of the empty window for %s: %v", c, keys(got))
+		}
+		if !m.LowInformation || !(float64(m.LowInformationThreshold) > 0) {
+			t.Errorf("empty window, cohort %s: low_information %v (threshold %v)", c, m.LowInformation, m.LowInformationThreshold)
+		}
+		if n := float64(m.N); n < 0 || math.IsNaN(n) || (len(m.NRisk) > 0 && float64(m.NRisk[0]) != n) {
+			t.Errorf("empty window, cohort %s: n %v, n_risk %v", c, m.N, m.NRisk)
+		}
+		if !math.IsNaN(float64(m.Median)) || m.MedianNote == "" {
+			t.Errorf("empty window, cohort %s: median %v (note %q)", c, m.Median, m.MedianNote)
+		}
+		full := got[key("doc", 0, c)]
+		lr := full.LogRank
+		if lr == nil || lr.DF == nil || *lr.DF != len(cohorts)-1 || !strings.HasPrefix(lr.Calibration, "monte-carlo") {
+			t.Fatalf("cohort %s: log-rank block %+v", c, lr)
+		}
+		if p := float64(lr.P); !(p > 0 && p <= 1) || math.Mod(p*20, 1) > 1e-9 && math.Mod(p*20, 1) < 1-1e-9 {
+			t.Errorf("cohort %s: calibrated p %v is not a multiple of 1/20 (19 simulations)", c, p)
+		}
+		if len(lr.Pairwise) != 1 || lr.Pairwise[0].A != cohorts[0] || lr.Pairwise[0].B != cohorts[1] {
+			t.Errorf("cohort %s: pairwise %+v", c, lr.Pairwise)
+		}
+		if len(full.SamplingLower) != len(full.Lower) || full.LowInformation {
+			t.Errorf("cohort %s: %d sampling limits for %d rows, low_information %v", c, len(full.SamplingLower), len(full.Lower), full.LowInformation)
+		}
+		for i := range full.Lower {
+			if full.Lower[i] > full.SamplingLower[i]+1e-12 {
+				t.Fatalf("cohort %s row %d: lower %v above the sampling-only %v", c, i, full.Lower[i], full.SamplingLower[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package inference
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+
+	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/plots"
+)
+
+// ReportConfig sizes the studies of WriteReport.
+type ReportConfig struct {
+	DataName    string
+	TimeMax     float64
+	Epsilons    []float64
+	KMReps      int // bootstrap replicates of the coverage study
+	SizeReps    int // releases per epsilon of the size study
+	PowerReps   int
+	Sims        int // log-rank simulations per release
+	SizeRecords int
+	Widths      []float64
+	WidthReps   int
+	Seed        uint64
+	// Figure is the path of the error-vs-bin-width figure ("" for none) and
+	// FigureLink how the markdown refers to it.
+	Figure, FigureLink string
+	Command            string
+}
+
+func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+// WriteReport runs the studies and writes the markdown of docs/inference.md
+// (the body of its generated block).
+func WriteReport(w io.Writer, d Data, cfg ReportConfig) error {
+	fmt.Fprintf(w, "Regenerate with:\n\n```sh\n%s\n```\n\n", cfg.Command)
+	bw := dpfit.DefaultBinWidth(cfg.TimeMax)
+	fmt.Fprintf(w, "Data `%s` (%d records, %d cohorts); public time bound %g days; default bin width %g days "+
+		"(time_max / %d); method hierarchical (the default); seed %d. Every number below is a simulation with stated "+
+		"replicate counts: a coverage of 0.95 from n intervals has a binomial standard error of sqrt(0.95 x 0.05 / n).\n\n",
+		cfg.DataName, len(d.Time), len(d.Labels), cfg.TimeMax, bw, dpfit.DefaultKMBins, cfg.Seed)
+
+	fmt.Fprintf(w, "### Kaplan–Meier pointwise 95%% intervals\n\n")
+	fmt.Fprintf(w, "World: each cohort's records; truth: its full-data KM (at the end of the bin holding t: what a binned "+
+		"release estimates; the non-private column uses S(t)). %d bootstrap replicates of every cohort per ε "+
+		"(%d intervals per cell). *released* is the interval in `lower`/`upper` (sampling + noise); *sampling-only* is "+
+		"`sampling_lower`/`sampling_upper` (Greenwood on the noisy counts, what the release published before issue 12); "+
+		"*non-private* is R's Greenwood interval of the same bootstrap sample, unbinned. *reach*: share of curves not "+
+		"truncated before t.\n\n", cfg.KMReps, cfg.KMReps*len(d.Labels))
+	fmt.Fprintln(w, "| ε | t (days) | released | sampling-only | non-private | reach |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	var medRows []string
+	for i, eps := range cfg.Epsilons {
+		r, err := RunKM(d, KMConfig{Epsilon: eps, TimeMax: cfg.TimeMax, Checkpoints: []float64{365, 730, 1826},
+			Reps: cfg.KMReps, Seed: cfg.Seed + uint64(10+i)})
+		if err != nil {
+			return err
+		}
+		for _, p := range r.Points {
+			fmt.Fprintf(w, "| %g | %g | %s | %s | %s | %s |\n", eps, p.Time, f3(p.Coverage()), f3(p.SamplingCoverage()),
+				f3(p.NonPrivateCoverage()), f3(float64(p.Reported)/float64(p.Intervals)))
+		}
+		m := r.Median
+		medRows = append(medRows, fmt.Sprintf("| %g | %d | %s | %s | %s | %d / %d | %d / %d |", eps, m.WithMedian,
+			f3(float64(m.Covered)/float64(m.WithMedian)), f3(float64(m.NonPrivate)/float64(m.WithMedian)),
+			f3(float64(m.Released)/float64(m.WithMedian)), m.False, m.WithoutMedian, m.NonPrivateFalse, m.WithoutMedian))
+	}
+	fmt.Fprintf(w, "\n### Medians\n\nSame replicates. *with median*: (replicate, cohort) pairs whose true curve reaches 0.5; "+
+		"*coverage*: [median_lower, median_upper] holds the true median (a null limit is unbounded on its side); "+
+		"*released*: share of those with a median; *false medians*: a median released for a cohort whose true curve "+
+		"does not reach 0.5 (private / non-private R).\n\n")
+	fmt.Fprintln(w, "| ε | with median | coverage | non-private coverage | released | false medians | non-private false |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for _, row := range medRows {
+		fmt.Fprintln(w, row)
+	}
+
+	fmt.Fprintf(w, "\n### Log-rank test: size under permuted labels\n\n%d releases per ε of %d records drawn with "+
+		"replacement and given 3 random labels (no true difference); %d simulated null releases per test; α = 0.05. "+
+		"*calibrated* is `logrank.p`; *naive* is `logrank.p_naive` (chi-square of the noisy counts as if exact); "+
+		"*non-private* is the exact test on the same records.\n\n", cfg.SizeReps, cfg.SizeRecords, cfg.Sims)
+	fmt.Fprintln(w, "| ε | tests | calibrated | naive | non-private |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for i, eps := range cfg.Epsilons {
+		r, err := RunLogRank(d, LogRankConfig{Epsilon: eps, TimeMax: cfg.TimeMax, Permute: true, Groups: 3,
+			Records: cfg.SizeRecords, Reps: cfg.SizeReps, Sims: cfg.Sims, Seed: cfg.Seed + uint64(100+i)})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "| %g | %d | %s | %s | %s |\n", eps, r.Tests, f3(r.Rate()), f3(r.NaiveRate()), f3(r.NonPrivateRate()))
+	}
+	fmt.Fprintf(w, "\n### Log-rank test: power\n\n%d bootstrap releases per ε of two real cohorts with a moderate "+
+		"difference (full-data chi-square closest to 10); α = 0.05.\n\n", cfg.PowerReps)
+	fmt.Fprintln(w, "| ε | cohorts | full-data χ² | calibrated | naive | non-private |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for i, eps := range cfg.Epsilons {
+		r, err := RunLogRank(d, LogRankConfig{Epsilon: eps, TimeMax: cfg.TimeMax, Reps: cfg.PowerReps, Sims: cfg.Sims,
+			Seed: cfg.Seed + uint64(200+i)})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "| %g | %s vs %s | %.1f | %s | %s | %s |\n", eps, d.Labels[r.Pair[0]], d.Labels[r.Pair[1]], r.PairChiSq,
+			f3(r.Rate()), f3(r.NaiveRate()), f3(r.NonPrivateRate()))
+	}
+
+	fmt.Fprintf(w, "\n### Error against bin width\n\nWhole data released %d times per cell (hierarchical, no bootstrap); "+
+		"mean over releases and cohorts of sup |S_release(t) − S_exact(t)| on t = 0, 10, ... up to min(3650 days, "+
+		"truncation); *reach*: mean share of [0, 3650] covered.\n\n", cfg.WidthReps)
+	cells, err := RunBinWidth(d, BinWidthConfig{Epsilons: cfg.Epsilons, Widths: cfg.Widths, TimeMax: cfg.TimeMax,
+		Horizon: 3650, Reps: cfg.WidthReps, Seed: cfg.Seed + 300})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "| ε | bin width (days) | bins | mean sup | reach |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	series := map[float64]*plots.Series{}
+	var order []float64
+	for _, c := range cells {
+		fmt.Fprintf(w, "| %g | %g | %d | %s | %s |\n", c.Epsilon, c.Width, c.Bins, f3(c.MeanSup), f3(c.Reach))
+		s, ok := series[c.Epsilon]
+		if !ok {
+			s = &plots.Series{Label: "ε = " + strconv.FormatFloat(c.Epsilon, 'g', -1, 64)}
+			series[c.Epsilon] = s
+			order = append(order, c.Epsilon)
+		}
+		s.X = append(s.X, c.Width)
+		s.Y = append(s.Y, c.MeanSup)
+	}
+	if cfg.Figure != "" {
+		var ss []plots.Series
+		for _, e := range order {
+			ss = append(ss, *series[e])
+		}
+		if err := plots.WriteLines(cfg.Figure, "Hierarchical KM on "+cfg.DataName+": error against bin width",
+			"bin width (days, log scale)", "mean sup |S_DP - S_exact| over [0, 3650]", true, ss); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\n![error against bin width](%s)\n", filepath.ToSlash(cfg.FigureLink))
+	}
+	return nil
+}
