@@ -51,7 +51,7 @@ func TestOnePatientOneRecordPerWindow(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	cfg := Config{Name: "km", Kind: KindKM, WindowSize: time.Minute, Epsilon: 1,
-		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Params: Params{Method: MethodNoisyHistogram}}
+		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Params: Params{Method: MethodNoisyHistogram, BinWidth: 1}}
 	a, err := newAggregate(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ import (
 )
 
 // Programs are the command words a documented line may start with.
-var Programs = []string{"dpsurv", "go", "make", "head", "scripts/", "helm", "Rscript", "node", "npm", "kcat", "curl", "promtool", "bash"}
+var Programs = []string{"dpsurv", "go", "make", "head", "scripts/", "helm", "Rscript", "node", "npm", "kcat", "curl", "promtool", "bash", "umask"}
 
 // Mode says how a command is run.
 type Mode string
@@ -178,6 +178,7 @@ func ParseAll(path string) ([]Command, []Directive, []File, error) {
 }
 
 func isCommand(s string) bool {
+	s = strings.TrimPrefix(s, "(") // a subshell: (umask 077; head ...)
 	for _, p := range Programs {
 		if s == p || strings.HasPrefix(s, p+" ") || (strings.HasSuffix(p, "/") && strings.HasPrefix(s, p)) {
 			return true
