@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -45,10 +46,10 @@ func CurveTable(value []byte, mem memory.Allocator) ([]byte, error) {
 	md := arrow.NewMetadata(
 		[]string{schemas.MetaSchema, schemas.MetaTimeUnit, "dpsurv.key", "dpsurv.aggregate", "dpsurv.window_start", "dpsurv.window_end",
 			"dpsurv.cohort", "dpsurv.method", schemas.MetaEpsilon, schemas.MetaGuarantee, schemas.MetaNeighbouring,
-			"dpsurv.n", "dpsurv.median", "dpsurv.median_lower", "dpsurv.median_upper", "dpsurv.cumulative"},
+			"dpsurv.n", "dpsurv.median", "dpsurv.median_lower", "dpsurv.median_upper", "dpsurv.cumulative", "dpsurv.public"},
 		[]string{KMCurveSchema, m.TimeUnit, m.Key, m.Aggregate, m.WindowStart, m.WindowEnd,
 			m.Cohort, m.Method, strconv.FormatFloat(m.Epsilon, 'g', -1, 64), m.Guarantee, m.Neighbouring,
-			f(m.N), f(m.Median), f(m.MedianLower), f(m.MedianUpper), strconv.FormatBool(m.Cumulative)})
+			f(m.N), f(m.Median), f(m.MedianLower), f(m.MedianUpper), strconv.FormatBool(m.Cumulative), strings.Join(m.Public, ",")})
 	b := array.NewRecordBuilder(mem, arrow.NewSchema(fields, &md))
 	defer b.Release()
 	for i, col := range cols {

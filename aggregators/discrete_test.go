@@ -259,6 +259,16 @@ func TestDiscreteBudgetAndEmptyWindows(t *testing.T) {
 		if !ok || len(m.Alpha) != 3 || len(m.Beta) != 2 || m.Guarantee != "pure-dp" {
 			t.Fatalf("window %d (%d records): released %v, alpha %v beta %v guarantee %q", w, sizes[w], ok, m.Alpha, m.Beta, m.Guarantee)
 		}
+		// n is public: exact; the release is the fixed fallback, on the
+		// noise grid, with the noise it was drawn with stated
+		if float64(m.N) != float64(sizes[w]) || !m.Fallback || m.Noise == nil {
+			t.Fatalf("window %d: n %v fallback %v noise %+v", w, m.N, m.Fallback, m.Noise)
+		}
+		for _, v := range append(append([]aggregators.F{}, m.Alpha...), m.Beta...) {
+			if q := float64(v) / m.Noise.Grid; q != math.Trunc(q) {
+				t.Fatalf("window %d: coefficient %v not on the grid %v", w, v, m.Noise.Grid)
+			}
+		}
 		for _, v := range append(append([]aggregators.F{}, m.Alpha...), m.Beta...) {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 				t.Fatalf("window %d: non-finite coefficient", w)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -520,8 +521,16 @@ func TestWeibullAggregate(t *testing.T) {
 		if !ok || m.WeibullFields == nil {
 			t.Fatalf("no weibull release for %s", c)
 		}
-		if m.Method != "lsp" || m.Guarantee != "pure-dp" || !strings.Contains(m.Neighbouring, "within a cohort") {
+		if m.Method != "lsp" || m.Guarantee != "pure-dp" || m.Neighbouring != aggregators.NeighbouringAddRemoveInCohort {
 			t.Fatalf("metadata: %s %s %s", m.Method, m.Guarantee, m.Neighbouring)
+		}
+		// add/remove-one: the record count is protected, so it is not in
+		// the public list; the shape lies on the public grid
+		if slices.ContainsFunc(m.Public, func(s string) bool { return strings.HasPrefix(s, "n") }) || len(m.Public) == 0 {
+			t.Fatalf("public %v", m.Public)
+		}
+		if g := m.Params["shape_grid"]; !(g > 0) || math.Abs(float64(m.Shape)/g-math.Round(float64(m.Shape)/g)) > 1e-6 {
+			t.Errorf("shape %v not on the grid %v", m.Shape, g)
 		}
 		// Large epsilon: near the non-private fit (shape ~1.5, scale ~0.4
 		// in units of time_max, slightly biased by 1-day bins and censoring).

@@ -62,3 +62,63 @@ func GridLaplaceVector(src Source, v []float64, g, scale float64) ([]float64, er
 	}
 	return out, nil
 }
+
+// DiscreteGaussian draws Y with P(Y = y) proportional to
+// exp(-y^2 / (2 sigma2)) for an integer variance parameter sigma2 in
+// [1, 2^24] (Canonne–Kamath–Steinke 2020, Algorithm 3): Y is a discrete
+// Laplace draw of integer scale t = floor(sqrt(sigma2)) + 1, accepted with
+// probability exp(-(|Y| t - sigma2)^2 / (2 sigma2 t^2)) by BernoulliExp.
+// Integer arithmetic throughout: the exponent's numerator and denominator
+// stay below 2^64 while |Y| t < 2^31, so draws beyond are redrawn — the
+// result is exactly the discrete Gaussian truncated at |Y| < 2^31/t, at
+// least 2^7 standard deviations out (truncated mass below exp(-8000)).
+func DiscreteGaussian(src Source, sigma2 uint64) (int64, error) {
+	if sigma2 < 1 || sigma2 > 1<<24 {
+		return 0, fmt.Errorf("discrete gaussian: sigma^2 must be in [1, 2^24], got %d", sigma2)
+	}
+	t := uint64(math.Sqrt(float64(sigma2)))
+	for t*t > sigma2 {
+		t--
+	}
+	for (t+1)*(t+1) <= sigma2 {
+		t++
+	}
+	t++ // floor(sqrt(sigma2)) + 1
+	for {
+		y := discreteLaplaceST(src, t, 1)
+		a := uint64(y)
+		if y < 0 {
+			a = uint64(-y)
+		}
+		if a*t >= 1<<31 {
+			continue
+		}
+		d := int64(a*t) - int64(sigma2)
+		if d < 0 {
+			d = -d
+		}
+		num := uint64(d) * uint64(d)
+		den := 2 * sigma2 * t * t
+		if BernoulliExp(src, num, den) {
+			return y, nil
+		}
+	}
+}
+
+// GaussianOnGrid returns g*Y with Y ~ DiscreteGaussian(ceil((sigma/g)^2)) on
+// the power-of-two grid g near sigma * 2^-10: Gaussian-shaped noise of
+// standard deviation sigma (to about 2^-20 relative, rounded up), sampled
+// exactly on a lattice. sigma must be positive and finite.
+func GaussianOnGrid(src Source, sigma float64) (float64, error) {
+	if !(sigma > 0) || math.IsInf(sigma, 0) {
+		return 0, fmt.Errorf("gaussian on grid: sigma must be positive and finite, got %v", sigma)
+	}
+	_, e := math.Frexp(sigma) // sigma in [2^(e-1), 2^e)
+	g := math.Ldexp(1, e-11)  // sigma/g in [2^10, 2^11)
+	u := sigma / g
+	y, err := DiscreteGaussian(src, uint64(math.Ceil(u*u)))
+	if err != nil {
+		return 0, fmt.Errorf("gaussian on grid: %w", err)
+	}
+	return float64(y) * g, nil
+}

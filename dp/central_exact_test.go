@@ -85,3 +85,66 @@ func TestGridLaplaceVector(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscreteGaussian: chi-square of the draws against the exact pmf
+// exp(-y^2/(2 sigma2))/Z (cells with expected count >= 5, the tails pooled;
+// false-alarm rate 1e-4 per case, seeded), and the grid version's values
+// lie on a power-of-two grid with the right variance.
+func TestDiscreteGaussian(t *testing.T) {
+	for _, sigma2 := range []uint64{1, 7, 50} {
+		src := NewSeededSource(sigma2)
+		const draws = 100000
+		counts := map[int64]float64{}
+		for i := 0; i < draws; i++ {
+			y, err := DiscreteGaussian(src, sigma2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counts[y]++
+		}
+		lim := int64(8*math.Sqrt(float64(sigma2))) + 2
+		var z float64
+		for y := -lim; y <= lim; y++ {
+			z += math.Exp(-float64(y*y) / (2 * float64(sigma2)))
+		}
+		var chi, pe, po float64
+		cells := 0
+		for y := -lim; y <= lim; y++ {
+			e := draws * math.Exp(-float64(y*y)/(2*float64(sigma2))) / z
+			if e < 5 {
+				pe += e
+				po += counts[y]
+				continue
+			}
+			chi += (counts[y] - e) * (counts[y] - e) / e
+			cells++
+		}
+		chi += (po - pe) * (po - pe) / max(pe, 1)
+		cells++
+		// 1e-4 critical value by the Wilson–Hilferty approximation
+		k := float64(cells - 1)
+		crit := k * math.Pow(1-2/(9*k)+3.719*math.Sqrt(2/(9*k)), 3)
+		if chi > crit {
+			t.Errorf("sigma2 %d: chi-square %v > %v on %d cells", sigma2, chi, crit, cells)
+		}
+	}
+	if _, err := DiscreteGaussian(NewSeededSource(1), 0); err == nil {
+		t.Error("sigma2 0: no error")
+	}
+	src := NewSeededSource(9)
+	var ss float64
+	const n = 40000
+	for i := 0; i < n; i++ {
+		x, err := GaussianOnGrid(src, 0.37)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := math.Ldexp(1, -12); x/g != math.Trunc(x/g) {
+			t.Fatalf("%v not on the grid", x)
+		}
+		ss += x * x
+	}
+	if v := ss / n; math.Abs(v-0.37*0.37) > 5*0.37*0.37*math.Sqrt(2.0/n) {
+		t.Errorf("variance %v, want %v", v, 0.37*0.37)
+	}
+}

@@ -52,8 +52,11 @@
 //     needs continuous noise (it maps b one-to-one onto the output; for a
 //     lattice b a neighbour's pre-image is off the lattice), so the method
 //     is labelled GuaranteeObjective, not pure-dp.
-//   - pSGLD's Langevin noise stays float Gaussian: its guarantee is
-//     "approximate (mcmc)" and no exact claim rests on it.
+//   - pSGLD's Langevin noise is an exact discrete Gaussian on a power-of-
+//     two grid near 2^-10 of its standard deviation (dp.GaussianOnGrid);
+//     its guarantee stays "approximate (mcmc)" (the chain is not run to
+//     exact convergence), but no float Gaussian or log(u) is left on the
+//     path.
 //
 // Failures are never retried with fresh noise. A perturbation fit whose
 // minimiser misses the gradient certificate, or a pSGLD chain that

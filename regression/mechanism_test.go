@@ -337,6 +337,9 @@ func TestPSGLDGaussian(t *testing.T) {
 		if paper {
 			// f - eps G g (no 1/2) == f - (eps/2) G (2g) with V unchanged
 			mult, c.GradScale = 2, 2
+			// a fast float Gaussian: this run only shows the drift error
+			// (the main run uses the production lattice noise)
+			c.Noise = floatNoise
 		}
 		z := make([]float64, 2)
 		oracle := func(_ int, f, out []float64) error {

@@ -87,30 +87,3 @@ func (n LatticeNoise) Release(src dp.Source, v []float64) ([]float64, error) {
 	}
 	return dp.GridLaplaceVector(src, v, n.Grid, n.Scale)
 }
-
-// gaussianPair returns two independent standard normals (Marsaglia polar).
-// Used by the pSGLD sampler only, whose guarantee is "approximate (mcmc)":
-// no exact claim rests on the Gaussian's sampling.
-func gaussianPair(src dp.Source) (float64, float64) {
-	for {
-		u := 2*dp.Float64(src) - 1
-		v := 2*dp.Float64(src) - 1
-		s := u*u + v*v
-		if s >= 1 || s == 0 {
-			continue
-		}
-		f := math.Sqrt(-2 * math.Log(s) / s)
-		return u * f, v * f
-	}
-}
-
-// fillGaussian fills out with independent standard normals (pSGLD only).
-func fillGaussian(src dp.Source, out []float64) {
-	for j := 0; j < len(out); j += 2 {
-		a, b := gaussianPair(src)
-		out[j] = a
-		if j+1 < len(out) {
-			out[j+1] = b
-		}
-	}
-}

@@ -29,6 +29,11 @@ type SamplerConfig struct {
 	Mu               float64
 	GradScale        float64
 	NoBiasCorrection bool
+	// Noise draws the Langevin noise of standard deviation sigma; nil
+	// means dp.GaussianOnGrid (an exact discrete Gaussian on a
+	// power-of-two grid near sigma 2^-10: no float Gaussian, no log(u),
+	// on this private path). Tests of the update rule may inject another.
+	Noise func(src dp.Source, sigma float64) (float64, error)
 }
 
 func (c SamplerConfig) validate() error {
@@ -78,14 +83,16 @@ func RunPSGLD(start []float64, cfg SamplerConfig, oracle GradientOracle, src dp.
 	f := append([]float64(nil), start...)
 	g := make([]float64, dim)
 	v := make([]float64, dim)
-	z := make([]float64, dim)
+	noise := cfg.Noise
+	if noise == nil {
+		noise = dp.GaussianOnGrid
+	}
 	muT := 1.0 // Mu^t
 	for t := 1; t <= cfg.Steps; t++ {
 		if err := oracle(t, f, g); err != nil {
 			return nil, fmt.Errorf("psgld: step %d: %w", t, err)
 		}
 		eps := cfg.StepScale * math.Pow(cfg.StepOffset+float64(t), -cfg.Tau)
-		fillGaussian(src, z)
 		muT *= cfg.Mu
 		corr := 1.0
 		if !cfg.NoBiasCorrection && muT > 0 {
@@ -95,7 +102,15 @@ func RunPSGLD(start []float64, cfg SamplerConfig, oracle GradientOracle, src dp.
 			gb := g[j] / cfg.GradScale
 			v[j] = cfg.Mu*v[j] + (1-cfg.Mu)*gb*gb
 			G := 1 / (cfg.Lambda + math.Sqrt(v[j]*corr))
-			f[j] += -0.5*eps*G*g[j] + math.Sqrt(eps*G)*z[j]
+			sigma := math.Sqrt(eps * G)
+			if !(sigma > 0) || math.IsInf(sigma, 0) {
+				return nil, fmt.Errorf("psgld: step %d: noise scale %v: %w", t, sigma, errDiverged)
+			}
+			z, err := noise(src, sigma)
+			if err != nil {
+				return nil, fmt.Errorf("psgld: step %d: %w", t, err)
+			}
+			f[j] += -0.5*eps*G*g[j] + z
 		}
 		for _, x := range f {
 			if math.IsNaN(x) || math.IsInf(x, 0) {
