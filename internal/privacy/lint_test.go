@@ -27,10 +27,6 @@ var floatNoiseAllowed = map[string]string{
 	"dpfit/logrank_dp.go":           "post-processing: the calibrated log-rank p-value's Monte-Carlo null is simulated from the released counts, seeded by a hash of them (a deterministic function of the release)",
 	"internal/inference/km.go":      "evaluation: coverage and size studies (bootstrap worlds), no release",
 	"internal/inference/logrank.go": "evaluation: coverage and size studies (permuted labels), no release",
-
-	// Being fixed in issue 11 items 2–3 (privB): remove each entry when its
-	// file samples exactly; the test then holds the file to the rule.
-	"regression/noise.go": "being fixed in issue 11 items 2–3: Ext-Out-Pert/Ext-Obj-Pert Gamma norm by -ln U and polar-method Gaussian direction in float64",
 }
 
 // A finding is one use of floating-point randomness in a file.
