@@ -19,10 +19,15 @@
 //     stays signed through the post-processing; the curve is made monotone
 //     once (isotonic regression), clamped into [0, 1], and the released
 //     counts satisfy 0 <= d <= n, c >= 0, n' = n - d - c, so
-//     survival.KaplanMeierFromCounts reproduces the curve, its Greenwood
-//     interval (sampling variability only; NoiseStdErr reports the privacy
-//     noise) and R's median rules. Curves are truncated where the noise
-//     dominates (KMOptions.MaxNoiseStdErr). Epsilon = +Inf (exact counts)
+//     survival.KaplanMeierFromCounts reproduces the curve and its Greenwood
+//     interval (sampling variability only, kept as SamplingLower/Upper).
+//     The released interval, StdErr and the median limits are noise-aware
+//     (km_inference.go: Greenwood plus the noise variance of log S, the
+//     latter simulated from the released counts); medians are released
+//     only where the upper limit reaches 0.5; low-information cohorts are
+//     flagged; the log-rank p-values are calibrated by simulating null
+//     releases through the same mechanism (logrank_dp.go). Curves are
+//     truncated where the noise dominates (KMOptions.MaxNoiseStdErr). Epsilon = +Inf (exact counts)
 //     needs AllowNonPrivate and is labelled "none (non-private)".
 //   - HierarchicalKM (the default of `dpsurv fit km`): the same histogram
 //     released through a 16-ary tree per cohort for events and one for

@@ -68,9 +68,10 @@ type KMOptions struct {
 	NoiseTailSD float64
 	// LogRankSims is the number of Monte-Carlo releases simulated under the
 	// null for the calibrated log-rank p-values (logrank_dp.go); 0 means
-	// DefaultLogRankSims; negative disables the calibration (the p-values
-	// are then null, the naive ones kept under their names). Used by
-	// HierarchicalKM and NoisyHistogramKM.
+	// DefaultLogRankSims (fewer, at least 19, above 4096 cells); negative
+	// disables the calibration (the p-values are then null, the naive ones
+	// kept under their names). Used by HierarchicalKM and
+	// NoisyHistogramKM.
 	LogRankSims int
 	// IntervalSims is the number of simulated releases behind the noise
 	// SD of the intervals (simulateNoiseSD); 0 means DefaultIntervalSims,

@@ -168,7 +168,9 @@ func flagLowInformation(ck *CohortKM, sd float64) {
 }
 
 // DefaultIntervalSims is the default number of simulated releases behind
-// the noise standard deviations of the intervals (KMOptions.IntervalSims).
+// the noise standard deviations of the intervals (KMOptions.IntervalSims),
+// for histograms of up to 4096 cells (bins x cohorts); larger ones get
+// proportionally fewer, at least 20.
 const DefaultIntervalSims = 100
 
 // minSimShare: a bin's simulated SD is used when at least this share of
@@ -194,7 +196,7 @@ const minSimShare = 0.5
 func simulateNoiseSD(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc) error {
 	sims := o.IntervalSims
 	if sims == 0 {
-		sims = DefaultIntervalSims
+		sims = defaultSims(DefaultIntervalSims, 20, h.Bins*len(res.Cohorts))
 	}
 	if sims < 0 || math.IsInf(o.Epsilon, 1) {
 		return nil

@@ -66,7 +66,7 @@ func calibrateLogRank(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc)
 	}
 	sims := o.LogRankSims
 	if sims == 0 {
-		sims = DefaultLogRankSims
+		sims = defaultSims(DefaultLogRankSims, 19, h.Bins*k)
 	}
 	if sims < 0 {
 		markUncalibrated(res)
@@ -230,4 +230,19 @@ func binomial(src *rand.ChaCha8, n int64, p float64) int64 {
 		sum += int64(g)
 		x++
 	}
+}
+
+// simCells is the histogram size (bins x cohorts) up to which the default
+// simulation counts apply in full; above it they shrink in proportion (to
+// a floor), so that a release with many cells (1-day bins over years) does
+// not stall its aggregator: each simulation costs about one release.
+const simCells = 4096
+
+// defaultSims is def scaled down for histograms of more than simCells
+// cells, never below floor.
+func defaultSims(def, floor, cells int) int {
+	if cells <= simCells {
+		return def
+	}
+	return max(floor, def*simCells/cells)
 }

@@ -403,7 +403,7 @@ func fitKM(env Env, args []string) error {
 			m["low_information"] = ck.LowInformation
 			m["low_information_threshold"] = num(ck.LowInformationThreshold)
 			cs = append(cs, m)
-			curves = append(curves, plots.Curve{Label: labels[ck.Cohort], Time: ck.Curve.Time, Surv: ck.Curve.Surv, Lower: ck.Curve.Lower, Upper: ck.Curve.Upper})
+			curves = append(curves, splitNoiseTail(labels[ck.Cohort], ck)...)
 		}
 		out["cohorts"] = cs
 		if len(labels) >= 2 {
@@ -584,4 +584,25 @@ func fitWeibull(env Env, args []string) error {
 		out[k] = num(v)
 	}
 	return printJSON(env.Stdout, out)
+}
+
+// splitNoiseTail draws a private curve solid up to its noise-dominated tail
+// and dashed after it (CohortKM.NoiseDominatedFrom).
+func splitNoiseTail(label string, ck dpfit.CohortKM) []plots.Curve {
+	cv := ck.Curve
+	cut := len(cv.Time)
+	if !math.IsNaN(ck.NoiseDominatedFrom) {
+		for i, t := range cv.Time {
+			if t >= ck.NoiseDominatedFrom {
+				cut = i
+				break
+			}
+		}
+	}
+	out := []plots.Curve{{Label: label, Time: cv.Time[:cut], Surv: cv.Surv[:cut], Lower: cv.Lower[:cut], Upper: cv.Upper[:cut]}}
+	if cut < len(cv.Time) {
+		out = append(out, plots.Curve{Label: label + " (noise-dominated)", Time: cv.Time[cut:], Surv: cv.Surv[cut:],
+			Lower: cv.Lower[cut:], Upper: cv.Upper[cut:], Dashed: true})
+	}
+	return out
 }

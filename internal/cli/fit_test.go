@@ -156,6 +156,45 @@ func TestFitPrivateKMAndWeibull(t *testing.T) {
 	if _, err := os.Stat(dir + "/km.svg"); err != nil {
 		t.Fatal(err)
 	}
+	// The release document (issue 12): noise-aware interval beside the
+	// sampling-only one, calibrated log-rank with the naive p kept apart.
+	for _, c := range res["cohorts"].([]any) {
+		cm := c.(map[string]any)
+		lo, slo := cm["lower"].([]any), cm["sampling_lower"].([]any)
+		if len(lo) != len(slo) || len(lo) == 0 {
+			t.Fatalf("lower %d rows, sampling_lower %d", len(lo), len(slo))
+		}
+		for i := range lo {
+			if lo[i] != nil && slo[i] != nil && lo[i].(float64) > slo[i].(float64)+1e-12 {
+				t.Fatalf("row %d: lower %v above the sampling-only %v", i, lo[i], slo[i])
+			}
+		}
+		if _, ok := cm["low_information"].(bool); !ok || cm["n"].(float64) < 0 {
+			t.Fatalf("low_information %v, n %v", cm["low_information"], cm["n"])
+		}
+		if cm["median"] == nil && cm["median_note"] == "" {
+			t.Fatal("a null median without a note")
+		}
+	}
+	lr := res["logrank"].(map[string]any)
+	if p, ok := lr["p"].(float64); !ok || p <= 0 || p > 1 || lr["df"] != 1.0 || !strings.HasPrefix(lr["calibration"].(string), "monte-carlo") {
+		t.Fatalf("logrank %v", lr)
+	}
+	if _, ok := lr["p_naive"].(float64); !ok {
+		t.Fatalf("logrank p_naive %v", lr["p_naive"])
+	}
+	// Without --bin-width the bin width is time-max/150.
+	o, e, code = run(t, "fit", "km", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "1", "--time-max", "1100")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, e)
+	}
+	res = nil
+	if err := json.Unmarshal([]byte(o), &res); err != nil {
+		t.Fatal(err)
+	}
+	if bw := res["bin_width"].(float64); math.Abs(bw-1100.0/150) > 1e-12 {
+		t.Fatalf("default bin width %v, want %v", bw, 1100.0/150)
+	}
 	// A private fit without the public bound is refused.
 	if _, _, code := run(t, "fit", "km", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "1"); code != 2 {
 		t.Fatalf("missing --time-max: exit %d", code)
