@@ -269,8 +269,14 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[int]string) 
 		t = t.Elem()
 	}
 	if path != "" {
-		if _, ok := lines[n.Line]; !ok {
+		// The deepest path of a line; for several fields on one line (flow
+		// style), their common parent.
+		old, ok := lines[n.Line]
+		switch {
+		case !ok, strings.HasPrefix(path, old+"."), strings.HasPrefix(path, old+"["):
 			lines[n.Line] = path
+		default:
+			lines[n.Line] = commonParent(old, path)
 		}
 	}
 	if n.Kind == yaml.ScalarNode {
@@ -319,6 +325,16 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[int]string) 
 		}
 	}
 	return nil
+}
+
+// commonParent is the longest common dotted prefix of two field paths.
+func commonParent(a, b string) string {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	n := 0
+	for n < len(pa) && n < len(pb) && pa[n] == pb[n] {
+		n++
+	}
+	return strings.Join(pa[:n], ".")
 }
 
 func join(path, k string) string {
