@@ -72,7 +72,7 @@ type Validator struct {
 	intLabels map[int64]int32
 	schemas   [4]*arrow.Schema // index: withSite | withObs<<1
 	maxDecode int64
-	maxDead   int // verbatim row dead letters per call; 0: all
+	maxDead   int       // verbatim row dead letters per call; 0: all
 	pool      sync.Pool // *scratch
 }
 
