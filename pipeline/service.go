@@ -59,6 +59,7 @@ type Service struct {
 	metrics atomic.Pointer[Metrics]
 	agg     atomic.Pointer[AggregatorRunner]
 	leader  atomic.Bool // this process holds the aggregator lease
+	lag     atomic.Pointer[lagMonitor]
 }
 
 // Guarantees builds the sanitizer chain for cfg and key and returns the
@@ -94,6 +95,9 @@ func (c Config) maxMessageBytes() int {
 func (s *Service) Ready() bool {
 	if st := s.stream.Load(); st == nil || !st.Ready() {
 		return false
+	}
+	if l := s.lag.Load(); l != nil && l.Stalled() > 0 {
+		return false // a partition nobody consumes (this replica or another)
 	}
 	if s.leader.Load() {
 		// A standby replica (no lease) is ready: it sanitizes.
@@ -239,7 +243,16 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.WrapSinks != nil {
 		outSink, deadSink = s.WrapSinks(out, dead)
 	}
-	stream := &Stream{Source: source, Processor: proc, Out: outSink, DeadLetter: deadSink, Metrics: m, Log: s.Log, Lag: src.Lag, MaxMessageBytes: maxMsg}
+	// Lag and stalls from the group's committed offsets against the end
+	// offsets of every partition (the reader's own lag only covers the
+	// partitions it was assigned).
+	lm := newLagMonitor(cfg, m, s.Log)
+	s.lag.Store(lm)
+	lctx, lcancel := context.WithCancel(ctx)
+	lagDone := make(chan struct{})
+	go func() { defer close(lagDone); lm.run(lctx) }()
+	defer func() { lcancel(); <-lagDone }()
+	stream := &Stream{Source: source, Processor: proc, Out: outSink, DeadLetter: deadSink, Metrics: m, Log: s.Log, MaxMessageBytes: maxMsg}
 	s.stream.Store(stream)
 	s.Log.Info("stream starting",
 		zap.String("input", cfg.Input.Topic), zap.String("sanitized", cfg.Output.SanitizedTopic),
