@@ -107,4 +107,3 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	})
 	t.Logf("after the stuck member left: all consumed and ready in %v", time.Since(start).Round(100*time.Millisecond))
 }
-
