@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -86,6 +87,43 @@ func GroupLag(ctx context.Context, c Config, group, topic string) ([]PartitionLa
 			c = first[id]
 		}
 		out[i] = PartitionLag{Partition: id, Committed: c, End: last[id]}
+	}
+	return out, nil
+}
+
+// TopicMaxMessageBytes returns the max.message.bytes each topic reports
+// (its own setting or the broker default it inherits). A topic whose
+// value is missing or unreadable is left out.
+func TopicMaxMessageBytes(ctx context.Context, c Config, topics ...string) (map[string]int, error) {
+	cl, t, err := c.client()
+	if err != nil {
+		return nil, fmt.Errorf("describe topic configs: %w", err)
+	}
+	defer t.CloseIdleConnections()
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	req := &kafka.DescribeConfigsRequest{}
+	for _, tp := range topics {
+		req.Resources = append(req.Resources, kafka.DescribeConfigRequestResource{
+			ResourceType: kafka.ResourceTypeTopic, ResourceName: tp, ConfigNames: []string{"max.message.bytes"}})
+	}
+	resp, err := cl.DescribeConfigs(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("describe topic configs: %w", Classify(err))
+	}
+	out := map[string]int{}
+	for _, r := range resp.Resources {
+		if r.Error != nil {
+			continue
+		}
+		for _, e := range r.ConfigEntries {
+			if e.ConfigName != "max.message.bytes" {
+				continue
+			}
+			if v, err := strconv.Atoi(e.ConfigValue); err == nil && v > 0 {
+				out[r.ResourceName] = v
+			}
+		}
 	}
 	return out, nil
 }

@@ -82,6 +82,10 @@ func (c Config) Spec() schemas.Spec {
 		RequireSite: slices.Contains(c.Schema.Public, "site"), RequireObservedAt: slices.Contains(c.Schema.Public, "observed_at")}
 }
 
+// topicBatchOverhead is subtracted from a topic's max.message.bytes (which
+// bounds a whole record batch) to bound one message.
+const topicBatchOverhead = 1024
+
 // maxMessageBytes is output.max_message_bytes or its default.
 func (c Config) maxMessageBytes() int {
 	if c.Output.MaxMessageBytes > 0 {
@@ -211,6 +215,19 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("ensure topics: %w", err)
 	}
 
+	// Learn the output topics' max.message.bytes: a lower limit than
+	// output.max_message_bytes (less the record-batch overhead) wins.
+	if lim, err := kafkaconn.TopicMaxMessageBytes(ctx, cfg.Kafka, cfg.Output.SanitizedTopic, cfg.Output.DeadLetterTopic); err != nil {
+		s.Log.Warn("topic max.message.bytes unknown; using output.max_message_bytes", zap.Error(err), zap.Int("max_message_bytes", maxMsg))
+	} else {
+		for topic, l := range lim {
+			if l-topicBatchOverhead < maxMsg {
+				maxMsg = max(l-topicBatchOverhead, 1024)
+				s.Log.Info("output messages bounded by the topic's max.message.bytes", zap.String("topic", topic),
+					zap.Int("max_message_bytes", l), zap.Int("bound", maxMsg))
+			}
+		}
+	}
 	out, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Output.SanitizedTopic, BatchBytes: int64(maxMsg)}, s.Log)
 	if err != nil {
 		return fmt.Errorf("output.sanitized_topic: %w", err)
