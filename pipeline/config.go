@@ -53,6 +53,10 @@ type InputConfig struct {
 	// members to rejoin during a rebalance (default 10s; kafka-go's own
 	// default, 30s, delays every takeover by up to that much).
 	RebalanceTimeout time.Duration `yaml:"rebalance_timeout"`
+	// StallTimeout: an input partition with lag whose committed offset
+	// has not moved for this long (any replica's) makes the service not
+	// ready (default 60s).
+	StallTimeout time.Duration `yaml:"stall_timeout"`
 	// MaxDeadLetterRows is how many failed rows of one message are
 	// dead-lettered verbatim (default 100); later failed rows are
 	// summarized, one dead letter per reason with their count.
@@ -165,7 +169,7 @@ func DefaultConfig() Config {
 	return Config{
 		Kafka: kafkaconn.Config{ClientID: "dpsurv"},
 		Input: InputConfig{GroupID: "dpsurv", Format: "arrow", MaxBatch: 64, SessionTimeout: 10 * time.Second,
-			RebalanceTimeout: 10 * time.Second, MaxDeadLetterRows: DefaultMaxDeadRows, MaxDecodedBytes: DefaultMaxDecodedBytes},
+			RebalanceTimeout: 10 * time.Second, StallTimeout: DefaultStallTimeout, MaxDeadLetterRows: DefaultMaxDeadRows, MaxDecodedBytes: DefaultMaxDecodedBytes},
 		Output:     OutputConfig{MaxMessageBytes: DefaultMaxMessageBytes},
 		Schema:     SchemaConfig{TimeUnit: "days", Public: []string{"event"}},
 		Sanitizers: SanitizersConfig{PseudonymizeID: &yes},
@@ -269,8 +273,14 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[int]string) 
 		t = t.Elem()
 	}
 	if path != "" {
-		if _, ok := lines[n.Line]; !ok {
+		// The deepest path of a line; for several fields on one line (flow
+		// style), their common parent.
+		old, ok := lines[n.Line]
+		switch {
+		case !ok, strings.HasPrefix(path, old+"."), strings.HasPrefix(path, old+"["):
 			lines[n.Line] = path
+		default:
+			lines[n.Line] = commonParent(old, path)
 		}
 	}
 	if n.Kind == yaml.ScalarNode {
@@ -321,6 +331,16 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[int]string) 
 	return nil
 }
 
+// commonParent is the longest common dotted prefix of two field paths.
+func commonParent(a, b string) string {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	n := 0
+	for n < len(pa) && n < len(pb) && pa[n] == pb[n] {
+		n++
+	}
+	return strings.Join(pa[:n], ".")
+}
+
 func join(path, k string) string {
 	if path == "" {
 		return k
@@ -359,6 +379,9 @@ func (c Config) Validate() error {
 	}
 	if c.Input.RebalanceTimeout != 0 && (c.Input.RebalanceTimeout < time.Second || c.Input.RebalanceTimeout > 5*time.Minute) {
 		add("input.rebalance_timeout: must be between 1s and 5m, got %v", c.Input.RebalanceTimeout)
+	}
+	if c.Input.StallTimeout != 0 && (c.Input.StallTimeout < time.Second || c.Input.StallTimeout > time.Hour) {
+		add("input.stall_timeout: must be between 1s and 1h, got %v", c.Input.StallTimeout)
 	}
 	if c.Input.MaxDeadLetterRows < 0 || c.Input.MaxDeadLetterRows > 100_000 {
 		add("input.max_dead_letter_rows: must be in [0, 100000] (0: the default), got %d", c.Input.MaxDeadLetterRows)

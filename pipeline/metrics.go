@@ -24,6 +24,9 @@ type Metrics struct {
 	// records_in = records_out + dead_letter_rows.
 	DeadLetterRows prometheus.Counter
 	ProcessErrors  prometheus.Counter
+	// StalledPartitions counts input partitions with lag whose committed
+	// offset has not moved for input.stall_timeout.
+	StalledPartitions prometheus.Gauge
 }
 
 // NewMetrics creates and registers the metrics on reg.
@@ -41,7 +44,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Messages a processing stage failed on (dead-lettered as unprocessable)."}),
 		Clamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_values_clamped_total",
 			Help: "Values moved into their public bounds before a mechanism, by field."}, []string{"field"}),
-		ConsumerLag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_consumer_lag", Help: "Consumer lag in messages across assigned partitions."}),
+		ConsumerLag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_consumer_lag",
+			Help: "Input messages not yet committed by the consumer group: end offsets minus committed offsets over every input partition, assigned or not."}),
+		StalledPartitions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_stalled_partitions",
+			Help: "Input partitions with lag whose committed offset has not moved for input.stall_timeout (the service is then not ready)."}),
 		BatchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "dpsurv_batch_latency_seconds",
 			Help: "Time from reading a batch to committing it.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 		SinkErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_sink_errors_total",
@@ -59,7 +65,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.MessagesIn, m.RecordsIn, m.RecordsOut, m.DeadLettered, m.Clamped, m.ConsumerLag,
 			m.BatchLatency, m.SinkErrors, m.CommitErrors, m.ReadErrors, m.Ready, m.Privacy, m.RecordUpdates,
-			m.DeadLetterRows, m.ProcessErrors)
+			m.DeadLetterRows, m.ProcessErrors, m.StalledPartitions)
 	}
 	return m
 }

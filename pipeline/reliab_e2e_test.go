@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/broker"
@@ -399,4 +400,53 @@ func counterValue(c prometheus.Counter) float64 {
 		return -1
 	}
 	return m.GetCounter().GetValue()
+}
+
+// Defect 1: the bound is learned from the output topics' max.message.bytes
+// when that is lower than output.max_message_bytes.
+func TestOutputBoundLearnedFromTopic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
+	cfg := reliabConfig(t, cl, "learn")
+	const topicMax = 200_000
+	tr, err := cfg.Kafka.Transport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.CloseIdleConnections()
+	kc := &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Transport: tr}
+	var topics []kafka.TopicConfig
+	for _, tp := range []string{cfg.Output.SanitizedTopic, cfg.Output.DeadLetterTopic} {
+		topics = append(topics, kafka.TopicConfig{Topic: tp, NumPartitions: 1, ReplicationFactor: 1,
+			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "max.message.bytes", ConfigValue: fmt.Sprint(topicMax)}}})
+	}
+	if _, err := kc.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: topics}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	lim, err := kafkaconn.TopicMaxMessageBytes(ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
+	if err != nil || lim[cfg.Output.SanitizedTopic] != topicMax {
+		t.Fatalf("topic max.message.bytes %v, %v", lim, err)
+	}
+	const n = 10_000
+	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, []sinks.Message{{Value: rowsMessage(t, seqIDs("pt-", n), false)}}, zap.NewNop()); err != nil {
+		t.Fatal(err)
+	}
+	svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
+	done, _ := startService(t, ctx, svc)
+	out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
+	waitUntil(t, done, 45*time.Second, fmt.Sprintf("%d sanitized rows", n), func() bool { return sanitizedRows(t, out.snapshot()) >= n })
+	msgs := out.snapshot()
+	for _, m := range msgs {
+		if size := len(m.Key) + len(m.Value); size > topicMax-1024 {
+			t.Errorf("sanitized message of %d bytes above the topic's bound", size)
+		}
+	}
+	if len(msgs) < 2 {
+		t.Errorf("%d sanitized messages; want the ~500 KB output split under the topic's %d bytes", len(msgs), topicMax)
+	}
+	t.Logf("%d rows in %d sanitized messages under max.message.bytes %d", n, len(msgs), topicMax)
 }

@@ -45,7 +45,7 @@ func negativeNullCountMessage(t testing.TB, spec schemas.Spec, idPrefix string, 
 	binary.LittleEndian.PutUint64(node, uint64(n))
 	pattern := bytes.Repeat(node, 4)
 	at := bytes.Index(b, pattern)
-	if at < 0 || bytes.Index(b[at+1:], pattern) >= 0 {
+	if at < 0 || bytes.Contains(b[at+1:], pattern) {
 		t.Fatalf("field nodes not found exactly once in the %d-byte message", len(b))
 	}
 	out := bytes.Clone(b)

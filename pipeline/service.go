@@ -63,6 +63,7 @@ type Service struct {
 	metrics atomic.Pointer[Metrics]
 	agg     atomic.Pointer[AggregatorRunner]
 	leader  atomic.Bool // this process holds the aggregator lease
+	lag     atomic.Pointer[lagMonitor]
 }
 
 // Guarantees builds the sanitizer chain for cfg and key and returns the
@@ -85,6 +86,10 @@ func (c Config) Spec() schemas.Spec {
 		RequireSite: slices.Contains(c.Schema.Public, "site"), RequireObservedAt: slices.Contains(c.Schema.Public, "observed_at")}
 }
 
+// topicBatchOverhead is subtracted from a topic's max.message.bytes (which
+// bounds a whole record batch) to bound one message.
+const topicBatchOverhead = 1024
+
 // maxMessageBytes is output.max_message_bytes or its default.
 func (c Config) maxMessageBytes() int {
 	if c.Output.MaxMessageBytes > 0 {
@@ -98,6 +103,9 @@ func (c Config) maxMessageBytes() int {
 func (s *Service) Ready() bool {
 	if st := s.stream.Load(); st == nil || !st.Ready() {
 		return false
+	}
+	if l := s.lag.Load(); l != nil && l.Stalled() > 0 {
+		return false // a partition nobody consumes (this replica or another)
 	}
 	if s.leader.Load() {
 		// A standby replica (no lease) is ready: it sanitizes.
@@ -212,6 +220,19 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("ensure topics: %w", err)
 	}
 
+	// Learn the output topics' max.message.bytes: a lower limit than
+	// output.max_message_bytes (less the record-batch overhead) wins.
+	if lim, err := kafkaconn.TopicMaxMessageBytes(ctx, cfg.Kafka, cfg.Output.SanitizedTopic, cfg.Output.DeadLetterTopic); err != nil {
+		s.Log.Warn("topic max.message.bytes unknown; using output.max_message_bytes", zap.Error(err), zap.Int("max_message_bytes", maxMsg))
+	} else {
+		for topic, l := range lim {
+			if l-topicBatchOverhead < maxMsg {
+				maxMsg = max(l-topicBatchOverhead, 1024)
+				s.Log.Info("output messages bounded by the topic's max.message.bytes", zap.String("topic", topic),
+					zap.Int("max_message_bytes", l), zap.Int("bound", maxMsg))
+			}
+		}
+	}
 	out, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Output.SanitizedTopic, BatchBytes: int64(maxMsg)}, s.Log)
 	if err != nil {
 		return fmt.Errorf("output.sanitized_topic: %w", err)
@@ -244,7 +265,16 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.WrapSinks != nil {
 		outSink, deadSink = s.WrapSinks(out, dead)
 	}
-	stream := &Stream{Source: source, Processor: proc, Out: outSink, DeadLetter: deadSink, Metrics: m, Log: s.Log, Lag: src.Lag, MaxMessageBytes: maxMsg}
+	// Lag and stalls from the group's committed offsets against the end
+	// offsets of every partition (the reader's own lag only covers the
+	// partitions it was assigned).
+	lm := newLagMonitor(cfg, m, s.Log)
+	s.lag.Store(lm)
+	lctx, lcancel := context.WithCancel(ctx)
+	lagDone := make(chan struct{})
+	go func() { defer close(lagDone); lm.run(lctx) }()
+	defer func() { lcancel(); <-lagDone }()
+	stream := &Stream{Source: source, Processor: proc, Out: outSink, DeadLetter: deadSink, Metrics: m, Log: s.Log, MaxMessageBytes: maxMsg}
 	s.stream.Store(stream)
 	s.Log.Info("stream starting",
 		zap.String("input", cfg.Input.Topic), zap.String("sanitized", cfg.Output.SanitizedTopic),

@@ -565,7 +565,9 @@ func (s *Stream) Run(ctx context.Context) error {
 				// No message may stop the service (it would stop it
 				// again after every restart): dead-letter it.
 				s.Metrics.ProcessErrors.Inc()
-				s.Log.Error("processing a message failed; dead-lettered", zap.Error(err),
+				// The error may quote record values: it goes to the dead
+				// letter only, not to the log.
+				s.Log.Error("processing a message failed; dead-lettered as unprocessable (the cause is in the dead letter)",
 					zap.String("source", string(sourceHeader(b.Messages[i]).Value)))
 				d := schemas.DeadLetter{Reason: ReasonUnprocessable, RowIndex: -1, Raw: b.Messages[i].Value,
 					Detail: fmt.Sprintf("processing failed: %v", err)}

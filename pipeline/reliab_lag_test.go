@@ -1,0 +1,109 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap"
+
+	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/ops"
+	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/sinks"
+	"github.com/dpsurv/dpsurv/sources"
+)
+
+func gaugeValue(g prometheus.Gauge) float64 {
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetGauge().GetValue()
+}
+
+// Defect 5: a partition held by a group member that does not consume it
+// (hung, or a broker-side stall) left the live replica reporting ready=1
+// and consumer_lag=0, since its lag covered its own partitions only. Lag
+// now compares the group's committed offsets with every partition's end
+// offset, and a partition whose committed offset stays behind for
+// input.stall_timeout makes the service not ready.
+func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("consumer-group rebalance test (~20 s): full tier only")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := broker.StartForTest(t, broker.Options{Partitions: 2})
+	cfg := reliabConfig(t, cl, "stall")
+	cfg.Input.Partitions = 2
+	cfg.Input.SessionTimeout = 6 * time.Second
+	cfg.Input.StallTimeout = 2 * time.Second
+	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 2, cfg.Output.SanitizedTopic: 2, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []sinks.Message
+	for i := range 20 {
+		msgs = append(msgs, sinks.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: rowsMessage(t, seqIDs(fmt.Sprintf("s%d-", i), 5), false)})
+	}
+	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
+		t.Fatal(err)
+	}
+	// A member of the same group that takes a partition and never commits.
+	zombie, err := sources.NewKafka(sources.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic, GroupID: cfg.Input.GroupID,
+		SessionTimeout: 6 * time.Second, HeartbeatInterval: 2 * time.Second, RebalanceTimeout: 10 * time.Second}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	zctx, zcancel := context.WithCancel(ctx)
+	zdone := make(chan struct{})
+	go func() {
+		defer close(zdone)
+		for zctx.Err() == nil {
+			if _, err := zombie.ReadBatch(zctx); err != nil && zctx.Err() == nil {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}()
+	stopZombie := func() { zcancel(); <-zdone; _ = zombie.Close() }
+	defer func() {
+		if zctx.Err() == nil {
+			stopZombie()
+		}
+	}()
+	if _, err := ops.WaitForGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic, 1, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
+	done, _ := startService(t, ctx, svc)
+	waitUntil(t, done, 40*time.Second, "the service to consume its own partition", func() bool { return svc.Acked() > 0 })
+	// Once the service has committed its own partition, what remains is
+	// exactly the held partition: lag > 0 but below the total, one stalled
+	// partition, not ready.
+	waitUntil(t, done, 30*time.Second, "lag of the held partition only, one stalled partition and not ready", func() bool {
+		m := svc.Metrics()
+		lag := gaugeValue(m.ConsumerLag)
+		return lag > 0 && lag < float64(len(msgs)) && gaugeValue(m.StalledPartitions) == 1 && !svc.Ready()
+	})
+	t.Logf("with one partition held and not consumed: consumer_lag %v, stalled %v, ready %v, acked %d, commit errors %v",
+		gaugeValue(svc.Metrics().ConsumerLag), gaugeValue(svc.Metrics().StalledPartitions), svc.Ready(), svc.Acked(), counterValue(svc.Metrics().CommitErrors))
+	if st, err := ops.DescribeGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic); err == nil {
+		t.Logf("group: %+v", st)
+	}
+	if lag, err := kafkaconn.GroupLag(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic); err == nil {
+		t.Logf("lag: %+v", lag)
+	}
+	stopZombie()
+	start := time.Now()
+	waitUntil(t, done, 60*time.Second, "every message consumed, lag 0 and ready again", func() bool {
+		m := svc.Metrics()
+		return svc.Acked() == int64(len(msgs)) && gaugeValue(m.ConsumerLag) == 0 && gaugeValue(m.StalledPartitions) == 0 && svc.Ready()
+	})
+	t.Logf("after the stuck member left: all consumed and ready in %v", time.Since(start).Round(100*time.Millisecond))
+}

@@ -1,0 +1,219 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"go.uber.org/zap"
+
+	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/internal/cli"
+	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/sinks"
+)
+
+// reliabHelperEnv carries dpsurv arguments (a JSON list) to a re-executed
+// test binary: see TestReliabHelperProcess.
+const reliabHelperEnv = "DPSURV_RELIAB_HELPER_ARGS"
+
+// TestReliabHelperProcess is not a test: re-executed with reliabHelperEnv
+// set, the test binary runs the dpsurv command line with those arguments
+// (a real `dpsurv run` process whose peak RSS can be read). Without the
+// variable it returns at once.
+func TestReliabHelperProcess(t *testing.T) {
+	raw := os.Getenv(reliabHelperEnv)
+	if raw == "" {
+		return
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(raw), &args); err != nil {
+		fmt.Fprintf(os.Stderr, "helper: bad %s: %v\n", reliabHelperEnv, err)
+		os.Exit(2)
+	}
+	os.Exit(cli.Main(args, os.Stdout, os.Stderr))
+}
+
+// duplicateIDMessage is a zstd-compressed Arrow message of n rows that all
+// carry the same id: one good row and n-1 duplicate_id dead letters.
+func duplicateIDMessage(t *testing.T, spec schemas.Spec, id string, n int) []byte {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	ids := make([]string, n)
+	times := make([]float64, n)
+	events := make([]bool, n)
+	cohorts := make([]string, n)
+	for i := range ids {
+		ids[i] = id
+		times[i] = float64(1 + i%1000)
+		events[i] = i%2 == 0
+		cohorts[i] = spec.Cohorts[i%len(spec.Cohorts)]
+	}
+	rec, err := schemas.BuildInput(spec, ids, times, events, cohorts, nil, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem), ipc.WithZstd())
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+var metricRe = regexp.MustCompile(`(?m)^(dpsurv_[a-z_]+)(\{[^}]*\})? (\S+)$`)
+
+// scrapeMetrics returns the dpsurv_ metrics of a process (name{labels}).
+func scrapeMetrics(addr string) map[string]float64 {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	out := map[string]float64{}
+	for _, m := range metricRe.FindAllSubmatch(b, -1) {
+		v, err := strconv.ParseFloat(string(m[3]), 64)
+		if err == nil {
+			out[string(m[1])+string(m[2])] = v
+		}
+	}
+	return out
+}
+
+// peakRSS reads VmHWM (peak resident set) of a process, in bytes.
+func peakRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
+// Defect 3: a message of many rows with one id produced one dead letter
+// (with its row map and JSON) per row: 492 MB RSS for 240,000 rows. A
+// real `dpsurv run` process now stays under 150 MiB peak RSS while it
+// processes four sub-1 MB messages of 110,000 duplicate-id rows each, and
+// the metrics alone balance: records in = records out + dead-letter rows.
+func TestDuplicateRowsPeakMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process memory test: full tier only")
+	}
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("needs /proc to read the peak RSS")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
+	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "mem"}
+	if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{"mem.in": 1, "mem.out": 1, "mem.dlq": 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "prf.key")
+	if err := os.WriteFile(keyFile, []byte(strings.Repeat("6d", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := opsFreeAddr(t)
+	cfgFile := filepath.Join(dir, "config.yaml")
+	yaml := fmt.Sprintf(`kafka: {brokers: [%q], client_id: mem}
+input: {topic: mem.in, group_id: mem, format: arrow}
+schema: {time_unit: days, time_max: 4000, cohorts: [%q, %q], public: [event]}
+sanitizers:
+  key_file: %s
+  time: {mechanism: te, epsilon: 0.5, window: 10}
+  cohort: {mechanism: rrr, epsilon: 1}
+output: {sanitized_topic: mem.out, dead_letter_topic: mem.dlq}
+http: {listen: %q}
+log: {level: warn}
+`, cl.Addrs()[0], reliabCohorts[0], reliabCohorts[1], keyFile, addr)
+	if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := schemas.Spec{Cohorts: reliabCohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
+	const rows, copies = 110_000, 4
+	var msgs []sinks.Message
+	for i := range copies {
+		v := duplicateIDMessage(t, spec, fmt.Sprintf("same-patient-%d", i), rows)
+		if len(v) >= 1_000_000 {
+			t.Fatalf("message of %d bytes is not sub-1 MB", len(v))
+		}
+		if i == 0 {
+			t.Logf("each message: %d rows, %d bytes (zstd)", rows, len(v))
+		}
+		msgs = append(msgs, sinks.Message{Value: v})
+	}
+	if err := harness.Produce(ctx, conn, "mem.in", msgs, zap.NewNop()); err != nil {
+		t.Fatal(err)
+	}
+
+	raw, _ := json.Marshal([]string{"run", "--config", cfgFile})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReliabHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), reliabHelperEnv+"="+string(raw))
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}()
+	const total = rows * copies
+	var m map[string]float64
+	for {
+		m = scrapeMetrics(addr)
+		if m["dpsurv_records_in_total"] >= total {
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("dpsurv run exited: %v\n%s", err, stderr.String())
+		case <-ctx.Done():
+			t.Fatalf("timed out: metrics %v", m)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	peak, err := peakRSS(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("peak RSS %.1f MiB for %d messages of %d duplicate-id rows", float64(peak)/(1<<20), copies, rows)
+	if peak >= 150<<20 {
+		t.Errorf("peak RSS %.1f MiB, want < 150 MiB", float64(peak)/(1<<20))
+	}
+	in, out, dead := m["dpsurv_records_in_total"], m["dpsurv_records_out_total"], m["dpsurv_dead_letter_rows_total"]
+	if in != total || out != copies || dead != total-copies || in != out+dead {
+		t.Errorf("records in %v, out %v, dead-letter rows %v: want %d = %d + %d", in, out, dead, total, copies, total-copies)
+	}
+	if d := m[`dpsurv_records_dead_lettered_total{reason="duplicate_id"}`]; d != total-copies {
+		t.Errorf("dead-lettered duplicate_id %v, want %d", d, total-copies)
+	}
+}
