@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -186,6 +187,34 @@ func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
 		}
 		for _, m := range monitor.MetricNames(q.Expr) {
 			names[m] = true
+		}
+	}
+	// The namespace and job variables find this release: label_values(expr,
+	// label) is evaluated as count by (label) (expr).
+	labelValues := regexp.MustCompile(`^label_values\((.+),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)$`)
+	for _, v := range dash.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		var q struct {
+			Query string `json:"query"`
+		}
+		if err := json.Unmarshal(v.Query, &q); err != nil {
+			t.Fatalf("variable %s: %v", v.Name, err)
+		}
+		m := labelValues.FindStringSubmatch(q.Query)
+		if m == nil {
+			t.Errorf("variable %s: query %q is not label_values(expr, label)", v.Name, q.Query)
+			continue
+		}
+		want := map[string]string{"namespace": namespace, "job": releaseName}[m[2]]
+		expr := fmt.Sprintf("count by (%s) (%s)", m[2], vars.Replace(m[1]))
+		found := false
+		for _, l := range api.labels(t, expr) {
+			found = found || l[m[2]] == want
+		}
+		if !found {
+			t.Errorf("variable %s: %s does not offer %q", v.Name, expr, want)
 		}
 	}
 	// Every alert expression returns a series: comparisons in bool form,
@@ -439,6 +468,22 @@ func (p *promAPI) series(t *testing.T, expr string) int {
 		t.Errorf("%s: result type %s, want vector", expr, data.ResultType)
 	}
 	return len(data.Result)
+}
+
+// labels evaluates an instant query and returns each series' labels.
+func (p *promAPI) labels(t *testing.T, expr string) []map[string]string {
+	t.Helper()
+	var data struct {
+		Result []struct {
+			Metric map[string]string `json:"metric"`
+		} `json:"result"`
+	}
+	p.get(t, "/api/v1/query", url.Values{"query": {expr}}, &data)
+	var out []map[string]string
+	for _, r := range data.Result {
+		out = append(out, r.Metric)
+	}
+	return out
 }
 
 // waitQuery polls until expr returns a series.
