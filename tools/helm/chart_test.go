@@ -62,8 +62,14 @@ func checkInvariants(t *testing.T, r rendered, eff map[string]any) {
 			// In particular: the chart never creates a Secret.
 			t.Errorf("unexpected object kind %q", kind)
 		}
-		if ns, _ := get(o, "metadata", "namespace"); ns != namespace {
-			t.Errorf("%s: namespace %v, want %s", kind, ns, namespace)
+		want := namespace
+		if _, isDashboard := get(o, "data", "dpsurv.json"); isDashboard {
+			if dns, _ := get(eff, "dashboard", "namespace"); dns != "" && dns != nil {
+				want = fmt.Sprint(dns) // where the Grafana sidecar looks
+			}
+		}
+		if ns, _ := get(o, "metadata", "namespace"); ns != want {
+			t.Errorf("%s: namespace %v, want %s", kind, ns, want)
 		}
 	}
 
@@ -552,6 +558,29 @@ func TestAccepted(t *testing.T) {
 			if p := toInt(mustGet(t, container(t, r), "ports", 0, "containerPort")); p != 9090 {
 				t.Errorf("containerPort %d", p)
 			}
+		}},
+		{"network policy with a kafka ipBlock", []string{`json:networkPolicy={"enabled":true,"kafkaPeers":[{"ipBlock":{"cidr":"10.20.0.0/16"}}]}`}, func(t *testing.T, r rendered) {
+			np := r.one(t, "NetworkPolicy")
+			if v := mustGet(t, np, "spec", "egress", 0, "to", 0, "ipBlock", "cidr"); v != "10.20.0.0/16" {
+				t.Errorf("kafka egress %v", v)
+			}
+		}},
+		{"prometheus rule with a custom selector", []string{`prometheusRule.enabled=true`, `prometheusRule.selector=service="dpsurv"`}, func(t *testing.T, r rendered) {
+			expr := fmt.Sprint(mustGet(t, r.one(t, "PrometheusRule"), "spec", "groups", 0, "rules", 0, "expr"))
+			if !strings.Contains(expr, `dpsurv_ready{service="dpsurv"}`) {
+				t.Errorf("selector not used: %s", expr)
+			}
+		}},
+		{"dashboard in grafana's namespace", []string{"dashboard.enabled=true,dashboard.namespace=monitoring"}, func(t *testing.T, r rendered) {
+			for _, cm := range r.byKind("ConfigMap") {
+				if _, ok := get(cm, "data", "dpsurv.json"); ok {
+					if ns := mustGet(t, cm, "metadata", "namespace"); ns != "monitoring" {
+						t.Errorf("dashboard namespace %v", ns)
+					}
+					return
+				}
+			}
+			t.Errorf("no dashboard ConfigMap")
 		}},
 		{"pdb by minAvailable", []string{"podDisruptionBudget.maxUnavailable=", "podDisruptionBudget.minAvailable=50%"}, func(t *testing.T, r rendered) {
 			if v := mustGet(t, r.one(t, "PodDisruptionBudget"), "spec", "minAvailable"); v != "50%" {
