@@ -26,7 +26,7 @@ import (
 )
 
 // Programs are the command words a documented line may start with.
-var Programs = []string{"dpsurv", "go", "make", "head", "scripts/", "helm", "Rscript", "node", "npm", "kcat", "curl", "promtool", "bash", "umask"}
+var Programs = []string{"dpsurv", "go", "make", "head", "scripts/", "helm", "Rscript", "node", "npm", "kcat", "curl", "promtool", "bash", "umask", "for", "cd"}
 
 // Mode says how a command is run.
 type Mode string
