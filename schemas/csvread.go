@@ -252,8 +252,6 @@ func readCSVParallel(ck *chunker, first *csvChunk, p *csvParser, m *csvMerger, w
 
 // csvHeader parses the first record of data; nil when data has none.
 func csvHeader(data []byte) ([]string, int) {
-	var f [][]byte
-	var arena []byte
 	pos := 0
 	for pos < len(data) {
 		line, next, nl := csvLine(data, pos)
@@ -264,7 +262,7 @@ func csvHeader(data []byte) ([]string, int) {
 			pos = next
 			continue
 		}
-		f, arena, next = parseRecord(data, pos, f[:0], arena)
+		f, _, next := parseRecord(data, pos, nil, nil)
 		h := make([]string, len(f))
 		for k, b := range f {
 			h[k] = string(b)
