@@ -211,6 +211,7 @@ func readCSVParallel(ck *chunker, first *csvChunk, p *csvParser, m *csvMerger, w
 		go func() {
 			defer wg.Done()
 			wp := *p
+			wp.fields = nil // each worker its own field slice
 			for c := range jobs {
 				wp.parse(c)
 				select {
