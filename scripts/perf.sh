@@ -18,4 +18,5 @@ go test -run XXX -benchtime 3x -bench 'BenchmarkFitDiscreteMLE50k' ./regression
 go test -run XXX -benchtime 3x -cpu 1 -bench 'BenchmarkCoxEfron1M' ./regression
 go test -run XXX -benchtime 1x -bench 'BenchmarkAggregatorBytesPerRecord' ./aggregators
 go test -run XXX -benchtime 1x -timeout 15m -bench 'BenchmarkReleaseLatency' ./aggregators
+go test -run XXX -benchtime 1x -bench 'BenchmarkStreamCPU' ./internal/cli
 go run ./cmd/dpsurv bench --records 1000000 --rounds 3 --json

@@ -33,3 +33,24 @@ func TestBenchReportsCPUBreakdown(t *testing.T) {
 		t.Errorf("derived figures inconsistent: %+v", res)
 	}
 }
+
+// BenchmarkStreamCPU is `dpsurv bench` in the benchmark suite: 200,000
+// records through the embedded broker, one round, CPU per record of each
+// stage, the overhead ratio (target <= 1.15) and the chain's records per
+// CPU second (target >= 4 M).
+func BenchmarkStreamCPU(b *testing.B) {
+	var res BenchResult
+	for b.Loop() {
+		var err error
+		if res, err = Bench(context.Background(), 200000, 2000, 1, zap.NewNop()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(res.PassthroughCPUNsPerRecord, "passthrough-ns/record")
+	b.ReportMetric(res.ValidatorCPUNsPerRecord, "validator-ns/record")
+	b.ReportMetric(res.ChainCPUNsPerRecord, "chain-ns/record")
+	b.ReportMetric(res.PipelineCPUNsPerRecord, "pipeline-ns/record")
+	b.ReportMetric(res.OverheadRatio, "overhead-ratio")
+	b.ReportMetric(res.ChainRecordsPerCPUSecond/1e6, "chain-M-records/cpu-s")
+	b.ReportMetric(res.AESBlockNs, "aes-ns/block")
+}
