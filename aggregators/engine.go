@@ -44,17 +44,18 @@ type EngineConfig struct {
 	Metrics *Metrics
 	Log     *zap.Logger
 	Mem     memory.Allocator
-	// AsyncFits runs each window's fit (noise draw and estimation) on its
-	// own goroutine, so that Observe and Tick never wait for a fit (a pSGLD
-	// window can take a minute): the fit starts on the Tick that would have
-	// released the window, and the first Tick after it ends records it in
-	// the ledger and publishes it. Before a fit starts the ledger is
-	// consulted (a stored release is replayed, no noise drawn); the fit
-	// builds the release with the budget that will remain after its charge,
-	// and if another release changed that budget meanwhile the fit is
-	// discarded unpublished and run again. Cumulative (tree) windows stay
-	// synchronous. The service sets it; Noise must then be safe for
-	// concurrent use (it is wrapped in a lock).
+	// AsyncFits runs the fit of each discrete-time window (noise draw and
+	// estimation; a pSGLD window can take a minute) on its own goroutine,
+	// so that Observe and Tick never wait for it: the fit starts on the
+	// Tick that would have released the window, and the first Tick after
+	// it ends records it in the ledger and publishes it. Before a fit
+	// starts the ledger is consulted (a stored release is replayed, no
+	// noise drawn); the fit builds the release with the budget that will
+	// remain after its charge, and if another release changed that budget
+	// meanwhile the fit is discarded unpublished and run again. KM and
+	// Weibull fits take milliseconds (BenchmarkReleaseLatency) and stay
+	// inline, in release order. The service sets it; Noise is then shared
+	// with the fits' goroutines (it is wrapped in a lock).
 	AsyncFits bool
 }
 
@@ -370,7 +371,7 @@ func (e *Engine) releaseClosing(ctx context.Context) {
 			}
 			var replay bool
 			var err error
-			if e.cfg.AsyncFits && a.tree == nil {
+			if e.cfg.AsyncFits && a.tree == nil && a.cfg.Kind == KindDiscrete {
 				var ready bool
 				ready, replay, err = e.releaseAsync(ctx, a, c, key, eps)
 				if !ready {

@@ -15,12 +15,13 @@ import (
 
 // BenchmarkReleaseLatency: the time from the Tick that closes a window of
 // n records to its fit messages in the fit sink, with the service's
-// AsyncFits (the fit on its own goroutine; Tick called every millisecond
-// here, every 250 ms in the service), for km (hierarchical), weibull (LSP)
-// and discrete (output perturbation, 5 covariates, max_records = n)
-// windows, and a pSGLD window of 10,000 records (default chain: 250 data
-// passes). tick-max-ms is the longest Tick call meanwhile: what the intake
-// waited at most while the fit ran.
+// AsyncFits (discrete fits on their own goroutine, km and Weibull inline;
+// Tick called every millisecond here, every 250 ms in the service), for km
+// (hierarchical), weibull (LSP) and discrete (output perturbation, 5
+// covariates, max_records = n) windows, and a pSGLD window of 10,000
+// records (default chain: 250 data passes). tick-max-ms is the longest
+// Tick call: what the intake waited at most (the checkpoint of the closing
+// window included).
 func BenchmarkReleaseLatency(b *testing.B) {
 	names := make([]string, benchCovs)
 	centre, scale := make([]float64, benchCovs), make([]float64, benchCovs)

@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -210,6 +211,7 @@ func readCSVParallel(ck *chunker, first *csvChunk, p *csvParser, m *csvMerger, w
 		go func() {
 			defer wg.Done()
 			wp := *p
+			wp.fields = nil // each worker its own field slice
 			for c := range jobs {
 				wp.parse(c)
 				select {
@@ -252,8 +254,6 @@ func readCSVParallel(ck *chunker, first *csvChunk, p *csvParser, m *csvMerger, w
 
 // csvHeader parses the first record of data; nil when data has none.
 func csvHeader(data []byte) ([]string, int) {
-	var f [][]byte
-	var arena []byte
 	pos := 0
 	for pos < len(data) {
 		line, next, nl := csvLine(data, pos)
@@ -264,7 +264,7 @@ func csvHeader(data []byte) ([]string, int) {
 			pos = next
 			continue
 		}
-		f, arena, next = parseRecord(data, pos, f[:0], arena)
+		f, _, next := parseRecord(data, pos, nil, nil)
 		h := make([]string, len(f))
 		for k, b := range f {
 			h[k] = string(b)
@@ -789,53 +789,58 @@ func (m *csvMerger) merge(c *csvChunk) error {
 	return nil
 }
 
-// fileIDs is the file-wide set of claimed ids: an open-addressing table of
-// (hash tag, entry) over an arena of id bytes, with the row that claimed
-// each id. About 30 bytes per id (ids of 8 bytes) and one hash per row.
+// fileIDs is the file-wide set of claimed ids: an open-addressing table
+// (load at most 3/4) of 8-byte slots, a 24-bit hash tag and the offset of
+// the id's entry in an arena (the claiming row as 4 bytes, the id's length
+// as a uvarint, the id's bytes). About 24 bytes per id of 9 bytes, and one
+// hash per row.
 type fileIDs struct {
-	table []uint64 // hash>>32 <<32 | entry+1; 0 is empty
+	table []uint64 // tag<<40 | (offset+1); 0 is empty
 	mask  uint64
 	arena []byte
-	offs  []int // entry e is arena[offs[e]:offs[e+1]]
-	rows  []int32
+	n     int
 }
+
+const idOffBits = 40
 
 // newFileIDs sizes the set for about rows ids.
 func newFileIDs(rows int) *fileIDs {
 	n := 1 << 12
-	for n < 2*rows && n < 1<<30 {
+	for 3*n < 4*rows && n < 1<<31 {
 		n <<= 1
 	}
-	s := &fileIDs{table: make([]uint64, n), mask: uint64(n - 1), offs: []int{0}}
-	if rows > 0 {
-		s.offs = make([]int, 1, rows+1)
-		s.rows = make([]int32, 0, rows)
-	}
-	return s
+	return &fileIDs{table: make([]uint64, n), mask: uint64(n - 1)}
 }
 
-func (s *fileIDs) key(e int) []byte { return s.arena[s.offs[e]:s.offs[e+1]] }
+// entry returns the row and id stored at arena offset off.
+func (s *fileIDs) entry(off int) (int32, []byte) {
+	row := int32(binary.LittleEndian.Uint32(s.arena[off:]))
+	l, k := binary.Uvarint(s.arena[off+4:])
+	start := off + 4 + k
+	return row, s.arena[start : start+int(l)]
+}
 
 // claim returns the row that claimed id (hash h) first, or claims it for
 // row.
 func (s *fileIDs) claim(id string, h uint64, row int32) (int32, bool) {
-	tag := h >> 32 << 32
+	tag := h >> idOffBits << idOffBits
 	for j := h & s.mask; ; j = (j + 1) & s.mask {
 		x := s.table[j]
 		if x == 0 {
-			e := len(s.rows)
-			s.table[j] = tag | uint64(e+1)
+			off := len(s.arena)
+			s.arena = binary.LittleEndian.AppendUint32(s.arena, uint32(row))
+			s.arena = binary.AppendUvarint(s.arena, uint64(len(id)))
 			s.arena = append(s.arena, id...)
-			s.offs = append(s.offs, len(s.arena))
-			s.rows = append(s.rows, row)
-			if 2*len(s.rows) > len(s.table) {
+			s.table[j] = tag | uint64(off+1)
+			s.n++
+			if 4*s.n > 3*len(s.table) {
 				s.rehash()
 			}
 			return row, false
 		}
-		if x>>32<<32 == tag {
-			if e := int(uint32(x)) - 1; bstr(s.key(e)) == id {
-				return s.rows[e], true
+		if x>>idOffBits<<idOffBits == tag {
+			if first, key := s.entry(int(x&(1<<idOffBits-1)) - 1); bstr(key) == id {
+				return first, true
 			}
 		}
 	}
@@ -844,13 +849,16 @@ func (s *fileIDs) claim(id string, h uint64, row int32) (int32, bool) {
 func (s *fileIDs) rehash() {
 	s.table = make([]uint64, 2*len(s.table))
 	s.mask = uint64(len(s.table) - 1)
-	for e := range s.rows {
-		h := maphash.Bytes(dedupeSeed, s.key(e))
+	for off := 0; off < len(s.arena); {
+		_, key := s.entry(off)
+		h := maphash.Bytes(dedupeSeed, key)
 		j := h & s.mask
 		for s.table[j] != 0 {
 			j = (j + 1) & s.mask
 		}
-		s.table[j] = h>>32<<32 | uint64(e+1)
+		s.table[j] = h>>idOffBits<<idOffBits | uint64(off+1)
+		l, k := binary.Uvarint(s.arena[off+4:])
+		off += 4 + k + int(l)
 	}
 }
 

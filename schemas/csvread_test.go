@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -190,5 +191,32 @@ func TestReadCSVParallelLarge(t *testing.T) {
 	}, 4096, 2)
 	if !errors.Is(err, stop) || calls != 3 {
 		t.Errorf("error %v after %d calls, want stop after 3", err, calls)
+	}
+}
+
+// fileIDs (growing from its smallest table) agrees with a map: the first
+// claim of an id wins, later ones get the first row.
+func TestFileIDsMatchesMap(t *testing.T) {
+	t.Parallel()
+	s := newFileIDs(0)
+	ref := map[string]int32{}
+	r := rand.New(rand.NewPCG(5, 6))
+	for row := range int32(60000) {
+		id := fmt.Sprintf("id-%d", r.IntN(40000))
+		if r.IntN(50) == 0 {
+			id = strings.Repeat("x", 200+r.IntN(3)) // long ids (2-byte length)
+		}
+		first, dup := s.claim(id, maphash.String(dedupeSeed, id), row)
+		want, seen := ref[id]
+		if !seen {
+			ref[id] = row
+			want = row
+		}
+		if dup != seen || first != want {
+			t.Fatalf("row %d id %q: claim (%d, %v), want (%d, %v)", row, id, first, dup, want, seen)
+		}
+	}
+	if s.n != len(ref) || len(s.table) < 4*s.n/3 {
+		t.Errorf("%d ids in a table of %d; map has %d", s.n, len(s.table), len(ref))
 	}
 }
