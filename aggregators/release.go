@@ -24,7 +24,8 @@ const (
 	// baseline (a clamped estimate: its sensitivity does not depend on n).
 	NeighbouringAddRemoveInCohort = "add/remove-one within a cohort (the record count is protected)"
 	compositionWindow             = "parallel across cohorts and time bins within the window (each record is in one cell of one window); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
-	compositionWindowWeibull      = "parallel across cohorts within the window (one fit per cohort on disjoint records, under replace-one within a cohort); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
+	compositionWindowWeibull      = "parallel across cohorts within the window (one fit per cohort on disjoint records, under add/remove-one within a cohort); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
+	compositionWindowWeibullSAA   = "parallel across cohorts within the window (one fit per cohort on disjoint records, under replace-one within a cohort); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
 	compositionCumulative         = "continual release by binary-tree counter: epsilon is charged once (ledger key <aggregate>/cumulative) for all horizon releases; each window's release is post-processing of stored node noise and charges 0"
 	weibullScaleUnitDescription   = "normalised time (t / time_max)"
 )
@@ -373,7 +374,7 @@ func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[str
 		m := a.header(c.start, k, remaining, a.cfg.Epsilon)
 		m.Method, m.Guarantee = fit.Method, fit.Guarantee
 		m.Mechanism = weibullMechanism(fit.Method)
-		m.Neighbouring, m.Composition = weibullNeighbouring(fit.Method), compositionWindowWeibull
+		m.Neighbouring, m.Composition = weibullNeighbouring(fit.Method), weibullComposition(fit.Method)
 		m.Public = weibullPublic(fit.Method)
 		m.N = F(math.NaN())
 		if fit.Method == dpfit.WeibullMethodLSP {
@@ -406,6 +407,15 @@ func weibullNeighbouring(method string) string {
 		return NeighbouringReplaceInCohort
 	}
 	return NeighbouringAddRemoveInCohort
+}
+
+// weibullComposition is the composition text of a weibull release: it
+// names the same relation as weibullNeighbouring.
+func weibullComposition(method string) string {
+	if method == dpfit.WeibullMethodSAA {
+		return compositionWindowWeibullSAA
+	}
+	return compositionWindowWeibull
 }
 
 // weibullPublic is the "public" list of a weibull release.
