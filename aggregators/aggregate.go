@@ -72,6 +72,10 @@ type aggregate struct {
 	// (patients.go): one patient, one record per window, latest version
 	// wins.
 	patients map[int64]patientTable
+	// horizon (cumulative aggregates only) maps every patient counted in
+	// the horizon to the start (ns, as uint64) of the one window that
+	// counts them; it outlives the windows and is checkpointed.
+	horizon patientTable
 	prf      *dp.PRF // fingerprint key (from the checkpoint)
 	rs       dp.RecordState
 	// last window used by add (hot path cache)
@@ -96,6 +100,7 @@ func newAggregate(cfg Config) (*aggregate, error) {
 			return nil, fmt.Errorf("aggregate %q: %w", cfg.Name, err)
 		}
 		a.tree = t
+		a.horizon = patientTable{}
 	}
 	return a, nil
 }
@@ -241,6 +246,24 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 			st.Replaced++
 			continue
 		}
+		if a.horizon != nil {
+			// Cumulative: one contribution per patient for the whole
+			// horizon (the tree counter's sensitivity 1), not per window.
+			if _, seen := a.horizon[fp]; seen {
+				if st.Skipped == nil {
+					st.Skipped = map[string]int{}
+				}
+				st.Skipped[SkipCumulativeSeen]++
+				continue
+			}
+			if len(a.horizon) >= MaxPatientsPerHorizon {
+				if st.Skipped == nil {
+					st.Skipped = map[string]int{}
+				}
+				st.Skipped[SkipMaxPatients]++
+				continue
+			}
+		}
 		if len(tbl) >= MaxPatientsPerWindow {
 			if st.Skipped == nil {
 				st.Skipped = map[string]int{}
@@ -255,6 +278,9 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 			return st, err
 		}
 		tbl[fp] = v
+		if a.horizon != nil {
+			a.horizon[fp] = uint64(s)
+		}
 		st.Counted++
 	}
 	return st, nil
@@ -318,6 +344,7 @@ func (a *aggregate) memoryBytes() int {
 	for _, t := range a.patients {
 		n += patientTableBytes(t)
 	}
+	n += patientTableBytes(a.horizon)
 	for _, c := range a.closing {
 		if c.hist != nil {
 			n += c.hist.MemoryBytes()

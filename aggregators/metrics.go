@@ -37,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Records:   cv("dpsurv_aggregator_records_total", "Records counted into a window, by aggregate.", "aggregate"),
 		Versions:  cv("dpsurv_aggregator_record_versions_total", "Records of a patient already counted in their window: the latest version replaced the counted one (one patient, one record per window), by aggregate.", "aggregate"),
 		Late:      cv("dpsurv_aggregator_late_records_total", "Records whose window had already closed (counted here, not in any release), by aggregate.", "aggregate"),
-		Skipped:   cv("dpsurv_aggregator_records_skipped_total", "Records not counted, by aggregate and reason (no_observed_at, future_observed_at, max_patients; discrete: window_cap, invalid_covariate).", "aggregate", "reason"),
+		Skipped:   cv("dpsurv_aggregator_records_skipped_total", "Records not counted, by aggregate and reason (no_observed_at, future_observed_at, max_patients, cumulative_seen; discrete: window_cap, invalid_covariate).", "aggregate", "reason"),
 		Clamped:   cv("dpsurv_aggregator_values_clamped_total", "Times above the public time_max counted in the last bin (discrete: also covariate rows projected onto the unit ball), by aggregate.", "aggregate"),
 		Releases:  cv("dpsurv_releases_total", "Window releases drawn and charged to the ledger, by aggregate.", "aggregate"),
 		Replayed:  cv("dpsurv_releases_replayed_total", "Window releases re-emitted from the ledger without new noise, by aggregate.", "aggregate"),

@@ -32,6 +32,12 @@ type aggSnapshot struct {
 	Open         []histSnap    `json:"open"`
 	Closing      []closingSnap `json:"closing"`
 	Tree         []byte        `json:"tree,omitempty"`
+	// Horizon is a cumulative aggregate's horizon-wide patient table
+	// (encodePatients; values are window starts).
+	Horizon []byte `json:"horizon_patients,omitempty"`
+	// HorizonTracked marks a checkpoint written with the horizon table
+	// (an empty table is omitted).
+	HorizonTracked bool `json:"horizon_tracked,omitempty"`
 }
 
 type histSnap struct {
@@ -132,6 +138,7 @@ func (a *aggregate) snapshot() (*aggSnapshot, error) {
 			return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
 		}
 		s.Tree = b
+		s.Horizon, s.HorizonTracked = encodePatients(a.horizon), true
 	}
 	return s, nil
 }
@@ -186,6 +193,25 @@ func (a *aggregate) restore(s *aggSnapshot) error {
 		}
 		if err := a.tree.UnmarshalBinary(s.Tree); err != nil {
 			return fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
+		}
+		if a.tree.Releases() > 0 && !s.HorizonTracked {
+			// a checkpoint from before horizon-wide patient counting: the
+			// patients of the released windows are unknown, and counting
+			// them again would exceed the counter's sensitivity.
+			return fmt.Errorf("aggregate %q: saved state lacks the horizon patient table (written by an older version): "+
+				"give the cumulative aggregate a new name", a.cfg.Name)
+		}
+		hp, err := decodePatientsMax(s.Horizon, MaxPatientsPerHorizon)
+		if err != nil {
+			return fmt.Errorf("aggregate %q: horizon patients: %w", a.cfg.Name, err)
+		}
+		a.horizon = hp
+		for st, tbl := range a.patients { // open windows count their patients
+			for fp := range tbl {
+				if _, ok := a.horizon[fp]; !ok {
+					a.horizon[fp] = uint64(st)
+				}
+			}
 		}
 	}
 	return nil
