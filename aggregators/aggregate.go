@@ -76,8 +76,8 @@ type aggregate struct {
 	// the horizon to the start (ns, as uint64) of the one window that
 	// counts them; it outlives the windows and is checkpointed.
 	horizon patientTable
-	prf      *dp.PRF // fingerprint key (from the checkpoint)
-	rs       dp.RecordState
+	prf     *dp.PRF // fingerprint key (from the checkpoint)
+	rs      dp.RecordState
 	// last window used by add (hot path cache)
 	lastStart int64
 	lastHist  *dpfit.Histogram
