@@ -51,6 +51,7 @@ type closing struct {
 	hist  *dpfit.Histogram // nil for cumulative aggregates (stepped into the tree) and discrete ones
 	recs  *discreteWindow  // discrete aggregates: the window's records
 	step  int              // cumulative: the tree step holding this window
+	draw  string           // cumulative: random nonce of the step (windowDoc.Draw)
 	fails int              // failed release attempts in this process
 }
 
@@ -76,6 +77,9 @@ type aggregate struct {
 	// the horizon to the start (ns, as uint64) of the one window that
 	// counts them; it outlives the windows and is checkpointed.
 	horizon patientTable
+	// foreign is set when a cumulative window's release was another
+	// holder's value: the horizon's later releases are withheld.
+	foreign bool
 	prf     *dp.PRF // fingerprint key (from the checkpoint)
 	rs      dp.RecordState
 	// last window used by add (hot path cache)
@@ -326,7 +330,7 @@ func (a *aggregate) closeWindow(s int64, src dp.Source) (*closing, error) {
 	if _, err := a.tree.Release(src, h); err != nil {
 		return nil, fmt.Errorf("aggregate %q: step tree counter: %w", a.cfg.Name, err)
 	}
-	return &closing{start: s, step: a.tree.Releases()}, nil
+	return &closing{start: s, step: a.tree.Releases(), draw: fmt.Sprintf("%016x%016x", src.Uint64(), src.Uint64())}, nil
 }
 
 // memoryBytes is the size of the counts held (open and closing windows,

@@ -204,6 +204,10 @@ type windowDoc struct {
 	Aggregate       string       `json:"aggregate"`
 	WindowStartUnix int64        `json:"window_start_unix"`
 	Messages        []docMessage `json:"messages"`
+	// Draw identifies the tree-counter step behind a cumulative release
+	// (a random nonce drawn with its node noise): a replay with another
+	// Draw is a foreign holder's value.
+	Draw string `json:"draw,omitempty"`
 }
 
 type docMessage struct {
@@ -284,7 +288,7 @@ func (a *aggregate) buildWindow(c *closing, src dp.Source, remaining map[string]
 	if err != nil {
 		return nil, err
 	}
-	doc := windowDoc{Aggregate: a.cfg.Name, WindowStartUnix: time.Unix(0, c.start).Unix()}
+	doc := windowDoc{Aggregate: a.cfg.Name, WindowStartUnix: time.Unix(0, c.start).Unix(), Draw: c.draw}
 	for _, m := range msgs {
 		v, err := json.Marshal(m)
 		if err != nil {

@@ -38,6 +38,8 @@ type aggSnapshot struct {
 	// HorizonTracked marks a checkpoint written with the horizon table
 	// (an empty table is omitted).
 	HorizonTracked bool `json:"horizon_tracked,omitempty"`
+	// Foreign: see aggregate.foreign.
+	Foreign bool `json:"foreign_cumulative,omitempty"`
 }
 
 type histSnap struct {
@@ -53,6 +55,7 @@ type closingSnap struct {
 	Start   int64  `json:"start_ns"`
 	Cells   []byte `json:"cells,omitempty"`
 	Step    int    `json:"step,omitempty"`
+	Draw    string `json:"draw,omitempty"`
 	Records []byte `json:"records,omitempty"`
 }
 
@@ -123,7 +126,7 @@ func (a *aggregate) snapshot() (*aggSnapshot, error) {
 		s.Open = append(s.Open, histSnap{Start: st, Cells: encodeHist(a.open[st]), Patients: pt})
 	}
 	for _, c := range a.closing {
-		cs := closingSnap{Start: c.start, Step: c.step}
+		cs := closingSnap{Start: c.start, Step: c.step, Draw: c.draw}
 		if c.hist != nil {
 			cs.Cells = encodeHist(c.hist)
 		}
@@ -138,7 +141,7 @@ func (a *aggregate) snapshot() (*aggSnapshot, error) {
 			return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
 		}
 		s.Tree = b
-		s.Horizon, s.HorizonTracked = encodePatients(a.horizon), true
+		s.Horizon, s.HorizonTracked, s.Foreign = encodePatients(a.horizon), true, a.foreign
 	}
 	return s, nil
 }
@@ -172,7 +175,7 @@ func (a *aggregate) restore(s *aggSnapshot) error {
 		a.open[o.Start] = h
 	}
 	for _, c := range s.Closing {
-		cl := &closing{start: c.Start, step: c.Step}
+		cl := &closing{start: c.Start, step: c.Step, draw: c.Draw}
 		if a.recs != nil {
 			w, err := a.decodeRecords(c.Records)
 			if err != nil {
@@ -205,7 +208,7 @@ func (a *aggregate) restore(s *aggSnapshot) error {
 		if err != nil {
 			return fmt.Errorf("aggregate %q: horizon patients: %w", a.cfg.Name, err)
 		}
-		a.horizon = hp
+		a.horizon, a.foreign = hp, s.Foreign
 		for st, tbl := range a.patients { // open windows count their patients
 			for fp := range tbl {
 				if _, ok := a.horizon[fp]; !ok {
