@@ -28,6 +28,11 @@ const (
 	compositionWindowWeibullSAA   = "parallel across cohorts within the window (one fit per cohort on disjoint records, under replace-one within a cohort); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
 	compositionCumulative         = "continual release by binary-tree counter: epsilon is charged once (ledger key <aggregate>/cumulative) for all horizon releases; each window's release is post-processing of stored node noise and charges 0"
 	weibullScaleUnitDescription   = "normalised time (t / time_max)"
+	// PublicCountElsewhere and NeighbouringPresenceNotProtected amend an
+	// add/remove-one release when another aggregate of the service
+	// releases exact window counts (ledger.allow_public_counts).
+	PublicCountElsewhere             = "n (the window's exact record count, released by another aggregate of this service: ledger.allow_public_counts)"
+	NeighbouringPresenceNotProtected = "; presence is NOT protected: another aggregate of this service releases the exact record count (ledger.allow_public_counts)"
 )
 
 // F is a float64 that encodes NaN and ±Inf as JSON null (R's NA) and
@@ -287,6 +292,12 @@ func (a *aggregate) buildWindow(c *closing, src dp.Source, remaining map[string]
 	}
 	if err != nil {
 		return nil, err
+	}
+	if a.cfg.CountsPublicElsewhere {
+		for i := range msgs {
+			msgs[i].Public = append(msgs[i].Public, PublicCountElsewhere)
+			msgs[i].Neighbouring += NeighbouringPresenceNotProtected
+		}
 	}
 	doc := windowDoc{Aggregate: a.cfg.Name, WindowStartUnix: time.Unix(0, c.start).Unix(), Draw: c.draw}
 	for _, m := range msgs {
