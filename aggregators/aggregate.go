@@ -51,6 +51,7 @@ type closing struct {
 	hist  *dpfit.Histogram // nil for cumulative aggregates (stepped into the tree) and discrete ones
 	recs  *discreteWindow  // discrete aggregates: the window's records
 	step  int              // cumulative: the tree step holding this window
+	draw  string           // cumulative: random nonce of the step (windowDoc.Draw)
 	fails int              // failed release attempts in this process
 }
 
@@ -72,8 +73,15 @@ type aggregate struct {
 	// (patients.go): one patient, one record per window, latest version
 	// wins.
 	patients map[int64]patientTable
-	prf      *dp.PRF // fingerprint key (from the checkpoint)
-	rs       dp.RecordState
+	// horizon (cumulative aggregates only) maps every patient counted in
+	// the horizon to the start (ns, as uint64) of the one window that
+	// counts them; it outlives the windows and is checkpointed.
+	horizon patientTable
+	// foreign is set when a cumulative window's release was another
+	// holder's value: the horizon's later releases are withheld.
+	foreign bool
+	prf     *dp.PRF // fingerprint key (from the checkpoint)
+	rs      dp.RecordState
 	// last window used by add (hot path cache)
 	lastStart int64
 	lastHist  *dpfit.Histogram
@@ -96,6 +104,7 @@ func newAggregate(cfg Config) (*aggregate, error) {
 			return nil, fmt.Errorf("aggregate %q: %w", cfg.Name, err)
 		}
 		a.tree = t
+		a.horizon = patientTable{}
 	}
 	return a, nil
 }
@@ -241,6 +250,24 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 			st.Replaced++
 			continue
 		}
+		if a.horizon != nil {
+			// Cumulative: one contribution per patient for the whole
+			// horizon (the tree counter's sensitivity 1), not per window.
+			if _, seen := a.horizon[fp]; seen {
+				if st.Skipped == nil {
+					st.Skipped = map[string]int{}
+				}
+				st.Skipped[SkipCumulativeSeen]++
+				continue
+			}
+			if len(a.horizon) >= MaxPatientsPerHorizon {
+				if st.Skipped == nil {
+					st.Skipped = map[string]int{}
+				}
+				st.Skipped[SkipMaxPatients]++
+				continue
+			}
+		}
 		if len(tbl) >= MaxPatientsPerWindow {
 			if st.Skipped == nil {
 				st.Skipped = map[string]int{}
@@ -255,6 +282,9 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 			return st, err
 		}
 		tbl[fp] = v
+		if a.horizon != nil {
+			a.horizon[fp] = uint64(s)
+		}
 		st.Counted++
 	}
 	return st, nil
@@ -300,7 +330,7 @@ func (a *aggregate) closeWindow(s int64, src dp.Source) (*closing, error) {
 	if _, err := a.tree.Release(src, h); err != nil {
 		return nil, fmt.Errorf("aggregate %q: step tree counter: %w", a.cfg.Name, err)
 	}
-	return &closing{start: s, step: a.tree.Releases()}, nil
+	return &closing{start: s, step: a.tree.Releases(), draw: fmt.Sprintf("%016x%016x", src.Uint64(), src.Uint64())}, nil
 }
 
 // memoryBytes is the size of the counts held (open and closing windows,
@@ -318,6 +348,7 @@ func (a *aggregate) memoryBytes() int {
 	for _, t := range a.patients {
 		n += patientTableBytes(t)
 	}
+	n += patientTableBytes(a.horizon)
 	for _, c := range a.closing {
 		if c.hist != nil {
 			n += c.hist.MemoryBytes()

@@ -64,6 +64,12 @@ type Config struct {
 	// discrete aggregate's params.covariates must be among them.
 	Covariates []string
 	Params     Params
+	// CountsPublicElsewhere (service-level, ledger.allow_public_counts):
+	// another aggregate on the same input releases the window's exact
+	// record count, so this add/remove-one aggregate's releases list the
+	// count as public and state that presence is not protected. Not part
+	// of the fingerprint (it changes release text, not the mechanism).
+	CountsPublicElsewhere bool
 }
 
 // Params are the kind-specific settings (the YAML "params" map).

@@ -607,7 +607,7 @@ func (a *aggregate) discreteNoFit(n int, src dp.Source) (regression.DiscreteResu
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
-	g := regression.GuaranteePureDP
+	g := regression.GuaranteePureDPCertified // the method's label (this fallback is a function of the public n)
 	switch regression.Method(p.Method) {
 	case regression.MethodPSGLD:
 		g = regression.GuaranteeMCMC // the method's label, whatever the draw

@@ -130,7 +130,7 @@ func TestDiscreteAggregateReleases(t *testing.T) {
 		method, guarantee string
 		tol               float64 // vs the ridge MLE; NaN: not compared
 	}{
-		{"output", "pure-dp", 1e-4},
+		{"output", regression.GuaranteePureDPCertified, 1e-4},
 		{"objective", regression.GuaranteeObjective, 1e-4},
 		{"psgld", "approximate (mcmc)", math.NaN()},
 	}
@@ -256,7 +256,7 @@ func TestDiscreteBudgetAndEmptyWindows(t *testing.T) {
 	}
 	for w := range 2 {
 		m, ok := got[aggregators.MessageKey("dt", at(60*w).Unix(), "all")]
-		if !ok || len(m.Alpha) != 3 || len(m.Beta) != 2 || m.Guarantee != "pure-dp" {
+		if !ok || len(m.Alpha) != 3 || len(m.Beta) != 2 || m.Guarantee != regression.GuaranteePureDPCertified {
 			t.Fatalf("window %d (%d records): released %v, alpha %v beta %v guarantee %q", w, sizes[w], ok, m.Alpha, m.Beta, m.Guarantee)
 		}
 		// n is public: exact; the release is the fixed fallback, on the

@@ -36,7 +36,8 @@
 //     windows). km releases are epsilon-DP under add/remove-one (the
 //     window's record count is protected); weibull lsp and laplace too,
 //     saa under replace-one within a cohort (the cohort's count public). A discrete window is one fit of all cohorts'
-//     records (regression.FitDiscrete: output perturbation, pure-dp;
+//     records (regression.FitDiscrete: output perturbation, pure-dp
+//     conditional on certification;
 //     objective perturbation and pSGLD, approximate) under replace-one
 //     among the included records, whose number n is public and released
 //     exactly, published as one message keyed <aggregate>/<start>/all;
@@ -47,7 +48,13 @@
 //   - Cumulative km aggregates step a dpfit.ContinualKM (binary-tree
 //     counter) at each window close; its epsilon is charged once, under
 //     <aggregate>/cumulative, for Horizon windows; later windows are
-//     withheld with reason horizon_reached.
+//     withheld with reason horizon_reached. Each patient is counted in one
+//     window of the horizon only (a horizon-wide, checkpointed patient
+//     table; later windows skip them, reason cumulative_seen), so the
+//     counter's sensitivity 1 holds per patient. A window value
+//     superseded under a lease fault is charged the horizon's epsilon,
+//     and another holder's first value of a window (a different draw)
+//     withholds the rest of the horizon (reason cumulative_foreign).
 //   - Fit messages: one per (aggregate, window, cohort), key
 //     <aggregate>/<window_start_unix>/<cohort>, JSON FitMessage (R field
 //     names, window bounds, epsilon and epsilon_charged, budget_remaining,

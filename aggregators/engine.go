@@ -303,6 +303,12 @@ func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
 			if len(a.closing) > 0 {
 				return // one step at a time: each release needs its own prefix
 			}
+			if a.foreign {
+				a.drop(s)
+				e.dirty = true
+				e.withhold(a, startUnix, ReasonCumulativeForeign, nil)
+				continue
+			}
 			// The horizon's one charge comes before any node noise.
 			if _, ok := e.cfg.Ledger.Lookup(cumulativeKey(name)); !ok {
 				_, _, err := e.cfg.Ledger.Release(ctx, cumulativeKey(name), a.scopes(), a.cfg.Epsilon, a.cumulativeChargeDoc)
@@ -377,6 +383,20 @@ func (e *Engine) releaseClosing(ctx context.Context) {
 				if !ready {
 					kept = append(kept, c)
 					continue
+				}
+			} else if a.tree != nil {
+				// 0 as the key's release; the horizon's epsilon if it ends up
+				// a second value of the key (its node noise is then public too)
+				var stored []byte
+				stored, replay, err = e.cfg.Ledger.ReleaseSuperseding(ctx, key, a.scopes(), eps, a.cfg.Epsilon, func(rem map[string]float64) ([]byte, error) {
+					return a.buildWindow(c, e.noise, rem)
+				})
+				if err == nil && replay && c.draw != "" {
+					if d, derr := decodeDoc(stored); derr == nil && d.Draw != "" && d.Draw != c.draw {
+						a.foreign, e.dirty = true, true
+						e.log.Warn("cumulative window released by another holder's tree state; withholding the rest of the horizon",
+							zap.String("key", key))
+					}
 				}
 			} else {
 				_, replay, err = e.cfg.Ledger.Release(ctx, key, a.scopes(), eps, func(rem map[string]float64) ([]byte, error) {

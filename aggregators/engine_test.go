@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -379,7 +380,9 @@ func TestCumulativeChargedOnceForTheHorizon(t *testing.T) {
 	r := newRig(t, at(1), map[string]float64{"stream": 1e4}, cfg) // exactly one charge
 	for w := range 6 {
 		r.clock.Set(at(60*w + 1))
-		r.observe(int64(w), rowsOf("w", 10))
+		// new patients each window: a patient is counted once per horizon
+		// (TestCumulativeOnePatientOneContributionPerHorizon)
+		r.observe(int64(w), rowsOf("w"+strconv.Itoa(w), 10))
 		r.tick()
 		if w == 2 {
 			// Crash and restart mid-stream: the tree counter's state

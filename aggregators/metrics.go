@@ -26,6 +26,11 @@ const (
 	ReasonBudgetExceeded = "budget_exceeded"
 	ReasonHorizonReached = "horizon_reached"
 	ReasonError          = "error"
+	// ReasonCumulativeForeign: a cumulative window's ledger key held
+	// another holder's value (drawn from a different tree state), so this
+	// aggregate's later releases of the horizon would expose its own node
+	// noise beside the other's; they are withheld.
+	ReasonCumulativeForeign = "cumulative_foreign"
 )
 
 // NewMetrics creates the metrics and registers them on reg (if not nil).
@@ -37,11 +42,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Records:   cv("dpsurv_aggregator_records_total", "Records counted into a window, by aggregate.", "aggregate"),
 		Versions:  cv("dpsurv_aggregator_record_versions_total", "Records of a patient already counted in their window: the latest version replaced the counted one (one patient, one record per window), by aggregate.", "aggregate"),
 		Late:      cv("dpsurv_aggregator_late_records_total", "Records whose window had already closed (counted here, not in any release), by aggregate.", "aggregate"),
-		Skipped:   cv("dpsurv_aggregator_records_skipped_total", "Records not counted, by aggregate and reason (no_observed_at, future_observed_at, max_patients; discrete: window_cap, invalid_covariate).", "aggregate", "reason"),
+		Skipped:   cv("dpsurv_aggregator_records_skipped_total", "Records not counted, by aggregate and reason (no_observed_at, future_observed_at, max_patients, cumulative_seen; discrete: window_cap, invalid_covariate).", "aggregate", "reason"),
 		Clamped:   cv("dpsurv_aggregator_values_clamped_total", "Times above the public time_max counted in the last bin (discrete: also covariate rows projected onto the unit ball), by aggregate.", "aggregate"),
 		Releases:  cv("dpsurv_releases_total", "Window releases drawn and charged to the ledger, by aggregate.", "aggregate"),
 		Replayed:  cv("dpsurv_releases_replayed_total", "Window releases re-emitted from the ledger without new noise, by aggregate.", "aggregate"),
-		Withheld:  cv("dpsurv_releases_withheld_total", "Window releases withheld, by aggregate and reason (budget_exceeded, horizon_reached, error).", "aggregate", "reason"),
+		Withheld:  cv("dpsurv_releases_withheld_total", "Window releases withheld, by aggregate and reason (budget_exceeded, horizon_reached, cumulative_foreign, error).", "aggregate", "reason"),
 		Published: cv("dpsurv_fit_messages_total", "Fit messages written to the fit topic, by aggregate.", "aggregate"),
 		OpenWindows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_aggregator_open_windows",
 			Help: "Windows open (accepting records), by aggregate."}, []string{"aggregate"}),

@@ -21,6 +21,19 @@ import (
 // release metadata states the bound so a reviewer can check it.
 const MaxPatientsPerWindow = 1 << 20
 
+// MaxPatientsPerHorizon bounds the distinct patients a cumulative
+// aggregate remembers over its horizon (public configuration, stated in
+// every cumulative release's contribution). A new patient beyond it is not
+// counted (reason max_patients).
+const MaxPatientsPerHorizon = 1 << 22
+
+// SkipCumulativeSeen is the skip reason of a record of a patient already
+// counted in an earlier window of a cumulative aggregate's horizon: the
+// binary-tree counter is calibrated for one contribution per patient in the
+// whole stream, so the first window a patient appears in is the one that
+// counts them (with the latest version that arrived while it was open).
+const SkipCumulativeSeen = "cumulative_seen"
+
 // SkipMaxPatients is the skip reason of a new patient beyond
 // MaxPatientsPerWindow.
 const SkipMaxPatients = "max_patients"
@@ -106,6 +119,11 @@ func encodePatients(t patientTable) []byte {
 }
 
 func decodePatients(b []byte) (patientTable, error) {
+	return decodePatientsMax(b, MaxPatientsPerWindow)
+}
+
+// decodePatientsMax decodes a table of at most limit entries.
+func decodePatientsMax(b []byte, limit int) (patientTable, error) {
 	t := patientTable{}
 	for len(b) > 0 {
 		if len(b) < 17 {
@@ -119,8 +137,8 @@ func decodePatients(b []byte) (patientTable, error) {
 		t[fp] = v
 		b = b[16+n:]
 	}
-	if len(t) > MaxPatientsPerWindow {
-		return nil, errors.New("patient table above MaxPatientsPerWindow")
+	if len(t) > limit {
+		return nil, fmt.Errorf("patient table above its bound %d", limit)
 	}
 	return t, nil
 }

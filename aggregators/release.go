@@ -24,9 +24,15 @@ const (
 	// baseline (a clamped estimate: its sensitivity does not depend on n).
 	NeighbouringAddRemoveInCohort = "add/remove-one within a cohort (the record count is protected)"
 	compositionWindow             = "parallel across cohorts and time bins within the window (each record is in one cell of one window); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
-	compositionWindowWeibull      = "parallel across cohorts within the window (one fit per cohort on disjoint records, under replace-one within a cohort); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
+	compositionWindowWeibull      = "parallel across cohorts within the window (one fit per cohort on disjoint records, under add/remove-one within a cohort); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
+	compositionWindowWeibullSAA   = "parallel across cohorts within the window (one fit per cohort on disjoint records, under replace-one within a cohort); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
 	compositionCumulative         = "continual release by binary-tree counter: epsilon is charged once (ledger key <aggregate>/cumulative) for all horizon releases; each window's release is post-processing of stored node noise and charges 0"
 	weibullScaleUnitDescription   = "normalised time (t / time_max)"
+	// PublicCountElsewhere and NeighbouringPresenceNotProtected amend an
+	// add/remove-one release when another aggregate of the service
+	// releases exact window counts (ledger.allow_public_counts).
+	PublicCountElsewhere             = "n (the window's exact record count, released by another aggregate of this service: ledger.allow_public_counts)"
+	NeighbouringPresenceNotProtected = "; presence is NOT protected: another aggregate of this service releases the exact record count (ledger.allow_public_counts)"
 )
 
 // F is a float64 that encodes NaN and ±Inf as JSON null (R's NA) and
@@ -203,6 +209,10 @@ type windowDoc struct {
 	Aggregate       string       `json:"aggregate"`
 	WindowStartUnix int64        `json:"window_start_unix"`
 	Messages        []docMessage `json:"messages"`
+	// Draw identifies the tree-counter step behind a cumulative release
+	// (a random nonce drawn with its node noise): a replay with another
+	// Draw is a foreign holder's value.
+	Draw string `json:"draw,omitempty"`
 }
 
 type docMessage struct {
@@ -235,7 +245,13 @@ func (a *aggregate) scopes() []string {
 // ContributionPerPatient is every release's statement of what one patient
 // contributes to a window: the unit its neighbouring relation protects.
 var ContributionPerPatient = "one record per patient per window: records are keyed by a keyed pseudonym of the id, and a later version of a patient's record replaces the earlier one in its window (latest version wins); at most " +
-	strconv.Itoa(MaxPatientsPerWindow) + " patients per window, a new patient beyond that is not counted"
+	strconv.Itoa(MaxPatientsPerWindow) + " patients per window, a new patient beyond that is not counted; if that bound binds, admitting one patient can exclude another (two cells change: the loss is 2 epsilon)"
+
+// ContributionCumulative is a cumulative km release's statement: one
+// contribution per patient for the whole horizon, as the tree counter's
+// sensitivity 1 assumes.
+var ContributionCumulative = "one record per patient for the whole horizon: records are keyed by a keyed pseudonym of the id; a patient is counted only in the first window a version of theirs arrives in (a later version replaces the earlier one while that window is open; versions arriving in later windows are not counted); at most " +
+	strconv.Itoa(MaxPatientsPerHorizon) + " patients per horizon and " + strconv.Itoa(MaxPatientsPerWindow) + " per window, a new patient beyond either is not counted; if a bound binds, admitting one patient can exclude another (the loss is 2 epsilon)"
 
 // header fills the metadata common to every cohort of window s.
 func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, charged float64) FitMessage {
@@ -277,7 +293,13 @@ func (a *aggregate) buildWindow(c *closing, src dp.Source, remaining map[string]
 	if err != nil {
 		return nil, err
 	}
-	doc := windowDoc{Aggregate: a.cfg.Name, WindowStartUnix: time.Unix(0, c.start).Unix()}
+	if a.cfg.CountsPublicElsewhere {
+		for i := range msgs {
+			msgs[i].Public = append(msgs[i].Public, PublicCountElsewhere)
+			msgs[i].Neighbouring += NeighbouringPresenceNotProtected
+		}
+	}
+	doc := windowDoc{Aggregate: a.cfg.Name, WindowStartUnix: time.Unix(0, c.start).Unix(), Draw: c.draw}
 	for _, m := range msgs {
 		v, err := json.Marshal(m)
 		if err != nil {
@@ -311,6 +333,7 @@ func (a *aggregate) cumulativeMessages(c *closing, remaining map[string]float64)
 	msgs := a.fromKM(c, res, remaining, 0, compositionCumulative)
 	for i := range msgs {
 		msgs[i].ReleaseIndex, msgs[i].Horizon = c.step, a.cfg.Horizon
+		msgs[i].Contribution = ContributionCumulative
 	}
 	return msgs, nil
 }
@@ -373,7 +396,7 @@ func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[str
 		m := a.header(c.start, k, remaining, a.cfg.Epsilon)
 		m.Method, m.Guarantee = fit.Method, fit.Guarantee
 		m.Mechanism = weibullMechanism(fit.Method)
-		m.Neighbouring, m.Composition = weibullNeighbouring(fit.Method), compositionWindowWeibull
+		m.Neighbouring, m.Composition = weibullNeighbouring(fit.Method), weibullComposition(fit.Method)
 		m.Public = weibullPublic(fit.Method)
 		m.N = F(math.NaN())
 		if fit.Method == dpfit.WeibullMethodLSP {
@@ -406,6 +429,15 @@ func weibullNeighbouring(method string) string {
 		return NeighbouringReplaceInCohort
 	}
 	return NeighbouringAddRemoveInCohort
+}
+
+// weibullComposition is the composition text of a weibull release: it
+// names the same relation as weibullNeighbouring.
+func weibullComposition(method string) string {
+	if method == dpfit.WeibullMethodSAA {
+		return compositionWindowWeibullSAA
+	}
+	return compositionWindowWeibull
 }
 
 // weibullPublic is the "public" list of a weibull release.

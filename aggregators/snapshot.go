@@ -32,6 +32,14 @@ type aggSnapshot struct {
 	Open         []histSnap    `json:"open"`
 	Closing      []closingSnap `json:"closing"`
 	Tree         []byte        `json:"tree,omitempty"`
+	// Horizon is a cumulative aggregate's horizon-wide patient table
+	// (encodePatients; values are window starts).
+	Horizon []byte `json:"horizon_patients,omitempty"`
+	// HorizonTracked marks a checkpoint written with the horizon table
+	// (an empty table is omitted).
+	HorizonTracked bool `json:"horizon_tracked,omitempty"`
+	// Foreign: see aggregate.foreign.
+	Foreign bool `json:"foreign_cumulative,omitempty"`
 }
 
 type histSnap struct {
@@ -47,6 +55,7 @@ type closingSnap struct {
 	Start   int64  `json:"start_ns"`
 	Cells   []byte `json:"cells,omitempty"`
 	Step    int    `json:"step,omitempty"`
+	Draw    string `json:"draw,omitempty"`
 	Records []byte `json:"records,omitempty"`
 }
 
@@ -117,7 +126,7 @@ func (a *aggregate) snapshot() (*aggSnapshot, error) {
 		s.Open = append(s.Open, histSnap{Start: st, Cells: encodeHist(a.open[st]), Patients: pt})
 	}
 	for _, c := range a.closing {
-		cs := closingSnap{Start: c.start, Step: c.step}
+		cs := closingSnap{Start: c.start, Step: c.step, Draw: c.draw}
 		if c.hist != nil {
 			cs.Cells = encodeHist(c.hist)
 		}
@@ -132,6 +141,7 @@ func (a *aggregate) snapshot() (*aggSnapshot, error) {
 			return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
 		}
 		s.Tree = b
+		s.Horizon, s.HorizonTracked, s.Foreign = encodePatients(a.horizon), true, a.foreign
 	}
 	return s, nil
 }
@@ -165,7 +175,7 @@ func (a *aggregate) restore(s *aggSnapshot) error {
 		a.open[o.Start] = h
 	}
 	for _, c := range s.Closing {
-		cl := &closing{start: c.Start, step: c.Step}
+		cl := &closing{start: c.Start, step: c.Step, draw: c.Draw}
 		if a.recs != nil {
 			w, err := a.decodeRecords(c.Records)
 			if err != nil {
@@ -186,6 +196,25 @@ func (a *aggregate) restore(s *aggSnapshot) error {
 		}
 		if err := a.tree.UnmarshalBinary(s.Tree); err != nil {
 			return fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
+		}
+		if a.tree.Releases() > 0 && !s.HorizonTracked {
+			// a checkpoint from before horizon-wide patient counting: the
+			// patients of the released windows are unknown, and counting
+			// them again would exceed the counter's sensitivity.
+			return fmt.Errorf("aggregate %q: saved state lacks the horizon patient table (written by an older version): "+
+				"give the cumulative aggregate a new name", a.cfg.Name)
+		}
+		hp, err := decodePatientsMax(s.Horizon, MaxPatientsPerHorizon)
+		if err != nil {
+			return fmt.Errorf("aggregate %q: horizon patients: %w", a.cfg.Name, err)
+		}
+		a.horizon, a.foreign = hp, s.Foreign
+		for st, tbl := range a.patients { // open windows count their patients
+			for fp := range tbl {
+				if _, ok := a.horizon[fp]; !ok {
+					a.horizon[fp] = uint64(st)
+				}
+			}
 		}
 	}
 	return nil

@@ -261,7 +261,7 @@ func hierarchicalKM(h *Histogram, src dp.Source, opts KMOptions, cfg hierConfig)
 		L := ht.tree.levels()
 		eps := make([]string, L)
 		for l, sc := range ht.scales {
-			eps[l] = fmt.Sprintf("%.4g", 2/sc)
+			eps[l] = fmt.Sprintf("%.6g", KMCellSensitivity/sc) // epsilon_l = sensitivity/scale
 		}
 		res.Mechanism = fmt.Sprintf("per cohort, a %d-ary tree of %d levels over the bins for events and one for censorings; "+
 			"two-sided geometric noise of scale 1/epsilon_l on every node of level l, epsilon_l = %v from the bins up "+

@@ -3,6 +3,9 @@ package dpfit
 import (
 	"fmt"
 	"math"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/dp"
@@ -779,4 +782,39 @@ func TestHierarchicalKMBeatsHistogramOnFlchain(t *testing.T) {
 			t.Errorf("hierarchical coverage %.3f not above the histogram's %.3f", tree.meanCover(), flat.meanCover())
 		}
 	})
+}
+
+// TestHierarchicalKMMechanismStatesEpsilon parses the per-level epsilons the
+// published mechanism string states and checks they sum to the release's
+// epsilon (review finding 5: the string stated 2/scale per level, which sums
+// to 2 epsilon).
+func TestHierarchicalKMMechanismStatesEpsilon(t *testing.T) {
+	for _, tc := range []struct {
+		eps  float64
+		bins float64
+	}{{1, 100}, {0.3, 1000}, {2.5, 50}} {
+		h, err := NewHistogram(1, tc.bins, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := HierarchicalKM(h, dp.NewSeededSource(3), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: tc.eps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`epsilon_l = \[([^\]]*)\]`).FindStringSubmatch(res.Mechanism)
+		if m == nil {
+			t.Fatalf("eps %v: no per-level epsilons in %q", tc.eps, res.Mechanism)
+		}
+		sum := 0.0
+		for _, f := range strings.Fields(m[1]) {
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				t.Fatalf("eps %v: parse %q: %v", tc.eps, f, err)
+			}
+			sum += v
+		}
+		if math.Abs(sum-tc.eps) > 1e-4*tc.eps {
+			t.Errorf("eps %v: stated per-level epsilons %v sum to %v", tc.eps, m[1], sum)
+		}
+	}
 }

@@ -14,7 +14,10 @@ import (
 // or censoring) cell's per-window increments go through one TreeCounter, so
 // all Horizon releases together are Epsilon-DP (add/remove-one of a record
 // anywhere in the stream, sensitivity 1, node noise scale Levels x 1 /
-// Epsilon). Release t's cells carry noise of
+// Epsilon). The unit protected is whatever contributes at most one record
+// to the whole stream: a caller protecting patients must count each patient
+// in one window only (the aggregators keep a horizon-wide patient table); a
+// patient counted in k windows moves k leaves and costs k x Epsilon. Release t's cells carry noise of
 // variance popcount(t) x Var(node noise); the curve is then drawn by the
 // same signed post-processing as NoisyHistogramKM.
 //

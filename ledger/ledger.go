@@ -59,7 +59,16 @@ type Entry struct {
 	Scopes  []string        `json:"scopes"`
 	Epsilon float64         `json:"epsilon"`
 	Release json.RawMessage `json:"release"`
+	// SupersededEpsilon, when above Epsilon, is what the entry is charged
+	// if it is NOT the first value of its key: a cumulative window costs 0
+	// as post-processing of a tree counter already charged, but a second
+	// holder's value of it exposes node noise drawn independently of the
+	// first value's, so it is charged at the horizon's epsilon.
+	SupersededEpsilon float64 `json:"superseded_epsilon,omitempty"`
 }
+
+// supersededCharge is what a second, different value of a key costs.
+func (e Entry) supersededCharge() float64 { return math.Max(e.Epsilon, e.SupersededEpsilon) }
 
 func (e Entry) validate() error {
 	switch {
@@ -67,6 +76,8 @@ func (e Entry) validate() error {
 		return errors.New("empty key")
 	case !(e.Epsilon >= 0) || math.IsInf(e.Epsilon, 0):
 		return fmt.Errorf("epsilon must be finite and >= 0, got %v", e.Epsilon)
+	case !(e.SupersededEpsilon >= 0) || math.IsInf(e.SupersededEpsilon, 0):
+		return fmt.Errorf("superseded epsilon must be finite and >= 0, got %v", e.SupersededEpsilon)
 	case len(e.Scopes) == 0:
 		return errors.New("no scope")
 	}
@@ -262,14 +273,16 @@ func (l *Ledger) ingest(e Entry) int {
 		return ingestRepeat
 	}
 	vals[h] = true
-	l.charge(e)
+	l.chargeEps(e.Scopes, e.supersededCharge())
 	l.superseded.Inc()
 	return ingestSuperseded
 }
 
-func (l *Ledger) charge(e Entry) {
-	for _, s := range uniq(e.Scopes) {
-		l.spent[s] += e.Epsilon
+func (l *Ledger) charge(e Entry) { l.chargeEps(e.Scopes, e.Epsilon) }
+
+func (l *Ledger) chargeEps(scopes []string, eps float64) {
+	for _, s := range uniq(scopes) {
+		l.spent[s] += eps
 	}
 }
 
@@ -296,7 +309,18 @@ func uniq(s []string) []string {
 // JSON; it is called with the ledger locked.
 func (l *Ledger) Release(ctx context.Context, key string, scopes []string, epsilon float64,
 	build func(remaining map[string]float64) ([]byte, error)) (release []byte, replay bool, err error) {
-	e := Entry{Key: key, Scopes: uniq(scopes), Epsilon: epsilon}
+	return l.ReleaseSuperseding(ctx, key, scopes, epsilon, 0, build)
+}
+
+// ReleaseSuperseding is Release for an entry that costs epsilon as the
+// key's release but supersededEpsilon (when larger) if a fault makes it a
+// second, unpublished value of the key (Entry.SupersededEpsilon). The
+// budget check is against epsilon: a superseded charge lands after the
+// fact and can take a scope past its budget (by at most supersededEpsilon
+// per lease fault).
+func (l *Ledger) ReleaseSuperseding(ctx context.Context, key string, scopes []string, epsilon, supersededEpsilon float64,
+	build func(remaining map[string]float64) ([]byte, error)) (release []byte, replay bool, err error) {
+	e := Entry{Key: key, Scopes: uniq(scopes), Epsilon: epsilon, SupersededEpsilon: supersededEpsilon}
 	if err := e.validate(); err != nil {
 		return nil, false, fmt.Errorf("ledger release %q: %w", key, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/ledger"
 )
 
@@ -57,6 +58,7 @@ func (c Config) CheckpointInterval() time.Duration {
 // schema bounds) into aggregators.Config values.
 func (c Config) AggregatorConfigs() ([]aggregators.Config, error) {
 	out := make([]aggregators.Config, 0, len(c.Aggregators))
+	publicCounts := false // some aggregate releases exact counts (ledger.allow_public_counts)
 	for i, a := range c.Aggregators {
 		p, err := aggregators.ParseParams(a.Kind, a.Params)
 		if err != nil {
@@ -68,8 +70,21 @@ func (c Config) AggregatorConfigs() ([]aggregators.Config, error) {
 			Epsilon: a.Epsilon, Cohorts: c.Schema.Cohorts, TimeMax: c.Schema.TimeMax,
 			TimeUnit: c.Schema.TimeUnit, Covariates: c.Schema.Covariates, Params: p,
 		})
+		publicCounts = publicCounts || releasesExactCount(a.Kind, p)
+	}
+	if publicCounts {
+		for i := range out {
+			out[i].CountsPublicElsewhere = !releasesExactCount(out[i].Kind, out[i].Params)
+		}
 	}
 	return out, nil
+}
+
+// releasesExactCount reports whether an aggregate treats its window's
+// record count as public and releases it exactly (n public, replace-one):
+// kind discrete, and weibull with method saa.
+func releasesExactCount(kind string, p aggregators.Params) bool {
+	return kind == aggregators.KindDiscrete || (kind == aggregators.KindWeibull && p.Method == dpfit.WeibullMethodSAA)
 }
 
 // validateAggregation checks the aggregators, the ledger and the fit
@@ -78,6 +93,7 @@ func (c Config) validateAggregation() []error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	names := map[string]bool{}
+	exact, protected := -1, -1 // first aggregate releasing exact counts, first add/remove-one one
 	for i, a := range c.Aggregators {
 		path := fmt.Sprintf("aggregators[%d]", i)
 		if a.Name != "" && names[a.Name] {
@@ -94,6 +110,16 @@ func (c Config) validateAggregation() []error {
 			Time: a.Window.Time, Cumulative: a.Window.Cumulative, Horizon: a.Window.Horizon, Epsilon: a.Epsilon,
 			Cohorts: c.Schema.Cohorts, TimeMax: c.Schema.TimeMax, TimeUnit: c.Schema.TimeUnit,
 			Covariates: c.Schema.Covariates, Params: p}
+		if err == nil {
+			switch {
+			case releasesExactCount(a.Kind, p):
+				if exact < 0 {
+					exact = i
+				}
+			case protected < 0:
+				protected = i
+			}
+		}
 		for _, e := range ac.Check() {
 			msg := e.Error()
 			if strings.HasPrefix(msg, "cohorts:") || strings.HasPrefix(msg, "time_max:") {
@@ -101,6 +127,17 @@ func (c Config) validateAggregation() []error {
 			}
 			add("%s.%s", path, msg)
 		}
+	}
+	if exact >= 0 && protected >= 0 && !c.Ledger.AllowPublicCounts {
+		field := "kind"
+		if c.Aggregators[exact].Kind == aggregators.KindWeibull {
+			field = "params.method"
+		}
+		add("aggregators[%d].%s: %q releases its window's exact record count (n public, replace-one) while aggregators[%d] (%q) "+
+			"claims add/remove-one on the same input (presence and count protected): the exact count undoes that protection; "+
+			"run them on separate inputs, or set ledger.allow_public_counts: true to accept it (the add/remove-one releases then "+
+			"list the count as public and state that presence is not protected)",
+			exact, field, c.Aggregators[exact].Name, protected, c.Aggregators[protected].Name)
 	}
 	if len(c.Aggregators) == 0 {
 		return errs

@@ -137,7 +137,7 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	}{
 		{"dt kind", out.Kind, "discrete"},
 		{"dt method", out.Method, "output"},
-		{"dt guarantee", out.Guarantee, "pure-dp"},
+		{"dt guarantee", out.Guarantee, regression.GuaranteePureDPCertified},
 		{"dt neighbouring", out.Neighbouring, aggregators.NeighbouringDiscrete},
 		{"dt window", out.WindowStart + " " + out.WindowEnd, w0.Format(time.RFC3339) + " " + w0.Add(time.Hour).Format(time.RFC3339)},
 		{"dt epsilon", out.Epsilon, 1e6},

@@ -135,6 +135,14 @@ type LedgerConfig struct {
 	// a silent holder (killed, partitioned) before another replica takes
 	// the lease (default 10s; Kafka-ledger mode only).
 	LeaseSessionTimeout time.Duration `yaml:"lease_session_timeout"`
+	// AllowPublicCounts accepts aggregates that release a window's exact
+	// record count (kind discrete, weibull method saa: n public,
+	// replace-one) beside add/remove-one aggregates (km, weibull lsp and
+	// laplace) on the same input. Without it such a mix is refused: the
+	// exact count undoes the presence protection the add/remove-one
+	// releases claim. With it, those releases list the count as public and
+	// say that presence is not protected.
+	AllowPublicCounts bool `yaml:"allow_public_counts"`
 }
 
 // HTTPConfig configures the metrics and health endpoints.

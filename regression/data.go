@@ -68,7 +68,15 @@ func (d Data) validate() error {
 // Guarantee labels (mechanisms.md section 0).
 const (
 	GuaranteePureDP = "pure-dp"
-	GuaranteeMCMC   = "approximate (mcmc)"
+	// GuaranteePureDPCertified is Ext-Out-Pert's label. Its sensitivity
+	// holds for the certified minimiser; whether the fit reaches the
+	// certificate (else the release is the fallback, fallback: true) is
+	// decided on the data, so the guarantee is conditional on that event:
+	// for neighbours of which one certifies and the other does not, the
+	// published fallback flag differs with certainty. Not expected for the
+	// strongly convex objective on valid data, but not proved away.
+	GuaranteePureDPCertified = "pure-dp conditional on certification (whether the fit is certified or released as the fallback is a data-dependent event outside the guarantee)"
+	GuaranteeMCMC            = "approximate (mcmc)"
 	// GuaranteeObjective is Ext-Obj-Pert's label. Objective perturbation
 	// is pure DP for continuous noise b and the exact minimiser; its proof
 	// maps b one-to-one onto the output, and for lattice noise (which is

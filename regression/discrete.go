@@ -369,7 +369,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		if ok {
 			f = r.f // (its iteration count is a function of the data: not published)
 		}
-		res.Guarantee = GuaranteePureDP
+		res.Guarantee = GuaranteePureDPCertified
 		res.Lambda = opts.Lambda
 		res.Noise = &outNoise
 		res.NoiseScale = outNoise.Scale

@@ -252,7 +252,7 @@ func TestDiscreteResultJSON(t *testing.T) {
 		if hasLL != (m == MethodMLE) {
 			t.Errorf("%s: loglik present = %v", m, hasLL)
 		}
-		want := map[Method]string{MethodMLE: GuaranteeNone, MethodOutput: GuaranteePureDP,
+		want := map[Method]string{MethodMLE: GuaranteeNone, MethodOutput: GuaranteePureDPCertified,
 			MethodObjective: GuaranteeObjective, MethodPSGLD: GuaranteeMCMC}[m]
 		if back["guarantee"] != want {
 			t.Errorf("%s: guarantee %v, want %q", m, back["guarantee"], want)

@@ -8,7 +8,8 @@
 //   - MethodMLE: maximum likelihood by Newton–Raphson with the exact Hessian
 //     (links logit, cloglog, probit); equals R glm(binomial(link)) on the
 //     person-period expansion (testdata/, scripts/golden_regression.R).
-//   - MethodOutput: Ext-Out-Pert (Algorithm 1), guarantee "pure-dp".
+//   - MethodOutput: Ext-Out-Pert (Algorithm 1), guarantee "pure-dp
+//     conditional on certification" (GuaranteePureDPCertified).
 //   - MethodObjective: Ext-Obj-Pert (Algorithm 2), GuaranteeObjective
 //     ("approximate (objective perturbation: ...)"; see below).
 //   - MethodPSGLD: Sanitized-EXP sampled by pSGLD (Algorithms 3–4),

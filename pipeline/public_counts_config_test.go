@@ -1,0 +1,63 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+)
+
+// Review finding 2: an aggregate that releases a window's exact record
+// count (discrete; weibull saa) beside add/remove-one aggregates on the same
+// input undoes their presence protection. Such a mix is refused with a
+// field-path error unless ledger.allow_public_counts is set; then the
+// add/remove-one aggregates are marked to state it in their releases.
+func TestPublicCountsBesideAddRemoveRefused(t *testing.T) {
+	discrete := "\n  - name: discrete-daily\n    kind: discrete\n    epsilon: 1\n    window: {size: 24h}\n" +
+		"    params: {covariates: [age], centre: [60], scale: [15]}\nledger:"
+	cases := []struct {
+		name, from, to, want string
+	}{
+		{"discrete beside km", "\nledger:", discrete, "aggregators[3].kind: \"discrete-daily\" releases its window's exact record count"},
+		{"saa beside km", "params: {method: lsp, rungs: 200}", "params: {method: saa}", "aggregators[2].params.method: \"weibull-daily\" releases its window's exact record count"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			y := strings.Replace(aggYAML, tc.from, tc.to, 1)
+			if y == aggYAML {
+				t.Fatal("test case did not change the YAML")
+			}
+			_, err := ParseConfig([]byte(y))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "ledger.allow_public_counts") {
+				t.Fatalf("want a refusal containing %q, got %v", tc.want, err)
+			}
+			// Acknowledged: accepted, and only the add/remove-one
+			// aggregates are marked.
+			cfg, err := ParseConfig([]byte(strings.Replace(y, "  checkpoint_interval: 10s", "  checkpoint_interval: 10s\n  allow_public_counts: true", 1)))
+			if err != nil {
+				t.Fatalf("with allow_public_counts: %v", err)
+			}
+			acs, err := cfg.AggregatorConfigs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ac := range acs {
+				if want := !releasesExactCount(ac.Kind, ac.Params); ac.CountsPublicElsewhere != want {
+					t.Errorf("%s: CountsPublicElsewhere %v, want %v", ac.Name, ac.CountsPublicElsewhere, want)
+				}
+			}
+		})
+	}
+	// Without an exact-count aggregate nothing is marked.
+	cfg, err := ParseConfig([]byte(aggYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acs, err := cfg.AggregatorConfigs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ac := range acs {
+		if ac.CountsPublicElsewhere {
+			t.Errorf("%s marked without an exact-count aggregate", ac.Name)
+		}
+	}
+}
