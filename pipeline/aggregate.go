@@ -18,6 +18,7 @@ import (
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
@@ -77,7 +78,7 @@ func (r *AggregatorRunner) Run(ctx context.Context) error {
 				if rctx.Err() != nil {
 					return
 				}
-				if errors.Is(err, ErrStop) || errors.Is(err, kafkaconn.ErrAuth) || errors.Is(err, kafkaconn.ErrTLS) {
+				if endsRun(err) {
 					readErr <- err
 					return
 				}
@@ -240,12 +241,12 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 		a.closers = append(a.closers, st.Close)
 		backend, state = f, st
 	} else {
-		k, err := ledger.OpenKafka(ctx, cfg.Kafka, cfg.Ledger.Topic, s.Log)
+		k, err := kafkaledger.Open(ctx, cfg.Kafka, cfg.Ledger.Topic, s.Log)
 		if err != nil {
 			return nil, fmt.Errorf("ledger.topic: %w", err)
 		}
 		a.closers = append(a.closers, k.Close)
-		st, err := ledger.OpenKafkaState(ctx, cfg.Kafka, cfg.LedgerStateTopic(), s.Log)
+		st, err := kafkaledger.OpenState(ctx, cfg.Kafka, cfg.LedgerStateTopic(), s.Log)
 		if err != nil {
 			return nil, fmt.Errorf("ledger.topic: %w", err)
 		}

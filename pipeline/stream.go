@@ -16,10 +16,9 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
-	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
@@ -27,10 +26,7 @@ import (
 )
 
 // Source is what the stream reads from (sources.Kafka in the service).
-type Source interface {
-	ReadBatch(ctx context.Context) (sources.Batch, error)
-	Close() error
-}
+type Source = message.Source
 
 // Result is what processing one input message produced.
 type Result struct {
@@ -68,9 +64,10 @@ type Observer interface {
 	Observe(ctx context.Context, msg sources.Message, good arrow.Record) error
 }
 
-// ErrStop, wrapped in a source's read error, ends the stream; any other
-// read error (other than a rejected credential or TLS handshake) is treated
-// as transient and retried with backoff while the stream reports not ready.
+// ErrStop, wrapped in a source's read error, ends the stream, as
+// message.ErrEndOfInput and message.ErrFatal do; any other read error is
+// treated as transient and retried with backoff while the stream reports
+// not ready.
 var ErrStop = errors.New("stop the stream")
 
 // HeaderSource is the header naming the input position a sanitized or
@@ -173,7 +170,7 @@ func (p *SanitizeProcessor) Process(msg sources.Message) (res Result, err error)
 	}
 	defer out.Release()
 	// Never the input key, never an input header (SanitizedKey).
-	key, hdr := SanitizedKey(msg.Partition), []kafka.Header{sourceHeader(msg)}
+	key, hdr := SanitizedKey(msg.Partition), []message.Header{sourceHeader(msg)}
 	if p.CopyInputKey {
 		key = outKey(msg)
 	}
@@ -238,7 +235,7 @@ func outKey(msg sources.Message) []byte {
 	return msg.Key
 }
 
-func headerBytes(h []kafka.Header) int {
+func headerBytes(h []message.Header) int {
 	n := 0
 	for _, x := range h {
 		n += len(x.Key) + len(x.Value) + 8
@@ -303,7 +300,7 @@ type PassthroughProcessor struct {
 
 // Process implements Processor.
 func (p PassthroughProcessor) Process(msg sources.Message) (Result, error) {
-	h := []kafka.Header{sourceHeader(msg)}
+	h := []message.Header{sourceHeader(msg)}
 	if p.Raw {
 		return Result{Out: []sinks.Message{{Key: msg.Key, Value: msg.Value, Headers: h}}}, nil
 	}
@@ -328,8 +325,8 @@ func (p PassthroughProcessor) Process(msg sources.Message) (Result, error) {
 	return res, nil
 }
 
-func sourceHeader(msg sources.Message) kafka.Header {
-	return kafka.Header{Key: HeaderSource, Value: []byte(msg.Topic + "/" + strconv.Itoa(msg.Partition) + "/" + strconv.FormatInt(msg.Offset, 10))}
+func sourceHeader(msg sources.Message) message.Header {
+	return message.Header{Key: HeaderSource, Value: []byte(msg.Topic + "/" + strconv.Itoa(msg.Partition) + "/" + strconv.FormatInt(msg.Offset, 10))}
 }
 
 // deadLetterValue is the dead-letter message: the dead letter's JSON plus
@@ -361,7 +358,7 @@ const (
 // and the detail truncated, and at last only the reason, detail and
 // source kept.
 func deadLetterMessage(d schemas.DeadLetter, msg sources.Message, max int) sinks.Message {
-	hdr := []kafka.Header{sourceHeader(msg)}
+	hdr := []message.Header{sourceHeader(msg)}
 	key := outKey(msg)
 	budget := max - messageOverhead - len(key) - headerBytes(hdr)
 	v, err := deadLetterValue(d, msg)
@@ -498,7 +495,7 @@ func (s *Stream) Run(ctx context.Context) error {
 				if rctx.Err() != nil {
 					return
 				}
-				if errors.Is(err, ErrStop) || errors.Is(err, kafkaconn.ErrAuth) || errors.Is(err, kafkaconn.ErrTLS) {
+				if endsRun(err) {
 					errCh <- fmt.Errorf("read batch: %w", err)
 					return
 				}
@@ -620,6 +617,12 @@ func (s *Stream) Run(ctx context.Context) error {
 		}
 	}
 	return runErr
+}
+
+// endsRun reports whether a read error ends the run (rather than being
+// retried).
+func endsRun(err error) bool {
+	return errors.Is(err, ErrStop) || errors.Is(err, message.ErrEndOfInput) || errors.Is(err, message.ErrFatal)
 }
 
 // process runs the processor on one message; a panic is an error.
@@ -789,7 +792,7 @@ func (s *Stream) write(ctx context.Context, sink sinks.Sink, msgs []pending) (ok
 	if err == nil {
 		return msgs, nil, nil, nil
 	}
-	if !sinks.IsTooLarge(err) {
+	if !errors.Is(err, message.ErrTooLarge) {
 		return nil, nil, msgs, err
 	}
 	var errs []error
@@ -798,7 +801,7 @@ func (s *Stream) write(ctx context.Context, sink sinks.Sink, msgs []pending) (ok
 		switch {
 		case e == nil:
 			ok = append(ok, m)
-		case sinks.IsTooLarge(e):
+		case errors.Is(e, message.ErrTooLarge):
 			s.Log.Warn("sink rejected a message as too large; dead-lettering a reference", zap.Int("bytes", len(m.msg.Key)+len(m.msg.Value)))
 			tooLarge = append(tooLarge, m)
 		default:

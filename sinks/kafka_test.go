@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
 )
@@ -81,7 +82,7 @@ func TestKafkaWriteDurableAndKeyed(t *testing.T) {
 			msgs[i] = sinks.Message{
 				Key:     []byte(fmt.Sprintf("key-%d", id%keys)),
 				Value:   []byte(fmt.Sprintf("value-%d", id)),
-				Headers: []kafka.Header{{Key: "h", Value: []byte(fmt.Sprint(id))}},
+				Headers: []message.Header{{Key: "h", Value: []byte(fmt.Sprint(id))}},
 			}
 		}
 		s := s1
