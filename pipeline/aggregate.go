@@ -71,34 +71,23 @@ func (r *AggregatorRunner) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		backoff := 100 * time.Millisecond
-		for {
-			b, err := r.Source.ReadBatch(rctx)
-			if err != nil {
-				if rctx.Err() != nil {
-					return
-				}
-				if endsRun(err) {
-					readErr <- err
-					return
-				}
+		err := readLoop(rctx, r.Source, readHooks{
+			failed: func(err error, wait time.Duration) {
 				// Transient (a broker outage): the checkpoint covers what
 				// was counted; read again after a pause.
-				log.Warn("aggregator read failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+				log.Warn("aggregator read failed; retrying", zap.Error(err), zap.Duration("backoff", wait))
+			},
+			send: func(b sources.Batch) bool {
 				select {
+				case batches <- b:
+					return true
 				case <-rctx.Done():
-					return
-				case <-time.After(backoff):
+					return false
 				}
-				backoff = min(backoff*2, 5*time.Second)
-				continue
-			}
-			backoff = 100 * time.Millisecond
-			select {
-			case batches <- b:
-			case <-rctx.Done():
-				return
-			}
+			},
+		})
+		if err != nil {
+			readErr <- err
 		}
 	}()
 	defer func() { rcancel(); wg.Wait() }()

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -488,45 +489,34 @@ func (s *Stream) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		defer close(readCh)
-		backoff := 100 * time.Millisecond
-		for {
-			b, err := s.Source.ReadBatch(rctx)
-			if err != nil {
-				if rctx.Err() != nil {
-					return
-				}
-				if endsRun(err) {
-					errCh <- fmt.Errorf("read batch: %w", err)
-					return
-				}
+		err := readLoop(rctx, s.Source, readHooks{
+			failed: func(err error, wait time.Duration) {
 				// A broker outage or a coordinator move: stay alive and
 				// not ready, and read again (nothing was acknowledged).
 				s.ready.Store(false)
 				s.Metrics.Ready.Set(0)
 				s.Metrics.ReadErrors.Inc()
-				s.Log.Warn("read failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
-				select {
-				case <-rctx.Done():
-					return
-				case <-time.After(backoff):
-				}
-				backoff = min(backoff*2, 5*time.Second)
-				continue
-			}
-			if backoff > 100*time.Millisecond {
-				backoff = 100 * time.Millisecond
+				s.Log.Warn("read failed; retrying", zap.Error(err), zap.Duration("backoff", wait))
+			},
+			recovered: func() {
 				s.ready.Store(true)
 				s.Metrics.Ready.Set(1)
-			}
-			if s.Lag != nil {
-				s.Metrics.ConsumerLag.Set(float64(s.Lag()))
-			}
-			s.Metrics.MessagesIn.Add(float64(len(b.Messages)))
-			select {
-			case readCh <- b:
-			case <-wctx.Done():
-				return
-			}
+			},
+			send: func(b sources.Batch) bool {
+				if s.Lag != nil {
+					s.Metrics.ConsumerLag.Set(float64(s.Lag()))
+				}
+				s.Metrics.MessagesIn.Add(float64(len(b.Messages)))
+				select {
+				case readCh <- b:
+					return true
+				case <-wctx.Done():
+					return false
+				}
+			},
+		})
+		if err != nil {
+			errCh <- fmt.Errorf("read batch: %w", err)
 		}
 	}()
 
@@ -642,6 +632,16 @@ func (s *Stream) maxBytes() int {
 	return DefaultMaxMessageBytes
 }
 
+// Retry delays of writeAndAck: sink writes are retried until they succeed
+// (or the drain ends), an offset commit ackAttempts more times.
+const (
+	writeBackoffMin = 50 * time.Millisecond
+	writeBackoffMax = 5 * time.Second
+	ackBackoffMin   = 50 * time.Millisecond
+	ackBackoffMax   = 2 * time.Second
+	ackAttempts     = 5
+)
+
 // pending is one message still to be written, with its accounting.
 type pending struct {
 	msg    sinks.Message
@@ -679,7 +679,7 @@ func (s *Stream) writeAndAck(ctx context.Context, p processed) error {
 	// an output becomes a dead letter, a dead letter a reference.
 	records, deadRows := 0, 0
 	deadBy := map[string]int{}
-	backoff := 50 * time.Millisecond
+	bo := retry.New(writeBackoffMin, writeBackoffMax)
 	for len(out) > 0 || len(dead) > 0 {
 		var wg sync.WaitGroup
 		var errOut, errDead error
@@ -733,35 +733,28 @@ func (s *Stream) writeAndAck(ctx context.Context, p processed) error {
 		}
 		s.ready.Store(false)
 		s.Metrics.Ready.Set(0)
-		s.Log.Warn("sink write failed; retrying what failed", zap.Error(err), zap.Duration("backoff", backoff))
-		select {
-		case <-ctx.Done():
+		s.Log.Warn("sink write failed; retrying what failed", zap.Error(err), zap.Duration("backoff", bo.Current()))
+		if !bo.Wait(ctx) {
 			return fmt.Errorf("write batch: %w", err)
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 	// A failed commit is not fatal: the outputs are durable, and commits
 	// are cumulative per partition, so the next successful commit covers
 	// this batch; if the process dies first, the batch is redelivered and
 	// re-sanitized to identical bytes. Retry briefly (a broker restart or a
 	// coordinator move), then go on.
-	backoff = 50 * time.Millisecond
+	bo = retry.New(ackBackoffMin, ackBackoffMax)
 	for attempt := 0; ; attempt++ {
 		err := p.batch.Ack(ctx)
 		if err == nil {
 			break
 		}
 		s.Metrics.CommitErrors.Inc()
-		if ctx.Err() != nil || attempt >= 5 {
+		if ctx.Err() != nil || attempt >= ackAttempts {
 			s.Log.Warn("offset commit failed; continuing (the next commit covers it, a redelivery is identical)", zap.Error(err))
 			break
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 2*time.Second)
+		bo.Wait(ctx)
 	}
 	s.ready.Store(true)
 	s.Metrics.Ready.Set(1)
