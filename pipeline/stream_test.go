@@ -475,3 +475,75 @@ func TestStreamBackpressure(t *testing.T) {
 		}
 	}
 }
+
+// errSource fails its first reads with errs (in order), then behaves as
+// memSource.
+type errSource struct {
+	*memSource
+	mu   sync.Mutex
+	errs []error
+}
+
+func (s *errSource) ReadBatch(ctx context.Context) (message.Batch, error) {
+	s.mu.Lock()
+	if len(s.errs) > 0 {
+		err := s.errs[0]
+		s.errs = s.errs[1:]
+		s.mu.Unlock()
+		return message.Batch{}, err
+	}
+	s.mu.Unlock()
+	return s.memSource.ReadBatch(ctx)
+}
+
+// Read errors: a transient one (message.ErrNotConnected, or any unmarked
+// error) is retried while the stream reports not ready, and nothing is
+// lost; message.ErrFatal, message.ErrEndOfInput and pipeline.ErrStop end
+// the run with an error wrapping them.
+func TestStreamReadErrors(t *testing.T) {
+	t.Run("transient", func(t *testing.T) {
+		src := &errSource{memSource: newMemSource(batchesOf(2, 2)), errs: []error{
+			message.Mark(errors.New("broker down"), message.ErrNotConnected),
+			errors.New("coordinator moved"),
+		}}
+		out := &memSink{}
+		st := &pipeline.Stream{Source: src, Processor: memProcessor{}, Out: out, DeadLetter: &memSink{},
+			Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
+		stop := runStream(t, st)
+		waitFor(t, "both batches acknowledged", func() bool { return len(src.acked()) == 2 })
+		if !st.Ready() {
+			t.Error("not ready after the source recovered")
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if got := memCounter(t, st.Metrics.ReadErrors); got != 2 {
+			t.Errorf("read errors %v, want 2", got)
+		}
+		if got := out.values(); len(got) != 4 {
+			t.Errorf("outputs %v, want 4", got)
+		}
+	})
+	for _, sentinel := range []error{message.ErrFatal, message.ErrEndOfInput, pipeline.ErrStop} {
+		t.Run(sentinel.Error(), func(t *testing.T) {
+			src := &errSource{memSource: newMemSource(nil), errs: []error{
+				message.Mark(errors.New("source says stop"), sentinel),
+			}}
+			st := &pipeline.Stream{Source: src, Processor: memProcessor{}, Out: &memSink{}, DeadLetter: &memSink{},
+				Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
+			errc := make(chan error, 1)
+			go func() { errc <- st.Run(context.Background()) }()
+			select {
+			case err := <-errc:
+				if !errors.Is(err, sentinel) {
+					t.Errorf("Run = %v, want an error wrapping %v", err, sentinel)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the run did not end (the error was retried)")
+			}
+			if got := memCounter(t, st.Metrics.ReadErrors); got != 0 {
+				t.Errorf("read errors %v, want 0 (not retried)", got)
+			}
+		})
+	}
+}

@@ -173,8 +173,8 @@ func TestKafkaWriteErrors(t *testing.T) {
 		if err == nil {
 			t.Fatal("2 MiB message accepted")
 		}
-		if !errors.Is(err, kafka.MessageSizeTooLarge) || strings.Contains(err.Error(), "SSSS") {
-			t.Errorf("error = %.200v, want MessageSizeTooLarge without content", err)
+		if !errors.Is(err, kafka.MessageSizeTooLarge) || !errors.Is(err, message.ErrTooLarge) || strings.Contains(err.Error(), "SSSS") {
+			t.Errorf("error = %.200v, want MessageSizeTooLarge (marked message.ErrTooLarge) without content", err)
 		}
 	})
 	t.Run("broker limit", func(t *testing.T) {
@@ -184,7 +184,9 @@ func TestKafkaWriteErrors(t *testing.T) {
 		if err == nil {
 			t.Fatal("1.1 MB message accepted by a broker with a 1 MB limit")
 		}
-		t.Logf("error: %v", err)
+		if !errors.Is(err, message.ErrTooLarge) {
+			t.Errorf("error = %.200v, want it marked message.ErrTooLarge (the stream dead-letters instead of retrying)", err)
+		}
 	})
 	t.Run("after close", func(t *testing.T) {
 		s := newSink(t, sinks.KafkaConfig{Conn: conn, Topic: "out"})
