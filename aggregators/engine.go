@@ -17,12 +17,18 @@ import (
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/ledger"
-	"github.com/dpsurv/dpsurv/sinks"
+	"github.com/dpsurv/dpsurv/message"
 )
 
 // maxReleaseAttempts bounds the failed attempts (other than a budget
 // refusal) at releasing one window in one process before it is withheld.
 const maxReleaseAttempts = 5
+
+// Publisher is where the engine publishes releases (a sinks.Kafka in the
+// service): Write returns nil only once every message is durable.
+type Publisher interface {
+	Write(ctx context.Context, msgs []message.Message) error
+}
 
 // EngineConfig wires an Engine.
 type EngineConfig struct {
@@ -35,8 +41,8 @@ type EngineConfig struct {
 	// Fits receives one JSON message per release (key
 	// aggregate/window_start_unix/cohort); CurveFits, when set, the Arrow
 	// curve table of each km release under the same key.
-	Fits      sinks.Sink
-	CurveFits sinks.Sink
+	Fits      Publisher
+	CurveFits Publisher
 	Clock     Clock
 	// Noise is the randomness of the releases: dp.NewSecureSource in the
 	// service, a seeded source in tests.
@@ -529,13 +535,13 @@ func (e *Engine) publish(ctx context.Context) {
 
 // messages turns a stored window release into fit-topic messages (and
 // Arrow curve messages): a pure function of the stored bytes.
-func (e *Engine) messages(stored []byte) (msgs, curves []sinks.Message, err error) {
+func (e *Engine) messages(stored []byte) (msgs, curves []message.Message, err error) {
 	doc, err := decodeDoc(stored)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, m := range doc.Messages {
-		msgs = append(msgs, sinks.Message{Key: []byte(m.Key), Value: m.Value})
+		msgs = append(msgs, message.Message{Key: []byte(m.Key), Value: m.Value})
 		if e.cfg.CurveFits == nil {
 			continue
 		}
@@ -544,7 +550,7 @@ func (e *Engine) messages(stored []byte) (msgs, curves []sinks.Message, err erro
 			return nil, nil, err
 		}
 		if t != nil {
-			curves = append(curves, sinks.Message{Key: []byte(m.Key), Value: t})
+			curves = append(curves, message.Message{Key: []byte(m.Key), Value: t})
 		}
 	}
 	return msgs, curves, nil

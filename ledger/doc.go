@@ -39,17 +39,18 @@
 //     release over disjoint cohorts is one entry charging epsilon to
 //     "stream", "aggregate:<name>" and each "cohort:<label>").
 //   - Backends: File (append-only JSON lines, fsync per append, torn last
-//     line cut off on open, flock against a second process) and Kafka (a
+//     line cut off on open, flock against a second process) and, in package
+//     kafkaledger (so this package never imports a Kafka client), Kafka (a
 //     single-partition topic that is NEVER compacted and keeps records
 //     forever — cleanup.policy=delete, retention.ms=-1; a compacted or
 //     expiring topic is refused, since compaction keeps the last record of
 //     a key and expiry would refill the budget — written with acks=all,
 //     read from start to end on open and tailed after every append;
-//     records above ChunkBytes are chunked under a Kafka key that carries
+//     records above kafkaledger.ChunkBytes are chunked under a Kafka key that carries
 //     the entry's hash, so chunks of two values of a key never mix).
 //   - StateStore keeps the aggregators' checkpoint next to the ledger:
-//     FileState (write, fsync, rename) and KafkaState (two alternating slots
-//     plus a checksummed head record).
+//     FileState (write, fsync, rename) and kafkaledger.State (two
+//     alternating slots plus a checksummed head record).
 //   - One writer per ledger: a second process on the same ledger would
 //     double-spend. The file backend enforces it with a lock; on Kafka the
 //     aggregators run in the one replica holding the lease, and a former

@@ -16,6 +16,7 @@ import (
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 )
 
 func TestMain(m *testing.M) { os.Exit(broker.RunWithLeakCheck(m)) }
@@ -218,7 +219,7 @@ func backends(t *testing.T) []backendCase {
 			return b
 		}},
 		{"kafka", func(t *testing.T) ledger.Backend {
-			b, err := ledger.OpenKafka(testCtx(t), conn, "dpsurv.ledger", nil)
+			b, err := kafkaledger.Open(testCtx(t), conn, "dpsurv.ledger", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -420,7 +421,7 @@ func TestStateStores(t *testing.T) {
 			return s
 		}},
 		{"kafka", func(t *testing.T) ledger.StateStore {
-			s, err := ledger.OpenKafkaState(testCtx(t), conn, "dpsurv.ledger.state", nil)
+			s, err := kafkaledger.OpenState(testCtx(t), conn, "dpsurv.ledger.state", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

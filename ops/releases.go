@@ -17,6 +17,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 )
 
 // ErrReleases marks a violation of the release contract found by
@@ -91,9 +92,9 @@ func readPartition(ctx context.Context, conn kafkaconn.Config, d *kafka.Dialer, 
 }
 
 // ReadLedger returns every entry of a Kafka ledger topic in append order,
-// repeated appends included (ledger.Kafka's Load).
+// repeated appends included (kafkaledger.Backend's Load).
 func ReadLedger(ctx context.Context, conn kafkaconn.Config, topic string) ([]ledger.Entry, error) {
-	b, err := ledger.OpenKafka(ctx, conn, topic, zap.NewNop())
+	b, err := kafkaledger.Open(ctx, conn, topic, zap.NewNop())
 	if err != nil {
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}

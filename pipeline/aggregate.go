@@ -18,6 +18,7 @@ import (
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
@@ -70,34 +71,23 @@ func (r *AggregatorRunner) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		backoff := 100 * time.Millisecond
-		for {
-			b, err := r.Source.ReadBatch(rctx)
-			if err != nil {
-				if rctx.Err() != nil {
-					return
-				}
-				if errors.Is(err, ErrStop) || errors.Is(err, kafkaconn.ErrAuth) || errors.Is(err, kafkaconn.ErrTLS) {
-					readErr <- err
-					return
-				}
+		err := readLoop(rctx, r.Source, readHooks{
+			failed: func(err error, wait time.Duration) {
 				// Transient (a broker outage): the checkpoint covers what
 				// was counted; read again after a pause.
-				log.Warn("aggregator read failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+				log.Warn("aggregator read failed; retrying", zap.Error(err), zap.Duration("backoff", wait))
+			},
+			send: func(b sources.Batch) bool {
 				select {
+				case batches <- b:
+					return true
 				case <-rctx.Done():
-					return
-				case <-time.After(backoff):
+					return false
 				}
-				backoff = min(backoff*2, 5*time.Second)
-				continue
-			}
-			backoff = 100 * time.Millisecond
-			select {
-			case batches <- b:
-			case <-rctx.Done():
-				return
-			}
+			},
+		})
+		if err != nil {
+			readErr <- err
 		}
 	}()
 	defer func() { rcancel(); wg.Wait() }()
@@ -240,12 +230,12 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 		a.closers = append(a.closers, st.Close)
 		backend, state = f, st
 	} else {
-		k, err := ledger.OpenKafka(ctx, cfg.Kafka, cfg.Ledger.Topic, s.Log)
+		k, err := kafkaledger.Open(ctx, cfg.Kafka, cfg.Ledger.Topic, s.Log)
 		if err != nil {
 			return nil, fmt.Errorf("ledger.topic: %w", err)
 		}
 		a.closers = append(a.closers, k.Close)
-		st, err := ledger.OpenKafkaState(ctx, cfg.Kafka, cfg.LedgerStateTopic(), s.Log)
+		st, err := kafkaledger.OpenState(ctx, cfg.Kafka, cfg.LedgerStateTopic(), s.Log)
 		if err != nil {
 			return nil, fmt.Errorf("ledger.topic: %w", err)
 		}

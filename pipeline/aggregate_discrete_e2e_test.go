@@ -17,6 +17,7 @@ import (
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/regression"
 	"github.com/dpsurv/dpsurv/synth"
@@ -176,7 +177,7 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	}
 
 	// The ledger holds the two releases; the published bytes are the stored ones.
-	lb, err := ledger.OpenKafka(ctx, cfg.Kafka, "dpsurv.ledger", nil)
+	lb, err := kafkaledger.Open(ctx, cfg.Kafka, "dpsurv.ledger", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

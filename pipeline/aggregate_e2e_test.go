@@ -22,6 +22,7 @@ import (
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
@@ -344,7 +345,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	if fileLedger {
 		lb, err = ledger.OpenFile(cfg.Ledger.File, nil)
 	} else {
-		lb, err = ledger.OpenKafka(ctx, cfg.Kafka, "dpsurv.ledger", nil)
+		lb, err = kafkaledger.Open(ctx, cfg.Kafka, "dpsurv.ledger", nil)
 	}
 	if err != nil {
 		t.Fatal(err)

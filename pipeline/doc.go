@@ -13,4 +13,10 @@
 // (Arrow). In Kafka-ledger mode only the replica holding the aggregator
 // lease (a sticky one-partition consumer group) aggregates; the others
 // sanitize and stand by. See docs/aggregators.md.
+//
+// The run loops (Stream, AggregatorRunner) are written against
+// message.Source and message.Sink and share one read loop (readLoop: a
+// read error marked message.ErrEndOfInput or message.ErrFatal, or wrapping
+// ErrStop, ends the run; any other is retried with internal/retry's
+// backoff).
 package pipeline

@@ -6,10 +6,10 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -49,7 +49,7 @@ func TestSanitizedMessageKeyAndHeaders(t *testing.T) {
 		Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
 	secrets := []string{"MRN-0042-Jane-Doe", "Jane Doe", "MRN-0042", "x-patient-name", "x-mrn"}
 	in := sources.Message{Topic: "tte.raw", Partition: 3, Offset: 17, Key: []byte("MRN-0042-Jane-Doe"), Value: msgs[0].Value,
-		Headers: []kafka.Header{{Key: "x-patient-name", Value: []byte("Jane Doe")}, {Key: "x-mrn", Value: []byte("MRN-0042")}}}
+		Headers: []message.Header{{Key: "x-patient-name", Value: []byte("Jane Doe")}, {Key: "x-mrn", Value: []byte("MRN-0042")}}}
 	res, err := p.Process(in)
 	if err != nil {
 		t.Fatal(err)

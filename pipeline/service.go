@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -195,7 +196,7 @@ func (s *Service) Run(ctx context.Context) error {
 
 	// Connect (and authenticate) before consuming; stay alive, not ready,
 	// while the broker refuses us.
-	backoff := 500 * time.Millisecond
+	bo := retry.New(500*time.Millisecond, 30*time.Second)
 	for {
 		err := kafkaconn.CheckConnection(ctx, cfg.Kafka)
 		if err == nil {
@@ -204,13 +205,10 @@ func (s *Service) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		s.Log.Error("kafka connection failed; not ready, retrying", zap.Error(err), zap.Duration("backoff", backoff))
-		select {
-		case <-ctx.Done():
+		s.Log.Error("kafka connection failed; not ready, retrying", zap.Error(err), zap.Duration("backoff", bo.Current()))
+		if !bo.Wait(ctx) {
 			return nil
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 30*time.Second)
 	}
 	topics := map[string]int{cfg.Output.SanitizedTopic: max(cfg.Input.Partitions, 1), cfg.Output.DeadLetterTopic: 1}
 	if cfg.Input.Partitions > 0 {

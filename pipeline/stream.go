@@ -16,10 +16,10 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
-	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/internal/retry"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
@@ -27,10 +27,7 @@ import (
 )
 
 // Source is what the stream reads from (sources.Kafka in the service).
-type Source interface {
-	ReadBatch(ctx context.Context) (sources.Batch, error)
-	Close() error
-}
+type Source = message.Source
 
 // Result is what processing one input message produced.
 type Result struct {
@@ -68,9 +65,10 @@ type Observer interface {
 	Observe(ctx context.Context, msg sources.Message, good arrow.Record) error
 }
 
-// ErrStop, wrapped in a source's read error, ends the stream; any other
-// read error (other than a rejected credential or TLS handshake) is treated
-// as transient and retried with backoff while the stream reports not ready.
+// ErrStop, wrapped in a source's read error, ends the stream, as
+// message.ErrEndOfInput and message.ErrFatal do; any other read error is
+// treated as transient and retried with backoff while the stream reports
+// not ready.
 var ErrStop = errors.New("stop the stream")
 
 // HeaderSource is the header naming the input position a sanitized or
@@ -173,7 +171,7 @@ func (p *SanitizeProcessor) Process(msg sources.Message) (res Result, err error)
 	}
 	defer out.Release()
 	// Never the input key, never an input header (SanitizedKey).
-	key, hdr := SanitizedKey(msg.Partition), []kafka.Header{sourceHeader(msg)}
+	key, hdr := SanitizedKey(msg.Partition), []message.Header{sourceHeader(msg)}
 	if p.CopyInputKey {
 		key = outKey(msg)
 	}
@@ -238,7 +236,7 @@ func outKey(msg sources.Message) []byte {
 	return msg.Key
 }
 
-func headerBytes(h []kafka.Header) int {
+func headerBytes(h []message.Header) int {
 	n := 0
 	for _, x := range h {
 		n += len(x.Key) + len(x.Value) + 8
@@ -303,7 +301,7 @@ type PassthroughProcessor struct {
 
 // Process implements Processor.
 func (p PassthroughProcessor) Process(msg sources.Message) (Result, error) {
-	h := []kafka.Header{sourceHeader(msg)}
+	h := []message.Header{sourceHeader(msg)}
 	if p.Raw {
 		return Result{Out: []sinks.Message{{Key: msg.Key, Value: msg.Value, Headers: h}}}, nil
 	}
@@ -328,8 +326,8 @@ func (p PassthroughProcessor) Process(msg sources.Message) (Result, error) {
 	return res, nil
 }
 
-func sourceHeader(msg sources.Message) kafka.Header {
-	return kafka.Header{Key: HeaderSource, Value: []byte(msg.Topic + "/" + strconv.Itoa(msg.Partition) + "/" + strconv.FormatInt(msg.Offset, 10))}
+func sourceHeader(msg sources.Message) message.Header {
+	return message.Header{Key: HeaderSource, Value: []byte(msg.Topic + "/" + strconv.Itoa(msg.Partition) + "/" + strconv.FormatInt(msg.Offset, 10))}
 }
 
 // deadLetterValue is the dead-letter message: the dead letter's JSON plus
@@ -361,7 +359,7 @@ const (
 // and the detail truncated, and at last only the reason, detail and
 // source kept.
 func deadLetterMessage(d schemas.DeadLetter, msg sources.Message, max int) sinks.Message {
-	hdr := []kafka.Header{sourceHeader(msg)}
+	hdr := []message.Header{sourceHeader(msg)}
 	key := outKey(msg)
 	budget := max - messageOverhead - len(key) - headerBytes(hdr)
 	v, err := deadLetterValue(d, msg)
@@ -491,45 +489,34 @@ func (s *Stream) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		defer close(readCh)
-		backoff := 100 * time.Millisecond
-		for {
-			b, err := s.Source.ReadBatch(rctx)
-			if err != nil {
-				if rctx.Err() != nil {
-					return
-				}
-				if errors.Is(err, ErrStop) || errors.Is(err, kafkaconn.ErrAuth) || errors.Is(err, kafkaconn.ErrTLS) {
-					errCh <- fmt.Errorf("read batch: %w", err)
-					return
-				}
+		err := readLoop(rctx, s.Source, readHooks{
+			failed: func(err error, wait time.Duration) {
 				// A broker outage or a coordinator move: stay alive and
 				// not ready, and read again (nothing was acknowledged).
 				s.ready.Store(false)
 				s.Metrics.Ready.Set(0)
 				s.Metrics.ReadErrors.Inc()
-				s.Log.Warn("read failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
-				select {
-				case <-rctx.Done():
-					return
-				case <-time.After(backoff):
-				}
-				backoff = min(backoff*2, 5*time.Second)
-				continue
-			}
-			if backoff > 100*time.Millisecond {
-				backoff = 100 * time.Millisecond
+				s.Log.Warn("read failed; retrying", zap.Error(err), zap.Duration("backoff", wait))
+			},
+			recovered: func() {
 				s.ready.Store(true)
 				s.Metrics.Ready.Set(1)
-			}
-			if s.Lag != nil {
-				s.Metrics.ConsumerLag.Set(float64(s.Lag()))
-			}
-			s.Metrics.MessagesIn.Add(float64(len(b.Messages)))
-			select {
-			case readCh <- b:
-			case <-wctx.Done():
-				return
-			}
+			},
+			send: func(b sources.Batch) bool {
+				if s.Lag != nil {
+					s.Metrics.ConsumerLag.Set(float64(s.Lag()))
+				}
+				s.Metrics.MessagesIn.Add(float64(len(b.Messages)))
+				select {
+				case readCh <- b:
+					return true
+				case <-wctx.Done():
+					return false
+				}
+			},
+		})
+		if err != nil {
+			errCh <- fmt.Errorf("read batch: %w", err)
 		}
 	}()
 
@@ -622,6 +609,12 @@ func (s *Stream) Run(ctx context.Context) error {
 	return runErr
 }
 
+// endsRun reports whether a read error ends the run (rather than being
+// retried).
+func endsRun(err error) bool {
+	return errors.Is(err, ErrStop) || errors.Is(err, message.ErrEndOfInput) || errors.Is(err, message.ErrFatal)
+}
+
 // process runs the processor on one message; a panic is an error.
 func (s *Stream) process(msg sources.Message) (res Result, err error) {
 	defer func() {
@@ -638,6 +631,16 @@ func (s *Stream) maxBytes() int {
 	}
 	return DefaultMaxMessageBytes
 }
+
+// Retry delays of writeAndAck: sink writes are retried until they succeed
+// (or the drain ends), an offset commit ackAttempts more times.
+const (
+	writeBackoffMin = 50 * time.Millisecond
+	writeBackoffMax = 5 * time.Second
+	ackBackoffMin   = 50 * time.Millisecond
+	ackBackoffMax   = 2 * time.Second
+	ackAttempts     = 5
+)
 
 // pending is one message still to be written, with its accounting.
 type pending struct {
@@ -676,7 +679,7 @@ func (s *Stream) writeAndAck(ctx context.Context, p processed) error {
 	// an output becomes a dead letter, a dead letter a reference.
 	records, deadRows := 0, 0
 	deadBy := map[string]int{}
-	backoff := 50 * time.Millisecond
+	bo := retry.New(writeBackoffMin, writeBackoffMax)
 	for len(out) > 0 || len(dead) > 0 {
 		var wg sync.WaitGroup
 		var errOut, errDead error
@@ -730,35 +733,28 @@ func (s *Stream) writeAndAck(ctx context.Context, p processed) error {
 		}
 		s.ready.Store(false)
 		s.Metrics.Ready.Set(0)
-		s.Log.Warn("sink write failed; retrying what failed", zap.Error(err), zap.Duration("backoff", backoff))
-		select {
-		case <-ctx.Done():
+		s.Log.Warn("sink write failed; retrying what failed", zap.Error(err), zap.Duration("backoff", bo.Current()))
+		if !bo.Wait(ctx) {
 			return fmt.Errorf("write batch: %w", err)
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 	// A failed commit is not fatal: the outputs are durable, and commits
 	// are cumulative per partition, so the next successful commit covers
 	// this batch; if the process dies first, the batch is redelivered and
 	// re-sanitized to identical bytes. Retry briefly (a broker restart or a
 	// coordinator move), then go on.
-	backoff = 50 * time.Millisecond
+	bo = retry.New(ackBackoffMin, ackBackoffMax)
 	for attempt := 0; ; attempt++ {
 		err := p.batch.Ack(ctx)
 		if err == nil {
 			break
 		}
 		s.Metrics.CommitErrors.Inc()
-		if ctx.Err() != nil || attempt >= 5 {
+		if ctx.Err() != nil || attempt >= ackAttempts {
 			s.Log.Warn("offset commit failed; continuing (the next commit covers it, a redelivery is identical)", zap.Error(err))
 			break
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 2*time.Second)
+		bo.Wait(ctx)
 	}
 	s.ready.Store(true)
 	s.Metrics.Ready.Set(1)
@@ -789,7 +785,7 @@ func (s *Stream) write(ctx context.Context, sink sinks.Sink, msgs []pending) (ok
 	if err == nil {
 		return msgs, nil, nil, nil
 	}
-	if !sinks.IsTooLarge(err) {
+	if !errors.Is(err, message.ErrTooLarge) {
 		return nil, nil, msgs, err
 	}
 	var errs []error
@@ -798,7 +794,7 @@ func (s *Stream) write(ctx context.Context, sink sinks.Sink, msgs []pending) (ok
 		switch {
 		case e == nil:
 			ok = append(ok, m)
-		case sinks.IsTooLarge(e):
+		case errors.Is(e, message.ErrTooLarge):
 			s.Log.Warn("sink rejected a message as too large; dead-lettering a reference", zap.Int("bytes", len(m.msg.Key)+len(m.msg.Value)))
 			tooLarge = append(tooLarge, m)
 		default:

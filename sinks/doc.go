@@ -1,6 +1,8 @@
 // Package sinks writes output messages: Kafka (kafka-go writers, one
 // Transport each, RequiredAcks=all), files and stdout. Write returns only once
-// every message is durable (acknowledged by all in-sync replicas).
+// every message is durable (acknowledged by all in-sync replicas). Both
+// implement message.Sink; message.Header is converted to kafka-go's header
+// here, and a size refusal is marked message.ErrTooLarge.
 //
 // Contract:
 //   - Kafka.Write is synchronous: nil means every message was acknowledged

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 )
 
 // Defaults for KafkaConfig.
@@ -126,18 +127,34 @@ func (k *Kafka) Write(ctx context.Context, msgs []Message) error {
 	}
 	km := make([]kafka.Message, len(msgs))
 	for i, m := range msgs {
-		km[i] = kafka.Message{Key: m.Key, Value: m.Value, Headers: m.Headers}
+		km[i] = kafka.Message{Key: m.Key, Value: m.Value, Headers: headersOut(m.Headers)}
 	}
 	if err := k.w.WriteMessages(ctx, km...); err != nil {
-		return fmt.Errorf("kafka sink %s: write %d message(s): %w", k.topic, len(msgs), kafkaconn.Classify(summarize(err)))
+		err = fmt.Errorf("kafka sink %s: write %d message(s): %w", k.topic, len(msgs), kafkaconn.Classify(summarize(err)))
+		if IsTooLarge(err) {
+			err = message.Mark(err, message.ErrTooLarge)
+		}
+		return err
 	}
 	return nil
 }
 
 // ErrTooLarge marks a write the sink refused because a message exceeds its
 // size limit (BatchBytes, or the broker's max.message.bytes): retrying the
-// same message cannot succeed.
-var ErrTooLarge = errors.New("message too large")
+// same message cannot succeed. Kafka.Write marks such errors with it.
+var ErrTooLarge = message.ErrTooLarge
+
+// headersOut converts message headers to kafka-go headers.
+func headersOut(hs []message.Header) []kafka.Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]kafka.Header, len(hs))
+	for i, h := range hs {
+		out[i] = kafka.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
+}
 
 // IsTooLarge reports whether err is a too-large refusal (ErrTooLarge or
 // the broker's MESSAGE_TOO_LARGE / RECORD_LIST_TOO_LARGE).

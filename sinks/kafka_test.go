@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
 )
@@ -81,7 +82,7 @@ func TestKafkaWriteDurableAndKeyed(t *testing.T) {
 			msgs[i] = sinks.Message{
 				Key:     []byte(fmt.Sprintf("key-%d", id%keys)),
 				Value:   []byte(fmt.Sprintf("value-%d", id)),
-				Headers: []kafka.Header{{Key: "h", Value: []byte(fmt.Sprint(id))}},
+				Headers: []message.Header{{Key: "h", Value: []byte(fmt.Sprint(id))}},
 			}
 		}
 		s := s1
@@ -172,8 +173,8 @@ func TestKafkaWriteErrors(t *testing.T) {
 		if err == nil {
 			t.Fatal("2 MiB message accepted")
 		}
-		if !errors.Is(err, kafka.MessageSizeTooLarge) || strings.Contains(err.Error(), "SSSS") {
-			t.Errorf("error = %.200v, want MessageSizeTooLarge without content", err)
+		if !errors.Is(err, kafka.MessageSizeTooLarge) || !errors.Is(err, message.ErrTooLarge) || strings.Contains(err.Error(), "SSSS") {
+			t.Errorf("error = %.200v, want MessageSizeTooLarge (marked message.ErrTooLarge) without content", err)
 		}
 	})
 	t.Run("broker limit", func(t *testing.T) {
@@ -183,7 +184,9 @@ func TestKafkaWriteErrors(t *testing.T) {
 		if err == nil {
 			t.Fatal("1.1 MB message accepted by a broker with a 1 MB limit")
 		}
-		t.Logf("error: %v", err)
+		if !errors.Is(err, message.ErrTooLarge) {
+			t.Errorf("error = %.200v, want it marked message.ErrTooLarge (the stream dead-letters instead of retrying)", err)
+		}
 	})
 	t.Run("after close", func(t *testing.T) {
 		s := newSink(t, sinks.KafkaConfig{Conn: conn, Topic: "out"})

@@ -7,21 +7,14 @@ import (
 	"io"
 	"sync"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/dpsurv/dpsurv/message"
 )
 
-// Message is one record to write.
-type Message struct {
-	Key, Value []byte
-	Headers    []kafka.Header
-}
+// Message is one record to write (its position fields are ignored).
+type Message = message.Message
 
 // Sink is a destination for messages.
-type Sink interface {
-	// Write returns nil only once every message is durable.
-	Write(ctx context.Context, msgs []Message) error
-	Close() error
-}
+type Sink = message.Sink
 
 // Writer is a Sink onto an io.Writer: one line per message value.
 type Writer struct {

@@ -1,7 +1,10 @@
 // Package sources reads input messages: Kafka (a kafka-go consumer group
 // with manual commits) and files. A batch read from a source carries an Ack
 // that commits it; callers ack only after every output derived from the batch
-// is durable.
+// is durable. Kafka implements message.Source: kafka-go headers become
+// message.Header here, and read errors are marked for the runtime
+// (message.ErrFatal for a rejected credential or TLS handshake,
+// message.ErrNotConnected otherwise) without changing their text.
 //
 // Kafka contract:
 //   - ReadBatch blocks until at least one message is available or ctx is

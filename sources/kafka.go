@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 )
 
 // Defaults for KafkaConfig.
@@ -23,24 +24,14 @@ const (
 )
 
 // Message is one record read from a source.
-type Message struct {
-	Topic     string
-	Partition int
-	Offset    int64
-	Key       []byte
-	Value     []byte
-	Headers   []kafka.Header
-	Time      time.Time
-}
+type Message = message.Message
 
-// Batch is a group of messages with the function that acknowledges them.
-type Batch struct {
-	Messages []Message
-	// Ack commits the batch's offsets (for Kafka: per partition, the offset
-	// after the batch's last message; later batches' commits imply earlier
-	// ones per partition).
-	Ack func(ctx context.Context) error
-}
+// Batch is a group of messages with the function that acknowledges them
+// (for Kafka: per partition, the offset after the batch's last message;
+// later batches' commits imply earlier ones per partition).
+type Batch = message.Batch
+
+var _ message.Source = (*Kafka)(nil)
 
 // KafkaConfig configures a Kafka source.
 type KafkaConfig struct {
@@ -172,7 +163,7 @@ func (k *Kafka) ReadBatch(ctx context.Context) (Batch, error) {
 		if ctx.Err() != nil {
 			return Batch{}, ctx.Err()
 		}
-		return Batch{}, fmt.Errorf("kafka source %s: read: %w", k.topic, kafkaconn.Classify(err))
+		return Batch{}, markRead(fmt.Errorf("kafka source %s: read: %w", k.topic, kafkaconn.Classify(err)))
 	}
 	raw := make([]kafka.Message, 1, k.maxBatch)
 	raw[0] = first
@@ -195,7 +186,7 @@ func (k *Kafka) ReadBatch(ctx context.Context) (Batch, error) {
 	k.mu.Lock()
 	for i, m := range raw {
 		msgs[i] = Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset,
-			Key: m.Key, Value: m.Value, Headers: m.Headers, Time: m.Time}
+			Key: m.Key, Value: m.Value, Headers: headersIn(m.Headers), Time: m.Time}
 		last[m.Partition] = m.Offset + 1
 		if m.HighWaterMark > 0 {
 			k.lag[m.Partition] = max(0, m.HighWaterMark-(m.Offset+1))
@@ -261,6 +252,27 @@ func (k *Kafka) Close() error {
 		}
 	})
 	return k.closeErr
+}
+
+// markRead marks a read error for the runtime: a rejected credential or
+// TLS handshake is fatal, anything else a lost connection to retry.
+func markRead(err error) error {
+	if errors.Is(err, kafkaconn.ErrAuth) || errors.Is(err, kafkaconn.ErrTLS) {
+		return message.Mark(err, message.ErrFatal)
+	}
+	return message.Mark(err, message.ErrNotConnected)
+}
+
+// headersIn converts kafka-go headers to message headers.
+func headersIn(hs []kafka.Header) []message.Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]message.Header, len(hs))
+	for i, h := range hs {
+		out[i] = message.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
 }
 
 func orInt(v, def int) int {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
 )
@@ -470,8 +471,8 @@ func TestReadBatchWrongPassword(t *testing.T) {
 		SASL: kafkaconn.SASLConfig{Mechanism: "scram-sha-512", Username: "u", Password: "wrong"}}})
 	ctx := testCtx(t, 30*time.Second)
 	_, err := k.ReadBatch(ctx)
-	if !errors.Is(err, kafkaconn.ErrAuth) {
-		t.Fatalf("ReadBatch with a wrong password = %v, want kafkaconn.ErrAuth", err)
+	if !errors.Is(err, kafkaconn.ErrAuth) || !errors.Is(err, message.ErrFatal) {
+		t.Fatalf("ReadBatch with a wrong password = %v, want kafkaconn.ErrAuth marked message.ErrFatal", err)
 	}
 	if strings.Contains(err.Error(), "wrong") {
 		t.Errorf("error leaks the password: %v", err)

@@ -1,4 +1,4 @@
-package ledger
+package kafkaledger
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/ledger"
 )
 
 // A crash in the middle of a write leaves chunks without their end (or a
@@ -25,11 +26,11 @@ func TestKafkaTornWrites(t *testing.T) {
 	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "torn"}
 
 	t.Run("ledger entry", func(t *testing.T) {
-		b, err := OpenKafka(ctx, conn, "torn.ledger", nil)
+		b, err := Open(ctx, conn, "torn.ledger", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := Open(ctx, b, Options{Budget: map[string]float64{"stream": 1}})
+		l, err := ledger.Open(ctx, b, ledger.Options{Budget: map[string]float64{"stream": 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,11 +43,11 @@ func TestKafkaTornWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.Close()
-		b2, err := OpenKafka(ctx, conn, "torn.ledger", nil)
+		b2, err := Open(ctx, conn, "torn.ledger", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l2, err := Open(ctx, b2, Options{Budget: map[string]float64{"stream": 1}})
+		l2, err := ledger.Open(ctx, b2, ledger.Options{Budget: map[string]float64{"stream": 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +58,7 @@ func TestKafkaTornWrites(t *testing.T) {
 	})
 
 	t.Run("snapshot", func(t *testing.T) {
-		s, err := OpenKafkaState(ctx, conn, "torn.state", nil)
+		s, err := OpenState(ctx, conn, "torn.state", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +73,7 @@ func TestKafkaTornWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Close()
-		s2, err := OpenKafkaState(ctx, conn, "torn.state", nil)
+		s2, err := OpenState(ctx, conn, "torn.state", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,18 +106,18 @@ func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
 	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
 	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "late"}
 
-	b, err := OpenKafka(ctx, conn, "late.ledger", nil)
+	b, err := Open(ctx, conn, "late.ledger", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := Open(ctx, b, Options{Budget: map[string]float64{"stream": 10}})
+	l, err := ledger.Open(ctx, b, ledger.Options{Budget: map[string]float64{"stream": 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	// A large value, in two chunks, lands while this ledger draws its own
 	// (after its read-before-write, before its append).
-	early := Entry{Key: "km/1/A", Scopes: []string{"stream"}, Epsilon: 1,
+	early := ledger.Entry{Key: "km/1/A", Scopes: []string{"stream"}, Epsilon: 1,
 		Release: []byte(`{"noise":"` + strings.Repeat("e", ChunkBytes) + `"}`)}
 	v, _ := json.Marshal(early)
 	got, replay, err := l.Release(ctx, "km/1/A", []string{"stream"}, 1, func(map[string]float64) ([]byte, error) {
@@ -134,11 +135,11 @@ func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
 	if s := l.Spent("stream"); s != 2 {
 		t.Fatalf("spent %v, want 2 (both stored values charged)", s)
 	}
-	b2, err := OpenKafka(ctx, conn, "late.ledger", nil)
+	b2, err := Open(ctx, conn, "late.ledger", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l2, err := Open(ctx, b2, Options{})
+	l2, err := ledger.Open(ctx, b2, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
 	// A value written by another writer before this ledger's next release
 	// of that key is found by the read before the write: replayed, nothing
 	// drawn, nothing charged.
-	other := Entry{Key: "km/2/A", Scopes: []string{"stream"}, Epsilon: 1, Release: []byte(`{"noise":"other"}`)}
+	other := ledger.Entry{Key: "km/2/A", Scopes: []string{"stream"}, Epsilon: 1, Release: []byte(`{"noise":"other"}`)}
 	ov, _ := json.Marshal(other)
 	if err := b.l.write(ctx, chunks(entryKey(other.Key, ov), ov)); err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
 		if err := cl.Kfake().CreateTopic(topic, 1, cfg); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := OpenKafka(ctx, conn, topic, nil); err == nil || !strings.Contains(err.Error(), topic) {
+		if _, err := Open(ctx, conn, topic, nil); err == nil || !strings.Contains(err.Error(), topic) {
 			t.Fatalf("%s ledger topic accepted (%v)", name, err)
 		}
 	}

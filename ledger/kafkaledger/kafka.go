@@ -1,4 +1,4 @@
-package ledger
+package kafkaledger
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/ledger"
 )
 
 // ChunkBytes is the largest value of one message the Kafka backends write;
@@ -259,7 +260,7 @@ func (a *assembler) add(m kafka.Message) (key string, value []byte, done bool, e
 	return k, buf.Bytes(), true, nil
 }
 
-// Kafka is the service-mode Backend: a single-partition topic that is never
+// Backend is the service-mode Backend: a single-partition topic that is never
 // compacted and keeps its records forever (cleanup.policy=delete,
 // retention.ms=-1, retention.bytes=-1; an existing topic with another
 // policy is refused), one record per entry (chunked if large), written with
@@ -274,21 +275,21 @@ func (a *assembler) add(m kafka.Message) (key string, value []byte, done bool, e
 // compacted topic keeps the LAST record per key, and could replace the
 // counted release by another. Each chunk's Kafka key also carries a hash of
 // the entry, so chunks of two different values never mix.
-type Kafka struct {
+type Backend struct {
 	l    *kafkaLog
 	mu   sync.Mutex
 	next int64 // first offset not yet read (-1 before the first Load)
 	asm  assembler
 }
 
-// OpenKafka ensures the topic (1 partition, cleanup.policy=delete,
+// Open ensures the topic (1 partition, cleanup.policy=delete,
 // unlimited retention) and returns the backend.
-func OpenKafka(ctx context.Context, conn kafkaconn.Config, topic string, log *zap.Logger) (*Kafka, error) {
+func Open(ctx context.Context, conn kafkaconn.Config, topic string, log *zap.Logger) (*Backend, error) {
 	l, err := newKafkaLog(ctx, conn, topic, log, true)
 	if err != nil {
 		return nil, fmt.Errorf("open kafka ledger: %w", err)
 	}
-	return &Kafka{l: l, next: -1}, nil
+	return &Backend{l: l, next: -1}, nil
 }
 
 // ensureLedgerTopic creates the ledger topic (one partition, delete policy,
@@ -346,7 +347,7 @@ func entryKey(key string, v []byte) string {
 }
 
 // Load implements Backend: every complete entry from the topic's start.
-func (b *Kafka) Load(ctx context.Context) ([]Entry, error) {
+func (b *Backend) Load(ctx context.Context) ([]ledger.Entry, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.next, b.asm = -1, assembler{}
@@ -359,7 +360,7 @@ func (b *Kafka) Load(ctx context.Context) ([]Entry, error) {
 
 // Tail implements Tailer: the entries completed since the last Load or
 // Tail, in offset order.
-func (b *Kafka) Tail(ctx context.Context) ([]Entry, error) {
+func (b *Backend) Tail(ctx context.Context) ([]ledger.Entry, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.next < 0 {
@@ -372,8 +373,8 @@ func (b *Kafka) Tail(ctx context.Context) ([]Entry, error) {
 	return out, nil
 }
 
-func (b *Kafka) readLocked(ctx context.Context) ([]Entry, error) {
-	var out []Entry
+func (b *Backend) readLocked(ctx context.Context) ([]ledger.Entry, error) {
+	var out []ledger.Entry
 	end, err := b.l.readFrom(ctx, b.next, func(m kafka.Message) error {
 		_, v, done, err := b.asm.add(m)
 		if err != nil {
@@ -382,11 +383,11 @@ func (b *Kafka) readLocked(ctx context.Context) ([]Entry, error) {
 		if !done {
 			return nil
 		}
-		var e Entry
+		var e ledger.Entry
 		if err := json.Unmarshal(v, &e); err != nil {
 			return fmt.Errorf("ledger topic offset %d: %w", m.Offset, err)
 		}
-		if err := e.validate(); err != nil {
+		if err := e.Validate(); err != nil {
 			return fmt.Errorf("ledger topic offset %d: %w", m.Offset, err)
 		}
 		out = append(out, e)
@@ -403,7 +404,7 @@ func (b *Kafka) readLocked(ctx context.Context) ([]Entry, error) {
 }
 
 // Append implements Backend.
-func (b *Kafka) Append(ctx context.Context, e Entry) error {
+func (b *Backend) Append(ctx context.Context, e ledger.Entry) error {
 	v, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("append ledger entry: %w", err)
@@ -415,19 +416,19 @@ func (b *Kafka) Append(ctx context.Context, e Entry) error {
 }
 
 // Close implements Backend.
-func (b *Kafka) Close() error {
+func (b *Backend) Close() error {
 	if err := b.l.close(); err != nil {
 		return fmt.Errorf("close kafka ledger: %w", err)
 	}
 	return nil
 }
 
-// KafkaState is the service-mode StateStore on a compacted topic. Each Save
+// State is the service-mode StateStore on a compacted topic. Each Save
 // writes the snapshot's chunks into one of two slots (alternating), then a
 // head record naming the slot, sequence number and SHA-256; Load trusts only
 // a head whose chunks are complete and match the hash. A crash during Save
 // leaves the previous head and its slot intact.
-type KafkaState struct {
+type State struct {
 	l   *kafkaLog
 	seq uint64
 }
@@ -442,17 +443,17 @@ type stateHeadValue struct {
 	Bytes  int    `json:"bytes"`
 }
 
-// OpenKafkaState ensures the topic and returns the store.
-func OpenKafkaState(ctx context.Context, conn kafkaconn.Config, topic string, log *zap.Logger) (*KafkaState, error) {
+// OpenState ensures the topic and returns the store.
+func OpenState(ctx context.Context, conn kafkaconn.Config, topic string, log *zap.Logger) (*State, error) {
 	l, err := newKafkaLog(ctx, conn, topic, log, false)
 	if err != nil {
 		return nil, fmt.Errorf("open kafka state: %w", err)
 	}
-	return &KafkaState{l: l}, nil
+	return &State{l: l}, nil
 }
 
 // Load implements StateStore.
-func (s *KafkaState) Load(ctx context.Context) ([]byte, error) {
+func (s *State) Load(ctx context.Context) ([]byte, error) {
 	var (
 		head    *stateHeadValue
 		slots   [2]map[int][]byte // chunk index -> value, of the latest seq seen per slot
@@ -513,7 +514,7 @@ func (s *KafkaState) Load(ctx context.Context) ([]byte, error) {
 }
 
 // Save implements StateStore.
-func (s *KafkaState) Save(ctx context.Context, data []byte) error {
+func (s *State) Save(ctx context.Context, data []byte) error {
 	seq := s.seq + 1
 	slot := int(seq % 2)
 	seqH := kafka.Header{Key: headerSeq, Value: []byte(strconv.FormatUint(seq, 10))}
@@ -531,7 +532,7 @@ func (s *KafkaState) Save(ctx context.Context, data []byte) error {
 }
 
 // Close implements StateStore.
-func (s *KafkaState) Close() error {
+func (s *State) Close() error {
 	if err := s.l.close(); err != nil {
 		return fmt.Errorf("close kafka state: %w", err)
 	}

@@ -1,0 +1,3 @@
+// Package archtest holds tests of the repository's structure (which
+// packages may import what); it has no production code.
+package archtest

@@ -1,0 +1,549 @@
+package pipeline_test
+
+// Unit tests of Stream, the at-least-once core, on in-memory sources and
+// sinks: no broker.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap"
+
+	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/pipeline"
+)
+
+// memSource returns its batches in order, then blocks until ctx ends. It
+// records the index of every batch acknowledged, in acknowledgement order,
+// and calls onAck (if set) before recording it.
+type memSource struct {
+	batches [][]message.Message
+	onAck   func(i int) error
+	// endless makes it return a new one-message batch on every read once
+	// batches are used up.
+	endless bool
+
+	mu      sync.Mutex
+	next    int
+	acks    []int
+	drained chan struct{} // closed when a read finds no batch left
+}
+
+func newMemSource(batches [][]message.Message) *memSource {
+	return &memSource{batches: batches, drained: make(chan struct{})}
+}
+
+func (s *memSource) ReadBatch(ctx context.Context) (message.Batch, error) {
+	if err := ctx.Err(); err != nil {
+		return message.Batch{}, err
+	}
+	s.mu.Lock()
+	i := s.next
+	if i >= len(s.batches) && !s.endless {
+		select {
+		case <-s.drained:
+		default:
+			close(s.drained)
+		}
+		s.mu.Unlock()
+		<-ctx.Done()
+		return message.Batch{}, ctx.Err()
+	}
+	s.next++
+	var msgs []message.Message
+	if i < len(s.batches) {
+		msgs = s.batches[i]
+	} else {
+		msgs = []message.Message{{Topic: "in", Offset: int64(i), Value: []byte(fmt.Sprint("m", i))}}
+	}
+	s.mu.Unlock()
+	return message.Batch{Messages: msgs, Ack: func(context.Context) error {
+		if s.onAck != nil {
+			if err := s.onAck(i); err != nil {
+				return err
+			}
+		}
+		s.mu.Lock()
+		s.acks = append(s.acks, i)
+		s.mu.Unlock()
+		return nil
+	}}, nil
+}
+
+func (s *memSource) Close() error { return nil }
+
+func (s *memSource) reads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}
+
+func (s *memSource) acked() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.acks)
+}
+
+// memSink keeps what it was given. fail, if set, is consulted before each
+// write: a non-nil error fails the whole write. gate, if set, blocks every
+// write until it is closed (or ctx ends); entered is signalled (without
+// blocking) when a write starts.
+type memSink struct {
+	fail    func(call int) error
+	gate    chan struct{}
+	entered chan struct{}
+
+	mu    sync.Mutex
+	calls int
+	msgs  []message.Message
+}
+
+func (s *memSink) Write(ctx context.Context, msgs []message.Message) error {
+	if s.entered != nil {
+		select {
+		case s.entered <- struct{}{}:
+		default:
+		}
+	}
+	if s.gate != nil {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if s.fail != nil {
+		if err := s.fail(s.calls); err != nil {
+			return err
+		}
+	}
+	s.msgs = append(s.msgs, msgs...)
+	return nil
+}
+
+func (s *memSink) Close() error { return nil }
+
+func (s *memSink) values() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, len(s.msgs))
+	for i, m := range s.msgs {
+		out[i] = string(m.Value)
+	}
+	return out
+}
+
+// memProcessor copies each message to the output; a value "fail" makes
+// Process return an error, "panic" makes it panic, and a value starting
+// "dead:" also yields a dead letter.
+type memProcessor struct{}
+
+func (memProcessor) Process(msg message.Message) (pipeline.Result, error) {
+	v := string(msg.Value)
+	switch {
+	case v == "fail":
+		return pipeline.Result{}, errors.New("cannot process")
+	case v == "panic":
+		panic("processor bug")
+	}
+	res := pipeline.Result{Out: []message.Message{{Key: msg.Key, Value: msg.Value}}, OutRows: []int{1}, Records: 1, RecordsIn: 1}
+	if strings.HasPrefix(v, "dead:") {
+		res.Dead = []message.Message{{Value: []byte("dl-" + v)}}
+		res.DeadInfo = []pipeline.DeadInfo{{Reason: "bad_row", Rows: 1}}
+		res.RecordsIn++
+	}
+	return res, nil
+}
+
+func memCounter(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// runStream starts st.Run and returns a function that cancels it and
+// returns its result (failing the test if it does not end in 20 s).
+func runStream(t *testing.T, st *pipeline.Stream) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- st.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-errc:
+			case <-time.After(20 * time.Second):
+				t.Fatal("Stream.Run did not return within 20 s of cancel")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func newMemStream(src *memSource, out, dead *memSink) *pipeline.Stream {
+	return &pipeline.Stream{Source: src, Processor: memProcessor{}, Out: out, DeadLetter: dead,
+		Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop(), Workers: 4}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func batchesOf(n, size int) [][]message.Message {
+	var bs [][]message.Message
+	for i := range n {
+		var b []message.Message
+		for j := range size {
+			off := int64(i*size + j)
+			b = append(b, message.Message{Topic: "in", Offset: off, Value: []byte(fmt.Sprint("m", off))})
+		}
+		bs = append(bs, b)
+	}
+	return bs
+}
+
+// Batches are acknowledged in the order they were read, each only once
+// every output of its messages is in the sink.
+func TestStreamAcksInOrderAfterOutputs(t *testing.T) {
+	const n, size = 30, 5
+	batches := batchesOf(n, size)
+	src := newMemSource(batches)
+	out, dead := &memSink{}, &memSink{}
+	// A varying write delay so that, were acks not ordered, a later batch
+	// could overtake an earlier one.
+	out.fail = func(call int) error { time.Sleep(time.Duration(call%3) * time.Millisecond); return nil }
+	var early []string
+	src.onAck = func(i int) error {
+		have := out.values()
+		for _, m := range batches[i] {
+			if !slices.Contains(have, string(m.Value)) {
+				early = append(early, string(m.Value))
+			}
+		}
+		return nil
+	}
+	st := newMemStream(src, out, dead)
+	stop := runStream(t, st)
+	waitFor(t, "every batch acknowledged", func() bool { return len(src.acked()) == n })
+	if err := stop(); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	want := make([]int, n)
+	for i := range want {
+		want[i] = i
+	}
+	if got := src.acked(); !slices.Equal(got, want) {
+		t.Errorf("ack order %v, want %v", got, want)
+	}
+	if len(early) > 0 {
+		t.Errorf("acknowledged before their outputs were written: %v", early)
+	}
+	if got := out.values(); len(got) != n*size {
+		t.Errorf("%d outputs, want %d", len(got), n*size)
+	}
+	if st.Acked() != n*size {
+		t.Errorf("Acked = %d, want %d", st.Acked(), n*size)
+	}
+	if in, o := memCounter(t, st.Metrics.RecordsIn), memCounter(t, st.Metrics.RecordsOut); in != n*size || o != n*size {
+		t.Errorf("records in %v, out %v; want %d each", in, o, n*size)
+	}
+}
+
+// On cancel the stream stops reading and drains: the batches it already
+// read are processed, written and acknowledged before Run returns nil.
+// If the sink does not recover within DrainTimeout, Run returns anyway and
+// nothing more is acknowledged (the batches are redelivered).
+func TestStreamDrainOnCancel(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		release  bool // the sink recovers during the drain
+		wantAcks []int
+	}{
+		{"drained", true, []int{0, 1, 2}},
+		{"drain timeout", false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newMemSource(batchesOf(3, 2))
+			out := &memSink{gate: make(chan struct{})}
+			st := newMemStream(src, out, &memSink{})
+			st.DrainTimeout = 300 * time.Millisecond
+			if tc.release {
+				st.DrainTimeout = 20 * time.Second
+			}
+			stop := runStream(t, st)
+			<-src.drained // all three batches read, the first held by the sink
+			if got := src.acked(); len(got) != 0 {
+				t.Fatalf("acknowledged %v while the sink blocks", got)
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- stop() }()
+			if tc.release {
+				time.Sleep(50 * time.Millisecond) // cancelled, now draining
+				close(out.gate)
+			}
+			if err := <-errc; err != nil {
+				t.Fatalf("Run = %v, want nil", err)
+			}
+			if got := src.acked(); !slices.Equal(got, tc.wantAcks) {
+				t.Errorf("acknowledged %v, want %v", got, tc.wantAcks)
+			}
+			if got := src.reads(); got != 3 {
+				t.Errorf("%d batches read, want 3 (no read after cancel)", got)
+			}
+		})
+	}
+}
+
+// A message the processor fails on (an error or a panic) does not stop the
+// stream: it is dead-lettered as unprocessable with its source position,
+// the rest of its batch goes out, and the batch is acknowledged.
+func TestStreamProcessingErrorIsDeadLettered(t *testing.T) {
+	batch := []message.Message{
+		{Topic: "in", Partition: 2, Offset: 10, Value: []byte("ok1")},
+		{Topic: "in", Partition: 2, Offset: 11, Value: []byte("fail")},
+		{Topic: "in", Partition: 2, Offset: 12, Value: []byte("panic")},
+		{Topic: "in", Partition: 2, Offset: 13, Value: []byte("ok2")},
+	}
+	src := newMemSource([][]message.Message{batch, {{Topic: "in", Partition: 2, Offset: 14, Value: []byte("ok3")}}})
+	out, dead := &memSink{}, &memSink{}
+	st := newMemStream(src, out, dead)
+	stop := runStream(t, st)
+	waitFor(t, "both batches acknowledged", func() bool { return len(src.acked()) == 2 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run = %v, want nil (a processing error is not fatal)", err)
+	}
+	if got := out.values(); !slices.Equal(got, []string{"ok1", "ok2", "ok3"}) {
+		t.Errorf("outputs %v, want [ok1 ok2 ok3]", got)
+	}
+	dead.mu.Lock()
+	dls := slices.Clone(dead.msgs)
+	dead.mu.Unlock()
+	if len(dls) != 2 {
+		t.Fatalf("%d dead letters, want 2", len(dls))
+	}
+	for i, d := range dls {
+		var x struct {
+			Reason string `json:"reason"`
+			Detail string `json:"detail"`
+			Source struct {
+				Topic     string `json:"topic"`
+				Partition int    `json:"partition"`
+				Offset    int64  `json:"offset"`
+			} `json:"source"`
+		}
+		if err := json.Unmarshal(d.Value, &x); err != nil {
+			t.Fatalf("dead letter %d: %v", i, err)
+		}
+		wantOff := int64(11 + i)
+		if x.Reason != pipeline.ReasonUnprocessable || x.Source.Topic != "in" || x.Source.Partition != 2 || x.Source.Offset != wantOff {
+			t.Errorf("dead letter %d: reason %q source %+v, want %q at in/2/%d", i, x.Reason, x.Source, pipeline.ReasonUnprocessable, wantOff)
+		}
+		if !strings.Contains(x.Detail, "processing failed") {
+			t.Errorf("dead letter %d: detail %q does not say processing failed", i, x.Detail)
+		}
+		if len(d.Headers) != 1 || d.Headers[0].Key != pipeline.HeaderSource || string(d.Headers[0].Value) != fmt.Sprint("in/2/", wantOff) {
+			t.Errorf("dead letter %d: headers %v, want only %s=in/2/%d", i, d.Headers, pipeline.HeaderSource, wantOff)
+		}
+	}
+	if got := memCounter(t, st.Metrics.ProcessErrors); got != 2 {
+		t.Errorf("process errors %v, want 2", got)
+	}
+}
+
+// When one sink fails, only that sink is written again: the other one's
+// messages are not duplicated, and the batch is acknowledged once both
+// have everything.
+func TestStreamRetriesOnlyTheFailedSink(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		failOut   bool
+		failLabel string
+	}{
+		{"output fails", true, "output"},
+		{"dead letter fails", false, "dead_letter"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			batch := []message.Message{
+				{Topic: "in", Offset: 0, Value: []byte("a")},
+				{Topic: "in", Offset: 1, Value: []byte("dead:b")},
+			}
+			src := newMemSource([][]message.Message{batch})
+			failing := func(call int) error {
+				if call <= 3 {
+					return fmt.Errorf("broker unavailable (call %d)", call)
+				}
+				return nil
+			}
+			out, dead := &memSink{}, &memSink{}
+			if tc.failOut {
+				out.fail = failing
+			} else {
+				dead.fail = failing
+			}
+			st := newMemStream(src, out, dead)
+			stop := runStream(t, st)
+			waitFor(t, "the batch acknowledged", func() bool { return len(src.acked()) == 1 })
+			if err := stop(); err != nil {
+				t.Fatalf("Run = %v, want nil", err)
+			}
+			if got := out.values(); !slices.Equal(got, []string{"a", "dead:b"}) {
+				t.Errorf("outputs %v, want each once: [a dead:b]", got)
+			}
+			if got := dead.values(); !slices.Equal(got, []string{"dl-dead:b"}) {
+				t.Errorf("dead letters %v, want each once: [dl-dead:b]", got)
+			}
+			okSink, badSink := dead, out
+			if !tc.failOut {
+				okSink, badSink = out, dead
+			}
+			if okSink.calls != 1 || badSink.calls != 4 {
+				t.Errorf("writes: healthy sink %d, failing sink %d; want 1 and 4", okSink.calls, badSink.calls)
+			}
+			if got := memCounter(t, st.Metrics.SinkErrors.WithLabelValues(tc.failLabel)); got != 3 {
+				t.Errorf("sink errors (%s) %v, want 3", tc.failLabel, got)
+			}
+		})
+	}
+}
+
+// A stalled sink stops the reads: the stream holds a bounded number of
+// batches (channels of two between the stages) and reads again once the
+// sink moves.
+func TestStreamBackpressure(t *testing.T) {
+	src := newMemSource(nil)
+	src.endless = true
+	out := &memSink{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	st := newMemStream(src, out, &memSink{})
+	stop := runStream(t, st)
+	<-out.entered
+	// The endless source returns at once: without backpressure the reads
+	// would run away while the sink is stalled.
+	prev := -1
+	waitFor(t, "reads to stop", func() bool {
+		n := src.reads()
+		time.Sleep(100 * time.Millisecond)
+		settled := n == prev && n == src.reads()
+		prev = n
+		return settled
+	})
+	// One batch in the write stage, two queued for it, one in the process
+	// stage, two queued for it, one the reader holds: at most 7.
+	const bound = 7
+	held := src.reads()
+	if held > bound {
+		t.Fatalf("%d batches read while the sink is stalled, want at most %d", held, bound)
+	}
+	if got := src.acked(); len(got) != 0 {
+		t.Fatalf("acknowledged %v while the sink is stalled", got)
+	}
+	close(out.gate)
+	waitFor(t, "reads to resume", func() bool { return src.reads() > held+10 && len(src.acked()) > 10 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	acks := src.acked()
+	for i, a := range acks {
+		if a != i {
+			t.Fatalf("ack order %v, want 0, 1, 2, …", acks)
+		}
+	}
+}
+
+// errSource fails its first reads with errs (in order), then behaves as
+// memSource.
+type errSource struct {
+	*memSource
+	mu   sync.Mutex
+	errs []error
+}
+
+func (s *errSource) ReadBatch(ctx context.Context) (message.Batch, error) {
+	s.mu.Lock()
+	if len(s.errs) > 0 {
+		err := s.errs[0]
+		s.errs = s.errs[1:]
+		s.mu.Unlock()
+		return message.Batch{}, err
+	}
+	s.mu.Unlock()
+	return s.memSource.ReadBatch(ctx)
+}
+
+// Read errors: a transient one (message.ErrNotConnected, or any unmarked
+// error) is retried while the stream reports not ready, and nothing is
+// lost; message.ErrFatal, message.ErrEndOfInput and pipeline.ErrStop end
+// the run with an error wrapping them.
+func TestStreamReadErrors(t *testing.T) {
+	t.Run("transient", func(t *testing.T) {
+		src := &errSource{memSource: newMemSource(batchesOf(2, 2)), errs: []error{
+			message.Mark(errors.New("broker down"), message.ErrNotConnected),
+			errors.New("coordinator moved"),
+		}}
+		out := &memSink{}
+		st := &pipeline.Stream{Source: src, Processor: memProcessor{}, Out: out, DeadLetter: &memSink{},
+			Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
+		stop := runStream(t, st)
+		waitFor(t, "both batches acknowledged", func() bool { return len(src.acked()) == 2 })
+		if !st.Ready() {
+			t.Error("not ready after the source recovered")
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+		if got := memCounter(t, st.Metrics.ReadErrors); got != 2 {
+			t.Errorf("read errors %v, want 2", got)
+		}
+		if got := out.values(); len(got) != 4 {
+			t.Errorf("outputs %v, want 4", got)
+		}
+	})
+	for _, sentinel := range []error{message.ErrFatal, message.ErrEndOfInput, pipeline.ErrStop} {
+		t.Run(sentinel.Error(), func(t *testing.T) {
+			src := &errSource{memSource: newMemSource(nil), errs: []error{
+				message.Mark(errors.New("source says stop"), sentinel),
+			}}
+			st := &pipeline.Stream{Source: src, Processor: memProcessor{}, Out: &memSink{}, DeadLetter: &memSink{},
+				Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
+			errc := make(chan error, 1)
+			go func() { errc <- st.Run(context.Background()) }()
+			select {
+			case err := <-errc:
+				if !errors.Is(err, sentinel) {
+					t.Errorf("Run = %v, want an error wrapping %v", err, sentinel)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the run did not end (the error was retried)")
+			}
+			if got := memCounter(t, st.Metrics.ReadErrors); got != 0 {
+				t.Errorf("read errors %v, want 0 (not retried)", got)
+			}
+		})
+	}
+}
