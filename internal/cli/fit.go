@@ -63,21 +63,10 @@ func jsonEpsilon(v float64) any {
 	return v
 }
 
-// num turns NaN (R's NA) and infinities into null.
-func num(v float64) any {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return v
-}
+// num encodes NaN (R's NA) and infinities as null.
+func num(v float64) schemas.NullableFloat { return schemas.NullableFloat(v) }
 
-func nums(v []float64) []any {
-	out := make([]any, len(v))
-	for i, x := range v {
-		out[i] = num(x)
-	}
-	return out
-}
+func nums(v []float64) []schemas.NullableFloat { return schemas.NullableFloats(v) }
 
 func runFit(ctx context.Context, env Env, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
