@@ -82,17 +82,9 @@ type FitMessage struct {
 
 // KMFields are the curve of a km release (survfit names).
 type KMFields struct {
-	Time        []F      `json:"time"`
-	NRisk       []F      `json:"n_risk"`
-	NEvent      []F      `json:"n_event"`
-	NCensor     []F      `json:"n_censor"`
-	Surv        []F      `json:"surv"`
-	StdErr      []F      `json:"std_err"`
-	Lower       []F      `json:"lower"`
-	Upper       []F      `json:"upper"`
-	Median      F        `json:"median"`
-	MedianLower F        `json:"median_lower"`
-	MedianUpper F        `json:"median_upper"`
+	// KMCurve is the curve itself (time ... median_upper), the wire struct
+	// schemas owns.
+	schemas.KMCurve
 	Conf        float64  `json:"conf"`
 	NoiseStdErr []F      `json:"noise_std_err"`
 	TruncatedAt F        `json:"truncated_at"`
@@ -316,12 +308,7 @@ func (a *aggregate) fromKM(c *closing, res dpfit.KMResult, remaining map[string]
 }
 
 func kmFields(cv survival.KMCurve) *KMFields {
-	return &KMFields{
-		Time: fs(cv.Time), NRisk: fs(cv.NRisk), NEvent: fs(cv.NEvent), NCensor: fs(cv.NCensor),
-		Surv: fs(cv.Surv), StdErr: fs(cv.StdErr), Lower: fs(cv.Lower), Upper: fs(cv.Upper),
-		Median: F(cv.Median), MedianLower: F(cv.MedianLower), MedianUpper: F(cv.MedianUpper), Conf: cv.Conf,
-		NoiseStdErr: []F{},
-	}
+	return &KMFields{KMCurve: cv.Wire(), Conf: cv.Conf, NoiseStdErr: []F{}}
 }
 
 func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {

@@ -53,6 +53,25 @@ func NullableFloats(x []float64) []NullableFloat {
 	return out
 }
 
+// KMCurve is the wire form of a Kaplan–Meier curve, with survfit's names:
+// one value per reported time, then the median and its interval; NaN (R's
+// NA) encodes as null. It is the curve of a km fit message (the fit topic,
+// aggregators.KMFields) and of each cohort `dpsurv fit km` prints; the
+// numeric curve (survival.KMCurve) converts to it with its Wire method.
+type KMCurve struct {
+	Time        []NullableFloat `json:"time"`
+	NRisk       []NullableFloat `json:"n_risk"`
+	NEvent      []NullableFloat `json:"n_event"`
+	NCensor     []NullableFloat `json:"n_censor"`
+	Surv        []NullableFloat `json:"surv"`
+	StdErr      []NullableFloat `json:"std_err"`
+	Lower       []NullableFloat `json:"lower"`
+	Upper       []NullableFloat `json:"upper"`
+	Median      NullableFloat   `json:"median"`
+	MedianLower NullableFloat   `json:"median_lower"`
+	MedianUpper NullableFloat   `json:"median_upper"`
+}
+
 // FitSchemaName names the JSON document of every fit-topic message (its
 // "schema" field).
 const FitSchemaName = "dpsurv.fit.v1"
