@@ -14,12 +14,9 @@ import (
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
-// KMCurveSchema names the Arrow table of a km release's curve.
-const KMCurveSchema = "dpsurv.fit.km.v1"
-
-// kmCurveColumns are the float64 columns of the curve table, in order
-// (null where the JSON has null, i.e. R's NA).
-var kmCurveColumns = []string{"time", "n_risk", "n_event", "n_censor", "surv", "std_err", "lower", "upper", "noise_std_err"}
+// KMCurveSchema names the Arrow table of a km release's curve; the schema
+// itself is schemas.KMCurveSchema.
+const KMCurveSchema = schemas.KMCurveSchemaName
 
 // CurveTable encodes the curve of a km fit message (its JSON value) as one
 // Arrow IPC stream: one row per reported time, the release's metadata in
@@ -38,19 +35,15 @@ func CurveTable(value []byte, mem memory.Allocator) ([]byte, error) {
 	}
 	cols := [][]F{m.Time, m.NRisk, m.NEvent, m.NCensor, m.Surv, m.StdErr, m.Lower, m.Upper, m.NoiseStdErr}
 	n := len(m.Time)
-	fields := make([]arrow.Field, len(kmCurveColumns))
-	for i, name := range kmCurveColumns {
-		fields[i] = arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: true}
-	}
 	f := func(v F) string { return strconv.FormatFloat(float64(v), 'g', -1, 64) }
 	md := arrow.NewMetadata(
-		[]string{schemas.MetaSchema, schemas.MetaTimeUnit, "dpsurv.key", "dpsurv.aggregate", "dpsurv.window_start", "dpsurv.window_end",
-			"dpsurv.cohort", "dpsurv.method", schemas.MetaEpsilon, schemas.MetaGuarantee, schemas.MetaNeighbouring,
-			"dpsurv.n", "dpsurv.median", "dpsurv.median_lower", "dpsurv.median_upper", "dpsurv.cumulative", "dpsurv.public"},
+		[]string{schemas.MetaSchema, schemas.MetaTimeUnit, schemas.MetaFitKey, schemas.MetaFitAggregate, schemas.MetaFitWindowStart, schemas.MetaFitWindowEnd,
+			schemas.MetaFitCohort, schemas.MetaFitMethod, schemas.MetaEpsilon, schemas.MetaGuarantee, schemas.MetaNeighbouring,
+			schemas.MetaFitN, schemas.MetaFitMedian, schemas.MetaFitMedianLower, schemas.MetaFitMedianUpper, schemas.MetaFitCumulative, schemas.MetaFitPublic},
 		[]string{KMCurveSchema, m.TimeUnit, m.Key, m.Aggregate, m.WindowStart, m.WindowEnd,
 			m.Cohort, m.Method, strconv.FormatFloat(m.Epsilon, 'g', -1, 64), m.Guarantee, m.Neighbouring,
 			f(m.N), f(m.Median), f(m.MedianLower), f(m.MedianUpper), strconv.FormatBool(m.Cumulative), strings.Join(m.Public, ",")})
-	b := array.NewRecordBuilder(mem, arrow.NewSchema(fields, &md))
+	b := array.NewRecordBuilder(mem, schemas.KMCurveSchema(md))
 	defer b.Release()
 	for i, col := range cols {
 		fb := b.Field(i).(*array.Float64Builder)

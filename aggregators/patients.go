@@ -8,6 +8,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/internal/varint"
 )
 
 // MaxPatientsPerWindow bounds the distinct patients one window keeps a
@@ -125,17 +126,17 @@ func decodePatients(b []byte) (patientTable, error) {
 // decodePatientsMax decodes a table of at most limit entries.
 func decodePatientsMax(b []byte, limit int) (patientTable, error) {
 	t := patientTable{}
-	for len(b) > 0 {
-		if len(b) < 17 {
+	r := varint.NewDecoder(b)
+	for r.Len() > 0 {
+		if r.Len() < 17 {
 			return nil, errors.New("malformed patient table")
 		}
-		fp := [2]uint64{binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])}
-		v, n := binary.Uvarint(b[16:])
-		if n <= 0 {
+		fp := [2]uint64{r.Uint64(), r.Uint64()}
+		v := r.Uvarint()
+		if r.Err() != nil {
 			return nil, errors.New("malformed patient table")
 		}
 		t[fp] = v
-		b = b[16+n:]
 	}
 	if len(t) > limit {
 		return nil, fmt.Errorf("patient table above its bound %d", limit)

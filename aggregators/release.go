@@ -10,11 +10,13 @@ import (
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
-// FitSchema names the JSON document of every fit message.
-const FitSchema = "dpsurv.fit.v1"
+// FitSchema names the JSON document of every fit message
+// (schemas.FitSchemaName).
+const FitSchema = schemas.FitSchemaName
 
 // Neighbouring relations stated in releases.
 const (
@@ -36,39 +38,10 @@ const (
 )
 
 // F is a float64 that encodes NaN and ±Inf as JSON null (R's NA) and
-// decodes null as NaN.
-type F float64
+// decodes null as NaN: schemas.NullableFloat, the one encoding of R's NA.
+type F = schemas.NullableFloat
 
-// MarshalJSON implements json.Marshaler.
-func (f F) MarshalJSON() ([]byte, error) {
-	v := float64(f)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return []byte("null"), nil
-	}
-	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (f *F) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*f = F(math.NaN())
-		return nil
-	}
-	v, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return fmt.Errorf("decode number: %w", err)
-	}
-	*f = F(v)
-	return nil
-}
-
-func fs(x []float64) []F {
-	out := make([]F, len(x))
-	for i, v := range x {
-		out[i] = F(v)
-	}
-	return out
-}
+func fs(x []float64) []F { return schemas.NullableFloats(x) }
 
 // FitMessage is the JSON value of one fit-topic message: one release of
 // one aggregate, window and cohort. Field names follow interfaces.md (R's
@@ -115,17 +88,9 @@ type FitMessage struct {
 
 // KMFields are the curve of a km release (survfit names).
 type KMFields struct {
-	Time        []F      `json:"time"`
-	NRisk       []F      `json:"n_risk"`
-	NEvent      []F      `json:"n_event"`
-	NCensor     []F      `json:"n_censor"`
-	Surv        []F      `json:"surv"`
-	StdErr      []F      `json:"std_err"`
-	Lower       []F      `json:"lower"`
-	Upper       []F      `json:"upper"`
-	Median      F        `json:"median"`
-	MedianLower F        `json:"median_lower"`
-	MedianUpper F        `json:"median_upper"`
+	// KMCurve is the curve itself (time ... median_upper), the wire struct
+	// schemas owns.
+	schemas.KMCurve
 	Conf        float64  `json:"conf"`
 	NoiseStdErr []F      `json:"noise_std_err"`
 	TruncatedAt F        `json:"truncated_at"`
@@ -366,12 +331,7 @@ func (a *aggregate) fromKM(c *closing, res dpfit.KMResult, remaining map[string]
 }
 
 func kmFields(cv survival.KMCurve) *KMFields {
-	return &KMFields{
-		Time: fs(cv.Time), NRisk: fs(cv.NRisk), NEvent: fs(cv.NEvent), NCensor: fs(cv.NCensor),
-		Surv: fs(cv.Surv), StdErr: fs(cv.StdErr), Lower: fs(cv.Lower), Upper: fs(cv.Upper),
-		Median: F(cv.Median), MedianLower: F(cv.MedianLower), MedianUpper: F(cv.MedianUpper), Conf: cv.Conf,
-		NoiseStdErr: []F{},
-	}
+	return &KMFields{KMCurve: cv.Wire(), Conf: cv.Conf, NoiseStdErr: []F{}}
 }
 
 func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {

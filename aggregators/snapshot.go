@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/internal/varint"
 )
 
 const snapshotVersion = 1
@@ -85,17 +86,16 @@ func encodeHist(h *dpfit.Histogram) []byte {
 func decodeHist(h *dpfit.Histogram, data []byte) error {
 	total := 2 * h.Bins * len(h.Events)
 	idx := -1
-	for len(data) > 0 {
-		d, n := binary.Uvarint(data)
-		if n <= 0 || d == 0 || d > uint64(total) {
+	r := varint.NewDecoder(data)
+	for r.Len() > 0 {
+		d := r.Uvarint()
+		if r.Err() != nil || d == 0 || d > uint64(total) {
 			return errors.New("malformed histogram cells")
 		}
-		data = data[n:]
-		v, n := binary.Uvarint(data)
-		if n <= 0 || v > 1<<62 {
+		v := r.Uvarint()
+		if r.Err() != nil || v > 1<<62 {
 			return errors.New("malformed histogram cells")
 		}
-		data = data[n:]
 		idx += int(d)
 		if idx >= total {
 			return errors.New("histogram cell out of range")

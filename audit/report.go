@@ -11,18 +11,16 @@ import (
 	"text/tabwriter"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/schemas"
 )
 
-// Num is a float64 that encodes NaN and ±Inf as JSON null.
+// Num is a float64 that encodes NaN and ±Inf as JSON null
+// (schemas.AppendNullableFloat, six significant digits).
 type Num float64
 
-// MarshalJSON implements json.Marshaler.
+// MarshalJSON implements json.Marshaler: six significant digits, or null.
 func (n Num) MarshalJSON() ([]byte, error) {
-	f := float64(n)
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return []byte("null"), nil
-	}
-	return []byte(strconv.FormatFloat(f, 'g', 6, 64)), nil
+	return schemas.AppendNullableFloat(nil, float64(n), 6), nil
 }
 
 // Config configures Run.

@@ -281,8 +281,7 @@ func (r *Release) Schema() *arrow.Schema {
 		{Name: "event", Type: arrow.FixedWidthTypes.Boolean, Metadata: fieldMD},
 		{Name: "cohort", Type: schemas.CohortType, Metadata: fieldMD},
 	}
-	md := arrow.NewMetadata([]string{schemas.MetaSchema, schemas.MetaTimeUnit}, []string{schemas.SanitizedSchemaName, r.Config.TimeUnit})
-	return arrow.NewSchema(fields, &md)
+	return schemas.SanitizedSchema(fields, r.Config.TimeUnit)
 }
 
 // Records regenerates the released records as one batch (caller releases):

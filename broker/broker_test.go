@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/sinks"
 )
@@ -85,7 +86,7 @@ func TestStartOptions(t *testing.T) {
 
 func TestAutoCreatedTopicsUseDefaultPartitions(t *testing.T) {
 	for _, tc := range []struct{ parts, want int }{{0, broker.DefaultPartitions}, {7, 7}} {
-		c := broker.StartForTest(t, broker.Options{Partitions: tc.parts})
+		c, _ := brokertest.Start(t, broker.Options{Partitions: tc.parts})
 		s, err := sinks.NewKafka(sinks.KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Addrs()}, Topic: "auto", AllowAutoTopicCreation: true}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -130,7 +131,7 @@ func TestDataDirPersistsTopicsAndRecords(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("data dir: %v", err)
 	}
-	c2 := broker.StartForTest(t, broker.Options{DataDir: dir})
+	c2, _ := brokertest.Start(t, broker.Options{DataDir: dir})
 	var total int64
 	for _, p := range c2.Kfake().PartitionInfos("t") {
 		total += p.HighWatermark
@@ -159,7 +160,7 @@ func TestRestartAppliesCurrentSASLUsers(t *testing.T) {
 	if err := c1.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c2 := broker.StartForTest(t, broker.Options{DataDir: dir, SASL: []broker.SASLUser{{Mechanism: "PLAIN", User: "u", Password: "new"}}})
+	c2, _ := brokertest.Start(t, broker.Options{DataDir: dir, SASL: []broker.SASLUser{{Mechanism: "PLAIN", User: "u", Password: "new"}}})
 	if err := check(c2, "new"); err != nil {
 		t.Errorf("new password after restart: %v", err)
 	}

@@ -20,7 +20,7 @@
 //     may connect, also after a restart.
 //   - With SASL users set, every connection must authenticate (PLAIN,
 //     SCRAM-SHA-256 or SCRAM-SHA-512); with TLS set, every listener is TLS.
-//   - StartForTest and NewTestPKI (testing.go) are helpers for tests in any
-//     package: a cluster closed by t.Cleanup, and a throwaway CA with server
-//     and client certificates.
+//   - Test helpers (a cluster closed by t.Cleanup with a ready client
+//     config, a throwaway CA, a goroutine leak check) live in package
+//     broker/brokertest, outside the production binary.
 package broker

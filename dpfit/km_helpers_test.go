@@ -1,11 +1,8 @@
 package dpfit
 
 import (
-	"encoding/csv"
 	"github.com/dpsurv/dpsurv/internal/datasets"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"testing"
@@ -24,22 +21,11 @@ type kmData struct {
 
 func loadKMData(t testing.TB, name string) kmData {
 	t.Helper()
-	f, err := os.Open(filepath.Join(datasets.Dir(t), name+"_tte.csv"))
-	if err != nil {
-		t.Fatalf("open %s: %v", name, err)
-	}
-	t.Cleanup(func() { f.Close() })
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatalf("read %s: %v", name, err)
-	}
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
-	}
+	tb := datasets.Read(t, name+"_tte.csv")
+	col := tb.Columns()
 	seen := map[string]bool{}
 	var d kmData
-	for _, r := range recs[1:] {
+	for _, r := range tb.Rows {
 		if !seen[r[col["cohort"]]] {
 			seen[r[col["cohort"]]] = true
 			d.labels = append(d.labels, r[col["cohort"]])
@@ -50,7 +36,7 @@ func loadKMData(t testing.TB, name string) kmData {
 	for i, l := range d.labels {
 		idx[l] = i
 	}
-	for _, r := range recs[1:] {
+	for _, r := range tb.Rows {
 		tm, err := strconv.ParseFloat(r[col["time"]], 64)
 		if err != nil {
 			t.Fatalf("%s: time %q: %v", name, r[col["time"]], err)

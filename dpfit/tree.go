@@ -9,6 +9,7 @@ import (
 	"math/bits"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/varint"
 )
 
 // TreeCounter is the binary-tree counter for continual release (Dwork,
@@ -192,28 +193,12 @@ func (c *TreeCounter) UnmarshalBinary(data []byte) error {
 	if len(data) < len(treeMagic) || string(data[:len(treeMagic)]) != treeMagic {
 		return fmt.Errorf("tree counter decode: bad magic")
 	}
-	r := bytes.NewReader(data[len(treeMagic):])
-	var err error
-	getU := func() uint64 {
-		if err != nil {
-			return 0
-		}
-		var v uint64
-		v, err = binary.ReadUvarint(r)
-		return v
-	}
-	getI := func() int64 {
-		if err != nil {
-			return 0
-		}
-		var v int64
-		v, err = binary.ReadVarint(r)
-		return v
-	}
+	r := varint.NewDecoder(data[len(treeMagic):])
+	getU, getI := r.Uvarint, r.Varint
 	horizon, cells := getU(), getU()
 	eps, sens := math.Float64frombits(getU()), math.Float64frombits(getU())
 	t := getU()
-	if err != nil {
+	if err := r.Err(); err != nil {
 		return fmt.Errorf("tree counter decode: header: %w", err)
 	}
 	if horizon > math.MaxInt32 || cells > math.MaxInt32 {
@@ -237,7 +222,7 @@ func (c *TreeCounter) UnmarshalBinary(data []byte) error {
 			fresh.noisy[l][k] = getI()
 		}
 	}
-	if err != nil {
+	if err := r.Err(); err != nil {
 		return fmt.Errorf("tree counter decode: nodes: %w", err)
 	}
 	if r.Len() != 0 {

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/varint"
 )
 
 // ContinualKM re-publishes a cumulative noisy-histogram Kaplan–Meier after
@@ -162,21 +163,13 @@ func (c *ContinualKM) UnmarshalBinary(data []byte) error {
 	if len(data) < len(continualMagic) || string(data[:len(continualMagic)]) != continualMagic {
 		return fmt.Errorf("continual km decode: bad magic")
 	}
-	r := bytes.NewReader(data[len(continualMagic):])
-	var err error
-	getU := func() uint64 {
-		if err != nil {
-			return 0
-		}
-		var v uint64
-		v, err = binary.ReadUvarint(r)
-		return v
-	}
+	r := varint.NewDecoder(data[len(continualMagic):])
+	getU := r.Uvarint
 	bw, tmax := math.Float64frombits(getU()), math.Float64frombits(getU())
 	cohorts := getU()
 	conf, maxSE := math.Float64frombits(getU()), math.Float64frombits(getU())
 	n := getU()
-	if err != nil {
+	if err := r.Err(); err != nil {
 		return fmt.Errorf("continual km decode: header: %w", err)
 	}
 	if cohorts > math.MaxInt32 || n != uint64(r.Len()) {

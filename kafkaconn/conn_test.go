@@ -10,20 +10,21 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 )
 
 func TestCheckConnectionSASLAndTLS(t *testing.T) {
 	dir := t.TempDir()
-	pki := broker.NewTestPKI(t, dir, true)
+	pki := brokertest.NewPKI(t, dir, true)
 	users := []broker.SASLUser{
 		{Mechanism: "PLAIN", User: "plainuser", Password: "plain-secret"},
 		{Mechanism: "SCRAM-SHA-256", User: "scram256", Password: "s256-secret"},
 		{Mechanism: "SCRAM-SHA-512", User: "scram512", Password: "s512-secret"},
 	}
-	saslOnly := broker.StartForTest(t, broker.Options{SASL: users})
-	tlsSASL := broker.StartForTest(t, broker.Options{SASL: users, TLS: pki.ServerTLS})
-	tlsOnly := broker.StartForTest(t, broker.Options{TLS: pki.ServerTLS})
+	saslOnly, _ := brokertest.Start(t, broker.Options{SASL: users})
+	tlsSASL, _ := brokertest.Start(t, broker.Options{SASL: users, TLS: pki.ServerTLS})
+	tlsOnly, _ := brokertest.Start(t, broker.Options{TLS: pki.ServerTLS})
 
 	pwFile := filepath.Join(dir, "pw")
 	if err := os.WriteFile(pwFile, []byte("s512-secret\n"), 0o600); err != nil {
@@ -88,7 +89,7 @@ func TestCheckConnectionSASLAndTLS(t *testing.T) {
 }
 
 func TestCheckConnectionPlaintextToSASLBroker(t *testing.T) {
-	c := broker.StartForTest(t, broker.Options{SASL: []broker.SASLUser{{Mechanism: "PLAIN", User: "u", Password: "p"}}})
+	c, _ := brokertest.Start(t, broker.Options{SASL: []broker.SASLUser{{Mechanism: "PLAIN", User: "u", Password: "p"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	err := kafkaconn.CheckConnection(ctx, kafkaconn.Config{Brokers: c.Addrs()})
@@ -100,9 +101,9 @@ func TestCheckConnectionPlaintextToSASLBroker(t *testing.T) {
 
 func TestCheckConnectionUnreachableAndPlaintextToTLS(t *testing.T) {
 	dir := t.TempDir()
-	pki := broker.NewTestPKI(t, dir, false)
-	tlsOnly := broker.StartForTest(t, broker.Options{TLS: pki.ServerTLS})
-	closed := broker.StartForTest(t, broker.Options{})
+	pki := brokertest.NewPKI(t, dir, false)
+	tlsOnly, _ := brokertest.Start(t, broker.Options{TLS: pki.ServerTLS})
+	closed, _ := brokertest.Start(t, broker.Options{})
 	closedAddrs := closed.Addrs()
 	if err := closed.Close(); err != nil {
 		t.Fatal(err)
@@ -140,8 +141,8 @@ func TestCheckConnectionUnreachableAndPlaintextToTLS(t *testing.T) {
 
 func TestEnsureTopics(t *testing.T) {
 	dir := t.TempDir()
-	pki := broker.NewTestPKI(t, dir, false)
-	c := broker.StartForTest(t, broker.Options{
+	pki := brokertest.NewPKI(t, dir, false)
+	c, _ := brokertest.Start(t, broker.Options{
 		TLS:    pki.ServerTLS,
 		SASL:   []broker.SASLUser{{Mechanism: "SCRAM-SHA-512", User: "svc", Password: "pw"}},
 		Topics: map[string]int{"existing": 2},

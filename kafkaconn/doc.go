@@ -23,6 +23,9 @@
 //     so run CheckConnection at start-up).
 //   - EnsureTopics creates missing topics (replication factor: the broker
 //     default) and leaves existing ones untouched; it is idempotent.
+//   - DescribeGroup and WaitForGroup read a consumer group's members and
+//     their assignments for one topic from the coordinator; they change
+//     nothing.
 //   - SASL PLAIN without TLS sends the password in clear text: acceptable
 //     only on loopback or a trusted network.
 package kafkaconn

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 )
 
-func TestMain(m *testing.M) { os.Exit(broker.RunWithLeakCheck(m)) }
+func TestMain(m *testing.M) { os.Exit(brokertest.RunWithLeakCheck(m)) }

@@ -14,12 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 )
 
-func TestMain(m *testing.M) { os.Exit(broker.RunWithLeakCheck(m)) }
+func TestMain(m *testing.M) { os.Exit(brokertest.RunWithLeakCheck(m)) }
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -207,8 +207,8 @@ type backendCase struct {
 func backends(t *testing.T) []backendCase {
 	dir := t.TempDir()
 	mem := &ledger.Memory{}
-	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
-	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "ledger-test"}
+	_, conn := brokertest.Start(t, broker.Options{Partitions: 1})
+	conn.ClientID = "ledger-test"
 	return []backendCase{
 		{"memory", func(t *testing.T) ledger.Backend { return mem }},
 		{"file", func(t *testing.T) ledger.Backend {
@@ -406,8 +406,8 @@ func streamValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 }
 
 func TestStateStores(t *testing.T) {
-	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
-	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "state-test"}
+	_, conn := brokertest.Start(t, broker.Options{Partitions: 1})
+	conn.ClientID = "state-test"
 	dir := t.TempDir()
 	stores := []struct {
 		name string

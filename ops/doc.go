@@ -31,9 +31,9 @@
 //     the reference or a redelivered message (same dpsurv-source header) is
 //     not byte-identical to its first copy. Together they are the fault
 //     tests' "nothing lost, duplicates identical".
-//   - DescribeGroup and WaitForGroup read a consumer group's members and
-//     assignments from the coordinator; GroupLag its committed offsets
-//     against the topic's end. They change nothing.
+//   - GroupLag reads a consumer group's committed offsets against the
+//     topic's end (members and assignments: kafkaconn.DescribeGroup and
+//     kafkaconn.WaitForGroup). It changes nothing.
 //   - ReadTopic and ReadLedger read a topic (every partition, to its end
 //     as of the call) and a Kafka ledger (every entry, repeats included);
 //     CheckReleases holds a fit topic and a ledger to the release contract

@@ -16,17 +16,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
@@ -103,8 +101,8 @@ func TestKillAggregatorLeaseHolder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 58*time.Second)
 	t.Cleanup(cancel)
 	dir := t.TempDir()
-	cl := broker.StartForTest(t, broker.Options{Partitions: 4})
-	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "ops-killagg"}
+	cl, conn := brokertest.Start(t, broker.Options{Partitions: 4})
+	conn.ClientID = "ops-killagg"
 	keyFile := filepath.Join(dir, "prf.key")
 	if err := os.WriteFile(keyFile, []byte(strings.Repeat("5e", 32)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -115,7 +113,7 @@ func TestKillAggregatorLeaseHolder(t *testing.T) {
 		weibullEps = 0.5
 		budget     = 1000.0
 	)
-	addrs := [2]string{freeAddr(t), freeAddr(t)}
+	addrs := [2]string{opsFreeAddr(t), opsFreeAddr(t)}
 	var cfgFiles [2]string
 	for i := range cfgFiles {
 		cfgFiles[i] = filepath.Join(dir, fmt.Sprintf("replica-%d.yaml", i))
@@ -171,7 +169,7 @@ log: {level: info}
 	procs := [2]*dpsurvProcess{startDpsurv(t, "run", "--config", cfgFiles[0]), startDpsurv(t, "run", "--config", cfgFiles[1])}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("replica 0 log tail:\n%s\nreplica 1 log tail:\n%s", logTail(procs[0].logs.String()), logTail(procs[1].logs.String()))
+			t.Logf("replica 0 log tail:\n%s\nreplica 1 log tail:\n%s", opsLogTail(procs[0].logs.String()), opsLogTail(procs[1].logs.String()))
 		}
 	})
 	metric := func(i int, name string, labels map[string]string) float64 {
@@ -460,7 +458,7 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 		budget = 1000.0
 	)
 	cfg := aggRestartConfig(conn, size, kmEps, wbEps, budget)
-	cfg.HTTP.Listen = freeAddr(t)
+	cfg.HTTP.Listen = opsFreeAddr(t)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -479,15 +477,15 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 		msgs[i].Key = []byte("aggrestart-" + strconv.Itoa(i))
 	}
 	half := len(msgs) / 2
-	logs := &lockedLog{}
+	logs := &opsLogs{}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("service log tail:\n%s", logTail(logs.String()))
+			t.Logf("service log tail:\n%s", opsLogTail(logs.String()))
 		}
 	})
 	key := bytes.Repeat([]byte{0x5e}, 32)
-	sv := supervise(t, ctx, func() *pipeline.Service {
-		return &pipeline.Service{Config: cfg, Key: key, Log: jsonLogger(logs), AggregatorTick: 50 * time.Millisecond}
+	sv := opsSupervise(t, ctx, func() *pipeline.Service {
+		return &pipeline.Service{Config: cfg, Key: key, Log: logs.logger(), AggregatorTick: 50 * time.Millisecond}
 	})
 	waitFor := func(what string, timeout time.Duration, cond func() bool) {
 		t.Helper()
@@ -649,55 +647,6 @@ func aggRestartConfig(conn kafkaconn.Config, size time.Duration, kmEps, wbEps, b
 	cfg.Ledger = pipeline.LedgerConfig{Topic: "ar.ledger", CheckpointInterval: time.Second,
 		LeaseSessionTimeout: 6 * time.Second, Budget: map[string]float64{"stream": budget}}
 	return cfg
-}
-
-func jsonLogger(w io.Writer) *zap.Logger {
-	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(w), zapcore.DebugLevel))
-}
-
-// supervisor runs a service the way a process supervisor (Kubernetes,
-// systemd) runs `dpsurv run`: when Run returns an error it records it and
-// starts a fresh service after a short backoff.
-type supervisor struct {
-	mu     sync.Mutex
-	exits  []error
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func supervise(t *testing.T, ctx context.Context, mk func() *pipeline.Service) *supervisor {
-	t.Helper()
-	sctx, cancel := context.WithCancel(ctx)
-	sv := &supervisor{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(sv.done)
-		for sctx.Err() == nil {
-			err := mk().Run(sctx)
-			if err == nil {
-				return
-			}
-			sv.mu.Lock()
-			sv.exits = append(sv.exits, err)
-			sv.mu.Unlock()
-			select {
-			case <-sctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(sv.stop)
-	return sv
-}
-
-func (sv *supervisor) stop() {
-	sv.cancel()
-	<-sv.done
-}
-
-func (sv *supervisor) exitErrors() []error {
-	sv.mu.Lock()
-	defer sv.mu.Unlock()
-	return append([]error(nil), sv.exits...)
 }
 
 // TestCheckReleases feeds CheckReleases a consistent fit topic and ledger,

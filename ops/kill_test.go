@@ -1,14 +1,12 @@
 package ops_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/dpsurv/dpsurv/internal/testtier"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +21,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/cli"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
@@ -58,7 +56,7 @@ func TestHelperProcess(t *testing.T) {
 // dpsurvProcess is a `dpsurv` child process with its stderr captured.
 type dpsurvProcess struct {
 	cmd  *exec.Cmd
-	logs *lockedLog
+	logs *opsLogs
 	done chan struct{}
 	err  error
 }
@@ -68,7 +66,7 @@ func startDpsurv(t *testing.T, args ...string) *dpsurvProcess {
 	raw, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), helperEnv+"="+string(raw))
-	p := &dpsurvProcess{cmd: cmd, logs: &lockedLog{}, done: make(chan struct{})}
+	p := &dpsurvProcess{cmd: cmd, logs: &opsLogs{}, done: make(chan struct{})}
 	cmd.Stdout = io.Discard
 	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {
@@ -133,13 +131,13 @@ func TestKillReplicaMidStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 58*time.Second)
 	t.Cleanup(cancel)
 	dir := t.TempDir()
-	cl := broker.StartForTest(t, broker.Options{Partitions: 4, DataDir: filepath.Join(dir, "broker")})
-	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "ops-kill"}
+	cl, conn := brokertest.Start(t, broker.Options{Partitions: 4, DataDir: filepath.Join(dir, "broker")})
+	conn.ClientID = "ops-kill"
 	keyFile := filepath.Join(dir, "prf.key")
 	if err := os.WriteFile(keyFile, []byte(strings.Repeat("4f", 32)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addrs := [2]string{freeAddr(t), freeAddr(t)}
+	addrs := [2]string{opsFreeAddr(t), opsFreeAddr(t)}
 	var cfgFiles [2]string
 	for i := range cfgFiles {
 		cfgFiles[i] = filepath.Join(dir, fmt.Sprintf("replica-%d.yaml", i))
@@ -189,10 +187,10 @@ log: {level: info}
 	b := startDpsurv(t, "run", "--config", cfgFiles[1])
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("replica A log tail:\n%s\nreplica B log tail:\n%s", logTail(a.logs.String()), logTail(b.logs.String()))
+			t.Logf("replica A log tail:\n%s\nreplica B log tail:\n%s", opsLogTail(a.logs.String()), opsLogTail(b.logs.String()))
 		}
 	})
-	if _, err := ops.WaitForGroup(ctx, conn, cfg.Input.GroupID, cfg.Input.Topic, 2, 40*time.Second); err != nil {
+	if _, err := kafkaconn.WaitForGroup(ctx, conn, cfg.Input.GroupID, cfg.Input.Topic, 2, 40*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	prodErr := make(chan error, 1)
@@ -241,43 +239,6 @@ log: {level: info}
 	}
 	t.Logf("A killed after %.0f input messages; all %d records sanitized %v after the kill; %d distinct sanitized messages, %d redelivered (identical)",
 		killedAfter, len(want), takeover.Round(100*time.Millisecond), out.Distinct, out.Duplicates)
-}
-
-// lockedLog collects a child's stderr.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func logTail(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-40):], "\n")
-}
-
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 // produceEvery writes msgs one at a time, one every `every`.

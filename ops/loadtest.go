@@ -203,7 +203,7 @@ func RunLoad(ctx context.Context, o LoadOptions) (LoadResult, error) {
 		}
 	}
 	defer func() { _ = stopAll() }()
-	if _, err := WaitForGroup(ctx, cfg.Kafka, loadGroup, cfg.Input.Topic, o.Replicas, 90*time.Second); err != nil {
+	if _, err := kafkaconn.WaitForGroup(ctx, cfg.Kafka, loadGroup, cfg.Input.Topic, o.Replicas, 90*time.Second); err != nil {
 		return res, fmt.Errorf("loadtest: replicas did not form a group: %w", err)
 	}
 
@@ -460,7 +460,7 @@ func runFixedRate(ctx context.Context, o LoadOptions, cfg pipeline.Config, gen *
 	go func() {
 		consErr <- consume(cctx, cfg.Kafka, cfg.Output.SanitizedTopic, loadGroup+"-reader", tal, true, o.Log)
 	}()
-	if _, err := WaitForGroup(ctx, cfg.Kafka, loadGroup+"-reader", cfg.Output.SanitizedTopic, 1, 60*time.Second); err != nil {
+	if _, err := kafkaconn.WaitForGroup(ctx, cfg.Kafka, loadGroup+"-reader", cfg.Output.SanitizedTopic, 1, 60*time.Second); err != nil {
 		return fmt.Errorf("loadtest: sanitized-topic consumer: %w", err)
 	}
 

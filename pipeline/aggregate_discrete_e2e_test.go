@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
@@ -34,7 +35,7 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	defer cancel()
 	logs := &syncBuffer{}
 	log := debugLogger(logs)
-	cl := broker.StartForTest(t, broker.Options{Partitions: 2})
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 
 	cohorts := []string{"A", "B"}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
@@ -127,7 +128,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	defer cancel()
 	logs := &syncBuffer{}
 	log := debugLogger(logs)
-	cl := broker.StartForTest(t, broker.Options{Partitions: 2})
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 
 	cohorts := []string{"A", "B", "C"}

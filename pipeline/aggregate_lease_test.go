@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline"
@@ -29,7 +30,7 @@ func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
 	defer cancel()
 	logs := &syncBuffer{}
 	log := debugLogger(logs)
-	cl := broker.StartForTest(t, broker.Options{Partitions: 2})
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	cohorts := []string{"A", "B"}
 	cfg := pipeline.DefaultConfig()

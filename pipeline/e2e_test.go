@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline"
@@ -112,7 +113,7 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 	defer cancel()
 	logs := &syncBuffer{}
 	log := debugLogger(logs)
-	cl := broker.StartForTest(t, broker.Options{Partitions: 3})
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 3})
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 
 	cohorts := []string{"label-alpha-secret", "label-beta-secret", "label-gamma-secret"}

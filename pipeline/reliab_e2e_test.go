@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline"
@@ -231,7 +232,7 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			cl := broker.StartForTest(t, broker.Options{Partitions: 1})
+			cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 			cfg := reliabConfig(t, cl, "crash")
 			cfg.Schema.Public = tc.public
 			if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 1, cfg.Output.SanitizedTopic: 1, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
@@ -270,7 +271,7 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 func TestLargeMessagesAreSplitAndDeadLettersBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 	cfg := reliabConfig(t, cl, "large")
 	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 1, cfg.Output.SanitizedTopic: 1, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
 		t.Fatal(err)
@@ -344,7 +345,7 @@ func (f *failingSink) Write(ctx context.Context, msgs []sinks.Message) error {
 func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 	cfg := reliabConfig(t, cl, "retry")
 	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 1, cfg.Output.SanitizedTopic: 1, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
 		t.Fatal(err)
@@ -407,7 +408,7 @@ func counterValue(c prometheus.Counter) float64 {
 func TestOutputBoundLearnedFromTopic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 	cfg := reliabConfig(t, cl, "learn")
 	const topicMax = 200_000
 	tr, err := cfg.Kafka.Transport()

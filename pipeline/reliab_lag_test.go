@@ -12,9 +12,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/ops"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
@@ -40,7 +40,7 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl := broker.StartForTest(t, broker.Options{Partitions: 2})
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
 	cfg := reliabConfig(t, cl, "stall")
 	cfg.Input.Partitions = 2
 	cfg.Input.SessionTimeout = 6 * time.Second
@@ -77,7 +77,7 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 			stopZombie()
 		}
 	}()
-	if _, err := ops.WaitForGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic, 1, 30*time.Second); err != nil {
+	if _, err := kafkaconn.WaitForGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic, 1, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
@@ -93,7 +93,7 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	})
 	t.Logf("with one partition held and not consumed: consumer_lag %v, stalled %v, ready %v, acked %d, commit errors %v",
 		gaugeValue(svc.Metrics().ConsumerLag), gaugeValue(svc.Metrics().StalledPartitions), svc.Ready(), svc.Acked(), counterValue(svc.Metrics().CommitErrors))
-	if st, err := ops.DescribeGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic); err == nil {
+	if st, err := kafkaconn.DescribeGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic); err == nil {
 		t.Logf("group: %+v", st)
 	}
 	if lag, err := kafkaconn.GroupLag(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic); err == nil {

@@ -1,7 +1,6 @@
 package regression
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"github.com/dpsurv/dpsurv/internal/datasets"
 	"math"
@@ -20,19 +19,8 @@ import (
 // complete.cases does.
 func loadCSV(t testing.TB, file string, covs []string) Data {
 	t.Helper()
-	f, err := os.Open(filepath.Join(datasets.Dir(t), file))
-	if err != nil {
-		t.Fatalf("open %s: %v", file, err)
-	}
-	t.Cleanup(func() { f.Close() })
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatalf("read %s: %v", file, err)
-	}
-	col := map[string]int{}
-	for j, h := range rows[0] {
-		col[h] = j
-	}
+	tb := datasets.Read(t, file)
+	col := tb.Columns()
 	need := append([]string{"time", "event"}, covs...)
 	for _, c := range need {
 		if _, ok := col[c]; !ok {
@@ -41,7 +29,7 @@ func loadCSV(t testing.TB, file string, covs []string) Data {
 	}
 	var d Data
 rows:
-	for _, r := range rows[1:] {
+	for _, r := range tb.Rows {
 		vals := make([]float64, len(need))
 		for k, c := range need {
 			s := r[col[c]]

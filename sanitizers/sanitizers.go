@@ -13,20 +13,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/dp"
-)
-
-// Field-level metadata keys on the sanitized schema (same strings as the
-// schemas package constants).
-const (
-	metaSchema        = "dpsurv.schema"
-	metaTimeUnit      = "dpsurv.time_unit"
-	metaMechanism     = "dpsurv.mechanism"
-	metaGuarantee     = "dpsurv.guarantee"
-	metaEpsilon       = "dpsurv.epsilon"
-	metaWindow        = "dpsurv.window"
-	metaWorstCaseLoss = "dpsurv.worst_case_loss"
-	metaNote          = "dpsurv.note"
-	sanitizedSchema   = "tte.sanitized.v1"
+	"github.com/dpsurv/dpsurv/schemas"
 )
 
 // Guarantee kinds (mechanisms.md §0).
@@ -159,14 +146,7 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 		return nil, fmt.Errorf("schema.time_max: must be positive and finite, got %v", cfg.TimeMax)
 	}
 	c.tmax = int64(math.Floor(cfg.TimeMax))
-	md := func(kv ...string) arrow.Metadata {
-		keys, vals := make([]string, 0, len(kv)/2), make([]string, 0, len(kv)/2)
-		for i := 0; i < len(kv); i += 2 {
-			keys = append(keys, kv[i])
-			vals = append(vals, kv[i+1])
-		}
-		return arrow.NewMetadata(keys, vals)
-	}
+	md := schemas.FieldMetadata
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	public := map[string]bool{}
 	for i, f := range cfg.Public {
@@ -182,7 +162,7 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 	if cfg.PseudonymizeID {
 		c.outCols = append(c.outCols, outCol{kind: outPseudonym, name: "id", field: arrow.Field{
 			Name: "id", Type: arrow.BinaryTypes.String,
-			Metadata: md(metaMechanism, MechPseudo, metaGuarantee, KindPseudo)}})
+			Metadata: md(schemas.MetaMechanism, MechPseudo, schemas.MetaGuarantee, KindPseudo)}})
 		c.guar = append(c.guar, Guarantee{Field: "id", Mechanism: MechPseudo, Kind: KindPseudo})
 	}
 
@@ -222,9 +202,9 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 		c.guar = append(c.guar, g)
 		c.outCols = append(c.outCols, outCol{kind: outTE, name: "time", field: arrow.Field{
 			Name: "time", Type: arrow.PrimitiveTypes.Int64,
-			Metadata: md(metaMechanism, MechTE, metaGuarantee, KindTI, metaEpsilon, ff(eps),
-				metaWindow, strconv.Itoa(w), metaWorstCaseLoss, ff(loss), metaTimeUnit, cfg.TimeUnit,
-				metaNote, TINote)}})
+			Metadata: md(schemas.MetaMechanism, MechTE, schemas.MetaGuarantee, KindTI, schemas.MetaEpsilon, ff(eps),
+				schemas.MetaWindow, strconv.Itoa(w), schemas.MetaWorstCaseLoss, ff(loss), schemas.MetaTimeUnit, cfg.TimeUnit,
+				schemas.MetaNote, TINote)}})
 	case "none", "":
 		if public["time"] {
 			c.outCols = append(c.outCols, outCol{kind: outCopy, name: "time"})
@@ -251,8 +231,8 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 		c.guar = append(c.guar, Guarantee{Field: "cohort", Mechanism: MechRRR, Epsilon: &e, WorstCaseLoss: &e, Kind: KindLocalDP})
 		c.outCols = append(c.outCols, outCol{kind: outRRR, name: "cohort", field: arrow.Field{
 			Name: "cohort", Type: c.dictType,
-			Metadata: md(metaMechanism, MechRRR, metaGuarantee, KindLocalDP, metaEpsilon, ff(e),
-				metaWorstCaseLoss, ff(e), "dpsurv.rrr_p", ff(r.P()))}})
+			Metadata: md(schemas.MetaMechanism, MechRRR, schemas.MetaGuarantee, KindLocalDP, schemas.MetaEpsilon, ff(e),
+				schemas.MetaWorstCaseLoss, ff(e), schemas.MetaRRRP, ff(r.P()))}})
 		lb := array.NewStringBuilder(mem)
 		lb.AppendValues(cfg.Cohorts, nil)
 		c.labels = lb.NewArray()
@@ -461,18 +441,13 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 			a.Retain()
 			cols = append(cols, a)
 			f := sc.Field(sc.FieldIndices(oc.name)[0])
-			f.Metadata = arrow.NewMetadata([]string{metaMechanism, metaGuarantee}, []string{MechPublic, KindNone})
+			f.Metadata = arrow.NewMetadata([]string{schemas.MetaMechanism, schemas.MetaGuarantee}, []string{MechPublic, KindNone})
 			fields = append(fields, f)
 		}
 	}
-	schema := arrow.NewSchema(fields, c.schemaMeta())
+	schema := schemas.SanitizedSchema(fields, c.cfg.TimeUnit)
 	out := array.NewRecord(schema, cols, int64(n))
 	return out, st, nil
-}
-
-func (c *Chain) schemaMeta() *arrow.Metadata {
-	m := arrow.NewMetadata([]string{metaSchema, metaTimeUnit}, []string{sanitizedSchema, c.cfg.TimeUnit})
-	return &m
 }
 
 func putLE(b []byte, v uint64) {

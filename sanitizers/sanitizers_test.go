@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/schemas"
 )
 
 var labels = []string{"A", "B", "C"}
@@ -174,7 +175,7 @@ func TestDefaultDenyAndReplayStability(t *testing.T) {
 			t.Fatalf("row %d: id not pseudonymised: %q", i, pid.Value(i))
 		}
 	}
-	if v, _ := out1.Schema().Metadata().GetValue(metaSchema); v != sanitizedSchema {
+	if v, _ := out1.Schema().Metadata().GetValue(schemas.MetaSchema); v != schemas.SanitizedSchemaName {
 		t.Fatalf("schema metadata %v", out1.Schema().Metadata())
 	}
 

@@ -1,11 +1,19 @@
 // Package schemas defines the Arrow schemas of dpsurv's topics and files
-// (tte.v1 input, tte.sanitized.v1 output), their codecs (Arrow IPC stream per
+// (tte.v1 input, tte.sanitized.v1 output, the km curve table
+// dpsurv.fit.km.v1), their codecs (Arrow IPC stream per
 // Kafka message, CSV, JSON lines) and the validation that splits a batch into
 // good rows in canonical form and dead-letter rows with a reason. Decoding and
 // validation never panic on input.
 //
 // Contract:
 //
+//   - This package is the one owner of dpsurv's wire formats: schema names,
+//     the metadata keys (Meta*), the sanitized schema (SanitizedSchema, used
+//     by the sanitizer chain and the baselines), the fit message's schema
+//     name, the km curve table (KMCurveSchema), the km curve's JSON
+//     (KMCurve, used by the fit topic and `dpsurv fit km`) and R's NA in
+//     JSON (NullableFloat: NaN and ±Inf as null). Other packages import
+//     these rather than repeat them.
 //   - Canonical records (CanonicalSchema) are what sanitizers and aggregators
 //     read: id utf8, time float64 (finite, >= 0, not clamped), event bool,
 //     cohort dictionary<int32, utf8> whose dictionary is exactly

@@ -28,6 +28,8 @@ const (
 	MetaNeighbouring   = "dpsurv.neighbouring"      // field- or schema-level: e.g. "replace-one"
 	MetaMechanismVer   = "dpsurv.mechanism_version" // field-level: version that enters the keyed PRF
 	MetaPublicField    = "dpsurv.public"            // field-level: "true" when the config marks the field public
+	MetaNote           = "dpsurv.note"              // field-level: what the guarantee does not promise
+	MetaRRRP           = "dpsurv.rrr_p"             // field-level: randomized response's keep probability
 	canonicalIDName    = "id"
 	canonicalTimeName  = "time"
 	canonicalEventName = "event"
@@ -233,4 +235,24 @@ func (s Spec) RenameToInput() map[string]string {
 		canonicalSite:      c.Site,
 		canonicalObserved:  c.ObservedAt,
 	}
+}
+
+// FieldMetadata is field-level metadata from alternating keys and values
+// (key1, value1, key2, value2, ...), in that order.
+func FieldMetadata(kv ...string) arrow.Metadata {
+	keys, vals := make([]string, 0, len(kv)/2), make([]string, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		keys = append(keys, kv[i])
+		vals = append(vals, kv[i+1])
+	}
+	return arrow.NewMetadata(keys, vals)
+}
+
+// SanitizedSchema is the tte.sanitized.v1 schema of the given fields: the
+// schema-level metadata names the schema and the time unit. Every producer
+// of sanitized records (the sanitizer chain, the baselines) builds its
+// schema here.
+func SanitizedSchema(fields []arrow.Field, timeUnit string) *arrow.Schema {
+	md := arrow.NewMetadata([]string{MetaSchema, MetaTimeUnit}, []string{SanitizedSchemaName, timeUnit})
+	return arrow.NewSchema(fields, &md)
 }

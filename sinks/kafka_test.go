@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sinks"
@@ -67,8 +68,7 @@ func highWatermarks(c *broker.Cluster, topic string) int64 {
 // lands on the same partition, the one kafka.Hash picks.
 func TestKafkaWriteDurableAndKeyed(t *testing.T) {
 	const parts = 4
-	c := broker.StartForTest(t, broker.Options{Topics: map[string]int{"out": parts}})
-	conn := kafkaconn.Config{Brokers: c.Addrs()}
+	c, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"out": parts}})
 	ctx := testCtx(t, 30*time.Second)
 	s1 := newSink(t, sinks.KafkaConfig{Conn: conn, Topic: "out"})
 	s2 := newSink(t, sinks.KafkaConfig{Conn: conn, Topic: "out", BatchTimeout: 20 * time.Millisecond})
@@ -129,8 +129,7 @@ func TestKafkaWriteDurableAndKeyed(t *testing.T) {
 }
 
 func TestKafkaCompression(t *testing.T) {
-	c := broker.StartForTest(t, broker.Options{})
-	conn := kafkaconn.Config{Brokers: c.Addrs()}
+	_, conn := brokertest.Start(t, broker.Options{})
 	for _, comp := range []string{"", "none", "snappy", "lz4", "zstd", "gzip"} {
 		t.Run("codec="+comp, func(t *testing.T) {
 			topic := "c-" + comp
@@ -163,8 +162,7 @@ func TestKafkaCompression(t *testing.T) {
 }
 
 func TestKafkaWriteErrors(t *testing.T) {
-	c := broker.StartForTest(t, broker.Options{Topics: map[string]int{"out": 1}})
-	conn := kafkaconn.Config{Brokers: c.Addrs()}
+	c, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"out": 1}})
 
 	t.Run("message too large", func(t *testing.T) {
 		s := newSink(t, sinks.KafkaConfig{Conn: conn, Topic: "out"})
@@ -215,7 +213,7 @@ func TestKafkaWriteErrors(t *testing.T) {
 		}
 	})
 	t.Run("broker down", func(t *testing.T) {
-		d := broker.StartForTest(t, broker.Options{Topics: map[string]int{"out": 1}})
+		d, _ := brokertest.Start(t, broker.Options{Topics: map[string]int{"out": 1}})
 		s := newSink(t, sinks.KafkaConfig{Conn: kafkaconn.Config{Brokers: d.Addrs()}, Topic: "out"})
 		if err := d.Close(); err != nil {
 			t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
 )
@@ -18,8 +18,7 @@ import (
 // -benchtime=4000x to bound the broker's memory (it keeps both topics).
 func BenchmarkPassthrough(b *testing.B) {
 	const size = 64 << 10
-	c := broker.StartForTest(b, broker.Options{Topics: map[string]int{"in": 4, "out": 4}})
-	conn := kafkaconn.Config{Brokers: c.Addrs()}
+	c, conn := brokertest.Start(b, broker.Options{Topics: map[string]int{"in": 4, "out": 4}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	b.Cleanup(cancel)
 

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sinks"
@@ -102,8 +103,7 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 }
 
 func TestReadAckCommits(t *testing.T) {
-	c := broker.StartForTest(t, broker.Options{Topics: map[string]int{"in": 4}})
-	conn := kafkaconn.Config{Brokers: c.Addrs()}
+	c, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"in": 4}})
 	const n = 500
 	produce(t, conn, "in", "v", 0, n)
 	ctx := testCtx(t, 30*time.Second)
@@ -155,7 +155,7 @@ func TestReadAckCommits(t *testing.T) {
 }
 
 func TestReadBatchCancelAndClose(t *testing.T) {
-	c := broker.StartForTest(t, broker.Options{Topics: map[string]int{"empty": 2}})
+	c, _ := brokertest.Start(t, broker.Options{Topics: map[string]int{"empty": 2}})
 	k := newSource(t, sources.KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Addrs()}, Topic: "empty", GroupID: "g"})
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
@@ -183,8 +183,7 @@ func TestReadBatchCancelAndClose(t *testing.T) {
 // A consumer closed mid-stream without acking its last batches: a new
 // consumer in the same group gets exactly the un-acked messages again.
 func TestRedeliveryAfterCloseWithoutAck(t *testing.T) {
-	c := broker.StartForTest(t, broker.Options{Topics: map[string]int{"in": 3}})
-	conn := kafkaconn.Config{Brokers: c.Addrs()}
+	_, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"in": 3}})
 	const n = 300
 	produce(t, conn, "in", "v", 0, n)
 	ctx := testCtx(t, 40*time.Second)
@@ -228,8 +227,7 @@ func TestRedeliveryAfterCloseWithoutAck(t *testing.T) {
 // Two consumers in one group split the partitions and together see every
 // message, while messages keep arriving through the rebalance.
 func TestRebalanceTwoConsumers(t *testing.T) {
-	c := broker.StartForTest(t, broker.Options{Topics: map[string]int{"in": 4}})
-	conn := kafkaconn.Config{Brokers: c.Addrs()}
+	c, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"in": 4}})
 	ctx := testCtx(t, 50*time.Second)
 	const rounds, per = 10, 40
 	const n = rounds * per
@@ -341,7 +339,7 @@ func TestBrokerRestartKeepsRecordsAndOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c2 := broker.StartForTest(t, broker.Options{DataDir: dir, Topics: map[string]int{"in": 2, "new": 1}})
+	c2, _ := brokertest.Start(t, broker.Options{DataDir: dir, Topics: map[string]int{"in": 2, "new": 1}})
 	conn2 := kafkaconn.Config{Brokers: c2.Addrs()}
 	info := c2.Kfake().GroupInfo("g")
 	if info == nil {
@@ -374,8 +372,7 @@ func TestBrokerRestartKeepsRecordsAndOffsets(t *testing.T) {
 }
 
 func TestAckOrderAndLag(t *testing.T) {
-	c := broker.StartForTest(t, broker.Options{Topics: map[string]int{"one": 1}})
-	conn := kafkaconn.Config{Brokers: c.Addrs()}
+	c, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"one": 1}})
 	produce(t, conn, "one", "v", 0, 100)
 	ctx := testCtx(t, 30*time.Second)
 	k := newSource(t, sources.KafkaConfig{Conn: conn, Topic: "one", GroupID: "g", MaxBatch: 10, MaxWait: 200 * time.Millisecond})
@@ -439,8 +436,8 @@ func TestNewKafkaValidation(t *testing.T) {
 // TLS + SCRAM end to end: the reader's Dialer and the writer's Transport
 // both authenticate.
 func TestReadOverTLSAndSASL(t *testing.T) {
-	pki := broker.NewTestPKI(t, t.TempDir(), true)
-	c := broker.StartForTest(t, broker.Options{
+	pki := brokertest.NewPKI(t, t.TempDir(), true)
+	c, _ := brokertest.Start(t, broker.Options{
 		TLS:    pki.ServerTLS,
 		SASL:   []broker.SASLUser{{Mechanism: "SCRAM-SHA-256", User: "svc", Password: "pw"}},
 		Topics: map[string]int{"in": 2},
@@ -463,7 +460,7 @@ func TestReadOverTLSAndSASL(t *testing.T) {
 // as a hang.
 func TestReadBatchWrongPassword(t *testing.T) {
 	testtier.Full(t, "authentication-retry test (waits out a 10 s backoff)")
-	c := broker.StartForTest(t, broker.Options{
+	c, _ := brokertest.Start(t, broker.Options{
 		SASL:   []broker.SASLUser{{Mechanism: "SCRAM-SHA-512", User: "u", Password: "right"}},
 		Topics: map[string]int{"in": 1},
 	})

@@ -3,6 +3,8 @@ package survival
 import (
 	"fmt"
 	"math"
+
+	"github.com/dpsurv/dpsurv/schemas"
 )
 
 // KMCurve is a Kaplan–Meier curve with the columns of R's
@@ -26,23 +28,37 @@ import (
 //     median comes from the Lower curve, the upper limit from the Upper
 //     curve. See SummaryMedian for the variant print(fit) shows.
 //
-// NaN stands for R's NA: encoders must write it as null.
+// NaN stands for R's NA; the JSON wire form (Wire, schemas.KMCurve) writes
+// it as null.
 type KMCurve struct {
-	Time    []float64 `json:"time"`
-	NRisk   []float64 `json:"n_risk"`
-	NEvent  []float64 `json:"n_event"`
-	NCensor []float64 `json:"n_censor"`
-	Surv    []float64 `json:"surv"`
-	StdErr  []float64 `json:"std_err"`
-	Lower   []float64 `json:"lower"`
-	Upper   []float64 `json:"upper"`
+	Time    []float64
+	NRisk   []float64
+	NEvent  []float64
+	NCensor []float64
+	Surv    []float64
+	StdErr  []float64
+	Lower   []float64
+	Upper   []float64
 
-	Median      float64 `json:"median"`
-	MedianLower float64 `json:"median_lower"`
-	MedianUpper float64 `json:"median_upper"`
+	Median      float64
+	MedianLower float64
+	MedianUpper float64
 
 	// Conf is the confidence level of Lower/Upper (0.95 by default).
-	Conf float64 `json:"conf"`
+	Conf float64
+}
+
+// Wire is the curve's JSON wire form (schemas.KMCurve; Conf is not part of
+// it): NaN values encode as null.
+func (c KMCurve) Wire() schemas.KMCurve {
+	f := schemas.NullableFloats
+	return schemas.KMCurve{
+		Time: f(c.Time), NRisk: f(c.NRisk), NEvent: f(c.NEvent), NCensor: f(c.NCensor),
+		Surv: f(c.Surv), StdErr: f(c.StdErr), Lower: f(c.Lower), Upper: f(c.Upper),
+		Median:      schemas.NullableFloat(c.Median),
+		MedianLower: schemas.NullableFloat(c.MedianLower),
+		MedianUpper: schemas.NullableFloat(c.MedianUpper),
+	}
 }
 
 // KaplanMeier computes the Kaplan–Meier curve of right-censored data:

@@ -6,7 +6,6 @@ import (
 	"github.com/dpsurv/dpsurv/internal/datasets"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"testing"
@@ -97,7 +96,8 @@ type tteData struct {
 
 func loadTTE(t *testing.T, name string) tteData {
 	t.Helper()
-	c := readKMCSV(t, filepath.Join(datasets.Dir(t), name+"_tte.csv"))
+	tb := datasets.Read(t, name+"_tte.csv")
+	c := kmCSV{header: tb.Header, rows: tb.Rows}
 	d := tteData{time: c.floats(t, "time"), cohort: c.strings(t, "cohort")}
 	for _, e := range c.floats(t, "event") {
 		d.event = append(d.event, e == 1)

@@ -1,73 +1,17 @@
 // Command dpsurv-eval regenerates the evaluation tables and figures of
-// docs/evaluation.md from the shared datasets, deterministically (every
-// random draw comes from dp.NewSeededSource with a fixed, stated seed; such
-// sources are for evaluation only, never for a release).
-//
-// Each subcommand lives in its own file and registers itself in init(), so
-// that several evaluations can be added without touching this file:
+// docs/evaluation.md from the repository's datasets, deterministically
+// (every random draw comes from dp.NewSeededSource with a fixed, stated
+// seed; such sources are for evaluation only, never for a release). The
+// logic lives in package internal/eval; this is its command line:
 //
 //	go run ./cmd/dpsurv-eval                 # lists the subcommands
 //	go run ./cmd/dpsurv-eval sanitizers -h   # one subcommand's flags
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
-	"io"
 	"os"
-	"sort"
+
+	"github.com/dpsurv/dpsurv/internal/eval"
 )
 
-type subcommand struct {
-	usage string
-	run   func(args []string, stdout, stderr io.Writer) error
-}
-
-var subcommands = map[string]subcommand{}
-
-// register adds a subcommand; called from init() in each subcommand's file.
-func register(name, usage string, run func(args []string, stdout, stderr io.Writer) error) {
-	if _, dup := subcommands[name]; dup {
-		panic("dpsurv-eval: subcommand registered twice: " + name)
-	}
-	subcommands[name] = subcommand{usage: usage, run: run}
-}
-
-func main() { os.Exit(mainArgs(os.Args[1:], os.Stdout, os.Stderr)) }
-
-func mainArgs(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		printUsage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	sc, ok := subcommands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "dpsurv-eval: unknown subcommand %q\n", args[0])
-		printUsage(stderr)
-		return 2
-	}
-	if err := sc.run(args[1:], stdout, stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "dpsurv-eval %s: %v\n", args[0], err)
-		return 1
-	}
-	return 0
-}
-
-func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: dpsurv-eval <subcommand> [flags]")
-	names := make([]string, 0, len(subcommands))
-	for n := range subcommands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-22s %s\n", n, subcommands[n].usage)
-	}
-}
+func main() { os.Exit(eval.Main(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline"
@@ -45,7 +46,7 @@ func (c *testClock) set(t time.Time) {
 func TestConsumerReadsServiceOutput(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 	cohorts := []string{"A", "B", "C"}
 	cfg := pipeline.DefaultConfig()
 	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "example"}

@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -58,7 +59,7 @@ func TestProducerMessagesPassValidation(t *testing.T) {
 func TestProducerSendsToBroker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 	if err := kafkaconn.EnsureTopics(ctx, kafkaconn.Config{Brokers: cl.Addrs()}, map[string]int{"ehr.tte": 1}, nil); err != nil {
 		t.Fatal(err)
 	}

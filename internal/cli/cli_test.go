@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/internal/datasets"
 )
 
 func run(t *testing.T, args ...string) (string, string, int) {
@@ -29,7 +31,7 @@ func TestSanitizeJSONAndReplayStability(t *testing.T) {
 	dir := t.TempDir()
 	key := writeKey(t)
 	args := func(out string) []string {
-		return []string{"sanitize", "--input", "../../data/kidney_tte.csv", "--output", out,
+		return []string{"sanitize", "--input", datasets.Path(t, "kidney_tte.csv"), "--output", out,
 			"--cohorts", "1,2,3", "--time-max", "600", "--te-epsilon", "0.1", "--te-window", "10",
 			"--rrr-epsilon", "1", "--key-file", key}
 	}
@@ -168,7 +170,7 @@ func TestSanitizeBaselines(t *testing.T) {
 		{"dptime", []string{"--dptime-epsilon", "1", "--time-bin", "30"}, "pure-dp"},
 	} {
 		out := filepath.Join(dir, tc.mech+".csv")
-		args := append([]string{"sanitize", "--mechanism", tc.mech, "--input", "../../data/kidney_tte.csv", "--output", out,
+		args := append([]string{"sanitize", "--mechanism", tc.mech, "--input", datasets.Path(t, "kidney_tte.csv"), "--output", out,
 			"--cohorts", "1,2,3,4", "--time-max", "600"}, tc.extra...)
 		o, e, code := run(t, args...)
 		if code != 0 {

@@ -63,21 +63,10 @@ func jsonEpsilon(v float64) any {
 	return v
 }
 
-// num turns NaN (R's NA) and infinities into null.
-func num(v float64) any {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return v
-}
+// num encodes NaN (R's NA) and infinities as null.
+func num(v float64) schemas.NullableFloat { return schemas.NullableFloat(v) }
 
-func nums(v []float64) []any {
-	out := make([]any, len(v))
-	for i, x := range v {
-		out[i] = num(x)
-	}
-	return out
-}
+func nums(v []float64) []schemas.NullableFloat { return schemas.NullableFloats(v) }
 
 func runFit(ctx context.Context, env Env, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -258,12 +247,32 @@ func printJSON(w io.Writer, v any) error {
 	return err
 }
 
-func kmCurveJSON(label string, c survival.KMCurve) map[string]any {
-	return map[string]any{
-		"cohort": label, "time": c.Time, "n_risk": nums(c.NRisk), "n_event": nums(c.NEvent), "n_censor": nums(c.NCensor),
-		"surv": nums(c.Surv), "std_err": nums(c.StdErr), "lower": nums(c.Lower), "upper": nums(c.Upper),
-		"median": num(c.Median), "median_lower": num(c.MedianLower), "median_upper": num(c.MedianUpper),
-	}
+// kmCohortJSON is one cohort's curve in `dpsurv fit km` output: its label
+// and the curve's wire form (schemas.KMCurve, as on the fit topic).
+type kmCohortJSON struct {
+	Cohort string `json:"cohort"`
+	schemas.KMCurve
+}
+
+func kmCurveJSON(label string, c survival.KMCurve) kmCohortJSON {
+	return kmCohortJSON{Cohort: label, KMCurve: c.Wire()}
+}
+
+// kmPrivateCohortJSON is one cohort of a private km fit: the curve and
+// what the release adds to it (names as in aggregators.KMFields).
+type kmPrivateCohortJSON struct {
+	kmCohortJSON
+	N                       float64                  `json:"n"`
+	TruncatedAt             schemas.NullableFloat    `json:"truncated_at"`
+	NoiseStdErr             *[]schemas.NullableFloat `json:"noise_std_err,omitempty"`
+	SamplingStdErr          []schemas.NullableFloat  `json:"sampling_std_err"`
+	SamplingLower           []schemas.NullableFloat  `json:"sampling_lower"`
+	SamplingUpper           []schemas.NullableFloat  `json:"sampling_upper"`
+	MedianNote              string                   `json:"median_note"`
+	NoiseDominatedFrom      schemas.NullableFloat    `json:"noise_dominated_from"`
+	NoiseTailSD             float64                  `json:"noise_tail_sd"`
+	LowInformation          bool                     `json:"low_information"`
+	LowInformationThreshold schemas.NullableFloat    `json:"low_information_threshold"`
 }
 
 func pairwiseJSON(labels []string, ps []survival.Pairwise) []map[string]any {
@@ -308,7 +317,7 @@ func fitKM(env Env, args []string) error {
 		out["guarantee"] = "none (non-private)"
 		out["neighbouring"] = nil
 		out["n"] = len(d.Time)
-		var cs []map[string]any
+		var cs []kmCohortJSON
 		group := make([]int, len(d.Cohort))
 		for i, g := range d.Cohort {
 			group[i] = int(g)
@@ -386,22 +395,25 @@ func fitKM(env Env, args []string) error {
 		out["public"] = kmPublic(*method)
 		out["n"] = res.N
 		out["time_max"] = *timeMax
-		var cs []map[string]any
+		var cs []kmPrivateCohortJSON
 		for _, ck := range res.Cohorts {
-			m := kmCurveJSON(labels[ck.Cohort], ck.Curve)
-			m["n"] = ck.N
-			m["truncated_at"] = num(ck.TruncatedAt)
-			if ck.NoiseStdErr != nil {
-				m["noise_std_err"] = nums(ck.NoiseStdErr)
+			m := kmPrivateCohortJSON{
+				kmCohortJSON:            kmCurveJSON(labels[ck.Cohort], ck.Curve),
+				N:                       ck.N,
+				TruncatedAt:             num(ck.TruncatedAt),
+				SamplingStdErr:          nums(ck.SamplingStdErr),
+				SamplingLower:           nums(ck.SamplingLower),
+				SamplingUpper:           nums(ck.SamplingUpper),
+				MedianNote:              ck.MedianNote,
+				NoiseDominatedFrom:      num(ck.NoiseDominatedFrom),
+				NoiseTailSD:             dpfit.DefaultNoiseTailSD,
+				LowInformation:          ck.LowInformation,
+				LowInformationThreshold: num(ck.LowInformationThreshold),
 			}
-			m["sampling_std_err"] = nums(ck.SamplingStdErr)
-			m["sampling_lower"] = nums(ck.SamplingLower)
-			m["sampling_upper"] = nums(ck.SamplingUpper)
-			m["median_note"] = ck.MedianNote
-			m["noise_dominated_from"] = num(ck.NoiseDominatedFrom)
-			m["noise_tail_sd"] = dpfit.DefaultNoiseTailSD
-			m["low_information"] = ck.LowInformation
-			m["low_information_threshold"] = num(ck.LowInformationThreshold)
+			if ck.NoiseStdErr != nil {
+				ns := nums(ck.NoiseStdErr)
+				m.NoiseStdErr = &ns
+			}
 			cs = append(cs, m)
 			curves = append(curves, splitNoiseTail(labels[ck.Cohort], ck)...)
 		}

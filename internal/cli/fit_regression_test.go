@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/internal/datasets"
 )
 
 type regGolden struct {
@@ -58,7 +60,7 @@ func TestFitRegressionInfMatchesR(t *testing.T) {
 	if err := json.Unmarshal(b, &g); err != nil {
 		t.Fatal(err)
 	}
-	base := []string{"--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "inf",
+	base := []string{"--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "inf",
 		"--covariates", strings.Join(g.Covariates, ","), "--centre", joinF(g.Centre), "--scale", joinF(g.Scale)}
 	for _, d := range g.Discrete {
 		o, e, code := run(t, append([]string{"fit", "discrete", "--link", d.Link, "--time-max", fmt.Sprint(g.TimeMax)}, base...)...)
@@ -95,12 +97,12 @@ func TestFitRegressionInfMatchesR(t *testing.T) {
 	if _, _, code := run(t, "fit", "cox", "--input", "x", "--cohorts", "1", "--epsilon", "1", "--covariates", "age"); code != 2 {
 		t.Fatalf("private cox: exit %d", code)
 	}
-	o, e, code = run(t, "fit", "discrete", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
+	o, e, code = run(t, "fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2",
 		"--method", "objective", "--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
 	if code != 0 || !strings.Contains(o, `"approximate (objective perturbation`) {
 		t.Fatalf("objective: exit %d %s %s", code, o, e)
 	}
-	o, e, code = run(t, "fit", "discrete", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
+	o, e, code = run(t, "fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2",
 		"--method", "psgld", "--link", "cloglog", "--psgld-steps", "500", "--psgld-minibatch", "50", "--covariates", "age,ph.ecog",
 		"--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
 	if code != 0 || !strings.Contains(o, `"approximate (mcmc)"`) || !strings.Contains(o, `"steps":500`) {
@@ -115,7 +117,7 @@ func TestFitRegressionInfMatchesR(t *testing.T) {
 // old release published n_noisy = true and a noisy n while its noise_scale
 // gave n away).
 func TestFitPrivateReleasesStatePublic(t *testing.T) {
-	o, e, code := run(t, "fit", "discrete", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "inf",
+	o, e, code := run(t, "fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "inf",
 		"--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
 	if code != 0 {
 		t.Fatalf("mle: exit %d %s", code, e)
@@ -125,7 +127,7 @@ func TestFitPrivateReleasesStatePublic(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []string{"output", "objective", "psgld"} {
-		o, e, code := run(t, "fit", "discrete", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
+		o, e, code := run(t, "fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2",
 			"--method", m, "--psgld-steps", "200", "--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
 		if code != 0 {
 			t.Fatalf("%s: exit %d %s", m, code, e)
@@ -143,7 +145,7 @@ func TestFitPrivateReleasesStatePublic(t *testing.T) {
 		{"km", "--time-max", "1100", "--bin-width", "10"},
 		{"weibull", "--time-max", "1100"},
 	} {
-		a := append([]string{"fit"}, args[0], "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "1")
+		a := append([]string{"fit"}, args[0], "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "1")
 		o, e, code := run(t, append(a, args[1:]...)...)
 		if code != 0 {
 			t.Fatalf("%s: exit %d %s", args[0], code, e)

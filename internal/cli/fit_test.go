@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/internal/datasets"
 )
 
 func readGolden(t *testing.T, path string) []map[string]string {
@@ -57,7 +59,7 @@ func TestFitKMInfMatchesR(t *testing.T) {
 	for _, ds := range []struct {
 		name, cohorts string
 	}{{"kidney", "1,2,3,4"}, {"lung", "1,2"}} {
-		o, e, code := run(t, "fit", "km", "--input", "../../data/"+ds.name+"_tte.csv", "--cohorts", ds.cohorts, "--epsilon", "inf")
+		o, e, code := run(t, "fit", "km", "--input", datasets.Path(t, ds.name+"_tte.csv"), "--cohorts", ds.cohorts, "--epsilon", "inf")
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", ds.name, code, e)
 		}
@@ -130,7 +132,7 @@ func TestFitKMInfMatchesR(t *testing.T) {
 
 func TestFitPrivateKMAndWeibull(t *testing.T) {
 	dir := t.TempDir()
-	o, e, code := run(t, "fit", "km", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "1",
+	o, e, code := run(t, "fit", "km", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "1",
 		"--time-max", "1100", "--bin-width", "10", "--plot", dir+"/km.svg")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, e)
@@ -184,7 +186,7 @@ func TestFitPrivateKMAndWeibull(t *testing.T) {
 		t.Fatalf("logrank p_naive %v", lr["p_naive"])
 	}
 	// Without --bin-width the bin width is time-max/150.
-	o, e, code = run(t, "fit", "km", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "1", "--time-max", "1100")
+	o, e, code = run(t, "fit", "km", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "1", "--time-max", "1100")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, e)
 	}
@@ -196,13 +198,13 @@ func TestFitPrivateKMAndWeibull(t *testing.T) {
 		t.Fatalf("default bin width %v, want %v", bw, 1100.0/150)
 	}
 	// A private fit without the public bound is refused.
-	if _, _, code := run(t, "fit", "km", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "1"); code != 2 {
+	if _, _, code := run(t, "fit", "km", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "1"); code != 2 {
 		t.Fatalf("missing --time-max: exit %d", code)
 	}
 	if _, _, code := run(t, "fit", "km", "--input", "x", "--cohorts", "1", "--epsilon", "-1"); code != 2 {
 		t.Fatalf("negative epsilon: exit %d", code)
 	}
-	o, e, code = run(t, "fit", "weibull", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2", "--time-max", "1100")
+	o, e, code = run(t, "fit", "weibull", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2", "--time-max", "1100")
 	if code != 0 {
 		t.Fatalf("weibull exit %d: %s", code, e)
 	}

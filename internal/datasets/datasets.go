@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"os"
@@ -45,4 +46,39 @@ func find() (string, error) {
 			return "", errors.New("no go.mod above the working directory")
 		}
 	}
+}
+
+// Table is one dataset file read whole: its header and its rows, as text.
+type Table struct {
+	Header []string
+	Rows   [][]string
+}
+
+// Read reads one dataset file of the repository's data directory (e.g.
+// "lung_tte.csv"); a missing or malformed file fails the test.
+func Read(t testing.TB, name string) Table {
+	t.Helper()
+	path := Path(t, name)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("datasets: open %s: %v", name, err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("datasets: read %s: %v", name, err)
+	}
+	if len(recs) < 1 {
+		t.Fatalf("datasets: %s is empty", name)
+	}
+	return Table{Header: recs[0], Rows: recs[1:]}
+}
+
+// Columns maps each header name to its column index.
+func (tb Table) Columns() map[string]int {
+	col := make(map[string]int, len(tb.Header))
+	for i, h := range tb.Header {
+		col[h] = i
+	}
+	return col
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/ledger"
 )
 
@@ -22,8 +22,8 @@ import (
 func TestKafkaTornWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
-	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "torn"}
+	_, conn := brokertest.Start(t, broker.Options{Partitions: 1})
+	conn.ClientID = "torn"
 
 	t.Run("ledger entry", func(t *testing.T) {
 		b, err := Open(ctx, conn, "torn.ledger", nil)
@@ -103,8 +103,8 @@ func TestKafkaTornWrites(t *testing.T) {
 func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
-	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "late"}
+	cl, conn := brokertest.Start(t, broker.Options{Partitions: 1})
+	conn.ClientID = "late"
 
 	b, err := Open(ctx, conn, "late.ledger", nil)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package eval
 
 // Helpers shared by the fit evaluations (km, weibull, regression): a small
 // CSV reader for the shared data sets, flag parsing for lists, and the

@@ -1,4 +1,4 @@
-package main
+package eval
 
 // RRR vs LNTE on the kidney data (paper 004, Tables 1 and 2).
 

@@ -1,4 +1,4 @@
-package ops
+package kafkaconn_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/sources"
 )
@@ -17,8 +18,7 @@ import (
 func TestWaitForGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	cl := broker.StartForTest(t, broker.Options{Topics: map[string]int{"g.in": 3}})
-	conn := kafkaconn.Config{Brokers: cl.Addrs()}
+	_, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"g.in": 3}})
 	src, err := sources.NewKafka(sources.KafkaConfig{Conn: conn, Topic: "g.in", GroupID: "g"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestWaitForGroup(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := WaitForGroup(ctx, conn, "g", "g.in", tc.members, tc.timeout)
+			st, err := kafkaconn.WaitForGroup(ctx, conn, "g", "g.in", tc.members, tc.timeout)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -59,7 +59,7 @@ func TestWaitForGroup(t *testing.T) {
 			}
 		})
 	}
-	if st, err := DescribeGroup(ctx, conn, "no-such-group", "g.in"); err != nil || len(st.Members) != 0 {
+	if st, err := kafkaconn.DescribeGroup(ctx, conn, "no-such-group", "g.in"); err != nil || len(st.Members) != 0 {
 		t.Fatalf("unknown group: %+v, %v; want no members and no error", st, err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package eval
 
 // Data loading and sanitizing helpers of the sanitizers evaluation.
 

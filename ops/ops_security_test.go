@@ -1,4 +1,4 @@
-package pipeline_test
+package ops_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline"
@@ -23,14 +24,14 @@ import (
 func TestOpsServiceTLSAndSASL(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	pki := broker.NewTestPKI(t, dir, true)
+	pki := brokertest.NewPKI(t, dir, true)
 	const (
 		pass512 = "ops-s512-correct-horse"
 		pass256 = "ops-s256-battery-staple"
 		passPl  = "ops-plain-tr0ub4dor"
 		wrong   = "ops-wrong-password-q7x"
 	)
-	cl := broker.StartForTest(t, broker.Options{TLS: pki.ServerTLS, SASL: []broker.SASLUser{
+	cl, _ := brokertest.Start(t, broker.Options{TLS: pki.ServerTLS, SASL: []broker.SASLUser{
 		{Mechanism: "SCRAM-SHA-512", User: "svc512", Password: pass512},
 		{Mechanism: "SCRAM-SHA-256", User: "svc256", Password: pass256},
 		{Mechanism: "PLAIN", User: "svcplain", Password: passPl},

@@ -1,4 +1,4 @@
-package pipeline_test
+package ops_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
@@ -49,8 +50,8 @@ func TestOpsSlowSinkBackpressure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 			t.Cleanup(cancel)
-			cl := broker.StartForTest(t, broker.Options{Partitions: 4})
-			conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "ops-slow"}
+			_, conn := brokertest.Start(t, broker.Options{Partitions: 4})
+			conn.ClientID = "ops-slow"
 			cfg := opsConfig(conn, "ops-slow")
 			const maxBatch = 2
 			if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{cfg.Input.Topic: 4, cfg.Output.SanitizedTopic: 4, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {

@@ -1,4 +1,4 @@
-package ops
+package kafkaconn
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-
-	"github.com/dpsurv/dpsurv/kafkaconn"
 )
 
 // Member is one consumer-group member and the partitions of one topic it
@@ -40,7 +38,7 @@ func (g GroupState) Assigned() int {
 
 // DescribeGroup asks the group coordinator for the members of group and
 // their assignments for topic.
-func DescribeGroup(ctx context.Context, conn kafkaconn.Config, group, topic string) (GroupState, error) {
+func DescribeGroup(ctx context.Context, conn Config, group, topic string) (GroupState, error) {
 	t, err := conn.Transport()
 	if err != nil {
 		return GroupState{}, fmt.Errorf("describe group: %w", err)
@@ -49,7 +47,7 @@ func DescribeGroup(ctx context.Context, conn kafkaconn.Config, group, topic stri
 	cl := &kafka.Client{Addr: kafka.TCP(conn.Brokers...), Transport: t, Timeout: 10 * time.Second}
 	resp, err := cl.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
 	if err != nil {
-		return GroupState{}, fmt.Errorf("describe group: %w", kafkaconn.Classify(err))
+		return GroupState{}, fmt.Errorf("describe group: %w", Classify(err))
 	}
 	for _, g := range resp.Groups {
 		if g.GroupID != group {
@@ -77,7 +75,7 @@ func DescribeGroup(ctx context.Context, conn kafkaconn.Config, group, topic stri
 
 // WaitForGroup polls the group until it is Stable with exactly n members,
 // each owning at least one partition of topic, and returns that state.
-func WaitForGroup(ctx context.Context, conn kafkaconn.Config, group, topic string, n int, timeout time.Duration) (GroupState, error) {
+func WaitForGroup(ctx context.Context, conn Config, group, topic string, n int, timeout time.Duration) (GroupState, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last GroupState

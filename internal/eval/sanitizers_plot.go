@@ -1,4 +1,4 @@
-package main
+package eval
 
 // KM figures of the sanitizers evaluation: for each cohort the original
 // curve (dashed) and the curve of a mechanism's output (solid) in the same

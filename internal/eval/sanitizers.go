@@ -1,4 +1,4 @@
-package main
+package eval
 
 // sanitizers: paper 001's comparison of TE-Sanitizer, BinSup and DPTime
 // (cohort inference attack, KL, MAE, KM log-rank) and paper 004's

@@ -1,4 +1,4 @@
-package main
+package eval
 
 // km: utility of the central DP Kaplan–Meier curves (issue 3).
 //

@@ -1,14 +1,12 @@
-package pipeline_test
+package ops_test
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -21,33 +19,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/internal/cli"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
 )
-
-// reliabHelperEnv carries dpsurv arguments (a JSON list) to a re-executed
-// test binary: see TestReliabHelperProcess.
-const reliabHelperEnv = "DPSURV_RELIAB_HELPER_ARGS"
-
-// TestReliabHelperProcess is not a test: re-executed with reliabHelperEnv
-// set, the test binary runs the dpsurv command line with those arguments
-// (a real `dpsurv run` process whose peak RSS can be read). Without the
-// variable it returns at once.
-func TestReliabHelperProcess(t *testing.T) {
-	raw := os.Getenv(reliabHelperEnv)
-	if raw == "" {
-		return
-	}
-	var args []string
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
-		fmt.Fprintf(os.Stderr, "helper: bad %s: %v\n", reliabHelperEnv, err)
-		os.Exit(2)
-	}
-	os.Exit(cli.Main(args, os.Stdout, os.Stderr))
-}
 
 // duplicateIDMessage is a zstd-compressed Arrow message of n rows that all
 // carry the same id: one good row and n-1 duplicate_id dead letters.
@@ -129,11 +106,12 @@ func TestDuplicateRowsPeakMemoryBounded(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cl := broker.StartForTest(t, broker.Options{Partitions: 1})
-	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "mem"}
+	cl, conn := brokertest.Start(t, broker.Options{Partitions: 1})
+	conn.ClientID = "mem"
 	if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{"mem.in": 1, "mem.out": 1, "mem.dlq": 1}, nil); err != nil {
 		t.Fatal(err)
 	}
+	cohorts := []string{"rel-a", "rel-b"}
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "prf.key")
 	if err := os.WriteFile(keyFile, []byte(strings.Repeat("6d", 32)+"\n"), 0o600); err != nil {
@@ -151,11 +129,11 @@ sanitizers:
 output: {sanitized_topic: mem.out, dead_letter_topic: mem.dlq}
 http: {listen: %q}
 log: {level: warn}
-`, cl.Addrs()[0], reliabCohorts[0], reliabCohorts[1], keyFile, addr)
+`, cl.Addrs()[0], cohorts[0], cohorts[1], keyFile, addr)
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	spec := schemas.Spec{Cohorts: reliabCohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
+	spec := schemas.Spec{Cohorts: cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
 	const rows, copies = 110_000, 4
 	var msgs []sinks.Message
 	for i := range copies {
@@ -172,20 +150,7 @@ log: {level: warn}
 		t.Fatal(err)
 	}
 
-	raw, _ := json.Marshal([]string{"run", "--config", cfgFile})
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReliabHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), reliabHelperEnv+"="+string(raw))
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	}()
+	p := startDpsurv(t, "run", "--config", cfgFile)
 	const total = rows * copies
 	var m map[string]float64
 	for {
@@ -194,14 +159,14 @@ log: {level: warn}
 			break
 		}
 		select {
-		case err := <-exited:
-			t.Fatalf("dpsurv run exited: %v\n%s", err, stderr.String())
+		case <-p.done:
+			t.Fatalf("dpsurv run exited: %v\n%s", p.err, p.logs.String())
 		case <-ctx.Done():
 			t.Fatalf("timed out: metrics %v", m)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	peak, err := peakRSS(cmd.Process.Pid)
+	peak, err := peakRSS(p.cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}

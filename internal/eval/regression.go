@@ -1,4 +1,4 @@
-package main
+package eval
 
 // regression: paper 000's evaluation (issue 4) — the regularisation sweep of
 // its Table 2, the MRE of the three private methods by budget (its Figure

@@ -1,4 +1,4 @@
-package main
+package eval
 
 import (
 	"math"
@@ -6,18 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// fitsSharedData is the repository data directory relative to this package.
-const fitsSharedData = "../../data"
+	"github.com/dpsurv/dpsurv/internal/datasets"
+)
 
 func fitsDataPath(t *testing.T, name string) string {
 	t.Helper()
-	p := filepath.Join(fitsSharedData, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("shared data set: %v", err)
-	}
-	return p
+	return datasets.Path(t, name)
 }
 
 func TestFitsReadCSV(t *testing.T) {

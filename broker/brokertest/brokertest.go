@@ -1,4 +1,4 @@
-package broker
+package brokertest
 
 import (
 	"crypto/ecdsa"
@@ -17,23 +17,27 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/kafkaconn"
 )
 
-// StartForTest starts a cluster for a test and closes it with t.Cleanup.
-// Without a Logger the cluster is silent.
-func StartForTest(t testing.TB, opts Options) *Cluster {
+// Start starts a cluster for a test, closes it with t.Cleanup and returns
+// it with a client configuration that bootstraps from it (add TLS, SASL or
+// a ClientID as the test needs). Without a Logger the cluster is silent.
+func Start(t testing.TB, opts broker.Options) (*broker.Cluster, kafkaconn.Config) {
 	t.Helper()
-	c, err := Start(opts)
+	c, err := broker.Start(opts)
 	if err != nil {
 		t.Fatalf("start test broker: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return c, kafkaconn.Config{Brokers: c.Addrs()}
 }
 
-// TestPKI is a throwaway certificate authority with one server and one
+// PKI is a throwaway certificate authority with one server and one
 // client certificate, written as PEM files for configs that name files.
-type TestPKI struct {
+type PKI struct {
 	CAFile, ServerCertFile, ServerKeyFile, ClientCertFile, ClientKeyFile string
 	// ServerName is the DNS name in the server certificate ("localhost";
 	// the certificate also covers 127.0.0.1).
@@ -41,14 +45,14 @@ type TestPKI struct {
 	// CAPool holds the CA certificate.
 	CAPool *x509.CertPool
 	// ServerTLS is a listener config presenting the server certificate.
-	// When requireClientCert is set in NewTestPKI it also requires a client
+	// When requireClientCert is set in NewPKI it also requires a client
 	// certificate signed by the CA.
 	ServerTLS *tls.Config
 }
 
-// NewTestPKI generates a CA, a server certificate for localhost/127.0.0.1
+// NewPKI generates a CA, a server certificate for localhost/127.0.0.1
 // and a client certificate (ECDSA P-256, valid for one hour) in dir.
-func NewTestPKI(t testing.TB, dir string, requireClientCert bool) *TestPKI {
+func NewPKI(t testing.TB, dir string, requireClientCert bool) *PKI {
 	t.Helper()
 	now := time.Now()
 	newKey := func() *ecdsa.PrivateKey {
@@ -99,7 +103,7 @@ func NewTestPKI(t testing.TB, dir string, requireClientCert bool) *TestPKI {
 	srvDER, srvKey := issue("localhost", x509.ExtKeyUsageServerAuth)
 	cliDER, cliKey := issue("dpsurv-client", x509.ExtKeyUsageClientAuth)
 
-	p := &TestPKI{
+	p := &PKI{
 		CAFile:         filepath.Join(dir, "ca.pem"),
 		ServerCertFile: filepath.Join(dir, "server.pem"),
 		ServerKeyFile:  filepath.Join(dir, "server-key.pem"),
@@ -181,7 +185,7 @@ func interestingGoroutines() []string {
 	}
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "broker.interestingGoroutines") || strings.Contains(g, "testing.(*M)") {
+		if strings.Contains(g, "brokertest.interestingGoroutines") || strings.Contains(g, "testing.(*M)") {
 			continue
 		}
 		if strings.Contains(g, "segmentio/kafka-go") || strings.Contains(g, "franz-go/pkg/kfake") ||

@@ -1,4 +1,4 @@
-package main
+package eval
 
 // sanitizers-baseline: BinSup or DPTime on a file, writing the same
 // sanitized-record layout as `dpsurv sanitize`, so that the baselines can be

@@ -1,4 +1,4 @@
-package pipeline_test
+package ops_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops"
@@ -34,8 +35,8 @@ func TestOpsReplicasSharePartitions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 			t.Cleanup(cancel)
-			cl := broker.StartForTest(t, broker.Options{Partitions: 4})
-			conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "ops-replicas"}
+			_, conn := brokertest.Start(t, broker.Options{Partitions: 4})
+			conn.ClientID = "ops-replicas"
 			group := "ops-replicas"
 			cfg := opsConfig(conn, group)
 			if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{cfg.Input.Topic: 4, cfg.Output.SanitizedTopic: 4, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
@@ -58,7 +59,7 @@ func TestOpsReplicasSharePartitions(t *testing.T) {
 			var done1 <-chan struct{}
 			if !tc.rolling {
 				stop1, done1 = opsRunService(t, ctx, svcs[1])
-				st, err := ops.WaitForGroup(ctx, conn, group, cfg.Input.Topic, 2, 40*time.Second)
+				st, err := kafkaconn.WaitForGroup(ctx, conn, group, cfg.Input.Topic, 2, 40*time.Second)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -71,7 +72,7 @@ func TestOpsReplicasSharePartitions(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				if _, err := ops.WaitForGroup(ctx, conn, group, cfg.Input.Topic, 1, 40*time.Second); err != nil {
+				if _, err := kafkaconn.WaitForGroup(ctx, conn, group, cfg.Input.Topic, 1, 40*time.Second); err != nil {
 					t.Fatal(err)
 				}
 				prodErr := make(chan error, 1)
@@ -83,7 +84,7 @@ func TestOpsReplicasSharePartitions(t *testing.T) {
 					t.Fatalf("first replica acked %d of %d", tracked[0].Stats().AckedMessages, n)
 				}
 				stop1, done1 = opsRunService(t, ctx, svcs[1])
-				if _, err := ops.WaitForGroup(ctx, conn, group, cfg.Input.Topic, 2, 40*time.Second); err != nil {
+				if _, err := kafkaconn.WaitForGroup(ctx, conn, group, cfg.Input.Topic, 2, 40*time.Second); err != nil {
 					t.Fatal(err)
 				}
 				if !harness.WaitFor(ctx, 30*time.Second, func() bool { return tracked[1].Stats().AckedMessages > 0 }) {

@@ -1,4 +1,4 @@
-package main
+package eval
 
 // weibull: MdAE of the DP Weibull shape and scale (paper 002's comparison,
 // issue 3): LSP+TLL against the Laplace and sample-and-aggregate baselines,

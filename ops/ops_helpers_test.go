@@ -1,4 +1,4 @@
-package pipeline_test
+package ops_test
 
 // Helpers shared by the operations tests (ops_*_test.go): a config, an
 // input cohort with the rows a single in-process chain makes of it, and a

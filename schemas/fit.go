@@ -1,0 +1,114 @@
+package schemas
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/apache/arrow/go/v15/arrow"
+)
+
+// NullableFloat is a float64 that encodes NaN and ±Inf as JSON null (R's NA)
+// and decodes null as NaN. Every JSON output of dpsurv that carries R-style
+// NA values (fit messages, the CLI's fits, audit reports) encodes them with
+// it or with AppendNullableFloat.
+type NullableFloat float64
+
+// MarshalJSON implements json.Marshaler: the shortest decimal that reads
+// back exactly ('g' format), or null.
+func (f NullableFloat) MarshalJSON() ([]byte, error) {
+	return AppendNullableFloat(nil, float64(f), -1), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (f *NullableFloat) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = NullableFloat(math.NaN())
+		return nil
+	}
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("decode number: %w", err)
+	}
+	*f = NullableFloat(v)
+	return nil
+}
+
+// AppendNullableFloat appends v to dst as a JSON number with prec
+// significant digits ('g' format; -1 is the shortest exact form), or null
+// when v is NaN or infinite.
+func AppendNullableFloat(dst []byte, v float64, prec int) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(dst, "null"...)
+	}
+	return strconv.AppendFloat(dst, v, 'g', prec, 64)
+}
+
+// NullableFloats converts a slice (NaN stays NaN, i.e. null).
+func NullableFloats(x []float64) []NullableFloat {
+	out := make([]NullableFloat, len(x))
+	for i, v := range x {
+		out[i] = NullableFloat(v)
+	}
+	return out
+}
+
+// KMCurve is the wire form of a Kaplan–Meier curve, with survfit's names:
+// one value per reported time, then the median and its interval; NaN (R's
+// NA) encodes as null. It is the curve of a km fit message (the fit topic,
+// aggregators.KMFields) and of each cohort `dpsurv fit km` prints; the
+// numeric curve (survival.KMCurve) converts to it with its Wire method.
+type KMCurve struct {
+	Time        []NullableFloat `json:"time"`
+	NRisk       []NullableFloat `json:"n_risk"`
+	NEvent      []NullableFloat `json:"n_event"`
+	NCensor     []NullableFloat `json:"n_censor"`
+	Surv        []NullableFloat `json:"surv"`
+	StdErr      []NullableFloat `json:"std_err"`
+	Lower       []NullableFloat `json:"lower"`
+	Upper       []NullableFloat `json:"upper"`
+	Median      NullableFloat   `json:"median"`
+	MedianLower NullableFloat   `json:"median_lower"`
+	MedianUpper NullableFloat   `json:"median_upper"`
+}
+
+// FitSchemaName names the JSON document of every fit-topic message (its
+// "schema" field).
+const FitSchemaName = "dpsurv.fit.v1"
+
+// KMCurveSchemaName names the Arrow table of a km release's curve (schema
+// metadata key MetaSchema).
+const KMCurveSchemaName = "dpsurv.fit.km.v1"
+
+// Schema-level metadata keys of the km curve table, besides MetaSchema,
+// MetaTimeUnit, MetaEpsilon, MetaGuarantee and MetaNeighbouring.
+const (
+	MetaFitKey         = "dpsurv.key"
+	MetaFitAggregate   = "dpsurv.aggregate"
+	MetaFitWindowStart = "dpsurv.window_start"
+	MetaFitWindowEnd   = "dpsurv.window_end"
+	MetaFitCohort      = "dpsurv.cohort"
+	MetaFitMethod      = "dpsurv.method"
+	MetaFitN           = "dpsurv.n"
+	MetaFitMedian      = "dpsurv.median"
+	MetaFitMedianLower = "dpsurv.median_lower"
+	MetaFitMedianUpper = "dpsurv.median_upper"
+	MetaFitCumulative  = "dpsurv.cumulative"
+	// MetaFitPublic lists the release's public quantities, comma-separated.
+	// (Schema-level; the field-level MetaPublicField has the same string.)
+	MetaFitPublic = "dpsurv.public"
+)
+
+// KMCurveColumns are the float64 columns of the km curve table, in order;
+// a value is null where the fit message's JSON has null (R's NA).
+var KMCurveColumns = []string{"time", "n_risk", "n_event", "n_censor", "surv", "std_err", "lower", "upper", "noise_std_err"}
+
+// KMCurveSchema is the km curve table's schema with the given schema-level
+// metadata (which should name KMCurveSchemaName under MetaSchema).
+func KMCurveSchema(md arrow.Metadata) *arrow.Schema {
+	fields := make([]arrow.Field, len(KMCurveColumns))
+	for i, name := range KMCurveColumns {
+		fields[i] = arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: true}
+	}
+	return arrow.NewSchema(fields, &md)
+}
