@@ -131,7 +131,7 @@ func ParseAll(path string) ([]Command, []Directive, []File, error) {
 			if d := directiveRe.FindStringSubmatch(strings.TrimSpace(line)); d != nil {
 				dirs = append(dirs, Directive{Mode: Mode(d[1]), Prefix: d[2], Reason: d[3]})
 				continue
-			} else if strings.Contains(line, "doccmd:") {
+			} else if t := strings.TrimSpace(line); strings.HasPrefix(t, "<!--") && strings.Contains(t, "doccmd:") {
 				return nil, nil, nil, fmt.Errorf("doccmd: %s:%d: malformed directive (want <!-- doccmd: skip|server|full PREFIX -- REASON -->)", path, n)
 			}
 		}
