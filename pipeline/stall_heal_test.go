@@ -53,7 +53,6 @@ func (s *stallPartition) ReadBatch(ctx context.Context) (sources.Batch, error) {
 // rejoin the group), after which the partition is consumed from its
 // committed offset: it recovers without a restart of the service.
 func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
-	testtier.Full(t, "consumer-group stall recovery test (~15 s)")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cl := broker.StartForTest(t, broker.Options{Partitions: 2})
@@ -75,15 +74,17 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 	}
 
 	svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
-	var stall *stallPartition
+	var wrapped atomic.Pointer[stallPartition] // set on the service's goroutine
 	svc.WrapSource = func(s pipeline.Source) pipeline.Source {
-		stall = &stallPartition{Source: s, partition: 1, released: func() bool { return counterValue(svc.Metrics().ReaderRestarts) > 0 }}
-		return stall
+		st := &stallPartition{Source: s, partition: 1, released: func() bool { return counterValue(svc.Metrics().ReaderRestarts) > 0 }}
+		wrapped.Store(st)
+		return st
 	}
 	done, _ := startService(t, ctx, svc)
 	start := time.Now()
 	waitUntil(t, done, 40*time.Second, "every message read, partition 1 held", func() bool {
-		return stall != nil && stall.held.Load() > 0 && svc.Acked() == int64(len(msgs))
+		st := wrapped.Load()
+		return st != nil && st.held.Load() > 0 && svc.Acked() == int64(len(msgs))
 	})
 	waitUntil(t, done, 40*time.Second, "a reader restart, then both partitions committed to their end, nothing stalled, ready", func() bool {
 		m := svc.Metrics()
@@ -105,7 +106,7 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 		t.Errorf("dpsurv_reader_restarts_total = %v, want 1", n)
 	}
 	t.Logf("partition 1 held (%d messages never committed); recovered by %v reader restart(s), all committed %v after start; %d messages acknowledged (the held ones twice)",
-		stall.held.Load(), counterValue(svc.Metrics().ReaderRestarts), time.Since(start).Round(100*time.Millisecond), svc.Acked())
+		wrapped.Load().held.Load(), counterValue(svc.Metrics().ReaderRestarts), time.Since(start).Round(100*time.Millisecond), svc.Acked())
 }
 
 // joinAndVanish sends a JoinGroup for group on a raw connection and
