@@ -23,7 +23,8 @@ const DefaultStallTimeout = 60 * time.Second
 //
 // With a reader set, it also heals: when a stalled partition is held by
 // this replica's group member (per the coordinator's description of the
-// group), or by no member of a stable group, while the stream itself is
+// group), by no member of a stable group, or by another member while this
+// replica is elected to act (see healDecision), and the stream itself is
 // healthy, it restarts the reader, which leaves and rejoins the group and
 // resumes from the committed offsets; at most once per stall timeout.
 type lagMonitor struct {
@@ -141,7 +142,25 @@ func (l *lagMonitor) heal(ctx context.Context, now time.Time, stalled []int) {
 	if _, member := owners.Members[me]; !member {
 		return // this reader is not (yet) in the group
 	}
-	var mine, nobodys, others []int
+	mine, nobodys, others, act := healDecision(me, owners, stalled)
+	if !act {
+		return
+	}
+	l.lastRestart = now
+	l.metrics.ReaderRestarts.Inc()
+	l.log.Warn("input partitions stalled: restarting the reader to rejoin the group (the coordinator then rebalances and drops members that do not rejoin)",
+		zap.Ints("assigned_here", mine), zap.Ints("unassigned", nobodys), zap.Ints("held_by_other_members", others),
+		zap.String("member", me), zap.Duration("stall_timeout", l.stallAfter))
+	if err := l.reader.Restart(); err != nil {
+		l.log.Warn("reader restart failed", zap.Error(err))
+	}
+}
+
+// healDecision sorts the stalled partitions by holder — this member (me),
+// no member, other members — and says whether this member restarts its
+// reader: when it holds one, when nobody holds one, or when it is the
+// lowest member id among the members holding no stalled partition.
+func healDecision(me string, owners kafkaconn.Owners, stalled []int) (mine, nobodys, others []int, act bool) {
 	holders := map[string]bool{}
 	for _, p := range stalled {
 		switch o, ok := owners.Partitions[p]; {
@@ -160,15 +179,6 @@ func (l *lagMonitor) heal(ctx context.Context, now time.Time, stalled []int) {
 			elected = m
 		}
 	}
-	if len(mine) == 0 && len(nobodys) == 0 && elected != me {
-		return
-	}
-	l.lastRestart = now
-	l.metrics.ReaderRestarts.Inc()
-	l.log.Warn("input partitions stalled: restarting the reader to rejoin the group (the coordinator then rebalances and drops members that do not rejoin)",
-		zap.Ints("assigned_here", mine), zap.Ints("unassigned", nobodys), zap.Ints("held_by_other_members", others),
-		zap.String("member", me), zap.Duration("stall_timeout", l.stallAfter))
-	if err := l.reader.Restart(); err != nil {
-		l.log.Warn("reader restart failed", zap.Error(err))
-	}
+	act = len(mine) > 0 || len(nobodys) > 0 || (len(others) > 0 && elected == me)
+	return mine, nobodys, others, act
 }
