@@ -127,3 +127,52 @@ func TopicMaxMessageBytes(ctx context.Context, c Config, topics ...string) (map[
 	}
 	return out, nil
 }
+
+// Owners is a consumer group's membership and assignment of one topic.
+type Owners struct {
+	// Members are the group's member ids.
+	Members map[string]bool
+	// Partitions maps each partition a member holds to that member's id.
+	Partitions map[int]string
+}
+
+// GroupOwners asks the group coordinator which member holds each partition
+// of topic. While the group is not "Stable" (the returned state) the
+// assignment is not final and Owners is empty.
+func GroupOwners(ctx context.Context, c Config, group, topic string) (owners Owners, state string, err error) {
+	cl, t, err := c.client()
+	if err != nil {
+		return Owners{}, "", fmt.Errorf("describe group: %w", err)
+	}
+	defer t.CloseIdleConnections()
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	resp, err := cl.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+	if err != nil {
+		return Owners{}, "", fmt.Errorf("describe group: %w", Classify(err))
+	}
+	for _, g := range resp.Groups {
+		if g.GroupID != group {
+			continue
+		}
+		if g.Error != nil {
+			return Owners{}, "", fmt.Errorf("describe group: %w", g.Error)
+		}
+		owners = Owners{Members: map[string]bool{}, Partitions: map[int]string{}}
+		if g.GroupState != "Stable" {
+			return owners, g.GroupState, nil
+		}
+		for _, m := range g.Members {
+			owners.Members[m.MemberID] = true
+			for _, at := range m.MemberAssignments.Topics {
+				if at.Topic == topic {
+					for _, p := range at.Partitions {
+						owners.Partitions[p] = m.MemberID
+					}
+				}
+			}
+		}
+		return owners, g.GroupState, nil
+	}
+	return Owners{}, "", fmt.Errorf("describe group: group %s missing from the response", group)
+}

@@ -27,6 +27,9 @@ type Metrics struct {
 	// StalledPartitions counts input partitions with lag whose committed
 	// offset has not moved for input.stall_timeout.
 	StalledPartitions prometheus.Gauge
+	// ReaderRestarts counts input reader restarts (leave and rejoin the
+	// group) after a stall of a partition assigned to this replica.
+	ReaderRestarts prometheus.Counter
 }
 
 // NewMetrics creates and registers the metrics on reg.
@@ -48,6 +51,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Input messages not yet committed by the consumer group: end offsets minus committed offsets over every input partition, assigned or not."}),
 		StalledPartitions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_stalled_partitions",
 			Help: "Input partitions with lag whose committed offset has not moved for input.stall_timeout (the service is then not ready)."}),
+		ReaderRestarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_reader_restarts_total",
+			Help: "Input reader restarts (leave and rejoin the consumer group) after a partition assigned to this replica, or to no member, stalled for input.stall_timeout."}),
 		BatchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "dpsurv_batch_latency_seconds",
 			Help: "Time from reading a batch to committing it.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 		SinkErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_sink_errors_total",
@@ -65,7 +70,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.MessagesIn, m.RecordsIn, m.RecordsOut, m.DeadLettered, m.Clamped, m.ConsumerLag,
 			m.BatchLatency, m.SinkErrors, m.CommitErrors, m.ReadErrors, m.Ready, m.Privacy, m.RecordUpdates,
-			m.DeadLetterRows, m.ProcessErrors, m.StalledPartitions)
+			m.DeadLetterRows, m.ProcessErrors, m.StalledPartitions, m.ReaderRestarts)
 	}
 	return m
 }

@@ -266,13 +266,16 @@ func (s *Service) Run(ctx context.Context) error {
 	// Lag and stalls from the group's committed offsets against the end
 	// offsets of every partition (the reader's own lag only covers the
 	// partitions it was assigned).
+	// A stalled partition assigned to this replica restarts the reader
+	// (leave and rejoin the group).
+	stream := &Stream{Source: source, Processor: proc, Out: outSink, DeadLetter: deadSink, Metrics: m, Log: s.Log, MaxMessageBytes: maxMsg}
 	lm := newLagMonitor(cfg, m, s.Log)
+	lm.reader, lm.healthy = src, stream.Ready
 	s.lag.Store(lm)
 	lctx, lcancel := context.WithCancel(ctx)
 	lagDone := make(chan struct{})
 	go func() { defer close(lagDone); lm.run(lctx) }()
 	defer func() { lcancel(); <-lagDone }()
-	stream := &Stream{Source: source, Processor: proc, Out: outSink, DeadLetter: deadSink, Metrics: m, Log: s.Log, MaxMessageBytes: maxMsg}
 	s.stream.Store(stream)
 	s.Log.Info("stream starting",
 		zap.String("input", cfg.Input.Topic), zap.String("sanitized", cfg.Output.SanitizedTopic),

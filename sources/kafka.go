@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -61,10 +63,12 @@ type KafkaConfig struct {
 }
 
 // Kafka is a consumer-group source. ReadBatch must not be called
-// concurrently with itself; Ack, Lag and Close may be called from any
-// goroutine.
+// concurrently with itself; Ack, Lag, MemberID, Restart and Close may be
+// called from any goroutine.
 type Kafka struct {
-	r        *kafka.Reader
+	rc       kafka.ReaderConfig // template of every reader (Logger set per reader)
+	cur      atomic.Pointer[groupReader]
+	restarts atomic.Int64
 	topic    string
 	maxBatch int
 	maxWait  time.Duration
@@ -76,9 +80,23 @@ type Kafka struct {
 	// generations counts consumer-group generations seen by Lag.
 	generations int64
 
-	closeOnce sync.Once
-	closeErr  error
+	lifeMu   sync.Mutex // serializes Restart and Close
+	closed   bool
+	closeErr error
 }
+
+// groupReader is one kafka-go group reader and the member id it last
+// joined the group with.
+type groupReader struct {
+	r      *kafka.Reader
+	member atomic.Pointer[string]
+}
+
+// joinedFormat is the message kafka-go's consumer group logs after every
+// successful join and sync; its second argument is the member id. The
+// member id is otherwise not exposed by kafka.Reader (pinned v0.4.51; a
+// test fails if this stops matching).
+const joinedFormat = "Joined group %s as member %s in generation %d"
 
 // NewKafka creates a Kafka source; it connects lazily (the first ReadBatch
 // joins the group).
@@ -126,7 +144,7 @@ func NewKafka(cfg KafkaConfig, log *zap.Logger) (*Kafka, error) {
 		committed: make(map[int]int64),
 		lag:       make(map[int]int64),
 	}
-	rc := kafka.ReaderConfig{
+	k.rc = kafka.ReaderConfig{
 		Brokers:               cfg.Conn.Brokers,
 		GroupID:               cfg.GroupID,
 		Topic:                 cfg.Topic,
@@ -142,23 +160,77 @@ func NewKafka(cfg KafkaConfig, log *zap.Logger) (*Kafka, error) {
 		RebalanceTimeout:      cfg.RebalanceTimeout,
 		WatchPartitionChanges: true,
 		ReadLagInterval:       -1,
-		Logger: kafka.LoggerFunc(func(msg string, args ...any) {
-			k.log.Debug(fmt.Sprintf(msg, args...))
-		}),
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 			k.log.Warn(fmt.Sprintf(msg, args...))
 		}),
 	}
-	if err := rc.Validate(); err != nil {
+	if err := k.rc.Validate(); err != nil {
 		return nil, fmt.Errorf("new kafka source: %w", err)
 	}
-	k.r = kafka.NewReader(rc)
+	k.cur.Store(k.newReader())
 	return k, nil
+}
+
+func (k *Kafka) newReader() *groupReader {
+	g := &groupReader{}
+	rc := k.rc
+	rc.Logger = kafka.LoggerFunc(func(msg string, args ...any) {
+		if msg == joinedFormat && len(args) == 3 {
+			if id, ok := args[1].(string); ok {
+				g.member.Store(&id)
+			}
+		}
+		k.log.Debug(fmt.Sprintf(msg, args...))
+	})
+	g.r = kafka.NewReader(rc)
+	return g
+}
+
+// MemberID is the consumer-group member id of the current reader's last
+// join ("" before the first join).
+func (k *Kafka) MemberID() string {
+	if id := k.cur.Load().member.Load(); id != nil {
+		return *id
+	}
+	return ""
+}
+
+// Restarts is how many times Restart replaced the reader.
+func (k *Kafka) Restarts() int64 { return k.restarts.Load() }
+
+// Restart replaces the group reader: the old one leaves the group, a new
+// one joins it (which makes the coordinator rebalance the group) and
+// resumes every partition it is assigned from the group's committed
+// offsets. A ReadBatch blocked on the old reader continues on the new one;
+// batches read before the restart are acknowledged through the new reader.
+// Uncommitted messages are redelivered (at least once).
+func (k *Kafka) Restart() error {
+	k.lifeMu.Lock()
+	defer k.lifeMu.Unlock()
+	if k.closed {
+		return fmt.Errorf("kafka source %s: restart: %w", k.topic, io.ErrClosedPipe)
+	}
+	old := k.cur.Swap(k.newReader())
+	k.restarts.Add(1)
+	k.mu.Lock()
+	clear(k.lag)
+	k.generations = 0
+	k.mu.Unlock()
+	if err := old.r.Close(); err != nil {
+		return fmt.Errorf("kafka source %s: restart: close the old reader: %w", k.topic, err)
+	}
+	return nil
 }
 
 // ReadBatch returns the next batch: at least one message, at most MaxBatch.
 func (k *Kafka) ReadBatch(ctx context.Context) (Batch, error) {
-	first, err := k.r.FetchMessage(ctx)
+	g := k.cur.Load()
+	first, err := g.r.FetchMessage(ctx)
+	for err != nil && ctx.Err() == nil && k.cur.Load() != g {
+		// Restart replaced (and closed) the reader: read from the new one.
+		g = k.cur.Load()
+		first, err = g.r.FetchMessage(ctx)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return Batch{}, ctx.Err()
@@ -170,7 +242,7 @@ func (k *Kafka) ReadBatch(ctx context.Context) (Batch, error) {
 	if k.maxBatch > 1 {
 		fill, cancel := context.WithTimeout(ctx, k.maxWait)
 		for len(raw) < k.maxBatch {
-			m, err := k.r.FetchMessage(fill)
+			m, err := g.r.FetchMessage(fill)
 			if err != nil {
 				// Timeout, cancellation or a reader error: return what we
 				// have; a persistent error shows on the next call.
@@ -210,7 +282,7 @@ func (k *Kafka) ack(ctx context.Context, next map[int]int64) error {
 	if len(commits) == 0 {
 		return nil
 	}
-	if err := k.r.CommitMessages(ctx, commits...); err != nil {
+	if err := k.cur.Load().r.CommitMessages(ctx, commits...); err != nil {
 		return fmt.Errorf("kafka source %s: ack %d partition(s): %w", k.topic, len(commits), kafkaconn.Classify(err))
 	}
 	k.mu.Lock()
@@ -226,7 +298,7 @@ func (k *Kafka) ack(ctx context.Context, next map[int]int64) error {
 // Lag returns the consumer lag summed over the partitions this reader has
 // returned messages from since the last rebalance (best effort).
 func (k *Kafka) Lag() int64 {
-	r := k.r.Stats().Rebalances // new generations since the last call
+	r := k.cur.Load().r.Stats().Rebalances // new generations since the last call
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.generations += r
@@ -246,11 +318,14 @@ func (k *Kafka) Lag() int64 {
 // Close leaves the group (without committing anything not acked) and
 // releases the connections. It is idempotent; Ack after Close fails.
 func (k *Kafka) Close() error {
-	k.closeOnce.Do(func() {
-		if err := k.r.Close(); err != nil {
+	k.lifeMu.Lock()
+	defer k.lifeMu.Unlock()
+	if !k.closed {
+		k.closed = true
+		if err := k.cur.Load().r.Close(); err != nil {
 			k.closeErr = fmt.Errorf("kafka source %s: close: %w", k.topic, err)
 		}
-	})
+	}
 	return k.closeErr
 }
 
