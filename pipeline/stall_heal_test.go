@@ -13,10 +13,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/internal/testtier"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/ops"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
@@ -55,7 +55,7 @@ func (s *stallPartition) ReadBatch(ctx context.Context) (sources.Batch, error) {
 func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl := broker.StartForTest(t, broker.Options{Partitions: 2})
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
 	cfg := reliabConfig(t, cl, "heal")
 	cfg.Input.Partitions = 2
 	cfg.Input.MaxBatch = 1 // a batch never mixes partitions
@@ -146,7 +146,7 @@ func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 	testtier.Full(t, "consumer-group stall recovery test (~20-80 s)")
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	cl := broker.StartForTest(t, broker.Options{Partitions: 2})
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
 	cfg := reliabConfig(t, cl, "kept")
 	cfg.Input.Partitions = 2
 	cfg.Input.SessionTimeout = 6 * time.Second
@@ -175,12 +175,12 @@ func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 	var zombie string
 	for attempt := 1; zombie == "" && attempt <= 8; attempt++ {
 		joinAndVanish(t, cl.Addrs()[0], cfg.Input.GroupID, cfg.Input.Topic)
-		st, err := ops.WaitForGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic, 2, 20*time.Second)
+		st, err := kafkaconn.WaitForGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic, 2, 20*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(8 * time.Second) // past the dead member's 6 s session timeout
-		now, err := ops.DescribeGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
+		now, err := kafkaconn.DescribeGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +192,7 @@ func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 		}
 		if zombie == "" {
 			t.Logf("attempt %d: kfake expired the dead member (its reply was delivered); trying again", attempt)
-			if _, err := ops.WaitForGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic, 1, 20*time.Second); err != nil {
+			if _, err := kafkaconn.WaitForGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic, 1, 20*time.Second); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -220,7 +220,7 @@ func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 		}
 		return true
 	})
-	st, _ := ops.DescribeGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
+	st, _ := kafkaconn.DescribeGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
 	for _, m := range st.Members {
 		if m.ID == zombie {
 			t.Errorf("dead member %s still in the group: %+v", zombie, st)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/sources"
 )
@@ -15,7 +16,7 @@ import (
 // reader continues on the new one, which resumes from the committed
 // offsets (acknowledged messages are not redelivered, the rest are).
 func TestRestartRejoinsAndResumes(t *testing.T) {
-	cl := broker.StartForTest(t, broker.Options{Partitions: 2})
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
 	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "restart"}
 	ctx := testCtx(t, 60*time.Second)
 	const topic, group = "restart.in", "restart"
