@@ -85,7 +85,10 @@ type Params struct {
 	// LogRankSims and IntervalSims (km, not cumulative): simulated releases
 	// behind the calibrated log-rank p-values and the intervals' noise SD
 	// (dpfit.KMOptions; 0 = the defaults 199 and 100; negative disables:
-	// null p-values, first-order analytic noise SD).
+	// null p-values, first-order analytic noise SD). For weibull,
+	// IntervalSims is the simulated releases per candidate shape of the
+	// noise-aware intervals (dpfit.WeibullIntervalOptions; 0 = default,
+	// negative = null intervals).
 	LogRankSims  int `json:"logrank_sims,omitempty"`
 	IntervalSims int `json:"interval_sims,omitempty"`
 	// Omega, Gamma, Rungs: Weibull bounds (defaults 6, 10, 500).
@@ -117,6 +120,7 @@ func ParseParams(kind string, m map[string]any) (Params, error) {
 		allowed["logrank_sims"], allowed["interval_sims"] = true, true
 	case KindWeibull:
 		allowed["omega"], allowed["gamma"], allowed["rungs"] = true, true, true
+		allowed["interval_sims"] = true // dpfit.WeibullIntervals (0 = default, negative = none)
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
