@@ -177,7 +177,7 @@ func WeibullIntervals(fit WeibullFit, opt WeibullIntervalOptions) (WeibullInterv
 	}
 	inv := &weibullInversion{
 		fit: fit, cfg: cfg, sims: sims, res: res, bw: opt.BinWidth, alpha: alpha, seed: weibullReleaseSeed(fit),
-		events: math.Max(fit.N, 1), ratio: math.Pow(fit.Scale, fit.Shape),
+		events: weibullEvents(fit.N), ratio: math.Pow(fit.Scale, fit.Shape),
 	}
 	if err := inv.run(&iv); err != nil {
 		return WeibullInterval{}, fmt.Errorf("weibull intervals: %w", err)
@@ -376,6 +376,15 @@ func weibullMatchScale(p, q, ratio float64) float64 {
 	return math.Exp((lo + hi) / 2)
 }
 
+// weibullEvents is the simulation's expected event count: the released
+// noisy count (published clamped at 0), at least 1; NaN counts as 1.
+func weibullEvents(n float64) float64 {
+	if !(n >= 1) {
+		return 1
+	}
+	return n
+}
+
 // simQuantiles returns the alpha/2 and 1-alpha/2 order statistics of x
 // (the (k)th smallest with k = floor((sims+1) a), at least 1).
 func simQuantiles(x []float64, alpha float64) (lo, hi float64) {
@@ -407,7 +416,7 @@ func weibullReleaseSeed(fit WeibullFit) [32]byte {
 	}
 	put(fit.Shape)
 	put(fit.Scale)
-	put(fit.N)
+	put(math.Max(fit.N, 0)) // as published (clamped at 0)
 	put(fit.Epsilon)
 	hh.Write([]byte(fit.Method))
 	keys := make([]string, 0, len(fit.Params))

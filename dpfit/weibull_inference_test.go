@@ -78,6 +78,17 @@ func TestWeibullIntervalsErrors(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
+	// the interval is a function of the published release: n is published
+	// clamped at 0, so a negative noisy count gives the interval of 0
+	neg, zero := good, good
+	neg.N, zero.N = -3, 0
+	a, err := WeibullIntervals(neg, WeibullIntervalOptions{Sims: 19})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := WeibullIntervals(zero, WeibullIntervalOptions{Sims: 19}); err != nil || a != b {
+		t.Errorf("n -3 and n 0 (both published as 0) give %+v and %+v (%v)", a, b, err)
+	}
 	// a degenerate release (shape 0) has null intervals, not an error
 	f := good
 	f.Shape = 0
