@@ -308,6 +308,10 @@ func (c Config) Check() []error {
 		default:
 			add("params.method: %q is not lsp, laplace or saa", p.Method)
 		}
+		if p.IntervalSims > 0 && p.IntervalSims < dpfit.DefaultWeibullIntervalSims {
+			add("params.interval_sims: want 0 (default), negative (no intervals) or at least %d for 95%% intervals, got %d",
+				dpfit.DefaultWeibullIntervalSims, p.IntervalSims)
+		}
 		if c.Epsilon > 0 && c.TimeMax > 0 {
 			if err := c.weibull().Validate(); err != nil {
 				add("params: %v", err)

@@ -15,7 +15,7 @@ import (
 // (dpfit.WeibullIntervals) around its estimates; with params.interval_sims
 // negative they are null and interval_method says why.
 func TestWeibullAggregateIntervals(t *testing.T) {
-	for _, sims := range []int{19, -1} {
+	for _, sims := range []int{39, -1} {
 		cfg := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, WindowSize: time.Minute, Epsilon: 2,
 			Cohorts: cohorts, TimeMax: 100, TimeUnit: "days"}
 		cfg.Params.Rungs, cfg.Params.IntervalSims = 50, sims
@@ -55,6 +55,23 @@ func TestWeibullAggregateIntervals(t *testing.T) {
 			if !strings.Contains(method, "bin starts every 1") || doc["interval_conf"] != 0.95 {
 				t.Errorf("interval_method %q, conf %v", method, doc["interval_conf"])
 			}
+		}
+	}
+}
+
+// Too few interval simulations for a 95% interval is a config error, not a
+// failure at every release.
+func TestWeibullIntervalSimsConfig(t *testing.T) {
+	cfg := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, WindowSize: time.Minute, Epsilon: 1,
+		Cohorts: cohorts, TimeMax: 100, TimeUnit: "days"}
+	for sims, ok := range map[int]bool{-1: true, 0: true, 19: false, 38: false, 39: true} {
+		cfg.Params.IntervalSims = sims
+		err := cfg.Validate()
+		if (err == nil) != ok {
+			t.Errorf("interval_sims %d: %v", sims, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "params.interval_sims") {
+			t.Errorf("interval_sims %d: error %v does not name the field", sims, err)
 		}
 	}
 }

@@ -81,8 +81,8 @@ const DefaultWeibullIntervalResolution = 2048
 // WeibullIntervalOptions tunes WeibullIntervals.
 type WeibullIntervalOptions struct {
 	// Sims is the number of simulated releases per candidate shape (LSP
-	// only; 0 = DefaultWeibullIntervalSims, at least 19). With 39 the
-	// quantiles are the extreme order statistics, exact at conf 0.95.
+	// only; 0 = DefaultWeibullIntervalSims; at least 2/(1-conf) - 1, 39 at
+	// conf 0.95, where the quantiles are the extreme order statistics).
 	Sims int
 	// Conf is the confidence level (0 = 0.95).
 	Conf float64
@@ -109,7 +109,7 @@ type WeibullInterval struct {
 // Interval method descriptions.
 const (
 	WeibullIntervalLSP = "test inversion by simulating the mechanism: a candidate shape (with the scale that explains the released tau/delta) " +
-		"is accepted when the released shape lies between the 2.5%% and 97.5%% points of %d releases of LSP+TLL (same epsilon and grids) " +
+		"is accepted when the released shape lies between the %.3g and %.3g quantiles of %d releases of LSP+TLL (same epsilon and grids) " +
 		"on data simulated from it (n = released event count / F(time_max), censoring only at time_max, time grid %s); " +
 		"shape interval = accepted shapes, scale interval = union of the scale's bootstrap intervals over them; seeded by a hash of the release"
 	WeibullIntervalBaseline = "noise only: released value +/- the two-sided quantile of the Laplace noise, clamped into the box; " +
@@ -152,8 +152,11 @@ func WeibullIntervals(fit WeibullFit, opt WeibullIntervalOptions) (WeibullInterv
 	if sims == 0 {
 		sims = DefaultWeibullIntervalSims
 	}
-	if sims < 19 {
-		return WeibullInterval{}, fmt.Errorf("weibull intervals: sims must be at least 19, got %d", sims)
+	// the (1 - conf)/2 quantile of sims draws needs sims + 1 >= 2/(1 - conf)
+	// (39 at conf 0.95): with fewer, the extreme draw stands for a larger
+	// tail and the interval would cover less than it says
+	if minSims := int(math.Ceil(2/alpha-1e-9)) - 1; sims < minSims {
+		return WeibullInterval{}, fmt.Errorf("weibull intervals: sims must be at least %d at conf %v, got %d", minSims, conf, sims)
 	}
 	res := opt.Resolution
 	if res == 0 {
@@ -169,7 +172,7 @@ func WeibullIntervals(fit WeibullFit, opt WeibullIntervalOptions) (WeibullInterv
 	if opt.BinWidth > 0 {
 		grid = fmt.Sprintf("bin starts every %v", opt.BinWidth)
 	}
-	iv := WeibullInterval{Conf: conf, Method: fmt.Sprintf(WeibullIntervalLSP, sims, grid)}
+	iv := WeibullInterval{Conf: conf, Method: fmt.Sprintf(WeibullIntervalLSP, alpha/2, 1-alpha/2, sims, grid)}
 	iv.ShapeLower, iv.ShapeUpper, iv.ScaleLower, iv.ScaleUpper = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 	if !(fit.Shape > 0) || !(fit.Scale > 0) || math.IsInf(fit.Scale, 0) {
 		// a degenerate release (shape 0): no model to simulate from

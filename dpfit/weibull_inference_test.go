@@ -30,15 +30,15 @@ func weibullSample(n int, shape, scale, timeMax float64, seed uint64) survival.C
 // hash), well formed, and contains a typical release's own estimate.
 func TestWeibullIntervalsDeterministic(t *testing.T) {
 	cfg := WeibullConfig{Epsilon: 2, TimeMax: 1000, Rungs: 100}
-	fit, err := FitWeibullLSP(dp.NewSeededSource(1), weibullSample(300, 1.3, 600, 1000, 1), cfg)
+	fit, err := FitWeibullLSP(dp.NewSeededSource(1), weibullSample(150, 1.3, 600, 1000, 1), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := WeibullIntervals(fit, WeibullIntervalOptions{Sims: 19})
+	a, err := WeibullIntervals(fit, WeibullIntervalOptions{Sims: 39})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := WeibullIntervals(fit, WeibullIntervalOptions{Sims: 19})
+	b, err := WeibullIntervals(fit, WeibullIntervalOptions{Sims: 39})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestWeibullIntervalsDeterministic(t *testing.T) {
 	}
 	// another release of the same data gets another interval
 	fit.Shape += fit.Params["shape_grid"]
-	if c, err := WeibullIntervals(fit, WeibullIntervalOptions{Sims: 19}); err != nil || c == a {
+	if c, err := WeibullIntervals(fit, WeibullIntervalOptions{Sims: 39}); err != nil || c == a {
 		t.Errorf("a different release gives the same interval (%v)", err)
 	}
 }
@@ -69,7 +69,7 @@ func TestWeibullIntervalsErrors(t *testing.T) {
 	}{
 		"non-private": {func() WeibullFit { f := good; f.Epsilon = math.Inf(1); return f }(), WeibullIntervalOptions{}},
 		"bad conf":    {good, WeibullIntervalOptions{Conf: 1.5}},
-		"few sims":    {good, WeibullIntervalOptions{Sims: 5}},
+		"few sims":    {good, WeibullIntervalOptions{Sims: 38}},
 		"bin width":   {good, WeibullIntervalOptions{BinWidth: -1}},
 		"method":      {func() WeibullFit { f := good; f.Method = "x"; return f }(), WeibullIntervalOptions{}},
 		"params":      {func() WeibullFit { f := good; f.Params = map[string]float64{}; return f }(), WeibullIntervalOptions{}},
@@ -82,17 +82,17 @@ func TestWeibullIntervalsErrors(t *testing.T) {
 	// clamped at 0, so a negative noisy count gives the interval of 0
 	neg, zero := good, good
 	neg.N, zero.N = -3, 0
-	a, err := WeibullIntervals(neg, WeibullIntervalOptions{Sims: 19})
+	a, err := WeibullIntervals(neg, WeibullIntervalOptions{Sims: 39})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := WeibullIntervals(zero, WeibullIntervalOptions{Sims: 19}); err != nil || a != b {
+	if b, err := WeibullIntervals(zero, WeibullIntervalOptions{Sims: 39}); err != nil || a != b {
 		t.Errorf("n -3 and n 0 (both published as 0) give %+v and %+v (%v)", a, b, err)
 	}
 	// a degenerate release (shape 0) has null intervals, not an error
 	f := good
 	f.Shape = 0
-	iv, err := WeibullIntervals(f, WeibullIntervalOptions{Sims: 19})
+	iv, err := WeibullIntervals(f, WeibullIntervalOptions{Sims: 39})
 	if err != nil || !math.IsNaN(iv.ShapeLower) || !math.IsNaN(iv.ScaleUpper) {
 		t.Errorf("shape 0: %+v, %v", iv, err)
 	}

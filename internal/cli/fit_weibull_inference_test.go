@@ -11,7 +11,7 @@ import (
 func TestFitWeibullIntervals(t *testing.T) {
 	args := []string{"fit", "weibull", "--input", "../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
 		"--time-max", "1100", "--rungs", "100"}
-	o, e, code := run(t, append(args, "--interval-sims", "19")...)
+	o, e, code := run(t, append(args, "--interval-sims", "39")...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, e)
 	}
@@ -27,7 +27,7 @@ func TestFitWeibullIntervals(t *testing.T) {
 	if !(sl <= shape && shape <= su && su <= 10) || !(cl > 0 && cl <= cu) || res["interval_conf"] != 0.95 {
 		t.Fatalf("intervals: shape %v [%v, %v], scale %v [%v, %v], conf %v", shape, sl, su, scale, cl, cu, res["interval_conf"])
 	}
-	if m, _ := res["interval_method"].(string); !strings.Contains(m, "19 releases") {
+	if m, _ := res["interval_method"].(string); !strings.Contains(m, "39 releases") {
 		t.Errorf("interval_method %q", m)
 	}
 	o, e, code = run(t, append(args, "--interval-sims", "-1")...)
