@@ -91,7 +91,10 @@ type Params struct {
 	// LogRankSims and IntervalSims (km, not cumulative): simulated releases
 	// behind the calibrated log-rank p-values and the intervals' noise SD
 	// (dpfit.KMOptions; 0 = the defaults 199 and 100; negative disables:
-	// null p-values, first-order analytic noise SD).
+	// null p-values, first-order analytic noise SD). For weibull,
+	// IntervalSims is the simulated releases per candidate shape of the
+	// noise-aware intervals (dpfit.WeibullIntervalOptions; 0 = default,
+	// negative = null intervals).
 	LogRankSims  int `json:"logrank_sims,omitempty"`
 	IntervalSims int `json:"interval_sims,omitempty"`
 	// Omega, Gamma, Rungs: Weibull bounds (defaults 6, 10, 500).
@@ -123,6 +126,7 @@ func ParseParams(kind string, m map[string]any) (Params, error) {
 		allowed["logrank_sims"], allowed["interval_sims"] = true, true
 	case KindWeibull:
 		allowed["omega"], allowed["gamma"], allowed["rungs"] = true, true, true
+		allowed["interval_sims"] = true // dpfit.WeibullIntervals (0 = default, negative = none)
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -309,6 +313,10 @@ func (c Config) Check() []error {
 		case dpfit.WeibullMethodLSP, dpfit.WeibullMethodLaplace, dpfit.WeibullMethodSAA:
 		default:
 			add("params.method: %q is not lsp, laplace or saa", p.Method)
+		}
+		if p.IntervalSims > 0 && p.IntervalSims < dpfit.DefaultWeibullIntervalSims {
+			add("params.interval_sims: want 0 (default), negative (no intervals) or at least %d for 95%% intervals, got %d",
+				dpfit.DefaultWeibullIntervalSims, p.IntervalSims)
 		}
 		if c.Epsilon > 0 && c.TimeMax > 0 {
 			if err := c.weibull().Validate(); err != nil {

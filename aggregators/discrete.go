@@ -582,6 +582,9 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 	if res.Method != regression.MethodPSGLD {
 		df.Lambda = p.Lambda
 	}
+	if err := discreteIntervals(df, res); err != nil {
+		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
+	}
 	m.DiscreteFields = df
 	return []FitMessage{m}, nil
 }
@@ -654,4 +657,14 @@ type DiscreteFields struct {
 	Delta        float64                  `json:"delta,omitempty"`
 	EpsilonPrime float64                  `json:"epsilon_prime,omitempty"`
 	PSGLD        *regression.PSGLDOptions `json:"psgld,omitempty"`
+	// Noise-aware 95% coefficient intervals (regression.OutputIntervals):
+	// absent where the method has none; coefficient_interval_method says
+	// what they cover (not interval_method: the fit message embeds the
+	// weibull fields too, and encoding/json drops a name two embedded
+	// structs share).
+	AlphaLower     []float64 `json:"alpha_lower,omitempty"`
+	AlphaUpper     []float64 `json:"alpha_upper,omitempty"`
+	BetaLower      []float64 `json:"beta_lower,omitempty"`
+	BetaUpper      []float64 `json:"beta_upper,omitempty"`
+	IntervalMethod string    `json:"coefficient_interval_method,omitempty"`
 }

@@ -505,6 +505,7 @@ func TestWindowNoiseMatchesEpsilon(t *testing.T) {
 func TestWeibullAggregate(t *testing.T) {
 	cfg := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, WindowSize: time.Minute, Epsilon: 1e3,
 		Cohorts: cohorts, TimeMax: 100, TimeUnit: "days"}
+	cfg.Params.IntervalSims = -1 // intervals: TestWeibullAggregateIntervals
 	r := newRig(t, at(1), map[string]float64{"stream": 1e6}, cfg)
 	var rows schemas.Rows
 	for i := range 2000 {

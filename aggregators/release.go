@@ -166,6 +166,14 @@ type WeibullFields struct {
 	Scale     F                  `json:"scale"`
 	ScaleUnit string             `json:"scale_unit"`
 	Params    map[string]float64 `json:"params"`
+	// Noise-aware intervals (dpfit.WeibullIntervals; post-processing of
+	// the release): null when disabled (params.interval_sims < 0).
+	ShapeLower     F      `json:"shape_lower"`
+	ShapeUpper     F      `json:"shape_upper"`
+	ScaleLower     F      `json:"scale_lower"`
+	ScaleUpper     F      `json:"scale_upper"`
+	IntervalConf   F      `json:"interval_conf"`
+	IntervalMethod string `json:"interval_method"`
 }
 
 // windowDoc is what the ledger stores for one window: the exact fit
@@ -365,6 +373,9 @@ func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[str
 			m.N = F(math.Max(fit.N, 0))
 		}
 		m.WeibullFields = &WeibullFields{Shape: F(fit.Shape), Scale: F(fit.Scale), ScaleUnit: weibullScaleUnitDescription, Params: fit.Params}
+		if err := weibullIntervals(m.WeibullFields, fit, a.cfg.Params.IntervalSims, h.BinWidth); err != nil {
+			return nil, fmt.Errorf("aggregate %q: cohort %d: %w", a.cfg.Name, k, err)
+		}
 		out[k] = m
 	}
 	return out, nil

@@ -127,7 +127,7 @@ sanitizers:
 output: {sanitized_topic: agg.sanitized, dead_letter_topic: agg.deadletter, fit_topic: agg.fits}
 aggregators:
   - {name: km-3s, kind: km, epsilon: %g, window: {size: 3s}, params: {method: noisy-histogram, bin_width: 1000}}
-  - {name: weibull-3s, kind: weibull, epsilon: %g, window: {size: 3s}, params: {bin_width: 50, rungs: 200}}
+  - {name: weibull-3s, kind: weibull, epsilon: %g, window: {size: 3s}, params: {bin_width: 50, rungs: 200, interval_sims: -1}}
 ledger: {topic: agg.ledger, checkpoint_interval: 1s, lease_session_timeout: 6s, budget: {stream: %g}}
 http: {listen: %q}
 log: {level: info}

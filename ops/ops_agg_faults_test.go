@@ -24,7 +24,7 @@ func opsAggConfig(conn kafkaconn.Config, group string, size time.Duration, kmEps
 		{Name: "km", Kind: "km", Epsilon: kmEps, Window: pipeline.WindowConfig{Size: size},
 			Params: map[string]any{"method": "noisy-histogram", "bin_width": 1000}},
 		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: pipeline.WindowConfig{Size: size},
-			Params: map[string]any{"bin_width": 50, "rungs": 200}},
+			Params: map[string]any{"bin_width": 50, "rungs": 200, "interval_sims": -1}}, // intervals: hundreds of mechanism runs per window, not what this tests
 	}
 	cfg.Ledger = pipeline.LedgerConfig{Topic: "ops.ledger", CheckpointInterval: time.Second,
 		LeaseSessionTimeout: 6 * time.Second, Budget: map[string]float64{"stream": budget}}

@@ -140,6 +140,14 @@ type DiscreteResult struct {
 	// like any other. No release is retried with fresh noise.
 	Fallback bool          `json:"fallback"`
 	PSGLD    *PSGLDOptions `json:"psgld,omitempty"`
+	// AlphaLower ... BetaUpper are the 95% noise-aware intervals of each
+	// coefficient and IntervalMethod what they cover (inference.go);
+	// nil where no interval is computable from the release.
+	AlphaLower     []float64 `json:"alpha_lower,omitempty"`
+	AlphaUpper     []float64 `json:"alpha_upper,omitempty"`
+	BetaLower      []float64 `json:"beta_lower,omitempty"`
+	BetaUpper      []float64 `json:"beta_upper,omitempty"`
+	IntervalMethod string    `json:"interval_method,omitempty"`
 	// Iterations is the Newton iteration count, on the non-private path
 	// only (for a private fit it would be a function of the data).
 	Iterations int `json:"iterations,omitempty"`
@@ -423,6 +431,9 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		return DiscreteResult{}, fmt.Errorf("%s noise: %w", opts.Method, err)
 	}
 	res.Alpha, res.Beta = f[:m.e], f[m.e:]
+	if err := setIntervals(&res); err != nil {
+		return DiscreteResult{}, err
+	}
 	return res, nil
 }
 

@@ -46,7 +46,10 @@ func demoAggregators(cfg *pipeline.Config, window time.Duration) {
 		{Name: "km-demo", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: window},
 			Params: map[string]any{"method": "hierarchical", "bin_width": 30}},
 		{Name: "weibull-demo", Kind: "weibull", Epsilon: 1, Window: pipeline.WindowConfig{Size: window},
-			Params: map[string]any{"method": "lsp"}},
+			// no noise-aware intervals: each costs about 600 runs of the
+			// mechanism per cohort (dpfit.WeibullIntervals), longer than
+			// the demo's windows
+			Params: map[string]any{"method": "lsp", "interval_sims": -1}},
 	}
 	cfg.Ledger.Topic = "dpsurv.demo.ledger"
 	cfg.Ledger.Budget = map[string]float64{"stream": 20}

@@ -486,6 +486,7 @@ func fitWeibull(env Env, args []string) error {
 	rungs := fs.Int("rungs", 500, "LSP ladder rungs")
 	method := fs.String("method", "lsp", "lsp (LSP + TLL), laplace or saa (baselines)")
 	only := fs.String("cohort", "", "fit only this cohort (default: all records)")
+	isims := fs.Int("interval-sims", 0, "simulated releases per candidate shape behind the noise-aware shape/scale intervals (lsp; 0 = default, negative = no intervals)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -592,6 +593,9 @@ func fitWeibull(env Env, args []string) error {
 	out["n"] = num(math.Max(fit.N, 0)) // a noisy count, clamped at 0 (post-processing)
 	out["shape"] = fit.Shape
 	out["scale"] = fit.Scale
+	if err := weibullIntervalFields(out, fit, *isims); err != nil {
+		return fmt.Errorf("private weibull: %w", err)
+	}
 	for k, v := range fit.Params {
 		out[k] = num(v)
 	}

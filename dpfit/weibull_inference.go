@@ -1,0 +1,496 @@
+package dpfit
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/survival"
+)
+
+// Noise-aware intervals for the Weibull shape and scale (issue 12).
+//
+// WeibullIntervals is post-processing: it reads only the release (shape,
+// scale, the noisy event count N, epsilon and the public parameters in
+// Params) and spends no budget.
+//
+// LSP+TLL: the interval inverts a test of the shape, run by simulating the
+// mechanism (a parametric bootstrap through LSP+TLL). The released shape's
+// distribution is wide and skewed (the ladder mechanism sometimes releases
+// a shape far from the data's, and the scale follows it), so the simple
+// percentile or basic bootstrap from the released fit covers 0.7-0.85 at
+// epsilon <= 1; inverting the test does not need a pivot. For a candidate
+// shape p:
+//   - its nuisance scale lambda(p) is the scale for which a Weibull(p,
+//     lambda) sample censored at time_max has E[sum t^q]/E[events] equal to
+//     the released tau/delta = scale^q (q the released shape): the scale
+//     that explains what TLL released;
+//   - n = round(max(N, 1) / F(1)) records, F(1) = 1 - exp(-(1/lambda)^p),
+//     so that the expected event count is the released N; events are
+//     Binomial(n, F(1)) with times from the Weibull truncated to
+//     (0, time_max), on a public time grid (midpoints of time_max/Resolution
+//     cells, or the starts of the aggregator's bins), and every other
+//     record is censored at time_max (the release says nothing about
+//     censoring before time_max, so none is assumed);
+//   - Sims such data sets are released again by LSP+TLL exactly as
+//     FitWeibullLSP does (normalisation, clamp, ladder, exponential
+//     mechanism, TLL with the same epsilon and grids), with the same
+//     random stream for every candidate (common random numbers);
+//   - p is accepted when the released shape lies between the a/2 and
+//     1-a/2 quantiles of the simulated shapes (a = 1 - conf).
+//
+// The shape interval is the accepted set: each end is found by bisection
+// on ln p (weibullInversionSteps steps, in [min(0.01, shape/2), shape] and
+// [shape, gamma]) and reported at the last rejected point (conservative);
+// an end that is never rejected is 0 or gamma. The scale interval is the
+// union, over the evaluated candidates that are accepted or inside the
+// shape interval, of the scale's basic bootstrap interval given the shape:
+// lambda(p) exp(-[quantiles of ln(lambda~/lambda(p))]) with lambda~ the
+// same moment-matched scale computed from TLL run again on each simulated
+// data set with the released shape as its exponent (the released tau/delta
+// was computed with that exponent; a simulated release's own shape can be
+// near 0, where the match is ill-posed). Cost: about 15 x Sims releases of
+// the mechanism.
+//
+// The baselines (laplace, saa): their noise (Laplace of scale
+// (sensitivity+grid)/(epsilon/2)) dwarfs the sampling error of the clamped
+// estimate they perturb, so the interval is the released value plus or
+// minus the noise's (1-conf) two-sided quantile (and two grid steps), clamped
+// into the box: it covers the clamped MLE (laplace) or the mean of the
+// clamped block MLEs (saa) with probability at least conf; sampling error is
+// not added (IntervalMethod says so).
+//
+// The simulation is seeded from a hash of the released values, so the
+// interval is a deterministic function of the release; it plays no part in
+// the privacy guarantee, which is why it may use a floating-point sampler.
+// Coverage: TestWeibullIntervalCoverage (short) and
+// TestWeibullIntervalCoverageFull (full tier).
+
+// DefaultWeibullIntervalSims is the default number of simulated releases
+// per candidate shape.
+const DefaultWeibullIntervalSims = 39
+
+// DefaultWeibullIntervalResolution is the default number of cells of the
+// public time grid of the simulated data sets.
+const DefaultWeibullIntervalResolution = 2048
+
+// WeibullIntervalOptions tunes WeibullIntervals.
+type WeibullIntervalOptions struct {
+	// Sims is the number of simulated releases per candidate shape (LSP
+	// only; 0 = DefaultWeibullIntervalSims; at least 2/(1-conf) - 1, 39 at
+	// conf 0.95, where the quantiles are the extreme order statistics).
+	Sims int
+	// Conf is the confidence level (0 = 0.95).
+	Conf float64
+	// Resolution is the number of cells of time grid of the simulated data
+	// (0 = DefaultWeibullIntervalResolution); times are put at the cells'
+	// midpoints.
+	Resolution int
+	// BinWidth, if positive, replaces Resolution: simulated times are put
+	// at the starts of bins of this width (data units), as an aggregator's
+	// histogram reports them (the aggregator passes its public bin width).
+	BinWidth float64
+}
+
+// WeibullInterval holds noise-aware intervals for one Weibull release. The
+// scale is in normalised units like WeibullFit.Scale.
+type WeibullInterval struct {
+	ShapeLower, ShapeUpper float64
+	ScaleLower, ScaleUpper float64
+	Conf                   float64
+	Sims                   int // simulated releases in all (0 for the baselines)
+	Method                 string
+}
+
+// Interval method descriptions.
+const (
+	WeibullIntervalLSP = "test inversion by simulating the mechanism: a candidate shape (with the scale that explains the released tau/delta) " +
+		"is accepted when the released shape lies between the %.3g and %.3g quantiles of %d releases of LSP+TLL (same epsilon and grids) " +
+		"on data simulated from it (n = released event count / F(time_max), censoring only at time_max, time grid %s); " +
+		"shape interval = accepted shapes, scale interval = union of the scale's bootstrap intervals over them; seeded by a hash of the release"
+	WeibullIntervalBaseline = "noise only: released value +/- the two-sided quantile of the Laplace noise, clamped into the box; " +
+		"covers the clamped (block) MLE the mechanism perturbs, sampling error not included (it is far below the noise)"
+)
+
+// WeibullIntervals computes noise-aware intervals from a private release.
+func WeibullIntervals(fit WeibullFit, opt WeibullIntervalOptions) (WeibullInterval, error) {
+	conf := opt.Conf
+	if conf == 0 {
+		conf = 0.95
+	}
+	if !(conf > 0 && conf < 1) {
+		return WeibullInterval{}, fmt.Errorf("weibull intervals: conf must be in (0, 1), got %v", conf)
+	}
+	if math.IsInf(fit.Epsilon, 1) || !(fit.Epsilon > 0) {
+		return WeibullInterval{}, fmt.Errorf("weibull intervals: not a private release (epsilon %v)", fit.Epsilon)
+	}
+	p := fit.Params
+	cfg := WeibullConfig{
+		Epsilon: fit.Epsilon, TimeMax: p["time_max"], Omega: p["omega"], Gamma: p["gamma"],
+		Rungs: int(p["rungs"]), Tolerance: p["tolerance"], ScaleBound: p["scale_bound"],
+	}.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return WeibullInterval{}, fmt.Errorf("weibull intervals: release params: %w", err)
+	}
+	alpha := 1 - conf
+	switch fit.Method {
+	case WeibullMethodLaplace, WeibullMethodSAA:
+		b := max(p["blocks"], 1)
+		iv := WeibullInterval{Conf: conf, Method: WeibullIntervalBaseline}
+		iv.ShapeLower, iv.ShapeUpper = baselineInterval(fit.Shape, cfg.Gamma/b, cfg.Gamma, fit.Epsilon/2, alpha)
+		iv.ScaleLower, iv.ScaleUpper = baselineInterval(fit.Scale, cfg.ScaleBound/b, cfg.ScaleBound, fit.Epsilon/2, alpha)
+		return iv, nil
+	case WeibullMethodLSP:
+	default:
+		return WeibullInterval{}, fmt.Errorf("weibull intervals: unknown method %q", fit.Method)
+	}
+	sims := opt.Sims
+	if sims == 0 {
+		sims = DefaultWeibullIntervalSims
+	}
+	// the (1 - conf)/2 quantile of sims draws needs sims + 1 >= 2/(1 - conf)
+	// (39 at conf 0.95): with fewer, the extreme draw stands for a larger
+	// tail and the interval would cover less than it says
+	if minSims := int(math.Ceil(2/alpha-1e-9)) - 1; sims < minSims {
+		return WeibullInterval{}, fmt.Errorf("weibull intervals: sims must be at least %d at conf %v, got %d", minSims, conf, sims)
+	}
+	res := opt.Resolution
+	if res == 0 {
+		res = DefaultWeibullIntervalResolution
+	}
+	if res < 16 || res > 1<<20 {
+		return WeibullInterval{}, fmt.Errorf("weibull intervals: resolution must be in [16, 2^20], got %d", res)
+	}
+	if opt.BinWidth != 0 && !(opt.BinWidth > 0 && cfg.TimeMax/opt.BinWidth <= 1<<20) {
+		return WeibullInterval{}, fmt.Errorf("weibull intervals: bin width must be positive with at most 2^20 bins, got %v", opt.BinWidth)
+	}
+	grid := fmt.Sprintf("time_max/%d", res)
+	if opt.BinWidth > 0 {
+		grid = fmt.Sprintf("bin starts every %v", opt.BinWidth)
+	}
+	iv := WeibullInterval{Conf: conf, Method: fmt.Sprintf(WeibullIntervalLSP, alpha/2, 1-alpha/2, sims, grid)}
+	iv.ShapeLower, iv.ShapeUpper, iv.ScaleLower, iv.ScaleUpper = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	if !(fit.Shape > 0) || !(fit.Scale > 0) || math.IsInf(fit.Scale, 0) {
+		// a degenerate release (shape 0): no model to simulate from
+		return iv, nil
+	}
+	inv := &weibullInversion{
+		fit: fit, cfg: cfg, sims: sims, res: res, bw: opt.BinWidth, alpha: alpha, seed: weibullReleaseSeed(fit),
+		events: weibullEvents(fit.N), ratio: math.Pow(fit.Scale, fit.Shape),
+	}
+	if err := inv.run(&iv); err != nil {
+		return WeibullInterval{}, fmt.Errorf("weibull intervals: %w", err)
+	}
+	return iv, nil
+}
+
+// weibullInversionSteps is the number of bisection steps for each end of
+// the shape interval (on the log scale).
+const weibullInversionSteps = 6
+
+// weibullInversion inverts the mechanism's shape test (see WeibullIntervals).
+type weibullInversion struct {
+	fit    WeibullFit
+	cfg    WeibullConfig
+	sims   int
+	res    int
+	bw     float64
+	alpha  float64
+	seed   [32]byte
+	events float64 // released event count (at least 1)
+	ratio  float64 // released tau/delta = scale^shape
+	evals  []weibullCandidate
+	n      int // simulated releases so far
+}
+
+// weibullCandidate is one evaluated shape: its nuisance scale, the
+// quantiles of the simulated released shapes, and the quantiles of the
+// simulated scale pivot.
+type weibullCandidate struct {
+	p, lambda        float64
+	qlo, qhi         float64 // released shape
+	scaleLo, scaleHi float64 // basic interval for the scale given shape p
+}
+
+func (w *weibullInversion) accepted(c weibullCandidate) bool {
+	return c.qlo <= w.fit.Shape && w.fit.Shape <= c.qhi
+}
+
+// eval simulates sims releases from shape p with its moment-matched scale.
+// Every candidate uses the same random stream (common random numbers), so
+// the quantiles move smoothly with p.
+func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
+	lambda := weibullMatchScale(p, w.fit.Shape, w.ratio)
+	c := weibullCandidate{p: p, lambda: lambda}
+	src := rand.NewChaCha8(w.seed)
+	sim := newWeibullSim(p, lambda, w.events, w.res, w.bw, w.cfg.TimeMax)
+	shapes := make([]float64, 0, w.sims)
+	piv := make([]float64, 0, w.sims)
+	for r := 0; r < w.sims; r++ {
+		comp := sim.sample(src)
+		d, err := normaliseWeibull(comp, w.cfg)
+		if err != nil {
+			return c, fmt.Errorf("simulated data: %w", err)
+		}
+		f, err := weibullFitLSP(src, d, weibullComputeLadder(d, w.cfg), w.cfg)
+		if err != nil {
+			return c, fmt.Errorf("simulated release: %w", err)
+		}
+		w.n++
+		shapes = append(shapes, f.Shape)
+		// the scale's pivot given shape p: TLL run again on the simulated
+		// data with the released shape as its exponent (the exponent the
+		// released tau/delta was computed with), and the scale that
+		// explains it
+		delta, tau, _, err := weibullTLL(src, d, w.fit.Shape, w.cfg.Epsilon, w.cfg.Omega)
+		if err != nil {
+			return c, fmt.Errorf("simulated tll: %w", err)
+		}
+		ratio := math.Pow(weibullTLLScale(delta, tau, w.fit.Shape, w.cfg.Omega), w.fit.Shape)
+		lt := weibullMatchScale(p, w.fit.Shape, ratio)
+		piv = append(piv, math.Log(lt)-math.Log(lambda))
+	}
+	c.qlo, c.qhi = simQuantiles(shapes, w.alpha)
+	a, b := simQuantiles(piv, w.alpha)
+	c.scaleLo, c.scaleHi = lambda*math.Exp(-b), lambda*math.Exp(-a)
+	w.evals = append(w.evals, c)
+	return c, nil
+}
+
+func (w *weibullInversion) run(iv *WeibullInterval) error {
+	gamma := w.cfg.Gamma
+	pMin := math.Min(0.01, w.fit.Shape/2)
+	ph := math.Min(w.fit.Shape, gamma)
+	if _, err := w.eval(ph); err != nil {
+		return err
+	}
+	// lower end: the root of q_hi(p) = shape in [pMin, shape]
+	lo, hi := pMin, ph
+	c, err := w.eval(lo)
+	if err != nil {
+		return err
+	}
+	if c.qhi >= w.fit.Shape {
+		iv.ShapeLower = 0
+	} else {
+		for s := 0; s < weibullInversionSteps; s++ {
+			mid := math.Sqrt(lo * hi)
+			c, err := w.eval(mid)
+			if err != nil {
+				return err
+			}
+			if c.qhi < w.fit.Shape {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		iv.ShapeLower = lo // the last rejected point: conservative
+	}
+	// upper end: the root of q_lo(p) = shape in [shape, gamma]
+	lo, hi = ph, gamma
+	if c, err = w.eval(hi); err != nil {
+		return err
+	}
+	if c.qlo <= w.fit.Shape {
+		iv.ShapeUpper = gamma
+	} else {
+		for s := 0; s < weibullInversionSteps; s++ {
+			mid := math.Sqrt(lo * hi)
+			c, err := w.eval(mid)
+			if err != nil {
+				return err
+			}
+			if c.qlo > w.fit.Shape {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		iv.ShapeUpper = hi
+	}
+	// interior points, so that the scale's union spans the shape interval
+	a, b := math.Max(iv.ShapeLower, pMin), iv.ShapeUpper
+	for _, f := range []float64{1.0 / 3, 2.0 / 3} {
+		if _, err := w.eval(a * math.Pow(b/a, f)); err != nil {
+			return err
+		}
+	}
+	// the scale: union over the accepted candidates (and those inside the
+	// shape interval) of the scale's basic interval given the shape
+	iv.ScaleLower, iv.ScaleUpper = math.Inf(1), 0
+	for _, c := range w.evals {
+		if !w.accepted(c) && !(c.p >= iv.ShapeLower && c.p <= iv.ShapeUpper) {
+			continue
+		}
+		iv.ScaleLower = math.Min(iv.ScaleLower, c.scaleLo)
+		iv.ScaleUpper = math.Max(iv.ScaleUpper, c.scaleHi)
+	}
+	if iv.ScaleLower > iv.ScaleUpper {
+		iv.ScaleLower, iv.ScaleUpper = math.NaN(), math.NaN()
+	}
+	iv.Sims = w.n
+	return nil
+}
+
+// weibullMatchScale returns the scale lambda for which a Weibull(p, lambda)
+// sample censored at 1 has E[sum min(T,1)^q] / E[events] = ratio (TLL's
+// tau/delta at the released shape q): the candidate's nuisance scale that
+// explains the released scale. E[min(T,1)^q] = int_0^1 S(u^(1/q)) du
+// (Simpson, 64 cells); the ratio increases with lambda, so ln lambda is
+// found by bisection in [-50, 50].
+func weibullMatchScale(p, q, ratio float64) float64 {
+	const m = 64
+	var lu [m + 1]float64 // p ln(u^(1/q)) at the Simpson nodes
+	for i := range lu {
+		lu[i] = p * math.Log(float64(i)/m) / q
+	}
+	tllRatio := func(ll float64) float64 {
+		f1 := -math.Expm1(-math.Exp(-p * ll))
+		if !(f1 > 0) {
+			return math.Inf(1)
+		}
+		s := 0.0
+		for i, v := range lu {
+			w := 2.0
+			switch {
+			case i == 0 || i == m:
+				w = 1
+			case i%2 == 1:
+				w = 4
+			}
+			s += w * math.Exp(-math.Exp(v-p*ll))
+		}
+		return s / (3 * m) / f1
+	}
+	lo, hi := -50.0, 50.0
+	for it := 0; it < 40; it++ {
+		mid := (lo + hi) / 2
+		if tllRatio(mid) < ratio {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return math.Exp((lo + hi) / 2)
+}
+
+// weibullEvents is the simulation's expected event count: the released
+// noisy count (published clamped at 0), at least 1; NaN counts as 1.
+func weibullEvents(n float64) float64 {
+	if !(n >= 1) {
+		return 1
+	}
+	return n
+}
+
+// simQuantiles returns the alpha/2 and 1-alpha/2 order statistics of x
+// (the (k)th smallest with k = floor((sims+1) a), at least 1).
+func simQuantiles(x []float64, alpha float64) (lo, hi float64) {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	n := len(s)
+	k := max(int(math.Floor(float64(n+1)*alpha/2)), 1)
+	return s[k-1], s[n-k]
+}
+
+// baselineInterval is v +/- the (1-alpha) two-sided quantile of
+// dp.LaplaceMechanism's noise at sensitivity sens and budget eps, plus two
+// grid steps (the rounding of the value and the discreteness), clamped into
+// [0, box].
+func baselineInterval(v, sens, box, eps, alpha float64) (lo, hi float64) {
+	g := dp.LaplaceGrid(sens / eps)
+	b := (sens + g) / eps
+	q := b*math.Log(1/alpha) + 2*g
+	return min(max(v-q, 0), box), min(max(v+q, 0), box)
+}
+
+// weibullReleaseSeed hashes the released values of a Weibull release.
+func weibullReleaseSeed(fit WeibullFit) [32]byte {
+	hh := sha256.New()
+	var b [8]byte
+	put := func(v float64) {
+		binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
+		hh.Write(b[:])
+	}
+	put(fit.Shape)
+	put(fit.Scale)
+	put(math.Max(fit.N, 0)) // as published (clamped at 0)
+	put(fit.Epsilon)
+	hh.Write([]byte(fit.Method))
+	keys := make([]string, 0, len(fit.Params))
+	for k := range fit.Params {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		hh.Write([]byte(k))
+		put(fit.Params[k])
+	}
+	var seed [32]byte
+	copy(seed[:], hh.Sum(nil))
+	return seed
+}
+
+// weibullSim simulates data sets from a released fit (normalised units).
+type weibullSim struct {
+	shape, scale, f1, timeMax float64
+	n                         int64
+	res                       int
+	bw                        float64 // > 0: times at bin starts
+	cnt                       []float64
+}
+
+func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *weibullSim {
+	f1 := -math.Expm1(-math.Pow(1/scale, shape))
+	n := int64(math.Round(events / math.Max(f1, 1e-300)))
+	n = min(max(n, 1), 1<<40)
+	s := &weibullSim{shape: shape, scale: scale, f1: f1, timeMax: timeMax, n: n, res: res, bw: bw}
+	if bw > 0 {
+		s.res = int(math.Ceil(timeMax / bw))
+	}
+	s.cnt = make([]float64, s.res)
+	return s
+}
+
+// sample draws one data set (times in data units).
+func (s *weibullSim) sample(src *rand.ChaCha8) survival.Compressed {
+	clear(s.cnt)
+	e := binomial(src, s.n, s.f1)
+	r := float64(s.res)
+	for i := int64(0); i < e; i++ {
+		u := float64(src.Uint64()>>11) * (1.0 / (1 << 53)) // [0, 1)
+		// inverse CDF of the Weibull truncated to (0, 1)
+		t := s.scale * math.Pow(-math.Log1p(-u*s.f1), 1/s.shape)
+		var j int
+		if s.bw > 0 {
+			j = int(t * s.timeMax / s.bw)
+		} else {
+			j = int(t * r)
+		}
+		j = min(max(j, 0), s.res-1)
+		s.cnt[j]++
+	}
+	var c survival.Compressed
+	for j, k := range s.cnt {
+		if k > 0 {
+			tm := (float64(j) + 0.5) / r * s.timeMax
+			if s.bw > 0 {
+				tm = float64(j) * s.bw
+			}
+			c.Time = append(c.Time, tm)
+			c.Events = append(c.Events, k)
+			c.Count = append(c.Count, k)
+		}
+	}
+	if cens := float64(s.n - e); cens > 0 {
+		c.Time = append(c.Time, s.timeMax)
+		c.Events = append(c.Events, 0)
+		c.Count = append(c.Count, cens)
+	}
+	return c
+}

@@ -1,0 +1,158 @@
+package dpfit
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/survival"
+)
+
+// weibullSample draws n Weibull(shape, scale) times (data units) censored
+// at timeMax.
+func weibullSample(n int, shape, scale, timeMax float64, seed uint64) survival.Compressed {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	tt := make([]float64, n)
+	ee := make([]bool, n)
+	for i := range tt {
+		t := scale * math.Pow(-math.Log(1-rng.Float64()), 1/shape)
+		tt[i], ee[i] = math.Min(math.Ceil(t), timeMax), t < timeMax
+	}
+	c, err := survival.CompressChecked(tt, ee)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// The interval is a deterministic function of the release (seeded by its
+// hash), well formed, and contains a typical release's own estimate.
+func TestWeibullIntervalsDeterministic(t *testing.T) {
+	cfg := WeibullConfig{Epsilon: 2, TimeMax: 1000, Rungs: 100}
+	fit, err := FitWeibullLSP(dp.NewSeededSource(1), weibullSample(150, 1.3, 600, 1000, 1), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := WeibullIntervals(fit, WeibullIntervalOptions{Sims: 39})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := WeibullIntervals(fit, WeibullIntervalOptions{Sims: 39})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatalf("not deterministic: %+v vs %+v", a, b)
+	}
+	t.Logf("release shape %.3f scale %.3f N %.1f: shape [%.3f, %.3f], scale [%.3f, %.3f], %d simulated releases",
+		fit.Shape, fit.Scale, fit.N, a.ShapeLower, a.ShapeUpper, a.ScaleLower, a.ScaleUpper, a.Sims)
+	if !(0 <= a.ShapeLower && a.ShapeLower <= fit.Shape && fit.Shape <= a.ShapeUpper && a.ShapeUpper <= 10) {
+		t.Errorf("shape interval [%v, %v] around %v", a.ShapeLower, a.ShapeUpper, fit.Shape)
+	}
+	if !(0 < a.ScaleLower && a.ScaleLower <= a.ScaleUpper) {
+		t.Errorf("scale interval [%v, %v]", a.ScaleLower, a.ScaleUpper)
+	}
+	// another release of the same data gets another interval
+	fit.Shape += fit.Params["shape_grid"]
+	if c, err := WeibullIntervals(fit, WeibullIntervalOptions{Sims: 39}); err != nil || c == a {
+		t.Errorf("a different release gives the same interval (%v)", err)
+	}
+}
+
+func TestWeibullIntervalsErrors(t *testing.T) {
+	good := WeibullFit{Shape: 1, Scale: 1, N: 50, Epsilon: 1, Method: WeibullMethodLSP,
+		Params: map[string]float64{"omega": 6, "gamma": 10, "rungs": 20, "time_max": 100, "tolerance": 1e-9}}
+	for name, tc := range map[string]struct {
+		fit WeibullFit
+		opt WeibullIntervalOptions
+	}{
+		"non-private": {func() WeibullFit { f := good; f.Epsilon = math.Inf(1); return f }(), WeibullIntervalOptions{}},
+		"bad conf":    {good, WeibullIntervalOptions{Conf: 1.5}},
+		"few sims":    {good, WeibullIntervalOptions{Sims: 38}},
+		"bin width":   {good, WeibullIntervalOptions{BinWidth: -1}},
+		"method":      {func() WeibullFit { f := good; f.Method = "x"; return f }(), WeibullIntervalOptions{}},
+		"params":      {func() WeibullFit { f := good; f.Params = map[string]float64{}; return f }(), WeibullIntervalOptions{}},
+	} {
+		if _, err := WeibullIntervals(tc.fit, tc.opt); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	// the interval is a function of the published release: n is published
+	// clamped at 0, so a negative noisy count gives the interval of 0
+	neg, zero := good, good
+	neg.N, zero.N = -3, 0
+	a, err := WeibullIntervals(neg, WeibullIntervalOptions{Sims: 39})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := WeibullIntervals(zero, WeibullIntervalOptions{Sims: 39}); err != nil || a != b {
+		t.Errorf("n -3 and n 0 (both published as 0) give %+v and %+v (%v)", a, b, err)
+	}
+	// a degenerate release (shape 0) has null intervals, not an error
+	f := good
+	f.Shape = 0
+	iv, err := WeibullIntervals(f, WeibullIntervalOptions{Sims: 39})
+	if err != nil || !math.IsNaN(iv.ShapeLower) || !math.IsNaN(iv.ScaleUpper) {
+		t.Errorf("shape 0: %+v, %v", iv, err)
+	}
+}
+
+// weibullMatchScale recovers the scale of a large Weibull sample censored
+// at 1 from its tau/delta (no noise): the nuisance scale of a candidate is
+// the one that explains the released ratio.
+func TestWeibullMatchScale(t *testing.T) {
+	for _, tc := range []struct{ p, lambda, q float64 }{{1.3, 0.6, 1.3}, {0.8, 2.5, 0.8}, {2, 0.9, 1.1}, {1, 4, 3}} {
+		c := weibullSample(200_000, tc.p, tc.lambda*1000, 1000, 3)
+		var tau, delta float64
+		for i, tm := range c.Time {
+			tau += c.Count[i] * math.Pow(tm/1000, tc.q)
+			delta += c.Events[i]
+		}
+		got := weibullMatchScale(tc.p, tc.q, tau/delta)
+		if math.Abs(got/tc.lambda-1) > 0.03 {
+			t.Errorf("p %v lambda %v q %v: matched scale %v", tc.p, tc.lambda, tc.q, got)
+		}
+	}
+}
+
+// The baselines' noise-only intervals cover the clamped MLE the mechanism
+// perturbs: 400 Laplace releases at epsilon 40 (at small epsilon the
+// interval is the whole box), coverage at least 0.95 - 3 SE (SE = 0.011;
+// false alarm 0.1%), and the interval narrower than the box.
+func TestWeibullBaselineIntervalCoverage(t *testing.T) {
+	c := weibullSample(400, 1.3, 600, 1000, 4)
+	cfg := WeibullConfig{Epsilon: 40, TimeMax: 1000}.WithDefaults()
+	d, err := normaliseWeibull(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, l := weibullClampedMLE(d.compressed(), cfg.Gamma, cfg.ScaleBound)
+	src := dp.NewSeededSource(9)
+	covP, covL, reps := 0, 0, 400
+	for r := 0; r < reps; r++ {
+		f, err := FitWeibullLaplace(src, c, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		iv, err := WeibullIntervals(f, WeibullIntervalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r == 0 && !(iv.ShapeUpper-iv.ShapeLower < cfg.Gamma/2) {
+			t.Fatalf("shape interval [%v, %v] not informative", iv.ShapeLower, iv.ShapeUpper)
+		}
+		if iv.ShapeLower <= p && p <= iv.ShapeUpper {
+			covP++
+		}
+		if iv.ScaleLower <= l && l <= iv.ScaleUpper {
+			covL++
+		}
+	}
+	se := math.Sqrt(0.95 * 0.05 / float64(reps))
+	for name, cv := range map[string]int{"shape": covP, "scale": covL} {
+		if c := float64(cv) / float64(reps); c < 0.95-3*se {
+			t.Errorf("%s: coverage %.3f", name, c)
+		}
+	}
+}
