@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"github.com/dpsurv/dpsurv/internal/testtier"
 	"math"
 	"testing"
 
@@ -35,7 +36,7 @@ func flchain(t testing.TB) Data {
 func TestKMCoverage(t *testing.T) {
 	d := flchain(t)
 	cfg := KMConfig{TimeMax: 5400, Checkpoints: []float64{365, 730, 1826}, Reps: 100}
-	if testing.Short() {
+	if !testtier.Long() {
 		cfg.Reps, cfg.Cohorts, cfg.IntervalSims = 15, 4, 50
 	}
 	covered, total := 0, 0
@@ -52,7 +53,7 @@ func TestKMCoverage(t *testing.T) {
 				t.Errorf("epsilon %v, t = %v: only %d of %d curves reach it", eps, p.Time, p.Reported, p.Intervals)
 			}
 			lo, hi := 0.80, 1.0
-			if !testing.Short() {
+			if testtier.Long() {
 				lo, hi = 0.90, 0.98
 			}
 			if c := p.Coverage(); c < lo || c > hi {
@@ -66,7 +67,7 @@ func TestKMCoverage(t *testing.T) {
 			eps, m.Covered, m.WithMedian, m.NonPrivate, m.Released, m.WithMedian, m.False, m.WithoutMedian, m.NonPrivateFalse)
 	}
 	c := float64(covered) / float64(total)
-	if testing.Short() {
+	if !testtier.Long() {
 		se := math.Sqrt(0.95 * 0.05 / float64(total))
 		if math.Abs(c-0.95) > 3*se {
 			t.Errorf("pooled coverage %.3f of %d intervals outside 0.95 +- 3 x %.4f", c, total, se)
@@ -89,7 +90,7 @@ func TestKMCoverage(t *testing.T) {
 func TestMedianCoverage(t *testing.T) {
 	d := flchain(t)
 	cfg := KMConfig{TimeMax: 5400, Reps: 200}
-	if testing.Short() {
+	if !testtier.Long() {
 		cfg.Reps, cfg.Cohorts, cfg.IntervalSims = 30, 3, 50
 	}
 	var with, cov, without, falseMed int
@@ -105,7 +106,7 @@ func TestMedianCoverage(t *testing.T) {
 		if m.WithMedian == 0 {
 			t.Fatal("no cohort with a median in the study")
 		}
-		if c := float64(m.Covered) / float64(m.WithMedian); !testing.Short() && c < 0.90 {
+		if c := float64(m.Covered) / float64(m.WithMedian); testtier.Long() && c < 0.90 {
 			t.Errorf("epsilon %v: median coverage %.3f < 0.90", eps, c)
 		}
 		with += m.WithMedian
@@ -116,7 +117,7 @@ func TestMedianCoverage(t *testing.T) {
 	if c := float64(cov) / float64(with); c < 0.80 {
 		t.Errorf("pooled median coverage %.3f of %d < 0.80", c, with)
 	}
-	if f := float64(falseMed) / float64(without); f > 0.02 && (testing.Short() && falseMed > 3 || !testing.Short()) {
+	if f := float64(falseMed) / float64(without); f > 0.02 && (!testtier.Long() && falseMed > 3 || testtier.Long()) {
 		t.Errorf("false medians %d of %d", falseMed, without)
 	}
 }

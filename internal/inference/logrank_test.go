@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"github.com/dpsurv/dpsurv/internal/testtier"
 	"math"
 	"testing"
 )
@@ -18,7 +19,7 @@ import (
 func TestDPLogRankSize(t *testing.T) {
 	d := flchain(t)
 	reps, records, sims := 400, 3000, 99
-	if testing.Short() {
+	if !testtier.Long() {
 		reps, records, sims = 25, 1000, 49
 	}
 	tests, rej := 0, 0
@@ -33,7 +34,7 @@ func TestDPLogRankSize(t *testing.T) {
 		if r.Tests < reps*9/10 {
 			t.Errorf("epsilon %v: only %d of %d releases had a test", eps, r.Tests, reps)
 		}
-		if !testing.Short() && (r.Rate() < 0.03 || r.Rate() > 0.07) {
+		if testtier.Long() && (r.Rate() < 0.03 || r.Rate() > 0.07) {
 			t.Errorf("epsilon %v: size %.3f outside [0.03, 0.07]", eps, r.Rate())
 		}
 		tests += r.Tests
@@ -41,7 +42,7 @@ func TestDPLogRankSize(t *testing.T) {
 	}
 	size := float64(rej) / float64(tests)
 	se := math.Sqrt(0.05 * 0.95 / float64(tests))
-	if size > 0.05+3*se || (!testing.Short() && size < 0.05-3*se) {
+	if size > 0.05+3*se || (testtier.Long() && size < 0.05-3*se) {
 		t.Errorf("pooled size %.3f of %d tests outside 0.05 +- 3 x %.4f", size, tests, se)
 	}
 }
@@ -53,7 +54,7 @@ func TestDPLogRankSize(t *testing.T) {
 // test (full tier) — the price of calibration is reported in
 // docs/inference.md.
 func TestDPLogRankPower(t *testing.T) {
-	if testing.Short() {
+	if !testtier.Long() {
 		t.Skip("power study: full tier only")
 	}
 	d := flchain(t)

@@ -69,7 +69,7 @@ func TestWeibullIntervalCoverage(t *testing.T) {
 // 12 misses). At a true coverage of 0.95 the false alarm of the per-epsilon
 // checks is 0.3% each and of the pooled check 1.1% (binomial).
 func TestWeibullIntervalCoverageFull(t *testing.T) {
-	testtier.Full(t, "weibull interval coverage (about 5 minutes)")
+	testtier.Heavy(t, "weibull interval coverage (about 5 minutes)")
 	d := flchain(t)
 	var shapeMiss, scaleMiss, total int
 	for i, eps := range []float64{0.5, 1, 2} {
