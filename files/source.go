@@ -29,7 +29,7 @@ type Source struct {
 	next    int64 // batches returned
 	acked   int64 // batches acknowledged
 	ackc    chan struct{}
-	schema  *arrow.Schema
+	empty   arrow.Record // zero-row slice of the first batch
 	readErr error
 	ended   bool
 	closed  bool
@@ -114,8 +114,8 @@ func (s *Source) ReadBatch(ctx context.Context) (message.Batch, error) {
 func (s *Source) batch(d decoded) message.Batch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.schema == nil {
-		s.schema = d.good.Schema()
+	if s.empty == nil {
+		s.empty = d.good.NewSlice(0, 0)
 	}
 	seq := s.next
 	s.next++
@@ -149,16 +149,21 @@ func (s *Source) Decode(msg message.Message) (good arrow.Record, dead []schemas.
 	if ok {
 		d.good.Release()
 	}
-	return EmptyRecord(s.v.Schema(false, false), nil), []schemas.DeadLetter{{Reason: "unprocessable", RowIndex: -1,
+	return emptyRecord(s.v.Schema(false, false)), []schemas.DeadLetter{{Reason: "unprocessable", RowIndex: -1,
 		Detail: fmt.Sprintf("file source %s: no batch %d to decode", s.topic, msg.Offset)}}
 }
 
-// Schema is the canonical schema of the file's rows (nil before the first
-// batch is read).
-func (s *Source) Schema() *arrow.Schema {
+// Empty is a zero-row record of the file's canonical rows (its schema and
+// cohort dictionary), for a run that wrote no row; nil before the first
+// batch is read. The caller releases it.
+func (s *Source) Empty() arrow.Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.schema
+	if s.empty == nil {
+		return nil
+	}
+	s.empty.Retain()
+	return s.empty
 }
 
 // Close stops reading and releases the batches not handed to the
@@ -181,17 +186,17 @@ func (s *Source) Close() error {
 		d.good.Release()
 		delete(s.pending, k)
 	}
+	if s.empty != nil {
+		s.empty.Release()
+		s.empty = nil
+	}
 	s.mu.Unlock()
 	return nil
 }
 
-// EmptyRecord is a record of schema with no rows (mem nil: the default
-// allocator).
-func EmptyRecord(schema *arrow.Schema, mem memory.Allocator) arrow.Record {
-	if mem == nil {
-		mem = memory.DefaultAllocator
-	}
-	b := array.NewRecordBuilder(mem, schema)
+// emptyRecord is a record of schema with no rows.
+func emptyRecord(schema *arrow.Schema) arrow.Record {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	return b.NewRecord()
 }

@@ -166,9 +166,12 @@ func SanitizeFile(input, output, deadPath string, spec schemas.Spec, cfg sanitiz
 	if errors.Is(err, message.ErrEndOfInput) {
 		err = nil
 	}
-	if err == nil && out.Rows() == 0 && src.Schema() != nil {
-		// No good row: the output still gets its header (schema).
-		err = ensureOutput(out, chain, src.Schema(), mem)
+	if empty := src.Empty(); empty != nil {
+		if err == nil && out.Rows() == 0 {
+			// No good row: the output still gets its header (schema).
+			err = ensureOutput(out, chain, empty)
+		}
+		empty.Release()
 	}
 	err = errors.Join(err, out.Close(), dead.Close())
 	if dead.Opened() {
@@ -181,11 +184,9 @@ func SanitizeFile(input, output, deadPath string, spec schemas.Spec, cfg sanitiz
 	return sum, nil
 }
 
-// ensureOutput writes the sanitized empty record of canonical's schema
-// to out if nothing was written.
-func ensureOutput(out *files.RecordSink, chain *sanitizers.Chain, canonical *arrow.Schema, mem memory.Allocator) error {
-	empty := files.EmptyRecord(canonical, mem)
-	defer empty.Release()
+// ensureOutput writes the sanitized empty record to out if nothing was
+// written.
+func ensureOutput(out *files.RecordSink, chain *sanitizers.Chain, empty arrow.Record) error {
 	rec, _, err := chain.Apply(empty)
 	if err != nil {
 		return err
