@@ -349,20 +349,33 @@ func sourceHeader(msg sources.Message) message.Header {
 	return message.Header{Key: HeaderSource, Value: []byte(msg.Topic + "/" + strconv.Itoa(msg.Partition) + "/" + strconv.FormatInt(msg.Offset, 10))}
 }
 
-// deadLetterValue is the dead-letter message: the dead letter's JSON plus
-// the source position.
+// deadLetterValue is the dead-letter message: the dead letter's JSON
+// (schemas.DeadLetter.MarshalJSON) with the source position appended as
+// "source": {"topic", "partition", "offset"}.
 func deadLetterValue(d schemas.DeadLetter, msg sources.Message) ([]byte, error) {
 	inner, err := json.Marshal(d)
 	if err != nil {
 		return nil, err
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(inner, &fields); err != nil {
+	if len(inner) < 2 || inner[0] != '{' || inner[len(inner)-1] != '}' {
+		return nil, errors.New("encode dead letter: not a JSON object")
+	}
+	topic, err := json.Marshal(msg.Topic)
+	if err != nil {
 		return nil, err
 	}
-	srcJSON, _ := json.Marshal(map[string]any{"topic": msg.Topic, "partition": msg.Partition, "offset": msg.Offset})
-	fields["source"] = srcJSON
-	return json.Marshal(fields)
+	b := make([]byte, 0, len(inner)+len(topic)+64)
+	b = append(b, inner[:len(inner)-1]...)
+	if len(inner) > 2 {
+		b = append(b, ',')
+	}
+	b = append(b, `"source":{"topic":`...)
+	b = append(b, topic...)
+	b = append(b, `,"partition":`...)
+	b = strconv.AppendInt(b, int64(msg.Partition), 10)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendInt(b, msg.Offset, 10)
+	return append(b, "}}"...), nil
 }
 
 // Bounds of the parts of a dead letter that did not fit whole.
