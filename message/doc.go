@@ -18,7 +18,8 @@
 //     transient and the runtime reads again after a backoff.
 //   - Sink.Write returns nil only once every message is durable. A write
 //     error wrapping ErrTooLarge means a message can never be written (the
-//     runtime dead-letters it instead of retrying); any other error is
+//     runtime dead-letters it instead of retrying); one wrapping ErrFatal
+//     (a file sink's disk error) stops the run; any other error is
 //     retried.
 //   - Mark adds a sentinel to an error without changing its text.
 package message

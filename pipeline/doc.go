@@ -18,5 +18,9 @@
 // message.Source and message.Sink and share one read loop (readLoop: a
 // read error marked message.ErrEndOfInput or message.ErrFatal, or wrapping
 // ErrStop, ends the run; any other is retried with internal/retry's
-// backoff).
+// backoff). A sink error marked message.ErrFatal ends the run too. The
+// same Stream and SanitizeProcessor run `dpsurv sanitize` over a file: the
+// file source (package files) is the processor's Decoder, so both paths
+// share validation's output, the sanitizer chain and the dead-letter
+// encoding.
 package pipeline

@@ -44,6 +44,18 @@ type Result struct {
 	// RecordsIn is the number of rows decoded from the input message
 	// (good and bad); RecordsIn = Records + the Rows of DeadInfo.
 	RecordsIn int
+	// Clamped is the number of time values moved into [0, TimeMax]
+	// before the time mechanism.
+	Clamped int
+}
+
+// Decoder turns an input message into the good rows in canonical form
+// (never nil; the caller releases it) and the dead letters of its bad
+// rows. A file source is one: it decodes and validates the file itself
+// (row indices over the whole file, duplicate ids across the file) and
+// hands the processor the decoded batch its message stands for.
+type Decoder interface {
+	Decode(msg message.Message) (good arrow.Record, dead []schemas.DeadLetter)
 }
 
 // DeadInfo is the accounting of one dead-letter message.
@@ -113,10 +125,13 @@ type SanitizeProcessor struct {
 	Validator *schemas.Validator
 	Chain     *sanitizers.Chain
 	Format    string // arrow | json
-	Mem       memory.Allocator
-	Metrics   *Metrics
-	Observer  Observer // optional
-	Log       *zap.Logger
+	// Decoder, when set, decodes messages instead of Validator and Format
+	// (the file source of `dpsurv sanitize`).
+	Decoder  Decoder
+	Mem      memory.Allocator
+	Metrics  *Metrics
+	Observer Observer // optional
+	Log      *zap.Logger
 	// MaxMessageBytes bounds each output and dead-letter message (key,
 	// value and headers; default DefaultMaxMessageBytes): a sanitized
 	// batch is split into several messages, a dead letter truncated.
@@ -148,9 +163,12 @@ func (p *SanitizeProcessor) Process(msg sources.Message) (res Result, err error)
 		good arrow.Record
 		dead []schemas.DeadLetter
 	)
-	if p.Format == "json" {
+	switch {
+	case p.Decoder != nil:
+		good, dead = p.Decoder.Decode(msg)
+	case p.Format == "json":
 		good, dead = p.Validator.DecodeJSON(msg.Value)
-	} else {
+	default:
 		good, dead = p.Validator.DecodeIPC(msg.Value)
 	}
 	defer good.Release()
@@ -180,6 +198,7 @@ func (p *SanitizeProcessor) Process(msg sources.Message) (res Result, err error)
 	if err != nil {
 		return p.failGood(res, msg, rows, fmt.Sprintf("encode sanitized batch: %v", err)), nil
 	}
+	res.Clamped = st.ClampedTime
 	if st.ClampedTime > 0 {
 		p.Metrics.Clamped.WithLabelValues("time").Add(float64(st.ClampedTime))
 	}
@@ -330,20 +349,33 @@ func sourceHeader(msg sources.Message) message.Header {
 	return message.Header{Key: HeaderSource, Value: []byte(msg.Topic + "/" + strconv.Itoa(msg.Partition) + "/" + strconv.FormatInt(msg.Offset, 10))}
 }
 
-// deadLetterValue is the dead-letter message: the dead letter's JSON plus
-// the source position.
+// deadLetterValue is the dead-letter message: the dead letter's JSON
+// (schemas.DeadLetter.MarshalJSON) with the source position appended as
+// "source": {"topic", "partition", "offset"}.
 func deadLetterValue(d schemas.DeadLetter, msg sources.Message) ([]byte, error) {
 	inner, err := json.Marshal(d)
 	if err != nil {
 		return nil, err
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(inner, &fields); err != nil {
+	if len(inner) < 2 || inner[0] != '{' || inner[len(inner)-1] != '}' {
+		return nil, errors.New("encode dead letter: not a JSON object")
+	}
+	topic, err := json.Marshal(msg.Topic)
+	if err != nil {
 		return nil, err
 	}
-	srcJSON, _ := json.Marshal(map[string]any{"topic": msg.Topic, "partition": msg.Partition, "offset": msg.Offset})
-	fields["source"] = srcJSON
-	return json.Marshal(fields)
+	b := make([]byte, 0, len(inner)+len(topic)+64)
+	b = append(b, inner[:len(inner)-1]...)
+	if len(inner) > 2 {
+		b = append(b, ',')
+	}
+	b = append(b, `"source":{"topic":`...)
+	b = append(b, topic...)
+	b = append(b, `,"partition":`...)
+	b = strconv.AppendInt(b, int64(msg.Partition), 10)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendInt(b, msg.Offset, 10)
+	return append(b, "}}"...), nil
 }
 
 // Bounds of the parts of a dead letter that did not fit whole.
@@ -730,6 +762,10 @@ func (s *Stream) writeAndAck(ctx context.Context, p processed) error {
 		err := errors.Join(errOut, errDead)
 		if err == nil {
 			continue
+		}
+		if errors.Is(err, message.ErrFatal) {
+			// Retrying cannot help (a file sink's disk error): stop.
+			return fmt.Errorf("write batch: %w", err)
 		}
 		s.ready.Store(false)
 		s.Metrics.Ready.Set(0)

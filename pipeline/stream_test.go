@@ -547,3 +547,24 @@ func TestStreamReadErrors(t *testing.T) {
 		})
 	}
 }
+
+// A sink error marked message.ErrFatal (a file sink's disk error) is not
+// retried: the run ends with it and the batch is not acknowledged.
+func TestStreamStopsOnFatalSinkError(t *testing.T) {
+	src := newMemSource(batchesOf(1, 2))
+	out := &memSink{fail: func(int) error { return message.Mark(errors.New("disk full"), message.ErrFatal) }}
+	st := newMemStream(src, out, &memSink{})
+	errc := make(chan error, 1)
+	go func() { errc <- st.Run(context.Background()) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, message.ErrFatal) || !strings.Contains(err.Error(), "disk full") {
+			t.Errorf("Run = %v, want the fatal sink error", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run did not end (the fatal error was retried)")
+	}
+	if out.calls != 1 || len(src.acked()) != 0 {
+		t.Errorf("writes %d, acks %v; want 1 write and no ack", out.calls, src.acked())
+	}
+}

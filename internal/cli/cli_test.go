@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -183,5 +184,93 @@ func TestSanitizeBaselines(t *testing.T) {
 		if err != nil || !strings.HasPrefix(string(b), "id,time,event,cohort\n") {
 			t.Fatalf("%s output: %v %q", tc.mech, err, string(b[:min(len(b), 40)]))
 		}
+	}
+}
+
+// `dpsurv sanitize` runs the stream's processor: its dead letters are the
+// dead-letter topic's JSON, the source position being the input's base
+// name, partition 0 and the batch number; row_index counts data rows
+// over the whole file. A file of bad rows only still gets its header.
+func TestSanitizeDeadLettersAsOnTheTopic(t *testing.T) {
+	dir := t.TempDir()
+	key := writeKey(t)
+	in := filepath.Join(dir, "in.csv")
+	body := "id,time,event,cohort\np1,5,1,1\np2,6,0,9\np3,7,1,2\np4,x,1,1\np5,9,0,2\n"
+	if err := os.WriteFile(in, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sanitize := func(input, output string) SanitizeSummary {
+		t.Helper()
+		o, e, code := run(t, "sanitize", "--input", input, "--output", output, "--cohorts", "1,2",
+			"--time-max", "100", "--te-epsilon", "0.5", "--rrr-epsilon", "1", "--key-file", key, "--batch", "2")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, e)
+		}
+		var sum SanitizeSummary
+		if err := json.Unmarshal([]byte(o), &sum); err != nil {
+			t.Fatalf("summary: %v\n%s", err, o)
+		}
+		return sum
+	}
+	sum := sanitize(in, filepath.Join(dir, "out.csv"))
+	if sum.RecordsIn != 5 || sum.RecordsOut != 3 || sum.DeadLettered != 2 ||
+		sum.DeadLetterReasons["unknown_cohort"] != 1 || sum.DeadLetterReasons["invalid_time"] != 1 {
+		t.Fatalf("summary %+v", sum)
+	}
+	dl, err := os.ReadFile(filepath.Join(dir, "out.csv.deadletter.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(dl), "\n"), "\n")
+	want := []struct {
+		reason   string
+		rowIndex int
+		offset   int64
+	}{{"unknown_cohort", 1, 0}, {"invalid_time", 3, 1}}
+	if len(lines) != len(want) {
+		t.Fatalf("%d dead letters, want %d:\n%s", len(lines), len(want), dl)
+	}
+	for i, line := range lines {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &fields); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		var keys []string
+		for k := range fields {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if got := strings.Join(keys, ","); got != "detail,raw_base64,reason,row,row_index,source" {
+			t.Errorf("line %d keys %s, want the dead-letter topic's", i, got)
+		}
+		var d struct {
+			Reason   string         `json:"reason"`
+			RowIndex int            `json:"row_index"`
+			Row      map[string]any `json:"row"`
+			Source   struct {
+				Topic     string `json:"topic"`
+				Partition int    `json:"partition"`
+				Offset    int64  `json:"offset"`
+			} `json:"source"`
+		}
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		w := want[i]
+		if d.Reason != w.reason || d.RowIndex != w.rowIndex || d.Row == nil ||
+			d.Source.Topic != "in.csv" || d.Source.Partition != 0 || d.Source.Offset != w.offset {
+			t.Errorf("line %d: %+v, want reason %s, row_index %d, the row, source in.csv/0/%d", i, d, w.reason, w.rowIndex, w.offset)
+		}
+	}
+
+	bad := filepath.Join(dir, "bad.csv")
+	if err := os.WriteFile(bad, []byte("id,time,event,cohort\nq1,5,1,9\nq2,x,0,1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if sum := sanitize(bad, filepath.Join(dir, "bad-out.csv")); sum.RecordsIn != 2 || sum.RecordsOut != 0 || sum.DeadLettered != 2 {
+		t.Fatalf("bad rows only: summary %+v", sum)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "bad-out.csv")); err != nil || string(got) != "id,time,cohort,event\n" {
+		t.Fatalf("bad rows only: output %q (%v), want the header", got, err)
 	}
 }

@@ -1,17 +1,20 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/baselines"
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/files"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -123,8 +126,13 @@ func runSanitize(ctx context.Context, env Env, args []string) error {
 	return nil
 }
 
-// SanitizeFile runs the sanitizer chain (the stream's code) over a file.
-// Bad rows go to the dead-letter file, never silently dropped.
+// SanitizeFile runs the stream's processor (pipeline.SanitizeProcessor in
+// a pipeline.Stream) over a file: a file source (package files) decodes and
+// validates the input in batches, a file sink writes the sanitized records
+// with the input's column names, and bad rows go to the dead-letter file,
+// one JSON line each, encoded as on the dead-letter topic (with the source
+// position: the input's base name and the batch number); never silently
+// dropped.
 func SanitizeFile(input, output, deadPath string, spec schemas.Spec, cfg sanitizers.Config, batch int) (SanitizeSummary, error) {
 	mem := memory.DefaultAllocator
 	sum := SanitizeSummary{DeadLetterReasons: map[string]int{}}
@@ -141,67 +149,71 @@ func SanitizeFile(input, output, deadPath string, spec schemas.Spec, cfg sanitiz
 	if deadPath == "" {
 		deadPath = output + ".deadletter.jsonl"
 	}
-	var (
-		w       *schemas.FileWriter
-		deadF   *os.File
-		deadW   *bufio.Writer
-		rename  = spec.RenameToInput()
-		outSize int
-	)
-	err = schemas.ReadFile(input, v, batch, func(good arrow.Record, dead []schemas.DeadLetter) error {
-		sum.RecordsIn += int(good.NumRows())
-		for _, d := range dead {
-			if d.RowIndex >= 0 {
-				sum.RecordsIn++
-			}
-			sum.DeadLettered++
-			sum.DeadLetterReasons[d.Reason]++
-			if deadF == nil {
-				f, err := os.OpenFile(deadPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-				if err != nil {
-					return fmt.Errorf("open dead-letter file: %w", err)
-				}
-				deadF, deadW = f, bufio.NewWriter(f)
-			}
-			b, err := json.Marshal(d)
-			if err != nil {
-				return fmt.Errorf("encode dead letter: %w", err)
-			}
-			deadW.Write(append(b, '\n'))
-		}
-		if good.NumRows() == 0 && w != nil {
-			return nil
-		}
-		out, st, err := chain.Apply(good)
-		if err != nil {
-			return err
-		}
-		defer out.Release()
-		sum.ClampedTimes += st.ClampedTime
-		if w == nil {
-			w, err = schemas.NewFileWriter(output, out.Schema(), rename, mem)
-			if err != nil {
-				return err
-			}
-		}
-		outSize += int(out.NumRows())
-		return w.Write(out)
-	})
-	if deadF != nil {
-		if ferr := deadW.Flush(); ferr != nil && err == nil {
-			err = fmt.Errorf("write dead-letter file: %w", ferr)
-		}
-		deadF.Close()
-		sum.DeadLetterFile = deadPath
+	src, err := files.NewSource(input, v, batch)
+	if err != nil {
+		return sum, fmt.Errorf("sanitize %s: %w", input, err)
 	}
-	if w != nil {
-		if cerr := w.Close(); cerr != nil && err == nil {
-			err = cerr
+	defer src.Close()
+	out := files.NewRecordSink(output, spec.RenameToInput(), mem)
+	dead := files.NewLineSink(deadPath)
+	metrics := pipeline.NewMetrics(nil)
+	proc := &summingProcessor{sum: &sum, inner: &pipeline.SanitizeProcessor{
+		Decoder: src, Chain: chain, Mem: mem, Metrics: metrics, Log: zap.NewNop(),
+	}}
+	stream := &pipeline.Stream{Source: src, Processor: proc, Out: out, DeadLetter: dead,
+		Metrics: metrics, Log: zap.NewNop(), Workers: 1}
+	err = stream.Run(context.Background())
+	if errors.Is(err, message.ErrEndOfInput) {
+		err = nil
+	}
+	if empty := src.Empty(); empty != nil {
+		if err == nil && out.Rows() == 0 {
+			// No good row: the output still gets its header (schema).
+			err = ensureOutput(out, chain, empty)
 		}
+		empty.Release()
+	}
+	err = errors.Join(err, out.Close(), dead.Close())
+	if dead.Opened() {
+		sum.DeadLetterFile = deadPath
 	}
 	if err != nil {
 		return sum, fmt.Errorf("sanitize %s: %w", input, err)
 	}
-	sum.RecordsOut = outSize
+	sum.RecordsOut = out.Rows()
 	return sum, nil
+}
+
+// ensureOutput writes the sanitized empty record to out if nothing was
+// written.
+func ensureOutput(out *files.RecordSink, chain *sanitizers.Chain, empty arrow.Record) error {
+	rec, _, err := chain.Apply(empty)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	return out.Ensure(rec)
+}
+
+// summingProcessor adds each result to the summary.
+type summingProcessor struct {
+	inner pipeline.Processor
+	mu    sync.Mutex
+	sum   *SanitizeSummary
+}
+
+func (p *summingProcessor) Process(msg message.Message) (pipeline.Result, error) {
+	res, err := p.inner.Process(msg)
+	if err != nil {
+		return res, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sum.RecordsIn += res.RecordsIn
+	p.sum.ClampedTimes += res.Clamped
+	for _, d := range res.DeadInfo {
+		p.sum.DeadLettered++
+		p.sum.DeadLetterReasons[d.Reason]++
+	}
+	return res, nil
 }
