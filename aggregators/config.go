@@ -141,13 +141,13 @@ func ParseParams(kind string, m map[string]any) (Params, error) {
 		case float64:
 			return x
 		}
-		errs = append(errs, fmt.Errorf("params.%s: want a number, got %T", k, v))
+		errs = append(errs, fieldErr("params."+k, ErrWrongType, "want a number, got %T", v))
 		return 0
 	}
 	for _, k := range keys {
 		v := m[k]
 		if !allowed[k] {
-			errs = append(errs, fmt.Errorf("params.%s: unknown for kind %s", k, kind))
+			errs = append(errs, fieldErr("params."+k, ErrUnknownField, "unknown for kind %s", kind))
 			continue
 		}
 		switch k {
@@ -156,7 +156,7 @@ func ParseParams(kind string, m map[string]any) (Params, error) {
 		case "method":
 			s, ok := v.(string)
 			if !ok {
-				errs = append(errs, fmt.Errorf("params.method: want a string, got %T", v))
+				errs = append(errs, fieldErr("params.method", ErrWrongType, "want a string, got %T", v))
 			}
 			p.Method = s
 		case "conf":
@@ -170,13 +170,13 @@ func ParseParams(kind string, m map[string]any) (Params, error) {
 		case "rungs":
 			r := num(k, v)
 			if r != math.Trunc(r) {
-				errs = append(errs, fmt.Errorf("params.rungs: want an integer, got %v", r))
+				errs = append(errs, fieldErr("params.rungs", ErrWrongType, "want an integer, got %v", r))
 			}
 			p.Rungs = int(r)
 		case "logrank_sims", "interval_sims":
 			r := num(k, v)
 			if r != math.Trunc(r) || math.Abs(r) > 1e6 {
-				errs = append(errs, fmt.Errorf("params.%s: want an integer of at most 1e6 in size, got %v", k, r))
+				errs = append(errs, fieldErr("params."+k, ErrInvalid, "want an integer of at most 1e6 in size, got %v", r))
 			}
 			if k == "logrank_sims" {
 				p.LogRankSims = int(r)
@@ -241,78 +241,80 @@ func (c Config) Validate() error {
 func (c Config) Check() []error {
 	c = c.withDefaults()
 	var errs []error
-	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	add := func(path string, sentinel error, format string, a ...any) {
+		errs = append(errs, fieldErr(path, sentinel, format, a...))
+	}
 	if c.Name == "" || strings.ContainsAny(c.Name, "/#") {
-		add("name: required, without '/' or '#' (it prefixes ledger and message keys)")
+		add("name", ErrRequired, "required, without '/' or '#' (it prefixes ledger and message keys)")
 	}
 	switch c.Kind {
 	case KindKM, KindWeibull, KindDiscrete:
 	default:
-		add("kind: %q is not km, weibull or discrete", c.Kind)
+		add("kind", ErrInvalid, "%q is not km, weibull or discrete", c.Kind)
 	}
 	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) {
-		add("epsilon: must be positive and finite, got %v", c.Epsilon)
+		add("epsilon", ErrInvalid, "must be positive and finite, got %v", c.Epsilon)
 	}
 	if c.WindowSize < time.Second || c.WindowSize%time.Second != 0 {
-		add("window.size: must be a whole number of seconds >= 1s, got %v", c.WindowSize)
+		add("window.size", ErrInvalid, "must be a whole number of seconds >= 1s, got %v", c.WindowSize)
 	}
 	if c.Lateness < 0 {
-		add("window.lateness: must be >= 0")
+		add("window.lateness", ErrInvalid, "must be >= 0")
 	} else if c.WindowSize >= time.Second && int64(c.Lateness/c.WindowSize)+2 > MaxOpenWindows {
-		add("window.lateness: at most %d windows may be open at once; lateness %v / size %v is too many", MaxOpenWindows, c.Lateness, c.WindowSize)
+		add("window.lateness", ErrInvalid, "at most %d windows may be open at once; lateness %v / size %v is too many", MaxOpenWindows, c.Lateness, c.WindowSize)
 	}
 	switch c.Time {
 	case TimeProcessing, TimeEvent:
 	default:
-		add("window.time: %q is not event or processing", c.Time)
+		add("window.time", ErrInvalid, "%q is not event or processing", c.Time)
 	}
 	if c.Cumulative {
 		if c.Kind != KindKM {
-			add("window.cumulative: only km aggregates support continual release")
+			add("window.cumulative", ErrInvalid, "only km aggregates support continual release")
 		}
 		if c.Horizon < 1 || c.Horizon > MaxHorizon {
-			add("window.horizon: a cumulative aggregate needs a horizon in [1, %d] windows, got %d", MaxHorizon, c.Horizon)
+			add("window.horizon", ErrInvalid, "a cumulative aggregate needs a horizon in [1, %d] windows, got %d", MaxHorizon, c.Horizon)
 		}
 	} else if c.Horizon != 0 {
-		add("window.horizon: only for cumulative windows")
+		add("window.horizon", ErrInvalid, "only for cumulative windows")
 	}
 	if len(c.Cohorts) == 0 {
-		add("cohorts: at least one public label required")
+		add("cohorts", ErrRequired, "at least one public label required")
 	}
 	if !(c.TimeMax > 0) || math.IsInf(c.TimeMax, 0) {
-		add("time_max: must be a positive public bound")
+		add("time_max", ErrInvalid, "must be a positive public bound")
 	}
 	p := c.Params
 	if c.Kind == KindDiscrete {
 		return append(errs, c.checkDiscrete()...)
 	}
 	if !(p.BinWidth > 0) || math.IsInf(p.BinWidth, 0) {
-		add("params.bin_width: must be positive and finite, got %v", p.BinWidth)
+		add("params.bin_width", ErrInvalid, "must be positive and finite, got %v", p.BinWidth)
 	} else if c.TimeMax > 0 && !math.IsInf(c.TimeMax, 0) && len(c.Cohorts) > 0 {
 		if bins := math.Floor(c.TimeMax/p.BinWidth) + 1; bins*float64(len(c.Cohorts)) > 1<<22 {
-			add("params.bin_width: %v bins x %d cohorts is too many cells per window (raise the bin width)", bins, len(c.Cohorts))
+			add("params.bin_width", ErrInvalid, "%v bins x %d cohorts is too many cells per window (raise the bin width)", bins, len(c.Cohorts))
 		}
 	}
 	switch c.Kind {
 	case KindKM:
 		if p.Method != MethodHierarchical && p.Method != MethodNoisyHistogram {
-			add("params.method: %q is not %s or %s", p.Method, MethodHierarchical, MethodNoisyHistogram)
+			add("params.method", ErrInvalid, "%q is not %s or %s", p.Method, MethodHierarchical, MethodNoisyHistogram)
 		}
 		if !(p.Conf > 0 && p.Conf < 1) {
-			add("params.conf: must be in (0, 1), got %v", p.Conf)
+			add("params.conf", ErrInvalid, "must be in (0, 1), got %v", p.Conf)
 		}
 		if !(p.MaxNoiseStdErr > 0) {
-			add("params.max_noise_std_err: must be positive, got %v", p.MaxNoiseStdErr)
+			add("params.max_noise_std_err", ErrInvalid, "must be positive, got %v", p.MaxNoiseStdErr)
 		}
 	case KindWeibull:
 		switch p.Method {
 		case dpfit.WeibullMethodLSP, dpfit.WeibullMethodLaplace, dpfit.WeibullMethodSAA:
 		default:
-			add("params.method: %q is not lsp, laplace or saa", p.Method)
+			add("params.method", ErrInvalid, "%q is not lsp, laplace or saa", p.Method)
 		}
 		if c.Epsilon > 0 && c.TimeMax > 0 {
 			if err := c.weibull().Validate(); err != nil {
-				add("params: %v", err)
+				add("params", ErrInvalid, "%v", err)
 			}
 		}
 	}

@@ -92,7 +92,9 @@ func parseDiscreteParams(m map[string]any) (Params, error) {
 	}
 	sort.Strings(keys)
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	bad := func(path string, sentinel error, format string, a ...any) {
+		errs = append(errs, fieldErr(path, sentinel, format, a...))
+	}
 	num := func(k string, v any) (float64, bool) {
 		switch x := v.(type) {
 		case int:
@@ -109,7 +111,7 @@ func parseDiscreteParams(m map[string]any) (Params, error) {
 	integer := func(k string, v any) int {
 		x, ok := num(k, v)
 		if !ok || x != math.Trunc(x) || math.Abs(x) > 1<<40 {
-			bad("params.%s: want an integer, got %v", k, v)
+			bad(fmt.Sprintf("params.%s", k), ErrWrongType, "want an integer, got %v", v)
 			return 0
 		}
 		return int(x)
@@ -117,14 +119,14 @@ func parseDiscreteParams(m map[string]any) (Params, error) {
 	floats := func(k string, v any) []float64 {
 		list, ok := v.([]any)
 		if !ok {
-			bad("params.%s: want a list of numbers, got %T", k, v)
+			bad(fmt.Sprintf("params.%s", k), ErrWrongType, "want a list of numbers, got %T", v)
 			return nil
 		}
 		out := make([]float64, len(list))
 		for i, e := range list {
 			x, ok := num(k, e)
 			if !ok {
-				bad("params.%s[%d]: want a number, got %T", k, i, e)
+				bad(fmt.Sprintf("params.%s[%d]", k, i), ErrWrongType, "want a number, got %T", e)
 			}
 			out[i] = x
 		}
@@ -136,14 +138,14 @@ func parseDiscreteParams(m map[string]any) (Params, error) {
 		case "covariates":
 			list, ok := v.([]any)
 			if !ok {
-				bad("params.covariates: want a list of covariate names, got %T", v)
+				bad("params.covariates", ErrWrongType, "want a list of covariate names, got %T", v)
 				continue
 			}
 			p.Covariates = make([]string, len(list))
 			for i, e := range list {
 				s, ok := e.(string)
 				if !ok {
-					bad("params.covariates[%d]: want a name, got %T", i, e)
+					bad(fmt.Sprintf("params.covariates[%d]", i), ErrWrongType, "want a name, got %T", e)
 				}
 				p.Covariates[i] = s
 			}
@@ -154,7 +156,7 @@ func parseDiscreteParams(m map[string]any) (Params, error) {
 		case "method", "link":
 			s, ok := v.(string)
 			if !ok {
-				bad("params.%s: want a string, got %T", k, v)
+				bad(fmt.Sprintf("params.%s", k), ErrWrongType, "want a string, got %T", v)
 			}
 			if k == "method" {
 				p.Method = s
@@ -172,7 +174,7 @@ func parseDiscreteParams(m map[string]any) (Params, error) {
 		case "lambda", "time_max":
 			x, ok := num(k, v)
 			if !ok {
-				bad("params.%s: want a number, got %T", k, v)
+				bad(fmt.Sprintf("params.%s", k), ErrWrongType, "want a number, got %T", v)
 			}
 			if k == "lambda" {
 				p.Lambda = x
@@ -180,7 +182,7 @@ func parseDiscreteParams(m map[string]any) (Params, error) {
 				p.TimeMax = x
 			}
 		default:
-			bad("params.%s: unknown for kind %s", k, KindDiscrete)
+			bad(fmt.Sprintf("params.%s", k), ErrUnknownField, "unknown for kind %s", KindDiscrete)
 		}
 	}
 	return p, errors.Join(errs...)
@@ -216,10 +218,12 @@ func (c Config) discreteDefaults() Config {
 // checkDiscrete validates a discrete aggregate (after defaults).
 func (c Config) checkDiscrete() []error {
 	var errs []error
-	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	add := func(path string, sentinel error, format string, a ...any) {
+		errs = append(errs, fieldErr(path, sentinel, format, a...))
+	}
 	p := c.Params
 	if p.BinWidth != 0 || p.Conf != 0 || p.MaxNoiseStdErr != 0 || p.Omega != 0 || p.Gamma != 0 || p.Rungs != 0 {
-		add("params: bin_width, conf, max_noise_std_err, omega, gamma and rungs are not discrete params")
+		add("params", ErrInvalid, "bin_width, conf, max_noise_std_err, omega, gamma and rungs are not discrete params")
 	}
 	schema := map[string]bool{}
 	for _, s := range c.Covariates {
@@ -227,77 +231,77 @@ func (c Config) checkDiscrete() []error {
 	}
 	d := len(p.Covariates)
 	if d == 0 {
-		add("params.covariates: required (the model's covariates, each one of schema.covariates)")
+		add("params.covariates", ErrRequired, "required (the model's covariates, each one of schema.covariates)")
 	}
 	seen := map[string]bool{}
 	for i, s := range p.Covariates {
 		switch {
 		case !schema[s]:
-			add("params.covariates[%d]: %q is not in schema.covariates", i, s)
+			add(fmt.Sprintf("params.covariates[%d]", i), ErrInvalid, "%q is not in schema.covariates", s)
 		case seen[s]:
-			add("params.covariates[%d]: %q repeats", i, s)
+			add(fmt.Sprintf("params.covariates[%d]", i), ErrInvalid, "%q repeats", s)
 		}
 		seen[s] = true
 	}
 	switch {
 	case p.Centre == nil:
-		add("params.centre: required (the public centre of each covariate; never derived from the data)")
+		add("params.centre", ErrRequired, "required (the public centre of each covariate; never derived from the data)")
 	case len(p.Centre) != d:
-		add("params.centre: %d values for %d covariates", len(p.Centre), d)
+		add("params.centre", ErrInvalid, "%d values for %d covariates", len(p.Centre), d)
 	}
 	for i, v := range p.Centre {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			add("params.centre[%d]: must be finite", i)
+			add(fmt.Sprintf("params.centre[%d]", i), ErrInvalid, "must be finite")
 		}
 	}
 	switch {
 	case p.Scale == nil:
-		add("params.scale: required (the public scale of each covariate; never derived from the data)")
+		add("params.scale", ErrRequired, "required (the public scale of each covariate; never derived from the data)")
 	case len(p.Scale) != d:
-		add("params.scale: %d values for %d covariates", len(p.Scale), d)
+		add("params.scale", ErrInvalid, "%d values for %d covariates", len(p.Scale), d)
 	}
 	for i, v := range p.Scale {
 		if !(v > 0) || math.IsInf(v, 0) {
-			add("params.scale[%d]: must be positive and finite", i)
+			add(fmt.Sprintf("params.scale[%d]", i), ErrInvalid, "must be positive and finite")
 		}
 	}
 	m := regression.Method(p.Method)
 	switch m {
 	case regression.MethodOutput, regression.MethodObjective, regression.MethodPSGLD:
 	case regression.MethodMLE:
-		add("params.method: mle is the non-private fit; a streaming aggregate needs output, objective or psgld")
+		add("params.method", ErrInvalid, "mle is the non-private fit; a streaming aggregate needs output, objective or psgld")
 	default:
-		add("params.method: %q is not output, objective or psgld", p.Method)
+		add("params.method", ErrInvalid, "%q is not output, objective or psgld", p.Method)
 	}
 	switch regression.Link(p.Link) {
 	case regression.LinkLogit:
 	case regression.LinkCloglog, regression.LinkProbit:
 		if m != regression.MethodPSGLD {
-			add("params.link: %s is available with method psgld only (output and objective are proved for logit)", p.Link)
+			add("params.link", ErrInvalid, "%s is available with method psgld only (output and objective are proved for logit)", p.Link)
 		}
 	default:
-		add("params.link: %q is not logit, cloglog or probit", p.Link)
+		add("params.link", ErrInvalid, "%q is not logit, cloglog or probit", p.Link)
 	}
 	if p.Intervals < 1 || p.Intervals > MaxDiscreteIntervals {
-		add("params.intervals: must be in [1, %d], got %d", MaxDiscreteIntervals, p.Intervals)
+		add("params.intervals", ErrInvalid, "must be in [1, %d], got %d", MaxDiscreteIntervals, p.Intervals)
 	}
 	if p.Knots < 2 || p.Knots > MaxDiscreteKnots {
-		add("params.knots: must be in [2, %d], got %d", MaxDiscreteKnots, p.Knots)
+		add("params.knots", ErrInvalid, "must be in [2, %d], got %d", MaxDiscreteKnots, p.Knots)
 	}
 	if !(p.Lambda > 0) || math.IsInf(p.Lambda, 0) {
-		add("params.lambda: must be positive and finite, got %v", p.Lambda)
+		add("params.lambda", ErrInvalid, "must be positive and finite, got %v", p.Lambda)
 	}
 	if !(p.TimeMax > 0) || math.IsInf(p.TimeMax, 0) {
-		add("params.time_max: must be a positive public bound, got %v", p.TimeMax)
+		add("params.time_max", ErrInvalid, "must be a positive public bound, got %v", p.TimeMax)
 	}
 	if p.MaxRecords < 1 || p.MaxRecords > MaxMaxRecords {
-		add("params.max_records: must be in [1, %d], got %d", MaxMaxRecords, p.MaxRecords)
+		add("params.max_records", ErrInvalid, "must be in [1, %d], got %d", MaxMaxRecords, p.MaxRecords)
 	}
 	switch {
 	case p.Steps < 0:
-		add("params.steps: must be >= 0, got %d", p.Steps)
+		add("params.steps", ErrInvalid, "must be >= 0, got %d", p.Steps)
 	case p.Steps > 0 && m != regression.MethodPSGLD:
-		add("params.steps: only for method psgld")
+		add("params.steps", ErrInvalid, "only for method psgld")
 	}
 	return errs
 }

@@ -1,8 +1,8 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/dpsurv/dpsurv/aggregators"
@@ -62,7 +62,7 @@ func (c Config) AggregatorConfigs() ([]aggregators.Config, error) {
 	for i, a := range c.Aggregators {
 		p, err := aggregators.ParseParams(a.Kind, a.Params)
 		if err != nil {
-			return nil, fmt.Errorf("aggregators[%d].%w", i, err)
+			return nil, aggregators.Prefix(fmt.Sprintf("aggregators[%d]", i), err)
 		}
 		out = append(out, aggregators.Config{
 			Name: a.Name, Kind: a.Kind, WindowSize: a.Window.Size, Lateness: a.Window.Lateness,
@@ -102,9 +102,7 @@ func (c Config) validateAggregation() []error {
 		names[a.Name] = true
 		p, err := aggregators.ParseParams(a.Kind, a.Params)
 		if err != nil {
-			for _, line := range strings.Split(err.Error(), "\n") {
-				add("%s.%s", path, line)
-			}
+			errs = append(errs, aggregators.Errors(aggregators.Prefix(path, err))...)
 		}
 		ac := aggregators.Config{Name: a.Name, Kind: a.Kind, WindowSize: a.Window.Size, Lateness: a.Window.Lateness,
 			Time: a.Window.Time, Cumulative: a.Window.Cumulative, Horizon: a.Window.Horizon, Epsilon: a.Epsilon,
@@ -121,11 +119,11 @@ func (c Config) validateAggregation() []error {
 			}
 		}
 		for _, e := range ac.Check() {
-			msg := e.Error()
-			if strings.HasPrefix(msg, "cohorts:") || strings.HasPrefix(msg, "time_max:") {
+			var fe *aggregators.FieldError
+			if errors.As(e, &fe) && (fe.Path == "cohorts" || fe.Path == "time_max") {
 				continue // reported under schema.*
 			}
-			add("%s.%s", path, msg)
+			errs = append(errs, aggregators.Prefix(path, e))
 		}
 	}
 	if exact >= 0 && protected >= 0 && !c.Ledger.AllowPublicCounts {
