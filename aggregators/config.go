@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/dpsurv/dpsurv/dpfit"
 )
@@ -77,27 +78,27 @@ type Params struct {
 	// BinWidth is the histogram bin width in time units (default: km
 	// time_max/150, dpfit.DefaultBinWidth; weibull 1); the
 	// Weibull fits see each record's time as the start of its bin.
-	BinWidth float64 `json:"bin_width"`
+	BinWidth float64 `json:"bin_width" yaml:"bin_width" kinds:"km,weibull,other"`
 	// Method: km "hierarchical" (default: tree noise with consistent
 	// inference, dpfit.HierarchicalKM) or "noisy-histogram" (flat cell
 	// noise, dpfit.NoisyHistogramKM); weibull "lsp" (default), "laplace" or
 	// "saa". Cumulative km aggregates use the binary-tree counter whatever
 	// the method.
-	Method string `json:"method"`
+	Method string `json:"method" yaml:"method" kinds:"km,weibull,discrete,other"`
 	// Conf is the KM confidence level (default 0.95); MaxNoiseStdErr its
 	// truncation (default dpfit.DefaultMaxNoiseStdErr).
-	Conf           float64 `json:"conf"`
-	MaxNoiseStdErr float64 `json:"max_noise_std_err"`
+	Conf           float64 `json:"conf" yaml:"conf" kinds:"km"`
+	MaxNoiseStdErr float64 `json:"max_noise_std_err" yaml:"max_noise_std_err" kinds:"km"`
 	// LogRankSims and IntervalSims (km, not cumulative): simulated releases
 	// behind the calibrated log-rank p-values and the intervals' noise SD
 	// (dpfit.KMOptions; 0 = the defaults 199 and 100; negative disables:
 	// null p-values, first-order analytic noise SD).
-	LogRankSims  int `json:"logrank_sims,omitempty"`
-	IntervalSims int `json:"interval_sims,omitempty"`
+	LogRankSims  int `json:"logrank_sims,omitempty" yaml:"logrank_sims" kinds:"km" limit:"1e6"`
+	IntervalSims int `json:"interval_sims,omitempty" yaml:"interval_sims" kinds:"km" limit:"1e6"`
 	// Omega, Gamma, Rungs: Weibull bounds (defaults 6, 10, 500).
-	Omega float64 `json:"omega"`
-	Gamma float64 `json:"gamma"`
-	Rungs int     `json:"rungs"`
+	Omega float64 `json:"omega" yaml:"omega" kinds:"weibull"`
+	Gamma float64 `json:"gamma" yaml:"gamma" kinds:"weibull"`
+	Rungs int     `json:"rungs" yaml:"rungs" kinds:"weibull"`
 	// DiscreteParams are the discrete regression's settings (discrete.go);
 	// Method is then output (default), objective or psgld.
 	DiscreteParams
@@ -109,83 +110,18 @@ const (
 	MethodNoisyHistogram = "noisy-histogram"
 )
 
-// ParseParams reads a YAML params map for kind; unknown keys and values of
-// the wrong type are errors naming the key.
+// ParseParams reads a params map for kind (as decoded from YAML, or built
+// in Go) into Params through DecodeParams; unknown keys and values of the
+// wrong type are FieldErrors naming the key.
 func ParseParams(kind string, m map[string]any) (Params, error) {
-	if kind == KindDiscrete {
-		return parseDiscreteParams(m)
+	if len(m) == 0 {
+		return Params{}, nil
 	}
-	p := Params{}
-	allowed := map[string]bool{"bin_width": true, "method": true}
-	switch kind {
-	case KindKM:
-		allowed["conf"], allowed["max_noise_std_err"] = true, true
-		allowed["logrank_sims"], allowed["interval_sims"] = true, true
-	case KindWeibull:
-		allowed["omega"], allowed["gamma"], allowed["rungs"] = true, true, true
+	var n yaml.Node
+	if err := n.Encode(m); err != nil {
+		return Params{}, &FieldError{Path: "params", Err: fmt.Errorf("%w: %v", ErrWrongType, err)}
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var errs []error
-	num := func(k string, v any) float64 {
-		switch x := v.(type) {
-		case int:
-			return float64(x)
-		case int64:
-			return float64(x)
-		case uint64:
-			return float64(x)
-		case float64:
-			return x
-		}
-		errs = append(errs, fieldErr("params."+k, ErrWrongType, "want a number, got %T", v))
-		return 0
-	}
-	for _, k := range keys {
-		v := m[k]
-		if !allowed[k] {
-			errs = append(errs, fieldErr("params."+k, ErrUnknownField, "unknown for kind %s", kind))
-			continue
-		}
-		switch k {
-		case "bin_width":
-			p.BinWidth = num(k, v)
-		case "method":
-			s, ok := v.(string)
-			if !ok {
-				errs = append(errs, fieldErr("params.method", ErrWrongType, "want a string, got %T", v))
-			}
-			p.Method = s
-		case "conf":
-			p.Conf = num(k, v)
-		case "max_noise_std_err":
-			p.MaxNoiseStdErr = num(k, v)
-		case "omega":
-			p.Omega = num(k, v)
-		case "gamma":
-			p.Gamma = num(k, v)
-		case "rungs":
-			r := num(k, v)
-			if r != math.Trunc(r) {
-				errs = append(errs, fieldErr("params.rungs", ErrWrongType, "want an integer, got %v", r))
-			}
-			p.Rungs = int(r)
-		case "logrank_sims", "interval_sims":
-			r := num(k, v)
-			if r != math.Trunc(r) || math.Abs(r) > 1e6 {
-				errs = append(errs, fieldErr("params."+k, ErrInvalid, "want an integer of at most 1e6 in size, got %v", r))
-			}
-			if k == "logrank_sims" {
-				p.LogRankSims = int(r)
-			} else {
-				p.IntervalSims = int(r)
-			}
-		}
-	}
-	return p, errors.Join(errs...)
+	return DecodeParams(kind, &n)
 }
 
 func (c Config) withDefaults() Config {

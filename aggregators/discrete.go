@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -58,134 +57,29 @@ const compositionDiscrete = "one fit pooling the records of every cohort in the 
 type DiscreteParams struct {
 	// Covariates are the input covariates of the model (each one of
 	// schema.covariates), in the order of beta.
-	Covariates []string `json:"covariates,omitempty"`
+	Covariates []string `json:"covariates,omitempty" yaml:"covariates" kinds:"discrete"`
 	// Centre and Scale are the public per-covariate centre and scale
 	// (required, one per covariate): x -> (x - centre) / scale, then
 	// projection onto the unit ball.
-	Centre []float64 `json:"centre,omitempty"`
-	Scale  []float64 `json:"scale,omitempty"`
+	Centre []float64 `json:"centre,omitempty" yaml:"centre" kinds:"discrete"`
+	Scale  []float64 `json:"scale,omitempty" yaml:"scale" kinds:"discrete"`
 	// Intervals q (default 200) and Knots e (default 3) of the model.
-	Intervals int `json:"intervals,omitempty"`
-	Knots     int `json:"knots,omitempty"`
+	Intervals int `json:"intervals,omitempty" yaml:"intervals" kinds:"discrete"`
+	Knots     int `json:"knots,omitempty" yaml:"knots" kinds:"discrete"`
 	// Lambda is the ridge of output and objective perturbation (default
 	// regression.DefaultLambda).
-	Lambda float64 `json:"lambda,omitempty"`
+	Lambda float64 `json:"lambda,omitempty" yaml:"lambda" kinds:"discrete"`
 	// Link: logit (default); cloglog and probit with method psgld only.
-	Link string `json:"link,omitempty"`
+	Link string `json:"link,omitempty" yaml:"link" kinds:"discrete"`
 	// TimeMax is the public end of the model's time domain (default
 	// schema.time_max).
-	TimeMax float64 `json:"time_max,omitempty"`
+	TimeMax float64 `json:"time_max,omitempty" yaml:"time_max" kinds:"discrete"`
 	// MaxRecords is the public cap on the records a window keeps (default
 	// DefaultMaxRecords); later records of the window are counted in
 	// dpsurv_aggregator_records_skipped_total{reason="window_cap"}.
-	MaxRecords int `json:"max_records,omitempty"`
+	MaxRecords int `json:"max_records,omitempty" yaml:"max_records" kinds:"discrete"`
 	// Steps is the pSGLD chain length (0: regression's default).
-	Steps int `json:"steps,omitempty"`
-}
-
-// parseDiscreteParams reads the params map of a discrete aggregate.
-func parseDiscreteParams(m map[string]any) (Params, error) {
-	p := Params{}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var errs []error
-	bad := func(path string, sentinel error, format string, a ...any) {
-		errs = append(errs, fieldErr(path, sentinel, format, a...))
-	}
-	num := func(k string, v any) (float64, bool) {
-		switch x := v.(type) {
-		case int:
-			return float64(x), true
-		case int64:
-			return float64(x), true
-		case uint64:
-			return float64(x), true
-		case float64:
-			return x, true
-		}
-		return 0, false
-	}
-	integer := func(k string, v any) int {
-		x, ok := num(k, v)
-		if !ok || x != math.Trunc(x) || math.Abs(x) > 1<<40 {
-			bad(fmt.Sprintf("params.%s", k), ErrWrongType, "want an integer, got %v", v)
-			return 0
-		}
-		return int(x)
-	}
-	floats := func(k string, v any) []float64 {
-		list, ok := v.([]any)
-		if !ok {
-			bad(fmt.Sprintf("params.%s", k), ErrWrongType, "want a list of numbers, got %T", v)
-			return nil
-		}
-		out := make([]float64, len(list))
-		for i, e := range list {
-			x, ok := num(k, e)
-			if !ok {
-				bad(fmt.Sprintf("params.%s[%d]", k, i), ErrWrongType, "want a number, got %T", e)
-			}
-			out[i] = x
-		}
-		return out
-	}
-	for _, k := range keys {
-		v := m[k]
-		switch k {
-		case "covariates":
-			list, ok := v.([]any)
-			if !ok {
-				bad("params.covariates", ErrWrongType, "want a list of covariate names, got %T", v)
-				continue
-			}
-			p.Covariates = make([]string, len(list))
-			for i, e := range list {
-				s, ok := e.(string)
-				if !ok {
-					bad(fmt.Sprintf("params.covariates[%d]", i), ErrWrongType, "want a name, got %T", e)
-				}
-				p.Covariates[i] = s
-			}
-		case "centre":
-			p.Centre = floats(k, v)
-		case "scale":
-			p.Scale = floats(k, v)
-		case "method", "link":
-			s, ok := v.(string)
-			if !ok {
-				bad(fmt.Sprintf("params.%s", k), ErrWrongType, "want a string, got %T", v)
-			}
-			if k == "method" {
-				p.Method = s
-			} else {
-				p.Link = s
-			}
-		case "intervals":
-			p.Intervals = integer(k, v)
-		case "knots":
-			p.Knots = integer(k, v)
-		case "max_records":
-			p.MaxRecords = integer(k, v)
-		case "steps":
-			p.Steps = integer(k, v)
-		case "lambda", "time_max":
-			x, ok := num(k, v)
-			if !ok {
-				bad(fmt.Sprintf("params.%s", k), ErrWrongType, "want a number, got %T", v)
-			}
-			if k == "lambda" {
-				p.Lambda = x
-			} else {
-				p.TimeMax = x
-			}
-		default:
-			bad(fmt.Sprintf("params.%s", k), ErrUnknownField, "unknown for kind %s", KindDiscrete)
-		}
-	}
-	return p, errors.Join(errs...)
+	Steps int `json:"steps,omitempty" yaml:"steps" kinds:"discrete"`
 }
 
 // discreteDefaults fills the defaults of a discrete aggregate's params.
