@@ -93,13 +93,13 @@ func newAggregate(cfg Config) (*aggregate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &aggregate{cfg: cfg, size: int64(cfg.WindowSize), late: int64(cfg.Lateness),
+	a := &aggregate{cfg: cfg, size: int64(cfg.Window.Size), late: int64(cfg.Window.Lateness),
 		open: map[int64]*dpfit.Histogram{}, closedBefore: math.MinInt64, patients: map[int64]patientTable{}}
 	if cfg.Kind == KindDiscrete {
 		a.recs = map[int64]*discreteWindow{}
 	}
-	if cfg.Cumulative {
-		t, err := dpfit.NewContinualKM(cfg.Params.BinWidth, cfg.TimeMax, len(cfg.Cohorts), cfg.Horizon, a.kmOptions())
+	if cfg.Window.Cumulative {
+		t, err := dpfit.NewContinualKM(cfg.Params.BinWidth, cfg.TimeMax, len(cfg.Cohorts), cfg.Window.Horizon, a.kmOptions())
 		if err != nil {
 			return nil, fmt.Errorf("aggregate %q: %w", cfg.Name, err)
 		}
@@ -139,7 +139,7 @@ func (a *aggregate) windowStart(tns int64) int64 {
 // window is released reveals nothing about the records.
 func (a *aggregate) register(now int64) {
 	cur := a.windowStart(now)
-	if a.cfg.Time == TimeProcessing {
+	if a.cfg.Window.Time == TimeProcessing {
 		a.ensure(cur)
 		return
 	}
@@ -184,7 +184,7 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 		return st, errors.New("cohort column is not int32-indexed")
 	}
 	var obs *array.Timestamp
-	if a.cfg.Time == TimeEvent {
+	if a.cfg.Window.Time == TimeEvent {
 		if i := schemas.ObservedAtIndex(rec.Schema()); i >= 0 {
 			obs, _ = rec.Column(i).(*array.Timestamp)
 		}
@@ -360,7 +360,7 @@ func (a *aggregate) memoryBytes() int {
 	if a.tree != nil {
 		bins := int(math.Floor(a.cfg.TimeMax/a.cfg.Params.BinWidth)) + 1
 		levels := 0
-		for h := a.cfg.Horizon; h > 0; h >>= 1 {
+		for h := a.cfg.Window.Horizon; h > 0; h >>= 1 {
 			levels++
 		}
 		n += 2 * 8 * 2 * bins * len(a.cfg.Cohorts) * levels

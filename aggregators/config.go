@@ -34,43 +34,53 @@ const MaxOpenWindows = 64
 // MaxHorizon bounds a cumulative aggregate's horizon (windows).
 const MaxHorizon = 1 << 20
 
-// Config is one windowed aggregate. Every field is public configuration.
+// Config is one windowed aggregate: the YAML "aggregators" entry of the
+// service config (name, kind, window, epsilon, params) and the public
+// schema bounds the service fills in. Every field is public configuration.
 type Config struct {
-	Name string
-	Kind string // km | weibull | discrete
-	// WindowSize is the tumbling window length (whole seconds, >= 1 s).
-	// Windows are aligned to the Unix epoch.
-	WindowSize time.Duration
-	// Lateness delays closing: window [s, e) closes when the clock reaches
-	// e + Lateness. With event time, records observed in [s, e) are
-	// accepted until then; with processing time it only delays the release.
-	Lateness time.Duration
-	// Time is "processing" (the clock when the record is read; default) or
-	// "event" (the record's observed_at).
-	Time string
-	// Cumulative re-publishes the cumulative curve every window through a
-	// binary-tree counter, epsilon charged once for Horizon windows (km
-	// only).
-	Cumulative bool
-	Horizon    int
+	Name string `yaml:"name"`
+	Kind string `yaml:"kind"` // km | weibull | discrete
+	// Window is the windowing (window.* in YAML).
+	Window Window `yaml:"window"`
 	// Epsilon is the budget of one window's release (all cohorts together),
-	// or of the whole horizon when Cumulative.
-	Epsilon float64
+	// or of the whole horizon when Window.Cumulative.
+	Epsilon float64 `yaml:"epsilon"`
+	// Params are the kind's settings. From YAML they are held as the node
+	// until Resolved decodes them for the kind (DecodeParams).
+	Params Params `yaml:"params"`
 	// Cohorts are the public labels (the input spec's), TimeMax the public
-	// time bound and TimeUnit its unit.
-	Cohorts  []string
-	TimeMax  float64
-	TimeUnit string
+	// time bound and TimeUnit its unit (schema.*, not set per aggregate).
+	Cohorts  []string `yaml:"-"`
+	TimeMax  float64  `yaml:"-"`
+	TimeUnit string   `yaml:"-"`
 	// Covariates are the input's covariate names (schema.covariates): a
 	// discrete aggregate's params.covariates must be among them.
-	Covariates []string
-	Params     Params
+	Covariates []string `yaml:"-"`
 	// CountsPublicElsewhere (service-level, ledger.allow_public_counts):
 	// another aggregate on the same input releases the window's exact
 	// record count, so this add/remove-one aggregate's releases list the
 	// count as public and state that presence is not protected. Not part
 	// of the fingerprint (it changes release text, not the mechanism).
-	CountsPublicElsewhere bool
+	CountsPublicElsewhere bool `yaml:"-"`
+}
+
+// Window configures an aggregate's windowing.
+type Window struct {
+	// Size is the tumbling window length (whole seconds, >= 1 s).
+	// Windows are aligned to the Unix epoch.
+	Size time.Duration `yaml:"size"`
+	// Lateness delays closing: window [s, e) closes when the clock reaches
+	// e + Lateness. With event time, records observed in [s, e) are
+	// accepted until then; with processing time it only delays the release.
+	Lateness time.Duration `yaml:"lateness"`
+	// Time is "processing" (the clock when the record is read; default) or
+	// "event" (the record's observed_at).
+	Time string `yaml:"time"`
+	// Cumulative re-publishes the cumulative curve every window through a
+	// binary-tree counter, epsilon charged once for Horizon windows (km
+	// only; Horizon is required with it).
+	Cumulative bool `yaml:"cumulative"`
+	Horizon    int  `yaml:"horizon"`
 }
 
 // Params are the kind-specific settings (the YAML "params" map).
@@ -102,6 +112,27 @@ type Params struct {
 	// DiscreteParams are the discrete regression's settings (discrete.go);
 	// Method is then output (default), objective or psgld.
 	DiscreteParams
+	// raw is the YAML params node until Config.Resolved decodes it (the
+	// keys a kind accepts depend on the kind, decoded after it).
+	raw *yaml.Node
+}
+
+// UnmarshalYAML keeps the params node for Config.Resolved, which knows
+// the kind.
+func (p *Params) UnmarshalYAML(n *yaml.Node) error {
+	*p = Params{raw: n}
+	return nil
+}
+
+// Resolved returns c with its YAML params decoded for its kind; the error
+// joins a FieldError per bad key. A config built in Go is returned as is.
+func (c Config) Resolved() (Config, error) {
+	if c.Params.raw == nil {
+		return c, nil
+	}
+	p, err := DecodeParams(c.Kind, c.Params.raw)
+	c.Params = p
+	return c, err
 }
 
 // KM method names accepted in params.method.
@@ -125,8 +156,9 @@ func ParseParams(kind string, m map[string]any) (Params, error) {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Time == "" {
-		c.Time = TimeProcessing
+	c, _ = c.Resolved() // errors: Check
+	if c.Window.Time == "" {
+		c.Window.Time = TimeProcessing
 	}
 	if c.Params.BinWidth == 0 && c.Kind == KindKM {
 		// time_max / 150 (issue 12): 1-unit bins double the curves' error
@@ -175,8 +207,9 @@ func (c Config) Validate() error {
 // Check returns one error per problem, each starting with the field's path
 // relative to the aggregate ("window.size: ...", "params.bin_width: ...").
 func (c Config) Check() []error {
+	c, perr := c.Resolved()
+	errs := Errors(perr)
 	c = c.withDefaults()
-	var errs []error
 	add := func(path string, sentinel error, format string, a ...any) {
 		errs = append(errs, fieldErr(path, sentinel, format, a...))
 	}
@@ -191,27 +224,27 @@ func (c Config) Check() []error {
 	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) {
 		add("epsilon", ErrInvalid, "must be positive and finite, got %v", c.Epsilon)
 	}
-	if c.WindowSize < time.Second || c.WindowSize%time.Second != 0 {
-		add("window.size", ErrInvalid, "must be a whole number of seconds >= 1s, got %v", c.WindowSize)
+	if c.Window.Size < time.Second || c.Window.Size%time.Second != 0 {
+		add("window.size", ErrInvalid, "must be a whole number of seconds >= 1s, got %v", c.Window.Size)
 	}
-	if c.Lateness < 0 {
+	if c.Window.Lateness < 0 {
 		add("window.lateness", ErrInvalid, "must be >= 0")
-	} else if c.WindowSize >= time.Second && int64(c.Lateness/c.WindowSize)+2 > MaxOpenWindows {
-		add("window.lateness", ErrInvalid, "at most %d windows may be open at once; lateness %v / size %v is too many", MaxOpenWindows, c.Lateness, c.WindowSize)
+	} else if c.Window.Size >= time.Second && int64(c.Window.Lateness/c.Window.Size)+2 > MaxOpenWindows {
+		add("window.lateness", ErrInvalid, "at most %d windows may be open at once; lateness %v / size %v is too many", MaxOpenWindows, c.Window.Lateness, c.Window.Size)
 	}
-	switch c.Time {
+	switch c.Window.Time {
 	case TimeProcessing, TimeEvent:
 	default:
-		add("window.time", ErrInvalid, "%q is not event or processing", c.Time)
+		add("window.time", ErrInvalid, "%q is not event or processing", c.Window.Time)
 	}
-	if c.Cumulative {
+	if c.Window.Cumulative {
 		if c.Kind != KindKM {
 			add("window.cumulative", ErrInvalid, "only km aggregates support continual release")
 		}
-		if c.Horizon < 1 || c.Horizon > MaxHorizon {
-			add("window.horizon", ErrInvalid, "a cumulative aggregate needs a horizon in [1, %d] windows, got %d", MaxHorizon, c.Horizon)
+		if c.Window.Horizon < 1 || c.Window.Horizon > MaxHorizon {
+			add("window.horizon", ErrInvalid, "a cumulative aggregate needs a horizon in [1, %d] windows, got %d", MaxHorizon, c.Window.Horizon)
 		}
-	} else if c.Horizon != 0 {
+	} else if c.Window.Horizon != 0 {
 		add("window.horizon", ErrInvalid, "only for cumulative windows")
 	}
 	if len(c.Cohorts) == 0 {
@@ -275,7 +308,7 @@ func (c Config) Fingerprint() string {
 		TimeMax    float64
 		TimeUnit   string
 		Params     Params
-	}{c.Kind, int64(c.WindowSize), int64(c.Lateness), c.Time, c.Cumulative, c.Horizon, c.Epsilon,
+	}{c.Kind, int64(c.Window.Size), int64(c.Window.Lateness), c.Window.Time, c.Window.Cumulative, c.Window.Horizon, c.Epsilon,
 		c.Cohorts, c.TimeMax, c.TimeUnit, c.Params})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])

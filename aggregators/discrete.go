@@ -352,7 +352,7 @@ func (a *aggregate) addDiscrete(rec arrow.Record, now int64) (AddStats, error) {
 		cols[j] = c
 	}
 	var obs *array.Timestamp
-	if a.cfg.Time == TimeEvent {
+	if a.cfg.Window.Time == TimeEvent {
 		if i := schemas.ObservedAtIndex(rec.Schema()); i >= 0 {
 			obs, _ = rec.Column(i).(*array.Timestamp)
 		}

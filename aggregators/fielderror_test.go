@@ -20,9 +20,9 @@ func TestConfigErrorsAreFieldErrors(t *testing.T) {
 		{"unknown param", paramsErr("km", map[string]any{"gamma": 3}), "params.gamma", aggregators.ErrUnknownField},
 		{"wrong type", paramsErr("km", map[string]any{"bin_width": "wide"}), "params.bin_width", aggregators.ErrWrongType},
 		{"discrete list element", paramsErr("discrete", map[string]any{"centre": []any{"x"}}), "params.centre[0]", aggregators.ErrWrongType},
-		{"window size", aggregators.Config{Name: "a", Kind: "km", Epsilon: 1, WindowSize: 1500 * time.Millisecond,
+		{"window size", aggregators.Config{Name: "a", Kind: "km", Epsilon: 1, Window: aggregators.Window{Size: 1500 * time.Millisecond},
 			Cohorts: []string{"0"}, TimeMax: 10}.Validate(), "window.size", aggregators.ErrInvalid},
-		{"covariates", aggregators.Config{Name: "d", Kind: "discrete", Epsilon: 1, WindowSize: time.Hour,
+		{"covariates", aggregators.Config{Name: "d", Kind: "discrete", Epsilon: 1, Window: aggregators.Window{Size: time.Hour},
 			Cohorts: []string{"0"}, TimeMax: 10}.Validate(), "params.covariates", aggregators.ErrRequired},
 	}
 	for _, tc := range cases {

@@ -227,8 +227,8 @@ func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, ch
 		Key:         MessageKey(a.cfg.Name, start.Unix(), a.cfg.Cohorts[cohort]),
 		WindowStart: start.Format(time.RFC3339), WindowEnd: end.Format(time.RFC3339),
 		WindowStartUnix: start.Unix(), WindowEndUnix: end.Unix(),
-		WindowTime: a.cfg.Time, LatenessSeconds: a.cfg.Lateness.Seconds(),
-		Cumulative: a.cfg.Cumulative, Cohort: a.cfg.Cohorts[cohort],
+		WindowTime: a.cfg.Window.Time, LatenessSeconds: a.cfg.Window.Lateness.Seconds(),
+		Cumulative: a.cfg.Window.Cumulative, Cohort: a.cfg.Cohorts[cohort],
 		Epsilon: a.cfg.Epsilon, EpsilonCharged: charged,
 		Contribution: ContributionPerPatient,
 		Scopes:       a.scopes(), BudgetRemaining: remaining,
@@ -297,7 +297,7 @@ func (a *aggregate) cumulativeMessages(c *closing, remaining map[string]float64)
 	}
 	msgs := a.fromKM(c, res, remaining, 0, compositionCumulative)
 	for i := range msgs {
-		msgs[i].ReleaseIndex, msgs[i].Horizon = c.step, a.cfg.Horizon
+		msgs[i].ReleaseIndex, msgs[i].Horizon = c.step, a.cfg.Window.Horizon
 		msgs[i].Contribution = ContributionCumulative
 	}
 	return msgs, nil
@@ -374,7 +374,7 @@ func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[str
 // record count is protected (add/remove-one); n is the sum of noisy cells.
 func (a *aggregate) publicKM() []string {
 	out := []string{"time_max", "time_unit", "bin_width", "cohorts", "window"}
-	if a.cfg.Cumulative {
+	if a.cfg.Window.Cumulative {
 		out = append(out, "horizon")
 	}
 	return out
@@ -425,7 +425,7 @@ func weibullMechanism(method string) string {
 // charge (nothing is published from it).
 func (a *aggregate) cumulativeChargeDoc(remaining map[string]float64) ([]byte, error) {
 	return json.Marshal(map[string]any{
-		"aggregate": a.cfg.Name, "kind": a.cfg.Kind, "cumulative": true, "horizon": a.cfg.Horizon,
+		"aggregate": a.cfg.Name, "kind": a.cfg.Kind, "cumulative": true, "horizon": a.cfg.Window.Horizon,
 		"epsilon": a.cfg.Epsilon, "budget_remaining": remaining,
 		"note": "one charge for all horizon releases of the binary-tree counter",
 	})

@@ -54,23 +54,18 @@ func (c Config) CheckpointInterval() time.Duration {
 	return DefaultCheckpointInterval
 }
 
-// AggregatorConfigs converts the aggregators section (with the public
-// schema bounds) into aggregators.Config values.
+// AggregatorConfigs returns the aggregators section with its params
+// decoded and the public schema bounds filled in.
 func (c Config) AggregatorConfigs() ([]aggregators.Config, error) {
 	out := make([]aggregators.Config, 0, len(c.Aggregators))
 	publicCounts := false // some aggregate releases exact counts (ledger.allow_public_counts)
-	for i, a := range c.Aggregators {
-		p, err := aggregators.ParseParams(a.Kind, a.Params)
+	for i := range c.Aggregators {
+		ac, err := c.aggregatorConfig(i)
 		if err != nil {
-			return nil, aggregators.Prefix(fmt.Sprintf("aggregators[%d]", i), err)
+			return nil, err
 		}
-		out = append(out, aggregators.Config{
-			Name: a.Name, Kind: a.Kind, WindowSize: a.Window.Size, Lateness: a.Window.Lateness,
-			Time: a.Window.Time, Cumulative: a.Window.Cumulative, Horizon: a.Window.Horizon,
-			Epsilon: a.Epsilon, Cohorts: c.Schema.Cohorts, TimeMax: c.Schema.TimeMax,
-			TimeUnit: c.Schema.TimeUnit, Covariates: c.Schema.Covariates, Params: p,
-		})
-		publicCounts = publicCounts || releasesExactCount(a.Kind, p)
+		out = append(out, ac)
+		publicCounts = publicCounts || releasesExactCount(ac.Kind, ac.Params)
 	}
 	if publicCounts {
 		for i := range out {
@@ -78,6 +73,14 @@ func (c Config) AggregatorConfigs() ([]aggregators.Config, error) {
 		}
 	}
 	return out, nil
+}
+
+// aggregatorConfig is aggregators[i] with its params decoded (errors are
+// FieldErrors under aggregators[i]) and the schema bounds filled in.
+func (c Config) aggregatorConfig(i int) (aggregators.Config, error) {
+	ac, err := c.Aggregators[i].Resolved()
+	ac.Cohorts, ac.TimeMax, ac.TimeUnit, ac.Covariates = c.Schema.Cohorts, c.Schema.TimeMax, c.Schema.TimeUnit, c.Schema.Covariates
+	return ac, aggregators.Prefix(fmt.Sprintf("aggregators[%d]", i), err)
 }
 
 // releasesExactCount reports whether an aggregate treats its window's
@@ -100,17 +103,11 @@ func (c Config) validateAggregation() []error {
 			add("%s.name: duplicate %q", path, a.Name)
 		}
 		names[a.Name] = true
-		p, err := aggregators.ParseParams(a.Kind, a.Params)
-		if err != nil {
-			errs = append(errs, aggregators.Errors(aggregators.Prefix(path, err))...)
-		}
-		ac := aggregators.Config{Name: a.Name, Kind: a.Kind, WindowSize: a.Window.Size, Lateness: a.Window.Lateness,
-			Time: a.Window.Time, Cumulative: a.Window.Cumulative, Horizon: a.Window.Horizon, Epsilon: a.Epsilon,
-			Cohorts: c.Schema.Cohorts, TimeMax: c.Schema.TimeMax, TimeUnit: c.Schema.TimeUnit,
-			Covariates: c.Schema.Covariates, Params: p}
+		ac, err := c.aggregatorConfig(i)
+		errs = append(errs, aggregators.Errors(err)...)
 		if err == nil {
 			switch {
-			case releasesExactCount(a.Kind, p):
+			case releasesExactCount(ac.Kind, ac.Params):
 				if exact < 0 {
 					exact = i
 				}
