@@ -61,6 +61,7 @@ type closing struct {
 // records per open window (discrete.go).
 type aggregate struct {
 	cfg        Config
+	kind       kind  // the kind's defaults, checks and release
 	size, late int64 // ns
 	// open holds the open windows; a discrete aggregate's values are nil
 	// and its records are in recs under the same starts.
@@ -93,7 +94,7 @@ func newAggregate(cfg Config) (*aggregate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &aggregate{cfg: cfg, size: int64(cfg.Window.Size), late: int64(cfg.Window.Lateness),
+	a := &aggregate{cfg: cfg, kind: kindOf(cfg), size: int64(cfg.Window.Size), late: int64(cfg.Window.Lateness),
 		open: map[int64]*dpfit.Histogram{}, closedBefore: math.MinInt64, patients: map[int64]patientTable{}}
 	if cfg.Kind == KindDiscrete {
 		a.recs = map[int64]*discreteWindow{}
@@ -107,11 +108,6 @@ func newAggregate(cfg Config) (*aggregate, error) {
 		a.horizon = patientTable{}
 	}
 	return a, nil
-}
-
-func (a *aggregate) kmOptions() dpfit.KMOptions {
-	return dpfit.KMOptions{Epsilon: a.cfg.Epsilon, Conf: a.cfg.Params.Conf, MaxNoiseStdErr: a.cfg.Params.MaxNoiseStdErr,
-		LogRankSims: a.cfg.Params.LogRankSims, IntervalSims: a.cfg.Params.IntervalSims}
 }
 
 func (a *aggregate) newHist() *dpfit.Histogram {

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/dpsurv/dpsurv/dpfit"
 )
 
 // Kinds of aggregate.
@@ -160,39 +158,8 @@ func (c Config) withDefaults() Config {
 	if c.Window.Time == "" {
 		c.Window.Time = TimeProcessing
 	}
-	if c.Params.BinWidth == 0 && c.Kind == KindKM {
-		// time_max / 150 (issue 12): 1-unit bins double the curves' error
-		c.Params.BinWidth = dpfit.DefaultBinWidth(c.TimeMax)
-	}
-	if c.Params.BinWidth == 0 && c.Kind != KindDiscrete {
-		c.Params.BinWidth = 1
-	}
-	switch c.Kind {
-	case KindKM:
-		if c.Params.Method == "" {
-			c.Params.Method = MethodHierarchical
-		}
-		if c.Params.Conf == 0 {
-			c.Params.Conf = 0.95
-		}
-		if c.Params.MaxNoiseStdErr == 0 {
-			c.Params.MaxNoiseStdErr = dpfit.DefaultMaxNoiseStdErr
-		}
-	case KindWeibull:
-		if c.Params.Method == "" {
-			c.Params.Method = dpfit.WeibullMethodLSP
-		}
-		w := c.weibull()
-		c.Params.Omega, c.Params.Gamma, c.Params.Rungs = w.Omega, w.Gamma, w.Rungs
-	case KindDiscrete:
-		c = c.discreteDefaults()
-	}
+	kindOf(c).defaults(&c)
 	return c
-}
-
-func (c Config) weibull() dpfit.WeibullConfig {
-	return dpfit.WeibullConfig{Epsilon: c.Epsilon, TimeMax: c.TimeMax, Omega: c.Params.Omega,
-		Gamma: c.Params.Gamma, Rungs: c.Params.Rungs}.WithDefaults()
 }
 
 // Validate checks the configuration (after defaults); errors name the
@@ -253,40 +220,7 @@ func (c Config) Check() []error {
 	if !(c.TimeMax > 0) || math.IsInf(c.TimeMax, 0) {
 		add("time_max", ErrInvalid, "must be a positive public bound")
 	}
-	p := c.Params
-	if c.Kind == KindDiscrete {
-		return append(errs, c.checkDiscrete()...)
-	}
-	if !(p.BinWidth > 0) || math.IsInf(p.BinWidth, 0) {
-		add("params.bin_width", ErrInvalid, "must be positive and finite, got %v", p.BinWidth)
-	} else if c.TimeMax > 0 && !math.IsInf(c.TimeMax, 0) && len(c.Cohorts) > 0 {
-		if bins := math.Floor(c.TimeMax/p.BinWidth) + 1; bins*float64(len(c.Cohorts)) > 1<<22 {
-			add("params.bin_width", ErrInvalid, "%v bins x %d cohorts is too many cells per window (raise the bin width)", bins, len(c.Cohorts))
-		}
-	}
-	switch c.Kind {
-	case KindKM:
-		if p.Method != MethodHierarchical && p.Method != MethodNoisyHistogram {
-			add("params.method", ErrInvalid, "%q is not %s or %s", p.Method, MethodHierarchical, MethodNoisyHistogram)
-		}
-		if !(p.Conf > 0 && p.Conf < 1) {
-			add("params.conf", ErrInvalid, "must be in (0, 1), got %v", p.Conf)
-		}
-		if !(p.MaxNoiseStdErr > 0) {
-			add("params.max_noise_std_err", ErrInvalid, "must be positive, got %v", p.MaxNoiseStdErr)
-		}
-	case KindWeibull:
-		switch p.Method {
-		case dpfit.WeibullMethodLSP, dpfit.WeibullMethodLaplace, dpfit.WeibullMethodSAA:
-		default:
-			add("params.method", ErrInvalid, "%q is not lsp, laplace or saa", p.Method)
-		}
-		if c.Epsilon > 0 && c.TimeMax > 0 {
-			if err := c.weibull().Validate(); err != nil {
-				add("params", ErrInvalid, "%v", err)
-			}
-		}
-	}
+	errs = append(errs, kindOf(c).check(c)...)
 	return errs
 }
 

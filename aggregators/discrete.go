@@ -553,3 +553,14 @@ type DiscreteFields struct {
 	EpsilonPrime float64                  `json:"epsilon_prime,omitempty"`
 	PSGLD        *regression.PSGLDOptions `json:"psgld,omitempty"`
 }
+
+// discreteKind is the discrete-time survival regression: one DP fit per
+// window pooling every cohort (replace-one, n public and released exactly).
+type discreteKind struct{}
+
+func (discreteKind) defaults(c *Config)     { *c = c.discreteDefaults() }
+func (discreteKind) check(c Config) []error { return c.checkDiscrete() }
+func (discreteKind) messages(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+	return a.discreteMessages(c, src, remaining)
+}
+func (discreteKind) exactCount(Params) bool { return true }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/aggregators"
-	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/ledger"
 )
 
@@ -65,11 +64,11 @@ func (c Config) AggregatorConfigs() ([]aggregators.Config, error) {
 			return nil, err
 		}
 		out = append(out, ac)
-		publicCounts = publicCounts || releasesExactCount(ac.Kind, ac.Params)
+		publicCounts = publicCounts || ac.ReleasesExactCount()
 	}
 	if publicCounts {
 		for i := range out {
-			out[i].CountsPublicElsewhere = !releasesExactCount(out[i].Kind, out[i].Params)
+			out[i].CountsPublicElsewhere = !out[i].ReleasesExactCount()
 		}
 	}
 	return out, nil
@@ -81,13 +80,6 @@ func (c Config) aggregatorConfig(i int) (aggregators.Config, error) {
 	ac, err := c.Aggregators[i].Resolved()
 	ac.Cohorts, ac.TimeMax, ac.TimeUnit, ac.Covariates = c.Schema.Cohorts, c.Schema.TimeMax, c.Schema.TimeUnit, c.Schema.Covariates
 	return ac, aggregators.Prefix(fmt.Sprintf("aggregators[%d]", i), err)
-}
-
-// releasesExactCount reports whether an aggregate treats its window's
-// record count as public and releases it exactly (n public, replace-one):
-// kind discrete, and weibull with method saa.
-func releasesExactCount(kind string, p aggregators.Params) bool {
-	return kind == aggregators.KindDiscrete || (kind == aggregators.KindWeibull && p.Method == dpfit.WeibullMethodSAA)
 }
 
 // validateAggregation checks the aggregators, the ledger and the fit
@@ -107,7 +99,7 @@ func (c Config) validateAggregation() []error {
 		errs = append(errs, aggregators.Errors(err)...)
 		if err == nil {
 			switch {
-			case releasesExactCount(ac.Kind, ac.Params):
+			case ac.ReleasesExactCount():
 				if exact < 0 {
 					exact = i
 				}
