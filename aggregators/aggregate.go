@@ -96,16 +96,8 @@ func newAggregate(cfg Config) (*aggregate, error) {
 	}
 	a := &aggregate{cfg: cfg, kind: kindOf(cfg), size: int64(cfg.Window.Size), late: int64(cfg.Window.Lateness),
 		open: map[int64]*dpfit.Histogram{}, closedBefore: math.MinInt64, patients: map[int64]patientTable{}}
-	if cfg.Kind == KindDiscrete {
-		a.recs = map[int64]*discreteWindow{}
-	}
-	if cfg.Window.Cumulative {
-		t, err := dpfit.NewContinualKM(cfg.Params.BinWidth, cfg.TimeMax, len(cfg.Cohorts), cfg.Window.Horizon, a.kmOptions())
-		if err != nil {
-			return nil, fmt.Errorf("aggregate %q: %w", cfg.Name, err)
-		}
-		a.tree = t
-		a.horizon = patientTable{}
+	if err := a.kind.init(a); err != nil {
+		return nil, fmt.Errorf("aggregate %q: %w", cfg.Name, err)
 	}
 	return a, nil
 }
@@ -149,11 +141,7 @@ func (a *aggregate) ensure(s int64) {
 		return
 	}
 	if _, ok := a.open[s]; !ok {
-		if a.recs != nil {
-			a.open[s], a.recs[s] = nil, &discreteWindow{d: len(a.cfg.Params.Covariates)}
-			return
-		}
-		a.open[s] = a.newHist()
+		a.kind.open(a, s)
 	}
 }
 
@@ -165,9 +153,14 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 		return st, nil
 	}
 	a.register(now)
-	if a.recs != nil {
-		return a.addDiscrete(rec, now)
-	}
+	return a.kind.add(a, rec, now)
+}
+
+// addHist counts the rows of a canonical record into the histograms of
+// their windows (km, cumulative km, weibull).
+func (a *aggregate) addHist(rec arrow.Record, now int64) (AddStats, error) {
+	var st AddStats
+	n := int(rec.NumRows())
 	ids, ok0 := rec.Column(schemas.ColID).(*array.String)
 	times, ok1 := rec.Column(schemas.ColTime).(*array.Float64)
 	events, ok2 := rec.Column(schemas.ColEvent).(*array.Boolean)
@@ -312,21 +305,7 @@ func (a *aggregate) closeWindow(s int64, src dp.Source) (*closing, error) {
 	delete(a.patients, s)
 	a.lastHist, a.lastTable = nil, nil
 	a.closedBefore = max(a.closedBefore, s+a.size)
-	if a.recs != nil {
-		w := a.recs[s]
-		delete(a.recs, s)
-		return &closing{start: s, recs: w}, nil
-	}
-	if a.tree == nil {
-		return &closing{start: s, hist: h}, nil
-	}
-	if a.tree.Releases() >= a.tree.Horizon() {
-		return nil, errHorizon
-	}
-	if _, err := a.tree.Release(src, h); err != nil {
-		return nil, fmt.Errorf("aggregate %q: step tree counter: %w", a.cfg.Name, err)
-	}
-	return &closing{start: s, step: a.tree.Releases(), draw: fmt.Sprintf("%016x%016x", src.Uint64(), src.Uint64())}, nil
+	return a.kind.close(a, s, h, src)
 }
 
 // memoryBytes is the size of the counts held (open and closing windows,

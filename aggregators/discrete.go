@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/regression"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -564,3 +565,35 @@ func (discreteKind) messages(a *aggregate, c *closing, src dp.Source, remaining 
 	return a.discreteMessages(c, src, remaining)
 }
 func (discreteKind) exactCount(Params) bool { return true }
+
+func (discreteKind) init(a *aggregate) error {
+	a.recs = map[int64]*discreteWindow{}
+	return nil
+}
+func (discreteKind) open(a *aggregate, s int64) {
+	a.open[s], a.recs[s] = nil, &discreteWindow{d: len(a.cfg.Params.Covariates)}
+}
+func (discreteKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
+	return a.addDiscrete(rec, now)
+}
+func (discreteKind) close(a *aggregate, s int64, _ *dpfit.Histogram, _ dp.Source) (*closing, error) {
+	w := a.recs[s]
+	delete(a.recs, s)
+	return &closing{start: s, recs: w}, nil
+}
+func (discreteKind) save(a *aggregate, s int64) histSnap {
+	return histSnap{Cells: []byte{}, Records: a.recs[s].encode()}
+}
+func (discreteKind) load(a *aggregate, o histSnap) error {
+	w, err := a.decodeRecords(o.Records)
+	if err != nil {
+		return err
+	}
+	a.open[o.Start], a.recs[o.Start] = nil, w
+	return nil
+}
+func (discreteKind) loadClosing(a *aggregate, c closingSnap, cl *closing) error {
+	w, err := a.decodeRecords(c.Records)
+	cl.recs = w
+	return err
+}

@@ -3,7 +3,10 @@ package aggregators
 import (
 	"math"
 
+	"github.com/apache/arrow/go/v15/arrow"
+
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/dpfit"
 )
 
 // kind is what differs between aggregate kinds: one type per kind, one
@@ -23,6 +26,57 @@ type kind interface {
 	// exactCount reports whether the kind treats its window's record count
 	// as public and releases it exactly (n public, replace-one).
 	exactCount(p Params) bool
+
+	// init sets up the kind's state in a new aggregate.
+	init(a *aggregate) error
+	// open makes the empty state of window s (a.open[s] and the kind's).
+	open(a *aggregate, s int64)
+	// add counts the rows of a canonical record into their open windows
+	// (a.register has run).
+	add(a *aggregate, rec arrow.Record, now int64) (AddStats, error)
+	// close takes window s (histogram h, nil for discrete) out of the
+	// kind's open state into a closing window; the caller has removed it
+	// from a.open.
+	close(a *aggregate, s int64, h *dpfit.Histogram, src dp.Source) (*closing, error)
+	// save encodes open window s's state for the checkpoint; load and
+	// loadClosing restore an open and a closing window.
+	save(a *aggregate, s int64) histSnap
+	load(a *aggregate, o histSnap) error
+	loadClosing(a *aggregate, c closingSnap, cl *closing) error
+}
+
+// horizonState is implemented by kinds whose state outlives the windows
+// (cumulative km: the tree counter and the horizon's patients): their
+// part of the checkpoint.
+type horizonState interface {
+	saveHorizon(a *aggregate, s *aggSnapshot) error
+	loadHorizon(a *aggregate, s *aggSnapshot) error
+}
+
+// histKind is the window state of the histogram kinds (km, weibull): one
+// dpfit.Histogram per open window, counted by addHist.
+type histKind struct{}
+
+func (histKind) init(*aggregate) error      { return nil }
+func (histKind) open(a *aggregate, s int64) { a.open[s] = a.newHist() }
+func (histKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
+	return a.addHist(rec, now)
+}
+func (histKind) close(_ *aggregate, s int64, h *dpfit.Histogram, _ dp.Source) (*closing, error) {
+	return &closing{start: s, hist: h}, nil
+}
+func (histKind) save(a *aggregate, s int64) histSnap { return histSnap{Cells: encodeHist(a.open[s])} }
+func (histKind) load(a *aggregate, o histSnap) error {
+	h := a.newHist()
+	if err := decodeHist(h, o.Cells); err != nil {
+		return err
+	}
+	a.open[o.Start] = h
+	return nil
+}
+func (histKind) loadClosing(a *aggregate, c closingSnap, cl *closing) error {
+	cl.hist = a.newHist()
+	return decodeHist(cl.hist, c.Cells)
 }
 
 // kindOf returns the kind of c: km (cumulative when c.Window.Cumulative),
@@ -53,7 +107,7 @@ func (c Config) ReleasesExactCount() bool {
 
 // otherKind stands for a kind that does not exist: Check reports the kind
 // (and a bad bin width, as for the histogram kinds); nothing is released.
-type otherKind struct{}
+type otherKind struct{ histKind }
 
 func (otherKind) defaults(c *Config) {
 	if c.Params.BinWidth == 0 {

@@ -11,7 +11,7 @@ import (
 // kmKind is the windowed Kaplan–Meier curve: one histogram of the window's
 // records per cohort, released with tree noise (hierarchical, default) or
 // flat cell noise (noisy-histogram). Add/remove-one; n is protected.
-type kmKind struct{}
+type kmKind struct{ histKind }
 
 func (kmKind) defaults(c *Config) {
 	p := &c.Params

@@ -11,7 +11,7 @@ import (
 
 // weibullKind is the per-cohort Weibull fit on the window's histogram:
 // lsp (default) and laplace (add/remove-one), saa (replace-one, n public).
-type weibullKind struct{}
+type weibullKind struct{ histKind }
 
 func (weibullKind) defaults(c *Config) {
 	p := &c.Params
