@@ -61,6 +61,7 @@ type closing struct {
 // records per open window (discrete.go).
 type aggregate struct {
 	cfg        Config
+	kind       kind  // the kind's defaults, checks and release
 	size, late int64 // ns
 	// open holds the open windows; a discrete aggregate's values are nil
 	// and its records are in recs under the same starts.
@@ -93,25 +94,12 @@ func newAggregate(cfg Config) (*aggregate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &aggregate{cfg: cfg, size: int64(cfg.WindowSize), late: int64(cfg.Lateness),
+	a := &aggregate{cfg: cfg, kind: kindOf(cfg), size: int64(cfg.Window.Size), late: int64(cfg.Window.Lateness),
 		open: map[int64]*dpfit.Histogram{}, closedBefore: math.MinInt64, patients: map[int64]patientTable{}}
-	if cfg.Kind == KindDiscrete {
-		a.recs = map[int64]*discreteWindow{}
-	}
-	if cfg.Cumulative {
-		t, err := dpfit.NewContinualKM(cfg.Params.BinWidth, cfg.TimeMax, len(cfg.Cohorts), cfg.Horizon, a.kmOptions())
-		if err != nil {
-			return nil, fmt.Errorf("aggregate %q: %w", cfg.Name, err)
-		}
-		a.tree = t
-		a.horizon = patientTable{}
+	if err := a.kind.init(a); err != nil {
+		return nil, fmt.Errorf("aggregate %q: %w", cfg.Name, err)
 	}
 	return a, nil
-}
-
-func (a *aggregate) kmOptions() dpfit.KMOptions {
-	return dpfit.KMOptions{Epsilon: a.cfg.Epsilon, Conf: a.cfg.Params.Conf, MaxNoiseStdErr: a.cfg.Params.MaxNoiseStdErr,
-		LogRankSims: a.cfg.Params.LogRankSims, IntervalSims: a.cfg.Params.IntervalSims}
 }
 
 func (a *aggregate) newHist() *dpfit.Histogram {
@@ -139,7 +127,7 @@ func (a *aggregate) windowStart(tns int64) int64 {
 // window is released reveals nothing about the records.
 func (a *aggregate) register(now int64) {
 	cur := a.windowStart(now)
-	if a.cfg.Time == TimeProcessing {
+	if a.cfg.Window.Time == TimeProcessing {
 		a.ensure(cur)
 		return
 	}
@@ -153,11 +141,7 @@ func (a *aggregate) ensure(s int64) {
 		return
 	}
 	if _, ok := a.open[s]; !ok {
-		if a.recs != nil {
-			a.open[s], a.recs[s] = nil, &discreteWindow{d: len(a.cfg.Params.Covariates)}
-			return
-		}
-		a.open[s] = a.newHist()
+		a.kind.open(a, s)
 	}
 }
 
@@ -169,9 +153,14 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 		return st, nil
 	}
 	a.register(now)
-	if a.recs != nil {
-		return a.addDiscrete(rec, now)
-	}
+	return a.kind.add(a, rec, now)
+}
+
+// addHist counts the rows of a canonical record into the histograms of
+// their windows (km, cumulative km, weibull).
+func (a *aggregate) addHist(rec arrow.Record, now int64) (AddStats, error) {
+	var st AddStats
+	n := int(rec.NumRows())
 	ids, ok0 := rec.Column(schemas.ColID).(*array.String)
 	times, ok1 := rec.Column(schemas.ColTime).(*array.Float64)
 	events, ok2 := rec.Column(schemas.ColEvent).(*array.Boolean)
@@ -184,7 +173,7 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 		return st, errors.New("cohort column is not int32-indexed")
 	}
 	var obs *array.Timestamp
-	if a.cfg.Time == TimeEvent {
+	if a.cfg.Window.Time == TimeEvent {
 		if i := schemas.ObservedAtIndex(rec.Schema()); i >= 0 {
 			obs, _ = rec.Column(i).(*array.Timestamp)
 		}
@@ -316,21 +305,7 @@ func (a *aggregate) closeWindow(s int64, src dp.Source) (*closing, error) {
 	delete(a.patients, s)
 	a.lastHist, a.lastTable = nil, nil
 	a.closedBefore = max(a.closedBefore, s+a.size)
-	if a.recs != nil {
-		w := a.recs[s]
-		delete(a.recs, s)
-		return &closing{start: s, recs: w}, nil
-	}
-	if a.tree == nil {
-		return &closing{start: s, hist: h}, nil
-	}
-	if a.tree.Releases() >= a.tree.Horizon() {
-		return nil, errHorizon
-	}
-	if _, err := a.tree.Release(src, h); err != nil {
-		return nil, fmt.Errorf("aggregate %q: step tree counter: %w", a.cfg.Name, err)
-	}
-	return &closing{start: s, step: a.tree.Releases(), draw: fmt.Sprintf("%016x%016x", src.Uint64(), src.Uint64())}, nil
+	return a.kind.close(a, s, h, src)
 }
 
 // memoryBytes is the size of the counts held (open and closing windows,
@@ -360,7 +335,7 @@ func (a *aggregate) memoryBytes() int {
 	if a.tree != nil {
 		bins := int(math.Floor(a.cfg.TimeMax/a.cfg.Params.BinWidth)) + 1
 		levels := 0
-		for h := a.cfg.Horizon; h > 0; h >>= 1 {
+		for h := a.cfg.Window.Horizon; h > 0; h >>= 1 {
 			levels++
 		}
 		n += 2 * 8 * 2 * bins * len(a.cfg.Cohorts) * levels

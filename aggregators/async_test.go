@@ -20,7 +20,7 @@ import (
 // discCfg is a discrete-time aggregate on covariate x0.
 func discCfg(name string, eps float64) aggregators.Config {
 	x := []string{"x0"}
-	return aggregators.Config{Name: name, Kind: aggregators.KindDiscrete, WindowSize: time.Minute, Epsilon: eps,
+	return aggregators.Config{Name: name, Kind: aggregators.KindDiscrete, Window: aggregators.Window{Size: time.Minute}, Epsilon: eps,
 		Cohorts: cohorts, TimeMax: 9, TimeUnit: "days", Covariates: x,
 		Params: aggregators.Params{Method: "output", DiscreteParams: aggregators.DiscreteParams{
 			Covariates: x, Centre: []float64{0}, Scale: []float64{1}}}}

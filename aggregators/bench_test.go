@@ -67,7 +67,7 @@ func retained(b *testing.B, recs []arrow.Record, n int, cohorts []string) (perRe
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := aggregators.Config{Name: "km", Kind: aggregators.KindKM, WindowSize: time.Hour, Epsilon: 1,
+	cfg := aggregators.Config{Name: "km", Kind: aggregators.KindKM, Window: aggregators.Window{Size: time.Hour}, Epsilon: 1,
 		Cohorts: cohorts, TimeMax: 3650, TimeUnit: "days"}
 	e, err := aggregators.NewEngine(ctx, aggregators.EngineConfig{Aggregates: []aggregators.Config{cfg}, Topic: "in",
 		Ledger: l, State: &ledger.MemoryState{}, Fits: &captureSink{}, Clock: newClock(base),

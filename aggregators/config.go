@@ -7,11 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/dpsurv/dpsurv/dpfit"
+	"gopkg.in/yaml.v3"
 )
 
 // Kinds of aggregate.
@@ -33,43 +32,53 @@ const MaxOpenWindows = 64
 // MaxHorizon bounds a cumulative aggregate's horizon (windows).
 const MaxHorizon = 1 << 20
 
-// Config is one windowed aggregate. Every field is public configuration.
+// Config is one windowed aggregate: the YAML "aggregators" entry of the
+// service config (name, kind, window, epsilon, params) and the public
+// schema bounds the service fills in. Every field is public configuration.
 type Config struct {
-	Name string
-	Kind string // km | weibull | discrete
-	// WindowSize is the tumbling window length (whole seconds, >= 1 s).
-	// Windows are aligned to the Unix epoch.
-	WindowSize time.Duration
-	// Lateness delays closing: window [s, e) closes when the clock reaches
-	// e + Lateness. With event time, records observed in [s, e) are
-	// accepted until then; with processing time it only delays the release.
-	Lateness time.Duration
-	// Time is "processing" (the clock when the record is read; default) or
-	// "event" (the record's observed_at).
-	Time string
-	// Cumulative re-publishes the cumulative curve every window through a
-	// binary-tree counter, epsilon charged once for Horizon windows (km
-	// only).
-	Cumulative bool
-	Horizon    int
+	Name string `yaml:"name"`
+	Kind string `yaml:"kind"` // km | weibull | discrete
+	// Window is the windowing (window.* in YAML).
+	Window Window `yaml:"window"`
 	// Epsilon is the budget of one window's release (all cohorts together),
-	// or of the whole horizon when Cumulative.
-	Epsilon float64
+	// or of the whole horizon when Window.Cumulative.
+	Epsilon float64 `yaml:"epsilon"`
+	// Params are the kind's settings. From YAML they are held as the node
+	// until Resolved decodes them for the kind (DecodeParams).
+	Params Params `yaml:"params"`
 	// Cohorts are the public labels (the input spec's), TimeMax the public
-	// time bound and TimeUnit its unit.
-	Cohorts  []string
-	TimeMax  float64
-	TimeUnit string
+	// time bound and TimeUnit its unit (schema.*, not set per aggregate).
+	Cohorts  []string `yaml:"-"`
+	TimeMax  float64  `yaml:"-"`
+	TimeUnit string   `yaml:"-"`
 	// Covariates are the input's covariate names (schema.covariates): a
 	// discrete aggregate's params.covariates must be among them.
-	Covariates []string
-	Params     Params
+	Covariates []string `yaml:"-"`
 	// CountsPublicElsewhere (service-level, ledger.allow_public_counts):
 	// another aggregate on the same input releases the window's exact
 	// record count, so this add/remove-one aggregate's releases list the
 	// count as public and state that presence is not protected. Not part
 	// of the fingerprint (it changes release text, not the mechanism).
-	CountsPublicElsewhere bool
+	CountsPublicElsewhere bool `yaml:"-"`
+}
+
+// Window configures an aggregate's windowing.
+type Window struct {
+	// Size is the tumbling window length (whole seconds, >= 1 s).
+	// Windows are aligned to the Unix epoch.
+	Size time.Duration `yaml:"size"`
+	// Lateness delays closing: window [s, e) closes when the clock reaches
+	// e + Lateness. With event time, records observed in [s, e) are
+	// accepted until then; with processing time it only delays the release.
+	Lateness time.Duration `yaml:"lateness"`
+	// Time is "processing" (the clock when the record is read; default) or
+	// "event" (the record's observed_at).
+	Time string `yaml:"time"`
+	// Cumulative re-publishes the cumulative curve every window through a
+	// binary-tree counter, epsilon charged once for Horizon windows (km
+	// only; Horizon is required with it).
+	Cumulative bool `yaml:"cumulative"`
+	Horizon    int  `yaml:"horizon"`
 }
 
 // Params are the kind-specific settings (the YAML "params" map).
@@ -77,17 +86,17 @@ type Params struct {
 	// BinWidth is the histogram bin width in time units (default: km
 	// time_max/150, dpfit.DefaultBinWidth; weibull 1); the
 	// Weibull fits see each record's time as the start of its bin.
-	BinWidth float64 `json:"bin_width"`
+	BinWidth float64 `json:"bin_width" yaml:"bin_width" kinds:"km,weibull,other"`
 	// Method: km "hierarchical" (default: tree noise with consistent
 	// inference, dpfit.HierarchicalKM) or "noisy-histogram" (flat cell
 	// noise, dpfit.NoisyHistogramKM); weibull "lsp" (default), "laplace" or
 	// "saa". Cumulative km aggregates use the binary-tree counter whatever
 	// the method.
-	Method string `json:"method"`
+	Method string `json:"method" yaml:"method" kinds:"km,weibull,discrete,other"`
 	// Conf is the KM confidence level (default 0.95); MaxNoiseStdErr its
 	// truncation (default dpfit.DefaultMaxNoiseStdErr).
-	Conf           float64 `json:"conf"`
-	MaxNoiseStdErr float64 `json:"max_noise_std_err"`
+	Conf           float64 `json:"conf" yaml:"conf" kinds:"km"`
+	MaxNoiseStdErr float64 `json:"max_noise_std_err" yaml:"max_noise_std_err" kinds:"km"`
 	// LogRankSims and IntervalSims (km, not cumulative): simulated releases
 	// behind the calibrated log-rank p-values and the intervals' noise SD
 	// (dpfit.KMOptions; 0 = the defaults 199 and 100; negative disables:
@@ -95,15 +104,36 @@ type Params struct {
 	// IntervalSims is the simulated releases per candidate shape of the
 	// noise-aware intervals (dpfit.WeibullIntervalOptions; 0 = default,
 	// negative = null intervals).
-	LogRankSims  int `json:"logrank_sims,omitempty"`
-	IntervalSims int `json:"interval_sims,omitempty"`
+	LogRankSims  int `json:"logrank_sims,omitempty" yaml:"logrank_sims" kinds:"km" limit:"1e6"`
+	IntervalSims int `json:"interval_sims,omitempty" yaml:"interval_sims" kinds:"km,weibull" limit:"1e6"`
 	// Omega, Gamma, Rungs: Weibull bounds (defaults 6, 10, 500).
-	Omega float64 `json:"omega"`
-	Gamma float64 `json:"gamma"`
-	Rungs int     `json:"rungs"`
+	Omega float64 `json:"omega" yaml:"omega" kinds:"weibull"`
+	Gamma float64 `json:"gamma" yaml:"gamma" kinds:"weibull"`
+	Rungs int     `json:"rungs" yaml:"rungs" kinds:"weibull"`
 	// DiscreteParams are the discrete regression's settings (discrete.go);
 	// Method is then output (default), objective or psgld.
 	DiscreteParams
+	// raw is the YAML params node until Config.Resolved decodes it (the
+	// keys a kind accepts depend on the kind, decoded after it).
+	raw *yaml.Node
+}
+
+// UnmarshalYAML keeps the params node for Config.Resolved, which knows
+// the kind.
+func (p *Params) UnmarshalYAML(n *yaml.Node) error {
+	*p = Params{raw: n}
+	return nil
+}
+
+// Resolved returns c with its YAML params decoded for its kind; the error
+// joins a FieldError per bad key. A config built in Go is returned as is.
+func (c Config) Resolved() (Config, error) {
+	if c.Params.raw == nil {
+		return c, nil
+	}
+	p, err := DecodeParams(c.Kind, c.Params.raw)
+	c.Params = p
+	return c, err
 }
 
 // KM method names accepted in params.method.
@@ -112,123 +142,27 @@ const (
 	MethodNoisyHistogram = "noisy-histogram"
 )
 
-// ParseParams reads a YAML params map for kind; unknown keys and values of
-// the wrong type are errors naming the key.
+// ParseParams reads a params map for kind (as decoded from YAML, or built
+// in Go) into Params through DecodeParams; unknown keys and values of the
+// wrong type are FieldErrors naming the key.
 func ParseParams(kind string, m map[string]any) (Params, error) {
-	if kind == KindDiscrete {
-		return parseDiscreteParams(m)
+	if len(m) == 0 {
+		return Params{}, nil
 	}
-	p := Params{}
-	allowed := map[string]bool{"bin_width": true, "method": true}
-	switch kind {
-	case KindKM:
-		allowed["conf"], allowed["max_noise_std_err"] = true, true
-		allowed["logrank_sims"], allowed["interval_sims"] = true, true
-	case KindWeibull:
-		allowed["omega"], allowed["gamma"], allowed["rungs"] = true, true, true
-		allowed["interval_sims"] = true // dpfit.WeibullIntervals (0 = default, negative = none)
+	var n yaml.Node
+	if err := n.Encode(m); err != nil {
+		return Params{}, &FieldError{Path: "params", Err: fmt.Errorf("%w: %v", ErrWrongType, err)}
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var errs []error
-	num := func(k string, v any) float64 {
-		switch x := v.(type) {
-		case int:
-			return float64(x)
-		case int64:
-			return float64(x)
-		case uint64:
-			return float64(x)
-		case float64:
-			return x
-		}
-		errs = append(errs, fmt.Errorf("params.%s: want a number, got %T", k, v))
-		return 0
-	}
-	for _, k := range keys {
-		v := m[k]
-		if !allowed[k] {
-			errs = append(errs, fmt.Errorf("params.%s: unknown for kind %s", k, kind))
-			continue
-		}
-		switch k {
-		case "bin_width":
-			p.BinWidth = num(k, v)
-		case "method":
-			s, ok := v.(string)
-			if !ok {
-				errs = append(errs, fmt.Errorf("params.method: want a string, got %T", v))
-			}
-			p.Method = s
-		case "conf":
-			p.Conf = num(k, v)
-		case "max_noise_std_err":
-			p.MaxNoiseStdErr = num(k, v)
-		case "omega":
-			p.Omega = num(k, v)
-		case "gamma":
-			p.Gamma = num(k, v)
-		case "rungs":
-			r := num(k, v)
-			if r != math.Trunc(r) {
-				errs = append(errs, fmt.Errorf("params.rungs: want an integer, got %v", r))
-			}
-			p.Rungs = int(r)
-		case "logrank_sims", "interval_sims":
-			r := num(k, v)
-			if r != math.Trunc(r) || math.Abs(r) > 1e6 {
-				errs = append(errs, fmt.Errorf("params.%s: want an integer of at most 1e6 in size, got %v", k, r))
-			}
-			if k == "logrank_sims" {
-				p.LogRankSims = int(r)
-			} else {
-				p.IntervalSims = int(r)
-			}
-		}
-	}
-	return p, errors.Join(errs...)
+	return DecodeParams(kind, &n)
 }
 
 func (c Config) withDefaults() Config {
-	if c.Time == "" {
-		c.Time = TimeProcessing
+	c, _ = c.Resolved() // errors: Check
+	if c.Window.Time == "" {
+		c.Window.Time = TimeProcessing
 	}
-	if c.Params.BinWidth == 0 && c.Kind == KindKM {
-		// time_max / 150 (issue 12): 1-unit bins double the curves' error
-		c.Params.BinWidth = dpfit.DefaultBinWidth(c.TimeMax)
-	}
-	if c.Params.BinWidth == 0 && c.Kind != KindDiscrete {
-		c.Params.BinWidth = 1
-	}
-	switch c.Kind {
-	case KindKM:
-		if c.Params.Method == "" {
-			c.Params.Method = MethodHierarchical
-		}
-		if c.Params.Conf == 0 {
-			c.Params.Conf = 0.95
-		}
-		if c.Params.MaxNoiseStdErr == 0 {
-			c.Params.MaxNoiseStdErr = dpfit.DefaultMaxNoiseStdErr
-		}
-	case KindWeibull:
-		if c.Params.Method == "" {
-			c.Params.Method = dpfit.WeibullMethodLSP
-		}
-		w := c.weibull()
-		c.Params.Omega, c.Params.Gamma, c.Params.Rungs = w.Omega, w.Gamma, w.Rungs
-	case KindDiscrete:
-		c = c.discreteDefaults()
-	}
+	kindOf(c).defaults(&c)
 	return c
-}
-
-func (c Config) weibull() dpfit.WeibullConfig {
-	return dpfit.WeibullConfig{Epsilon: c.Epsilon, TimeMax: c.TimeMax, Omega: c.Params.Omega,
-		Gamma: c.Params.Gamma, Rungs: c.Params.Rungs}.WithDefaults()
 }
 
 // Validate checks the configuration (after defaults); errors name the
@@ -243,87 +177,53 @@ func (c Config) Validate() error {
 // Check returns one error per problem, each starting with the field's path
 // relative to the aggregate ("window.size: ...", "params.bin_width: ...").
 func (c Config) Check() []error {
+	c, perr := c.Resolved()
+	errs := Errors(perr)
 	c = c.withDefaults()
-	var errs []error
-	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	add := func(path string, sentinel error, format string, a ...any) {
+		errs = append(errs, fieldErr(path, sentinel, format, a...))
+	}
 	if c.Name == "" || strings.ContainsAny(c.Name, "/#") {
-		add("name: required, without '/' or '#' (it prefixes ledger and message keys)")
+		add("name", ErrRequired, "required, without '/' or '#' (it prefixes ledger and message keys)")
 	}
 	switch c.Kind {
 	case KindKM, KindWeibull, KindDiscrete:
 	default:
-		add("kind: %q is not km, weibull or discrete", c.Kind)
+		add("kind", ErrInvalid, "%q is not km, weibull or discrete", c.Kind)
 	}
 	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) {
-		add("epsilon: must be positive and finite, got %v", c.Epsilon)
+		add("epsilon", ErrInvalid, "must be positive and finite, got %v", c.Epsilon)
 	}
-	if c.WindowSize < time.Second || c.WindowSize%time.Second != 0 {
-		add("window.size: must be a whole number of seconds >= 1s, got %v", c.WindowSize)
+	if c.Window.Size < time.Second || c.Window.Size%time.Second != 0 {
+		add("window.size", ErrInvalid, "must be a whole number of seconds >= 1s, got %v", c.Window.Size)
 	}
-	if c.Lateness < 0 {
-		add("window.lateness: must be >= 0")
-	} else if c.WindowSize >= time.Second && int64(c.Lateness/c.WindowSize)+2 > MaxOpenWindows {
-		add("window.lateness: at most %d windows may be open at once; lateness %v / size %v is too many", MaxOpenWindows, c.Lateness, c.WindowSize)
+	if c.Window.Lateness < 0 {
+		add("window.lateness", ErrInvalid, "must be >= 0")
+	} else if c.Window.Size >= time.Second && int64(c.Window.Lateness/c.Window.Size)+2 > MaxOpenWindows {
+		add("window.lateness", ErrInvalid, "at most %d windows may be open at once; lateness %v / size %v is too many", MaxOpenWindows, c.Window.Lateness, c.Window.Size)
 	}
-	switch c.Time {
+	switch c.Window.Time {
 	case TimeProcessing, TimeEvent:
 	default:
-		add("window.time: %q is not event or processing", c.Time)
+		add("window.time", ErrInvalid, "%q is not event or processing", c.Window.Time)
 	}
-	if c.Cumulative {
+	if c.Window.Cumulative {
 		if c.Kind != KindKM {
-			add("window.cumulative: only km aggregates support continual release")
+			add("window.cumulative", ErrInvalid, "only km aggregates support continual release")
 		}
-		if c.Horizon < 1 || c.Horizon > MaxHorizon {
-			add("window.horizon: a cumulative aggregate needs a horizon in [1, %d] windows, got %d", MaxHorizon, c.Horizon)
+		if c.Window.Horizon < 1 || c.Window.Horizon > MaxHorizon {
+			add("window.horizon", ErrInvalid, "a cumulative aggregate needs a horizon in [1, %d] windows, got %d", MaxHorizon, c.Window.Horizon)
 		}
-	} else if c.Horizon != 0 {
-		add("window.horizon: only for cumulative windows")
+	} else if c.Window.Horizon != 0 {
+		add("window.horizon", ErrInvalid, "only for cumulative windows")
 	}
 	if len(c.Cohorts) == 0 {
-		add("cohorts: at least one public label required")
+		add("cohorts", ErrRequired, "at least one public label required")
 	}
 	if !(c.TimeMax > 0) || math.IsInf(c.TimeMax, 0) {
-		add("time_max: must be a positive public bound")
+		add("time_max", ErrInvalid, "must be a positive public bound")
 	}
-	p := c.Params
-	if c.Kind == KindDiscrete {
-		return append(errs, c.checkDiscrete()...)
-	}
-	if !(p.BinWidth > 0) || math.IsInf(p.BinWidth, 0) {
-		add("params.bin_width: must be positive and finite, got %v", p.BinWidth)
-	} else if c.TimeMax > 0 && !math.IsInf(c.TimeMax, 0) && len(c.Cohorts) > 0 {
-		if bins := math.Floor(c.TimeMax/p.BinWidth) + 1; bins*float64(len(c.Cohorts)) > 1<<22 {
-			add("params.bin_width: %v bins x %d cohorts is too many cells per window (raise the bin width)", bins, len(c.Cohorts))
-		}
-	}
-	switch c.Kind {
-	case KindKM:
-		if p.Method != MethodHierarchical && p.Method != MethodNoisyHistogram {
-			add("params.method: %q is not %s or %s", p.Method, MethodHierarchical, MethodNoisyHistogram)
-		}
-		if !(p.Conf > 0 && p.Conf < 1) {
-			add("params.conf: must be in (0, 1), got %v", p.Conf)
-		}
-		if !(p.MaxNoiseStdErr > 0) {
-			add("params.max_noise_std_err: must be positive, got %v", p.MaxNoiseStdErr)
-		}
-	case KindWeibull:
-		switch p.Method {
-		case dpfit.WeibullMethodLSP, dpfit.WeibullMethodLaplace, dpfit.WeibullMethodSAA:
-		default:
-			add("params.method: %q is not lsp, laplace or saa", p.Method)
-		}
-		if p.IntervalSims > 0 && p.IntervalSims < dpfit.DefaultWeibullIntervalSims {
-			add("params.interval_sims: want 0 (default), negative (no intervals) or at least %d for 95%% intervals, got %d",
-				dpfit.DefaultWeibullIntervalSims, p.IntervalSims)
-		}
-		if c.Epsilon > 0 && c.TimeMax > 0 {
-			if err := c.weibull().Validate(); err != nil {
-				add("params: %v", err)
-			}
-		}
-	}
+	errs = append(errs, kindOf(c).check(c)...)
 	return errs
 }
 
@@ -345,7 +245,7 @@ func (c Config) Fingerprint() string {
 		TimeMax    float64
 		TimeUnit   string
 		Params     Params
-	}{c.Kind, int64(c.WindowSize), int64(c.Lateness), c.Time, c.Cumulative, c.Horizon, c.Epsilon,
+	}{c.Kind, int64(c.Window.Size), int64(c.Window.Lateness), c.Window.Time, c.Window.Cumulative, c.Window.Horizon, c.Epsilon,
 		c.Cohorts, c.TimeMax, c.TimeUnit, c.Params})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])

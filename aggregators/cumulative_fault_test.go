@@ -19,7 +19,7 @@ import (
 // (ledger TestSupersededCumulativeValueChargedAtHorizonEpsilon).
 func TestCumulativeForeignValueWithholdsTheHorizon(t *testing.T) {
 	cfg := kmConfig("cum", time.Minute, 2)
-	cfg.Cumulative, cfg.Horizon = true, 8
+	cfg.Window.Cumulative, cfg.Window.Horizon = true, 8
 	r := newRig(t, at(1), map[string]float64{"stream": 100}, cfg)
 	scopes := []string{ledger.ScopeStream, ledger.ScopeAggregate("cum")}
 	for _, c := range cohorts {

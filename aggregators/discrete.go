@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/regression"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -58,132 +58,29 @@ const compositionDiscrete = "one fit pooling the records of every cohort in the 
 type DiscreteParams struct {
 	// Covariates are the input covariates of the model (each one of
 	// schema.covariates), in the order of beta.
-	Covariates []string `json:"covariates,omitempty"`
+	Covariates []string `json:"covariates,omitempty" yaml:"covariates" kinds:"discrete"`
 	// Centre and Scale are the public per-covariate centre and scale
 	// (required, one per covariate): x -> (x - centre) / scale, then
 	// projection onto the unit ball.
-	Centre []float64 `json:"centre,omitempty"`
-	Scale  []float64 `json:"scale,omitempty"`
+	Centre []float64 `json:"centre,omitempty" yaml:"centre" kinds:"discrete"`
+	Scale  []float64 `json:"scale,omitempty" yaml:"scale" kinds:"discrete"`
 	// Intervals q (default 200) and Knots e (default 3) of the model.
-	Intervals int `json:"intervals,omitempty"`
-	Knots     int `json:"knots,omitempty"`
+	Intervals int `json:"intervals,omitempty" yaml:"intervals" kinds:"discrete"`
+	Knots     int `json:"knots,omitempty" yaml:"knots" kinds:"discrete"`
 	// Lambda is the ridge of output and objective perturbation (default
 	// regression.DefaultLambda).
-	Lambda float64 `json:"lambda,omitempty"`
+	Lambda float64 `json:"lambda,omitempty" yaml:"lambda" kinds:"discrete"`
 	// Link: logit (default); cloglog and probit with method psgld only.
-	Link string `json:"link,omitempty"`
+	Link string `json:"link,omitempty" yaml:"link" kinds:"discrete"`
 	// TimeMax is the public end of the model's time domain (default
 	// schema.time_max).
-	TimeMax float64 `json:"time_max,omitempty"`
+	TimeMax float64 `json:"time_max,omitempty" yaml:"time_max" kinds:"discrete"`
 	// MaxRecords is the public cap on the records a window keeps (default
 	// DefaultMaxRecords); later records of the window are counted in
 	// dpsurv_aggregator_records_skipped_total{reason="window_cap"}.
-	MaxRecords int `json:"max_records,omitempty"`
+	MaxRecords int `json:"max_records,omitempty" yaml:"max_records" kinds:"discrete"`
 	// Steps is the pSGLD chain length (0: regression's default).
-	Steps int `json:"steps,omitempty"`
-}
-
-// parseDiscreteParams reads the params map of a discrete aggregate.
-func parseDiscreteParams(m map[string]any) (Params, error) {
-	p := Params{}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	num := func(k string, v any) (float64, bool) {
-		switch x := v.(type) {
-		case int:
-			return float64(x), true
-		case int64:
-			return float64(x), true
-		case uint64:
-			return float64(x), true
-		case float64:
-			return x, true
-		}
-		return 0, false
-	}
-	integer := func(k string, v any) int {
-		x, ok := num(k, v)
-		if !ok || x != math.Trunc(x) || math.Abs(x) > 1<<40 {
-			bad("params.%s: want an integer, got %v", k, v)
-			return 0
-		}
-		return int(x)
-	}
-	floats := func(k string, v any) []float64 {
-		list, ok := v.([]any)
-		if !ok {
-			bad("params.%s: want a list of numbers, got %T", k, v)
-			return nil
-		}
-		out := make([]float64, len(list))
-		for i, e := range list {
-			x, ok := num(k, e)
-			if !ok {
-				bad("params.%s[%d]: want a number, got %T", k, i, e)
-			}
-			out[i] = x
-		}
-		return out
-	}
-	for _, k := range keys {
-		v := m[k]
-		switch k {
-		case "covariates":
-			list, ok := v.([]any)
-			if !ok {
-				bad("params.covariates: want a list of covariate names, got %T", v)
-				continue
-			}
-			p.Covariates = make([]string, len(list))
-			for i, e := range list {
-				s, ok := e.(string)
-				if !ok {
-					bad("params.covariates[%d]: want a name, got %T", i, e)
-				}
-				p.Covariates[i] = s
-			}
-		case "centre":
-			p.Centre = floats(k, v)
-		case "scale":
-			p.Scale = floats(k, v)
-		case "method", "link":
-			s, ok := v.(string)
-			if !ok {
-				bad("params.%s: want a string, got %T", k, v)
-			}
-			if k == "method" {
-				p.Method = s
-			} else {
-				p.Link = s
-			}
-		case "intervals":
-			p.Intervals = integer(k, v)
-		case "knots":
-			p.Knots = integer(k, v)
-		case "max_records":
-			p.MaxRecords = integer(k, v)
-		case "steps":
-			p.Steps = integer(k, v)
-		case "lambda", "time_max":
-			x, ok := num(k, v)
-			if !ok {
-				bad("params.%s: want a number, got %T", k, v)
-			}
-			if k == "lambda" {
-				p.Lambda = x
-			} else {
-				p.TimeMax = x
-			}
-		default:
-			bad("params.%s: unknown for kind %s", k, KindDiscrete)
-		}
-	}
-	return p, errors.Join(errs...)
+	Steps int `json:"steps,omitempty" yaml:"steps" kinds:"discrete"`
 }
 
 // discreteDefaults fills the defaults of a discrete aggregate's params.
@@ -216,10 +113,12 @@ func (c Config) discreteDefaults() Config {
 // checkDiscrete validates a discrete aggregate (after defaults).
 func (c Config) checkDiscrete() []error {
 	var errs []error
-	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	add := func(path string, sentinel error, format string, a ...any) {
+		errs = append(errs, fieldErr(path, sentinel, format, a...))
+	}
 	p := c.Params
 	if p.BinWidth != 0 || p.Conf != 0 || p.MaxNoiseStdErr != 0 || p.Omega != 0 || p.Gamma != 0 || p.Rungs != 0 {
-		add("params: bin_width, conf, max_noise_std_err, omega, gamma and rungs are not discrete params")
+		add("params", ErrInvalid, "bin_width, conf, max_noise_std_err, omega, gamma and rungs are not discrete params")
 	}
 	schema := map[string]bool{}
 	for _, s := range c.Covariates {
@@ -227,77 +126,77 @@ func (c Config) checkDiscrete() []error {
 	}
 	d := len(p.Covariates)
 	if d == 0 {
-		add("params.covariates: required (the model's covariates, each one of schema.covariates)")
+		add("params.covariates", ErrRequired, "required (the model's covariates, each one of schema.covariates)")
 	}
 	seen := map[string]bool{}
 	for i, s := range p.Covariates {
 		switch {
 		case !schema[s]:
-			add("params.covariates[%d]: %q is not in schema.covariates", i, s)
+			add(fmt.Sprintf("params.covariates[%d]", i), ErrInvalid, "%q is not in schema.covariates", s)
 		case seen[s]:
-			add("params.covariates[%d]: %q repeats", i, s)
+			add(fmt.Sprintf("params.covariates[%d]", i), ErrInvalid, "%q repeats", s)
 		}
 		seen[s] = true
 	}
 	switch {
 	case p.Centre == nil:
-		add("params.centre: required (the public centre of each covariate; never derived from the data)")
+		add("params.centre", ErrRequired, "required (the public centre of each covariate; never derived from the data)")
 	case len(p.Centre) != d:
-		add("params.centre: %d values for %d covariates", len(p.Centre), d)
+		add("params.centre", ErrInvalid, "%d values for %d covariates", len(p.Centre), d)
 	}
 	for i, v := range p.Centre {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			add("params.centre[%d]: must be finite", i)
+			add(fmt.Sprintf("params.centre[%d]", i), ErrInvalid, "must be finite")
 		}
 	}
 	switch {
 	case p.Scale == nil:
-		add("params.scale: required (the public scale of each covariate; never derived from the data)")
+		add("params.scale", ErrRequired, "required (the public scale of each covariate; never derived from the data)")
 	case len(p.Scale) != d:
-		add("params.scale: %d values for %d covariates", len(p.Scale), d)
+		add("params.scale", ErrInvalid, "%d values for %d covariates", len(p.Scale), d)
 	}
 	for i, v := range p.Scale {
 		if !(v > 0) || math.IsInf(v, 0) {
-			add("params.scale[%d]: must be positive and finite", i)
+			add(fmt.Sprintf("params.scale[%d]", i), ErrInvalid, "must be positive and finite")
 		}
 	}
 	m := regression.Method(p.Method)
 	switch m {
 	case regression.MethodOutput, regression.MethodObjective, regression.MethodPSGLD:
 	case regression.MethodMLE:
-		add("params.method: mle is the non-private fit; a streaming aggregate needs output, objective or psgld")
+		add("params.method", ErrInvalid, "mle is the non-private fit; a streaming aggregate needs output, objective or psgld")
 	default:
-		add("params.method: %q is not output, objective or psgld", p.Method)
+		add("params.method", ErrInvalid, "%q is not output, objective or psgld", p.Method)
 	}
 	switch regression.Link(p.Link) {
 	case regression.LinkLogit:
 	case regression.LinkCloglog, regression.LinkProbit:
 		if m != regression.MethodPSGLD {
-			add("params.link: %s is available with method psgld only (output and objective are proved for logit)", p.Link)
+			add("params.link", ErrInvalid, "%s is available with method psgld only (output and objective are proved for logit)", p.Link)
 		}
 	default:
-		add("params.link: %q is not logit, cloglog or probit", p.Link)
+		add("params.link", ErrInvalid, "%q is not logit, cloglog or probit", p.Link)
 	}
 	if p.Intervals < 1 || p.Intervals > MaxDiscreteIntervals {
-		add("params.intervals: must be in [1, %d], got %d", MaxDiscreteIntervals, p.Intervals)
+		add("params.intervals", ErrInvalid, "must be in [1, %d], got %d", MaxDiscreteIntervals, p.Intervals)
 	}
 	if p.Knots < 2 || p.Knots > MaxDiscreteKnots {
-		add("params.knots: must be in [2, %d], got %d", MaxDiscreteKnots, p.Knots)
+		add("params.knots", ErrInvalid, "must be in [2, %d], got %d", MaxDiscreteKnots, p.Knots)
 	}
 	if !(p.Lambda > 0) || math.IsInf(p.Lambda, 0) {
-		add("params.lambda: must be positive and finite, got %v", p.Lambda)
+		add("params.lambda", ErrInvalid, "must be positive and finite, got %v", p.Lambda)
 	}
 	if !(p.TimeMax > 0) || math.IsInf(p.TimeMax, 0) {
-		add("params.time_max: must be a positive public bound, got %v", p.TimeMax)
+		add("params.time_max", ErrInvalid, "must be a positive public bound, got %v", p.TimeMax)
 	}
 	if p.MaxRecords < 1 || p.MaxRecords > MaxMaxRecords {
-		add("params.max_records: must be in [1, %d], got %d", MaxMaxRecords, p.MaxRecords)
+		add("params.max_records", ErrInvalid, "must be in [1, %d], got %d", MaxMaxRecords, p.MaxRecords)
 	}
 	switch {
 	case p.Steps < 0:
-		add("params.steps: must be >= 0, got %d", p.Steps)
+		add("params.steps", ErrInvalid, "must be >= 0, got %d", p.Steps)
 	case p.Steps > 0 && m != regression.MethodPSGLD:
-		add("params.steps: only for method psgld")
+		add("params.steps", ErrInvalid, "only for method psgld")
 	}
 	return errs
 }
@@ -454,7 +353,7 @@ func (a *aggregate) addDiscrete(rec arrow.Record, now int64) (AddStats, error) {
 		cols[j] = c
 	}
 	var obs *array.Timestamp
-	if a.cfg.Time == TimeEvent {
+	if a.cfg.Window.Time == TimeEvent {
 		if i := schemas.ObservedAtIndex(rec.Schema()); i >= 0 {
 			obs, _ = rec.Column(i).(*array.Timestamp)
 		}
@@ -667,4 +566,47 @@ type DiscreteFields struct {
 	BetaLower      []float64 `json:"beta_lower,omitempty"`
 	BetaUpper      []float64 `json:"beta_upper,omitempty"`
 	IntervalMethod string    `json:"coefficient_interval_method,omitempty"`
+}
+
+// discreteKind is the discrete-time survival regression: one DP fit per
+// window pooling every cohort (replace-one, n public and released exactly).
+type discreteKind struct{}
+
+func (discreteKind) defaults(c *Config)     { *c = c.discreteDefaults() }
+func (discreteKind) check(c Config) []error { return c.checkDiscrete() }
+func (discreteKind) messages(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+	return a.discreteMessages(c, src, remaining)
+}
+func (discreteKind) exactCount(Params) bool { return true }
+
+func (discreteKind) init(a *aggregate) error {
+	a.recs = map[int64]*discreteWindow{}
+	return nil
+}
+func (discreteKind) open(a *aggregate, s int64) {
+	a.open[s], a.recs[s] = nil, &discreteWindow{d: len(a.cfg.Params.Covariates)}
+}
+func (discreteKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
+	return a.addDiscrete(rec, now)
+}
+func (discreteKind) close(a *aggregate, s int64, _ *dpfit.Histogram, _ dp.Source) (*closing, error) {
+	w := a.recs[s]
+	delete(a.recs, s)
+	return &closing{start: s, recs: w}, nil
+}
+func (discreteKind) save(a *aggregate, s int64) histSnap {
+	return histSnap{Cells: []byte{}, Records: a.recs[s].encode()}
+}
+func (discreteKind) load(a *aggregate, o histSnap) error {
+	w, err := a.decodeRecords(o.Records)
+	if err != nil {
+		return err
+	}
+	a.open[o.Start], a.recs[o.Start] = nil, w
+	return nil
+}
+func (discreteKind) loadClosing(a *aggregate, c closingSnap, cl *closing) error {
+	w, err := a.decodeRecords(c.Records)
+	cl.recs = w
+	return err
 }

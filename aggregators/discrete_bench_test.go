@@ -58,7 +58,7 @@ func discBenchEngine(b *testing.B, method string, clock *fakeClock) *aggregators
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := aggregators.Config{Name: "dt", Kind: aggregators.KindDiscrete, WindowSize: time.Hour, Epsilon: 1,
+	cfg := aggregators.Config{Name: "dt", Kind: aggregators.KindDiscrete, Window: aggregators.Window{Size: time.Hour}, Epsilon: 1,
 		Cohorts: cohorts, TimeMax: 3650, TimeUnit: "days", Covariates: names,
 		Params: aggregators.Params{Method: method, DiscreteParams: aggregators.DiscreteParams{Covariates: names, Centre: centre, Scale: scale}}}
 	e, err := aggregators.NewEngine(ctx, aggregators.EngineConfig{Aggregates: []aggregators.Config{cfg}, Topic: "in",

@@ -33,7 +33,7 @@ const (
 )
 
 func discConfig(name string, eps float64, method string) aggregators.Config {
-	return aggregators.Config{Name: name, Kind: aggregators.KindDiscrete, WindowSize: time.Minute, Epsilon: eps,
+	return aggregators.Config{Name: name, Kind: aggregators.KindDiscrete, Window: aggregators.Window{Size: time.Minute}, Epsilon: eps,
 		Cohorts: cohorts, TimeMax: discTimeMax, TimeUnit: "days", Covariates: discSchemaCovs,
 		Params: aggregators.Params{Method: method, DiscreteParams: aggregators.DiscreteParams{
 			Covariates: discModelCovs, Centre: discCentre, Scale: discScale, Intervals: discIntervals}}}
@@ -320,7 +320,7 @@ func TestDiscreteWindowCapAndEventTime(t *testing.T) {
 	})
 	t.Run("event time", func(t *testing.T) {
 		cfg := discConfig("ev", 1e6, "output")
-		cfg.Time, cfg.Lateness = aggregators.TimeEvent, 30*time.Second
+		cfg.Window.Time, cfg.Window.Lateness = aggregators.TimeEvent, 30*time.Second
 		r := newRig(t, at(61), map[string]float64{"stream": 1e7}, cfg)
 		withObs := func(rows schemas.Rows, sec int) schemas.Rows {
 			for range rows.ID {
@@ -470,7 +470,7 @@ func TestDiscreteConfigValidation(t *testing.T) {
 		{"cap", func(c *aggregators.Config) { c.Params.MaxRecords = 1 << 30 }, "params.max_records"},
 		{"steps without psgld", func(c *aggregators.Config) { c.Params.Steps = 10 }, "only for method psgld"},
 		{"km param", func(c *aggregators.Config) { c.Params.BinWidth = 7 }, "not discrete params"},
-		{"cumulative", func(c *aggregators.Config) { c.Cumulative, c.Horizon = true, 3 }, "only km"},
+		{"cumulative", func(c *aggregators.Config) { c.Window.Cumulative, c.Window.Horizon = true, 3 }, "only km"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -519,13 +519,13 @@ func TestDiscreteConfigValidation(t *testing.T) {
 // before the discrete kind existed.)
 func TestFingerprintsOfExistingKindsUnchanged(t *testing.T) {
 	cum := kmConfig("cum", time.Minute, 1)
-	cum.Cumulative, cum.Horizon = true, 4
+	cum.Window.Cumulative, cum.Window.Horizon = true, 4
 	for name, tc := range map[string]struct {
 		cfg  aggregators.Config
 		want string
 	}{
 		"km":         {kmConfig("km", time.Minute, 1), "c48142b354ab6e2d"},
-		"weibull":    {aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, WindowSize: time.Minute, Epsilon: 1e3, Cohorts: cohorts, TimeMax: 100, TimeUnit: "days"}, "e9bcc0041cdfef8d"},
+		"weibull":    {aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1e3, Cohorts: cohorts, TimeMax: 100, TimeUnit: "days"}, "e9bcc0041cdfef8d"},
 		"cumulative": {cum, "2ddd6bf6fef0ebb3"},
 	} {
 		if got := tc.cfg.Fingerprint(); got != tc.want {

@@ -70,4 +70,19 @@
 //     once with byte-identical duplicates; the release itself happens once.
 //   - Checkpoints hold exact counts and discrete windows' records: as
 //     sensitive as the input topic.
+//   - Config is the one aggregate configuration type (the service's YAML
+//     aggregators entries decode into it; pipeline.AggregatorConfig is an
+//     alias). Its params are decoded for its kind (DecodeParams: the keys
+//     each kind accepts are the kinds tags of Params). Config errors are
+//     *FieldError{Path, Err}, Err matching ErrUnknownField, ErrRequired,
+//     ErrWrongType or ErrInvalid; Prefix moves them under a parent path.
+//
+// Layout: one type per kind behind the internal kind interface (kind.go):
+// defaults, checks, window state (init, open, add, close, checkpoint
+// save/load) and release. km.go (kmKind), cumulative.go (cumulativeKind:
+// km with window.cumulative), weibull.go (weibullKind), discrete.go
+// (discreteKind). A new kind: a type implementing kind (embedding histKind
+// if its state is the window histogram), its params in Params tagged with
+// the kind, a case in kindOf, and its release text; the engine (engine.go),
+// the ledger protocol and the checkpoint format need no change.
 package aggregators

@@ -156,8 +156,8 @@ func keys[V any](m map[string]V) []string {
 
 func TestEventTimeLatenessAndLateRecords(t *testing.T) {
 	cfg := kmConfig("ev", time.Minute, 1e4)
-	cfg.Time = aggregators.TimeEvent
-	cfg.Lateness = 30 * time.Second
+	cfg.Window.Time = aggregators.TimeEvent
+	cfg.Window.Lateness = 30 * time.Second
 	r := newRig(t, at(61), map[string]float64{"stream": 1e6}, cfg)
 	withObs := func(p string, n int, sec int) schemas.Rows {
 		rows := rowsOf(p, n)
@@ -376,7 +376,7 @@ func TestCheckpointOffsetsCountEachRecordOnce(t *testing.T) {
 
 func TestCumulativeChargedOnceForTheHorizon(t *testing.T) {
 	cfg := kmConfig("cum", time.Minute, 1e4)
-	cfg.Cumulative, cfg.Horizon = true, 4
+	cfg.Window.Cumulative, cfg.Window.Horizon = true, 4
 	r := newRig(t, at(1), map[string]float64{"stream": 1e4}, cfg) // exactly one charge
 	for w := range 6 {
 		r.clock.Set(at(60*w + 1))
@@ -419,7 +419,7 @@ func TestCumulativeChargedOnceForTheHorizon(t *testing.T) {
 
 func TestCumulativeRefusedChargeWithholds(t *testing.T) {
 	cfg := kmConfig("cum", time.Minute, 2)
-	cfg.Cumulative, cfg.Horizon = true, 8
+	cfg.Window.Cumulative, cfg.Window.Horizon = true, 8
 	r := newRig(t, at(1), map[string]float64{"stream": 1}, cfg)
 	r.tick() // registers window 0
 	r.clock.Set(at(61))
@@ -503,7 +503,7 @@ func TestWindowNoiseMatchesEpsilon(t *testing.T) {
 }
 
 func TestWeibullAggregate(t *testing.T) {
-	cfg := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, WindowSize: time.Minute, Epsilon: 1e3,
+	cfg := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1e3,
 		Cohorts: cohorts, TimeMax: 100, TimeUnit: "days"}
 	cfg.Params.IntervalSims = -1 // intervals: TestWeibullAggregateIntervals
 	r := newRig(t, at(1), map[string]float64{"stream": 1e6}, cfg)
@@ -605,12 +605,12 @@ func TestConfigValidation(t *testing.T) {
 		{"valid", func(*aggregators.Config) {}, ""},
 		{"discrete without covariates", func(c *aggregators.Config) { c.Kind, c.Params = "discrete", aggregators.Params{} }, "params.covariates: required"},
 		{"unknown kind", func(c *aggregators.Config) { c.Kind = "cox" }, "not km, weibull or discrete"},
-		{"sub-second window", func(c *aggregators.Config) { c.WindowSize = 1500 * time.Millisecond }, "whole number of seconds"},
-		{"too much lateness", func(c *aggregators.Config) { c.Lateness = 2 * time.Hour }, "at most 64 windows"},
-		{"cumulative weibull", func(c *aggregators.Config) { c.Kind, c.Cumulative, c.Horizon = "weibull", true, 4 }, "only km"},
-		{"cumulative without horizon", func(c *aggregators.Config) { c.Cumulative = true }, "horizon"},
+		{"sub-second window", func(c *aggregators.Config) { c.Window.Size = 1500 * time.Millisecond }, "whole number of seconds"},
+		{"too much lateness", func(c *aggregators.Config) { c.Window.Lateness = 2 * time.Hour }, "at most 64 windows"},
+		{"cumulative weibull", func(c *aggregators.Config) { c.Kind, c.Window.Cumulative, c.Window.Horizon = "weibull", true, 4 }, "only km"},
+		{"cumulative without horizon", func(c *aggregators.Config) { c.Window.Cumulative = true }, "horizon"},
 		{"slash in name", func(c *aggregators.Config) { c.Name = "a/b" }, "without '/'"},
-		{"bad event mode", func(c *aggregators.Config) { c.Time = "wall" }, "window.time"},
+		{"bad event mode", func(c *aggregators.Config) { c.Window.Time = "wall" }, "window.time"},
 		{"too many bins", func(c *aggregators.Config) { c.TimeMax = 1e9 }, "too many cells"},
 		{"km method", func(c *aggregators.Config) { c.Params.Method = "lnte" }, "params.method"},
 	}

@@ -220,7 +220,7 @@ func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[stri
 // kmConfig is a km aggregate with the flat noisy histogram, whose noise law
 // the tests check (the hierarchical method is tested in its own cases).
 func kmConfig(name string, size time.Duration, eps float64) aggregators.Config {
-	return aggregators.Config{Name: name, Kind: aggregators.KindKM, WindowSize: size, Epsilon: eps,
+	return aggregators.Config{Name: name, Kind: aggregators.KindKM, Window: aggregators.Window{Size: size}, Epsilon: eps,
 		Cohorts: cohorts, TimeMax: 9, TimeUnit: "days", Params: aggregators.Params{Method: aggregators.MethodNoisyHistogram, BinWidth: 1}}
 }
 

@@ -36,7 +36,7 @@ func BenchmarkReleaseLatency(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/records=%d", kind, n), func(b *testing.B) {
 				rec := discBenchRecord(b, 10_000)
 				defer rec.Release()
-				cfg := aggregators.Config{Name: kind, WindowSize: time.Hour, Epsilon: 1, Cohorts: cohorts, TimeMax: 3650, TimeUnit: "days"}
+				cfg := aggregators.Config{Name: kind, Window: aggregators.Window{Size: time.Hour}, Epsilon: 1, Cohorts: cohorts, TimeMax: 3650, TimeUnit: "days"}
 				switch kind {
 				case "km":
 					cfg.Kind = aggregators.KindKM

@@ -50,7 +50,7 @@ func addRows(t *testing.T, a *aggregate, mem memory.Allocator, rows *schemas.Row
 func TestOnePatientOneRecordPerWindow(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	cfg := Config{Name: "km", Kind: KindKM, WindowSize: time.Minute, Epsilon: 1,
+	cfg := Config{Name: "km", Kind: KindKM, Window: Window{Size: time.Minute}, Epsilon: 1,
 		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Params: Params{Method: MethodNoisyHistogram, BinWidth: 1}}
 	a, err := newAggregate(cfg)
 	if err != nil {
@@ -127,7 +127,7 @@ func TestOnePatientOneRecordPerWindow(t *testing.T) {
 func TestOnePatientOneRecordPerDiscreteWindow(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	cfg := Config{Name: "dt", Kind: KindDiscrete, WindowSize: time.Minute, Epsilon: 1,
+	cfg := Config{Name: "dt", Kind: KindDiscrete, Window: Window{Size: time.Minute}, Epsilon: 1,
 		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Covariates: []string{"age"},
 		Params: Params{Method: "output", DiscreteParams: DiscreteParams{Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: 9}}}
 	a, err := newAggregate(cfg)

@@ -16,7 +16,7 @@ func TestCountsPublicElsewhereStatedInRelease(t *testing.T) {
 	for _, marked := range []bool{false, true} {
 		km := kmConfig("km", time.Minute, 1)
 		km.CountsPublicElsewhere = marked
-		wb := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, WindowSize: time.Minute, Epsilon: 1,
+		wb := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1,
 			Cohorts: cohorts, TimeMax: 9, TimeUnit: "days", CountsPublicElsewhere: marked}
 		r := newRig(t, at(1), map[string]float64{"stream": 100}, km, wb)
 		r.observe(0, rowsOf("p", 40))

@@ -11,7 +11,6 @@ import (
 	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/survival"
 )
 
 // FitSchema names the JSON document of every fit message
@@ -235,8 +234,8 @@ func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, ch
 		Key:         MessageKey(a.cfg.Name, start.Unix(), a.cfg.Cohorts[cohort]),
 		WindowStart: start.Format(time.RFC3339), WindowEnd: end.Format(time.RFC3339),
 		WindowStartUnix: start.Unix(), WindowEndUnix: end.Unix(),
-		WindowTime: a.cfg.Time, LatenessSeconds: a.cfg.Lateness.Seconds(),
-		Cumulative: a.cfg.Cumulative, Cohort: a.cfg.Cohorts[cohort],
+		WindowTime: a.cfg.Window.Time, LatenessSeconds: a.cfg.Window.Lateness.Seconds(),
+		Cumulative: a.cfg.Window.Cumulative, Cohort: a.cfg.Cohorts[cohort],
 		Epsilon: a.cfg.Epsilon, EpsilonCharged: charged,
 		Contribution: ContributionPerPatient,
 		Scopes:       a.scopes(), BudgetRemaining: remaining,
@@ -253,16 +252,7 @@ func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, ch
 func (a *aggregate) buildWindow(c *closing, src dp.Source, remaining map[string]float64) ([]byte, error) {
 	var msgs []FitMessage
 	var err error
-	switch {
-	case a.tree != nil:
-		msgs, err = a.cumulativeMessages(c, remaining)
-	case a.cfg.Kind == KindKM:
-		msgs, err = a.kmMessages(c, src, remaining)
-	case a.cfg.Kind == KindDiscrete:
-		msgs, err = a.discreteMessages(c, src, remaining)
-	default:
-		msgs, err = a.weibullMessages(c, src, remaining)
-	}
+	msgs, err = a.kind.messages(a, c, src, remaining)
 	if err != nil {
 		return nil, err
 	}
@@ -281,165 +271,6 @@ func (a *aggregate) buildWindow(c *closing, src dp.Source, remaining map[string]
 		doc.Messages = append(doc.Messages, docMessage{Key: m.Key, Value: v})
 	}
 	return json.Marshal(doc)
-}
-
-func (a *aggregate) kmMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
-	fit := dpfit.HierarchicalKM
-	if a.cfg.Params.Method == MethodNoisyHistogram {
-		fit = dpfit.NoisyHistogramKM
-	}
-	res, err := fit(c.hist, src, a.kmOptions())
-	if err != nil {
-		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
-	}
-	return a.fromKM(c, res, remaining, a.cfg.Epsilon, compositionWindow), nil
-}
-
-func (a *aggregate) cumulativeMessages(c *closing, remaining map[string]float64) ([]FitMessage, error) {
-	if c.step != a.tree.Releases() {
-		return nil, fmt.Errorf("aggregate %q: cumulative window at step %d, counter at %d", a.cfg.Name, c.step, a.tree.Releases())
-	}
-	res, err := a.tree.Current()
-	if err != nil {
-		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
-	}
-	msgs := a.fromKM(c, res, remaining, 0, compositionCumulative)
-	for i := range msgs {
-		msgs[i].ReleaseIndex, msgs[i].Horizon = c.step, a.cfg.Horizon
-		msgs[i].Contribution = ContributionCumulative
-	}
-	return msgs, nil
-}
-
-func (a *aggregate) fromKM(c *closing, res dpfit.KMResult, remaining map[string]float64, charged float64, composition string) []FitMessage {
-	lr := logRankDoc(res, a.cfg.Cohorts)
-	out := make([]FitMessage, len(res.Cohorts))
-	for i, ck := range res.Cohorts {
-		m := a.header(c.start, i, remaining, charged)
-		m.Method, m.Mechanism = res.Method, res.Mechanism
-		m.Guarantee, m.Neighbouring = res.Guarantee, res.Neighbouring
-		m.Public = a.publicKM()
-		m.Composition = composition
-		m.N = F(ck.N)
-		m.KMFields = kmFields(ck.Curve)
-		m.KMFields.NoiseStdErr = fs(ck.NoiseStdErr)
-		m.KMFields.TruncatedAt = F(ck.TruncatedAt)
-		m.KMFields.LogRank = lr
-		m.KMFields.SamplingStdErr = fs(ck.SamplingStdErr)
-		m.KMFields.SamplingLower = fs(ck.SamplingLower)
-		m.KMFields.SamplingUpper = fs(ck.SamplingUpper)
-		m.KMFields.MedianNote = ck.MedianNote
-		m.KMFields.NoiseDominatedFrom = F(ck.NoiseDominatedFrom)
-		m.KMFields.NoiseTailSD = dpfit.DefaultNoiseTailSD
-		m.KMFields.LowInformation = ck.LowInformation
-		m.KMFields.LowInformationThreshold = F(ck.LowInformationThreshold)
-		out[i] = m
-	}
-	return out
-}
-
-func kmFields(cv survival.KMCurve) *KMFields {
-	return &KMFields{KMCurve: cv.Wire(), Conf: cv.Conf, NoiseStdErr: []F{}}
-}
-
-func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
-	h := c.hist
-	wc := a.cfg.weibull()
-	out := make([]FitMessage, len(a.cfg.Cohorts))
-	for k := range a.cfg.Cohorts {
-		var comp survival.Compressed
-		for b := 0; b < h.Bins; b++ {
-			e, n := h.Events[k][b], h.Events[k][b]+h.Censor[k][b]
-			if n == 0 {
-				continue
-			}
-			comp.Time = append(comp.Time, h.BinStart(b))
-			comp.Events = append(comp.Events, float64(e))
-			comp.Count = append(comp.Count, float64(n))
-		}
-		fit, err := dpfit.FitWeibull(src, comp, wc, a.cfg.Params.Method)
-		if err != nil {
-			return nil, fmt.Errorf("aggregate %q: cohort %d: %w", a.cfg.Name, k, err)
-		}
-		m := a.header(c.start, k, remaining, a.cfg.Epsilon)
-		m.Method, m.Guarantee = fit.Method, fit.Guarantee
-		m.Mechanism = weibullMechanism(fit.Method)
-		m.Neighbouring, m.Composition = weibullNeighbouring(fit.Method), weibullComposition(fit.Method)
-		m.Public = weibullPublic(fit.Method)
-		m.N = F(math.NaN())
-		if fit.Method == dpfit.WeibullMethodLSP {
-			// TLL's noisy event count (the record count is not released),
-			// clamped at 0: a count is never negative (post-processing)
-			m.N = F(math.Max(fit.N, 0))
-		}
-		m.WeibullFields = &WeibullFields{Shape: F(fit.Shape), Scale: F(fit.Scale), ScaleUnit: weibullScaleUnitDescription, Params: fit.Params}
-		if err := weibullIntervals(m.WeibullFields, fit, a.cfg.Params.IntervalSims, h.BinWidth); err != nil {
-			return nil, fmt.Errorf("aggregate %q: cohort %d: %w", a.cfg.Name, k, err)
-		}
-		out[k] = m
-	}
-	return out, nil
-}
-
-// publicKM is the "public" list of a km release: configuration only. The
-// record count is protected (add/remove-one); n is the sum of noisy cells.
-func (a *aggregate) publicKM() []string {
-	out := []string{"time_max", "time_unit", "bin_width", "cohorts", "window"}
-	if a.cfg.Cumulative {
-		out = append(out, "horizon")
-	}
-	return out
-}
-
-// weibullNeighbouring is the relation of a weibull release: add/remove-one
-// for LSP+TLL and the Laplace baseline (dpfit.WeibullNeighbouringAddRemove);
-// SAA's block count is a function of the record count, analysed for a
-// fixed count only (replace-one).
-func weibullNeighbouring(method string) string {
-	if method == dpfit.WeibullMethodSAA {
-		return NeighbouringReplaceInCohort
-	}
-	return NeighbouringAddRemoveInCohort
-}
-
-// weibullComposition is the composition text of a weibull release: it
-// names the same relation as weibullNeighbouring.
-func weibullComposition(method string) string {
-	if method == dpfit.WeibullMethodSAA {
-		return compositionWindowWeibullSAA
-	}
-	return compositionWindowWeibull
-}
-
-// weibullPublic is the "public" list of a weibull release.
-func weibullPublic(method string) []string {
-	out := []string{"time_max", "time_unit", "bin_width", "cohorts", "window", "params"}
-	if method == dpfit.WeibullMethodSAA {
-		out = append(out, "n (the cohort's record count in the window)")
-	}
-	return out
-}
-
-func weibullMechanism(method string) string {
-	switch method {
-	case dpfit.WeibullMethodLSP:
-		return "LSP (ladder exponential mechanism, epsilon/2, sampled exactly on the shape grid params.shape_grid) for the shape; TLL (discrete Laplace on the grid params.tll_grid, sensitivity inflated by one grid step, on the event count and on sum t^p, epsilon/4 each) for the scale; n is the noisy event count"
-	case dpfit.WeibullMethodLaplace:
-		return "baseline: discrete Laplace on a grid (params.shape_grid, params.scale_grid; sensitivity inflated by one grid step) on the clamped MLE shape and scale (sensitivity gamma and scale_bound, epsilon/2 each)"
-	case dpfit.WeibullMethodSAA:
-		return "baseline: sample and aggregate (block MLEs, clamped mean, Laplace)"
-	}
-	return method
-}
-
-// cumulativeChargeDoc is the ledger release of a cumulative aggregate's one
-// charge (nothing is published from it).
-func (a *aggregate) cumulativeChargeDoc(remaining map[string]float64) ([]byte, error) {
-	return json.Marshal(map[string]any{
-		"aggregate": a.cfg.Name, "kind": a.cfg.Kind, "cumulative": true, "horizon": a.cfg.Horizon,
-		"epsilon": a.cfg.Epsilon, "budget_remaining": remaining,
-		"note": "one charge for all horizon releases of the binary-tree counter",
-	})
 }
 
 // decodeDoc parses a stored window release.

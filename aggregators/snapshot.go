@@ -118,12 +118,9 @@ func (a *aggregate) snapshot() (*aggSnapshot, error) {
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
 	for _, st := range starts {
-		pt := encodePatients(a.patients[st])
-		if a.recs != nil {
-			s.Open = append(s.Open, histSnap{Start: st, Cells: []byte{}, Records: a.recs[st].encode(), Patients: pt})
-			continue
-		}
-		s.Open = append(s.Open, histSnap{Start: st, Cells: encodeHist(a.open[st]), Patients: pt})
+		o := a.kind.save(a, st)
+		o.Start, o.Patients = st, encodePatients(a.patients[st])
+		s.Open = append(s.Open, o)
 	}
 	for _, c := range a.closing {
 		cs := closingSnap{Start: c.start, Step: c.step, Draw: c.draw}
@@ -135,13 +132,10 @@ func (a *aggregate) snapshot() (*aggSnapshot, error) {
 		}
 		s.Closing = append(s.Closing, cs)
 	}
-	if a.tree != nil {
-		b, err := a.tree.MarshalBinary()
-		if err != nil {
+	if h, ok := a.kind.(horizonState); ok {
+		if err := h.saveHorizon(a, s); err != nil {
 			return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
 		}
-		s.Tree = b
-		s.Horizon, s.HorizonTracked, s.Foreign = encodePatients(a.horizon), true, a.foreign
 	}
 	return s, nil
 }
@@ -160,61 +154,20 @@ func (a *aggregate) restore(s *aggSnapshot) error {
 			}
 			a.patients[o.Start] = pt
 		}
-		if a.recs != nil {
-			w, err := a.decodeRecords(o.Records)
-			if err != nil {
-				return fmt.Errorf("aggregate %q: open window %d: %w", a.cfg.Name, o.Start, err)
-			}
-			a.open[o.Start], a.recs[o.Start] = nil, w
-			continue
-		}
-		h := a.newHist()
-		if err := decodeHist(h, o.Cells); err != nil {
+		if err := a.kind.load(a, o); err != nil {
 			return fmt.Errorf("aggregate %q: open window %d: %w", a.cfg.Name, o.Start, err)
 		}
-		a.open[o.Start] = h
 	}
 	for _, c := range s.Closing {
 		cl := &closing{start: c.Start, step: c.Step, draw: c.Draw}
-		if a.recs != nil {
-			w, err := a.decodeRecords(c.Records)
-			if err != nil {
-				return fmt.Errorf("aggregate %q: closing window %d: %w", a.cfg.Name, c.Start, err)
-			}
-			cl.recs = w
-		} else if a.tree == nil {
-			cl.hist = a.newHist()
-			if err := decodeHist(cl.hist, c.Cells); err != nil {
-				return fmt.Errorf("aggregate %q: closing window %d: %w", a.cfg.Name, c.Start, err)
-			}
+		if err := a.kind.loadClosing(a, c, cl); err != nil {
+			return fmt.Errorf("aggregate %q: closing window %d: %w", a.cfg.Name, c.Start, err)
 		}
 		a.closing = append(a.closing, cl)
 	}
-	if a.tree != nil {
-		if len(s.Tree) == 0 {
-			return fmt.Errorf("aggregate %q: saved state lacks the tree counter", a.cfg.Name)
-		}
-		if err := a.tree.UnmarshalBinary(s.Tree); err != nil {
+	if h, ok := a.kind.(horizonState); ok {
+		if err := h.loadHorizon(a, s); err != nil {
 			return fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
-		}
-		if a.tree.Releases() > 0 && !s.HorizonTracked {
-			// a checkpoint from before horizon-wide patient counting: the
-			// patients of the released windows are unknown, and counting
-			// them again would exceed the counter's sensitivity.
-			return fmt.Errorf("aggregate %q: saved state lacks the horizon patient table (written by an older version): "+
-				"give the cumulative aggregate a new name", a.cfg.Name)
-		}
-		hp, err := decodePatientsMax(s.Horizon, MaxPatientsPerHorizon)
-		if err != nil {
-			return fmt.Errorf("aggregate %q: horizon patients: %w", a.cfg.Name, err)
-		}
-		a.horizon, a.foreign = hp, s.Foreign
-		for st, tbl := range a.patients { // open windows count their patients
-			for fp := range tbl {
-				if _, ok := a.horizon[fp]; !ok {
-					a.horizon[fp] = uint64(st)
-				}
-			}
 		}
 	}
 	return nil

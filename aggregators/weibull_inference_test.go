@@ -16,7 +16,7 @@ import (
 // negative they are null and interval_method says why.
 func TestWeibullAggregateIntervals(t *testing.T) {
 	for _, sims := range []int{39, -1} {
-		cfg := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, WindowSize: time.Minute, Epsilon: 2,
+		cfg := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, Window: aggregators.Window{Size: time.Minute}, Epsilon: 2,
 			Cohorts: cohorts, TimeMax: 100, TimeUnit: "days"}
 		cfg.Params.Rungs, cfg.Params.IntervalSims = 50, sims
 		r := newRig(t, at(1), map[string]float64{"stream": 1e6}, cfg)
@@ -62,7 +62,7 @@ func TestWeibullAggregateIntervals(t *testing.T) {
 // Too few interval simulations for a 95% interval is a config error, not a
 // failure at every release.
 func TestWeibullIntervalSimsConfig(t *testing.T) {
-	cfg := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, WindowSize: time.Minute, Epsilon: 1,
+	cfg := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1,
 		Cohorts: cohorts, TimeMax: 100, TimeUnit: "days"}
 	for sims, ok := range map[int]bool{-1: true, 0: true, 19: false, 38: false, 39: true} {
 		cfg.Params.IntervalSims = sims

@@ -640,9 +640,9 @@ func aggRestartConfig(conn kafkaconn.Config, size time.Duration, kmEps, wbEps, b
 	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "ar.sanitized", DeadLetterTopic: "ar.deadletter", FitTopic: "ar.fits"}
 	cfg.Aggregators = []pipeline.AggregatorConfig{
 		{Name: "km", Kind: "km", Epsilon: kmEps, Window: pipeline.WindowConfig{Size: size},
-			Params: map[string]any{"method": "noisy-histogram", "bin_width": 1000}},
+			Params: aggregators.Params{Method: "noisy-histogram", BinWidth: 1000}},
 		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: pipeline.WindowConfig{Size: size},
-			Params: map[string]any{"bin_width": 50, "rungs": 200}},
+			Params: aggregators.Params{BinWidth: 50, Rungs: 200}},
 	}
 	cfg.Ledger = pipeline.LedgerConfig{Topic: "ar.ledger", CheckpointInterval: time.Second,
 		LeaseSessionTimeout: 6 * time.Second, Budget: map[string]float64{"stream": budget}}

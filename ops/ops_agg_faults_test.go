@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/pipeline"
@@ -22,9 +23,9 @@ func opsAggConfig(conn kafkaconn.Config, group string, size time.Duration, kmEps
 	cfg.Output.FitTopic = "ops.fits"
 	cfg.Aggregators = []pipeline.AggregatorConfig{
 		{Name: "km", Kind: "km", Epsilon: kmEps, Window: pipeline.WindowConfig{Size: size},
-			Params: map[string]any{"method": "noisy-histogram", "bin_width": 1000}},
+			Params: aggregators.Params{Method: "noisy-histogram", BinWidth: 1000}},
 		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: pipeline.WindowConfig{Size: size},
-			Params: map[string]any{"bin_width": 50, "rungs": 200, "interval_sims": -1}}, // intervals: hundreds of mechanism runs per window, not what this tests
+			Params: aggregators.Params{BinWidth: 50, Rungs: 200, IntervalSims: -1}}, // intervals: hundreds of mechanism runs per window, not what this tests
 	}
 	cfg.Ledger = pipeline.LedgerConfig{Topic: "ops.ledger", CheckpointInterval: time.Second,
 		LeaseSessionTimeout: 6 * time.Second, Budget: map[string]float64{"stream": budget}}

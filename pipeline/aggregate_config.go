@@ -1,12 +1,11 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/dpsurv/dpsurv/aggregators"
-	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/ledger"
 )
 
@@ -54,37 +53,33 @@ func (c Config) CheckpointInterval() time.Duration {
 	return DefaultCheckpointInterval
 }
 
-// AggregatorConfigs converts the aggregators section (with the public
-// schema bounds) into aggregators.Config values.
+// AggregatorConfigs returns the aggregators section with its params
+// decoded and the public schema bounds filled in.
 func (c Config) AggregatorConfigs() ([]aggregators.Config, error) {
 	out := make([]aggregators.Config, 0, len(c.Aggregators))
 	publicCounts := false // some aggregate releases exact counts (ledger.allow_public_counts)
-	for i, a := range c.Aggregators {
-		p, err := aggregators.ParseParams(a.Kind, a.Params)
+	for i := range c.Aggregators {
+		ac, err := c.aggregatorConfig(i)
 		if err != nil {
-			return nil, fmt.Errorf("aggregators[%d].%w", i, err)
+			return nil, err
 		}
-		out = append(out, aggregators.Config{
-			Name: a.Name, Kind: a.Kind, WindowSize: a.Window.Size, Lateness: a.Window.Lateness,
-			Time: a.Window.Time, Cumulative: a.Window.Cumulative, Horizon: a.Window.Horizon,
-			Epsilon: a.Epsilon, Cohorts: c.Schema.Cohorts, TimeMax: c.Schema.TimeMax,
-			TimeUnit: c.Schema.TimeUnit, Covariates: c.Schema.Covariates, Params: p,
-		})
-		publicCounts = publicCounts || releasesExactCount(a.Kind, p)
+		out = append(out, ac)
+		publicCounts = publicCounts || ac.ReleasesExactCount()
 	}
 	if publicCounts {
 		for i := range out {
-			out[i].CountsPublicElsewhere = !releasesExactCount(out[i].Kind, out[i].Params)
+			out[i].CountsPublicElsewhere = !out[i].ReleasesExactCount()
 		}
 	}
 	return out, nil
 }
 
-// releasesExactCount reports whether an aggregate treats its window's
-// record count as public and releases it exactly (n public, replace-one):
-// kind discrete, and weibull with method saa.
-func releasesExactCount(kind string, p aggregators.Params) bool {
-	return kind == aggregators.KindDiscrete || (kind == aggregators.KindWeibull && p.Method == dpfit.WeibullMethodSAA)
+// aggregatorConfig is aggregators[i] with its params decoded (errors are
+// FieldErrors under aggregators[i]) and the schema bounds filled in.
+func (c Config) aggregatorConfig(i int) (aggregators.Config, error) {
+	ac, err := c.Aggregators[i].Resolved()
+	ac.Cohorts, ac.TimeMax, ac.TimeUnit, ac.Covariates = c.Schema.Cohorts, c.Schema.TimeMax, c.Schema.TimeUnit, c.Schema.Covariates
+	return ac, aggregators.Prefix(fmt.Sprintf("aggregators[%d]", i), err)
 }
 
 // validateAggregation checks the aggregators, the ledger and the fit
@@ -100,19 +95,11 @@ func (c Config) validateAggregation() []error {
 			add("%s.name: duplicate %q", path, a.Name)
 		}
 		names[a.Name] = true
-		p, err := aggregators.ParseParams(a.Kind, a.Params)
-		if err != nil {
-			for _, line := range strings.Split(err.Error(), "\n") {
-				add("%s.%s", path, line)
-			}
-		}
-		ac := aggregators.Config{Name: a.Name, Kind: a.Kind, WindowSize: a.Window.Size, Lateness: a.Window.Lateness,
-			Time: a.Window.Time, Cumulative: a.Window.Cumulative, Horizon: a.Window.Horizon, Epsilon: a.Epsilon,
-			Cohorts: c.Schema.Cohorts, TimeMax: c.Schema.TimeMax, TimeUnit: c.Schema.TimeUnit,
-			Covariates: c.Schema.Covariates, Params: p}
+		ac, err := c.aggregatorConfig(i)
+		errs = append(errs, aggregators.Errors(err)...)
 		if err == nil {
 			switch {
-			case releasesExactCount(a.Kind, p):
+			case ac.ReleasesExactCount():
 				if exact < 0 {
 					exact = i
 				}
@@ -121,11 +108,11 @@ func (c Config) validateAggregation() []error {
 			}
 		}
 		for _, e := range ac.Check() {
-			msg := e.Error()
-			if strings.HasPrefix(msg, "cohorts:") || strings.HasPrefix(msg, "time_max:") {
+			var fe *aggregators.FieldError
+			if errors.As(e, &fe) && (fe.Path == "cohorts" || fe.Path == "time_max") {
 				continue // reported under schema.*
 			}
-			add("%s.%s", path, msg)
+			errs = append(errs, aggregators.Prefix(path, e))
 		}
 	}
 	if exact >= 0 && protected >= 0 && !c.Ledger.AllowPublicCounts {

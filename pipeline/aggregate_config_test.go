@@ -43,9 +43,9 @@ func TestParseAggregatorConfig(t *testing.T) {
 	}{
 		{"count", len(acs), 3},
 		{"bin width", acs[0].Params.BinWidth, 7.0},
-		{"lateness", acs[0].Lateness, 24 * time.Hour},
-		{"event time", acs[0].Time, "event"},
-		{"horizon", acs[1].Horizon, 365},
+		{"lateness", acs[0].Window.Lateness, 24 * time.Hour},
+		{"event time", acs[0].Window.Time, "event"},
+		{"horizon", acs[1].Window.Horizon, 365},
 		{"rungs", acs[2].Params.Rungs, 200},
 		{"cohorts from schema", len(acs[2].Cohorts), 2},
 		{"time max from schema", acs[2].TimeMax, 5000.0},

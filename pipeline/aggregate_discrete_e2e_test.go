@@ -49,13 +49,14 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
 	cfg.HTTP.Listen = ""
 	cfg.Log.Level = "debug"
-	// Params as YAML decodes them: lists are []any.
+	disc := aggregators.DiscreteParams{Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: intervals}
+	mcmc := disc
+	mcmc.Link, mcmc.Steps = "cloglog", 2000
 	cfg.Aggregators = []pipeline.AggregatorConfig{
 		{Name: "dt", Kind: "discrete", Epsilon: 1e6, Window: pipeline.WindowConfig{Size: time.Hour},
-			Params: map[string]any{"covariates": []any{"age"}, "centre": []any{60}, "scale": []any{20}, "intervals": intervals}},
+			Params: aggregators.Params{DiscreteParams: disc}},
 		{Name: "dt-mcmc", Kind: "discrete", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour},
-			Params: map[string]any{"covariates": []any{"age"}, "centre": []any{60}, "scale": []any{20}, "intervals": intervals,
-				"method": "psgld", "link": "cloglog", "steps": 2000}},
+			Params: aggregators.Params{Method: "psgld", DiscreteParams: mcmc}},
 	}
 	cfg.Ledger = pipeline.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 1e7}, CheckpointInterval: time.Hour}
 	if err := cfg.Validate(); err != nil {

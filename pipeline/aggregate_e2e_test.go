@@ -142,8 +142,8 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	cfg.HTTP.Listen = ""
 	cfg.Log.Level = "debug"
 	cfg.Aggregators = []pipeline.AggregatorConfig{
-		{Name: "km", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour}, Params: map[string]any{"bin_width": 10}},
-		{Name: "cum", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 8}, Params: map[string]any{"bin_width": 10}},
+		{Name: "km", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 10}},
+		{Name: "cum", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 8}, Params: aggregators.Params{BinWidth: 10}},
 	}
 	cfg.Ledger = pipeline.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
 	if fileLedger {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/internal/testtier"
 	"math"
 	"testing"
@@ -42,7 +43,7 @@ func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
 	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
 	cfg.HTTP.Listen = ""
 	cfg.Aggregators = []pipeline.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1,
-		Window: pipeline.WindowConfig{Size: time.Hour}, Params: map[string]any{"bin_width": 20, "method": "noisy-histogram"}}}
+		Window: pipeline.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 20, Method: "noisy-histogram"}}}
 	cfg.Ledger = pipeline.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
 	key := bytes.Repeat([]byte{3}, 32)
 	w0 := time.Unix(1_700_002_800, 0).UTC()

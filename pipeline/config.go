@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/sanitizers"
 )
@@ -103,25 +104,13 @@ type OutputConfig struct {
 	MaxMessageBytes int `yaml:"max_message_bytes"`
 }
 
-// AggregatorConfig configures one windowed DP aggregate.
-type AggregatorConfig struct {
-	Name    string         `yaml:"name"`
-	Kind    string         `yaml:"kind"` // km | weibull | discrete
-	Window  WindowConfig   `yaml:"window"`
-	Epsilon float64        `yaml:"epsilon"`
-	Params  map[string]any `yaml:"params"`
-}
+// AggregatorConfig is one windowed DP aggregate: the aggregators' own
+// config type (one type, read from YAML here, validated there); the
+// schema.* fields are filled in by AggregatorConfigs.
+type AggregatorConfig = aggregators.Config
 
-// WindowConfig configures windowing.
-type WindowConfig struct {
-	Size       time.Duration `yaml:"size"`
-	Lateness   time.Duration `yaml:"lateness"`
-	Time       string        `yaml:"time"` // event | processing
-	Cumulative bool          `yaml:"cumulative"`
-	// Horizon is the number of windows a cumulative aggregate's one
-	// epsilon covers (required with cumulative).
-	Horizon int `yaml:"horizon"`
-}
+// WindowConfig configures an aggregate's windowing.
+type WindowConfig = aggregators.Window
 
 // LedgerConfig configures the privacy ledger.
 type LedgerConfig struct {
@@ -304,6 +293,9 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[int]string) 
 			}
 		}
 	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil // decodes itself (aggregators.Params: by kind, naming its keys)
+	}
 	switch {
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		fields := map[string]reflect.Type{}
@@ -338,6 +330,8 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[int]string) 
 	}
 	return nil
 }
+
+var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 
 // commonParent is the longest common dotted prefix of two field paths.
 func commonParent(a, b string) string {

@@ -40,7 +40,7 @@ func TestPublicCountsBesideAddRemoveRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, ac := range acs {
-				if want := !releasesExactCount(ac.Kind, ac.Params); ac.CountsPublicElsewhere != want {
+				if want := !ac.ReleasesExactCount(); ac.CountsPublicElsewhere != want {
 					t.Errorf("%s: CountsPublicElsewhere %v, want %v", ac.Name, ac.CountsPublicElsewhere, want)
 				}
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
@@ -58,7 +59,7 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "tte.sanitized", DeadLetterTopic: "tte.dlq", FitTopic: "tte.fits"}
 	cfg.HTTP.Listen = ""
 	cfg.Aggregators = []pipeline.AggregatorConfig{
-		{Name: "km", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour}, Params: map[string]any{"bin_width": 10}},
+		{Name: "km", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 10}},
 	}
 	cfg.Ledger = pipeline.LedgerConfig{File: filepath.Join(t.TempDir(), "ledger.jsonl"), Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
 	if err := cfg.Validate(); err != nil {

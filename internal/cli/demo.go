@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
@@ -44,12 +45,12 @@ func demoConfig(addrs []string, cohorts []string, timeMax float64) pipeline.Conf
 func demoAggregators(cfg *pipeline.Config, window time.Duration) {
 	cfg.Aggregators = []pipeline.AggregatorConfig{
 		{Name: "km-demo", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: window},
-			Params: map[string]any{"method": "hierarchical", "bin_width": 30}},
+			Params: aggregators.Params{Method: "hierarchical", BinWidth: 30}},
 		{Name: "weibull-demo", Kind: "weibull", Epsilon: 1, Window: pipeline.WindowConfig{Size: window},
 			// no noise-aware intervals: each costs about 600 runs of the
 			// mechanism per cohort (dpfit.WeibullIntervals), longer than
 			// the demo's windows
-			Params: map[string]any{"method": "lsp", "interval_sims": -1}},
+			Params: aggregators.Params{Method: "lsp", IntervalSims: -1}},
 	}
 	cfg.Ledger.Topic = "dpsurv.demo.ledger"
 	cfg.Ledger.Budget = map[string]float64{"stream": 20}

@@ -1,0 +1,113 @@
+package aggregators
+
+import (
+	"fmt"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/survival"
+)
+
+// kmKind is the windowed Kaplan–Meier curve: one histogram of the window's
+// records per cohort, released with tree noise (hierarchical, default) or
+// flat cell noise (noisy-histogram). Add/remove-one; n is protected.
+type kmKind struct{ histKind }
+
+func (kmKind) defaults(c *Config) {
+	p := &c.Params
+	if p.BinWidth == 0 {
+		// time_max / 150 (issue 12): 1-unit bins double the curves' error
+		p.BinWidth = dpfit.DefaultBinWidth(c.TimeMax)
+	}
+	if p.BinWidth == 0 { // no usable time_max (Check reports it)
+		p.BinWidth = 1
+	}
+	if p.Method == "" {
+		p.Method = MethodHierarchical
+	}
+	if p.Conf == 0 {
+		p.Conf = 0.95
+	}
+	if p.MaxNoiseStdErr == 0 {
+		p.MaxNoiseStdErr = dpfit.DefaultMaxNoiseStdErr
+	}
+}
+
+func (kmKind) check(c Config) []error {
+	errs := checkBinWidth(c)
+	p := c.Params
+	if p.Method != MethodHierarchical && p.Method != MethodNoisyHistogram {
+		errs = append(errs, fieldErr("params.method", ErrInvalid, "%q is not %s or %s", p.Method, MethodHierarchical, MethodNoisyHistogram))
+	}
+	if !(p.Conf > 0 && p.Conf < 1) {
+		errs = append(errs, fieldErr("params.conf", ErrInvalid, "must be in (0, 1), got %v", p.Conf))
+	}
+	if !(p.MaxNoiseStdErr > 0) {
+		errs = append(errs, fieldErr("params.max_noise_std_err", ErrInvalid, "must be positive, got %v", p.MaxNoiseStdErr))
+	}
+	return errs
+}
+
+func (kmKind) messages(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+	return a.kmMessages(c, src, remaining)
+}
+
+func (kmKind) exactCount(Params) bool { return false }
+
+func (a *aggregate) kmOptions() dpfit.KMOptions {
+	return dpfit.KMOptions{Epsilon: a.cfg.Epsilon, Conf: a.cfg.Params.Conf, MaxNoiseStdErr: a.cfg.Params.MaxNoiseStdErr,
+		LogRankSims: a.cfg.Params.LogRankSims, IntervalSims: a.cfg.Params.IntervalSims}
+}
+
+func (a *aggregate) kmMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+	fit := dpfit.HierarchicalKM
+	if a.cfg.Params.Method == MethodNoisyHistogram {
+		fit = dpfit.NoisyHistogramKM
+	}
+	res, err := fit(c.hist, src, a.kmOptions())
+	if err != nil {
+		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
+	}
+	return a.fromKM(c, res, remaining, a.cfg.Epsilon, compositionWindow), nil
+}
+
+func (a *aggregate) fromKM(c *closing, res dpfit.KMResult, remaining map[string]float64, charged float64, composition string) []FitMessage {
+	lr := logRankDoc(res, a.cfg.Cohorts)
+	out := make([]FitMessage, len(res.Cohorts))
+	for i, ck := range res.Cohorts {
+		m := a.header(c.start, i, remaining, charged)
+		m.Method, m.Mechanism = res.Method, res.Mechanism
+		m.Guarantee, m.Neighbouring = res.Guarantee, res.Neighbouring
+		m.Public = a.publicKM()
+		m.Composition = composition
+		m.N = F(ck.N)
+		m.KMFields = kmFields(ck.Curve)
+		m.KMFields.NoiseStdErr = fs(ck.NoiseStdErr)
+		m.KMFields.TruncatedAt = F(ck.TruncatedAt)
+		m.KMFields.LogRank = lr
+		m.KMFields.SamplingStdErr = fs(ck.SamplingStdErr)
+		m.KMFields.SamplingLower = fs(ck.SamplingLower)
+		m.KMFields.SamplingUpper = fs(ck.SamplingUpper)
+		m.KMFields.MedianNote = ck.MedianNote
+		m.KMFields.NoiseDominatedFrom = F(ck.NoiseDominatedFrom)
+		m.KMFields.NoiseTailSD = dpfit.DefaultNoiseTailSD
+		m.KMFields.LowInformation = ck.LowInformation
+		m.KMFields.LowInformationThreshold = F(ck.LowInformationThreshold)
+		out[i] = m
+	}
+	return out
+}
+
+func kmFields(cv survival.KMCurve) *KMFields {
+	return &KMFields{KMCurve: cv.Wire(), Conf: cv.Conf, NoiseStdErr: []F{}}
+}
+
+// publicKM is the "public" list of a km release: configuration only. The
+// record count is protected (add/remove-one); n is the sum of noisy cells.
+func (a *aggregate) publicKM() []string {
+	out := []string{"time_max", "time_unit", "bin_width", "cohorts", "window"}
+	if a.cfg.Window.Cumulative {
+		out = append(out, "horizon")
+	}
+	return out
+}

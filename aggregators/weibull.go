@@ -1,0 +1,136 @@
+package aggregators
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/survival"
+)
+
+// weibullKind is the per-cohort Weibull fit on the window's histogram:
+// lsp (default) and laplace (add/remove-one), saa (replace-one, n public).
+type weibullKind struct{ histKind }
+
+func (weibullKind) defaults(c *Config) {
+	p := &c.Params
+	if p.BinWidth == 0 {
+		p.BinWidth = 1
+	}
+	if p.Method == "" {
+		p.Method = dpfit.WeibullMethodLSP
+	}
+	w := c.weibull()
+	p.Omega, p.Gamma, p.Rungs = w.Omega, w.Gamma, w.Rungs
+}
+
+func (weibullKind) check(c Config) []error {
+	errs := checkBinWidth(c)
+	switch c.Params.Method {
+	case dpfit.WeibullMethodLSP, dpfit.WeibullMethodLaplace, dpfit.WeibullMethodSAA:
+	default:
+		errs = append(errs, fieldErr("params.method", ErrInvalid, "%q is not lsp, laplace or saa", c.Params.Method))
+	}
+	if p := c.Params.IntervalSims; p > 0 && p < dpfit.DefaultWeibullIntervalSims {
+		errs = append(errs, fieldErr("params.interval_sims", ErrInvalid, "want 0 (default), negative (no intervals) or at least %d for 95%% intervals, got %d",
+			dpfit.DefaultWeibullIntervalSims, p))
+	}
+	if c.Epsilon > 0 && c.TimeMax > 0 {
+		if err := c.weibull().Validate(); err != nil {
+			errs = append(errs, fieldErr("params", ErrInvalid, "%v", err))
+		}
+	}
+	return errs
+}
+
+func (weibullKind) messages(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+	return a.weibullMessages(c, src, remaining)
+}
+
+func (weibullKind) exactCount(p Params) bool { return p.Method == dpfit.WeibullMethodSAA }
+
+func (c Config) weibull() dpfit.WeibullConfig {
+	return dpfit.WeibullConfig{Epsilon: c.Epsilon, TimeMax: c.TimeMax, Omega: c.Params.Omega,
+		Gamma: c.Params.Gamma, Rungs: c.Params.Rungs}.WithDefaults()
+}
+
+func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+	h := c.hist
+	wc := a.cfg.weibull()
+	out := make([]FitMessage, len(a.cfg.Cohorts))
+	for k := range a.cfg.Cohorts {
+		var comp survival.Compressed
+		for b := 0; b < h.Bins; b++ {
+			e, n := h.Events[k][b], h.Events[k][b]+h.Censor[k][b]
+			if n == 0 {
+				continue
+			}
+			comp.Time = append(comp.Time, h.BinStart(b))
+			comp.Events = append(comp.Events, float64(e))
+			comp.Count = append(comp.Count, float64(n))
+		}
+		fit, err := dpfit.FitWeibull(src, comp, wc, a.cfg.Params.Method)
+		if err != nil {
+			return nil, fmt.Errorf("aggregate %q: cohort %d: %w", a.cfg.Name, k, err)
+		}
+		m := a.header(c.start, k, remaining, a.cfg.Epsilon)
+		m.Method, m.Guarantee = fit.Method, fit.Guarantee
+		m.Mechanism = weibullMechanism(fit.Method)
+		m.Neighbouring, m.Composition = weibullNeighbouring(fit.Method), weibullComposition(fit.Method)
+		m.Public = weibullPublic(fit.Method)
+		m.N = F(math.NaN())
+		if fit.Method == dpfit.WeibullMethodLSP {
+			// TLL's noisy event count (the record count is not released),
+			// clamped at 0: a count is never negative (post-processing)
+			m.N = F(math.Max(fit.N, 0))
+		}
+		m.WeibullFields = &WeibullFields{Shape: F(fit.Shape), Scale: F(fit.Scale), ScaleUnit: weibullScaleUnitDescription, Params: fit.Params}
+		if err := weibullIntervals(m.WeibullFields, fit, a.cfg.Params.IntervalSims, h.BinWidth); err != nil {
+			return nil, fmt.Errorf("aggregate %q: cohort %d: %w", a.cfg.Name, k, err)
+		}
+		out[k] = m
+	}
+	return out, nil
+}
+
+// weibullNeighbouring is the relation of a weibull release: add/remove-one
+// for LSP+TLL and the Laplace baseline (dpfit.WeibullNeighbouringAddRemove);
+// SAA's block count is a function of the record count, analysed for a
+// fixed count only (replace-one).
+func weibullNeighbouring(method string) string {
+	if method == dpfit.WeibullMethodSAA {
+		return NeighbouringReplaceInCohort
+	}
+	return NeighbouringAddRemoveInCohort
+}
+
+// weibullComposition is the composition text of a weibull release: it
+// names the same relation as weibullNeighbouring.
+func weibullComposition(method string) string {
+	if method == dpfit.WeibullMethodSAA {
+		return compositionWindowWeibullSAA
+	}
+	return compositionWindowWeibull
+}
+
+// weibullPublic is the "public" list of a weibull release.
+func weibullPublic(method string) []string {
+	out := []string{"time_max", "time_unit", "bin_width", "cohorts", "window", "params"}
+	if method == dpfit.WeibullMethodSAA {
+		out = append(out, "n (the cohort's record count in the window)")
+	}
+	return out
+}
+
+func weibullMechanism(method string) string {
+	switch method {
+	case dpfit.WeibullMethodLSP:
+		return "LSP (ladder exponential mechanism, epsilon/2, sampled exactly on the shape grid params.shape_grid) for the shape; TLL (discrete Laplace on the grid params.tll_grid, sensitivity inflated by one grid step, on the event count and on sum t^p, epsilon/4 each) for the scale; n is the noisy event count"
+	case dpfit.WeibullMethodLaplace:
+		return "baseline: discrete Laplace on a grid (params.shape_grid, params.scale_grid; sensitivity inflated by one grid step) on the clamped MLE shape and scale (sensitivity gamma and scale_bound, epsilon/2 each)"
+	case dpfit.WeibullMethodSAA:
+		return "baseline: sample and aggregate (block MLEs, clamped mean, Laplace)"
+	}
+	return method
+}
