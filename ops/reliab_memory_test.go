@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -150,7 +151,9 @@ log: {level: warn}
 		t.Fatal(err)
 	}
 
-	p := startDpsurv(t, "run", "--config", cfgFile)
+	// The service under measurement is built without the race detector
+	// (whose shadow memory would be measured too), as it ships.
+	p := startBuiltDpsurv(t, "run", "--config", cfgFile)
 	const total = rows * copies
 	var m map[string]float64
 	for {
@@ -181,4 +184,35 @@ log: {level: warn}
 	if d := m[`dpsurv_records_dead_lettered_total{reason="duplicate_id"}`]; d != total-copies {
 		t.Errorf("dead-lettered duplicate_id %v, want %d", d, total-copies)
 	}
+}
+
+// startBuiltDpsurv builds cmd/dpsurv as it ships (no -race, whatever the
+// test binary is built with) and starts it with args.
+func startBuiltDpsurv(t *testing.T, args ...string) *dpsurvProcess {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "dpsurv")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/dpsurv")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build dpsurv: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, args...)
+	p := &dpsurvProcess{cmd: cmd, logs: &opsLogs{}, done: make(chan struct{})}
+	cmd.Stdout = io.Discard
+	cmd.Stderr = p.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start dpsurv %v: %v", args, err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
 }
