@@ -50,17 +50,18 @@ type EngineConfig struct {
 	Metrics *Metrics
 	Log     *zap.Logger
 	Mem     memory.Allocator
-	// AsyncFits runs the fit of each discrete-time window (noise draw and
-	// estimation; a pSGLD window can take a minute) on its own goroutine,
+	// AsyncFits runs the fit of each discrete-time and Weibull window
+	// (noise draw and estimation; a pSGLD window can take a minute, a
+	// Weibull window's noise-aware intervals tens of seconds) on its own goroutine,
 	// so that Observe and Tick never wait for it: the fit starts on the
 	// Tick that would have released the window, and the first Tick after
 	// it ends records it in the ledger and publishes it. Before a fit
 	// starts the ledger is consulted (a stored release is replayed, no
 	// noise drawn); the fit builds the release with the budget that will
 	// remain after its charge, and if another release changed that budget
-	// meanwhile the fit is discarded unpublished and run again. KM and
-	// Weibull fits take milliseconds (BenchmarkReleaseLatency) and stay
-	// inline, in release order. The service sets it; Noise is then shared
+	// meanwhile the fit is discarded unpublished and run again. KM fits
+	// take milliseconds (BenchmarkReleaseLatency) and stay inline, in
+	// release order. The service sets it; Noise is then shared
 	// with the fits' goroutines (it is wrapped in a lock).
 	AsyncFits bool
 }
@@ -383,7 +384,7 @@ func (e *Engine) releaseClosing(ctx context.Context) {
 			}
 			var replay bool
 			var err error
-			if e.cfg.AsyncFits && a.tree == nil && a.cfg.Kind == KindDiscrete {
+			if e.cfg.AsyncFits && a.tree == nil && (a.cfg.Kind == KindDiscrete || a.cfg.Kind == KindWeibull) {
 				var ready bool
 				ready, replay, err = e.releaseAsync(ctx, a, c, key, eps)
 				if !ready {
