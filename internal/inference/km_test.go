@@ -34,6 +34,7 @@ func flchain(t testing.TB) Data {
 // 0.92-0.95 in this world (docs/inference.md), so a cell cannot be held to
 // [0.93, 0.97] individually by the private interval either.
 func TestKMCoverage(t *testing.T) {
+	t.Parallel() // independent seeded studies: make stats uses both cores
 	d := flchain(t)
 	cfg := KMConfig{TimeMax: 5400, Checkpoints: []float64{365, 730, 1826}, Reps: 100}
 	if !testtier.Long() {
@@ -88,6 +89,7 @@ func TestKMCoverage(t *testing.T) {
 // replicates per epsilon), false medians <= 3 of 180. Full tier: 200
 // replicates of all 10 cohorts, coverage >= 0.90 per epsilon.
 func TestMedianCoverage(t *testing.T) {
+	t.Parallel() // independent seeded studies: make stats uses both cores
 	d := flchain(t)
 	cfg := KMConfig{TimeMax: 5400, Reps: 200}
 	if !testtier.Long() {

@@ -17,6 +17,7 @@ import (
 // +-1.8 binomial SE, false alarm about 7% per epsilon) and the pooled size
 // of the 1200 in [0.05 -+ 3 x 0.0063].
 func TestDPLogRankSize(t *testing.T) {
+	t.Parallel() // independent seeded studies: make stats uses both cores
 	d := flchain(t)
 	reps, records, sims := 400, 3000, 99
 	if !testtier.Long() {
@@ -54,6 +55,7 @@ func TestDPLogRankSize(t *testing.T) {
 // test (full tier) — the price of calibration is reported in
 // docs/inference.md.
 func TestDPLogRankPower(t *testing.T) {
+	t.Parallel() // independent seeded studies: make stats uses both cores
 	if !testtier.Long() {
 		t.Skip("power study: full tier only")
 	}

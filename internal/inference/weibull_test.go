@@ -37,6 +37,7 @@ func weibullWorld(n int, shape, scale float64, seed uint64) Data {
 // each at coverage 0.95, binomial). A broken interval covering 0.6 passes
 // with probability 0.25 only; the full tier below is the real check.
 func TestWeibullIntervalCoverage(t *testing.T) {
+	t.Parallel() // independent seeded studies: make stats uses both cores
 	d := weibullWorld(150, 1.3, 700, 5)
 	var shapeMiss, scaleMiss, total int
 	for i, eps := range []float64{0.5, 1, 2} {
@@ -69,6 +70,7 @@ func TestWeibullIntervalCoverage(t *testing.T) {
 // 12 misses). At a true coverage of 0.95 the false alarm of the per-epsilon
 // checks is 0.3% each and of the pooled check 1.1% (binomial).
 func TestWeibullIntervalCoverageFull(t *testing.T) {
+	t.Parallel() // independent seeded studies: make stats uses both cores
 	testtier.Heavy(t, "weibull interval coverage (about 5 minutes)")
 	d := flchain(t)
 	var shapeMiss, scaleMiss, total int
