@@ -66,6 +66,13 @@ func startDpsurv(t *testing.T, args ...string) *dpsurvProcess {
 	raw, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), helperEnv+"="+string(raw))
+	return startProcess(t, cmd, args)
+}
+
+// startProcess starts cmd with its stderr collected, and kills it when the
+// test ends.
+func startProcess(t *testing.T, cmd *exec.Cmd, args []string) *dpsurvProcess {
+	t.Helper()
 	p := &dpsurvProcess{cmd: cmd, logs: &opsLogs{}, done: make(chan struct{})}
 	cmd.Stdout = io.Discard
 	cmd.Stderr = p.logs

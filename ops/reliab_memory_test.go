@@ -195,24 +195,5 @@ func startBuiltDpsurv(t *testing.T, args ...string) *dpsurvProcess {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build dpsurv: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, args...)
-	p := &dpsurvProcess{cmd: cmd, logs: &opsLogs{}, done: make(chan struct{})}
-	cmd.Stdout = io.Discard
-	cmd.Stderr = p.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start dpsurv %v: %v", args, err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
+	return startProcess(t, exec.Command(bin, args...), args)
 }

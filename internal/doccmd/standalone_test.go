@@ -10,7 +10,8 @@ import (
 )
 
 // TestRepositoryStandsAlone fails when a source, build or script file
-// refers to the shared folder beside our own checkouts (../shared), which a
+// refers to the shared folder beside our own checkouts (a sibling named
+// shared), which a
 // user's clone does not have: tests and documented commands must read only
 // the repository (data/ holds the datasets). Documents may not point at its
 // data either.
