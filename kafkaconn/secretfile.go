@@ -17,6 +17,25 @@ var ErrSecretFileMode = errors.New("secret file is readable by others")
 // (a Kubernetes Secret volume with fsGroup is mode 0440); a file any other
 // user may access is always refused.
 func ReadSecretFile(path string, max int64, allowGroup bool) ([]byte, error) {
+	return ReadRegularFile(path, max, func(st os.FileInfo) error {
+		perm := st.Mode().Perm()
+		switch {
+		case perm&0o007 != 0:
+			return fmt.Errorf("%s has mode %04o: %w (chmod o-rwx it)", path, perm, ErrSecretFileMode)
+		case perm&0o070 != 0 && !allowGroup:
+			return fmt.Errorf("%s has mode %04o: %w (chmod 600 it, or allow a group-readable file in the config)", path, perm, ErrSecretFileMode)
+		case st.Size() > max:
+			return fmt.Errorf("%s has %d bytes, more than the %d a secret may have", path, st.Size(), max)
+		}
+		return nil
+	})
+}
+
+// ReadRegularFile reads a regular file of at most max bytes (a device such
+// as /dev/zero, a FIFO or a directory is refused before anything is read)
+// through a bounded reader; check, when not nil, vets the open file's
+// FileInfo first.
+func ReadRegularFile(path string, max int64, check func(os.FileInfo) error) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -29,15 +48,13 @@ func ReadSecretFile(path string, max int64, allowGroup bool) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
 	}
-	perm := st.Mode().Perm()
-	switch {
-	case perm&0o007 != 0:
-		return nil, fmt.Errorf("%s has mode %04o: %w (chmod o-rwx it)", path, perm, ErrSecretFileMode)
-	case perm&0o070 != 0 && !allowGroup:
-		return nil, fmt.Errorf("%s has mode %04o: %w (chmod 600 it, or allow a group-readable file in the config)", path, perm, ErrSecretFileMode)
+	if check != nil {
+		if err := check(st); err != nil {
+			return nil, err
+		}
 	}
 	if st.Size() > max {
-		return nil, fmt.Errorf("%s has %d bytes, more than the %d a secret may have", path, st.Size(), max)
+		return nil, fmt.Errorf("%s has %d bytes, more than the limit of %d", path, st.Size(), max)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {

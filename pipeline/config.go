@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -186,31 +184,9 @@ func LoadConfig(path string) (Config, error) {
 }
 
 // readSmallFile reads a regular file of at most max bytes, with a bounded
-// reader (a device or a FIFO is refused before it is read).
+// reader (kafkaconn.ReadRegularFile).
 func readSmallFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if st.Size() > max {
-		return nil, fmt.Errorf("%s has %d bytes, more than the limit of %d", path, st.Size(), max)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s has more than %d bytes", path, max)
-	}
-	return b, nil
+	return kafkaconn.ReadRegularFile(path, max, nil)
 }
 
 // ParseConfig parses and validates YAML config bytes.
