@@ -376,6 +376,14 @@ func checkNotes(t *testing.T, r rendered, eff map[string]any) {
 			t.Errorf("NOTES.txt lacks %q", want)
 		}
 	}
+	// The notes say which monitoring objects are on, and how to switch on the others.
+	for _, m := range []string{"serviceMonitor", "dashboard", "prometheusRule", "networkPolicy"} {
+		enabled, _ := get(eff, m, "enabled")
+		hint := "--set " + m + ".enabled=true"
+		if got := strings.Contains(r.Notes, hint); got == (enabled == true) {
+			t.Errorf("NOTES.txt: %s.enabled=%v but the hint %q present=%v", m, enabled, hint, got)
+		}
+	}
 	if strings.Contains(r.Notes, "<no value>") {
 		t.Errorf("NOTES.txt renders <no value>:\n%s", r.Notes)
 	}

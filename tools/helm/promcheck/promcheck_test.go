@@ -220,8 +220,8 @@ func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
 	// Every alert expression returns a series: comparisons in bool form,
 	// so a healthy value still yields a sample.
 	alerts := monitor.Alerts(groups)
-	if len(alerts) != 6 {
-		t.Fatalf("%d alerts rendered, want 6", len(alerts))
+	if len(alerts) != 7 {
+		t.Fatalf("%d alerts rendered, want 7", len(alerts))
 	}
 	for _, a := range alerts {
 		expr := monitor.WithBool(a.Expr)
@@ -251,7 +251,7 @@ func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
 	}
 	want := map[string]string{
 		"DpsurvWindowWithheld": "firing", "DpsurvPrivacyBudgetHigh": "firing",
-		"DpsurvNotReady": "inactive", "DpsurvNoLeaseHolder": "inactive",
+		"DpsurvNotReady": "inactive", "DpsurvNoLeaseHolder": "inactive", "DpsurvTwoLeaseHolders": "inactive",
 		"DpsurvDeadLetterRateHigh": "", // 1 of ~600 records: under 1%, but the 5m rate may still be settling
 		"DpsurvConsumerLagGrowing": "inactive",
 	}
