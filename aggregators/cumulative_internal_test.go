@@ -52,7 +52,7 @@ func TestCumulativeOnePatientOneContributionPerHorizon(t *testing.T) {
 			}
 			a.register(now)
 			s := a.windowStart(now)
-			h := a.open[s]
+			h := histOf(a.open[s])
 			cp := a.newHist()
 			for c := range h.Events {
 				copy(cp.Events[c], h.Events[c])

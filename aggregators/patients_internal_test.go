@@ -72,7 +72,7 @@ func TestOnePatientOneRecordPerWindow(t *testing.T) {
 	if st.Counted != 0 || st.Replaced != 1 || st.Repeated != 1 {
 		t.Fatalf("second batch: %+v, want 1 replaced, 1 repeated", st)
 	}
-	h := a.open[s]
+	h := histOf(a.open[s])
 	check := func(h interface{ Records() int64 }, want int64) {
 		t.Helper()
 		if n := h.Records(); n != want {
@@ -104,8 +104,8 @@ func TestOnePatientOneRecordPerWindow(t *testing.T) {
 	if st.Replaced != 1 || st.Counted != 0 {
 		t.Fatalf("after restore: %+v, want 1 replaced", st)
 	}
-	check(b.open[s], 2)
-	if b.open[s].Events[0][7] != 0 || b.open[s].Censor[0][8] != 1 {
+	check(histOf(b.open[s]), 2)
+	if histOf(b.open[s]).Events[0][7] != 0 || histOf(b.open[s]).Censor[0][8] != 1 {
 		t.Fatal("after restore the latest version did not replace the counted one")
 	}
 
@@ -138,10 +138,10 @@ func TestOnePatientOneRecordPerDiscreteWindow(t *testing.T) {
 	s := a.windowStart(now)
 	addRows(t, a, mem, withAge(patientBatch(t, mem, []string{"p1", "p2"}, []float64{3, 4}, []bool{false, true}, []int32{0, 1})), now)
 	st := addRows(t, a, mem, withAge(patientBatch(t, mem, []string{"p1"}, []float64{7}, []bool{true}, []int32{0})), now)
-	if st.Replaced != 1 || a.recs[s].len() != 2 {
-		t.Fatalf("%+v, %d records kept; want 1 replaced, 2 records", st, a.recs[s].len())
+	if st.Replaced != 1 || a.open[s].(*discreteWindow).len() != 2 {
+		t.Fatalf("%+v, %d records kept; want 1 replaced, 2 records", st, a.open[s].(*discreteWindow).len())
 	}
-	if v := a.recs[s].packed[0]; v != 7<<1|1 {
+	if v := a.open[s].(*discreteWindow).packed[0]; v != 7<<1|1 {
 		t.Fatalf("p1's record is %#x, want its latest version (interval 7, event)", v)
 	}
 }
