@@ -144,6 +144,15 @@ func kindOf(c Config) kind {
 	return otherKind{}
 }
 
+// kindNames lists the kinds of kindOf for error messages.
+const kindNames = "km, weibull or discrete"
+
+// knownKind reports whether name is an aggregate kind (kindOf lists them).
+func knownKind(name string) bool {
+	_, other := kindOf(Config{Kind: name}).(otherKind)
+	return !other
+}
+
 // ReleasesExactCount reports whether the aggregate treats its window's
 // record count as public and releases it exactly (n public, replace-one):
 // kind discrete, and weibull with method saa.
@@ -164,7 +173,7 @@ func (otherKind) defaults(c *Config) {
 }
 func (otherKind) check(c Config) []error { return checkBinWidth(c) }
 func (otherKind) release(a *aggregate, _ *closing, _ dp.Source, _ map[string]float64) ([]FitMessage, error) {
-	return nil, fieldErr("kind", ErrInvalid, "%q is not km, weibull or discrete", a.cfg.Kind)
+	return nil, fieldErr("kind", ErrInvalid, "%q is not %s", a.cfg.Kind, kindNames)
 }
 
 // checkBinWidth checks the histogram layout of the km and weibull kinds.
