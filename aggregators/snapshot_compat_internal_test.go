@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"maps"
-	"slices"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
