@@ -206,7 +206,7 @@ func (c Config) Check() []error {
 		add("window.time", ErrInvalid, "%q is not event or processing", c.Window.Time)
 	}
 	if c.Window.Cumulative {
-		if c.Kind != KindKM {
+		if _, ok := kindOf(c).(counter); !ok { // only a counter kind releases continually
 			add("window.cumulative", ErrInvalid, "only km aggregates support continual release")
 		}
 		if c.Window.Horizon < 1 || c.Window.Horizon > MaxHorizon {
