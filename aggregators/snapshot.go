@@ -65,7 +65,6 @@ type closingSnap struct {
 func encodeHist(h *dpfit.Histogram) []byte {
 	out := []byte{}
 	last := -1
-	var tmp [binary.MaxVarintLen64]byte
 	for c := range h.Events {
 		for k, row := range [2][]int64{h.Events[c], h.Censor[c]} {
 			for b, v := range row {
@@ -73,8 +72,8 @@ func encodeHist(h *dpfit.Histogram) []byte {
 					continue
 				}
 				idx := (c*2+k)*h.Bins + b
-				out = append(out, tmp[:binary.PutUvarint(tmp[:], uint64(idx-last))]...)
-				out = append(out, tmp[:binary.PutUvarint(tmp[:], uint64(v))]...)
+				out = binary.AppendUvarint(out, uint64(idx-last))
+				out = binary.AppendUvarint(out, uint64(v))
 				last = idx
 			}
 		}
