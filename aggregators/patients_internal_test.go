@@ -24,6 +24,25 @@ func withAge(r *schemas.Rows) *schemas.Rows {
 	return r
 }
 
+// keyedAggregate builds cfg's aggregate with patient key key, restored
+// from snap unless it is nil.
+func keyedAggregate(t *testing.T, cfg Config, key []byte, snap *aggSnapshot) *aggregate {
+	t.Helper()
+	a, err := newAggregate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.setPatientKey(key); err != nil {
+		t.Fatal(err)
+	}
+	if snap != nil {
+		if err := a.restore(snap); err != nil {
+			t.Fatalf("%s: restore: %v", cfg.Name, err)
+		}
+	}
+	return a
+}
+
 func addRows(t *testing.T, a *aggregate, mem memory.Allocator, rows *schemas.Rows, now int64) AddStats {
 	t.Helper()
 	spec := schemas.Spec{Cohorts: []string{"A", "B"}, TimeUnit: "days", Columns: schemas.DefaultColumns()}
@@ -52,14 +71,8 @@ func TestOnePatientOneRecordPerWindow(t *testing.T) {
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	cfg := Config{Name: "km", Kind: KindKM, Window: Window{Size: time.Minute}, Epsilon: 1,
 		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Params: Params{Method: MethodNoisyHistogram, BinWidth: 1}}
-	a, err := newAggregate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := newPatientKey()
-	if err := a.setPatientKey(key); err != nil {
-		t.Fatal(err)
-	}
+	a := keyedAggregate(t, cfg, key, nil)
 	now := time.Unix(600, 0).UnixNano()
 	s := a.windowStart(now)
 	st := addRows(t, a, mem, patientBatch(t, mem, []string{"MRN-1", "MRN-2"}, []float64{3, 4}, []bool{false, true}, []int32{0, 1}), now)
@@ -90,16 +103,7 @@ func TestOnePatientOneRecordPerWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := newAggregate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.setPatientKey(key); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.restore(snap); err != nil {
-		t.Fatal(err)
-	}
+	b := keyedAggregate(t, cfg, key, snap)
 	st = addRows(t, b, mem, patientBatch(t, mem, []string{"MRN-1"}, []float64{8}, []bool{false}, []int32{0}), now)
 	if st.Replaced != 1 || st.Counted != 0 {
 		t.Fatalf("after restore: %+v, want 1 replaced", st)

@@ -52,13 +52,7 @@ func buildCompatState(t *testing.T) map[string]*aggSnapshot {
 	key := bytes.Repeat([]byte{7}, PatientKeyBytes)
 	out := map[string]*aggSnapshot{}
 	for _, cfg := range compatConfigs() {
-		a, err := newAggregate(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.setPatientKey(key); err != nil {
-			t.Fatal(err)
-		}
+		a := keyedAggregate(t, cfg, key, nil)
 		batch := func(ids []string, times []float64, events []bool, cohorts []int32) {
 			rows := patientBatch(t, mem, ids, times, events, cohorts)
 			if cfg.Kind == KindDiscrete {
@@ -120,17 +114,7 @@ func TestCheckpointCompat(t *testing.T) {
 		if s == nil || len(s.Open) == 0 || len(s.Closing) != 1 {
 			t.Fatalf("%s: golden holds no open or closing windows", cfg.Name)
 		}
-		a, err := newAggregate(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.setPatientKey(key); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.restore(s); err != nil {
-			t.Fatalf("%s: restore: %v", cfg.Name, err)
-		}
-		again, err := a.snapshot()
+		again, err := keyedAggregate(t, cfg, key, s).snapshot()
 		if err != nil {
 			t.Fatal(err)
 		}
