@@ -47,12 +47,11 @@ type AddStats struct {
 // closing is a window taken out of the open set: its counts are final and
 // persisted in a checkpoint before its release is drawn.
 type closing struct {
-	start int64            // ns since the epoch
-	hist  *dpfit.Histogram // nil for cumulative aggregates (stepped into the tree) and discrete ones
-	recs  *discreteWindow  // discrete aggregates: the window's records
-	step  int              // cumulative: the tree step holding this window
-	draw  string           // cumulative: random nonce of the step (windowDoc.Draw)
-	fails int              // failed release attempts in this process
+	start int64  // ns since the epoch
+	w     window // the window's state; nil when stepped into a counter
+	step  int    // counter kinds: the counter step holding this window
+	draw  string // counter kinds: random nonce of the step (windowDoc.Draw)
+	fails int    // failed release attempts in this process
 }
 
 // aggregate is one configured aggregate's window state. Its memory is
@@ -60,26 +59,24 @@ type closing struct {
 // except by discrete aggregates, which keep up to max_records compact
 // records per open window (discrete.go).
 type aggregate struct {
-	cfg        Config
-	kind       kind  // the kind's defaults, checks and release
+	cfg  Config
+	kind kind // the kind's defaults, checks, window state and release
+	// counter is the kind's state that outlives the windows (nil unless
+	// the kind is a counter); plan is how its windows are released.
+	counter    counter
+	plan       plan
 	size, late int64 // ns
-	// open holds the open windows; a discrete aggregate's values are nil
-	// and its records are in recs under the same starts.
-	open         map[int64]*dpfit.Histogram
-	recs         map[int64]*discreteWindow
+	// open holds the open windows' state (the kind's window type).
+	open         map[int64]window
 	closedBefore int64 // windows starting before this (ns) are closed
 	closing      []*closing
-	tree         *dpfit.ContinualKM
 	// patients holds, per open window, each patient's one contribution
 	// (patients.go): one patient, one record per window, latest version
 	// wins.
 	patients map[int64]patientTable
-	// horizon (cumulative aggregates only) maps every patient counted in
-	// the horizon to the start (ns, as uint64) of the one window that
-	// counts them; it outlives the windows and is checkpointed.
-	horizon patientTable
-	// foreign is set when a cumulative window's release was another
-	// holder's value: the horizon's later releases are withheld.
+	// foreign is set when a window's stored release carries another
+	// holder's counter draw (windowDoc.Draw): the later windows are
+	// withheld.
 	foreign bool
 	prf     *dp.PRF // fingerprint key (from the checkpoint)
 	rs      dp.RecordState
@@ -95,9 +92,16 @@ func newAggregate(cfg Config) (*aggregate, error) {
 		return nil, err
 	}
 	a := &aggregate{cfg: cfg, kind: kindOf(cfg), size: int64(cfg.Window.Size), late: int64(cfg.Window.Lateness),
-		open: map[int64]*dpfit.Histogram{}, closedBefore: math.MinInt64, patients: map[int64]patientTable{}}
-	if err := a.kind.init(a); err != nil {
-		return nil, fmt.Errorf("aggregate %q: %w", cfg.Name, err)
+		open: map[int64]window{}, closedBefore: math.MinInt64, patients: map[int64]patientTable{}}
+	a.plan = windowPlan(a)
+	if p, ok := a.kind.(planner); ok {
+		a.plan = p.plan(a)
+	}
+	if c, ok := a.kind.(counter); ok {
+		if err := c.init(a); err != nil {
+			return nil, fmt.Errorf("aggregate %q: %w", cfg.Name, err)
+		}
+		a.counter = c
 	}
 	return a, nil
 }
@@ -141,7 +145,7 @@ func (a *aggregate) ensure(s int64) {
 		return
 	}
 	if _, ok := a.open[s]; !ok {
-		a.kind.open(a, s)
+		a.open[s] = a.kind.open(a)
 	}
 }
 
@@ -157,8 +161,11 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 }
 
 // addHist counts the rows of a canonical record into the histograms of
-// their windows (km, cumulative km, weibull).
-func (a *aggregate) addHist(rec arrow.Record, now int64) (AddStats, error) {
+// their windows (km, cumulative km, weibull). horizon, when not nil, maps
+// every patient counted in a cumulative horizon to the start (ns, as
+// uint64) of the one window that counts them: a patient in it is not
+// counted again.
+func (a *aggregate) addHist(rec arrow.Record, now int64, horizon patientTable) (AddStats, error) {
 	var st AddStats
 	n := int(rec.NumRows())
 	ids, ok0 := rec.Column(schemas.ColID).(*array.String)
@@ -190,7 +197,7 @@ func (a *aggregate) addHist(rec arrow.Record, now int64) (AddStats, error) {
 		}
 		h, tbl := a.lastHist, a.lastTable
 		if s != a.lastStart || h == nil {
-			h = a.open[s]
+			h = histOf(a.open[s])
 			tbl = a.patients[s]
 			if h != nil && tbl == nil {
 				tbl = patientTable{}
@@ -239,17 +246,17 @@ func (a *aggregate) addHist(rec arrow.Record, now int64) (AddStats, error) {
 			st.Replaced++
 			continue
 		}
-		if a.horizon != nil {
+		if horizon != nil {
 			// Cumulative: one contribution per patient for the whole
 			// horizon (the tree counter's sensitivity 1), not per window.
-			if _, seen := a.horizon[fp]; seen {
+			if _, seen := horizon[fp]; seen {
 				if st.Skipped == nil {
 					st.Skipped = map[string]int{}
 				}
 				st.Skipped[SkipCumulativeSeen]++
 				continue
 			}
-			if len(a.horizon) >= MaxPatientsPerHorizon {
+			if len(horizon) >= MaxPatientsPerHorizon {
 				if st.Skipped == nil {
 					st.Skipped = map[string]int{}
 				}
@@ -271,8 +278,8 @@ func (a *aggregate) addHist(rec arrow.Record, now int64) (AddStats, error) {
 			return st, err
 		}
 		tbl[fp] = v
-		if a.horizon != nil {
-			a.horizon[fp] = uint64(s)
+		if horizon != nil {
+			horizon[fp] = uint64(s)
 		}
 		st.Counted++
 	}
@@ -292,53 +299,47 @@ func (a *aggregate) due(now int64) []int64 {
 	return out
 }
 
-// errHorizon is returned by closeWindow when a cumulative aggregate has
-// used its horizon.
+// errHorizon is returned by closeWindow when a counter kind (cumulative
+// km) has used its horizon.
 var errHorizon = errors.New("cumulative horizon reached")
 
-// closeWindow moves window s out of the open set. For a cumulative
-// aggregate it steps the tree counter (drawing that node's noise); the
-// caller must have charged the horizon first.
+// closeWindow moves window s out of the open set. A counter kind steps
+// its counter (drawing that node's noise); the caller must have made the
+// plan's charge first.
 func (a *aggregate) closeWindow(s int64, src dp.Source) (*closing, error) {
-	h := a.open[s]
+	w := a.open[s]
+	a.drop(s)
+	if a.counter != nil {
+		return a.counter.step(a, s, w, src)
+	}
+	return &closing{start: s, w: w}, nil
+}
+
+// drop removes open window s without releasing it.
+func (a *aggregate) drop(s int64) {
 	delete(a.open, s)
 	delete(a.patients, s)
 	a.lastHist, a.lastTable = nil, nil
 	a.closedBefore = max(a.closedBefore, s+a.size)
-	return a.kind.close(a, s, h, src)
 }
 
 // memoryBytes is the size of the counts held (open and closing windows,
 // tree counter).
 func (a *aggregate) memoryBytes() int {
 	n := 0
-	for _, h := range a.open {
-		if h != nil {
-			n += h.MemoryBytes()
-		}
-	}
-	for _, w := range a.recs {
+	for _, w := range a.open {
 		n += w.bytes()
 	}
 	for _, t := range a.patients {
 		n += patientTableBytes(t)
 	}
-	n += patientTableBytes(a.horizon)
 	for _, c := range a.closing {
-		if c.hist != nil {
-			n += c.hist.MemoryBytes()
-		}
-		if c.recs != nil {
-			n += c.recs.bytes()
+		if c.w != nil {
+			n += c.w.bytes()
 		}
 	}
-	if a.tree != nil {
-		bins := int(math.Floor(a.cfg.TimeMax/a.cfg.Params.BinWidth)) + 1
-		levels := 0
-		for h := a.cfg.Window.Horizon; h > 0; h >>= 1 {
-			levels++
-		}
-		n += 2 * 8 * 2 * bins * len(a.cfg.Cohorts) * levels
+	if a.counter != nil {
+		n += a.counter.bytes(a)
 	}
 	return n
 }

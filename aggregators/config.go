@@ -186,10 +186,8 @@ func (c Config) Check() []error {
 	if c.Name == "" || strings.ContainsAny(c.Name, "/#") {
 		add("name", ErrRequired, "required, without '/' or '#' (it prefixes ledger and message keys)")
 	}
-	switch c.Kind {
-	case KindKM, KindWeibull, KindDiscrete:
-	default:
-		add("kind", ErrInvalid, "%q is not km, weibull or discrete", c.Kind)
+	if !knownKind(c.Kind) {
+		add("kind", ErrInvalid, "%q is not %s", c.Kind, kindNames)
 	}
 	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) {
 		add("epsilon", ErrInvalid, "must be positive and finite, got %v", c.Epsilon)
@@ -208,7 +206,7 @@ func (c Config) Check() []error {
 		add("window.time", ErrInvalid, "%q is not event or processing", c.Window.Time)
 	}
 	if c.Window.Cumulative {
-		if c.Kind != KindKM {
+		if _, ok := kindOf(c).(counter); !ok { // only a counter kind releases continually
 			add("window.cumulative", ErrInvalid, "only km aggregates support continual release")
 		}
 		if c.Window.Horizon < 1 || c.Window.Horizon > MaxHorizon {

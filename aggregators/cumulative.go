@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+
+	"github.com/apache/arrow/go/v15/arrow"
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit"
@@ -12,52 +15,72 @@ import (
 // cumulativeKind is the km kind with window.cumulative: the cumulative
 // curve re-published every window through a binary-tree counter
 // (dpfit.ContinualKM), epsilon charged once for the horizon. Its params
-// and their defaults are km's.
-type cumulativeKind struct{ kmKind }
+// and their defaults are km's. It is a counter: its state outlives the
+// windows.
+type cumulativeKind struct {
+	kmKind
+	tree *dpfit.ContinualKM
+	// horizon maps every patient counted in the horizon to the start (ns,
+	// as uint64) of the one window that counts them; it outlives the
+	// windows and is checkpointed.
+	horizon patientTable
+}
 
-func (cumulativeKind) init(a *aggregate) error {
+func (k *cumulativeKind) init(a *aggregate) error {
 	t, err := dpfit.NewContinualKM(a.cfg.Params.BinWidth, a.cfg.TimeMax, len(a.cfg.Cohorts), a.cfg.Window.Horizon, a.kmOptions())
 	if err != nil {
 		return err
 	}
-	a.tree, a.horizon = t, patientTable{}
+	k.tree, k.horizon = t, patientTable{}
 	return nil
 }
 
-// close steps the tree counter with window s's histogram (drawing that
-// node's noise); the caller must have charged the horizon first.
-func (cumulativeKind) close(a *aggregate, s int64, h *dpfit.Histogram, src dp.Source) (*closing, error) {
-	if a.tree.Releases() >= a.tree.Horizon() {
-		return nil, errHorizon
-	}
-	if _, err := a.tree.Release(src, h); err != nil {
-		return nil, fmt.Errorf("aggregate %q: step tree counter: %w", a.cfg.Name, err)
-	}
-	return &closing{start: s, step: a.tree.Releases(), draw: fmt.Sprintf("%016x%016x", src.Uint64(), src.Uint64())}, nil
+// plan: the horizon is charged epsilon once (ledger key
+// <aggregate>/cumulative) before any node noise is drawn; each window's
+// release is post-processing of the charged counter (0 as the key's
+// release; the horizon's epsilon if it ends up a second value of the key,
+// its node noise then public too), one window at a time.
+func (k *cumulativeKind) plan(a *aggregate) plan {
+	return plan{epsilon: 0, superseded: a.cfg.Epsilon, serial: true,
+		charge: cumulativeKey(a.cfg.Name), chargeDoc: a.cumulativeChargeDoc}
 }
 
-// loadClosing: a closing cumulative window is its step and draw (already
-// in cl); its counts are in the tree counter.
-func (cumulativeKind) loadClosing(*aggregate, closingSnap, *closing) error { return nil }
+// add counts the rows into their windows' histograms, each patient once
+// for the horizon.
+func (k *cumulativeKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
+	return a.addHist(rec, now, k.horizon)
+}
 
-func (cumulativeKind) saveHorizon(a *aggregate, s *aggSnapshot) error {
-	b, err := a.tree.MarshalBinary()
+// step steps the tree counter with window s's histogram (drawing that
+// node's noise); the caller must have charged the horizon first.
+func (k *cumulativeKind) step(a *aggregate, s int64, w window, src dp.Source) (*closing, error) {
+	if k.tree.Releases() >= k.tree.Horizon() {
+		return nil, errHorizon
+	}
+	if _, err := k.tree.Release(src, histOf(w)); err != nil {
+		return nil, fmt.Errorf("aggregate %q: step tree counter: %w", a.cfg.Name, err)
+	}
+	return &closing{start: s, step: k.tree.Releases(), draw: fmt.Sprintf("%016x%016x", src.Uint64(), src.Uint64())}, nil
+}
+
+func (k *cumulativeKind) save(_ *aggregate, s *aggSnapshot) error {
+	b, err := k.tree.MarshalBinary()
 	if err != nil {
 		return err
 	}
 	s.Tree = b
-	s.Horizon, s.HorizonTracked, s.Foreign = encodePatients(a.horizon), true, a.foreign
+	s.Horizon, s.HorizonTracked = encodePatients(k.horizon), true
 	return nil
 }
 
-func (cumulativeKind) loadHorizon(a *aggregate, s *aggSnapshot) error {
+func (k *cumulativeKind) load(a *aggregate, s *aggSnapshot) error {
 	if len(s.Tree) == 0 {
 		return errors.New("saved state lacks the tree counter")
 	}
-	if err := a.tree.UnmarshalBinary(s.Tree); err != nil {
+	if err := k.tree.UnmarshalBinary(s.Tree); err != nil {
 		return err
 	}
-	if a.tree.Releases() > 0 && !s.HorizonTracked {
+	if k.tree.Releases() > 0 && !s.HorizonTracked {
 		// a checkpoint from before horizon-wide patient counting: the
 		// patients of the released windows are unknown, and counting
 		// them again would exceed the counter's sensitivity.
@@ -68,26 +91,33 @@ func (cumulativeKind) loadHorizon(a *aggregate, s *aggSnapshot) error {
 	if err != nil {
 		return fmt.Errorf("horizon patients: %w", err)
 	}
-	a.horizon, a.foreign = hp, s.Foreign
+	k.horizon = hp
 	for st, tbl := range a.patients { // open windows count their patients
 		for fp := range tbl {
-			if _, ok := a.horizon[fp]; !ok {
-				a.horizon[fp] = uint64(st)
+			if _, ok := k.horizon[fp]; !ok {
+				k.horizon[fp] = uint64(st)
 			}
 		}
 	}
 	return nil
 }
 
-func (cumulativeKind) messages(a *aggregate, c *closing, _ dp.Source, remaining map[string]float64) ([]FitMessage, error) {
-	return a.cumulativeMessages(c, remaining)
+// bytes is the tree counter's cells (two int64 per cell and kind, one
+// histogram per level) and the horizon's patient table.
+func (k *cumulativeKind) bytes(a *aggregate) int {
+	bins := int(math.Floor(a.cfg.TimeMax/a.cfg.Params.BinWidth)) + 1
+	levels := 0
+	for h := a.cfg.Window.Horizon; h > 0; h >>= 1 {
+		levels++
+	}
+	return 2*8*2*bins*len(a.cfg.Cohorts)*levels + patientTableBytes(k.horizon)
 }
 
-func (a *aggregate) cumulativeMessages(c *closing, remaining map[string]float64) ([]FitMessage, error) {
-	if c.step != a.tree.Releases() {
-		return nil, fmt.Errorf("aggregate %q: cumulative window at step %d, counter at %d", a.cfg.Name, c.step, a.tree.Releases())
+func (k *cumulativeKind) release(a *aggregate, c *closing, _ dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+	if c.step != k.tree.Releases() {
+		return nil, fmt.Errorf("aggregate %q: cumulative window at step %d, counter at %d", a.cfg.Name, c.step, k.tree.Releases())
 	}
-	res, err := a.tree.Current()
+	res, err := k.tree.Current()
 	if err != nil {
 		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
 	}
@@ -95,6 +125,7 @@ func (a *aggregate) cumulativeMessages(c *closing, remaining map[string]float64)
 	for i := range msgs {
 		msgs[i].ReleaseIndex, msgs[i].Horizon = c.step, a.cfg.Window.Horizon
 		msgs[i].Contribution = ContributionCumulative
+		msgs[i].Public = append(msgs[i].Public, "horizon")
 	}
 	return msgs, nil
 }

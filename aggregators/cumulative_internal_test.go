@@ -34,13 +34,7 @@ func TestCumulativeOnePatientOneContributionPerHorizon(t *testing.T) {
 	// run feeds the versions window by window, checkpointing and restoring
 	// after window 4, and returns the leaf histograms the tree counter saw.
 	run := func(vs []version) []*dpfit.Histogram {
-		a, err := newAggregate(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.setPatientKey(key); err != nil {
-			t.Fatal(err)
-		}
+		a := keyedAggregate(t, cfg, key, nil)
 		src := dp.NewSeededSource(7)
 		var leaves []*dpfit.Histogram
 		for w := 0; w < 6; w++ {
@@ -52,7 +46,7 @@ func TestCumulativeOnePatientOneContributionPerHorizon(t *testing.T) {
 			}
 			a.register(now)
 			s := a.windowStart(now)
-			h := a.open[s]
+			h := histOf(a.open[s])
 			cp := a.newHist()
 			for c := range h.Events {
 				copy(cp.Events[c], h.Events[c])
@@ -67,17 +61,7 @@ func TestCumulativeOnePatientOneContributionPerHorizon(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				b, err := newAggregate(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := b.setPatientKey(key); err != nil {
-					t.Fatal(err)
-				}
-				if err := b.restore(snap); err != nil {
-					t.Fatal(err)
-				}
-				a = b
+				a = keyedAggregate(t, cfg, key, snap)
 			}
 		}
 		return leaves

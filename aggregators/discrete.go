@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/regression"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -371,7 +370,7 @@ rows:
 		if obs != nil {
 			s = a.windowStart(int64(obs.Value(i)) * int64(time.Microsecond))
 		}
-		w := a.recs[s]
+		w, _ := a.open[s].(*discreteWindow)
 		if w == nil {
 			switch {
 			case s+a.size+a.late <= now || s < a.closedBefore:
@@ -449,7 +448,7 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 		Intervals: p.Intervals, Knots: p.Knots, TimeMax: p.TimeMax, Lambda: p.Lambda,
 		Covariates: p.Covariates, PSGLD: regression.PSGLDOptions{Steps: p.Steps},
 	}
-	w := c.recs
+	w, _ := c.w.(*discreteWindow)
 	if w == nil {
 		w = &discreteWindow{d: len(p.Covariates)}
 	}
@@ -574,39 +573,28 @@ type discreteKind struct{}
 
 func (discreteKind) defaults(c *Config)     { *c = c.discreteDefaults() }
 func (discreteKind) check(c Config) []error { return c.checkDiscrete() }
-func (discreteKind) messages(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+func (discreteKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
 	return a.discreteMessages(c, src, remaining)
 }
 func (discreteKind) exactCount(Params) bool { return true }
 
-func (discreteKind) init(a *aggregate) error {
-	a.recs = map[int64]*discreteWindow{}
-	return nil
+// plan: a window's fit (a pSGLD window can take a minute) may run on its
+// own goroutine.
+func (discreteKind) plan(a *aggregate) plan {
+	p := windowPlan(a)
+	p.async = true
+	return p
 }
-func (discreteKind) open(a *aggregate, s int64) {
-	a.open[s], a.recs[s] = nil, &discreteWindow{d: len(a.cfg.Params.Covariates)}
+func (discreteKind) open(a *aggregate) window {
+	return &discreteWindow{d: len(a.cfg.Params.Covariates)}
 }
 func (discreteKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
 	return a.addDiscrete(rec, now)
 }
-func (discreteKind) close(a *aggregate, s int64, _ *dpfit.Histogram, _ dp.Source) (*closing, error) {
-	w := a.recs[s]
-	delete(a.recs, s)
-	return &closing{start: s, recs: w}, nil
+func (discreteKind) restore(a *aggregate, _, records []byte) (window, error) {
+	p := a.cfg.Params
+	return decodeDiscrete(records, len(p.Covariates), p.Intervals, p.MaxRecords)
 }
-func (discreteKind) save(a *aggregate, s int64) histSnap {
-	return histSnap{Cells: []byte{}, Records: a.recs[s].encode()}
-}
-func (discreteKind) load(a *aggregate, o histSnap) error {
-	w, err := a.decodeRecords(o.Records)
-	if err != nil {
-		return err
-	}
-	a.open[o.Start], a.recs[o.Start] = nil, w
-	return nil
-}
-func (discreteKind) loadClosing(a *aggregate, c closingSnap, cl *closing) error {
-	w, err := a.decodeRecords(c.Records)
-	cl.recs = w
-	return err
-}
+
+// snapshot implements window: no cells, the records (encode).
+func (w *discreteWindow) snapshot() (cells, records []byte) { return []byte{}, w.encode() }

@@ -78,11 +78,16 @@
 //     ErrWrongType or ErrInvalid; Prefix moves them under a parent path.
 //
 // Layout: one type per kind behind the internal kind interface (kind.go):
-// defaults, checks, window state (init, open, add, close, checkpoint
-// save/load) and release. km.go (kmKind), cumulative.go (cumulativeKind:
-// km with window.cumulative), weibull.go (weibullKind), discrete.go
-// (discreteKind). A new kind: a type implementing kind (embedding histKind
+// params (defaults, check), window state (open, add, restore; a window
+// snapshots itself) and release. Optional capabilities are looked up once
+// when the aggregate is built: exactCounter (n public), planner (how the
+// engine releases: async fits, a one-time charge, one window at a time)
+// and counter (state that outlives the windows). km.go (kmKind),
+// cumulative.go (cumulativeKind: km with window.cumulative, a counter),
+// weibull.go (weibullKind), discrete.go (discreteKind). The engine
+// (engine.go) releases every kind through its plan and never asks which
+// kind it holds. A new kind: a type implementing kind (embedding histKind
 // if its state is the window histogram), its params in Params tagged with
-// the kind, a case in kindOf, and its release text; the engine (engine.go),
-// the ledger protocol and the checkpoint format need no change.
+// the kind, a case in kindOf, and its release text; the engine, the ledger
+// protocol and the checkpoint format need no change.
 package aggregators

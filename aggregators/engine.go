@@ -303,24 +303,24 @@ func (e *Engine) Tick(ctx context.Context) (saved bool, err error) {
 }
 
 func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
-	name := a.cfg.Name
+	p := a.plan
 	for _, s := range a.due(now) {
 		startUnix := time.Unix(0, s).Unix()
-		if a.tree != nil {
-			if len(a.closing) > 0 {
-				return // one step at a time: each release needs its own prefix
-			}
-			if a.foreign {
-				a.drop(s)
-				e.dirty = true
-				e.withhold(a, startUnix, ReasonCumulativeForeign, nil)
-				continue
-			}
-			// The horizon's one charge comes before any node noise.
-			if _, ok := e.cfg.Ledger.Lookup(cumulativeKey(name)); !ok {
-				_, _, err := e.cfg.Ledger.Release(ctx, cumulativeKey(name), a.scopes(), a.cfg.Epsilon, a.cumulativeChargeDoc)
+		if p.serial && len(a.closing) > 0 {
+			return // one step at a time: each release needs its own prefix
+		}
+		if a.foreign {
+			a.drop(s)
+			e.dirty = true
+			e.withhold(a, startUnix, ReasonCumulativeForeign, nil)
+			continue
+		}
+		// The plan's one charge comes before any window noise.
+		if p.charge != "" {
+			if _, ok := e.cfg.Ledger.Lookup(p.charge); !ok {
+				_, _, err := e.cfg.Ledger.Release(ctx, p.charge, a.scopes(), a.cfg.Epsilon, p.chargeDoc)
 				if err != nil && !errors.Is(err, ledger.ErrBudgetExceeded) {
-					e.log.Warn("ledger charge failed; retrying", zap.String("aggregate", name), zap.Error(err))
+					e.log.Warn("ledger charge failed; retrying", zap.String("aggregate", a.cfg.Name), zap.Error(err))
 					return
 				}
 				if err != nil {
@@ -342,19 +342,10 @@ func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
 			continue
 		}
 		a.closing = append(a.closing, c)
-		if a.tree != nil {
+		if p.serial {
 			return
 		}
 	}
-}
-
-// drop removes open window s without releasing it.
-func (a *aggregate) drop(s int64) {
-	delete(a.open, s)
-	delete(a.recs, s)
-	delete(a.patients, s)
-	a.lastHist, a.lastTable = nil, nil
-	a.closedBefore = max(a.closedBefore, s+a.size)
 }
 
 func (e *Engine) withhold(a *aggregate, startUnix int64, reason string, err error) {
@@ -378,37 +369,30 @@ func (e *Engine) releaseClosing(ctx context.Context) {
 		for _, c := range a.closing {
 			startUnix := time.Unix(0, c.start).Unix()
 			key := WindowKey(a.cfg.Name, startUnix)
-			eps := a.cfg.Epsilon
-			if a.tree != nil {
-				eps = 0 // post-processing of the charged tree
-			}
+			eps := a.plan.epsilon
 			var replay bool
 			var err error
-			if e.cfg.AsyncFits && a.tree == nil && (a.cfg.Kind == KindDiscrete || a.cfg.Kind == KindWeibull) {
+			if e.cfg.AsyncFits && a.plan.async {
 				var ready bool
 				ready, replay, err = e.releaseAsync(ctx, a, c, key, eps)
 				if !ready {
 					kept = append(kept, c)
 					continue
 				}
-			} else if a.tree != nil {
-				// 0 as the key's release; the horizon's epsilon if it ends up
-				// a second value of the key (its node noise is then public too)
+			} else {
 				var stored []byte
-				stored, replay, err = e.cfg.Ledger.ReleaseSuperseding(ctx, key, a.scopes(), eps, a.cfg.Epsilon, func(rem map[string]float64) ([]byte, error) {
+				stored, replay, err = e.cfg.Ledger.ReleaseSuperseding(ctx, key, a.scopes(), eps, a.plan.superseded, func(rem map[string]float64) ([]byte, error) {
 					return a.buildWindow(c, e.noise, rem)
 				})
 				if err == nil && replay && c.draw != "" {
+					// A counter step's release stored with another draw is
+					// another holder's counter state.
 					if d, derr := decodeDoc(stored); derr == nil && d.Draw != "" && d.Draw != c.draw {
 						a.foreign, e.dirty = true, true
-						e.log.Warn("cumulative window released by another holder's tree state; withholding the rest of the horizon",
+						e.log.Warn("window released by another holder's counter state; withholding the aggregate's later windows",
 							zap.String("key", key))
 					}
 				}
-			} else {
-				_, replay, err = e.cfg.Ledger.Release(ctx, key, a.scopes(), eps, func(rem map[string]float64) ([]byte, error) {
-					return a.buildWindow(c, e.noise, rem)
-				})
 			}
 			switch {
 			case err == nil:

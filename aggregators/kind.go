@@ -10,83 +10,130 @@ import (
 )
 
 // kind is what differs between aggregate kinds: one type per kind, one
-// file per kind (km.go, cumulative.go, weibull.go, discrete.go). A new
-// kind implements it, adds its params (tagged with the kind) to Params
-// and is returned by kindOf.
+// file per kind (km.go, cumulative.go, weibull.go, discrete.go). The
+// engine and the aggregate never ask which kind they hold: they call these
+// methods and the optional capabilities below, each looked up once when
+// the aggregate is built (newAggregate). A new kind implements kind, adds
+// its params (tagged with the kind) to Params and is returned by kindOf.
 type kind interface {
-	// defaults fills the kind's params defaults (the window's are set).
+	// defaults fills the kind's params defaults (the window's are set);
+	// check validates them after defaults, each error a *FieldError
+	// relative to the aggregate.
 	defaults(c *Config)
-	// check validates the kind's params after defaults; each error is a
-	// *FieldError relative to the aggregate.
 	check(c Config) []error
-	// messages draws window c's release: the only place noise is drawn
-	// for a window (a cumulative aggregate's noise is drawn when the
-	// window is stepped into the counter, closeWindow).
-	messages(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error)
-	// exactCount reports whether the kind treats its window's record count
-	// as public and releases it exactly (n public, replace-one).
-	exactCount(p Params) bool
-
-	// init sets up the kind's state in a new aggregate.
-	init(a *aggregate) error
-	// open makes the empty state of window s (a.open[s] and the kind's).
-	open(a *aggregate, s int64)
+	// open returns the empty state of a new window.
+	open(a *aggregate) window
 	// add counts the rows of a canonical record into their open windows
 	// (a.register has run).
 	add(a *aggregate, rec arrow.Record, now int64) (AddStats, error)
-	// close takes window s (histogram h, nil for discrete) out of the
-	// kind's open state into a closing window; the caller has removed it
-	// from a.open.
-	close(a *aggregate, s int64, h *dpfit.Histogram, src dp.Source) (*closing, error)
-	// save encodes open window s's state for the checkpoint; load and
-	// loadClosing restore an open and a closing window.
-	save(a *aggregate, s int64) histSnap
-	load(a *aggregate, o histSnap) error
-	loadClosing(a *aggregate, c closingSnap, cl *closing) error
+	// restore reads back a window's state from its checkpoint
+	// (window.snapshot).
+	restore(a *aggregate, cells, records []byte) (window, error)
+	// release draws closing window c's fit messages: the only place noise
+	// is drawn for a window (a counter kind's node noise is drawn when the
+	// window is stepped into the counter, counter.step).
+	release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error)
 }
 
-// horizonState is implemented by kinds whose state outlives the windows
-// (cumulative km: the tree counter and the horizon's patients): their
-// part of the checkpoint.
-type horizonState interface {
-	saveHorizon(a *aggregate, s *aggSnapshot) error
-	loadHorizon(a *aggregate, s *aggSnapshot) error
+// window is one window's state, open or closing: a histogram (histWindow)
+// or a discrete window's records (*discreteWindow).
+type window interface {
+	// snapshot encodes the state for the checkpoint (kind.restore reads
+	// it back): cells always non-nil, records nil when the kind keeps none.
+	snapshot() (cells, records []byte)
+	// bytes is the memory the state holds.
+	bytes() int
+}
+
+// exactCounter is implemented by kinds that may treat their window's
+// record count as public and release it exactly (n public, replace-one).
+type exactCounter interface {
+	exactCount(p Params) bool
+}
+
+// planner is implemented by kinds whose windows are not released the
+// default way (windowPlan).
+type planner interface {
+	plan(a *aggregate) plan
+}
+
+// counter is implemented by kinds whose state outlives the windows
+// (cumulative km: a binary-tree counter and the horizon's patients). A
+// closing window is stepped into the counter and keeps no state of its
+// own; the counter has its own part of the checkpoint.
+type counter interface {
+	// init sets up the counter of a new aggregate.
+	init(a *aggregate) error
+	// step feeds window s's state into the counter (drawing that node's
+	// noise) and returns the closing window; the aggregate's plan charge
+	// has been made.
+	step(a *aggregate, s int64, w window, src dp.Source) (*closing, error)
+	// save and load are the counter's part of the checkpoint; load runs
+	// after the windows are restored.
+	save(a *aggregate, s *aggSnapshot) error
+	load(a *aggregate, s *aggSnapshot) error
+	// bytes is the memory the counter holds.
+	bytes(a *aggregate) int
+}
+
+// plan is how the engine releases an aggregate's closing windows.
+type plan struct {
+	// epsilon is charged to each window's ledger key; superseded is what
+	// the key costs if a fault makes the release a second value of it
+	// (ledger.ReleaseSuperseding).
+	epsilon, superseded float64
+	// serial: one window closing at a time (each release needs the
+	// counter at its own step).
+	serial bool
+	// async: the fit may run on its own goroutine (EngineConfig.AsyncFits).
+	async bool
+	// charge, when set, is the ledger key of a one-time charge of epsilon
+	// made before any window is closed (a cumulative horizon's), and
+	// chargeDoc builds its ledger document.
+	charge    string
+	chargeDoc func(remaining map[string]float64) ([]byte, error)
+}
+
+// windowPlan is the default plan: each window charged epsilon, inline.
+func windowPlan(a *aggregate) plan { return plan{epsilon: a.cfg.Epsilon} }
+
+// histWindow is a histogram kind's window state.
+type histWindow struct{ *dpfit.Histogram }
+
+func (w histWindow) snapshot() (cells, records []byte) { return encodeHist(w.Histogram), nil }
+func (w histWindow) bytes() int                        { return w.MemoryBytes() }
+
+// histOf returns the histogram of a histogram kind's window (nil for
+// none).
+func histOf(w window) *dpfit.Histogram {
+	h, _ := w.(histWindow)
+	return h.Histogram
 }
 
 // histKind is the window state of the histogram kinds (km, weibull): one
-// dpfit.Histogram per open window, counted by addHist.
+// dpfit.Histogram per window, counted by addHist.
 type histKind struct{}
 
-func (histKind) init(*aggregate) error      { return nil }
-func (histKind) open(a *aggregate, s int64) { a.open[s] = a.newHist() }
+func (histKind) open(a *aggregate) window { return histWindow{a.newHist()} }
 func (histKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
-	return a.addHist(rec, now)
+	return a.addHist(rec, now, nil)
 }
-func (histKind) close(_ *aggregate, s int64, h *dpfit.Histogram, _ dp.Source) (*closing, error) {
-	return &closing{start: s, hist: h}, nil
-}
-func (histKind) save(a *aggregate, s int64) histSnap { return histSnap{Cells: encodeHist(a.open[s])} }
-func (histKind) load(a *aggregate, o histSnap) error {
+func (histKind) restore(a *aggregate, cells, _ []byte) (window, error) {
 	h := a.newHist()
-	if err := decodeHist(h, o.Cells); err != nil {
-		return err
+	if err := decodeHist(h, cells); err != nil {
+		return nil, err
 	}
-	a.open[o.Start] = h
-	return nil
-}
-func (histKind) loadClosing(a *aggregate, c closingSnap, cl *closing) error {
-	cl.hist = a.newHist()
-	return decodeHist(cl.hist, c.Cells)
+	return histWindow{h}, nil
 }
 
 // kindOf returns the kind of c: km (cumulative when c.Window.Cumulative),
 // weibull, discrete, or otherKind for a kind that does not exist (Check
-// reports it).
+// reports it). A cumulative kind holds state: each call returns a new one.
 func kindOf(c Config) kind {
 	switch c.Kind {
 	case KindKM:
 		if c.Window.Cumulative {
-			return cumulativeKind{}
+			return &cumulativeKind{}
 		}
 		return kmKind{}
 	case KindWeibull:
@@ -97,12 +144,22 @@ func kindOf(c Config) kind {
 	return otherKind{}
 }
 
+// kindNames lists the kinds of kindOf for error messages.
+const kindNames = "km, weibull or discrete"
+
+// knownKind reports whether name is an aggregate kind (kindOf lists them).
+func knownKind(name string) bool {
+	_, other := kindOf(Config{Kind: name}).(otherKind)
+	return !other
+}
+
 // ReleasesExactCount reports whether the aggregate treats its window's
 // record count as public and releases it exactly (n public, replace-one):
 // kind discrete, and weibull with method saa.
 func (c Config) ReleasesExactCount() bool {
 	c, _ = c.Resolved()
-	return kindOf(c).exactCount(c.Params)
+	e, ok := kindOf(c).(exactCounter)
+	return ok && e.exactCount(c.Params)
 }
 
 // otherKind stands for a kind that does not exist: Check reports the kind
@@ -115,10 +172,9 @@ func (otherKind) defaults(c *Config) {
 	}
 }
 func (otherKind) check(c Config) []error { return checkBinWidth(c) }
-func (otherKind) messages(a *aggregate, _ *closing, _ dp.Source, _ map[string]float64) ([]FitMessage, error) {
-	return nil, fieldErr("kind", ErrInvalid, "%q is not km, weibull or discrete", a.cfg.Kind)
+func (otherKind) release(a *aggregate, _ *closing, _ dp.Source, _ map[string]float64) ([]FitMessage, error) {
+	return nil, fieldErr("kind", ErrInvalid, "%q is not %s", a.cfg.Kind, kindNames)
 }
-func (otherKind) exactCount(Params) bool { return false }
 
 // checkBinWidth checks the histogram layout of the km and weibull kinds.
 func checkBinWidth(c Config) []error {

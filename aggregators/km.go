@@ -48,11 +48,9 @@ func (kmKind) check(c Config) []error {
 	return errs
 }
 
-func (kmKind) messages(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+func (kmKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
 	return a.kmMessages(c, src, remaining)
 }
-
-func (kmKind) exactCount(Params) bool { return false }
 
 func (a *aggregate) kmOptions() dpfit.KMOptions {
 	return dpfit.KMOptions{Epsilon: a.cfg.Epsilon, Conf: a.cfg.Params.Conf, MaxNoiseStdErr: a.cfg.Params.MaxNoiseStdErr,
@@ -64,7 +62,7 @@ func (a *aggregate) kmMessages(c *closing, src dp.Source, remaining map[string]f
 	if a.cfg.Params.Method == MethodNoisyHistogram {
 		fit = dpfit.NoisyHistogramKM
 	}
-	res, err := fit(c.hist, src, a.kmOptions())
+	res, err := fit(histOf(c.w), src, a.kmOptions())
 	if err != nil {
 		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
 	}
@@ -105,9 +103,5 @@ func kmFields(cv survival.KMCurve) *KMFields {
 // publicKM is the "public" list of a km release: configuration only. The
 // record count is protected (add/remove-one); n is the sum of noisy cells.
 func (a *aggregate) publicKM() []string {
-	out := []string{"time_max", "time_unit", "bin_width", "cohorts", "window"}
-	if a.cfg.Window.Cumulative {
-		out = append(out, "horizon")
-	}
-	return out
+	return []string{"time_max", "time_unit", "bin_width", "cohorts", "window"}
 }

@@ -65,9 +65,7 @@ func DecodeParams(kind string, n *yaml.Node) (Params, error) {
 		return p, fieldErr("params", ErrWrongType, "want a mapping, got %s", goType(n))
 	}
 	kindKey := kind
-	switch kind {
-	case KindKM, KindWeibull, KindDiscrete:
-	default:
+	if !knownKind(kind) {
 		kindKey = "other"
 	}
 	type entry struct {

@@ -110,11 +110,10 @@ func encodePatients(t patientTable) []byte {
 		return nil
 	}
 	out := make([]byte, 0, len(t)*20)
-	var tmp [binary.MaxVarintLen64]byte
 	for fp, v := range t {
 		out = binary.LittleEndian.AppendUint64(out, fp[0])
 		out = binary.LittleEndian.AppendUint64(out, fp[1])
-		out = append(out, tmp[:binary.PutUvarint(tmp[:], v)]...)
+		out = binary.AppendUvarint(out, v)
 	}
 	return out
 }

@@ -24,6 +24,25 @@ func withAge(r *schemas.Rows) *schemas.Rows {
 	return r
 }
 
+// keyedAggregate builds cfg's aggregate with patient key key, restored
+// from snap unless it is nil.
+func keyedAggregate(t *testing.T, cfg Config, key []byte, snap *aggSnapshot) *aggregate {
+	t.Helper()
+	a, err := newAggregate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.setPatientKey(key); err != nil {
+		t.Fatal(err)
+	}
+	if snap != nil {
+		if err := a.restore(snap); err != nil {
+			t.Fatalf("%s: restore: %v", cfg.Name, err)
+		}
+	}
+	return a
+}
+
 func addRows(t *testing.T, a *aggregate, mem memory.Allocator, rows *schemas.Rows, now int64) AddStats {
 	t.Helper()
 	spec := schemas.Spec{Cohorts: []string{"A", "B"}, TimeUnit: "days", Columns: schemas.DefaultColumns()}
@@ -52,14 +71,8 @@ func TestOnePatientOneRecordPerWindow(t *testing.T) {
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	cfg := Config{Name: "km", Kind: KindKM, Window: Window{Size: time.Minute}, Epsilon: 1,
 		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Params: Params{Method: MethodNoisyHistogram, BinWidth: 1}}
-	a, err := newAggregate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := newPatientKey()
-	if err := a.setPatientKey(key); err != nil {
-		t.Fatal(err)
-	}
+	a := keyedAggregate(t, cfg, key, nil)
 	now := time.Unix(600, 0).UnixNano()
 	s := a.windowStart(now)
 	st := addRows(t, a, mem, patientBatch(t, mem, []string{"MRN-1", "MRN-2"}, []float64{3, 4}, []bool{false, true}, []int32{0, 1}), now)
@@ -72,7 +85,7 @@ func TestOnePatientOneRecordPerWindow(t *testing.T) {
 	if st.Counted != 0 || st.Replaced != 1 || st.Repeated != 1 {
 		t.Fatalf("second batch: %+v, want 1 replaced, 1 repeated", st)
 	}
-	h := a.open[s]
+	h := histOf(a.open[s])
 	check := func(h interface{ Records() int64 }, want int64) {
 		t.Helper()
 		if n := h.Records(); n != want {
@@ -90,22 +103,13 @@ func TestOnePatientOneRecordPerWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := newAggregate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.setPatientKey(key); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.restore(snap); err != nil {
-		t.Fatal(err)
-	}
+	b := keyedAggregate(t, cfg, key, snap)
 	st = addRows(t, b, mem, patientBatch(t, mem, []string{"MRN-1"}, []float64{8}, []bool{false}, []int32{0}), now)
 	if st.Replaced != 1 || st.Counted != 0 {
 		t.Fatalf("after restore: %+v, want 1 replaced", st)
 	}
-	check(b.open[s], 2)
-	if b.open[s].Events[0][7] != 0 || b.open[s].Censor[0][8] != 1 {
+	check(histOf(b.open[s]), 2)
+	if histOf(b.open[s]).Events[0][7] != 0 || histOf(b.open[s]).Censor[0][8] != 1 {
 		t.Fatal("after restore the latest version did not replace the counted one")
 	}
 
@@ -138,10 +142,10 @@ func TestOnePatientOneRecordPerDiscreteWindow(t *testing.T) {
 	s := a.windowStart(now)
 	addRows(t, a, mem, withAge(patientBatch(t, mem, []string{"p1", "p2"}, []float64{3, 4}, []bool{false, true}, []int32{0, 1})), now)
 	st := addRows(t, a, mem, withAge(patientBatch(t, mem, []string{"p1"}, []float64{7}, []bool{true}, []int32{0})), now)
-	if st.Replaced != 1 || a.recs[s].len() != 2 {
-		t.Fatalf("%+v, %d records kept; want 1 replaced, 2 records", st, a.recs[s].len())
+	if st.Replaced != 1 || a.open[s].(*discreteWindow).len() != 2 {
+		t.Fatalf("%+v, %d records kept; want 1 replaced, 2 records", st, a.open[s].(*discreteWindow).len())
 	}
-	if v := a.recs[s].packed[0]; v != 7<<1|1 {
+	if v := a.open[s].(*discreteWindow).packed[0]; v != 7<<1|1 {
 		t.Fatalf("p1's record is %#x, want its latest version (interval 7, event)", v)
 	}
 }

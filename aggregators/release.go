@@ -250,9 +250,7 @@ func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, ch
 // buildWindow draws the window's release (the only place noise is drawn
 // for a non-cumulative window) and returns the ledger document.
 func (a *aggregate) buildWindow(c *closing, src dp.Source, remaining map[string]float64) ([]byte, error) {
-	var msgs []FitMessage
-	var err error
-	msgs, err = a.kind.messages(a, c, src, remaining)
+	msgs, err := a.kind.release(a, c, src, remaining)
 	if err != nil {
 		return nil, err
 	}

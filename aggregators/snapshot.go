@@ -65,7 +65,6 @@ type closingSnap struct {
 func encodeHist(h *dpfit.Histogram) []byte {
 	out := []byte{}
 	last := -1
-	var tmp [binary.MaxVarintLen64]byte
 	for c := range h.Events {
 		for k, row := range [2][]int64{h.Events[c], h.Censor[c]} {
 			for b, v := range row {
@@ -73,8 +72,8 @@ func encodeHist(h *dpfit.Histogram) []byte {
 					continue
 				}
 				idx := (c*2+k)*h.Bins + b
-				out = append(out, tmp[:binary.PutUvarint(tmp[:], uint64(idx-last))]...)
-				out = append(out, tmp[:binary.PutUvarint(tmp[:], uint64(v))]...)
+				out = binary.AppendUvarint(out, uint64(idx-last))
+				out = binary.AppendUvarint(out, uint64(v))
 				last = idx
 			}
 		}
@@ -118,22 +117,20 @@ func (a *aggregate) snapshot() (*aggSnapshot, error) {
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
 	for _, st := range starts {
-		o := a.kind.save(a, st)
-		o.Start, o.Patients = st, encodePatients(a.patients[st])
+		o := histSnap{Start: st, Patients: encodePatients(a.patients[st])}
+		o.Cells, o.Records = a.open[st].snapshot()
 		s.Open = append(s.Open, o)
 	}
 	for _, c := range a.closing {
 		cs := closingSnap{Start: c.start, Step: c.step, Draw: c.draw}
-		if c.hist != nil {
-			cs.Cells = encodeHist(c.hist)
-		}
-		if c.recs != nil {
-			cs.Records = c.recs.encode()
+		if c.w != nil {
+			cs.Cells, cs.Records = c.w.snapshot()
 		}
 		s.Closing = append(s.Closing, cs)
 	}
-	if h, ok := a.kind.(horizonState); ok {
-		if err := h.saveHorizon(a, s); err != nil {
+	s.Foreign = a.foreign
+	if a.counter != nil {
+		if err := a.counter.save(a, s); err != nil {
 			return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
 		}
 	}
@@ -154,19 +151,26 @@ func (a *aggregate) restore(s *aggSnapshot) error {
 			}
 			a.patients[o.Start] = pt
 		}
-		if err := a.kind.load(a, o); err != nil {
+		w, err := a.kind.restore(a, o.Cells, o.Records)
+		if err != nil {
 			return fmt.Errorf("aggregate %q: open window %d: %w", a.cfg.Name, o.Start, err)
 		}
+		a.open[o.Start] = w
 	}
 	for _, c := range s.Closing {
 		cl := &closing{start: c.Start, step: c.Step, draw: c.Draw}
-		if err := a.kind.loadClosing(a, c, cl); err != nil {
-			return fmt.Errorf("aggregate %q: closing window %d: %w", a.cfg.Name, c.Start, err)
+		if a.counter == nil { // a counter kind's closing window is in its counter
+			w, err := a.kind.restore(a, c.Cells, c.Records)
+			if err != nil {
+				return fmt.Errorf("aggregate %q: closing window %d: %w", a.cfg.Name, c.Start, err)
+			}
+			cl.w = w
 		}
 		a.closing = append(a.closing, cl)
 	}
-	if h, ok := a.kind.(horizonState); ok {
-		if err := h.loadHorizon(a, s); err != nil {
+	a.foreign = s.Foreign
+	if a.counter != nil {
+		if err := a.counter.load(a, s); err != nil {
 			return fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
 		}
 	}
@@ -202,10 +206,4 @@ func decodeSnapshot(b []byte) (*snapshot, error) {
 		return nil, fmt.Errorf("decode aggregator state: version %d, want %d", s.Version, snapshotVersion)
 	}
 	return &s, nil
-}
-
-// decodeRecords restores a discrete window's record state.
-func (a *aggregate) decodeRecords(b []byte) (*discreteWindow, error) {
-	p := a.cfg.Params
-	return decodeDiscrete(b, len(p.Covariates), p.Intervals, p.MaxRecords)
 }

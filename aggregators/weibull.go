@@ -44,8 +44,16 @@ func (weibullKind) check(c Config) []error {
 	return errs
 }
 
-func (weibullKind) messages(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+func (weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
 	return a.weibullMessages(c, src, remaining)
+}
+
+// plan: a window's fit (noise-aware intervals: tens of seconds) may run on
+// its own goroutine.
+func (weibullKind) plan(a *aggregate) plan {
+	p := windowPlan(a)
+	p.async = true
+	return p
 }
 
 func (weibullKind) exactCount(p Params) bool { return p.Method == dpfit.WeibullMethodSAA }
@@ -56,7 +64,7 @@ func (c Config) weibull() dpfit.WeibullConfig {
 }
 
 func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
-	h := c.hist
+	h := histOf(c.w)
 	wc := a.cfg.weibull()
 	out := make([]FitMessage, len(a.cfg.Cohorts))
 	for k := range a.cfg.Cohorts {

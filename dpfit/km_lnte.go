@@ -93,12 +93,18 @@ func LNTE(h *Histogram, src dp.Source, opts KMOptions) (KMResult, error) {
 	if err != nil {
 		return KMResult{}, fmt.Errorf("lnte: pooled curve: %w", err)
 	}
+	finishBaseline(&res, ov)
+	return res, nil
+}
+
+// finishBaseline completes a baseline release (lnte, rrr) with its pooled
+// curve ov: the overall curve, N, and a log-rank test marked uncalibrated.
+func finishBaseline(res *KMResult, ov CohortKM) {
 	ov.Cohort = -1
 	res.Overall = ov
 	res.N = ov.N
-	attachLogRank(&res)
-	markUncalibrated(&res)
-	return res, nil
+	attachLogRank(res)
+	markUncalibrated(res)
 }
 
 // lnteTotalEpsilon is the loss of a whole LNTE release: L1 sensitivity

@@ -98,11 +98,7 @@ func RRRKM(h *Histogram, mech *dp.RRR, opts KMOptions) (KMResult, error) {
 	if err != nil {
 		return KMResult{}, fmt.Errorf("rrr km: pooled curve: %w", err)
 	}
-	ov.Cohort = -1
-	res.Overall = ov
-	res.N = ov.N
-	attachLogRank(&res)
-	markUncalibrated(&res)
+	finishBaseline(&res, ov)
 	return res, nil
 }
 

@@ -1,7 +1,6 @@
 package dpfit
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -169,11 +168,9 @@ const treeMagic = "DPTREE01"
 
 // MarshalBinary encodes the counter, drawn noise included.
 func (c *TreeCounter) MarshalBinary() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteString(treeMagic)
-	var tmp [binary.MaxVarintLen64]byte
-	putU := func(v uint64) { buf.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
-	putI := func(v int64) { buf.Write(tmp[:binary.PutVarint(tmp[:], v)]) }
+	out := []byte(treeMagic)
+	putU := func(v uint64) { out = binary.AppendUvarint(out, v) }
+	putI := func(v int64) { out = binary.AppendVarint(out, v) }
 	putU(uint64(c.horizon))
 	putU(uint64(c.cells))
 	putU(math.Float64bits(c.epsilon))
@@ -185,7 +182,7 @@ func (c *TreeCounter) MarshalBinary() ([]byte, error) {
 			putI(c.noisy[l][k])
 		}
 	}
-	return buf.Bytes(), nil
+	return out, nil
 }
 
 // UnmarshalBinary restores a counter written by MarshalBinary.

@@ -1,7 +1,6 @@
 package dpfit
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -144,18 +143,15 @@ func (c *ContinualKM) MarshalBinary() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("continual km encode: %w", err)
 	}
-	var buf bytes.Buffer
-	buf.WriteString(continualMagic)
-	var tmp [binary.MaxVarintLen64]byte
-	putU := func(v uint64) { buf.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
+	out := []byte(continualMagic)
+	putU := func(v uint64) { out = binary.AppendUvarint(out, v) }
 	putU(math.Float64bits(c.binWidth))
 	putU(math.Float64bits(c.tMax))
 	putU(uint64(c.cohorts))
 	putU(math.Float64bits(c.opts.Conf))
 	putU(math.Float64bits(c.opts.MaxNoiseStdErr))
 	putU(uint64(len(tc)))
-	buf.Write(tc)
-	return buf.Bytes(), nil
+	return append(out, tc...), nil
 }
 
 // UnmarshalBinary restores a ContinualKM written by MarshalBinary.

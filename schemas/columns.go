@@ -387,6 +387,35 @@ func checkNulls(d arrow.ArrayData, off, n int, bufs []*memory.Buffer) error {
 	return nil
 }
 
+// checkOffsets checks the n+1 offsets of a string array of n values
+// ending at end (width bytes per offset; offsets is called once the buffer
+// is known to hold them): non-negative, non-decreasing, and within the
+// data buffer.
+func checkOffsets[T int32 | int64](n, end, width int, offsets func() []T, bufLen func(int) int) error {
+	if n == 0 {
+		return nil
+	}
+	if bufLen(1) < width*(end+1) {
+		return fmt.Errorf("offsets too short")
+	}
+	offs := offsets()
+	prev := offs[0]
+	if prev < 0 {
+		return fmt.Errorf("negative offset")
+	}
+	for i := 1; i <= n; i++ {
+		o := offs[i]
+		if o < prev {
+			return fmt.Errorf("offsets decrease at %d", i)
+		}
+		prev = o
+	}
+	if int64(prev) > int64(bufLen(2)) {
+		return fmt.Errorf("offsets beyond data")
+	}
+	return nil
+}
+
 func checkArray(arr arrow.Array, depth int) error {
 	if depth > 2 {
 		return fmt.Errorf("nesting too deep")
@@ -417,49 +446,9 @@ func checkArray(arr arrow.Array, depth int) error {
 			return fmt.Errorf("boolean values too short")
 		}
 	case arrow.STRING:
-		a := arr.(*array.String)
-		if n == 0 {
-			return nil
-		}
-		if bufLen(1) < 4*(end+1) {
-			return fmt.Errorf("offsets too short")
-		}
-		prev := a.ValueOffset(0)
-		if prev < 0 {
-			return fmt.Errorf("negative offset")
-		}
-		for i := 1; i <= n; i++ {
-			o := a.ValueOffset(i)
-			if o < prev {
-				return fmt.Errorf("offsets decrease at %d", i)
-			}
-			prev = o
-		}
-		if prev > bufLen(2) {
-			return fmt.Errorf("offsets beyond data")
-		}
+		return checkOffsets(n, end, 4, arr.(*array.String).ValueOffsets, bufLen)
 	case arrow.LARGE_STRING:
-		a := arr.(*array.LargeString)
-		if n == 0 {
-			return nil
-		}
-		if bufLen(1) < 8*(end+1) {
-			return fmt.Errorf("offsets too short")
-		}
-		prev := a.ValueOffset64(0)
-		if prev < 0 {
-			return fmt.Errorf("negative offset")
-		}
-		for i := 1; i <= n; i++ {
-			o := a.ValueOffset64(i)
-			if o < prev {
-				return fmt.Errorf("offsets decrease at %d", i)
-			}
-			prev = o
-		}
-		if prev > int64(bufLen(2)) {
-			return fmt.Errorf("offsets beyond data")
-		}
+		return checkOffsets(n, end, 8, arr.(*array.LargeString).ValueOffsets, bufLen)
 	case arrow.DICTIONARY:
 		a := arr.(*array.Dictionary)
 		if err := checkArray(a.Indices(), depth+1); err != nil {
