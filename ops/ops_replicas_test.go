@@ -2,10 +2,12 @@ package ops_test
 
 import (
 	"context"
-	"github.com/dpsurv/dpsurv/internal/testtier"
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/internal/testtier"
+
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
@@ -45,11 +47,11 @@ func TestOpsReplicasSharePartitions(t *testing.T) {
 			in := opsNewInput(t, cfg, opsKey, 6000, 25, uint64(20+i), "rep")
 
 			tracked := [2]*ops.TrackedSource{{}, {}}
-			svcs := [2]*pipeline.Service{}
+			svcs := [2]*app.Service{}
 			for r := range svcs {
 				c := cfg
 				c.HTTP.Listen = ""
-				svcs[r] = &pipeline.Service{Config: c, Key: opsKey, WrapSource: func(s pipeline.Source) pipeline.Source {
+				svcs[r] = &app.Service{Config: c, Key: opsKey, WrapSource: func(s pipeline.Source) pipeline.Source {
 					tracked[r].Source = s
 					return tracked[r]
 				}}

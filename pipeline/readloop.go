@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/internal/retry"
-	"github.com/dpsurv/dpsurv/sources"
+	"github.com/dpsurv/dpsurv/message"
 )
 
 // Delays between failed source reads.
@@ -22,7 +22,7 @@ type readHooks struct {
 	// recovered is called on the first successful read after failures.
 	recovered func()
 	// send hands a batch on; false stops the loop (the consumer is gone).
-	send func(b sources.Batch) bool
+	send func(b message.Batch) bool
 }
 
 // readLoop reads batches from src and sends them on until ctx ends or send

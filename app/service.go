@@ -1,4 +1,4 @@
-package pipeline
+package app
 
 import (
 	"cmp"
@@ -17,6 +17,7 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
@@ -32,15 +33,15 @@ type Service struct {
 	Registry *prometheus.Registry
 	Mem      memory.Allocator
 	// Observer, when set, sees every validated batch (aggregators).
-	Observer Observer
+	Observer pipeline.Observer
 	// Processor overrides the sanitizing processor (bench passthrough).
-	Processor Processor
+	Processor pipeline.Processor
 	// OnReady is called once the stream is consuming (tests, demo).
 	OnReady func()
 	// WrapSource, when set, wraps the Kafka source (fault-injection tests).
-	WrapSource func(Source) Source
+	WrapSource func(pipeline.Source) pipeline.Source
 	// CopyInputKey copies each input message's key to its sanitized
-	// message (SanitizeProcessor.CopyInputKey). Only the load test sets it,
+	// message (pipeline.SanitizeProcessor.CopyInputKey). Only the load test sets it,
 	// for its latency probe; no configuration reaches it.
 	CopyInputKey bool
 
@@ -48,21 +49,21 @@ type Service struct {
 	// tests inject a fake one).
 	Clock aggregators.Clock
 	// AggregatorTick is how often the aggregators check the clock (default
-	// DefaultAggregatorTick).
+	// pipeline.DefaultAggregatorTick).
 	AggregatorTick time.Duration
 	// WrapAggregatorSource and WrapFitSink wrap the aggregators' input
 	// source and fit sink (fault-injection tests).
-	WrapAggregatorSource func(Source) Source
+	WrapAggregatorSource func(pipeline.Source) pipeline.Source
 	WrapFitSink          func(sinks.Sink) sinks.Sink
 	// WrapSinks wraps the stream's sanitized and dead-letter sinks
 	// (fault-injection tests).
 	WrapSinks func(out, dead sinks.Sink) (sinks.Sink, sinks.Sink)
 
 	health  atomic.Pointer[HealthServer]
-	stream  atomic.Pointer[Stream] // set by Run, read by the health server
+	stream  atomic.Pointer[pipeline.Stream] // set by Run, read by the health server
 	chain   *sanitizers.Chain
-	metrics atomic.Pointer[Metrics]
-	agg     atomic.Pointer[AggregatorRunner]
+	metrics atomic.Pointer[pipeline.Metrics]
+	agg     atomic.Pointer[pipeline.AggregatorRunner]
 	leader  atomic.Bool // this process holds the aggregator lease
 	lag     atomic.Pointer[lagMonitor]
 }
@@ -96,7 +97,7 @@ func (c Config) maxMessageBytes() int {
 	if c.Output.MaxMessageBytes > 0 {
 		return c.Output.MaxMessageBytes
 	}
-	return DefaultMaxMessageBytes
+	return pipeline.DefaultMaxMessageBytes
 }
 
 // Ready reports readiness for /readyz: the stream is consuming and, when
@@ -138,7 +139,7 @@ func (s *Service) Acked() int64 {
 }
 
 // Metrics returns the service metrics (after Run started).
-func (s *Service) Metrics() *Metrics { return s.metrics.Load() }
+func (s *Service) Metrics() *pipeline.Metrics { return s.metrics.Load() }
 
 // Run starts sinks first and the source last, runs until ctx is cancelled,
 // then stops in reverse order after draining. A broker that refuses the
@@ -159,7 +160,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	m := NewMetrics(s.Registry)
+	m := pipeline.NewMetrics(s.Registry)
 	initStreamSeries(m)
 	s.metrics.Store(m)
 	chain, err := sanitizers.New(cfg.SanitizerConfig(s.Key), s.Mem)
@@ -180,7 +181,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("schema: %w", err)
 	}
-	validator.SetMaxDeadRows(cmp.Or(cfg.Input.MaxDeadLetterRows, DefaultMaxDeadRows))
+	validator.SetMaxDeadRows(cmp.Or(cfg.Input.MaxDeadLetterRows, pipeline.DefaultMaxDeadRows))
 	validator.SetMaxDecodeBytes(cmp.Or(cfg.Input.MaxDecodedBytes, DefaultMaxDecodedBytes))
 	maxMsg := cfg.maxMessageBytes()
 
@@ -250,13 +251,13 @@ func (s *Service) Run(ctx context.Context) error {
 
 	aggRun := s.aggregatorLoop(cfg, validator)
 
-	var source Source = src
+	var source pipeline.Source = src
 	if s.WrapSource != nil {
 		source = s.WrapSource(src)
 	}
 	proc := s.Processor
 	if proc == nil {
-		proc = &SanitizeProcessor{Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Observer: s.Observer, Log: s.Log,
+		proc = &pipeline.SanitizeProcessor{Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Observer: s.Observer, Log: s.Log,
 			MaxMessageBytes: maxMsg, CopyInputKey: s.CopyInputKey}
 	}
 	var outSink, deadSink sinks.Sink = out, dead
@@ -268,7 +269,7 @@ func (s *Service) Run(ctx context.Context) error {
 	// partitions it was assigned).
 	// A stalled partition assigned to this replica restarts the reader
 	// (leave and rejoin the group).
-	stream := &Stream{Source: source, Processor: proc, Out: outSink, DeadLetter: deadSink, Metrics: m, Log: s.Log, MaxMessageBytes: maxMsg}
+	stream := &pipeline.Stream{Source: source, Processor: proc, Out: outSink, DeadLetter: deadSink, Metrics: m, Log: s.Log, MaxMessageBytes: maxMsg}
 	lm := newLagMonitor(cfg, m, s.Log)
 	lm.reader, lm.healthy = src, stream.Ready
 	s.lag.Store(lm)
