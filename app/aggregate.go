@@ -17,8 +17,6 @@ import (
 	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sinks"
-	"github.com/dpsurv/dpsurv/sources"
 )
 
 // aggregation is the aggregators' part of a running Service.
@@ -85,20 +83,17 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Output.FitTopic: 1, cfg.FitCurveTopic(): 1}, nil); err != nil {
 		return nil, fmt.Errorf("ensure fit topics: %w", err)
 	}
-	fitK, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Output.FitTopic}, s.Log)
+	tr := s.transport()
+	fits, err := tr.Sink(ctx, RoleFits, 0)
 	if err != nil {
 		return nil, fmt.Errorf("output.fit_topic: %w", err)
 	}
-	a.closers = append(a.closers, fitK.Close)
-	curveK, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.FitCurveTopic()}, s.Log)
+	a.closers = append(a.closers, fits.Close)
+	curves, err := tr.Sink(ctx, RoleCurves, 0)
 	if err != nil {
 		return nil, fmt.Errorf("output.fit_arrow_topic: %w", err)
 	}
-	a.closers = append(a.closers, curveK.Close)
-	var fits, curves sinks.Sink = fitK, curveK
-	if s.WrapFitSink != nil {
-		fits = s.WrapFitSink(fits)
-	}
+	a.closers = append(a.closers, curves.Close)
 	clock := s.Clock
 	if clock == nil {
 		clock = aggregators.SystemClock{}
@@ -112,20 +107,11 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 	if err != nil {
 		return nil, err
 	}
-	// The same session as the sanitizing stream's group: after a holder's
-	// kill -9 the new holder gets the input partitions when the dead
-	// member's session expires (without it, kafka-go's 30 s default).
-	src, err := sources.NewKafka(sources.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic,
-		GroupID: cfg.AggregatorGroupID(), MaxBatch: cfg.Input.MaxBatch,
-		SessionTimeout: cfg.Input.SessionTimeout, HeartbeatInterval: cfg.Input.SessionTimeout / 3, RebalanceTimeout: cfg.Input.RebalanceTimeout}, s.Log)
+	source, err := tr.Source(ctx, RoleAggregatorInput)
 	if err != nil {
 		return nil, fmt.Errorf("aggregators input: %w", err)
 	}
-	a.closers = append(a.closers, src.Close)
-	var source pipeline.Source = src
-	if s.WrapAggregatorSource != nil {
-		source = s.WrapAggregatorSource(src)
-	}
+	a.closers = append(a.closers, source.Close)
 	a.runner = &pipeline.AggregatorRunner{Source: source, Validator: validator, Format: cfg.Input.Format, Engine: eng,
 		Log: s.Log.Named("aggregators"), Tick: s.AggregatorTick, CheckpointInterval: cfg.CheckpointInterval()}
 	s.Log.Info("aggregators starting", zap.Int("aggregates", len(aggCfgs)), zap.String("group", cfg.AggregatorGroupID()),

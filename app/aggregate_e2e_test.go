@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -190,11 +192,18 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	reg1 := prometheus.NewRegistry()
 	var src1 *killableSource
 	svc1 := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem, Registry: reg1, Clock: clock, AggregatorTick: 20 * time.Millisecond,
-		WrapAggregatorSource: func(s pipeline.Source) pipeline.Source {
+		Transport: apptest.Kafka(cfg, func(role app.Role, s message.Source) message.Source {
+			if role != app.RoleAggregatorInput {
+				return s
+			}
 			src1 = &killableSource{Source: s, killed: make(chan struct{})}
 			return src1
-		},
-		WrapFitSink: func(s sinks.Sink) sinks.Sink { return downSink{s} },
+		}, func(role app.Role, s message.Sink) message.Sink {
+			if role != app.RoleFits {
+				return s
+			}
+			return downSink{s}
+		}),
 	}
 	done1 := make(chan error, 1)
 	go func() { done1 <- svc1.Run(ctx) }()

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -70,6 +72,9 @@ type crashingSource struct {
 	mu      sync.Mutex
 	cancel  context.CancelFunc // of the read in progress
 }
+
+// Unwrap keeps the stall monitor's view of the group reader.
+func (c *crashingSource) Unwrap() message.Source { return c.Source }
 
 var errCrash = fmt.Errorf("simulated crash before commit: %w", pipeline.ErrStop)
 
@@ -175,7 +180,12 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 
 	// First consumer dies between writing its 3rd batch and committing it.
 	svc1 := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem,
-		WrapSource: func(s pipeline.Source) pipeline.Source { return &crashingSource{Source: s, n: 3} }}
+		Transport: apptest.Kafka(cfg, func(role app.Role, s message.Source) message.Source {
+			if role != app.RoleInput {
+				return s
+			}
+			return &crashingSource{Source: s, n: 3}
+		}, nil)}
 	if err := svc1.Run(ctx); !errors.Is(err, errCrash) {
 		t.Fatalf("first run: want simulated crash, got %v", err)
 	}

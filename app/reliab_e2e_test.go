@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -307,7 +309,13 @@ func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 	fs := &failingSink{}
 	fs.failing.Store(true)
 	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator(),
-		WrapSinks: func(out, dead sinks.Sink) (sinks.Sink, sinks.Sink) { fs.Sink = dead; return out, fs }}
+		Transport: apptest.Kafka(cfg, nil, func(role app.Role, s message.Sink) message.Sink {
+			if role != app.RoleDeadLetter {
+				return s
+			}
+			fs.Sink = s
+			return fs
+		})}
 	done, _ := startService(t, ctx, svc)
 	out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
 	dlq := readTopic(t, ctx, cfg.Kafka, cfg.Output.DeadLetterTopic)

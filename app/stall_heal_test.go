@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -35,6 +37,9 @@ type stallPartition struct {
 	released  func() bool
 	held      atomic.Int64
 }
+
+// Unwrap lets the stall monitor reach the group reader (to restart it).
+func (s *stallPartition) Unwrap() message.Source { return s.Source }
 
 func (s *stallPartition) ReadBatch(ctx context.Context) (sources.Batch, error) {
 	b, err := s.Source.ReadBatch(ctx)
@@ -78,11 +83,14 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 
 	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
 	var wrapped atomic.Pointer[stallPartition] // set on the service's goroutine
-	svc.WrapSource = func(s pipeline.Source) pipeline.Source {
+	svc.Transport = apptest.Kafka(cfg, func(role app.Role, s message.Source) message.Source {
+		if role != app.RoleInput {
+			return s
+		}
 		st := &stallPartition{Source: s, partition: 1, released: func() bool { return pipelinetest.CounterValue(svc.Metrics().ReaderRestarts) > 0 }}
 		wrapped.Store(st)
 		return st
-	}
+	}, nil)
 	done, _ := startService(t, ctx, svc)
 	start := time.Now()
 	waitUntil(t, done, 40*time.Second, "every message read, partition 1 held", func() bool {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
 )
@@ -176,6 +177,10 @@ func (s *TrackedSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
 
 // Close closes the wrapped source.
 func (s *TrackedSource) Close() error { return s.Source.Close() }
+
+// Unwrap returns the tracked source (the service's stall monitor finds the
+// group reader through it).
+func (s *TrackedSource) Unwrap() message.Source { return s.Source }
 
 // SourceStats is a TrackedSource's counts.
 type SourceStats struct {

@@ -20,7 +20,6 @@ import (
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
@@ -178,13 +177,9 @@ func RunLoad(ctx context.Context, o LoadOptions) (LoadResult, error) {
 	svcErr := make(chan error, o.Replicas)
 	var svcWG sync.WaitGroup
 	for i := range o.Replicas {
-		svc := &app.Service{Config: cfg, Key: key, Log: log.With(zap.Int("replica", i)), Mem: memory.DefaultAllocator,
-			CopyInputKey: true, // the latency probe: keys are seq/records/produce-time, no patient data
-			WrapSource: func(s pipeline.Source) pipeline.Source {
-				// Runs in the service's goroutine, before its first read.
-				tracked[i].Source = s
-				return tracked[i]
-			}}
+		rlog := log.With(zap.Int("replica", i))
+		svc := &app.Service{Config: cfg, Key: key, Log: rlog, Mem: memory.DefaultAllocator,
+			Transport: &loadTransport{Transport: app.KafkaTransport{Config: cfg, Log: rlog}, tracked: tracked[i]}}
 		svcWG.Add(1)
 		go func() {
 			defer svcWG.Done()

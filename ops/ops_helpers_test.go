@@ -18,10 +18,11 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/ops"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/synth"
@@ -201,14 +202,17 @@ func opsSupervise(t *testing.T, ctx context.Context, mk func() *app.Service) *op
 		for sctx.Err() == nil {
 			svc := mk()
 			tr := &ops.TrackedSource{}
-			wrap := svc.WrapSource
-			svc.WrapSource = func(s pipeline.Source) pipeline.Source {
-				if wrap != nil {
-					s = wrap(s)
+			inner := svc.Transport
+			if inner == nil {
+				inner = app.KafkaTransport{Config: svc.Config, Log: svc.Log}
+			}
+			svc.Transport = &apptest.Transport{Transport: inner, WrapSource: func(role app.Role, s message.Source) message.Source {
+				if role != app.RoleInput {
+					return s
 				}
 				tr.Source = s
 				return tr
-			}
+			}}
 			sv.mu.Lock()
 			sv.tracked = append(sv.tracked, tr)
 			sv.mu.Unlock()

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/internal/testtier"
+	"github.com/dpsurv/dpsurv/message"
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
@@ -13,7 +15,6 @@ import (
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops"
-	"github.com/dpsurv/dpsurv/pipeline"
 )
 
 // TestOpsReplicasSharePartitions runs two services in one consumer group.
@@ -51,10 +52,13 @@ func TestOpsReplicasSharePartitions(t *testing.T) {
 			for r := range svcs {
 				c := cfg
 				c.HTTP.Listen = ""
-				svcs[r] = &app.Service{Config: c, Key: opsKey, WrapSource: func(s pipeline.Source) pipeline.Source {
+				svcs[r] = &app.Service{Config: c, Key: opsKey, Transport: apptest.Kafka(c, func(role app.Role, s message.Source) message.Source {
+					if role != app.RoleInput {
+						return s
+					}
 					tracked[r].Source = s
 					return tracked[r]
-				}}
+				}, nil)}
 			}
 			stop0, done0 := opsRunService(t, ctx, svcs[0])
 			var stop1 func() error

@@ -168,11 +168,22 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 		}
 		var start time.Time
 		started := make(chan struct{})
-		svc.OnReady = func() { start = time.Now(); close(started) }
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		errc := make(chan error, 1)
 		go func() { errc <- svc.Run(rctx) }()
+		go func() {
+			// The clock starts once the stream consumes.
+			for !svc.Ready() {
+				select {
+				case <-rctx.Done():
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			start = time.Now()
+			close(started)
+		}()
 		select {
 		case <-started:
 		case err := <-errc:
