@@ -15,6 +15,7 @@ import (
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -94,6 +95,14 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 		return nil, fmt.Errorf("output.fit_arrow_topic: %w", err)
 	}
 	a.closers = append(a.closers, curves.Close)
+	for _, x := range []struct {
+		what string
+		sink message.Sink
+	}{{"output.fit_topic", fits}, {"output.fit_arrow_topic", curves}} {
+		if err := pipeline.Connect(ctx, s.Log, x.what, x.sink); err != nil {
+			return nil, err
+		}
+	}
 	clock := s.Clock
 	if clock == nil {
 		clock = aggregators.SystemClock{}

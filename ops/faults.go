@@ -13,8 +13,9 @@ import (
 	"github.com/dpsurv/dpsurv/sources"
 )
 
-// Source is what a pipeline stream reads from; it matches pipeline.Source.
+// Source is what a pipeline stream reads from; it matches message.Source.
 type Source interface {
+	Connect(ctx context.Context) error
 	ReadBatch(ctx context.Context) (sources.Batch, error)
 	Close() error
 }
@@ -99,6 +100,9 @@ func (s *SlowSink) Write(ctx context.Context, msgs []sinks.Message) error {
 // Close closes the wrapped sink.
 func (s *SlowSink) Close() error { return s.Sink.Close() }
 
+// Connect connects the wrapped sink.
+func (s *SlowSink) Connect(ctx context.Context) error { return s.Sink.Connect(ctx) }
+
 // SinkStats counts what a SlowSink saw.
 type SinkStats struct {
 	Writes, Failures int
@@ -177,6 +181,9 @@ func (s *TrackedSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
 
 // Close closes the wrapped source.
 func (s *TrackedSource) Close() error { return s.Source.Close() }
+
+// Connect connects the tracked source.
+func (s *TrackedSource) Connect(ctx context.Context) error { return s.Source.Connect(ctx) }
 
 // Unwrap returns the tracked source (the service's stall monitor finds the
 // group reader through it).

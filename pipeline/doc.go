@@ -17,7 +17,12 @@
 //   - AggregatorRunner feeds an aggregators.Engine; offsets are
 //     acknowledged only after a checkpoint that covers them, and messages
 //     the restored checkpoint already counted are skipped.
-//   - Both share one read loop (readLoop): a read error marked
+//   - Lifecycle: Stream.Run connects its sinks first and its source last
+//     (message.Source.Connect / message.Sink.Connect), retrying while they
+//     fail; the read loop connects the source again after a read error
+//     marked message.ErrNotConnected. Whoever opened a source or sink
+//     closes it (the app, `dpsurv sanitize`), after the run loop returned.
+//   - Both share one read loop (readLoop): a connect or read error marked
 //     message.ErrEndOfInput or message.ErrFatal, or wrapping ErrStop, ends
 //     the run; any other is retried with internal/retry's backoff. A sink
 //     error marked message.ErrFatal ends the run too.

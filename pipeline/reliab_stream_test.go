@@ -49,6 +49,8 @@ func (l *limitSink) Write(_ context.Context, msgs []sinks.Message) error {
 
 func (l *limitSink) Close() error { return nil }
 
+func (l *limitSink) Connect(context.Context) error { return nil }
+
 // oneBatchSource returns one batch, then stops the stream.
 type oneBatchSource struct {
 	msgs  []sources.Message
@@ -66,6 +68,8 @@ func (s *oneBatchSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
 }
 
 func (s *oneBatchSource) Close() error { return nil }
+
+func (s *oneBatchSource) Connect(context.Context) error { return nil }
 
 // Defect 1: a message the broker refuses for its size was retried forever.
 // Now an output the sink refuses as too large becomes a dead letter

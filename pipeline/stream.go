@@ -487,10 +487,16 @@ type processed struct {
 	start   time.Time
 }
 
-// Run consumes until ctx is cancelled or a fatal error occurs, then drains:
+// Run connects the sinks and then the source (retrying while they fail;
+// an error marked message.ErrFatal ends it), consumes until ctx is
+// cancelled or a fatal error occurs, then drains:
 // batches already read are processed, written and committed (bounded by
 // DrainTimeout) before it returns. It returns nil on a clean shutdown.
 func (s *Stream) Run(ctx context.Context) error {
+	// Sinks first, the source last (readLoop connects it).
+	if err := s.connectSinks(ctx); err != nil || ctx.Err() != nil {
+		return err
+	}
 	workers := s.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
