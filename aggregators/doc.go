@@ -71,7 +71,7 @@
 //   - Checkpoints hold exact counts and discrete windows' records: as
 //     sensitive as the input topic.
 //   - Config is the one aggregate configuration type (the service's YAML
-//     aggregators entries decode into it; pipeline.AggregatorConfig is an
+//     aggregators entries decode into it; app.AggregatorConfig is an
 //     alias). Its params are decoded for its kind (DecodeParams: the keys
 //     each kind accepts are the kinds tags of Params). Config errors are
 //     *FieldError{Path, Err}, Err matching ErrUnknownField, ErrRequired,

@@ -38,6 +38,10 @@ func NewRecordSink(path string, rename map[string]string, mem memory.Allocator) 
 	return &RecordSink{path: path, rename: rename, mem: mem}
 }
 
+// Connect implements message.Sink. The file is created on the first write
+// (or by Ensure), not here: an unused sink leaves no file behind.
+func (s *RecordSink) Connect(context.Context) error { return nil }
+
 // Write implements message.Sink.
 func (s *RecordSink) Write(_ context.Context, msgs []message.Message) error {
 	s.mu.Lock()
@@ -129,6 +133,10 @@ var _ message.Sink = (*LineSink)(nil)
 
 // NewLineSink writes to path.
 func NewLineSink(path string) *LineSink { return &LineSink{path: path} }
+
+// Connect implements message.Sink. The file is created on the first
+// write, not here: a run without dead letters leaves no dead-letter file.
+func (s *LineSink) Connect(context.Context) error { return nil }
 
 // Write implements message.Sink.
 func (s *LineSink) Write(_ context.Context, msgs []message.Message) error {

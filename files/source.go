@@ -166,6 +166,11 @@ func (s *Source) Empty() arrow.Record {
 	return s.empty
 }
 
+// Connect implements message.Source. The file was opened and its
+// decoding started by NewSource (a missing or unreadable file fails
+// there), so there is nothing left to connect.
+func (s *Source) Connect(context.Context) error { return nil }
+
 // Close stops reading and releases the batches not handed to the
 // processor.
 func (s *Source) Close() error {

@@ -6,6 +6,11 @@
 // implement it, and convert their own header and error types at the edge.
 //
 // Contract:
+//   - Lifecycle (as Benthos' inputs and outputs): the runtime connects its
+//     sinks first and its source last, with Connect, before using them,
+//     retrying with backoff while Connect fails (an error marked ErrFatal
+//     ends the run instead); it connects a source again after a read error
+//     marked ErrNotConnected. Whoever opened a source or sink closes it.
 //   - A Source returns batches with the function that acknowledges them.
 //     The caller acknowledges a batch only after every output derived from
 //     it is durable, and acknowledges batches in the order they were read

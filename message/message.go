@@ -34,9 +34,16 @@ type Batch struct {
 	Ack      AckFunc
 }
 
-// Source is what the runtime reads from. ReadBatch must not be called
-// concurrently with itself; Close may be called from any goroutine.
+// Source is what the runtime reads from. Connect and ReadBatch must not be
+// called concurrently with each other or themselves; Close may be called
+// from any goroutine.
 type Source interface {
+	// Connect establishes the source's connection (for Kafka: a dial and
+	// the authentication). The runtime calls it before the first read and
+	// again after a read error marked ErrNotConnected. An error marked
+	// ErrFatal ends the run; any other is retried with backoff. A source
+	// with nothing to connect returns nil.
+	Connect(ctx context.Context) error
 	// ReadBatch blocks until at least one message is available or ctx is
 	// done (then it returns ctx.Err()).
 	ReadBatch(ctx context.Context) (Batch, error)
@@ -45,6 +52,10 @@ type Source interface {
 
 // Sink is a destination for messages.
 type Sink interface {
+	// Connect establishes the sink's connection; the runtime calls it
+	// before the first Write, with the same error rules as Source.Connect.
+	// A sink reconnects by itself after that (Write errors are retried).
+	Connect(ctx context.Context) error
 	// Write returns nil only once every message is durable.
 	Write(ctx context.Context, msgs []Message) error
 	Close() error

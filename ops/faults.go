@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
 )
 
-// Source is what a pipeline stream reads from; it matches pipeline.Source.
+// Source is what a pipeline stream reads from; it matches message.Source.
 type Source interface {
+	Connect(ctx context.Context) error
 	ReadBatch(ctx context.Context) (sources.Batch, error)
 	Close() error
 }
@@ -98,6 +100,9 @@ func (s *SlowSink) Write(ctx context.Context, msgs []sinks.Message) error {
 // Close closes the wrapped sink.
 func (s *SlowSink) Close() error { return s.Sink.Close() }
 
+// Connect connects the wrapped sink.
+func (s *SlowSink) Connect(ctx context.Context) error { return s.Sink.Connect(ctx) }
+
 // SinkStats counts what a SlowSink saw.
 type SinkStats struct {
 	Writes, Failures int
@@ -176,6 +181,13 @@ func (s *TrackedSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
 
 // Close closes the wrapped source.
 func (s *TrackedSource) Close() error { return s.Source.Close() }
+
+// Connect connects the tracked source.
+func (s *TrackedSource) Connect(ctx context.Context) error { return s.Source.Connect(ctx) }
+
+// Unwrap returns the tracked source (the service's stall monitor finds the
+// group reader through it).
+func (s *TrackedSource) Unwrap() message.Source { return s.Source }
 
 // SourceStats is a TrackedSource's counts.
 type SourceStats struct {

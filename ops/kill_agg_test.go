@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dpsurv/dpsurv/internal/testtier"
 	"io"
 	"math"
 	"net/http"
@@ -20,9 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/internal/testtier"
+
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/dpfit"
@@ -30,7 +32,6 @@ import (
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ops"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/synth"
 )
@@ -136,7 +137,7 @@ log: {level: info}
 			t.Fatal(err)
 		}
 	}
-	cfg, err := pipeline.LoadConfig(cfgFiles[0])
+	cfg, err := app.LoadConfig(cfgFiles[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,8 +485,8 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 		}
 	})
 	key := bytes.Repeat([]byte{0x5e}, 32)
-	sv := opsSupervise(t, ctx, func() *pipeline.Service {
-		return &pipeline.Service{Config: cfg, Key: key, Log: logs.logger(), AggregatorTick: 50 * time.Millisecond}
+	sv := opsSupervise(t, ctx, func() *app.Service {
+		return &app.Service{Config: cfg, Key: key, Log: logs.logger(), AggregatorTick: 50 * time.Millisecond}
 	})
 	waitFor := func(what string, timeout time.Duration, cond func() bool) {
 		t.Helper()
@@ -629,24 +630,24 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 // aggRestartConfig is an in-process service config with a km and a
 // weibull aggregator on processing-time windows of size, a Kafka ledger
 // (lease session 6 s) and 4 input partitions.
-func aggRestartConfig(conn kafkaconn.Config, size time.Duration, kmEps, wbEps, budget float64) pipeline.Config {
-	cfg := pipeline.DefaultConfig()
+func aggRestartConfig(conn kafkaconn.Config, size time.Duration, kmEps, wbEps, budget float64) app.Config {
+	cfg := app.DefaultConfig()
 	cfg.Kafka = conn
-	cfg.Input = pipeline.InputConfig{Topic: "ar.in", GroupID: "ops-aggrestart", Format: "arrow", MaxBatch: 4, Partitions: 4, SessionTimeout: 6 * time.Second}
-	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: []string{"ops-alpha", "ops-beta", "ops-gamma"}, Public: []string{"event"}}
+	cfg.Input = app.InputConfig{Topic: "ar.in", GroupID: "ops-aggrestart", Format: "arrow", MaxBatch: 4, Partitions: 4, SessionTimeout: 6 * time.Second}
+	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: []string{"ops-alpha", "ops-beta", "ops-gamma"}, Public: []string{"event"}}
 	cfg.Sanitizers.KeyFile = "(test)"
 	cfg.Sanitizers.Time = sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10}
 	cfg.Sanitizers.Cohort = sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: 1}
-	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "ar.sanitized", DeadLetterTopic: "ar.deadletter", FitTopic: "ar.fits"}
-	cfg.Aggregators = []pipeline.AggregatorConfig{
-		{Name: "km", Kind: "km", Epsilon: kmEps, Window: pipeline.WindowConfig{Size: size},
+	cfg.Output = app.OutputConfig{SanitizedTopic: "ar.sanitized", DeadLetterTopic: "ar.deadletter", FitTopic: "ar.fits"}
+	cfg.Aggregators = []app.AggregatorConfig{
+		{Name: "km", Kind: "km", Epsilon: kmEps, Window: app.WindowConfig{Size: size},
 			Params: aggregators.Params{Method: "noisy-histogram", BinWidth: 1000}},
-		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: pipeline.WindowConfig{Size: size},
+		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: app.WindowConfig{Size: size},
 			// no noise-aware intervals: hundreds of mechanism runs per
 			// window, not what this tests
 			Params: aggregators.Params{BinWidth: 50, Rungs: 200, IntervalSims: -1}},
 	}
-	cfg.Ledger = pipeline.LedgerConfig{Topic: "ar.ledger", CheckpointInterval: time.Second,
+	cfg.Ledger = app.LedgerConfig{Topic: "ar.ledger", CheckpointInterval: time.Second,
 		LeaseSessionTimeout: 6 * time.Second, Budget: map[string]float64{"stream": budget}}
 	return cfg
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dpsurv/dpsurv/internal/testtier"
 	"io"
 	"net/http"
 	"os"
@@ -18,15 +17,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/internal/testtier"
+
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/cli"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/synth"
 )
@@ -163,11 +164,11 @@ log: {level: info}
 			t.Fatal(err)
 		}
 	}
-	cfg, err := pipeline.LoadConfig(cfgFiles[0])
+	cfg, err := app.LoadConfig(cfgFiles[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := pipeline.ReadKey(keyFile)
+	key, err := app.ReadKey(keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}

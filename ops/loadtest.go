@@ -16,10 +16,10 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
@@ -167,7 +167,7 @@ func RunLoad(ctx context.Context, o LoadOptions) (LoadResult, error) {
 	var gateOnce sync.Once
 	openGate := func() { gateOnce.Do(func() { close(gate) }) }
 	defer openGate()
-	key := pipeline.EphemeralKey()
+	key := app.EphemeralKey()
 	tracked := make([]*TrackedSource, o.Replicas)
 	for i := range tracked {
 		tracked[i] = &TrackedSource{Gate: gate}
@@ -177,13 +177,9 @@ func RunLoad(ctx context.Context, o LoadOptions) (LoadResult, error) {
 	svcErr := make(chan error, o.Replicas)
 	var svcWG sync.WaitGroup
 	for i := range o.Replicas {
-		svc := &pipeline.Service{Config: cfg, Key: key, Log: log.With(zap.Int("replica", i)), Mem: memory.DefaultAllocator,
-			CopyInputKey: true, // the latency probe: keys are seq/records/produce-time, no patient data
-			WrapSource: func(s pipeline.Source) pipeline.Source {
-				// Runs in the service's goroutine, before its first read.
-				tracked[i].Source = s
-				return tracked[i]
-			}}
+		rlog := log.With(zap.Int("replica", i))
+		svc := &app.Service{Config: cfg, Key: key, Log: rlog, Mem: memory.DefaultAllocator,
+			Transport: &loadTransport{Transport: app.KafkaTransport{Config: cfg, Log: rlog}, tracked: tracked[i]}}
 		svcWG.Add(1)
 		go func() {
 			defer svcWG.Done()
@@ -281,7 +277,7 @@ func (o *LoadOptions) normalize() error {
 	return nil
 }
 
-func loadConfig(addrs, cohorts []string, o LoadOptions) pipeline.Config {
+func loadConfig(addrs, cohorts []string, o LoadOptions) app.Config {
 	cfg := harness.StreamConfig(addrs, "dpsurv-load", "load", cohorts, 3650, 1)
 	cfg.Input.GroupID = loadGroup
 	cfg.Input.Partitions = o.Partitions
@@ -446,7 +442,7 @@ func latencyOf(h *Histogram) Latency {
 		MaxMs: ms(h.Max()), MeanMs: ms(h.Mean())}
 }
 
-func runFixedRate(ctx context.Context, o LoadOptions, cfg pipeline.Config, gen *loadGen, b *broker.Cluster,
+func runFixedRate(ctx context.Context, o LoadOptions, cfg app.Config, gen *loadGen, b *broker.Cluster,
 	svcErr <-chan error, res *LoadResult) error {
 	msgsPerS := o.Rate / float64(o.BatchRecords)
 	tal := newTally(int64(msgsPerS*60) + 1)
@@ -576,7 +572,7 @@ produce:
 	return nil
 }
 
-func runMaxRate(ctx context.Context, o LoadOptions, cfg pipeline.Config, gen *loadGen,
+func runMaxRate(ctx context.Context, o LoadOptions, cfg app.Config, gen *loadGen,
 	tracked []*TrackedSource, openGate func(), svcErr <-chan error, res *LoadResult) error {
 	nMsgs := int64(o.Records / o.BatchRecords)
 	w, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic}, o.Log)

@@ -9,25 +9,25 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
-	"github.com/dpsurv/dpsurv/pipeline"
 )
 
 // opsAggConfig adds a km and a weibull aggregator on processing-time
 // windows of size, a Kafka ledger (lease session 6 s) and a fit topic to
 // opsConfig.
-func opsAggConfig(conn kafkaconn.Config, group string, size time.Duration, kmEps, wbEps, budget float64) pipeline.Config {
+func opsAggConfig(conn kafkaconn.Config, group string, size time.Duration, kmEps, wbEps, budget float64) app.Config {
 	cfg := opsConfig(conn, group)
 	cfg.Input.SessionTimeout = 6 * time.Second
 	cfg.Output.FitTopic = "ops.fits"
-	cfg.Aggregators = []pipeline.AggregatorConfig{
-		{Name: "km", Kind: "km", Epsilon: kmEps, Window: pipeline.WindowConfig{Size: size},
+	cfg.Aggregators = []app.AggregatorConfig{
+		{Name: "km", Kind: "km", Epsilon: kmEps, Window: app.WindowConfig{Size: size},
 			Params: aggregators.Params{Method: "noisy-histogram", BinWidth: 1000}},
-		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: pipeline.WindowConfig{Size: size},
+		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: app.WindowConfig{Size: size},
 			Params: aggregators.Params{BinWidth: 50, Rungs: 200, IntervalSims: -1}}, // intervals: hundreds of mechanism runs per window, not what this tests
 	}
-	cfg.Ledger = pipeline.LedgerConfig{Topic: "ops.ledger", CheckpointInterval: time.Second,
+	cfg.Ledger = app.LedgerConfig{Topic: "ops.ledger", CheckpointInterval: time.Second,
 		LeaseSessionTimeout: 6 * time.Second, Budget: map[string]float64{"stream": budget}}
 	return cfg
 }
@@ -39,15 +39,15 @@ func TestLeaseSessionTimeoutConfig(t *testing.T) {
 	base := opsAggConfig(kafkaconn.Config{Brokers: []string{"127.0.0.1:9092"}}, "cfg", time.Hour, 1, 1, 10)
 	cases := []struct {
 		name string
-		edit func(*pipeline.Config)
+		edit func(*app.Config)
 		want time.Duration
 		err  string
 	}{
-		{"default", func(c *pipeline.Config) { c.Ledger.LeaseSessionTimeout = 0 }, 10 * time.Second, ""},
-		{"set", func(c *pipeline.Config) { c.Ledger.LeaseSessionTimeout = 45 * time.Second }, 45 * time.Second, ""},
-		{"too short", func(c *pipeline.Config) { c.Ledger.LeaseSessionTimeout = 3 * time.Second }, 0, "ledger.lease_session_timeout: must be between 6s and 5m"},
-		{"too long", func(c *pipeline.Config) { c.Ledger.LeaseSessionTimeout = time.Hour }, 0, "ledger.lease_session_timeout: must be between 6s and 5m"},
-		{"file ledger", func(c *pipeline.Config) { c.Ledger.Topic, c.Ledger.File = "", "/tmp/l.jsonl" }, 0, "ledger.lease_session_timeout: only with ledger.topic"},
+		{"default", func(c *app.Config) { c.Ledger.LeaseSessionTimeout = 0 }, 10 * time.Second, ""},
+		{"set", func(c *app.Config) { c.Ledger.LeaseSessionTimeout = 45 * time.Second }, 45 * time.Second, ""},
+		{"too short", func(c *app.Config) { c.Ledger.LeaseSessionTimeout = 3 * time.Second }, 0, "ledger.lease_session_timeout: must be between 6s and 5m"},
+		{"too long", func(c *app.Config) { c.Ledger.LeaseSessionTimeout = time.Hour }, 0, "ledger.lease_session_timeout: must be between 6s and 5m"},
+		{"file ledger", func(c *app.Config) { c.Ledger.Topic, c.Ledger.File = "", "/tmp/l.jsonl" }, 0, "ledger.lease_session_timeout: only with ledger.topic"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,7 +73,7 @@ func TestLeaseSessionTimeoutConfig(t *testing.T) {
 		"output: {sanitized_topic: s, dead_letter_topic: d, fit_topic: f}\n" +
 		"aggregators: [{name: km, kind: km, epsilon: 1, window: {size: 1h}}]\n" +
 		"ledger: {topic: l, lease_session_timeout: 8s, budget: {stream: 5}}\n"
-	c, err := pipeline.ParseConfig([]byte(y))
+	c, err := app.ParseConfig([]byte(y))
 	if err != nil {
 		t.Fatal(err)
 	}

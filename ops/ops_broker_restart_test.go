@@ -2,16 +2,17 @@ package ops_test
 
 import (
 	"context"
-	"github.com/dpsurv/dpsurv/internal/testtier"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/internal/testtier"
+
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
 )
 
 // TestOpsBrokerRestartMidStream stops the broker while the service is
@@ -53,8 +54,8 @@ func TestOpsBrokerRestartMidStream(t *testing.T) {
 			t.Logf("service log tail:\n%s", opsLogTail(logs.String()))
 		}
 	})
-	sv := opsSupervise(t, ctx, func() *pipeline.Service {
-		return &pipeline.Service{Config: cfg, Key: opsKey, Log: logs.logger()}
+	sv := opsSupervise(t, ctx, func() *app.Service {
+		return &app.Service{Config: cfg, Key: opsKey, Log: logs.logger()}
 	})
 
 	// Mid-stream: some of the first half acknowledged, not all of it.

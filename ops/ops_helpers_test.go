@@ -17,10 +17,12 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/ops"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/synth"
@@ -33,15 +35,15 @@ var opsKey = bytes.Repeat([]byte{0x4f}, 32)
 
 // opsConfig is a service config for the ops tests: 4 input partitions,
 // small processing batches (so that a run has many commits), TE + RRR.
-func opsConfig(conn kafkaconn.Config, group string) pipeline.Config {
-	cfg := pipeline.DefaultConfig()
+func opsConfig(conn kafkaconn.Config, group string) app.Config {
+	cfg := app.DefaultConfig()
 	cfg.Kafka = conn
-	cfg.Input = pipeline.InputConfig{Topic: "ops.in", GroupID: group, Format: "arrow", MaxBatch: 4, Partitions: 4}
-	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: opsCohorts, Public: []string{"event"}}
+	cfg.Input = app.InputConfig{Topic: "ops.in", GroupID: group, Format: "arrow", MaxBatch: 4, Partitions: 4}
+	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: opsCohorts, Public: []string{"event"}}
 	cfg.Sanitizers.KeyFile = "(test)"
 	cfg.Sanitizers.Time = sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10}
 	cfg.Sanitizers.Cohort = sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: 1}
-	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "ops.sanitized", DeadLetterTopic: "ops.deadletter"}
+	cfg.Output = app.OutputConfig{SanitizedTopic: "ops.sanitized", DeadLetterTopic: "ops.deadletter"}
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Log.Level = "info"
 	return cfg
@@ -55,7 +57,7 @@ type opsInput struct {
 	want map[string]ops.Row
 }
 
-func opsNewInput(t *testing.T, cfg pipeline.Config, key []byte, n, batch int, seed uint64, prefix string) opsInput {
+func opsNewInput(t *testing.T, cfg app.Config, key []byte, n, batch int, seed uint64, prefix string) opsInput {
 	t.Helper()
 	d, err := synth.Generate(synth.Options{N: n, Cohorts: opsCohorts, TimeMax: 4000, Seed: seed, IDPrefix: prefix})
 	if err != nil {
@@ -134,7 +136,7 @@ func (l *opsLogs) logger() *zap.Logger {
 // opsRunService starts svc in a goroutine; the returned function cancels it
 // and returns Run's error (stopping twice returns the same error). The test
 // cleanup stops it too.
-func opsRunService(t *testing.T, ctx context.Context, svc *pipeline.Service) (stop func() error, done <-chan struct{}) {
+func opsRunService(t *testing.T, ctx context.Context, svc *app.Service) (stop func() error, done <-chan struct{}) {
 	t.Helper()
 	sctx, cancel := context.WithCancel(ctx)
 	ch := make(chan struct{})
@@ -191,7 +193,7 @@ type opsSupervisor struct {
 // opsSupervise starts mk() under supervision until the returned
 // supervisor is stopped (also at test cleanup). Every service's source is
 // wrapped in a TrackedSource.
-func opsSupervise(t *testing.T, ctx context.Context, mk func() *pipeline.Service) *opsSupervisor {
+func opsSupervise(t *testing.T, ctx context.Context, mk func() *app.Service) *opsSupervisor {
 	t.Helper()
 	sctx, cancel := context.WithCancel(ctx)
 	sv := &opsSupervisor{cancel: cancel, done: make(chan struct{})}
@@ -200,14 +202,17 @@ func opsSupervise(t *testing.T, ctx context.Context, mk func() *pipeline.Service
 		for sctx.Err() == nil {
 			svc := mk()
 			tr := &ops.TrackedSource{}
-			wrap := svc.WrapSource
-			svc.WrapSource = func(s pipeline.Source) pipeline.Source {
-				if wrap != nil {
-					s = wrap(s)
+			inner := svc.Transport
+			if inner == nil {
+				inner = app.KafkaTransport{Config: svc.Config, Log: svc.Log}
+			}
+			svc.Transport = &apptest.Transport{Transport: inner, WrapSource: func(role app.Role, s message.Source) message.Source {
+				if role != app.RoleInput {
+					return s
 				}
 				tr.Source = s
 				return tr
-			}
+			}}
 			sv.mu.Lock()
 			sv.tracked = append(sv.tracked, tr)
 			sv.mu.Unlock()

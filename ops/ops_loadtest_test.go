@@ -3,9 +3,10 @@ package ops_test
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/dpsurv/dpsurv/internal/testtier"
 	"strings"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/internal/testtier"
 
 	"github.com/dpsurv/dpsurv/internal/cli"
 	"github.com/dpsurv/dpsurv/ops"

@@ -2,16 +2,19 @@ package ops_test
 
 import (
 	"context"
-	"github.com/dpsurv/dpsurv/internal/testtier"
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/internal/testtier"
+	"github.com/dpsurv/dpsurv/message"
+
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops"
-	"github.com/dpsurv/dpsurv/pipeline"
 )
 
 // TestOpsReplicasSharePartitions runs two services in one consumer group.
@@ -45,14 +48,17 @@ func TestOpsReplicasSharePartitions(t *testing.T) {
 			in := opsNewInput(t, cfg, opsKey, 6000, 25, uint64(20+i), "rep")
 
 			tracked := [2]*ops.TrackedSource{{}, {}}
-			svcs := [2]*pipeline.Service{}
+			svcs := [2]*app.Service{}
 			for r := range svcs {
 				c := cfg
 				c.HTTP.Listen = ""
-				svcs[r] = &pipeline.Service{Config: c, Key: opsKey, WrapSource: func(s pipeline.Source) pipeline.Source {
+				svcs[r] = &app.Service{Config: c, Key: opsKey, Transport: apptest.Kafka(c, func(role app.Role, s message.Source) message.Source {
+					if role != app.RoleInput {
+						return s
+					}
 					tracked[r].Source = s
 					return tracked[r]
-				}}
+				}, nil)}
 			}
 			stop0, done0 := opsRunService(t, ctx, svcs[0])
 			var stop1 func() error

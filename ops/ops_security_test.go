@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
 )
 
 // TestOpsServiceTLSAndSASL runs the whole service against the embedded
@@ -61,7 +61,7 @@ func TestOpsServiceTLSAndSASL(t *testing.T) {
 			cfg.Output.SanitizedTopic = "ops.sec.out." + string(rune('a'+i))
 			cfg.HTTP.Listen = opsFreeAddr(t)
 			logs := &opsLogs{}
-			svc := &pipeline.Service{Config: cfg, Key: opsKey, Log: logs.logger()}
+			svc := &app.Service{Config: cfg, Key: opsKey, Log: logs.logger()}
 			stop, done := opsRunService(t, ctx, svc)
 			get := func(path string) (int, string) {
 				resp, err := http.Get("http://" + cfg.HTTP.Listen + path)

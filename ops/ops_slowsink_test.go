@@ -2,9 +2,10 @@ package ops_test
 
 import (
 	"context"
-	"github.com/dpsurv/dpsurv/internal/testtier"
 	"testing"
 	"time"
+
+	"github.com/dpsurv/dpsurv/internal/testtier"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"

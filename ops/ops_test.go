@@ -124,6 +124,8 @@ func (m *memSink) Write(_ context.Context, msgs []sinks.Message) error {
 
 func (m *memSink) Close() error { return nil }
 
+func (m *memSink) Connect(context.Context) error { return nil }
+
 func TestSlowSink(t *testing.T) {
 	msgs := func(n int) []sinks.Message {
 		out := make([]sinks.Message, n)
@@ -199,6 +201,8 @@ func (f *fakeSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
 }
 
 func (f *fakeSource) Close() error { return nil }
+
+func (f *fakeSource) Connect(context.Context) error { return nil }
 
 func TestTrackedSource(t *testing.T) {
 	gate := make(chan struct{})

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline"
@@ -29,7 +30,7 @@ type Row struct {
 // Every replica of a service with the same config and key must produce
 // exactly these rows, however often a record is redelivered. Messages with
 // dead letters are an error (the fault tests use clean input).
-func Reference(cfg pipeline.Config, key []byte, msgs []sinks.Message) (map[string]Row, error) {
+func Reference(cfg app.Config, key []byte, msgs []sinks.Message) (map[string]Row, error) {
 	mem := memory.NewGoAllocator()
 	v, err := schemas.NewValidator(cfg.Spec(), mem)
 	if err != nil {

@@ -6,9 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -30,13 +33,13 @@ const fuzzMaxMessageBytes = 16 << 10
 //
 //	go test -run '^$' -fuzz FuzzSanitizeProcessor -fuzztime 30s ./pipeline/
 func FuzzSanitizeProcessor(f *testing.F) {
-	spec := schemas.Spec{Cohorts: reliabCohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
-	f.Add(negativeNullCountMessage(f, spec, "nc-", 13))
-	f.Add(rowsMessage(f, seqIDs("ok-", 50), false))
-	f.Add(rowsMessage(f, seqIDs("site-", 50), true))
-	f.Add(rowsMessage(f, []string{strings.Repeat("x", 70_000), "y"}, false))
-	f.Add(rowsMessage(f, append(seqIDs("dup-", 3), make([]string, 300)...), false))
-	f.Add(rowsMessage(f, seqIDs("split-", 3000), false))
+	spec := schemas.Spec{Cohorts: pipelinetest.Cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
+	f.Add(pipelinetest.NegativeNullCountMessage(f, spec, "nc-", 13))
+	f.Add(pipelinetest.RowsMessage(f, pipelinetest.SeqIDs("ok-", 50), false))
+	f.Add(pipelinetest.RowsMessage(f, pipelinetest.SeqIDs("site-", 50), true))
+	f.Add(pipelinetest.RowsMessage(f, []string{strings.Repeat("x", 70_000), "y"}, false))
+	f.Add(pipelinetest.RowsMessage(f, append(pipelinetest.SeqIDs("dup-", 3), make([]string, 300)...), false))
+	f.Add(pipelinetest.RowsMessage(f, pipelinetest.SeqIDs("split-", 3000), false))
 	f.Add([]byte("not arrow at all"))
 	// Two services' wiring (Config.Spec, Config.SanitizerConfig): event
 	// public, and event and the optional site public.
@@ -58,9 +61,9 @@ func FuzzSanitizeProcessor(f *testing.F) {
 }
 
 func fuzzProcessor(f *testing.F, public []string) *pipeline.SanitizeProcessor {
-	cfg := pipeline.DefaultConfig()
-	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: reliabCohorts, Public: public}
-	cfg.Sanitizers.Time = sanitizersTime()
+	cfg := app.DefaultConfig()
+	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: pipelinetest.Cohorts, Public: public}
+	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
 	cfg.Sanitizers.Cohort = sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: 1}
 	mem := memory.NewGoAllocator()
 	v, err := schemas.NewValidator(cfg.Spec(), mem)

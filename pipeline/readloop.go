@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/dpsurv/dpsurv/internal/retry"
-	"github.com/dpsurv/dpsurv/sources"
+	"github.com/dpsurv/dpsurv/message"
 )
 
 // Delays between failed source reads.
@@ -22,18 +24,34 @@ type readHooks struct {
 	// recovered is called on the first successful read after failures.
 	recovered func()
 	// send hands a batch on; false stops the loop (the consumer is gone).
-	send func(b sources.Batch) bool
+	send func(b message.Batch) bool
 }
 
-// readLoop reads batches from src and sends them on until ctx ends or send
-// refuses one (it returns nil), or a read error ends the run (endsRun: it
-// returns that error). Any other read error is transient: nothing was
-// acknowledged, so it waits with exponential backoff and reads again.
+// readLoop connects src, then reads batches from it and sends them on
+// until ctx ends or send refuses one (it returns nil), or a connect or read
+// error ends the run (endsRun: it returns that error). Any other error is
+// transient: nothing was acknowledged, so it waits with exponential
+// backoff and tries again; after a read error marked
+// message.ErrNotConnected it connects again before the next read.
 func readLoop(ctx context.Context, src Source, h readHooks) error {
 	bo := retry.New(readBackoffMin, readBackoffMax)
-	failing := false
+	failing, connected := false, false
 	for {
-		b, err := src.ReadBatch(ctx)
+		var b message.Batch
+		err := error(nil)
+		if !connected {
+			if err = src.Connect(ctx); err == nil {
+				connected = true
+			} else {
+				err = fmt.Errorf("connect: %w", err)
+			}
+		}
+		if connected {
+			b, err = src.ReadBatch(ctx)
+			if errors.Is(err, message.ErrNotConnected) {
+				connected = false
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

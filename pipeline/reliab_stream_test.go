@@ -10,12 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -46,6 +49,8 @@ func (l *limitSink) Write(_ context.Context, msgs []sinks.Message) error {
 
 func (l *limitSink) Close() error { return nil }
 
+func (l *limitSink) Connect(context.Context) error { return nil }
+
 // oneBatchSource returns one batch, then stops the stream.
 type oneBatchSource struct {
 	msgs  []sources.Message
@@ -64,21 +69,23 @@ func (s *oneBatchSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
 
 func (s *oneBatchSource) Close() error { return nil }
 
+func (s *oneBatchSource) Connect(context.Context) error { return nil }
+
 // Defect 1: a message the broker refuses for its size was retried forever.
 // Now an output the sink refuses as too large becomes a dead letter
 // (output_too_large, a reference to the source), a dead letter the sink
 // refuses becomes a reference, and the batch is acknowledged.
 func TestStreamTooLargeForTheBrokerIsDeadLettered(t *testing.T) {
 	mem := memory.NewGoAllocator()
-	cfg := pipeline.DefaultConfig()
-	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: reliabCohorts, Public: []string{"event"}}
-	cfg.Sanitizers.Time = sanitizersTime()
+	cfg := app.DefaultConfig()
+	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: pipelinetest.Cohorts, Public: []string{"event"}}
+	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
 	v, err := schemas.NewValidator(cfg.Spec(), mem)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v.SetMaxDeadRows(pipeline.DefaultMaxDeadRows)
-	chain, err := sanitizers.New(cfg.SanitizerConfig(reliabKey), mem)
+	chain, err := sanitizers.New(cfg.SanitizerConfig(pipelinetest.Key), mem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +95,7 @@ func TestStreamTooLargeForTheBrokerIsDeadLettered(t *testing.T) {
 	// 2,000 good rows (about 100 KB sanitized) and an undecodable 300 KB
 	// message: both exceed the sinks' 64 KB limit.
 	src := &oneBatchSource{acked: make(chan struct{}), msgs: []sources.Message{
-		{Topic: "in", Offset: 0, Value: rowsMessage(t, seqIDs("big-", 2000), false)},
+		{Topic: "in", Offset: 0, Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("big-", 2000), false)},
 		{Topic: "in", Offset: 1, Value: bytes.Repeat([]byte("z"), 300_000)},
 	}}
 	out, dead := &limitSink{max: 64 << 10}, &limitSink{max: 64 << 10}
@@ -108,7 +115,7 @@ func TestStreamTooLargeForTheBrokerIsDeadLettered(t *testing.T) {
 	}
 	reasons := map[string]int{}
 	for _, d := range dead.msgs {
-		var x deadLetterJSON
+		var x pipelinetest.DeadLetterJSON
 		if err := json.Unmarshal(d.Value, &x); err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +124,7 @@ func TestStreamTooLargeForTheBrokerIsDeadLettered(t *testing.T) {
 	if reasons[pipeline.ReasonOutputTooLarge] != 2000 || reasons[schemas.ReasonUndecodable] != 1 || len(out.msgs) != 0 {
 		t.Errorf("dead letters by reason %v, outputs %d; want 2000 output_too_large rows and 1 undecodable", reasons, len(out.msgs))
 	}
-	in, o, d := counterValue(m.RecordsIn), counterValue(m.RecordsOut), counterValue(m.DeadLetterRows)
+	in, o, d := pipelinetest.CounterValue(m.RecordsIn), pipelinetest.CounterValue(m.RecordsOut), pipelinetest.CounterValue(m.DeadLetterRows)
 	if in != 2000 || o != 0 || d != 2000 {
 		t.Errorf("records in %v, out %v, dead-letter rows %v", in, o, d)
 	}
@@ -128,14 +135,14 @@ func TestStreamTooLargeForTheBrokerIsDeadLettered(t *testing.T) {
 // output_too_large and the other records of its message go out.
 func TestProcessorOversizedRecord(t *testing.T) {
 	mem := memory.NewGoAllocator()
-	cfg := pipeline.DefaultConfig()
-	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: reliabCohorts, Public: []string{"event", "site"}}
-	cfg.Sanitizers.Time = sanitizersTime()
+	cfg := app.DefaultConfig()
+	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: pipelinetest.Cohorts, Public: []string{"event", "site"}}
+	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
 	v, err := schemas.NewValidator(cfg.Spec(), mem)
 	if err != nil {
 		t.Fatal(err)
 	}
-	chain, err := sanitizers.New(cfg.SanitizerConfig(reliabKey), mem)
+	chain, err := sanitizers.New(cfg.SanitizerConfig(pipelinetest.Key), mem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +156,7 @@ func TestProcessorOversizedRecord(t *testing.T) {
 		b.Field(0).(*array.StringBuilder).Append(fmt.Sprint("p", i))
 		b.Field(1).(*array.Float64Builder).Append(10)
 		b.Field(2).(*array.BooleanBuilder).Append(true)
-		b.Field(3).(*array.StringBuilder).Append(reliabCohorts[0])
+		b.Field(3).(*array.StringBuilder).Append(pipelinetest.Cohorts[0])
 		b.Field(4).(*array.StringBuilder).Append(site)
 	}
 	rec := b.NewRecord()

@@ -22,8 +22,6 @@ import (
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sinks"
-	"github.com/dpsurv/dpsurv/sources"
 )
 
 // Source is what the stream reads from (sources.Kafka in the service).
@@ -31,9 +29,9 @@ type Source = message.Source
 
 // Result is what processing one input message produced.
 type Result struct {
-	Out     []sinks.Message // to the sanitized (or passthrough) sink
-	Dead    []sinks.Message // to the dead-letter sink
-	Records int             // records in Out
+	Out     []message.Message // to the sanitized (or passthrough) sink
+	Dead    []message.Message // to the dead-letter sink
+	Records int               // records in Out
 	// OutRows is the number of records in each Out message (parallel to
 	// Out; empty when unknown). A message the sink rejects as too large
 	// becomes a dead letter of that many rows.
@@ -67,14 +65,14 @@ type DeadInfo struct {
 // Processor turns one input message into output messages. It must be safe
 // for concurrent use and must not retain msg.
 type Processor interface {
-	Process(msg sources.Message) (Result, error)
+	Process(msg message.Message) (Result, error)
 }
 
 // Observer sees every validated good batch after sanitizing, before the
 // batch is acknowledged (the aggregators' entry point). It must not retain
 // rec past the call without Retain.
 type Observer interface {
-	Observe(ctx context.Context, msg sources.Message, good arrow.Record) error
+	Observe(ctx context.Context, msg message.Message, good arrow.Record) error
 }
 
 // ErrStop, wrapped in a source's read error, ends the stream, as
@@ -103,7 +101,9 @@ const (
 // DefaultMaxMessageBytes bounds every message dpsurv writes (key, value
 // and headers): below the broker's default message.max.bytes (1,048,588)
 // with room for the record-batch overhead.
-const DefaultMaxMessageBytes = sinks.DefaultBatchBytes
+// It equals sinks.DefaultBatchBytes (app tests that they agree; this
+// package does not import the Kafka sinks).
+const DefaultMaxMessageBytes = 1_000_000
 
 // DefaultMaxDeadRows is how many failed rows of one message are
 // dead-lettered verbatim; later ones are summarized per reason.
@@ -150,7 +150,7 @@ func (p *SanitizeProcessor) maxBytes() int {
 }
 
 // Process implements Processor.
-func (p *SanitizeProcessor) Process(msg sources.Message) (res Result, err error) {
+func (p *SanitizeProcessor) Process(msg message.Message) (res Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			// A bug a message can trigger must not stop the service:
@@ -211,7 +211,7 @@ func (p *SanitizeProcessor) Process(msg sources.Message) (res Result, err error)
 				Detail: fmt.Sprintf("a sanitized record does not fit in %d bytes; replay the source message", p.maxBytes())}, msg)
 			continue
 		}
-		res.Out = append(res.Out, sinks.Message{Key: key, Value: b, Headers: hdr})
+		res.Out = append(res.Out, message.Message{Key: key, Value: b, Headers: hdr})
 		res.OutRows = append(res.OutRows, partRows[i])
 		res.Records += partRows[i]
 	}
@@ -225,7 +225,7 @@ func (p *SanitizeProcessor) Process(msg sources.Message) (res Result, err error)
 
 // failGood dead-letters the good rows of a message a later stage failed
 // on, keeping the validator's dead letters.
-func (p *SanitizeProcessor) failGood(res Result, msg sources.Message, rows int, detail string) Result {
+func (p *SanitizeProcessor) failGood(res Result, msg message.Message, rows int, detail string) Result {
 	p.addDead(&res, schemas.DeadLetter{Reason: ReasonUnprocessable, RowIndex: -1, Detail: detail, Raw: msg.Value}, msg)
 	res.DeadInfo[len(res.DeadInfo)-1].Rows = rows
 	return res
@@ -233,7 +233,7 @@ func (p *SanitizeProcessor) failGood(res Result, msg sources.Message, rows int, 
 
 // whole is the result of a message dead-lettered as a whole after rows
 // decoded rows were counted.
-func (p *SanitizeProcessor) whole(msg sources.Message, reason, detail string, rows int) Result {
+func (p *SanitizeProcessor) whole(msg message.Message, reason, detail string, rows int) Result {
 	res := Result{RecordsIn: rows}
 	p.addDead(&res, schemas.DeadLetter{Reason: reason, RowIndex: -1, Detail: detail, Raw: msg.Value}, msg)
 	res.DeadInfo[0].Rows = rows
@@ -241,14 +241,14 @@ func (p *SanitizeProcessor) whole(msg sources.Message, reason, detail string, ro
 }
 
 // addDead appends the dead-letter message of d, bounded in size.
-func (p *SanitizeProcessor) addDead(res *Result, d schemas.DeadLetter, msg sources.Message) {
+func (p *SanitizeProcessor) addDead(res *Result, d schemas.DeadLetter, msg message.Message) {
 	m := deadLetterMessage(d, msg, p.maxBytes())
 	res.Dead = append(res.Dead, m)
 	res.DeadInfo = append(res.DeadInfo, DeadInfo{Reason: d.Reason, Rows: d.Rows()})
 }
 
 // outKey is the input key, unless it is too long to copy.
-func outKey(msg sources.Message) []byte {
+func outKey(msg message.Message) []byte {
 	if len(msg.Key) > maxKeyBytes {
 		return nil
 	}
@@ -319,10 +319,10 @@ type PassthroughProcessor struct {
 }
 
 // Process implements Processor.
-func (p PassthroughProcessor) Process(msg sources.Message) (Result, error) {
+func (p PassthroughProcessor) Process(msg message.Message) (Result, error) {
 	h := []message.Header{sourceHeader(msg)}
 	if p.Raw {
-		return Result{Out: []sinks.Message{{Key: msg.Key, Value: msg.Value, Headers: h}}}, nil
+		return Result{Out: []message.Message{{Key: msg.Key, Value: msg.Value, Headers: h}}}, nil
 	}
 	mem := p.Mem
 	if mem == nil {
@@ -340,19 +340,19 @@ func (p PassthroughProcessor) Process(msg sources.Message) (Result, error) {
 		if err != nil {
 			return Result{}, fmt.Errorf("passthrough encode: %w", err)
 		}
-		res.Out = append(res.Out, sinks.Message{Key: msg.Key, Value: b, Headers: h})
+		res.Out = append(res.Out, message.Message{Key: msg.Key, Value: b, Headers: h})
 	}
 	return res, nil
 }
 
-func sourceHeader(msg sources.Message) message.Header {
+func sourceHeader(msg message.Message) message.Header {
 	return message.Header{Key: HeaderSource, Value: []byte(msg.Topic + "/" + strconv.Itoa(msg.Partition) + "/" + strconv.FormatInt(msg.Offset, 10))}
 }
 
 // deadLetterValue is the dead-letter message: the dead letter's JSON
 // (schemas.DeadLetter.MarshalJSON) with the source position appended as
 // "source": {"topic", "partition", "offset"}.
-func deadLetterValue(d schemas.DeadLetter, msg sources.Message) ([]byte, error) {
+func deadLetterValue(d schemas.DeadLetter, msg message.Message) ([]byte, error) {
 	inner, err := json.Marshal(d)
 	if err != nil {
 		return nil, err
@@ -390,13 +390,13 @@ const (
 // source position is the reference to the full message), long row values
 // and the detail truncated, and at last only the reason, detail and
 // source kept.
-func deadLetterMessage(d schemas.DeadLetter, msg sources.Message, max int) sinks.Message {
+func deadLetterMessage(d schemas.DeadLetter, msg message.Message, max int) message.Message {
 	hdr := []message.Header{sourceHeader(msg)}
 	key := outKey(msg)
 	budget := max - messageOverhead - len(key) - headerBytes(hdr)
 	v, err := deadLetterValue(d, msg)
 	if err == nil && len(v) <= budget {
-		return sinks.Message{Key: key, Value: v, Headers: hdr}
+		return message.Message{Key: key, Value: v, Headers: hdr}
 	}
 	full := len(v)
 	note := fmt.Sprintf(" [dead letter truncated: %d bytes exceed the %d-byte message limit", full, max)
@@ -428,13 +428,13 @@ func deadLetterMessage(d schemas.DeadLetter, msg sources.Message, max int) sinks
 		d.Row = row
 	}
 	if v, err = deadLetterValue(d, msg); err == nil && len(v) <= budget {
-		return sinks.Message{Key: key, Value: v, Headers: hdr}
+		return message.Message{Key: key, Value: v, Headers: hdr}
 	}
 	// Last resort: a reference only.
 	ref := schemas.DeadLetter{Reason: d.Reason, RowIndex: d.RowIndex, Count: d.Count,
 		Detail: truncUTF8(d.Detail, 1024) + fmt.Sprintf(" [dead letter of %d bytes reduced to a reference]", full)}
 	v, _ = deadLetterValue(ref, msg)
-	return sinks.Message{Value: v, Headers: hdr}
+	return message.Message{Value: v, Headers: hdr}
 }
 
 // truncUTF8 cuts s to at most n bytes at a rune boundary.
@@ -454,8 +454,8 @@ func truncUTF8(s string, n int) string {
 type Stream struct {
 	Source     Source
 	Processor  Processor
-	Out        sinks.Sink
-	DeadLetter sinks.Sink
+	Out        message.Sink
+	DeadLetter message.Sink
 	Metrics    *Metrics
 	Log        *zap.Logger
 	// Workers processing messages of one batch in parallel (default
@@ -482,15 +482,21 @@ func (s *Stream) Acked() int64 { return s.acked.Load() }
 func (s *Stream) Ready() bool { return s.ready.Load() }
 
 type processed struct {
-	batch   sources.Batch
+	batch   message.Batch
 	results []Result
 	start   time.Time
 }
 
-// Run consumes until ctx is cancelled or a fatal error occurs, then drains:
+// Run connects the sinks and then the source (retrying while they fail;
+// an error marked message.ErrFatal ends it), consumes until ctx is
+// cancelled or a fatal error occurs, then drains:
 // batches already read are processed, written and committed (bounded by
 // DrainTimeout) before it returns. It returns nil on a clean shutdown.
 func (s *Stream) Run(ctx context.Context) error {
+	// Sinks first, the source last (readLoop connects it).
+	if err := s.connectSinks(ctx); err != nil || ctx.Err() != nil {
+		return err
+	}
 	workers := s.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -511,7 +517,7 @@ func (s *Stream) Run(ctx context.Context) error {
 	// The reader stops on ctx or on a fatal error downstream.
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
-	readCh := make(chan sources.Batch, 2)
+	readCh := make(chan message.Batch, 2)
 	procCh := make(chan processed, 2)
 	errCh := make(chan error, 3)
 	var wg sync.WaitGroup
@@ -534,7 +540,7 @@ func (s *Stream) Run(ctx context.Context) error {
 				s.ready.Store(true)
 				s.Metrics.Ready.Set(1)
 			},
-			send: func(b sources.Batch) bool {
+			send: func(b message.Batch) bool {
 				if s.Lag != nil {
 					s.Metrics.ConsumerLag.Set(float64(s.Lag()))
 				}
@@ -590,7 +596,7 @@ func (s *Stream) Run(ctx context.Context) error {
 					zap.String("source", string(sourceHeader(b.Messages[i]).Value)))
 				d := schemas.DeadLetter{Reason: ReasonUnprocessable, RowIndex: -1, Raw: b.Messages[i].Value,
 					Detail: fmt.Sprintf("processing failed: %v", err)}
-				results[i] = Result{Dead: []sinks.Message{deadLetterMessage(d, b.Messages[i], s.maxBytes())},
+				results[i] = Result{Dead: []message.Message{deadLetterMessage(d, b.Messages[i], s.maxBytes())},
 					DeadInfo: []DeadInfo{{Reason: ReasonUnprocessable}}}
 			}
 			select {
@@ -648,7 +654,7 @@ func endsRun(err error) bool {
 }
 
 // process runs the processor on one message; a panic is an error.
-func (s *Stream) process(msg sources.Message) (res Result, err error) {
+func (s *Stream) process(msg message.Message) (res Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v", r)
@@ -676,10 +682,10 @@ const (
 
 // pending is one message still to be written, with its accounting.
 type pending struct {
-	msg    sinks.Message
+	msg    message.Message
 	rows   int    // records (output) or rows (dead letter) it carries
 	reason string // dead letters only
-	source sources.Message
+	source message.Message
 }
 
 func (s *Stream) writeAndAck(ctx context.Context, p processed) error {
@@ -757,7 +763,7 @@ func (s *Stream) writeAndAck(ctx context.Context, p processed) error {
 			d := schemas.DeadLetter{Reason: x.reason, RowIndex: -1,
 				Detail: fmt.Sprintf("the dead-letter sink rejected this dead letter (%d bytes) as too large; replay the source message", len(x.msg.Key)+len(x.msg.Value))}
 			v, _ := deadLetterValue(d, x.source)
-			dead = append(dead, pending{msg: sinks.Message{Value: v, Headers: x.msg.Headers}, rows: x.rows, reason: x.reason, source: x.source})
+			dead = append(dead, pending{msg: message.Message{Value: v, Headers: x.msg.Headers}, rows: x.rows, reason: x.reason, source: x.source})
 		}
 		err := errors.Join(errOut, errDead)
 		if err == nil {
@@ -812,8 +818,8 @@ func (s *Stream) writeAndAck(ctx context.Context, p processed) error {
 // write writes msgs to sink. On a too-large error it writes them one by
 // one to find the messages the sink refuses for their size (tooLarge);
 // rest is what is still to be written after err.
-func (s *Stream) write(ctx context.Context, sink sinks.Sink, msgs []pending) (ok, tooLarge, rest []pending, err error) {
-	all := make([]sinks.Message, len(msgs))
+func (s *Stream) write(ctx context.Context, sink message.Sink, msgs []pending) (ok, tooLarge, rest []pending, err error) {
+	all := make([]message.Message, len(msgs))
 	for i, m := range msgs {
 		all[i] = m.msg
 	}
@@ -826,7 +832,7 @@ func (s *Stream) write(ctx context.Context, sink sinks.Sink, msgs []pending) (ok
 	}
 	var errs []error
 	for _, m := range msgs {
-		e := sink.Write(ctx, []sinks.Message{m.msg})
+		e := sink.Write(ctx, []message.Message{m.msg})
 		switch {
 		case e == nil:
 			ok = append(ok, m)

@@ -81,6 +81,8 @@ func (s *memSource) ReadBatch(ctx context.Context) (message.Batch, error) {
 
 func (s *memSource) Close() error { return nil }
 
+func (s *memSource) Connect(context.Context) error { return nil }
+
 func (s *memSource) reads() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -134,6 +136,8 @@ func (s *memSink) Write(ctx context.Context, msgs []message.Message) error {
 }
 
 func (s *memSink) Close() error { return nil }
+
+func (s *memSink) Connect(context.Context) error { return nil }
 
 func (s *memSink) values() []string {
 	s.mu.Lock()

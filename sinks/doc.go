@@ -5,6 +5,10 @@
 // here, and a size refusal is marked message.ErrTooLarge.
 //
 // Contract:
+//   - Kafka.Connect dials a broker and authenticates (a rejected credential
+//     or TLS handshake is marked message.ErrFatal, anything else
+//     message.ErrNotConnected); the writer itself connects on its first
+//     write and redials by itself.
 //   - Kafka.Write is synchronous: nil means every message was acknowledged
 //     with acks=all; on error some messages may have been written (a retry
 //     may duplicate them: delivery is at least once). Messages with the same

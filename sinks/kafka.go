@@ -42,6 +42,7 @@ type KafkaConfig struct {
 
 // Kafka is a synchronous Kafka sink.
 type Kafka struct {
+	conn  kafkaconn.Config
 	w     *kafka.Writer
 	t     *kafka.Transport
 	topic string
@@ -96,7 +97,7 @@ func NewKafka(cfg KafkaConfig, log *zap.Logger) (*Kafka, error) {
 	if bb == 0 {
 		bb = DefaultBatchBytes
 	}
-	k := &Kafka{t: t, topic: cfg.Topic, log: log.With(zap.String("topic", cfg.Topic))}
+	k := &Kafka{conn: cfg.Conn, t: t, topic: cfg.Topic, log: log.With(zap.String("topic", cfg.Topic))}
 	k.w = &kafka.Writer{
 		Addr:         kafka.TCP(cfg.Conn.Brokers...),
 		Topic:        cfg.Topic,
@@ -183,6 +184,22 @@ func summarize(err error) error {
 		return fmt.Errorf("a message of %d bytes exceeds batch bytes: %w", len(tooLarge.Message.Key)+len(tooLarge.Message.Value), kafka.MessageSizeTooLarge)
 	}
 	return err
+}
+
+// Connect implements message.Sink: it dials a broker and authenticates
+// (kafkaconn.CheckConnection); the writer itself connects on its first
+// write and redials by itself. A rejected credential or TLS handshake is
+// marked message.ErrFatal, anything else message.ErrNotConnected.
+func (k *Kafka) Connect(ctx context.Context) error {
+	err := kafkaconn.CheckConnection(ctx, k.conn)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kafkaconn.ErrAuth) || errors.Is(err, kafkaconn.ErrTLS):
+		return message.Mark(fmt.Errorf("kafka sink %s: connect: %w", k.topic, err), message.ErrFatal)
+	default:
+		return message.Mark(fmt.Errorf("kafka sink %s: connect: %w", k.topic, err), message.ErrNotConnected)
+	}
 }
 
 // Close flushes pending writes and releases the connections. Idempotent.

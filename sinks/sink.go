@@ -61,6 +61,9 @@ func (w *Writer) Write(ctx context.Context, msgs []Message) error {
 	return nil
 }
 
+// Connect implements message.Sink; there is nothing to connect.
+func (w *Writer) Connect(context.Context) error { return nil }
+
 // Close marks the sink closed; it does not close the underlying writer.
 func (w *Writer) Close() error {
 	w.mu.Lock()

@@ -7,6 +7,9 @@
 // message.ErrNotConnected otherwise) without changing their text.
 //
 // Kafka contract:
+//   - Connect dials a broker and authenticates (the reader itself connects
+//     on its first fetch and redials by itself); its errors are marked as
+//     ReadBatch's are.
 //   - ReadBatch blocks until at least one message is available or ctx is
 //     done (then it returns ctx.Err()); after the first message it waits at
 //     most MaxWait for up to MaxBatch messages in total.

@@ -66,6 +66,7 @@ type KafkaConfig struct {
 // concurrently with itself; Ack, Lag, MemberID, Restart and Close may be
 // called from any goroutine.
 type Kafka struct {
+	conn     kafkaconn.Config
 	rc       kafka.ReaderConfig // template of every reader (Logger set per reader)
 	cur      atomic.Pointer[groupReader]
 	restarts atomic.Int64
@@ -137,6 +138,7 @@ func NewKafka(cfg KafkaConfig, log *zap.Logger) (*Kafka, error) {
 		return nil, fmt.Errorf("new kafka source: %w", err)
 	}
 	k := &Kafka{
+		conn:      cfg.Conn,
 		topic:     cfg.Topic,
 		maxBatch:  orInt(cfg.MaxBatch, DefaultMaxBatch),
 		maxWait:   orDur(cfg.MaxWait, DefaultMaxWait),
@@ -327,6 +329,17 @@ func (k *Kafka) Close() error {
 		}
 	}
 	return k.closeErr
+}
+
+// Connect implements message.Source: it dials a broker and authenticates
+// (kafkaconn.CheckConnection); the reader itself connects on its first
+// fetch and redials by itself. A rejected credential or TLS handshake is
+// marked message.ErrFatal, anything else message.ErrNotConnected.
+func (k *Kafka) Connect(ctx context.Context) error {
+	if err := kafkaconn.CheckConnection(ctx, k.conn); err != nil {
+		return markRead(fmt.Errorf("kafka source %s: connect: %w", k.topic, err))
+	}
+	return nil
 }
 
 // markRead marks a read error for the runtime: a rejected credential or

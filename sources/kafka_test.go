@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/dpsurv/dpsurv/internal/testtier"
+	"net"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dpsurv/dpsurv/internal/testtier"
 
 	"go.uber.org/zap/zaptest"
 
@@ -473,5 +475,49 @@ func TestReadBatchWrongPassword(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "wrong") {
 		t.Errorf("error leaks the password: %v", err)
+	}
+}
+
+// Connect dials and authenticates: nil with the right credential, an
+// error marked message.ErrFatal (kafkaconn.ErrAuth) with a wrong one, and
+// one marked message.ErrNotConnected when no broker answers.
+func TestConnect(t *testing.T) {
+	c, _ := brokertest.Start(t, broker.Options{
+		SASL:   []broker.SASLUser{{Mechanism: "SCRAM-SHA-512", User: "u", Password: "right"}},
+		Topics: map[string]int{"in": 1},
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close()
+	sasl := func(pw string) kafkaconn.SASLConfig {
+		return kafkaconn.SASLConfig{Mechanism: "scram-sha-512", Username: "u", Password: pw}
+	}
+	for _, tc := range []struct {
+		name string
+		conn kafkaconn.Config
+		want error // nil: connects
+	}{
+		{"right password", kafkaconn.Config{Brokers: c.Addrs(), SASL: sasl("right")}, nil},
+		{"wrong password", kafkaconn.Config{Brokers: c.Addrs(), SASL: sasl("wrong")}, message.ErrFatal},
+		{"no broker", kafkaconn.Config{Brokers: []string{down}}, message.ErrNotConnected},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newSource(t, sources.KafkaConfig{Topic: "in", GroupID: "g", Conn: tc.conn})
+			err := k.Connect(testCtx(t, 20*time.Second))
+			switch {
+			case tc.want == nil && err != nil:
+				t.Fatalf("Connect = %v, want nil", err)
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Fatalf("Connect = %v, want an error marked %v", err, tc.want)
+			case tc.want == message.ErrNotConnected && errors.Is(err, message.ErrFatal):
+				t.Fatalf("Connect = %v: an unreachable broker is not fatal", err)
+			}
+			if err != nil && strings.Contains(err.Error(), "wrong") {
+				t.Errorf("error leaks the password: %v", err)
+			}
+		})
 	}
 }

@@ -17,11 +17,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/synth"
 )
@@ -49,19 +49,19 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 	defer cancel()
 	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 	cohorts := []string{"A", "B", "C"}
-	cfg := pipeline.DefaultConfig()
+	cfg := app.DefaultConfig()
 	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "example"}
-	cfg.Input = pipeline.InputConfig{Topic: "in", GroupID: "example-svc", Format: "arrow", MaxBatch: 8, Partitions: 1}
-	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
+	cfg.Input = app.InputConfig{Topic: "in", GroupID: "example-svc", Format: "arrow", MaxBatch: 8, Partitions: 1}
+	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
 	cfg.Sanitizers.KeyFile = "(test)"
 	cfg.Sanitizers.Time = sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10}
 	cfg.Sanitizers.Cohort = sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: 2}
-	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "tte.sanitized", DeadLetterTopic: "tte.dlq", FitTopic: "tte.fits"}
+	cfg.Output = app.OutputConfig{SanitizedTopic: "tte.sanitized", DeadLetterTopic: "tte.dlq", FitTopic: "tte.fits"}
 	cfg.HTTP.Listen = ""
-	cfg.Aggregators = []pipeline.AggregatorConfig{
-		{Name: "km", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 10}},
+	cfg.Aggregators = []app.AggregatorConfig{
+		{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 10}},
 	}
-	cfg.Ledger = pipeline.LedgerConfig{File: filepath.Join(t.TempDir(), "ledger.jsonl"), Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
+	cfg.Ledger = app.LedgerConfig{File: filepath.Join(t.TempDir(), "ledger.jsonl"), Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	svc := &pipeline.Service{Config: cfg, Key: bytes.Repeat([]byte{9}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock, AggregatorTick: 20 * time.Millisecond}
+	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{9}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock, AggregatorTick: 20 * time.Millisecond}
 	svcCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(svcCtx) }()

@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/audit"
 	"github.com/dpsurv/dpsurv/baselines"
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -152,7 +152,7 @@ func runAudit(ctx context.Context, env Env, args []string) error {
 
 	var key []byte
 	if *keyFile != "" {
-		k, err := pipeline.ReadKey(*keyFile)
+		k, err := app.ReadKey(*keyFile)
 		if err != nil {
 			return err
 		}

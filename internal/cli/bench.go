@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
@@ -150,7 +151,7 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, log); err != nil {
 		return BenchResult{}, err
 	}
-	key := pipeline.EphemeralKey()
+	key := app.EphemeralKey()
 	cpuNs := map[string]float64{}
 	measure := func(round int, mode string) (float64, float64, error) {
 		c := cfg
@@ -158,7 +159,7 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 		c.Input.GroupID = fmt.Sprintf("bench-%s-%d", name, round)
 		c.Output.SanitizedTopic = fmt.Sprintf("bench.out.%s.%d", name, round)
 		c.Output.DeadLetterTopic = fmt.Sprintf("bench.dlq.%s.%d", name, round)
-		svc := &pipeline.Service{Config: c, Key: key, Log: log, Mem: mem}
+		svc := &app.Service{Config: c, Key: key, Log: log, Mem: mem}
 		switch mode {
 		case "pass":
 			svc.Processor = pipeline.PassthroughProcessor{Mem: mem}
@@ -167,11 +168,22 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 		}
 		var start time.Time
 		started := make(chan struct{})
-		svc.OnReady = func() { start = time.Now(); close(started) }
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		errc := make(chan error, 1)
 		go func() { errc <- svc.Run(rctx) }()
+		go func() {
+			// The clock starts once the stream consumes.
+			for !svc.Ready() {
+				select {
+				case <-rctx.Done():
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			start = time.Now()
+			close(started)
+		}()
 		select {
 		case <-started:
 		case err := <-errc:
@@ -230,7 +242,7 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 
 // benchStages measures the validator, the sanitizer chain and AES in
 // memory, on one goroutine, from the bench's input messages.
-func benchStages(res *BenchResult, cfg pipeline.Config, key []byte, msgs []sinks.Message, records int, mem memory.Allocator) error {
+func benchStages(res *BenchResult, cfg app.Config, key []byte, msgs []sinks.Message, records int, mem memory.Allocator) error {
 	v, err := schemas.NewValidator(cfg.Spec(), mem)
 	if err != nil {
 		return fmt.Errorf("bench validator: %w", err)

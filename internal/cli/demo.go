@@ -17,10 +17,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -30,7 +30,7 @@ import (
 )
 
 // demoConfig is the default pipeline the demo runs.
-func demoConfig(addrs []string, cohorts []string, timeMax float64) pipeline.Config {
+func demoConfig(addrs []string, cohorts []string, timeMax float64) app.Config {
 	cfg := harness.StreamConfig(addrs, "dpsurv-demo", "ehr.tte", cohorts, timeMax, 2)
 	cfg.Input.Topic = "ehr.tte"
 	cfg.Input.Partitions = 4
@@ -42,11 +42,11 @@ func demoConfig(addrs []string, cohorts []string, timeMax float64) pipeline.Conf
 // demoAggregators adds the central releases the demo shows: a Kaplan–Meier
 // and a Weibull aggregate over short processing-time windows, charged to a
 // ledger on the embedded broker.
-func demoAggregators(cfg *pipeline.Config, window time.Duration) {
-	cfg.Aggregators = []pipeline.AggregatorConfig{
-		{Name: "km-demo", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: window},
+func demoAggregators(cfg *app.Config, window time.Duration) {
+	cfg.Aggregators = []app.AggregatorConfig{
+		{Name: "km-demo", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: window},
 			Params: aggregators.Params{Method: "hierarchical", BinWidth: 30}},
-		{Name: "weibull-demo", Kind: "weibull", Epsilon: 1, Window: pipeline.WindowConfig{Size: window},
+		{Name: "weibull-demo", Kind: "weibull", Epsilon: 1, Window: app.WindowConfig{Size: window},
 			// no noise-aware intervals: each costs about 600 runs of the
 			// mechanism per cohort (dpfit.WeibullIntervals), longer than
 			// the demo's windows
@@ -111,8 +111,8 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 	if *window > 0 {
 		demoAggregators(&cfg, window.Truncate(time.Second))
 	}
-	key := pipeline.EphemeralKey()
-	g, err := pipeline.Guarantees(cfg, key)
+	key := app.EphemeralKey()
+	g, err := app.Guarantees(cfg, key)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	msgs = append(msgs, bad...)
-	svc := &pipeline.Service{Config: cfg, Key: key, Log: log, Mem: mem}
+	svc := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem}
 	svcErr := make(chan error, 1)
 	svcCtx, stopSvc := context.WithCancel(ctx)
 	defer stopSvc()
@@ -216,7 +216,7 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 // fitCollector reads the fit topic.
 type fitCollector struct{ c *harness.Collector }
 
-func newFitCollector(cfg pipeline.Config, log *zap.Logger) (*fitCollector, error) {
+func newFitCollector(cfg app.Config, log *zap.Logger) (*fitCollector, error) {
 	c, err := harness.NewCollector(cfg.Kafka, cfg.Output.FitTopic, "dpsurv-demo-fit-reader", log)
 	if err != nil {
 		return nil, err
@@ -393,7 +393,7 @@ func demoBadMessages(spec schemas.Spec, mem memory.Allocator) ([]sinks.Message, 
 	return []sinks.Message{{Key: []byte("bad"), Value: v}, {Key: []byte("garbage"), Value: []byte("this is not arrow")}}, 3, nil
 }
 
-func collectOutputs(ctx context.Context, cfg pipeline.Config, wantGood, wantDead int, log *zap.Logger, mem memory.Allocator) (harness.Sanitized, int, map[string]int, error) {
+func collectOutputs(ctx context.Context, cfg app.Config, wantGood, wantDead int, log *zap.Logger, mem memory.Allocator) (harness.Sanitized, int, map[string]int, error) {
 	var san harness.Sanitized
 	reasons := map[string]int{}
 	dead := 0

@@ -7,8 +7,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/pipeline"
 )
 
 func runService(ctx context.Context, env Env, args []string) error {
@@ -22,15 +22,15 @@ func runService(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintln(env.Stderr, "dpsurv run: --config is required")
 		return errUsage
 	}
-	cfg, err := pipeline.LoadConfig(*path)
+	cfg, err := app.LoadConfig(*path)
 	if err != nil {
 		return err
 	}
-	key, err := pipeline.ReadKeyFile(cfg.Sanitizers.KeyFile, cfg.Sanitizers.AllowGroupReadableKeyFile)
+	key, err := app.ReadKeyFile(cfg.Sanitizers.KeyFile, cfg.Sanitizers.AllowGroupReadableKeyFile)
 	if err != nil {
 		return err
 	}
-	g, err := pipeline.Guarantees(cfg, key)
+	g, err := app.Guarantees(cfg, key)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func runService(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer log.Sync()
-	svc := &pipeline.Service{Config: cfg, Key: key, Log: log}
+	svc := &app.Service{Config: cfg, Key: key, Log: log}
 	return svc.Run(ctx)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/baselines"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/files"
@@ -102,7 +103,7 @@ func runSanitize(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "dpsurv sanitize: unknown --mechanism %q (te, binsup, dptime)\n", *mech)
 		return errUsage
 	}
-	key, err := pipeline.ReadKey(*keyFile)
+	key, err := app.ReadKey(*keyFile)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,8 @@
 package harness
 
 import (
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
 )
 
 // StreamConfig is the pipeline the demo, the benchmark and the load test
@@ -10,8 +10,8 @@ import (
 // and <prefix>.deadletter (the demo overrides them with the ehr.tte names),
 // TE-Sanitizer (epsilon 0.5, W 10) on the time and RRR (rrrEpsilon) on the
 // cohort, an ephemeral key (the caller makes one and says so).
-func StreamConfig(addrs []string, clientID, prefix string, cohorts []string, timeMax, rrrEpsilon float64) pipeline.Config {
-	cfg := pipeline.DefaultConfig()
+func StreamConfig(addrs []string, clientID, prefix string, cohorts []string, timeMax, rrrEpsilon float64) app.Config {
+	cfg := app.DefaultConfig()
 	cfg.Kafka = kafkaconn.Config{Brokers: addrs, ClientID: clientID}
 	cfg.Input.Topic = prefix + ".in"
 	cfg.Input.GroupID = clientID

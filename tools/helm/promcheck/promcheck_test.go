@@ -30,9 +30,9 @@ import (
 	"go.uber.org/zap"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/internal/harness"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/synth"
 	"github.com/dpsurv/dpsurv/tools/helm/internal/chartrender"
@@ -108,7 +108,7 @@ func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
 		}
 	}
 	cfgPath := serviceConfig(t, r, dir, httpPort)
-	cfg, err := pipeline.LoadConfig(cfgPath)
+	cfg, err := app.LoadConfig(cfgPath)
 	if err != nil {
 		t.Fatalf("the chart's config does not load: %v", err)
 	}

@@ -1,4 +1,4 @@
-package pipeline_test
+package app_test
 
 // End-to-end tests of issue 10 through the real service and the embedded
 // broker: no input stops, blocks or bloats the stream.
@@ -16,14 +16,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
@@ -34,69 +35,25 @@ import (
 	"github.com/dpsurv/dpsurv/sources"
 )
 
-var reliabCohorts = []string{"rel-a", "rel-b"}
-
 // reliabConfig is a one-partition stream (input order is output order).
-func reliabConfig(t *testing.T, cl *broker.Cluster, group string) pipeline.Config {
+func reliabConfig(t *testing.T, cl *broker.Cluster, group string) app.Config {
 	t.Helper()
-	cfg := pipeline.DefaultConfig()
+	cfg := app.DefaultConfig()
 	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: group}
-	cfg.Input = pipeline.DefaultConfig().Input
+	cfg.Input = app.DefaultConfig().Input
 	cfg.Input.Topic, cfg.Input.GroupID, cfg.Input.MaxBatch, cfg.Input.Partitions = group+".in", group, 4, 1
-	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: reliabCohorts, Public: []string{"event"}}
+	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: pipelinetest.Cohorts, Public: []string{"event"}}
 	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = sanitizersTime()
+	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
 	cfg.Sanitizers.Cohort.Mechanism = "rrr"
 	cfg.Sanitizers.Cohort.Epsilon = 1
-	cfg.Output = pipeline.DefaultConfig().Output
+	cfg.Output = app.DefaultConfig().Output
 	cfg.Output.SanitizedTopic, cfg.Output.DeadLetterTopic = group+".out", group+".dlq"
 	cfg.HTTP.Listen = ""
 	return cfg
 }
 
-var reliabKey = bytes.Repeat([]byte{0x17}, 32)
-
-// rowsMessage is an Arrow message of valid rows with the given ids, with a
-// site column when site is set.
-func rowsMessage(t testing.TB, ids []string, site bool) []byte {
-	t.Helper()
-	mem := memory.NewGoAllocator()
-	fields := []arrow.Field{
-		{Name: "id", Type: arrow.BinaryTypes.String, Nullable: true},
-		{Name: "time", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
-		{Name: "event", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
-		{Name: "cohort", Type: arrow.BinaryTypes.String, Nullable: true},
-	}
-	if site {
-		fields = append(fields, arrow.Field{Name: "site", Type: arrow.BinaryTypes.String, Nullable: true})
-	}
-	b := array.NewRecordBuilder(mem, arrow.NewSchema(fields, nil))
-	defer b.Release()
-	for i, id := range ids {
-		b.Field(0).(*array.StringBuilder).Append(id)
-		b.Field(1).(*array.Float64Builder).Append(float64(1 + i%3000))
-		b.Field(2).(*array.BooleanBuilder).Append(i%3 == 0)
-		b.Field(3).(*array.StringBuilder).Append(reliabCohorts[i%2])
-		if site {
-			b.Field(4).(*array.StringBuilder).Append("north")
-		}
-	}
-	rec := b.NewRecord()
-	defer rec.Release()
-	v, err := schemas.EncodeIPC(rec, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-func seqIDs(prefix string, n int) []string {
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("%s%06d", prefix, i)
-	}
-	return ids
-}
+var reliabKey = pipelinetest.Key
 
 // topicReader collects a topic in the background.
 type topicReader struct {
@@ -152,21 +109,11 @@ func sanitizedRows(t *testing.T, msgs []sources.Message) int {
 	return n
 }
 
-type deadLetterJSON struct {
-	Reason    string         `json:"reason"`
-	Detail    string         `json:"detail"`
-	RowIndex  int            `json:"row_index"`
-	Row       map[string]any `json:"row"`
-	RawBase64 *string        `json:"raw_base64"`
-	Count     int            `json:"count"`
-	Source    map[string]any `json:"source"`
-}
-
-func deadLetters(t *testing.T, msgs []sources.Message) []deadLetterJSON {
+func deadLetters(t *testing.T, msgs []sources.Message) []pipelinetest.DeadLetterJSON {
 	t.Helper()
-	var out []deadLetterJSON
+	var out []pipelinetest.DeadLetterJSON
 	for _, m := range msgs {
-		var d deadLetterJSON
+		var d pipelinetest.DeadLetterJSON
 		if err := json.Unmarshal(m.Value, &d); err != nil {
 			t.Fatalf("dead letter is not JSON: %v", err)
 		}
@@ -176,7 +123,7 @@ func deadLetters(t *testing.T, msgs []sources.Message) []deadLetterJSON {
 }
 
 // startService runs svc; the returned channel yields Run's error.
-func startService(t *testing.T, ctx context.Context, svc *pipeline.Service) (<-chan error, context.CancelFunc) {
+func startService(t *testing.T, ctx context.Context, svc *app.Service) (<-chan error, context.CancelFunc) {
 	t.Helper()
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -214,7 +161,7 @@ func waitUntil(t *testing.T, done <-chan error, timeout time.Duration, what stri
 // not handle used to stop `dpsurv run` (exit 1, again after every
 // restart). Each is now dead-lettered and the partition keeps flowing.
 func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
-	spec := schemas.Spec{Cohorts: reliabCohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
+	spec := schemas.Spec{Cohorts: pipelinetest.Cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
 	for _, tc := range []struct {
 		name   string
 		public []string
@@ -223,11 +170,11 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 		good   int // good rows in bad
 	}{
 		// (a) the pseudonym's input encoding holds 16-bit lengths.
-		{"id of 70,000 bytes", []string{"event"}, rowsMessage(t, []string{strings.Repeat("x", 70_000), "ok-long-0"}, false), schemas.ReasonInvalidID, 1},
+		{"id of 70,000 bytes", []string{"event"}, pipelinetest.RowsMessage(t, []string{strings.Repeat("x", 70_000), "ok-long-0"}, false), schemas.ReasonInvalidID, 1},
 		// (b) the fuzzing crash: negative null count on event.
-		{"negative null count", []string{"event"}, negativeNullCountMessage(t, spec, "nc-", 13), schemas.ReasonUndecodable, 0},
+		{"negative null count", []string{"event"}, pipelinetest.NegativeNullCountMessage(t, spec, "nc-", 13), schemas.ReasonUndecodable, 0},
 		// (c) a public optional column the message lacks.
-		{"public site missing", []string{"event", "site"}, rowsMessage(t, seqIDs("nosite-", 5), false), schemas.ReasonMissingField, 0},
+		{"public site missing", []string{"event", "site"}, pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("nosite-", 5), false), schemas.ReasonMissingField, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -239,11 +186,11 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 				t.Fatal(err)
 			}
 			site := slices.Contains(tc.public, "site")
-			msgs := []sinks.Message{{Key: []byte("bad"), Value: tc.bad}, {Key: []byte("good"), Value: rowsMessage(t, seqIDs("good-", 20), site)}}
+			msgs := []sinks.Message{{Key: []byte("bad"), Value: tc.bad}, {Key: []byte("good"), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("good-", 20), site)}}
 			if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
 				t.Fatal(err)
 			}
-			svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
+			svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
 			done, _ := startService(t, ctx, svc)
 			out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
 			dlq := readTopic(t, ctx, cfg.Kafka, cfg.Output.DeadLetterTopic)
@@ -277,19 +224,19 @@ func TestLargeMessagesAreSplitAndDeadLettersBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	const big = 25_000
-	bigMsg := rowsMessage(t, seqIDs("pt-", big), false)
+	bigMsg := pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("pt-", big), false)
 	garbage := bytes.Repeat([]byte("not arrow "), 95_000) // 950,000 bytes: its base64 dead letter is 1.27 MB
 	msgs := []sinks.Message{
 		{Key: []byte("big"), Value: bigMsg},
 		{Key: []byte("garbage"), Value: garbage},
-		{Key: bytes.Repeat([]byte("k"), 900_000), Value: rowsMessage(t, seqIDs("bigkey-", 10), false)},
-		{Key: []byte("after"), Value: rowsMessage(t, seqIDs("after-", 10), false)},
+		{Key: bytes.Repeat([]byte("k"), 900_000), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("bigkey-", 10), false)},
+		{Key: []byte("after"), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("after-", 10), false)},
 	}
 	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("input message of %d rows: %d bytes", big, len(bigMsg))
-	svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
+	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
 	done, _ := startService(t, ctx, svc)
 	out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
 	dlq := readTopic(t, ctx, cfg.Kafka, cfg.Output.DeadLetterTopic)
@@ -353,22 +300,28 @@ func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 	// Each message: 10 good rows and one duplicate (a dead letter).
 	var msgs []sinks.Message
 	for i := range 3 {
-		ids := seqIDs(fmt.Sprintf("m%d-", i), 10)
-		msgs = append(msgs, sinks.Message{Value: rowsMessage(t, append(ids, ids[0]), false)})
+		ids := pipelinetest.SeqIDs(fmt.Sprintf("m%d-", i), 10)
+		msgs = append(msgs, sinks.Message{Value: pipelinetest.RowsMessage(t, append(ids, ids[0]), false)})
 	}
 	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
 	fs := &failingSink{}
 	fs.failing.Store(true)
-	svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator(),
-		WrapSinks: func(out, dead sinks.Sink) (sinks.Sink, sinks.Sink) { fs.Sink = dead; return out, fs }}
+	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator(),
+		Transport: apptest.Kafka(cfg, nil, func(role app.Role, s message.Sink) message.Sink {
+			if role != app.RoleDeadLetter {
+				return s
+			}
+			fs.Sink = s
+			return fs
+		})}
 	done, _ := startService(t, ctx, svc)
 	out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
 	dlq := readTopic(t, ctx, cfg.Kafka, cfg.Output.DeadLetterTopic)
 	waitUntil(t, done, 30*time.Second, "4 failed dead-letter writes", func() bool { return fs.attempts.Load() >= 4 })
 	m := svc.Metrics()
-	if v := counterValue(m.DeadLettered.WithLabelValues(schemas.ReasonDuplicateID)); v != 0 {
+	if v := pipelinetest.CounterValue(m.DeadLettered.WithLabelValues(schemas.ReasonDuplicateID)); v != 0 {
 		t.Errorf("dpsurv_records_dead_lettered_total = %v while no dead letter was written", v)
 	}
 	fs.failing.Store(false)
@@ -385,23 +338,16 @@ func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 			t.Errorf("sanitized message from %s written %d times during %d failed dead-letter writes", src, n, fs.attempts.Load())
 		}
 	}
-	if v := counterValue(m.DeadLettered.WithLabelValues(schemas.ReasonDuplicateID)); v != 3 {
+	if v := pipelinetest.CounterValue(m.DeadLettered.WithLabelValues(schemas.ReasonDuplicateID)); v != 3 {
 		t.Errorf("dpsurv_records_dead_lettered_total{duplicate_id} = %v, want 3", v)
 	}
-	in, outN, dead := counterValue(m.RecordsIn), counterValue(m.RecordsOut), counterValue(m.DeadLetterRows)
+	in, outN, dead := pipelinetest.CounterValue(m.RecordsIn), pipelinetest.CounterValue(m.RecordsOut), pipelinetest.CounterValue(m.DeadLetterRows)
 	if in != 33 || outN != 30 || dead != 3 {
 		t.Errorf("records in %v, out %v, dead-lettered %v; want 33 = 30 + 3", in, outN, dead)
 	}
 }
 
 // counterValue reads a counter.
-func counterValue(c prometheus.Counter) float64 {
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		return -1
-	}
-	return m.GetCounter().GetValue()
-}
 
 // Defect 1: the bound is learned from the output topics' max.message.bytes
 // when that is lower than output.max_message_bytes.
@@ -433,10 +379,10 @@ func TestOutputBoundLearnedFromTopic(t *testing.T) {
 		t.Fatalf("topic max.message.bytes %v, %v", lim, err)
 	}
 	const n = 10_000
-	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, []sinks.Message{{Value: rowsMessage(t, seqIDs("pt-", n), false)}}, zap.NewNop()); err != nil {
+	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, []sinks.Message{{Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("pt-", n), false)}}, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
-	svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
+	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
 	done, _ := startService(t, ctx, svc)
 	out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
 	waitUntil(t, done, 45*time.Second, fmt.Sprintf("%d sanitized rows", n), func() bool { return sanitizedRows(t, out.snapshot()) >= n })

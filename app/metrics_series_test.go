@@ -1,4 +1,4 @@
-package pipeline
+package app
 
 import (
 	"testing"
@@ -7,6 +7,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -16,7 +17,7 @@ import (
 // scope, before any event.
 func TestInitialSeries(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := pipeline.NewMetrics(reg)
 	initStreamSeries(m)
 	am := aggregators.NewMetrics(reg)
 	cfg := Config{

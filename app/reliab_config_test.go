@@ -1,4 +1,4 @@
-package pipeline
+package app
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/pipeline"
 )
 
 // Defect 6: hostile or careless configuration is refused, and every error
@@ -47,7 +48,7 @@ func TestConfigHardening(t *testing.T) {
 	if cfg.HTTP.Listen != "127.0.0.1:8080" {
 		t.Errorf("default http.listen %q, want loopback only", cfg.HTTP.Listen)
 	}
-	if cfg.Input.RebalanceTimeout != 10*time.Second || cfg.Output.MaxMessageBytes != DefaultMaxMessageBytes || cfg.Input.MaxDeadLetterRows != DefaultMaxDeadRows {
+	if cfg.Input.RebalanceTimeout != 10*time.Second || cfg.Output.MaxMessageBytes != pipeline.DefaultMaxMessageBytes || cfg.Input.MaxDeadLetterRows != pipeline.DefaultMaxDeadRows {
 		t.Errorf("defaults: %+v %+v", cfg.Input, cfg.Output)
 	}
 }

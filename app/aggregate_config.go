@@ -1,4 +1,4 @@
-package pipeline
+package app
 
 import (
 	"errors"
@@ -7,11 +7,8 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/pipeline"
 )
-
-// DefaultCheckpointInterval is how often the aggregators save a checkpoint
-// and commit their input offsets when no window closes.
-const DefaultCheckpointInterval = 5 * time.Second
 
 // AggregatorGroupID is the consumer group of the aggregators on the input
 // topic: the input group with "-agg" appended.
@@ -50,7 +47,7 @@ func (c Config) CheckpointInterval() time.Duration {
 	if c.Ledger.CheckpointInterval > 0 {
 		return c.Ledger.CheckpointInterval
 	}
-	return DefaultCheckpointInterval
+	return pipeline.DefaultCheckpointInterval
 }
 
 // AggregatorConfigs returns the aggregators section with its params

@@ -1,4 +1,4 @@
-package pipeline_test
+package app_test
 
 import (
 	"bytes"
@@ -13,10 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/dpfit"
@@ -132,20 +137,20 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 
 	cohorts := []string{"A", "B", "C"}
-	cfg := pipeline.DefaultConfig()
+	cfg := app.DefaultConfig()
 	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "agg-e2e"}
-	cfg.Input = pipeline.InputConfig{Topic: "in", GroupID: "agg-e2e", Format: "arrow", MaxBatch: 8, Partitions: 2}
-	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
+	cfg.Input = app.InputConfig{Topic: "in", GroupID: "agg-e2e", Format: "arrow", MaxBatch: 8, Partitions: 2}
+	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
 	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = sanitizersTime()
-	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
+	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
+	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
 	cfg.HTTP.Listen = ""
 	cfg.Log.Level = "debug"
-	cfg.Aggregators = []pipeline.AggregatorConfig{
-		{Name: "km", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 10}},
-		{Name: "cum", Kind: "km", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 8}, Params: aggregators.Params{BinWidth: 10}},
+	cfg.Aggregators = []app.AggregatorConfig{
+		{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 10}},
+		{Name: "cum", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 8}, Params: aggregators.Params{BinWidth: 10}},
 	}
-	cfg.Ledger = pipeline.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
+	cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
 	if fileLedger {
 		cfg.Ledger.Topic, cfg.Ledger.File = "", filepath.Join(t.TempDir(), "ledger.jsonl")
 	}
@@ -186,12 +191,19 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	produce(1, "secret-patient-a-")
 	reg1 := prometheus.NewRegistry()
 	var src1 *killableSource
-	svc1 := &pipeline.Service{Config: cfg, Key: key, Log: log, Mem: mem, Registry: reg1, Clock: clock, AggregatorTick: 20 * time.Millisecond,
-		WrapAggregatorSource: func(s pipeline.Source) pipeline.Source {
+	svc1 := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem, Registry: reg1, Clock: clock, AggregatorTick: 20 * time.Millisecond,
+		Transport: apptest.Kafka(cfg, func(role app.Role, s message.Source) message.Source {
+			if role != app.RoleAggregatorInput {
+				return s
+			}
 			src1 = &killableSource{Source: s, killed: make(chan struct{})}
 			return src1
-		},
-		WrapFitSink: func(s sinks.Sink) sinks.Sink { return downSink{s} },
+		}, func(role app.Role, s message.Sink) message.Sink {
+			if role != app.RoleFits {
+				return s
+			}
+			return downSink{s}
+		}),
 	}
 	done1 := make(chan error, 1)
 	go func() { done1 <- svc1.Run(ctx) }()
@@ -218,7 +230,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 
 	// Run 2: same clock (still in window 1), working fit topic.
 	reg2 := prometheus.NewRegistry()
-	svc2 := &pipeline.Service{Config: cfg, Key: key, Log: log, Mem: mem, Registry: reg2, Clock: clock, AggregatorTick: 20 * time.Millisecond}
+	svc2 := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem, Registry: reg2, Clock: clock, AggregatorTick: 20 * time.Millisecond}
 	ctx2, stop2 := context.WithCancel(ctx)
 	done2 := make(chan error, 1)
 	go func() { done2 <- svc2.Run(ctx2) }()

@@ -1,4 +1,4 @@
-package pipeline_test
+package app_test
 
 import (
 	"bytes"
@@ -9,17 +9,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/regression"
 	"github.com/dpsurv/dpsurv/synth"
 )
@@ -40,25 +42,25 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 
 	cohorts := []string{"A", "B"}
 	const timeMax, intervals = 400.0, 40
-	cfg := pipeline.DefaultConfig()
+	cfg := app.DefaultConfig()
 	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "disc-e2e"}
-	cfg.Input = pipeline.InputConfig{Topic: "in", GroupID: "disc-e2e", Format: "arrow", MaxBatch: 8, Partitions: 2}
-	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: timeMax, Cohorts: cohorts, Covariates: []string{"age"}, Public: []string{"event"}}
+	cfg.Input = app.InputConfig{Topic: "in", GroupID: "disc-e2e", Format: "arrow", MaxBatch: 8, Partitions: 2}
+	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: timeMax, Cohorts: cohorts, Covariates: []string{"age"}, Public: []string{"event"}}
 	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = sanitizersTime()
-	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
+	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
+	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
 	cfg.HTTP.Listen = ""
 	cfg.Log.Level = "debug"
 	disc := aggregators.DiscreteParams{Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: intervals}
 	mcmc := disc
 	mcmc.Link, mcmc.Steps = "cloglog", 2000
-	cfg.Aggregators = []pipeline.AggregatorConfig{
-		{Name: "dt", Kind: "discrete", Epsilon: 1e6, Window: pipeline.WindowConfig{Size: time.Hour},
+	cfg.Aggregators = []app.AggregatorConfig{
+		{Name: "dt", Kind: "discrete", Epsilon: 1e6, Window: app.WindowConfig{Size: time.Hour},
 			Params: aggregators.Params{DiscreteParams: disc}},
-		{Name: "dt-mcmc", Kind: "discrete", Epsilon: 1, Window: pipeline.WindowConfig{Size: time.Hour},
+		{Name: "dt-mcmc", Kind: "discrete", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour},
 			Params: aggregators.Params{Method: "psgld", DiscreteParams: mcmc}},
 	}
-	cfg.Ledger = pipeline.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 1e7}, CheckpointInterval: time.Hour}
+	cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 1e7}, CheckpointInterval: time.Hour}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	}
 
 	reg := prometheus.NewRegistry()
-	svc := &pipeline.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock,
+	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock,
 		AggregatorTick: 20 * time.Millisecond}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)

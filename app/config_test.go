@@ -1,10 +1,13 @@
-package pipeline
+package app
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/sinks"
 )
 
 const validYAML = `
@@ -88,5 +91,13 @@ func TestReadKey(t *testing.T) {
 	}
 	if _, err := ReadKey(""); err == nil {
 		t.Fatal("empty path accepted")
+	}
+}
+
+// The runtime's default message bound is the Kafka sinks' default batch
+// size (pipeline does not import sinks, so the two constants are tied here).
+func TestDefaultMaxMessageBytesIsTheSinkDefault(t *testing.T) {
+	if pipeline.DefaultMaxMessageBytes != sinks.DefaultBatchBytes {
+		t.Fatalf("pipeline.DefaultMaxMessageBytes = %d, sinks.DefaultBatchBytes = %d", pipeline.DefaultMaxMessageBytes, sinks.DefaultBatchBytes)
 	}
 }

@@ -1,4 +1,4 @@
-package pipeline_test
+package app_test
 
 import (
 	"bytes"
@@ -17,10 +17,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
@@ -67,6 +72,9 @@ type crashingSource struct {
 	mu      sync.Mutex
 	cancel  context.CancelFunc // of the read in progress
 }
+
+// Unwrap keeps the stall monitor's view of the group reader.
+func (c *crashingSource) Unwrap() message.Source { return c.Source }
 
 var errCrash = fmt.Errorf("simulated crash before commit: %w", pipeline.ErrStop)
 
@@ -117,15 +125,15 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 
 	cohorts := []string{"label-alpha-secret", "label-beta-secret", "label-gamma-secret"}
-	cfg := pipeline.DefaultConfig()
+	cfg := app.DefaultConfig()
 	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "e2e"}
-	cfg.Input = pipeline.InputConfig{Topic: "in", GroupID: "e2e", Format: "arrow", MaxBatch: 4, Partitions: 3}
-	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: cohorts, Public: []string{"event"}}
+	cfg.Input = app.InputConfig{Topic: "in", GroupID: "e2e", Format: "arrow", MaxBatch: 4, Partitions: 3}
+	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: cohorts, Public: []string{"event"}}
 	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = sanitizersTime()
+	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
 	cfg.Sanitizers.Cohort.Mechanism = "rrr"
 	cfg.Sanitizers.Cohort.Epsilon = 1
-	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq"}
+	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq"}
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Log.Level = "debug"
 	key := bytes.Repeat([]byte{9}, 32)
@@ -171,8 +179,13 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 	}
 
 	// First consumer dies between writing its 3rd batch and committing it.
-	svc1 := &pipeline.Service{Config: cfg, Key: key, Log: log, Mem: mem,
-		WrapSource: func(s pipeline.Source) pipeline.Source { return &crashingSource{Source: s, n: 3} }}
+	svc1 := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem,
+		Transport: apptest.Kafka(cfg, func(role app.Role, s message.Source) message.Source {
+			if role != app.RoleInput {
+				return s
+			}
+			return &crashingSource{Source: s, n: 3}
+		}, nil)}
 	if err := svc1.Run(ctx); !errors.Is(err, errCrash) {
 		t.Fatalf("first run: want simulated crash, got %v", err)
 	}
@@ -180,7 +193,7 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 		t.Fatal("first run committed nothing before the crash")
 	}
 	// Restart in the same group: it must resume from the last commit.
-	svc2 := &pipeline.Service{Config: cfg, Key: key, Log: log, Mem: mem}
+	svc2 := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem}
 	ctx2, stop2 := context.WithCancel(ctx)
 	done2 := make(chan error, 1)
 	go func() { done2 <- svc2.Run(ctx2) }()

@@ -1,4 +1,4 @@
-package pipeline
+package app
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/pipeline"
 )
 
 // DefaultStallTimeout is the default input.stall_timeout.
@@ -30,7 +31,7 @@ const DefaultStallTimeout = 60 * time.Second
 type lagMonitor struct {
 	conn         kafkaconn.Config
 	group, topic string
-	metrics      *Metrics
+	metrics      *pipeline.Metrics
 	log          *zap.Logger
 	stallAfter   time.Duration
 	interval     time.Duration
@@ -55,7 +56,7 @@ type readerRestarter interface {
 	Restart() error
 }
 
-func newLagMonitor(cfg Config, m *Metrics, log *zap.Logger) *lagMonitor {
+func newLagMonitor(cfg Config, m *pipeline.Metrics, log *zap.Logger) *lagMonitor {
 	stall := cfg.Input.StallTimeout
 	if stall <= 0 {
 		stall = DefaultStallTimeout

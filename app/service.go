@@ -1,4 +1,4 @@
-package pipeline
+package app
 
 import (
 	"cmp"
@@ -17,10 +17,9 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sinks"
-	"github.com/dpsurv/dpsurv/sources"
 )
 
 // Service is `dpsurv run`: the stream from the configured input topic to
@@ -31,38 +30,26 @@ type Service struct {
 	Log      *zap.Logger
 	Registry *prometheus.Registry
 	Mem      memory.Allocator
-	// Observer, when set, sees every validated batch (aggregators).
-	Observer Observer
-	// Processor overrides the sanitizing processor (bench passthrough).
-	Processor Processor
-	// OnReady is called once the stream is consuming (tests, demo).
-	OnReady func()
-	// WrapSource, when set, wraps the Kafka source (fault-injection tests).
-	WrapSource func(Source) Source
-	// CopyInputKey copies each input message's key to its sanitized
-	// message (SanitizeProcessor.CopyInputKey). Only the load test sets it,
-	// for its latency probe; no configuration reaches it.
-	CopyInputKey bool
-
-	// Clock drives the aggregators' windows (default the wall clock;
-	// tests inject a fake one).
+	// Transport opens the sources and sinks (nil: KafkaTransport on
+	// Config). The Kafka administration around them (connection check,
+	// topics, group lag, the lease, the Kafka ledger) uses Config.Kafka.
+	Transport Transport
+	// Processor replaces the sanitizing processor (nil: the
+	// pipeline.SanitizeProcessor of Config); `dpsurv bench` runs the
+	// passthrough through the same service to measure the sanitizer's
+	// cost.
+	Processor pipeline.Processor
+	// Clock drives the aggregators' windows (nil: the wall clock).
 	Clock aggregators.Clock
-	// AggregatorTick is how often the aggregators check the clock (default
-	// DefaultAggregatorTick).
+	// AggregatorTick is how often the aggregators check the clock (0:
+	// pipeline.DefaultAggregatorTick).
 	AggregatorTick time.Duration
-	// WrapAggregatorSource and WrapFitSink wrap the aggregators' input
-	// source and fit sink (fault-injection tests).
-	WrapAggregatorSource func(Source) Source
-	WrapFitSink          func(sinks.Sink) sinks.Sink
-	// WrapSinks wraps the stream's sanitized and dead-letter sinks
-	// (fault-injection tests).
-	WrapSinks func(out, dead sinks.Sink) (sinks.Sink, sinks.Sink)
 
 	health  atomic.Pointer[HealthServer]
-	stream  atomic.Pointer[Stream] // set by Run, read by the health server
+	stream  atomic.Pointer[pipeline.Stream] // set by Run, read by the health server
 	chain   *sanitizers.Chain
-	metrics atomic.Pointer[Metrics]
-	agg     atomic.Pointer[AggregatorRunner]
+	metrics atomic.Pointer[pipeline.Metrics]
+	agg     atomic.Pointer[pipeline.AggregatorRunner]
 	leader  atomic.Bool // this process holds the aggregator lease
 	lag     atomic.Pointer[lagMonitor]
 }
@@ -96,7 +83,7 @@ func (c Config) maxMessageBytes() int {
 	if c.Output.MaxMessageBytes > 0 {
 		return c.Output.MaxMessageBytes
 	}
-	return DefaultMaxMessageBytes
+	return pipeline.DefaultMaxMessageBytes
 }
 
 // Ready reports readiness for /readyz: the stream is consuming and, when
@@ -137,8 +124,16 @@ func (s *Service) Acked() int64 {
 	return st.Acked()
 }
 
+// transport is s.Transport or the Kafka one.
+func (s *Service) transport() Transport {
+	if s.Transport != nil {
+		return s.Transport
+	}
+	return KafkaTransport{Config: s.Config, Log: s.Log}
+}
+
 // Metrics returns the service metrics (after Run started).
-func (s *Service) Metrics() *Metrics { return s.metrics.Load() }
+func (s *Service) Metrics() *pipeline.Metrics { return s.metrics.Load() }
 
 // Run starts sinks first and the source last, runs until ctx is cancelled,
 // then stops in reverse order after draining. A broker that refuses the
@@ -159,7 +154,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	m := NewMetrics(s.Registry)
+	m := pipeline.NewMetrics(s.Registry)
 	initStreamSeries(m)
 	s.metrics.Store(m)
 	chain, err := sanitizers.New(cfg.SanitizerConfig(s.Key), s.Mem)
@@ -180,7 +175,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("schema: %w", err)
 	}
-	validator.SetMaxDeadRows(cmp.Or(cfg.Input.MaxDeadLetterRows, DefaultMaxDeadRows))
+	validator.SetMaxDeadRows(cmp.Or(cfg.Input.MaxDeadLetterRows, pipeline.DefaultMaxDeadRows))
 	validator.SetMaxDecodeBytes(cmp.Or(cfg.Input.MaxDecodedBytes, DefaultMaxDecodedBytes))
 	maxMsg := cfg.maxMessageBytes()
 
@@ -231,46 +226,38 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 		}
 	}
-	out, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Output.SanitizedTopic, BatchBytes: int64(maxMsg)}, s.Log)
+	tr := s.transport()
+	out, err := tr.Sink(ctx, RoleSanitized, maxMsg)
 	if err != nil {
 		return fmt.Errorf("output.sanitized_topic: %w", err)
 	}
 	defer out.Close()
-	dead, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Output.DeadLetterTopic, BatchBytes: int64(maxMsg)}, s.Log)
+	dead, err := tr.Sink(ctx, RoleDeadLetter, maxMsg)
 	if err != nil {
 		return fmt.Errorf("output.dead_letter_topic: %w", err)
 	}
 	defer dead.Close()
-	src, err := sources.NewKafka(sources.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic, GroupID: cfg.Input.GroupID, MaxBatch: cfg.Input.MaxBatch,
-		SessionTimeout: cfg.Input.SessionTimeout, HeartbeatInterval: cfg.Input.SessionTimeout / 3, RebalanceTimeout: cfg.Input.RebalanceTimeout}, s.Log)
+	source, err := tr.Source(ctx, RoleInput)
 	if err != nil {
 		return fmt.Errorf("input: %w", err)
 	}
-	defer src.Close()
+	defer source.Close()
 
 	aggRun := s.aggregatorLoop(cfg, validator)
 
-	var source Source = src
-	if s.WrapSource != nil {
-		source = s.WrapSource(src)
-	}
 	proc := s.Processor
 	if proc == nil {
-		proc = &SanitizeProcessor{Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Observer: s.Observer, Log: s.Log,
-			MaxMessageBytes: maxMsg, CopyInputKey: s.CopyInputKey}
-	}
-	var outSink, deadSink sinks.Sink = out, dead
-	if s.WrapSinks != nil {
-		outSink, deadSink = s.WrapSinks(out, dead)
+		proc = &pipeline.SanitizeProcessor{Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Log: s.Log,
+			MaxMessageBytes: maxMsg}
 	}
 	// Lag and stalls from the group's committed offsets against the end
 	// offsets of every partition (the reader's own lag only covers the
 	// partitions it was assigned).
 	// A stalled partition assigned to this replica restarts the reader
 	// (leave and rejoin the group).
-	stream := &Stream{Source: source, Processor: proc, Out: outSink, DeadLetter: deadSink, Metrics: m, Log: s.Log, MaxMessageBytes: maxMsg}
+	stream := &pipeline.Stream{Source: source, Processor: proc, Out: out, DeadLetter: dead, Metrics: m, Log: s.Log, MaxMessageBytes: maxMsg}
 	lm := newLagMonitor(cfg, m, s.Log)
-	lm.reader, lm.healthy = src, stream.Ready
+	lm.reader, lm.healthy = readerOf(source), stream.Ready
 	s.lag.Store(lm)
 	lctx, lcancel := context.WithCancel(ctx)
 	lagDone := make(chan struct{})
@@ -280,18 +267,6 @@ func (s *Service) Run(ctx context.Context) error {
 	s.Log.Info("stream starting",
 		zap.String("input", cfg.Input.Topic), zap.String("sanitized", cfg.Output.SanitizedTopic),
 		zap.String("dead_letter", cfg.Output.DeadLetterTopic), zap.String("group", cfg.Input.GroupID))
-	if s.OnReady != nil {
-		go func() {
-			for !s.Ready() {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(5 * time.Millisecond):
-				}
-			}
-			s.OnReady()
-		}()
-	}
 	if aggRun != nil {
 		err = runBoth(ctx, stream.Run, aggRun)
 	} else {

@@ -1,4 +1,4 @@
-package pipeline_test
+package app_test
 
 import (
 	"context"
@@ -8,10 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
@@ -32,6 +37,9 @@ type stallPartition struct {
 	released  func() bool
 	held      atomic.Int64
 }
+
+// Unwrap lets the stall monitor reach the group reader (to restart it).
+func (s *stallPartition) Unwrap() message.Source { return s.Source }
 
 func (s *stallPartition) ReadBatch(ctx context.Context) (sources.Batch, error) {
 	b, err := s.Source.ReadBatch(ctx)
@@ -67,19 +75,22 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 	}
 	var msgs []sinks.Message
 	for i := range 20 {
-		msgs = append(msgs, sinks.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: rowsMessage(t, seqIDs(fmt.Sprintf("h%d-", i), 5), false)})
+		msgs = append(msgs, sinks.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("h%d-", i), 5), false)})
 	}
 	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
 
-	svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
+	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
 	var wrapped atomic.Pointer[stallPartition] // set on the service's goroutine
-	svc.WrapSource = func(s pipeline.Source) pipeline.Source {
-		st := &stallPartition{Source: s, partition: 1, released: func() bool { return counterValue(svc.Metrics().ReaderRestarts) > 0 }}
+	svc.Transport = apptest.Kafka(cfg, func(role app.Role, s message.Source) message.Source {
+		if role != app.RoleInput {
+			return s
+		}
+		st := &stallPartition{Source: s, partition: 1, released: func() bool { return pipelinetest.CounterValue(svc.Metrics().ReaderRestarts) > 0 }}
 		wrapped.Store(st)
 		return st
-	}
+	}, nil)
 	done, _ := startService(t, ctx, svc)
 	start := time.Now()
 	waitUntil(t, done, 40*time.Second, "every message read, partition 1 held", func() bool {
@@ -88,7 +99,7 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 	})
 	waitUntil(t, done, 40*time.Second, "a reader restart, then both partitions committed to their end, nothing stalled, ready", func() bool {
 		m := svc.Metrics()
-		if counterValue(m.ReaderRestarts) < 1 || gaugeValue(m.StalledPartitions) != 0 || !svc.Ready() {
+		if pipelinetest.CounterValue(m.ReaderRestarts) < 1 || gaugeValue(m.StalledPartitions) != 0 || !svc.Ready() {
 			return false
 		}
 		pl, err := kafkaconn.GroupLag(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
@@ -102,11 +113,11 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 		}
 		return true
 	})
-	if n := counterValue(svc.Metrics().ReaderRestarts); n != 1 {
+	if n := pipelinetest.CounterValue(svc.Metrics().ReaderRestarts); n != 1 {
 		t.Errorf("dpsurv_reader_restarts_total = %v, want 1", n)
 	}
 	t.Logf("partition 1 held (%d messages never committed); recovered by %v reader restart(s), all committed %v after start; %d messages acknowledged (the held ones twice)",
-		wrapped.Load().held.Load(), counterValue(svc.Metrics().ReaderRestarts), time.Since(start).Round(100*time.Millisecond), svc.Acked())
+		wrapped.Load().held.Load(), pipelinetest.CounterValue(svc.Metrics().ReaderRestarts), time.Since(start).Round(100*time.Millisecond), svc.Acked())
 }
 
 // joinAndVanish sends a JoinGroup for group on a raw connection and
@@ -158,14 +169,14 @@ func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 	batch := func(prefix string) []sinks.Message {
 		var msgs []sinks.Message
 		for i := range 20 {
-			msgs = append(msgs, sinks.Message{Key: []byte(fmt.Sprintf("%s-%d", prefix, i)), Value: rowsMessage(t, seqIDs(fmt.Sprintf("%s%d-", prefix, i), 5), false)})
+			msgs = append(msgs, sinks.Message{Key: []byte(fmt.Sprintf("%s-%d", prefix, i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("%s%d-", prefix, i), 5), false)})
 		}
 		return msgs
 	}
 	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, batch("a"), zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
-	svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
+	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
 	done, _ := startService(t, ctx, svc)
 	waitUntil(t, done, 40*time.Second, "the first messages consumed", func() bool { return svc.Acked() == 20 })
 
@@ -200,13 +211,13 @@ func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 	if zombie == "" {
 		t.Fatal("kfake expired the dead member in 8 of 8 attempts: the broker behaviour this test covers is gone (see docs/operations.md, Stalls that looked healthy)")
 	}
-	restarts := counterValue(svc.Metrics().ReaderRestarts)
+	restarts := pipelinetest.CounterValue(svc.Metrics().ReaderRestarts)
 	start := time.Now()
 	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, batch("b"), zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, done, 60*time.Second, "a reader restart, the dead member dropped and every partition committed to its end", func() bool {
-		if counterValue(svc.Metrics().ReaderRestarts) <= restarts || gaugeValue(svc.Metrics().StalledPartitions) != 0 || !svc.Ready() {
+		if pipelinetest.CounterValue(svc.Metrics().ReaderRestarts) <= restarts || gaugeValue(svc.Metrics().StalledPartitions) != 0 || !svc.Ready() {
 			return false
 		}
 		pl, err := kafkaconn.GroupLag(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
@@ -227,5 +238,5 @@ func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 		}
 	}
 	t.Logf("recovered %v after the new messages (stall timeout %v): %v reader restart(s), group %+v",
-		time.Since(start).Round(100*time.Millisecond), cfg.Input.StallTimeout, counterValue(svc.Metrics().ReaderRestarts)-restarts, st)
+		time.Since(start).Round(100*time.Millisecond), cfg.Input.StallTimeout, pipelinetest.CounterValue(svc.Metrics().ReaderRestarts)-restarts, st)
 }

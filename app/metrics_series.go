@@ -1,4 +1,4 @@
-package pipeline
+package app
 
 import (
 	"sort"
@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -15,7 +16,7 @@ import (
 // letter or the first withheld window would not fire an alert.
 
 // initStreamSeries creates the dead-letter series of every reason code.
-func initStreamSeries(m *Metrics) {
+func initStreamSeries(m *pipeline.Metrics) {
 	for _, r := range schemas.Reasons {
 		m.DeadLettered.WithLabelValues(r)
 	}

@@ -1,4 +1,4 @@
-package pipeline_test
+package app_test
 
 import (
 	"context"
@@ -6,16 +6,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
 )
@@ -50,7 +52,7 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	}
 	var msgs []sinks.Message
 	for i := range 20 {
-		msgs = append(msgs, sinks.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: rowsMessage(t, seqIDs(fmt.Sprintf("s%d-", i), 5), false)})
+		msgs = append(msgs, sinks.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("s%d-", i), 5), false)})
 	}
 	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
 		t.Fatal(err)
@@ -80,7 +82,7 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	if _, err := kafkaconn.WaitForGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic, 1, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	svc := &pipeline.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
+	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
 	done, _ := startService(t, ctx, svc)
 	waitUntil(t, done, 40*time.Second, "the service to consume its own partition", func() bool { return svc.Acked() > 0 })
 	// Once the service has committed its own partition, what remains is
@@ -92,7 +94,7 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 		return lag > 0 && lag < float64(len(msgs)) && gaugeValue(m.StalledPartitions) == 1 && !svc.Ready()
 	})
 	t.Logf("with one partition held and not consumed: consumer_lag %v, stalled %v, ready %v, acked %d, commit errors %v",
-		gaugeValue(svc.Metrics().ConsumerLag), gaugeValue(svc.Metrics().StalledPartitions), svc.Ready(), svc.Acked(), counterValue(svc.Metrics().CommitErrors))
+		gaugeValue(svc.Metrics().ConsumerLag), gaugeValue(svc.Metrics().StalledPartitions), svc.Ready(), svc.Acked(), pipelinetest.CounterValue(svc.Metrics().CommitErrors))
 	if st, err := kafkaconn.DescribeGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic); err == nil {
 		t.Logf("group: %+v", st)
 	}

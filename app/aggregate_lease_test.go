@@ -1,23 +1,26 @@
-package pipeline_test
+package app_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/dpsurv/dpsurv/aggregators"
-	"github.com/dpsurv/dpsurv/internal/testtier"
 	"math"
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+
+	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/internal/testtier"
+
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -34,17 +37,17 @@ func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
 	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	cohorts := []string{"A", "B"}
-	cfg := pipeline.DefaultConfig()
+	cfg := app.DefaultConfig()
 	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "lease"}
-	cfg.Input = pipeline.InputConfig{Topic: "in", GroupID: "lease", Format: "arrow", MaxBatch: 8, Partitions: 2}
-	cfg.Schema = pipeline.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
+	cfg.Input = app.InputConfig{Topic: "in", GroupID: "lease", Format: "arrow", MaxBatch: 8, Partitions: 2}
+	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
 	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = sanitizersTime()
-	cfg.Output = pipeline.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
+	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
+	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
 	cfg.HTTP.Listen = ""
-	cfg.Aggregators = []pipeline.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1,
-		Window: pipeline.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 20, Method: "noisy-histogram"}}}
-	cfg.Ledger = pipeline.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
+	cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1,
+		Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 20, Method: "noisy-histogram"}}}
+	cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
 	key := bytes.Repeat([]byte{3}, 32)
 	w0 := time.Unix(1_700_002_800, 0).UTC()
 	clock := &fakeClock{now: w0.Add(time.Minute)}
@@ -55,9 +58,9 @@ func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
 		}
 	}
 
-	start := func() (*pipeline.Service, *prometheus.Registry, context.CancelFunc, chan error) {
+	start := func() (*app.Service, *prometheus.Registry, context.CancelFunc, chan error) {
 		reg := prometheus.NewRegistry()
-		svc := &pipeline.Service{Config: cfg, Key: key, Log: log, Mem: mem, Registry: reg, Clock: clock, AggregatorTick: 20 * time.Millisecond}
+		svc := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem, Registry: reg, Clock: clock, AggregatorTick: 20 * time.Millisecond}
 		c, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- svc.Run(c) }()
