@@ -132,6 +132,9 @@ func fitCox(data Data, opts CoxOptions, src dp.Source) (CoxResult, error) {
 	if p == 0 {
 		return CoxResult{}, errors.New("no covariates")
 	}
+	if n > math.MaxInt32 {
+		return CoxResult{}, fmt.Errorf("%d records: at most %d", n, math.MaxInt32)
+	}
 	if opts.Covariates != nil && len(opts.Covariates) != p {
 		return CoxResult{}, fmt.Errorf("%d covariate names for %d covariates", len(opts.Covariates), p)
 	}
