@@ -355,6 +355,16 @@ func newCoxData(time []float64, event []bool, rows [][]float64, flat []float64, 
 // need two); the four digit histograms are counted in one pass.
 func sortDescending(time []float64, first []bool) ([]int32, []uint64) {
 	n := len(time)
+	small := true // every time an integer in [0, 65536): one pass
+	for _, t := range time {
+		if !(t >= 0 && t < 1<<16 && t == math.Trunc(t)) {
+			small = false
+			break
+		}
+	}
+	if small {
+		return sortSmallDescending(time, first)
+	}
 	keys := make([]uint64, n)
 	var count [4][1 << 16]int32
 	for i, t := range time {
@@ -429,6 +439,46 @@ func sortDescending(time []float64, first []bool) ([]int32, []uint64) {
 		}
 		keys, tmpKeys = tmpKeys, keys
 		idx, tmpIdx = tmpIdx, idx
+	}
+	return idx, keys
+}
+
+// sortSmallDescending is sortDescending for integer times in [0, 65536):
+// one stable counting pass on the key 65535 - t.
+func sortSmallDescending(time []float64, first []bool) ([]int32, []uint64) {
+	n := len(time)
+	var count [1 << 16]int32
+	for _, t := range time {
+		count[0xffff-int(t)]++
+	}
+	var sum int32
+	for d, v := range count {
+		count[d] = sum
+		sum += v
+	}
+	idx := make([]int32, n)
+	keys := make([]uint64, n)
+	place := func(i int) {
+		d := 0xffff - int(time[i])
+		idx[count[d]] = int32(i)
+		keys[count[d]] = uint64(d)
+		count[d]++
+	}
+	if first == nil {
+		for i := range n {
+			place(i)
+		}
+		return idx, keys
+	}
+	for i, f := range first {
+		if f {
+			place(i)
+		}
+	}
+	for i, f := range first {
+		if !f {
+			place(i)
+		}
 	}
 	return idx, keys
 }
@@ -519,9 +569,9 @@ func (cd *coxData) eval(beta []float64, ties Ties, u, imat []float64) float64 {
 		}
 		s0, d0 := s[0], d[0]
 		var sA, sB, sC, sE, sF float64
-		// The nd terms log(t) are summed as the logs of products of up to
-		// 8 terms (kept within 1e±150): one log per 8 tied events.
-		prod := 1.0
+		// The nd terms log(t) are summed as one log of their product, kept
+		// within 1e±150 by moving its binary exponent out (exact).
+		prod, exp2 := 1.0, 0
 		for k := 0; k < nd; k++ {
 			f := 0.0
 			if efron {
@@ -536,14 +586,13 @@ func (cd *coxData) eval(beta []float64, ties Ties, u, imat []float64) float64 {
 			sE += f * inv2
 			sF += f * f * inv2
 			prod *= t
-			if k&7 == 7 || !(prod > 1e-150 && prod < 1e150) {
-				ll -= math.Log(prod)
-				prod = 1
+			if !(prod > 1e-150 && prod < 1e150) {
+				var e int
+				prod, e = math.Frexp(prod)
+				exp2 += e
 			}
 		}
-		if prod != 1 {
-			ll -= math.Log(prod)
-		}
+		ll -= math.Log(prod) + float64(exp2)*math.Ln2
 		q := 0
 		for a := 0; a < p; a++ {
 			u[a] -= s1[a]*sA - d1[a]*sB

@@ -15,6 +15,16 @@ func TestSortDescendingMatchesStableSort(t *testing.T) {
 	cases := [][]float64{
 		{}, {1}, {0, math.Copysign(0, -1), 0, -1, 2, 2, -1e300, 1e300, 5e-324, -5e-324},
 	}
+	for range 20 { // integer times in [0, 65536): the one-pass sort
+		x := make([]float64, r.IntN(3000))
+		for i := range x {
+			x[i] = float64(r.IntN(1 + r.IntN(65536)))
+		}
+		if len(x) > 2 {
+			x[0], x[1], x[2] = math.Copysign(0, -1), 65535, 0
+		}
+		cases = append(cases, x)
+	}
 	for range 50 {
 		n := r.IntN(3000)
 		x := make([]float64, n)
