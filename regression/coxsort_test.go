@@ -143,3 +143,42 @@ func TestCoxEvalMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// An outlier on the side beta points away from: its exp underflows to 0
+// (its weight is below 1e-300 of the others') and the evaluation still
+// agrees with the reference.
+func TestCoxEvalFarBound(t *testing.T) {
+	t.Parallel()
+	n := 200
+	time := make([]float64, n)
+	event := make([]bool, n)
+	rows := make([][]float64, n)
+	for i := range n {
+		time[i] = float64(i % 17)
+		event[i] = i%3 != 0
+		rows[i] = []float64{float64(i%7) - 3, float64(i % 2)}
+	}
+	rows[5][0] = -5000 // centred, |x| is far larger on the negative side
+	cd := newCoxData(time, event, rows, nil, 2)
+	groups := make([][2]int, len(cd.groups))
+	ev := make([]bool, n)
+	for k, g := range cd.groups {
+		groups[k] = [2]int{int(g.start), int(g.end)}
+		for i := g.start; i < g.start+g.nd; i++ {
+			ev[i] = true
+		}
+	}
+	beta := []float64{1, 0.5} // the outlier's predictor is far below the others
+	u, imat := make([]float64, 2), make([]float64, 4)
+	ru, rimat := make([]float64, 2), make([]float64, 4)
+	ll := cd.eval(beta, TiesEfron, u, imat)
+	want := coxEvalRef(cd.x, 2, ev, groups, beta, TiesEfron, ru, rimat)
+	if !closeRel(ll, want, 1e-11, 0) {
+		t.Fatalf("loglik %v, reference %v", ll, want)
+	}
+	for j := range imat {
+		if !closeRel(imat[j], rimat[j], 1e-9, 1e-12) {
+			t.Fatalf("imat %v, reference %v", imat, rimat)
+		}
+	}
+}
