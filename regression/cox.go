@@ -132,28 +132,37 @@ func fitCox(data Data, opts CoxOptions, src dp.Source) (CoxResult, error) {
 	if p == 0 {
 		return CoxResult{}, errors.New("no covariates")
 	}
+	if n > math.MaxInt32 {
+		return CoxResult{}, fmt.Errorf("%d records: at most %d", n, math.MaxInt32)
+	}
 	if opts.Covariates != nil && len(opts.Covariates) != p {
 		return CoxResult{}, fmt.Errorf("%d covariate names for %d covariates", len(opts.Covariates), p)
 	}
-	x := make([]float64, 0, n*p)
+	kind := opts.Projection.Kind
+	if kind == "" {
+		kind = ProjectionNone
+	}
+	// The covariates: data.X as given, or a row-major copy when they are
+	// scaled or projected.
+	rows := data.X
+	var x []float64
 	if opts.Scaling != nil {
 		if err := opts.Scaling.validate(p); err != nil {
 			return CoxResult{}, err
 		}
 		x, _ = opts.Scaling.apply(data.X, p)
-	} else {
+		rows = nil
+	} else if kind != ProjectionNone {
+		x = make([]float64, 0, n*p)
 		for _, row := range data.X {
 			x = append(x, row...)
 		}
+		rows = nil
 	}
 	res := CoxResult{
 		Method: "cox", Ties: opts.Ties, Epsilon: Epsilon(math.Inf(1)),
 		Guarantee: GuaranteeNone, Neighbouring: NeighbouringNone,
 		N: int64(n), Covariates: opts.Covariates,
-	}
-	kind := opts.Projection.Kind
-	if kind == "" {
-		kind = ProjectionNone
 	}
 	if kind != ProjectionNone {
 		info, z, err := projectSites(data, x, p, opts.Projection, src)
@@ -164,7 +173,7 @@ func fitCox(data Data, opts CoxOptions, src dp.Source) (CoxResult, error) {
 		res.Guarantee = GuaranteeHeuristic
 		x, p = z, info.Dims
 	}
-	fit, err := coxNewton(data.Time, data.Event, x, p, opts)
+	fit, err := coxNewton(data.Time, data.Event, rows, x, p, opts)
 	if err != nil {
 		return CoxResult{}, err
 	}
@@ -259,52 +268,105 @@ type coxFit struct {
 	iter             int
 }
 
-// coxData is the sorted, centred problem.
-type coxData struct {
-	n, p  int
-	x     []float64 // centred, sorted by time descending
-	event []bool
-	// groups of equal time, in descending time order: [start, end)
-	groups [][2]int
+// coxGroup is a run of equal times in the sorted problem: rows
+// [start, start+nd) are its events, [start+nd, end) its censored rows.
+type coxGroup struct {
+	start, nd, end int32
 }
 
-func newCoxData(time []float64, event []bool, x []float64, p int) *coxData {
+// coxData is the sorted, centred problem and the buffers of its passes
+// (allocated once, reused by every evaluation).
+type coxData struct {
+	n, p int
+	m    int       // accumulator length: 1 + p + p(p+1)/2 (s0, s1, lower s2)
+	x    []float64 // centred, row-major, sorted by time descending, events first in each group
+	// groups of equal time, in descending time order
+	groups  []coxGroup
+	nEvents int
+	sumXEv  []float64 // sum of the centred covariates over the events
+	eta     []float64
+	// s accumulates the risk set (s0, s1, lower s2); d the tied events of
+	// the current group
+	s, d []float64
+}
+
+// newCoxData sorts the rows by time descending (events first among equal
+// times) and centres the covariates. The covariates are rows[i] or, when
+// rows is nil, flat[i*p:(i+1)*p].
+func newCoxData(time []float64, event []bool, rows [][]float64, flat []float64, p int) *coxData {
 	n := len(time)
-	idx := sortDescending(time)
-	cd := &coxData{n: n, p: p, x: make([]float64, n*p), event: make([]bool, n)}
+	row := func(i int) []float64 {
+		if rows != nil {
+			return rows[i][:p]
+		}
+		return flat[i*p : (i+1)*p]
+	}
+	idx, keys := sortDescending(time, event)
+	m := 1 + p + p*(p+1)/2
+	cd := &coxData{n: n, p: p, m: m, x: make([]float64, n*p), sumXEv: make([]float64, p),
+		eta: make([]float64, n), s: make([]float64, m), d: make([]float64, m)}
 	mean := make([]float64, p)
 	for i := 0; i < n; i++ {
-		for j := 0; j < p; j++ {
-			mean[j] += x[i*p+j]
+		for j, v := range row(i) {
+			mean[j] += v
 		}
 	}
 	for j := range mean {
 		mean[j] /= float64(n)
 	}
-	for k, i := range idx {
-		cd.event[k] = event[i]
-		for j := 0; j < p; j++ {
-			cd.x[k*p+j] = x[i*p+j] - mean[j]
-		}
-	}
+	// the runs of equal keys, events first in each (the sort put them so)
 	for k := 0; k < n; {
-		e := k + 1
-		for e < n && time[idx[e]] == time[idx[k]] {
+		e, nd := k, 0
+		for e < n && keys[e] == keys[k] {
+			if event[idx[e]] {
+				nd++
+			}
 			e++
 		}
-		cd.groups = append(cd.groups, [2]int{k, e})
+		cd.groups = append(cd.groups, coxGroup{int32(k), int32(nd), int32(e)})
+		cd.nEvents += nd
 		k = e
+	}
+	// The covariates are scattered to their sorted positions, the rows read
+	// in order: independent stores, where a gather would chain its loads.
+	pos := keys[:n] // the keys are not needed any more
+	for k, i := range idx {
+		pos[i] = uint64(k)
+	}
+	for i := 0; i < n; i++ {
+		xk := cd.x[pos[i]*uint64(p) : (pos[i]+1)*uint64(p)]
+		for j, v := range row(i) {
+			v -= mean[j]
+			xk[j] = v
+			if event[i] {
+				cd.sumXEv[j] += v
+			}
+		}
 	}
 	return cd
 }
 
 // sortDescending returns the row order by time descending, ties in row
-// order (the order sort.SliceStable with > gives): a stable LSD radix sort
-// on the order-preserving bit pattern of the times, 16 bits a pass, passes
-// where every key has the same digit skipped (integer days need two).
-func sortDescending(time []float64) []int {
+// order (the order sort.SliceStable with > gives) or, when first is not
+// nil, the rows with first[i] before the others and each part in row
+// order; and the sorted keys (equal keys are equal times). It is a stable
+// LSD radix sort on the order-preserving bit pattern of the times, 16 bits
+// a pass, passes where every key has the same digit skipped (integer days
+// need two); the four digit histograms are counted in one pass.
+func sortDescending(time []float64, first []bool) ([]int32, []uint64) {
 	n := len(time)
+	small := true // every time an integer in [0, 65536): one pass
+	for _, t := range time {
+		if !(t >= 0 && t < 1<<16 && t == math.Trunc(t)) {
+			small = false
+			break
+		}
+	}
+	if small {
+		return sortSmallDescending(time, first)
+	}
 	keys := make([]uint64, n)
+	var count [4][1 << 16]int32
 	for i, t := range time {
 		if t == 0 {
 			t = 0 // -0 and +0 are one time
@@ -315,155 +377,248 @@ func sortDescending(time []float64) []int {
 		} else {
 			b |= 1 << 63
 		}
-		keys[i] = ^b // descending
+		k := ^b // descending
+		keys[i] = k
+		count[0][k&0xffff]++
+		count[1][k>>16&0xffff]++
+		count[2][k>>32&0xffff]++
+		count[3][k>>48]++
 	}
 	idx := make([]int32, n)
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	tmpIdx := make([]int32, n)
-	tmpKeys := make([]uint64, n)
-	var count [1 << 16]int
-	for shift := uint(0); shift < 64; shift += 16 {
-		clear(count[:])
-		for _, k := range keys {
-			count[k>>shift&0xffff]++
+	if first == nil {
+		for i := range idx {
+			idx[i] = int32(i)
 		}
-		if n == 0 || count[keys[0]>>shift&0xffff] == n {
+	} else {
+		// the initial order (first rows, then the others) survives among
+		// equal keys: every pass is stable
+		o := 0
+		for i, f := range first {
+			if f {
+				idx[o] = int32(i)
+				o++
+			}
+		}
+		for i, f := range first {
+			if !f {
+				idx[o] = int32(i)
+				o++
+			}
+		}
+		perm := make([]uint64, n)
+		for k, i := range idx {
+			perm[k] = keys[i]
+		}
+		keys = perm
+	}
+	if n == 0 {
+		return idx, keys
+	}
+	var tmpIdx []int32
+	var tmpKeys []uint64
+	for pass := range 4 {
+		shift := uint(16 * pass)
+		c := &count[pass]
+		if int(c[keys[0]>>shift&0xffff]) == n {
 			continue // one digit: the pass would not move anything
 		}
-		sum := 0
-		for d, c := range count {
-			count[d] = sum
-			sum += c
+		if tmpIdx == nil {
+			tmpIdx = make([]int32, n)
+			tmpKeys = make([]uint64, n)
+		}
+		var sum int32
+		for d, v := range c {
+			c[d] = sum
+			sum += v
 		}
 		for j, k := range keys {
 			d := k >> shift & 0xffff
-			tmpKeys[count[d]] = k
-			tmpIdx[count[d]] = idx[j]
-			count[d]++
+			tmpKeys[c[d]] = k
+			tmpIdx[c[d]] = idx[j]
+			c[d]++
 		}
 		keys, tmpKeys = tmpKeys, keys
 		idx, tmpIdx = tmpIdx, idx
 	}
-	out := make([]int, n)
-	for i, j := range idx {
-		out[i] = int(j)
+	return idx, keys
+}
+
+// sortSmallDescending is sortDescending for integer times in [0, 65536):
+// one stable counting pass on the key 65535 - t.
+func sortSmallDescending(time []float64, first []bool) ([]int32, []uint64) {
+	n := len(time)
+	var count [1 << 16]int32
+	for _, t := range time {
+		count[0xffff-int(t)]++
 	}
-	return out
+	var sum int32
+	for d, v := range count {
+		count[d] = sum
+		sum += v
+	}
+	idx := make([]int32, n)
+	keys := make([]uint64, n)
+	place := func(i int) {
+		d := 0xffff - int(time[i])
+		idx[count[d]] = int32(i)
+		keys[count[d]] = uint64(d)
+		count[d]++
+	}
+	if first == nil {
+		for i := range n {
+			place(i)
+		}
+		return idx, keys
+	}
+	for i, f := range first {
+		if f {
+			place(i)
+		}
+	}
+	for i, f := range first {
+		if !f {
+			place(i)
+		}
+	}
+	return idx, keys
+}
+
+// accumulate adds r (1, x, the lower triangle of x x') to acc.
+func accumulate(acc, x []float64, r float64) {
+	p := len(x)
+	acc[0] += r
+	s1 := acc[1 : 1+p : 1+p]
+	s2 := acc[1+p:]
+	k := 0
+	for a, xa := range x {
+		ra := r * xa
+		s1[a] += ra
+		for _, xb := range x[:a+1] {
+			s2[k] += ra * xb
+			k++
+		}
+	}
 }
 
 // eval returns the log partial likelihood at beta and fills the score u
-// and the information imat (p*p) when non-nil.
+// and the information imat (p*p). It is two linear passes: the linear
+// predictors (and their maximum, the shift that keeps exp finite), then
+// one exp per row (none at beta = 0) summed into the risk set, a run of
+// tied times at a time. A run's Efron terms (k = 0..nd-1, weight
+// f = k/nd; f = 0 for Breslow) enter through five scalar sums over k,
+//
+//	A = sum 1/t, B = sum f/t, C = sum 1/t², E = sum f/t², F = sum f²/t²
+//	with t = s0 - f d0,
+//
+// since sum (s1 - f d1)/t = s1 A - d1 B and
+// sum (s1 - f d1)(s1 - f d1)'/t² = s1 s1' C - (s1 d1' + d1 s1') E + d1 d1' F:
+// O(p²) per run, not per tied event.
 func (cd *coxData) eval(beta []float64, ties Ties, u, imat []float64) float64 {
-	n, p := cd.n, cd.p
-	eta := make([]float64, n)
-	maxEta := math.Inf(-1)
-	for i := 0; i < n; i++ {
-		var v float64
-		for j := 0; j < p; j++ {
-			v += beta[j] * cd.x[i*p+j]
-		}
-		eta[i] = v
-		maxEta = math.Max(maxEta, v)
+	n, p, m := cd.n, cd.p, cd.m
+	eta := cd.eta[:n]
+	zero := true
+	for _, b := range beta {
+		zero = zero && b == 0
 	}
-	want := u != nil
-	if want {
-		for j := range u {
-			u[j] = 0
-		}
-		for j := range imat {
-			imat[j] = 0
+	maxEta := 0.0
+	if !zero {
+		maxEta = math.Inf(-1)
+		x := cd.x[:n*p]
+		for i := range eta {
+			var v float64
+			for j, xj := range x[i*p : (i+1)*p] {
+				v += beta[j] * xj
+			}
+			eta[i] = v
+			if v > maxEta {
+				maxEta = v
+			}
 		}
 	}
-	s1 := make([]float64, p)
-	s2 := make([]float64, p*p)
-	d1 := make([]float64, p)
-	d2 := make([]float64, p*p)
-	a1 := make([]float64, p)
-	var s0, ll float64
+	s, d := cd.s[:m], cd.d[:m]
+	clear(s)
+	clear(u)
+	clear(imat)
+	s1, s2 := s[1:1+p], s[1+p:]
+	d1, d2 := d[1:1+p], d[1+p:]
+	efron := ties == TiesEfron
+	var ll float64
 	for _, g := range cd.groups {
-		var d0 float64
-		var nd int
-		for j := range d1 {
-			d1[j] = 0
-		}
-		for j := range d2 {
-			d2[j] = 0
-		}
-		for i := g[0]; i < g[1]; i++ {
-			r := math.Exp(eta[i] - maxEta)
-			xi := cd.x[i*p : (i+1)*p]
-			s0 += r
-			for a := 0; a < p; a++ {
-				s1[a] += r * xi[a]
-				if want {
-					for b := 0; b <= a; b++ {
-						s2[a*p+b] += r * xi[a] * xi[b]
-					}
-				}
+		clear(d)
+		mid := int(g.start + g.nd)
+		for i := int(g.start); i < mid; i++ {
+			r := 1.0
+			if !zero {
+				r = math.Exp(eta[i] - maxEta)
 			}
-			if cd.event[i] {
-				nd++
-				d0 += r
-				ll += eta[i] - maxEta
-				for a := 0; a < p; a++ {
-					d1[a] += r * xi[a]
-					if want {
-						u[a] += xi[a]
-						for b := 0; b <= a; b++ {
-							d2[a*p+b] += r * xi[a] * xi[b]
-						}
-					}
-				}
-			}
+			accumulate(d, cd.x[i*p:(i+1)*p], r)
 		}
+		for i := mid; i < int(g.end); i++ {
+			r := 1.0
+			if !zero {
+				r = math.Exp(eta[i] - maxEta)
+			}
+			accumulate(s, cd.x[i*p:(i+1)*p], r)
+		}
+		for k, v := range d {
+			s[k] += v
+		}
+		nd := int(g.nd)
 		if nd == 0 {
 			continue
 		}
-		// The nd terms log(t0) are summed as the logs of products of up to
-		// 8 terms (kept within 1e±150): one log per 8 tied events.
-		prod := 1.0
+		s0, d0 := s[0], d[0]
+		var sA, sB, sC, sE, sF float64
+		// The nd terms log(t) are summed as one log of their product, kept
+		// within 1e±150 by moving its binary exponent out (exact).
+		prod, exp2 := 1.0, 0
 		for k := 0; k < nd; k++ {
-			frac := 0.0
-			if ties == TiesEfron {
-				frac = float64(k) / float64(nd)
+			f := 0.0
+			if efron {
+				f = float64(k) / float64(nd)
 			}
-			t0 := s0 - frac*d0
-			prod *= t0
-			if k&7 == 7 || !(prod > 1e-150 && prod < 1e150) {
-				ll -= math.Log(prod)
-				prod = 1
-			}
-			if !want {
-				continue
-			}
-			for a := 0; a < p; a++ {
-				a1[a] = (s1[a] - frac*d1[a]) / t0
-				u[a] -= a1[a]
-			}
-			for a := 0; a < p; a++ {
-				for b := 0; b <= a; b++ {
-					imat[a*p+b] += (s2[a*p+b]-frac*d2[a*p+b])/t0 - a1[a]*a1[b]
-				}
+			t := s0 - f*d0
+			inv := 1 / t
+			inv2 := inv * inv
+			sA += inv
+			sB += f * inv
+			sC += inv2
+			sE += f * inv2
+			sF += f * f * inv2
+			prod *= t
+			if !(prod > 1e-150 && prod < 1e150) {
+				var e int
+				prod, e = math.Frexp(prod)
+				exp2 += e
 			}
 		}
-		if prod != 1 {
-			ll -= math.Log(prod)
+		ll -= math.Log(prod) + float64(exp2)*math.Ln2
+		q := 0
+		for a := 0; a < p; a++ {
+			u[a] -= s1[a]*sA - d1[a]*sB
+			for b := 0; b <= a; b++ {
+				imat[a*p+b] += s2[q]*sA - d2[q]*sB -
+					(s1[a]*s1[b]*sC - (s1[a]*d1[b]+d1[a]*s1[b])*sE + d1[a]*d1[b]*sF)
+				q++
+			}
 		}
 	}
-	if want {
-		for a := 0; a < p; a++ {
-			for b := 0; b < a; b++ {
-				imat[b*p+a] = imat[a*p+b]
-			}
+	// the events' own terms: sum of eta - maxEta and of x over the events
+	for j, v := range cd.sumXEv {
+		ll += beta[j] * v
+		u[j] += v
+	}
+	ll -= float64(cd.nEvents) * maxEta
+	for a := 0; a < p; a++ {
+		for b := 0; b < a; b++ {
+			imat[b*p+a] = imat[a*p+b]
 		}
 	}
 	return ll
 }
 
-func coxNewton(time []float64, event []bool, x []float64, p int, opts CoxOptions) (coxFit, error) {
-	cd := newCoxData(time, event, x, p)
+func coxNewton(time []float64, event []bool, rows [][]float64, x []float64, p int, opts CoxOptions) (coxFit, error) {
+	cd := newCoxData(time, event, rows, x, p)
 	beta := make([]float64, p)
 	u := make([]float64, p)
 	imat := make([]float64, p*p)

@@ -111,6 +111,7 @@ type Chain struct {
 	labels   arrow.Array
 	mem      memory.Allocator
 	recent   []atomic.Uint64 // id fingerprint (high 32 bits) | value fingerprint (low 32)
+	touched  atomic.Bool     // keeps the tracker's prefetching loads
 }
 
 type outKind int
@@ -348,6 +349,17 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 	if c.rrr != nil {
 		cohOut = make([]int32, n)
 	}
+	// The update tracker's entries are collected and applied after the
+	// loop: their table slots are first read in one pass (independent
+	// loads, whose cache misses overlap), so that the atomic swaps, each a
+	// full barrier, find their lines in cache.
+	var slots []uint32
+	var entries []uint64
+	track := c.te != nil || c.rrr != nil
+	if track {
+		slots = make([]uint32, n)
+		entries = make([]uint64, n)
+	}
 	var tagBuf [16]byte
 	rs := new(dp.RecordState)
 	for i := range n {
@@ -390,9 +402,20 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 			valTag ^= v
 			cohOut[i] = int32(c.rrr.Sample(int(code), u))
 		}
-		if c.te != nil || c.rrr != nil {
-			entry := idTag&^0xffffffff | valTag&0xffffffff
-			prev := c.recent[idTag2%updateSlots].Swap(entry)
+		if track {
+			slots[i] = uint32(idTag2 % updateSlots)
+			entries[i] = idTag&^0xffffffff | valTag&0xffffffff
+		}
+	}
+	if track {
+		var touch uint64
+		for _, j := range slots {
+			touch |= c.recent[j].Load()
+		}
+		c.touched.Store(touch != 0)
+		for i, j := range slots {
+			entry := entries[i]
+			prev := c.recent[j].Swap(entry)
 			if prev != 0 && prev != entry && prev>>32 == entry>>32 {
 				st.Updates++
 			}
@@ -420,16 +443,17 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 			ad.Release()
 			fields = append(fields, oc.field)
 		case outTE:
-			b := array.NewInt64Builder(c.mem)
-			b.AppendValues(timeOut, nil)
-			cols = append(cols, b.NewArray())
-			b.Release()
+			// the sanitized values become the column's buffer (no copy)
+			ad := array.NewData(arrow.PrimitiveTypes.Int64, n,
+				[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(timeOut))}, nil, 0, 0)
+			cols = append(cols, array.NewInt64Data(ad))
+			ad.Release()
 			fields = append(fields, oc.field)
 		case outRRR:
-			b := array.NewInt32Builder(c.mem)
-			b.AppendValues(cohOut, nil)
-			idx := b.NewArray()
-			b.Release()
+			ad := array.NewData(arrow.PrimitiveTypes.Int32, n,
+				[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(cohOut))}, nil, 0, 0)
+			idx := array.NewInt32Data(ad)
+			ad.Release()
 			cols = append(cols, array.NewDictionaryArray(c.dictType, idx, c.labels))
 			idx.Release()
 			fields = append(fields, oc.field)

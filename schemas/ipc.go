@@ -26,6 +26,7 @@ func EncodeIPC(rec arrow.Record, mem memory.Allocator) ([]byte, error) {
 		mem = memory.DefaultAllocator
 	}
 	var buf bytes.Buffer
+	buf.Grow(ipcSizeHint(rec))
 	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
 	if err := w.Write(rec); err != nil {
 		_ = w.Close()
@@ -35,6 +36,54 @@ func EncodeIPC(rec arrow.Record, mem memory.Allocator) ([]byte, error) {
 		return nil, fmt.Errorf("schemas: encode ipc: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// ipcSizeHint is about the size of rec's IPC stream: its columns' bytes
+// (as sliced: a slice of a record counts only its rows), and room for the
+// schema, the dictionaries and the message headers, so that the encoder's
+// buffer is allocated once.
+func ipcSizeHint(rec arrow.Record) int {
+	size := 1024
+	meta := func(m arrow.Metadata) {
+		for i, k := range m.Keys() {
+			size += len(k) + len(m.Values()[i]) + 16
+		}
+	}
+	meta(rec.Schema().Metadata())
+	for _, f := range rec.Schema().Fields() {
+		size += len(f.Name) + 64
+		meta(f.Metadata)
+	}
+	for _, c := range rec.Columns() {
+		size += arraySizeHint(c)
+	}
+	return size
+}
+
+func arraySizeHint(a arrow.Array) int {
+	n := a.Len()
+	size := 64 + (n+7)/8 // buffer headers and padding, validity bitmap
+	switch a := a.(type) {
+	case *array.String:
+		offs := a.ValueOffsets()
+		size += 4 * len(offs)
+		if len(offs) > 0 {
+			size += int(offs[len(offs)-1] - offs[0])
+		}
+	case *array.Dictionary:
+		size += 256 + arraySizeHint(a.Indices()) + arraySizeHint(a.Dictionary())
+	default:
+		if fw, ok := a.DataType().(arrow.FixedWidthDataType); ok {
+			size += (n*fw.BitWidth() + 7) / 8
+		} else {
+			for _, b := range a.Data().Buffers() {
+				if b != nil {
+					size += b.Len()
+				}
+			}
+		}
+	}
+	return size
 }
 
 // DecodeIPCRecords reads every record batch of an IPC stream without

@@ -256,3 +256,38 @@ func TestDecodeIPCRecordsErrors(t *testing.T) {
 		t.Error("no error for nil record")
 	}
 }
+
+// The encoder's buffer is sized from ipcSizeHint: it must cover the
+// stream (or the buffer regrows) without overshooting it (a slice of a
+// large record counts only its own rows).
+func TestIPCSizeHint(t *testing.T) {
+	t.Parallel()
+	mem := checkedMem(t)
+	spec := testSpec()
+	n := 3000
+	ids, times, events, cohorts, cov := make([]string, n), make([]float64, n), make([]bool, n), make([]string, n), make([]float64, n)
+	for i := range n {
+		ids[i] = "patient-" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676))
+		times[i] = float64(i)
+		events[i] = i%3 != 0
+		cohorts[i] = []string{"control", "1", "2"}[i%3]
+		cov[i] = float64(i % 90)
+	}
+	in, err := BuildInput(spec, ids, times, events, cohorts, [][]float64{cov}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Release()
+	for _, c := range []struct {
+		name   string
+		lo, hi int64
+	}{{"whole", 0, int64(n)}, {"head", 0, 100}, {"middle", 1000, 1500}, {"one row", 2999, 3000}} {
+		s := in.NewSlice(c.lo, c.hi)
+		got := len(encode(t, s, mem))
+		hint := ipcSizeHint(s)
+		s.Release()
+		if hint < got || hint > 2*got+4096 {
+			t.Errorf("%s: hint %d for a stream of %d bytes", c.name, hint, got)
+		}
+	}
+}

@@ -64,13 +64,20 @@ type BenchResult struct {
 	// ChainInAESBlocks is the chain's CPU per record in those units (the
 	// chain needs five blocks per record: id, pseudonym, time tag, cohort
 	// tag, id tail).
-	AESBlockNs       float64 `json:"aes_block_ns"`
-	AESBytesPerCPUS  float64 `json:"aes_bytes_per_cpu_s"`
-	ChainInAESBlocks float64 `json:"chain_in_aes_blocks"`
-	Records          int     `json:"records"`
-	Messages         int     `json:"messages"`
-	BatchRecords     int     `json:"batch_records"`
-	Rounds           int     `json:"rounds"`
+	// InputBytesPerRecord and SanitizedBytesPerRecord are the sizes of the
+	// input messages and of the sanitized batches (Arrow IPC, the chain's
+	// output encoded as the pipeline publishes it): the broker and the
+	// Kafka client handle the sanitized bytes where the passthrough
+	// handles the input's again.
+	InputBytesPerRecord     float64 `json:"input_bytes_per_record"`
+	SanitizedBytesPerRecord float64 `json:"sanitized_bytes_per_record"`
+	AESBlockNs              float64 `json:"aes_block_ns"`
+	AESBytesPerCPUS         float64 `json:"aes_bytes_per_cpu_s"`
+	ChainInAESBlocks        float64 `json:"chain_in_aes_blocks"`
+	Records                 int     `json:"records"`
+	Messages                int     `json:"messages"`
+	BatchRecords            int     `json:"batch_records"`
+	Rounds                  int     `json:"rounds"`
 }
 
 func runBench(ctx context.Context, env Env, args []string) error {
@@ -117,6 +124,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "overhead ratio         %.3f  (pipeline / (passthrough + chain); target <= 1.15)\n", res.OverheadRatio)
 	fmt.Fprintf(env.Stdout, "chain                  %.2f M records per CPU second; %.1f AES blocks of %.1f ns\n",
 		res.ChainRecordsPerCPUSecond/1e6, res.ChainInAESBlocks, res.AESBlockNs)
+	fmt.Fprintf(env.Stdout, "bytes per record       input %.1f, sanitized %.1f\n", res.InputBytesPerRecord, res.SanitizedBytesPerRecord)
 	return nil
 }
 
@@ -308,6 +316,24 @@ func benchStages(res *BenchResult, cfg app.Config, key []byte, msgs []sinks.Mess
 	if res.ChainCPUNsPerRecord > 0 {
 		res.ChainRecordsPerCPUSecond = 1e9 / res.ChainCPUNsPerRecord
 	}
+	var inBytes, outBytes int
+	for _, m := range msgs {
+		inBytes += len(m.Value)
+	}
+	for _, r := range valid {
+		out, _, err := chain.Apply(r)
+		if err != nil {
+			return fmt.Errorf("bench chain: %w", err)
+		}
+		b, err := schemas.EncodeIPC(out, mem)
+		out.Release()
+		if err != nil {
+			return fmt.Errorf("bench encode: %w", err)
+		}
+		outBytes += len(b)
+	}
+	res.InputBytesPerRecord = float64(inBytes) / float64(records)
+	res.SanitizedBytesPerRecord = float64(outBytes) / float64(records)
 	// AES-128, one block per call: at least 2^21 blocks (about 10 ms), so
 	// that the CPU clock's resolution does not matter.
 	blk, err := aes.NewCipher(make([]byte, 16))

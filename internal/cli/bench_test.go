@@ -19,6 +19,7 @@ func TestBenchReportsCPUBreakdown(t *testing.T) {
 	for name, v := range map[string]float64{
 		"passthrough": res.PassthroughCPUNsPerRecord, "validator": res.ValidatorCPUNsPerRecord,
 		"chain": res.ChainCPUNsPerRecord, "pipeline": res.PipelineCPUNsPerRecord, "aes": res.AESBlockNs,
+		"input bytes": res.InputBytesPerRecord, "sanitized bytes": res.SanitizedBytesPerRecord,
 	} {
 		if !(v > 0) || math.IsInf(v, 0) {
 			t.Errorf("%s: %v ns per record", name, v)
@@ -53,4 +54,6 @@ func BenchmarkStreamCPU(b *testing.B) {
 	b.ReportMetric(res.OverheadRatio, "overhead-ratio")
 	b.ReportMetric(res.ChainRecordsPerCPUSecond/1e6, "chain-M-records/cpu-s")
 	b.ReportMetric(res.AESBlockNs, "aes-ns/block")
+	b.ReportMetric(res.InputBytesPerRecord, "input-B/record")
+	b.ReportMetric(res.SanitizedBytesPerRecord, "sanitized-B/record")
 }

@@ -99,9 +99,11 @@ type fileData struct {
 }
 
 // readFitFile reads id,time,event,cohort (+covariates, site) through the
-// validator; invalid rows are counted (reported on stderr), not used. The
-// columns are copied out of each canonical batch in bulk; the covariate rows
-// share one backing array.
+// validator; invalid rows are counted (reported on stderr), not used. Each
+// canonical batch's columns are copied out once into slices of its size;
+// at the end the time, event and cohort columns are joined into one slice
+// each (one more copy, no repeated regrowth) and the covariate rows point
+// into their batch's row-major block.
 func readFitFile(path string, spec schemas.Spec) (fileData, error) {
 	mem := memory.DefaultAllocator
 	v, err := schemas.NewValidator(spec, mem)
@@ -110,27 +112,35 @@ func readFitFile(path string, spec schemas.Spec) (fileData, error) {
 	}
 	d := fileData{Labels: spec.Cohorts, Dead: map[string]int{}}
 	p := len(spec.Covariates)
-	var flat []float64 // row-major covariates
+	var times [][]float64
+	var events [][]bool
+	var cohorts [][]int32
+	var covs [][]float64 // row-major covariates, one block per batch
 	err = schemas.ReadFile(path, v, 1<<16, func(good arrow.Record, dead []schemas.DeadLetter) error {
 		for _, dl := range dead {
 			d.Dead[dl.Reason]++
 		}
 		n := int(good.NumRows())
-		d.Time = append(d.Time, good.Column(schemas.ColTime).(*array.Float64).Float64Values()...)
-		ev := good.Column(schemas.ColEvent).(*array.Boolean)
-		for i := range n {
-			d.Event = append(d.Event, ev.Value(i))
+		if n == 0 {
+			return nil
 		}
+		times = append(times, slices.Clone(good.Column(schemas.ColTime).(*array.Float64).Float64Values()))
+		ev := good.Column(schemas.ColEvent).(*array.Boolean)
+		e := make([]bool, n)
+		for i := range e {
+			e[i] = ev.Value(i)
+		}
+		events = append(events, e)
 		co := good.Column(schemas.ColCohort).(*array.Dictionary).Indices().(*array.Int32)
-		d.Cohort = append(d.Cohort, co.Int32Values()...)
+		cohorts = append(cohorts, slices.Clone(co.Int32Values()))
 		if p > 0 {
-			base := len(flat)
-			flat = slices.Grow(flat, n*p)[:base+n*p]
+			block := make([]float64, n*p)
 			for k := range p {
 				for i, x := range good.Column(4 + k).(*array.Float64).Float64Values() {
-					flat[base+i*p+k] = x
+					block[i*p+k] = x
 				}
 			}
+			covs = append(covs, block)
 		}
 		if i := schemas.SiteIndex(good.Schema()); i >= 0 {
 			if site, ok := good.Column(i).(*array.String); ok {
@@ -144,10 +154,17 @@ func readFitFile(path string, spec schemas.Spec) (fileData, error) {
 	if err != nil {
 		return d, fmt.Errorf("read %s: %w", path, err)
 	}
+	if len(times) > 0 {
+		d.Time = slices.Concat(times...)
+		d.Event = slices.Concat(events...)
+		d.Cohort = slices.Concat(cohorts...)
+	}
 	if p > 0 {
-		d.Covariates = make([][]float64, len(d.Time))
-		for i := range d.Covariates {
-			d.Covariates[i] = flat[i*p : (i+1)*p : (i+1)*p]
+		d.Covariates = make([][]float64, 0, len(d.Time))
+		for _, block := range covs {
+			for i := 0; i < len(block); i += p {
+				d.Covariates = append(d.Covariates, block[i:i+p:i+p])
+			}
 		}
 	}
 	return d, nil
