@@ -68,13 +68,6 @@ type Processor interface {
 	Process(msg message.Message) (Result, error)
 }
 
-// Observer sees every validated good batch after sanitizing, before the
-// batch is acknowledged (the aggregators' entry point). It must not retain
-// rec past the call without Retain.
-type Observer interface {
-	Observe(ctx context.Context, msg message.Message, good arrow.Record) error
-}
-
 // ErrStop, wrapped in a source's read error, ends the stream, as
 // message.ErrEndOfInput and message.ErrFatal do; any other read error is
 // treated as transient and retried with backoff while the stream reports
@@ -119,27 +112,21 @@ const maxKeyBytes = 4096
 
 // SanitizeProcessor validates, sanitizes and encodes input messages. It
 // never returns an error for a message (bad input, or input a later stage
-// cannot handle, is dead-lettered with a reason), except when the Observer
-// fails.
+// cannot handle, is dead-lettered with a reason).
 type SanitizeProcessor struct {
 	Validator *schemas.Validator
 	Chain     *sanitizers.Chain
 	Format    string // arrow | json
 	// Decoder, when set, decodes messages instead of Validator and Format
 	// (the file source of `dpsurv sanitize`).
-	Decoder  Decoder
-	Mem      memory.Allocator
-	Metrics  *Metrics
-	Observer Observer // optional
-	Log      *zap.Logger
+	Decoder Decoder
+	Mem     memory.Allocator
+	Metrics *Metrics
+	Log     *zap.Logger
 	// MaxMessageBytes bounds each output and dead-letter message (key,
 	// value and headers; default DefaultMaxMessageBytes): a sanitized
 	// batch is split into several messages, a dead letter truncated.
 	MaxMessageBytes int
-	// CopyInputKey copies the input message's key to the sanitized message
-	// instead of SanitizedKey. It exists only for the load test's latency
-	// probe (its keys carry no patient data); no configuration sets it.
-	CopyInputKey bool
 }
 
 func (p *SanitizeProcessor) maxBytes() int {
@@ -190,9 +177,6 @@ func (p *SanitizeProcessor) Process(msg message.Message) (res Result, err error)
 	defer out.Release()
 	// Never the input key, never an input header (SanitizedKey).
 	key, hdr := SanitizedKey(msg.Partition), []message.Header{sourceHeader(msg)}
-	if p.CopyInputKey {
-		key = outKey(msg)
-	}
 	budget := p.maxBytes() - messageOverhead - len(key) - headerBytes(hdr)
 	parts, partRows, err := encodeSplit(out, p.Mem, budget)
 	if err != nil {
@@ -214,11 +198,6 @@ func (p *SanitizeProcessor) Process(msg message.Message) (res Result, err error)
 		res.Out = append(res.Out, message.Message{Key: key, Value: b, Headers: hdr})
 		res.OutRows = append(res.OutRows, partRows[i])
 		res.Records += partRows[i]
-	}
-	if p.Observer != nil {
-		if err := p.Observer.Observe(context.Background(), msg, good); err != nil {
-			return Result{}, fmt.Errorf("observe batch: %w", err)
-		}
 	}
 	return res, nil
 }
