@@ -161,6 +161,7 @@ type scratch struct {
 	sites  []string
 	obs    []int64
 	tmp    []float64
+	hashes []uint64 // CSV reader: maphash of each good row's id (dedupeSeed)
 	keep   []int32
 	table  []int32
 }
