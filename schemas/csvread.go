@@ -522,9 +522,9 @@ type csvParser struct {
 	v         *Validator
 	l         *csvLayout
 	batchSize int
-	fields    [][]byte // fields of a quoted record
-	qarena    []byte   // their unescaped bytes
-	bounds    []int32  // field starts of the current record, then its end + 1
+	fields    [][]byte   // fields of a quoted record
+	qarena    []byte     // their unescaped bytes
+	bounds    []int32    // field starts of the current record, then its end + 1
 	pool      *sync.Pool // *scratch, shared with the merger
 }
 

@@ -18,8 +18,8 @@ import (
 type csvResult struct {
 	site, obs bool // the batches have a site, an observed_at column
 	rows      []canonRow
-	dead []DeadLetter
-	err  string
+	dead      []DeadLetter
+	err       string
 }
 
 func collectCSV(t testing.TB, ncov int, read func(fn func(arrow.Record, []DeadLetter) error) error) csvResult {
