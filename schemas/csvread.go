@@ -789,34 +789,42 @@ func csvFloat(b []byte) (float64, bool) {
 	if n == 0 || n > 17 {
 		return rawFloat(bstr(b))
 	}
-	i, neg := 0, false
-	if b[0] == '-' {
-		i, neg = 1, true
+	i, neg := 0, b[0] == '-'
+	if neg {
+		i = 1
 	}
 	var m uint64
-	digits, frac, dot := 0, 0, false
+	start := i
 	for ; i < n; i++ {
-		c := b[i]
-		if d := c - '0'; d <= 9 {
-			m = m*10 + uint64(d)
-			digits++
-			if dot {
-				frac++
-			}
-			continue
+		d := b[i] - '0'
+		if d > 9 {
+			break
 		}
-		if c == '.' && !dot {
-			dot = true
-			continue
-		}
-		return rawFloat(bstr(b))
+		m = m*10 + uint64(d)
 	}
-	if digits == 0 || digits > 15 || (dot && frac == 0) || (dot && frac == digits) {
+	ints := i - start
+	if ints == 0 || ints > 15 {
 		return rawFloat(bstr(b))
 	}
 	x := float64(m)
-	if frac > 0 {
-		x /= pow10[frac]
+	if i < n {
+		if b[i] != '.' {
+			return rawFloat(bstr(b))
+		}
+		i++
+		fs := i
+		for ; i < n; i++ {
+			d := b[i] - '0'
+			if d > 9 {
+				return rawFloat(bstr(b))
+			}
+			m = m*10 + uint64(d)
+		}
+		frac := i - fs
+		if frac == 0 || ints+frac > 15 {
+			return rawFloat(bstr(b))
+		}
+		x = float64(m) / pow10[frac]
 	}
 	if neg {
 		x = -x
