@@ -7,12 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/audit"
@@ -99,53 +96,28 @@ type fileData struct {
 }
 
 // readFitFile reads id,time,event,cohort (+covariates, site) through the
-// validator; invalid rows are counted (reported on stderr), not used. The
-// columns are copied out of each canonical batch in bulk; the covariate rows
-// share one backing array.
+// validator (schemas.ReadTable: straight into columns, duplicate ids
+// checked once at the end); invalid rows are counted (reported on stderr),
+// not used. The covariate rows share one backing array.
 func readFitFile(path string, spec schemas.Spec) (fileData, error) {
-	mem := memory.DefaultAllocator
-	v, err := schemas.NewValidator(spec, mem)
+	v, err := schemas.NewValidator(spec, memory.DefaultAllocator)
 	if err != nil {
 		return fileData{}, fmt.Errorf("schema: %w", err)
 	}
-	d := fileData{Labels: spec.Cohorts, Dead: map[string]int{}}
-	p := len(spec.Covariates)
-	var flat []float64 // row-major covariates
-	err = schemas.ReadFile(path, v, 1<<16, func(good arrow.Record, dead []schemas.DeadLetter) error {
-		for _, dl := range dead {
-			d.Dead[dl.Reason]++
-		}
-		n := int(good.NumRows())
-		d.Time = append(d.Time, good.Column(schemas.ColTime).(*array.Float64).Float64Values()...)
-		ev := good.Column(schemas.ColEvent).(*array.Boolean)
-		for i := range n {
-			d.Event = append(d.Event, ev.Value(i))
-		}
-		co := good.Column(schemas.ColCohort).(*array.Dictionary).Indices().(*array.Int32)
-		d.Cohort = append(d.Cohort, co.Int32Values()...)
-		if p > 0 {
-			base := len(flat)
-			flat = slices.Grow(flat, n*p)[:base+n*p]
-			for k := range p {
-				for i, x := range good.Column(4 + k).(*array.Float64).Float64Values() {
-					flat[base+i*p+k] = x
-				}
-			}
-		}
-		if i := schemas.SiteIndex(good.Schema()); i >= 0 {
-			if site, ok := good.Column(i).(*array.String); ok {
-				for j := range n {
-					d.Site = append(d.Site, strings.Clone(site.Value(j)))
-				}
-			}
-		}
-		return nil
-	})
+	t, err := schemas.ReadTable(path, v)
 	if err != nil {
-		return d, fmt.Errorf("read %s: %w", path, err)
+		return fileData{}, fmt.Errorf("read %s: %w", path, err)
 	}
-	if p > 0 {
-		d.Covariates = make([][]float64, len(d.Time))
+	d := fileData{Labels: spec.Cohorts, Dead: t.Dead, Time: t.Time, Event: t.Event, Cohort: t.Cohort, Site: t.Site}
+	if p := len(t.Covariates); p > 0 {
+		flat := make([]float64, t.Len()*p) // row-major
+		for k, col := range t.Covariates {
+			for i, x := range col {
+				flat[i*p+k] = x
+			}
+		}
+		t.Covariates = nil
+		d.Covariates = make([][]float64, t.Len())
 		for i := range d.Covariates {
 			d.Covariates[i] = flat[i*p : (i+1)*p : (i+1)*p]
 		}
