@@ -114,7 +114,7 @@ func emit(out arrow.Record, dead []DeadLetter, fn func(arrow.Record, []DeadLette
 func readJSONLines(r io.Reader, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	set := &idSet{m: make(map[string]int32), cross: true}
+	set := &idSet{file: newFileIDs(0)}
 	rowBase := 0
 	var lines [][]byte
 	flush := func() error {
@@ -242,7 +242,7 @@ func arrowStream(r io.Reader, size int64) (ipcRecords, error) {
 
 // validateArrow validates the batches of sr in slices of batchSize rows.
 func validateArrow(sr ipcRecords, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error) error {
-	set := &idSet{m: make(map[string]int32), cross: true}
+	set := &idSet{file: newFileIDs(0)}
 	rowBase := 0
 	for sr.Next() {
 		rec := sr.Record()
