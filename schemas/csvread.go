@@ -1042,13 +1042,39 @@ func (s *fileIDs) rehash() {
 
 // dedupe is scratch.dedupe with the file-wide set: only good rows claim
 // ids; a later good row with a claimed id is a duplicate of the first.
-// The parser hashed the good rows' ids (st.hashes), on its workers.
+// The parser hashed the good rows' ids (st.hashes), on its workers. The
+// rows are claimed in the order of their table slots, not of the file (a
+// stable counting sort on the slot's top bits, so rows of one id keep
+// their file order and the first still claims it): the probes then sweep
+// the table once instead of missing the cache at random.
 func (s *fileIDs) dedupe(st *scratch, rowBase int) {
+	const bits = 12
+	shift := uint(0)
+	for len(s.table)>>shift > 1<<bits {
+		shift++
+	}
+	var count [1<<bits + 1]int32
+	good := 0
 	for i := 0; i < st.n; i++ {
-		if st.reason[i] != rOK {
-			continue
+		if st.reason[i] == rOK {
+			count[(st.hashes[i]&s.mask)>>shift+1]++
+			good++
 		}
-		if first, dup := s.claim(st.ids[i], st.hashes[i], int32(rowBase+i)); dup {
+	}
+	for k := 1; k < len(count); k++ {
+		count[k] += count[k-1]
+	}
+	order := resize(st.keep, good)
+	for i := 0; i < st.n; i++ {
+		if st.reason[i] == rOK {
+			k := (st.hashes[i] & s.mask) >> shift
+			order[count[k]] = int32(i)
+			count[k]++
+		}
+	}
+	st.keep = order[:0]
+	for _, i := range order {
+		if first, dup := s.claim(st.ids[i], st.hashes[i], int32(rowBase)+i); dup {
 			st.reason[i] = rDup
 			st.slot[i] = slotID
 			st.dupOf[i] = first
