@@ -28,6 +28,9 @@ import (
 
 var errZCUnsupported = errors.New("arrow: not loadable without a copy")
 
+// maxBodilessRows bounds the rows of a batch beyond 8 per byte of its body.
+const maxBodilessRows = 1024
+
 // Flatbuffer message header types and the metadata version with the V5
 // buffer layout (Message.fbs, Schema.fbs).
 const (
@@ -242,8 +245,11 @@ func newBatchLoader(batch fbTable, body []byte) (*batchLoader, error) {
 	if err != nil {
 		return nil, err
 	}
-	if length < 0 || length > int64(^uint32(0)>>1) {
-		return nil, fmt.Errorf("arrow: batch length %d out of range", length)
+	// Every row of a batch a file can be validated from takes at least a
+	// bit of its body (a column of nulls takes none: a forged length would
+	// make every row a dead letter from a few bytes).
+	if length < 0 || length > 8*int64(len(body))+maxBodilessRows {
+		return nil, fmt.Errorf("arrow: batch length %d out of range for a %d-byte body", length, len(body))
 	}
 	return &batchLoader{nodes: nodes, nnode: nnode, bufs: bufs, nbuf: nbuf, meta: batch.f.b, body: body, length: length}, nil
 }

@@ -219,7 +219,9 @@ func readArrowWith(f *os.File, v *Validator, batchSize int, fn func(arrow.Record
 		}
 	}
 	defer sr.Release()
-	return validateArrow(sr, v, batchSize, fn)
+	// A batch's rows are backed by the file's bytes: at least a bit each
+	// once decompressed (at most 256 x the file, limitAllocator).
+	return validateArrow(sr, v, batchSize, fn, 2048*size+maxBodilessRows)
 }
 
 // arrowInMemoryMax is the largest Arrow file read into memory and loaded
@@ -240,8 +242,9 @@ func arrowStream(r io.Reader, size int64) (ipcRecords, error) {
 	return sr, nil
 }
 
-// validateArrow validates the batches of sr in slices of batchSize rows.
-func validateArrow(sr ipcRecords, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error) error {
+// validateArrow validates the batches of sr in slices of batchSize rows;
+// more than maxRows rows in all is an error.
+func validateArrow(sr ipcRecords, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error, maxRows int64) error {
 	set := &idSet{file: newFileIDs(0)}
 	rowBase := 0
 	for sr.Next() {
@@ -250,6 +253,10 @@ func validateArrow(sr ipcRecords, v *Validator, batchSize int, fn func(arrow.Rec
 			return fmt.Errorf("arrow: batch at row %d: %w", rowBase, err)
 		}
 		rows := rec.NumRows()
+		if rows > maxRows {
+			return fmt.Errorf("arrow: batch at row %d: %d rows are more than the file can hold", rowBase, rows)
+		}
+		maxRows -= rows
 		for lo := int64(0); lo < rows; lo += int64(batchSize) {
 			hi := min(lo+int64(batchSize), rows)
 			chunk := rec.NewSlice(lo, hi)
