@@ -91,6 +91,41 @@ func (v *Validator) csvLayout(header []string) *csvLayout {
 	return l
 }
 
+// scratchList is the free scratches of one read, shared by the parser's
+// workers and the merger.
+type scratchList struct {
+	mu   sync.Mutex
+	free []*scratch
+	v    *Validator // its pool lends the first scratches and gets them back
+}
+
+func (l *scratchList) get() *scratch {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.free); n > 0 {
+		st := l.free[n-1]
+		l.free = l.free[:n-1]
+		return st
+	}
+	return l.v.pool.Get().(*scratch)
+}
+
+// close gives the free scratches back to the validator's pool.
+func (l *scratchList) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, st := range l.free {
+		l.v.pool.Put(st)
+	}
+	l.free = nil
+}
+
+func (l *scratchList) put(st *scratch) {
+	l.mu.Lock()
+	l.free = append(l.free, st)
+	l.mu.Unlock()
+}
+
 // csvBatch is at most batchSize validated rows of one chunk.
 type csvBatch struct {
 	st     *scratch
@@ -113,7 +148,7 @@ type csvChunk struct {
 // parsing workers (1: no goroutines).
 // size is the file size if known (0 otherwise): it presizes the id set.
 func readCSVWith(r io.Reader, size int64, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error, chunkSize, workers int) error {
-	return readCSVChunks(r, size, v, batchSize, chunkSize, workers, func(l *csvLayout, rows int, pool *sync.Pool) chunkMerger {
+	return readCSVChunks(r, size, v, batchSize, chunkSize, workers, func(l *csvLayout, rows int, pool *scratchList) chunkMerger {
 		return &csvMerger{v: v, l: l, fn: fn, set: newFileIDs(rows), pool: pool}
 	})
 }
@@ -127,7 +162,7 @@ type chunkMerger interface {
 // readCSVChunks cuts r into chunks, parses them (on workers when there are
 // several) and hands them in file order to the merger newMerger makes for
 // the file's header and estimated row count.
-func readCSVChunks(r io.Reader, size int64, v *Validator, batchSize, chunkSize, workers int, newMerger func(l *csvLayout, rows int, pool *sync.Pool) chunkMerger) error {
+func readCSVChunks(r io.Reader, size int64, v *Validator, batchSize, chunkSize, workers int, newMerger func(l *csvLayout, rows int, pool *scratchList) chunkMerger) error {
 	ck := newChunker(r, chunkSize, workers+3)
 	first, err := ck.next(nil)
 	if errors.Is(err, io.EOF) {
@@ -155,7 +190,11 @@ func readCSVChunks(r io.Reader, size int64, v *Validator, batchSize, chunkSize, 
 		rows = int(min(size/max(int64(len(first.data)-pos)/int64(lines), 1), 1<<31-1))
 	}
 	first.data = first.data[pos:]
-	pool := &v.pool // scratches are reused across files
+	// Scratches go back to a list of the read, not to the validator's
+	// sync.Pool, which drops them at every GC cycle (then reallocated,
+	// they would make more cycles).
+	pool := &scratchList{v: v}
+	defer pool.close()
 	l := v.csvLayout(header)
 	m := newMerger(l, rows, pool)
 	p := &csvParser{v: v, l: l, batchSize: batchSize, pool: pool}
@@ -522,10 +561,10 @@ type csvParser struct {
 	v         *Validator
 	l         *csvLayout
 	batchSize int
-	fields    [][]byte   // fields of a quoted record
-	qarena    []byte     // their unescaped bytes
-	bounds    []int32    // field starts of the current record, then its end + 1
-	pool      *sync.Pool // *scratch, shared with the merger
+	fields    [][]byte     // fields of a quoted record
+	qarena    []byte       // their unescaped bytes
+	bounds    []int32      // field starts of the current record, then its end + 1
+	pool      *scratchList // shared with the merger
 }
 
 func (p *csvParser) parse(c *csvChunk) {
@@ -603,7 +642,7 @@ func (p *csvParser) parse(c *csvChunk) {
 		p.bounds = bd
 		if b == nil || i == p.batchSize {
 			finish()
-			b = &csvBatch{st: p.pool.Get().(*scratch)}
+			b = &csvBatch{st: p.pool.get()}
 			st = b.st
 			st.prepare(min(p.batchSize, (len(data)-start)/16+1), ncov, l.withSite, l.withObs)
 			c.batches = append(c.batches, b)
@@ -922,7 +961,7 @@ type csvMerger struct {
 	set     *fileIDs
 	rowBase int
 	names   []string
-	pool    *sync.Pool
+	pool    *scratchList
 }
 
 func (m *csvMerger) rows() int { return m.rowBase }
@@ -955,7 +994,7 @@ func (m *csvMerger) merge(c *csvChunk) error {
 		}
 		m.rowBase += st.n
 		st.release()
-		m.pool.Put(st)
+		m.pool.put(st)
 		if err := emit(out, dead, m.fn); err != nil {
 			return err
 		}

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -141,7 +140,7 @@ func readTableBatches(path string, v *Validator) (*Table, error) {
 // readCSVTable is readCSVWith into a Table.
 func readCSVTable(r io.Reader, size int64, v *Validator, chunkSize, workers int) (*Table, error) {
 	var m *tableMerger
-	err := readCSVChunks(r, size, v, 1<<16, chunkSize, workers, func(l *csvLayout, rows int, pool *sync.Pool) chunkMerger {
+	err := readCSVChunks(r, size, v, 1<<16, chunkSize, workers, func(l *csvLayout, rows int, pool *scratchList) chunkMerger {
 		t := newTable(v, l.withSite, l.withObs, rows)
 		n := cap(t.Time)
 		m = &tableMerger{l: l, pool: pool, t: t,
@@ -162,7 +161,7 @@ func readCSVTable(r io.Reader, size int64, v *Validator, chunkSize, workers int)
 // their id hashes and bytes for the duplicate check at the end.
 type tableMerger struct {
 	l      *csvLayout
-	pool   *sync.Pool
+	pool   *scratchList
 	t      *Table
 	rowN   int      // rows merged (file rows, good and bad)
 	hashes []uint64 // per table row: the id's hash
@@ -211,7 +210,7 @@ func (m *tableMerger) merge(c *csvChunk) error {
 		}
 		m.rowN += st.n
 		st.release()
-		m.pool.Put(st)
+		m.pool.put(st)
 	}
 	c.batches = nil
 	if c.err != nil {
