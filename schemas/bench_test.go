@@ -293,3 +293,32 @@ func loadArrow(f *os.File, size int64, zc bool) (int, error) {
 	}
 	return rows, sr.Err()
 }
+
+// BenchmarkReadTableCSVFile: ReadTable on the CSV file named by
+// DPSURV_BENCH_CSV (e.g. from `dpsurv gen --n 1000000 --covariates 3`:
+// cohorts A,B,C and covariates age,female,bmi), to compare with other
+// readers of the same file.
+func BenchmarkReadTableCSVFile(b *testing.B) {
+	path := os.Getenv("DPSURV_BENCH_CSV")
+	if path == "" {
+		b.Skip("set DPSURV_BENCH_CSV to a CSV file written by dpsurv gen --covariates 3")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := NewValidator(Spec{Cohorts: []string{"A", "B", "C"}, TimeUnit: "days", Covariates: []string{"age", "female", "bmi"}}, memory.NewGoAllocator())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(fi.Size())
+	b.ReportAllocs()
+	cpu0 := cpuSeconds()
+	for b.Loop() {
+		t, err := ReadTable(path, v)
+		if err != nil || t.Len() == 0 {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(fi.Size())*float64(b.N)/1e6/(cpuSeconds()-cpu0), "MB/cpu-s")
+}
