@@ -27,8 +27,8 @@ type Table struct {
 	Site       []string    // nil when the file has no site column
 	ObservedAt []int64     // microseconds since the epoch (UTC); nil when the file has no observed_at column
 	// Dead counts the rows dead-lettered, by reason (the Reason*
-	// constants); a whole-message failure of an Arrow batch counts as 0
-	// rows under its reason.
+	// constants); a batch of an Arrow file that fails as a whole (a dead
+	// letter with RowIndex -1) counts once.
 	Dead map[string]int
 }
 
@@ -102,7 +102,7 @@ func readTableBatches(path string, v *Validator) (*Table, error) {
 			t = newTable(v, si >= 0, oi >= 0, 0)
 		}
 		for _, d := range dead {
-			t.Dead[d.Reason] += d.Rows()
+			t.Dead[d.Reason] += max(d.Rows(), 1)
 		}
 		n := int(good.NumRows())
 		t.Time = append(t.Time, good.Column(ColTime).(*array.Float64).Float64Values()...)
