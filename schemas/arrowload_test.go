@@ -216,3 +216,41 @@ func FuzzZeroCopyArrow(f *testing.F) {
 		}
 	})
 }
+
+// ReadTable gives ReadFile's good rows as columns and its dead letters
+// counted, in every format.
+func TestReadTableMatchesReadFile(t *testing.T) {
+	t.Parallel()
+	mem := checkedMem(t)
+	spec := testSpec()
+	v := newTestValidator(t, spec, mem)
+	rec := zcTestRecord(t, 300, memory.NewGoAllocator())
+	defer rec.Release()
+	dir := t.TempDir()
+	for _, ext := range []string{".csv", ".arrow", ".arrows", ".jsonl"} {
+		path := filepath.Join(dir, "in"+ext)
+		w, err := NewFileWriter(path, rec.Schema(), nil, memory.NewGoAllocator())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		want := collectCSV(t, len(spec.Covariates), func(fn func(arrow.Record, []DeadLetter) error) error {
+			return ReadFile(path, v, 64, fn)
+		})
+		if want.err != "" || len(want.rows) == 0 || len(want.dead) == 0 {
+			t.Fatalf("%s: ReadFile: %d rows, %d dead, error %q", ext, len(want.rows), len(want.dead), want.err)
+		}
+		got, err := ReadTable(path, v)
+		if err != nil {
+			t.Fatalf("%s: %v", ext, err)
+		}
+		if wt := tableOf(want, spec); !reflect.DeepEqual(got, wt) {
+			t.Fatalf("%s: ReadTable\n%+v\nReadFile\n%+v", ext, got, wt)
+		}
+	}
+}
