@@ -3,7 +3,6 @@ package audit
 import (
 	"bufio"
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -201,39 +199,11 @@ func sortLabels(seen map[string]bool) []string {
 }
 
 func scanCSV(r io.Reader, column string, seen map[string]bool) error {
-	cr := csv.NewReader(bufio.NewReaderSize(r, 1<<16))
-	cr.FieldsPerRecord = -1
-	cr.LazyQuotes = true
-	header, err := cr.Read()
-	if err != nil {
-		return fmt.Errorf("header: %w", err)
-	}
-	if len(header) > 0 {
-		header[0] = strings.TrimPrefix(header[0], "\uFEFF")
-	}
-	k := -1
-	for i, h := range header {
-		if h == column {
-			k = i
+	return schemas.ScanCSVColumn(r, column, func(cell []byte) {
+		if s := bytes.TrimSpace(cell); len(s) > 0 && string(s) != "NA" && !seen[string(s)] {
+			seen[string(s)] = true
 		}
-	}
-	if k < 0 {
-		return fmt.Errorf("no column %q", column)
-	}
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			continue // the validator dead-letters the row later
-		}
-		if k < len(rec) {
-			if s := strings.TrimSpace(rec[k]); s != "" && s != "NA" {
-				seen[s] = true
-			}
-		}
-	}
+	})
 }
 
 func scanJSONLines(r io.Reader, column string, seen map[string]bool) error {

@@ -1,8 +1,11 @@
 package schemas
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -125,9 +128,11 @@ func benchCSV(b *testing.B, n int) string {
 	return path
 }
 
-// BenchmarkReadFileCSV: ReadFile on a 200,000-row CSV (7 columns, 3
-// covariates kept), typed and validated into canonical batches. MB/s is
-// per GOMAXPROCS (run with -cpu 1 for one core).
+// BenchmarkReadFileCSV: a 200,000-row CSV (7 columns, 3 covariates kept),
+// typed and validated: "table" is ReadTable (the fits' path, into Go
+// columns), "fast" ReadFile (canonical Arrow batches, streaming),
+// "encoding_csv" the reader ReadFile replaced. MB/cpu-s is per CPU second
+// of the process (getrusage), whatever GOMAXPROCS.
 func BenchmarkReadFileCSV(b *testing.B) {
 	path := benchCSV(b, 200000)
 	fi, err := os.Stat(path)
@@ -135,7 +140,7 @@ func BenchmarkReadFileCSV(b *testing.B) {
 		b.Fatal(err)
 	}
 	spec := Spec{Cohorts: []string{"1", "2", "control"}, TimeUnit: "days", Covariates: []string{"age", "female", "bmi"}}
-	for _, impl := range []string{"fast", "encoding_csv"} {
+	for _, impl := range []string{"table", "fast", "encoding_csv"} {
 		b.Run(impl, func(b *testing.B) {
 			v, err := NewValidator(spec, memory.NewGoAllocator())
 			if err != nil {
@@ -150,9 +155,19 @@ func BenchmarkReadFileCSV(b *testing.B) {
 					rows += int(good.NumRows()) + len(dead)
 					return nil
 				}
-				if impl == "fast" {
+				switch impl {
+				case "table":
+					var t *Table
+					t, err = ReadTable(path, v)
+					if err == nil {
+						rows = t.Len()
+						for _, n := range t.Dead {
+							rows += n
+						}
+					}
+				case "fast":
 					err = ReadFile(path, v, 1<<16, fn)
-				} else {
+				default:
 					var f *os.File
 					f, err = os.Open(path)
 					if err == nil {
@@ -178,4 +193,132 @@ func cpuSeconds() float64 {
 		return 0
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// BenchmarkReadFileArrow: a 200,000-row Arrow IPC file (tte.v1, one
+// covariate, 8 batches). "load": reading the file and loading its record
+// batches, zero-copy (one read of the file, the columns slices of it)
+// against Arrow's reader (each buffer copied out of the message); "read":
+// ReadFile, i.e. load + validate into canonical batches, both ways. B/op
+// shows the copies: the file's bytes once for zero-copy (its one read),
+// about twice for Arrow's reader.
+func BenchmarkReadFileArrow(b *testing.B) {
+	const n, batches = 200000, 8
+	mem := memory.NewGoAllocator()
+	all := benchInput(b, n, 0, mem)
+	defer all.Release()
+	var recs []arrow.Record
+	for k := range int64(batches) {
+		r := all.NewSlice(k*n/batches, (k+1)*n/batches)
+		defer r.Release()
+		recs = append(recs, r)
+	}
+	path := filepath.Join(b.TempDir(), "bench.arrow")
+	writeArrowFile(b, path, false, recs)
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := NewValidator(testSpec(), mem)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, stage := range []string{"load", "read"} {
+		for _, zc := range []bool{true, false} {
+			name := stage + "/arrow_reader"
+			if zc {
+				name = stage + "/zero_copy"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.SetBytes(fi.Size())
+				b.ReportAllocs()
+				cpu0 := cpuSeconds()
+				for b.Loop() {
+					f, err := os.Open(path)
+					if err != nil {
+						b.Fatal(err)
+					}
+					rows := 0
+					if stage == "read" {
+						err = readArrowWith(f, v, 1<<16, func(good arrow.Record, dead []DeadLetter) error {
+							rows += int(good.NumRows()) + len(dead)
+							return nil
+						}, zc)
+					} else {
+						rows, err = loadArrow(f, fi.Size(), zc)
+					}
+					f.Close()
+					if err != nil || rows != n {
+						b.Fatal(rows, err)
+					}
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+				b.ReportMetric(float64(fi.Size())*float64(b.N)/1e6/(cpuSeconds()-cpu0), "MB/cpu-s")
+			})
+		}
+	}
+}
+
+// loadArrow reads the record batches of an Arrow IPC file (file format)
+// and counts their rows.
+func loadArrow(f *os.File, size int64, zc bool) (int, error) {
+	var sr ipcRecords
+	if zc {
+		data := make([]byte, size)
+		if _, err := io.ReadFull(f, data); err != nil {
+			return 0, err
+		}
+		footer := int64(binary.LittleEndian.Uint32(data[size-10:]))
+		z, err := newZCRecords(data[8 : size-10-footer])
+		if err != nil {
+			return 0, err
+		}
+		sr = z
+	} else {
+		tail := make([]byte, 10)
+		if _, err := f.ReadAt(tail, size-10); err != nil {
+			return 0, err
+		}
+		footer := int64(binary.LittleEndian.Uint32(tail))
+		var err error
+		sr, err = arrowStream(bufio.NewReaderSize(io.NewSectionReader(f, 8, size-18-footer), 1<<16), size-18-footer)
+		if err != nil {
+			return 0, err
+		}
+	}
+	defer sr.Release()
+	rows := 0
+	for sr.Next() {
+		rows += int(sr.Record().NumRows())
+	}
+	return rows, sr.Err()
+}
+
+// BenchmarkReadTableCSVFile: ReadTable on the CSV file named by
+// DPSURV_BENCH_CSV (e.g. from `dpsurv gen --n 1000000 --covariates 3`:
+// cohorts A,B,C and covariates age,female,bmi), to compare with other
+// readers of the same file.
+func BenchmarkReadTableCSVFile(b *testing.B) {
+	path := os.Getenv("DPSURV_BENCH_CSV")
+	if path == "" {
+		b.Skip("set DPSURV_BENCH_CSV to a CSV file written by dpsurv gen --covariates 3")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := NewValidator(Spec{Cohorts: []string{"A", "B", "C"}, TimeUnit: "days", Covariates: []string{"age", "female", "bmi"}}, memory.NewGoAllocator())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(fi.Size())
+	b.ReportAllocs()
+	cpu0 := cpuSeconds()
+	for b.Loop() {
+		t, err := ReadTable(path, v)
+		if err != nil || t.Len() == 0 {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(fi.Size())*float64(b.N)/1e6/(cpuSeconds()-cpu0), "MB/cpu-s")
 }

@@ -9,6 +9,7 @@ import (
 	"hash/maphash"
 	"io"
 	"math"
+	"math/bits"
 	"runtime"
 	"strings"
 	"sync"
@@ -90,6 +91,41 @@ func (v *Validator) csvLayout(header []string) *csvLayout {
 	return l
 }
 
+// scratchList is the free scratches of one read, shared by the parser's
+// workers and the merger.
+type scratchList struct {
+	mu   sync.Mutex
+	free []*scratch
+	v    *Validator // its pool lends the first scratches and gets them back
+}
+
+func (l *scratchList) get() *scratch {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.free); n > 0 {
+		st := l.free[n-1]
+		l.free = l.free[:n-1]
+		return st
+	}
+	return l.v.pool.Get().(*scratch)
+}
+
+// close gives the free scratches back to the validator's pool.
+func (l *scratchList) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, st := range l.free {
+		l.v.pool.Put(st)
+	}
+	l.free = nil
+}
+
+func (l *scratchList) put(st *scratch) {
+	l.mu.Lock()
+	l.free = append(l.free, st)
+	l.mu.Unlock()
+}
+
 // csvBatch is at most batchSize validated rows of one chunk.
 type csvBatch struct {
 	st     *scratch
@@ -103,6 +139,7 @@ type csvChunk struct {
 	buf     []byte // the pooled buffer data lives in
 	data    []byte
 	quotes  bool
+	arena   []byte // unescaped quoted records (ids and sites may alias it)
 	batches []*csvBatch
 	err     error // read error after the chunk (or instead of it when data is nil)
 }
@@ -111,10 +148,22 @@ type csvChunk struct {
 // parsing workers (1: no goroutines).
 // size is the file size if known (0 otherwise): it presizes the id set.
 func readCSVWith(r io.Reader, size int64, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error, chunkSize, workers int) error {
-	ck := &chunker{r: r, size: chunkSize, free: make(chan []byte, workers+3)}
-	for range cap(ck.free) {
-		ck.free <- nil
-	}
+	return readCSVChunks(r, size, v, batchSize, chunkSize, workers, func(l *csvLayout, rows int, pool *scratchList) chunkMerger {
+		return &csvMerger{v: v, l: l, fn: fn, set: newFileIDs(rows), pool: pool}
+	})
+}
+
+// chunkMerger takes the parsed chunks in file order.
+type chunkMerger interface {
+	merge(c *csvChunk) error
+	rows() int // the rows merged so far
+}
+
+// readCSVChunks cuts r into chunks, parses them (on workers when there are
+// several) and hands them in file order to the merger newMerger makes for
+// the file's header and estimated row count.
+func readCSVChunks(r io.Reader, size int64, v *Validator, batchSize, chunkSize, workers int, newMerger func(l *csvLayout, rows int, pool *scratchList) chunkMerger) error {
+	ck := newChunker(r, chunkSize, workers+3)
 	first, err := ck.next(nil)
 	if errors.Is(err, io.EOF) {
 		return errors.New("no header")
@@ -124,7 +173,7 @@ func readCSVWith(r io.Reader, size int64, v *Validator, batchSize int, fn func(a
 	}
 	header, pos := csvHeader(first.data)
 	for header == nil { // only empty lines so far
-		ck.free <- first.buf
+		ck.put(first.buf)
 		first, err = ck.next(nil)
 		if errors.Is(err, io.EOF) {
 			return errors.New("no header")
@@ -141,9 +190,14 @@ func readCSVWith(r io.Reader, size int64, v *Validator, batchSize int, fn func(a
 		rows = int(min(size/max(int64(len(first.data)-pos)/int64(lines), 1), 1<<31-1))
 	}
 	first.data = first.data[pos:]
-	pool := &sync.Pool{New: func() any { return new(scratch) }}
-	m := &csvMerger{v: v, l: v.csvLayout(header), fn: fn, set: newFileIDs(rows), pool: pool}
-	p := &csvParser{v: v, l: m.l, batchSize: batchSize, pool: pool}
+	// Scratches go back to a list of the read, not to the validator's
+	// sync.Pool, which drops them at every GC cycle (then reallocated,
+	// they would make more cycles).
+	pool := &scratchList{v: v}
+	defer pool.close()
+	l := v.csvLayout(header)
+	m := newMerger(l, rows, pool)
+	p := &csvParser{v: v, l: l, batchSize: batchSize, pool: pool}
 	if ck.eof || workers == 1 {
 		// One chunk, or one core: parse and merge in turn.
 		c := first
@@ -152,7 +206,7 @@ func readCSVWith(r io.Reader, size int64, v *Validator, batchSize int, fn func(a
 			if err := m.merge(c); err != nil {
 				return err
 			}
-			ck.free <- c.buf
+			ck.put(c.buf)
 			if ck.eof && len(ck.carry) == 0 {
 				return nil
 			}
@@ -161,7 +215,7 @@ func readCSVWith(r io.Reader, size int64, v *Validator, batchSize int, fn func(a
 				return nil
 			}
 			if err != nil {
-				return fmt.Errorf("row %d: %w", m.rowBase, err)
+				return fmt.Errorf("row %d: %w", m.rows(), err)
 			}
 		}
 	}
@@ -169,12 +223,12 @@ func readCSVWith(r io.Reader, size int64, v *Validator, batchSize int, fn func(a
 }
 
 // readCSVParallel reads chunks on one goroutine, parses them on workers and
-// merges them in order on the caller's goroutine. At most cap(ck.free)
+// merges them in order on the caller's goroutine. At most cap(ck.slots)
 // chunks are in flight.
-func readCSVParallel(ck *chunker, first *csvChunk, p *csvParser, m *csvMerger, workers int) error {
+func readCSVParallel(ck *chunker, first *csvChunk, p *csvParser, m chunkMerger, workers int) error {
 	done := make(chan struct{})
 	jobs := make(chan *csvChunk, workers)
-	results := make(chan *csvChunk, cap(ck.free))
+	results := make(chan *csvChunk, cap(ck.slots))
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // reader
@@ -211,7 +265,7 @@ func readCSVParallel(ck *chunker, first *csvChunk, p *csvParser, m *csvMerger, w
 		go func() {
 			defer wg.Done()
 			wp := *p
-			wp.fields = nil // each worker its own field slice
+			wp.fields, wp.qarena, wp.bounds = nil, nil, nil // each worker its own
 			for c := range jobs {
 				wp.parse(c)
 				select {
@@ -240,10 +294,10 @@ func readCSVParallel(ck *chunker, first *csvChunk, p *csvParser, m *csvMerger, w
 			delete(pending, want)
 			want++
 			if c.data == nil && c.err != nil {
-				return fmt.Errorf("row %d: %w", m.rowBase, c.err)
+				return fmt.Errorf("row %d: %w", m.rows(), c.err)
 			}
 			err := m.merge(c)
-			ck.free <- c.buf
+			ck.put(c.buf)
 			if err != nil {
 				return err
 			}
@@ -403,9 +457,42 @@ var errChunkerDone = errors.New("chunker: cancelled")
 type chunker struct {
 	r     io.Reader
 	size  int
-	free  chan []byte // buffers (nil: not yet allocated); bounds the chunks in flight
-	carry []byte      // the incomplete record at the end of the last read
+	slots chan struct{} // one token per chunk in flight: bounds the chunks held
+	mu    sync.Mutex
+	spare [][]byte // buffers given back, reused before new ones are allocated
+	carry []byte   // the incomplete record at the end of the last read
 	eof   bool
+}
+
+func newChunker(r io.Reader, size, inFlight int) *chunker {
+	return &chunker{r: r, size: size, slots: make(chan struct{}, inFlight)}
+}
+
+// put gives back the buffer of a chunk that is no longer used.
+func (c *chunker) put(buf []byte) {
+	c.mu.Lock()
+	if buf != nil {
+		c.spare = append(c.spare, buf)
+	}
+	c.mu.Unlock()
+	<-c.slots
+}
+
+// take waits for a free slot and returns a spare buffer (nil if none).
+func (c *chunker) take(done <-chan struct{}) ([]byte, bool) {
+	select {
+	case c.slots <- struct{}{}:
+	case <-done:
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var buf []byte
+	if n := len(c.spare); n > 0 {
+		buf = c.spare[n-1]
+		c.spare = c.spare[:n-1]
+	}
+	return buf, true
 }
 
 func (c *chunker) next(done <-chan struct{}) (*csvChunk, error) {
@@ -413,10 +500,8 @@ func (c *chunker) next(done <-chan struct{}) (*csvChunk, error) {
 		if c.eof && len(c.carry) == 0 {
 			return nil, io.EOF
 		}
-		var buf []byte
-		select {
-		case buf = <-c.free:
-		case <-done:
+		buf, ok := c.take(done)
+		if !ok {
 			return nil, errChunkerDone
 		}
 		want := max(c.size, 2*len(c.carry))
@@ -431,7 +516,7 @@ func (c *chunker) next(done <-chan struct{}) (*csvChunk, error) {
 			if errors.Is(err, io.EOF) {
 				c.eof = true
 			} else if err != nil {
-				c.free <- buf
+				c.put(buf)
 				return nil, err
 			}
 		}
@@ -446,7 +531,7 @@ func (c *chunker) next(done <-chan struct{}) (*csvChunk, error) {
 			}
 			if cut == 0 { // a record longer than the buffer
 				c.carry = append(c.carry[:0], data...)
-				c.free <- buf[:0]
+				c.put(buf[:0])
 				continue
 			}
 		}
@@ -476,97 +561,218 @@ type csvParser struct {
 	v         *Validator
 	l         *csvLayout
 	batchSize int
-	fields    [][]byte
-	pool      *sync.Pool // *scratch, shared with the merger
+	fields    [][]byte     // fields of a quoted record
+	qarena    []byte       // their unescaped bytes
+	bounds    []int32      // field starts of the current record, then its end + 1
+	pool      *scratchList // shared with the merger
 }
 
 func (p *csvParser) parse(c *csvChunk) {
 	data := c.data
-	var arena []byte
 	var b *csvBatch
+	var st *scratch
 	l := p.l
+	ncov := len(p.v.spec.Covariates)
+	i := 0 // row in the current batch
+	finish := func() {
+		if b != nil {
+			st.setLen(i)
+		}
+	}
 	pos := 0
 	for pos < len(data) {
-		line, next, nl := csvLine(data, pos)
-		if len(line) == 0 {
-			pos = next
-			if !nl {
-				break
-			}
-			continue
-		}
 		start := pos
-		f := p.fields[:0]
-		if c.quotes && bytes.IndexByte(line, '"') >= 0 {
-			f, arena, next = parseRecord(data, pos, f, arena)
-		} else {
-			// Fields are short: a byte loop beats a call per comma.
-			fs := 0
-			for j, ch := range line {
-				if ch == ',' {
-					f = append(f, line[fs:j:j])
-					fs = j + 1
+		var line []byte
+		bd := p.bounds[:0]
+		if c.quotes {
+			var next int
+			var nl bool
+			line, next, nl = csvLine(data, pos)
+			if len(line) == 0 {
+				pos = next
+				if !nl {
+					break
 				}
+				continue
 			}
-			f = append(f, line[fs:len(line):len(line)])
+			if bytes.IndexByte(line, '"') >= 0 {
+				// Unescape the record, then lay its fields out in the
+				// chunk's arena, one comma after each: bounds as below.
+				var f [][]byte
+				f, p.qarena, next = parseRecord(data, pos, p.fields[:0], p.qarena[:0])
+				p.fields = f
+				base := len(c.arena)
+				for _, x := range f {
+					bd = append(bd, int32(len(c.arena)-base))
+					c.arena = append(c.arena, x...)
+					c.arena = append(c.arena, ',')
+				}
+				bd = append(bd, int32(len(c.arena)-base))
+				line = c.arena[base : len(c.arena)-1 : len(c.arena)-1]
+			} else {
+				bd = append(bd, 0)
+				for j, ch := range line {
+					if ch == ',' {
+						bd = append(bd, int32(j+1))
+					}
+				}
+				bd = append(bd, int32(len(line)+1))
+			}
+			pos = next
+		} else {
+			// One pass over the line: field starts, then its end.
+			bd = append(bd, 0)
+			var j int
+			bd, j = scanLine(data, pos, bd)
+			end := j
+			if j < len(data) {
+				pos = j + 1
+			} else {
+				pos = j
+			}
+			if end > start && data[end-1] == '\r' {
+				end--
+			}
+			if end == start { // empty line
+				continue
+			}
+			line = data[start:end:end]
+			bd = append(bd, int32(end+1-start))
 		}
-		p.fields = f
-		pos = next
-		if b == nil || len(b.start) == p.batchSize {
-			b = &csvBatch{st: p.pool.Get().(*scratch)}
-			b.st.reset(min(p.batchSize, (len(data)-start)/16+1), len(p.v.spec.Covariates), l.withSite, l.withObs)
-			b.st.truncate()
+		p.bounds = bd
+		if b == nil || i == p.batchSize {
+			finish()
+			b = &csvBatch{st: p.pool.get()}
+			st = b.st
+			st.prepare(min(p.batchSize, (len(data)-start)/16+1), ncov, l.withSite, l.withObs)
 			c.batches = append(c.batches, b)
+			i = 0
 		}
-		i := len(b.start)
+		if i == len(st.reason) {
+			st.extend(min(p.batchSize, 2*i), l.withSite, l.withObs)
+		}
 		b.start = append(b.start, int32(start))
-		b.st.grow(i+1, l.withSite, l.withObs)
-		if l.dupUsed != "" || len(f) != l.nfield {
+		st.reason[i] = rOK
+		if l.dupUsed != "" || len(bd)-1 != l.nfield {
 			if b.rowErr == nil {
 				b.rowErr = map[int]rowFailure{}
 			}
-			b.rowErr[i] = p.rowFailure(f)
-			b.st.fail(i, b.rowErr[i].reason, 0)
+			b.rowErr[i] = p.rowFailure(line, bd)
+			st.fail(i, b.rowErr[i].reason, 0)
+			i++
 			continue
 		}
-		p.fillRow(f, i, b.st)
+		p.fillRow(line, bd, i, st)
+		if st.reason[i] == rOK {
+			st.hashes[i] = maphash.String(dedupeSeed, st.ids[i])
+		}
+		i++
 	}
+	finish()
 }
 
-// grow appends row n-1 to a scratch whose slices were truncated by
-// truncate (reset reserved their capacity).
-func (st *scratch) grow(n int, site, obs bool) {
-	st.reason = append(st.reason, rOK)
-	st.slot = append(st.slot, 0)
-	st.dupOf = append(st.dupOf, 0)
-	st.ids = append(st.ids, "")
-	st.times = append(st.times, 0)
-	st.events = append(st.events, false)
-	st.codes = append(st.codes, 0)
+// scanLine appends to bd the start (relative to pos) of each field after
+// the first of the unquoted line at pos, and returns the position of its
+// '\n' (len(data) when there is none). Eight bytes at a time: a byte of
+// w is zero exactly when the high bit of zeroBytes(w) is set in it.
+func scanLine(data []byte, pos int, bd []int32) ([]int32, int) {
+	const commas, newlines = 0x2c2c2c2c2c2c2c2c, 0x0a0a0a0a0a0a0a0a
+	j := pos
+	for ; j+8 <= len(data); j += 8 {
+		w := binary.LittleEndian.Uint64(data[j:])
+		m := zeroBytes(w^commas) | zeroBytes(w^newlines)
+		for m != 0 {
+			k := j + bits.TrailingZeros64(m)>>3
+			if data[k] == '\n' {
+				return bd, k
+			}
+			bd = append(bd, int32(k+1-pos))
+			m &= m - 1
+		}
+	}
+	for ; j < len(data); j++ {
+		switch data[j] {
+		case ',':
+			bd = append(bd, int32(j+1-pos))
+		case '\n':
+			return bd, j
+		}
+	}
+	return bd, j
+}
+
+// zeroBytes has the high bit of each zero byte of x set, and no other bit.
+func zeroBytes(x uint64) uint64 {
+	const low7 = 0x7f7f7f7f7f7f7f7f
+	return ^((x&low7 + low7) | x | low7)
+}
+
+// prepare readies a pooled scratch for up to n rows written by index (the
+// parser sets every row's reason; the other columns are read only for
+// the rows it sets them for).
+func (st *scratch) prepare(n, ncov int, site, obs bool) {
+	st.reset(n, ncov, site, obs)
+	st.hashes = resize(st.hashes, n)
+	st.n = 0
+}
+
+// extend grows the row columns of a prepared scratch to n rows.
+func (st *scratch) extend(n int, site, obs bool) {
+	st.reason = growTo(st.reason, n)
+	st.slot = growTo(st.slot, n)
+	st.dupOf = growTo(st.dupOf, n)
+	st.ids = growTo(st.ids, n)
+	st.times = growTo(st.times, n)
+	st.events = growTo(st.events, n)
+	st.codes = growTo(st.codes, n)
+	st.hashes = growTo(st.hashes, n)
 	for k := range st.covs {
-		st.covs[k] = append(st.covs[k], 0)
+		st.covs[k] = growTo(st.covs[k], n)
 	}
 	if site {
-		st.sites = append(st.sites, "")
+		st.sites = growTo(st.sites, n)
 	}
 	if obs {
-		st.obs = append(st.obs, 0)
+		st.obs = growTo(st.obs, n)
 	}
+}
+
+func growTo[T any](s []T, n int) []T {
+	if n <= len(s) {
+		return s
+	}
+	return append(s, make([]T, n-len(s))...)
+}
+
+// setLen cuts the row columns of a prepared scratch to its n rows.
+func (st *scratch) setLen(n int) {
 	st.n = n
-}
-
-// truncate empties the row slices, keeping their capacity.
-func (st *scratch) truncate() {
-	st.n = 0
-	st.reason, st.slot, st.dupOf = st.reason[:0], st.slot[:0], st.dupOf[:0]
-	st.ids, st.times, st.events, st.codes = st.ids[:0], st.times[:0], st.events[:0], st.codes[:0]
+	st.reason, st.slot, st.dupOf = st.reason[:n], st.slot[:n], st.dupOf[:n]
+	st.ids, st.times, st.events, st.codes = st.ids[:n], st.times[:n], st.events[:n], st.codes[:n]
+	st.hashes = st.hashes[:n]
 	for k := range st.covs {
-		st.covs[k] = st.covs[k][:0]
+		st.covs[k] = st.covs[k][:n]
 	}
-	st.sites, st.obs, st.tmp = st.sites[:0], st.obs[:0], st.tmp[:0]
+	if len(st.sites) > 0 {
+		st.sites = st.sites[:n]
+	}
+	if len(st.obs) > 0 {
+		st.obs = st.obs[:n]
+	}
+	st.tmp = st.tmp[:0]
 }
 
-func (p *csvParser) rowFailure(f [][]byte) rowFailure {
+// cells returns the fields of a record laid out by bounds (see parse).
+func cells(line []byte, bd []int32) [][]byte {
+	f := make([][]byte, len(bd)-1)
+	for k := range f {
+		f[k] = line[bd[k] : bd[k+1]-1]
+	}
+	return f
+}
+
+func (p *csvParser) rowFailure(line []byte, bd []int32) rowFailure {
+	f := cells(line, bd)
 	rec := make([]string, len(f))
 	for k, b := range f {
 		rec[k] = string(b)
@@ -598,13 +804,14 @@ func (l *csvLayout) rowMap(rec []string) map[string]any {
 // chunk (ids and sites are copied by build, dead-letter rows are cloned).
 func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// csvCell returns the cell of column k, and false when it is absent or null
-// by the CSV convention ("" and NA, surrounding space ignored).
-func csvCell(f [][]byte, k int) ([]byte, bool) {
+// csvCell returns the cell of column k of a record laid out by bounds bd
+// (see parse), and false when it is absent or null by the CSV convention
+// ("" and NA, surrounding space ignored).
+func csvCell(line []byte, bd []int32, k int) ([]byte, bool) {
 	if k < 0 {
 		return nil, false
 	}
-	b := f[k]
+	b := line[bd[k] : bd[k+1]-1]
 	if n := len(b); n > 0 && b[0] > ' ' && b[0] < 0x7f && b[n-1] > ' ' && b[n-1] < 0x7f && !(n == 2 && b[0] == 'N' && b[1] == 'A') {
 		return b, true
 	}
@@ -621,34 +828,42 @@ func csvFloat(b []byte) (float64, bool) {
 	if n == 0 || n > 17 {
 		return rawFloat(bstr(b))
 	}
-	i, neg := 0, false
-	if b[0] == '-' {
-		i, neg = 1, true
+	i, neg := 0, b[0] == '-'
+	if neg {
+		i = 1
 	}
 	var m uint64
-	digits, frac, dot := 0, 0, false
+	start := i
 	for ; i < n; i++ {
-		c := b[i]
-		if d := c - '0'; d <= 9 {
-			m = m*10 + uint64(d)
-			digits++
-			if dot {
-				frac++
-			}
-			continue
+		d := b[i] - '0'
+		if d > 9 {
+			break
 		}
-		if c == '.' && !dot {
-			dot = true
-			continue
-		}
-		return rawFloat(bstr(b))
+		m = m*10 + uint64(d)
 	}
-	if digits == 0 || digits > 15 || (dot && frac == 0) || (dot && frac == digits) {
+	ints := i - start
+	if ints == 0 || ints > 15 {
 		return rawFloat(bstr(b))
 	}
 	x := float64(m)
-	if frac > 0 {
-		x /= pow10[frac]
+	if i < n {
+		if b[i] != '.' {
+			return rawFloat(bstr(b))
+		}
+		i++
+		fs := i
+		for ; i < n; i++ {
+			d := b[i] - '0'
+			if d > 9 {
+				return rawFloat(bstr(b))
+			}
+			m = m*10 + uint64(d)
+		}
+		frac := i - fs
+		if frac == 0 || ints+frac > 15 {
+			return rawFloat(bstr(b))
+		}
+		x = float64(m) / pow10[frac]
 	}
 	if neg {
 		x = -x
@@ -673,10 +888,10 @@ func (p *csvParser) label(b []byte) (int32, bool) {
 }
 
 // fillRow is fillRawRow on CSV cells (same checks, same order).
-func (p *csvParser) fillRow(f [][]byte, i int, st *scratch) {
+func (p *csvParser) fillRow(f []byte, bd []int32, i int, st *scratch) {
 	l := p.l
 	// id
-	if b, ok := csvCell(f, l.id); !ok {
+	if b, ok := csvCell(f, bd, l.id); !ok {
 		st.fail(i, rMissing, slotID)
 	} else {
 		s := bstr(b)
@@ -686,7 +901,7 @@ func (p *csvParser) fillRow(f [][]byte, i int, st *scratch) {
 		}
 	}
 	// time
-	if b, ok := csvCell(f, l.time); !ok {
+	if b, ok := csvCell(f, bd, l.time); !ok {
 		st.fail(i, rMissing, slotTime)
 	} else if t, ok := csvFloat(b); !ok || !(t >= 0) || t > math.MaxFloat64 {
 		st.fail(i, rTime, slotTime)
@@ -694,7 +909,7 @@ func (p *csvParser) fillRow(f [][]byte, i int, st *scratch) {
 		st.times[i] = t
 	}
 	// event
-	if b, ok := csvCell(f, l.event); !ok {
+	if b, ok := csvCell(f, bd, l.event); !ok {
 		st.fail(i, rMissing, slotEvent)
 	} else if len(b) == 1 && (b[0] == '0' || b[0] == '1') {
 		st.events[i] = b[0] == '1'
@@ -704,7 +919,7 @@ func (p *csvParser) fillRow(f [][]byte, i int, st *scratch) {
 		st.events[i] = e
 	}
 	// cohort: the label exactly
-	if b, ok := csvCell(f, l.cohort); !ok {
+	if b, ok := csvCell(f, bd, l.cohort); !ok {
 		st.fail(i, rMissing, slotCohort)
 	} else if c, ok := p.label(b); !ok {
 		st.fail(i, rCohort, slotCohort)
@@ -712,7 +927,7 @@ func (p *csvParser) fillRow(f [][]byte, i int, st *scratch) {
 		st.codes[i] = c
 	}
 	for k, col := range l.cov {
-		b, present := csvCell(f, col)
+		b, present := csvCell(f, bd, col)
 		x, ok := csvFloat(b)
 		if !present || !ok || math.IsNaN(x) || math.IsInf(x, 0) {
 			st.fail(i, rCov, slotCov0+k)
@@ -721,14 +936,14 @@ func (p *csvParser) fillRow(f [][]byte, i int, st *scratch) {
 		st.covs[k][i] = x
 	}
 	if l.withSite {
-		if b, ok := csvCell(f, l.site); !ok {
+		if b, ok := csvCell(f, bd, l.site); !ok {
 			st.fail(i, rMissing, slotSite)
 		} else {
 			st.sites[i] = bstr(b)
 		}
 	}
 	if l.withObs {
-		if b, ok := csvCell(f, l.obs); !ok {
+		if b, ok := csvCell(f, bd, l.obs); !ok {
 			st.fail(i, rMissing, slotObs)
 		} else if us, ok := parseTimestamp(bstr(b)); !ok {
 			st.fail(i, rObs, slotObs)
@@ -746,8 +961,10 @@ type csvMerger struct {
 	set     *fileIDs
 	rowBase int
 	names   []string
-	pool    *sync.Pool
+	pool    *scratchList
 }
+
+func (m *csvMerger) rows() int { return m.rowBase }
 
 func (m *csvMerger) merge(c *csvChunk) error {
 	if m.names == nil {
@@ -777,7 +994,7 @@ func (m *csvMerger) merge(c *csvChunk) error {
 		}
 		m.rowBase += st.n
 		st.release()
-		m.pool.Put(st)
+		m.pool.put(st)
 		if err := emit(out, dead, m.fn); err != nil {
 			return err
 		}
@@ -809,7 +1026,7 @@ func newFileIDs(rows int) *fileIDs {
 	for 3*n < 4*rows && n < 1<<31 {
 		n <<= 1
 	}
-	return &fileIDs{table: make([]uint64, n), mask: uint64(n - 1)}
+	return &fileIDs{table: make([]uint64, n), mask: uint64(n - 1), arena: make([]byte, 0, min(rows, 1<<26)*16)}
 }
 
 // entry returns the row and id stored at arena offset off.
@@ -864,23 +1081,39 @@ func (s *fileIDs) rehash() {
 
 // dedupe is scratch.dedupe with the file-wide set: only good rows claim
 // ids; a later good row with a claimed id is a duplicate of the first.
-// The hashes are computed in a first pass so that the table probes of
-// successive rows can overlap their cache misses.
+// The parser hashed the good rows' ids (st.hashes), on its workers. The
+// rows are claimed in the order of their table slots, not of the file (a
+// stable counting sort on the slot's top bits, so rows of one id keep
+// their file order and the first still claims it): the probes then sweep
+// the table once instead of missing the cache at random.
 func (s *fileIDs) dedupe(st *scratch, rowBase int) {
-	hs := st.tmp[:0]
-	for i := 0; i < st.n; i++ {
-		h := uint64(0)
-		if st.reason[i] == rOK {
-			h = maphash.String(dedupeSeed, st.ids[i])
-		}
-		hs = append(hs, math.Float64frombits(h))
+	const bits = 12
+	shift := uint(0)
+	for len(s.table)>>shift > 1<<bits {
+		shift++
 	}
-	st.tmp = hs
+	var count [1<<bits + 1]int32
+	good := 0
 	for i := 0; i < st.n; i++ {
-		if st.reason[i] != rOK {
-			continue
+		if st.reason[i] == rOK {
+			count[(st.hashes[i]&s.mask)>>shift+1]++
+			good++
 		}
-		if first, dup := s.claim(st.ids[i], math.Float64bits(hs[i]), int32(rowBase+i)); dup {
+	}
+	for k := 1; k < len(count); k++ {
+		count[k] += count[k-1]
+	}
+	order := resize(st.keep, good)
+	for i := 0; i < st.n; i++ {
+		if st.reason[i] == rOK {
+			k := (st.hashes[i] & s.mask) >> shift
+			order[count[k]] = int32(i)
+			count[k]++
+		}
+	}
+	st.keep = order[:0]
+	for _, i := range order {
+		if first, dup := s.claim(st.ids[i], st.hashes[i], int32(rowBase)+i); dup {
 			st.reason[i] = rDup
 			st.slot[i] = slotID
 			st.dupOf[i] = first

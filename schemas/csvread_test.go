@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,9 +17,10 @@ import (
 
 // csvResult is everything a CSV read gives, batch boundaries aside.
 type csvResult struct {
-	rows []canonRow
-	dead []DeadLetter
-	err  string
+	site, obs bool // the batches have a site, an observed_at column
+	rows      []canonRow
+	dead      []DeadLetter
+	err       string
 }
 
 func collectCSV(t testing.TB, ncov int, read func(fn func(arrow.Record, []DeadLetter) error) error) csvResult {
@@ -25,6 +28,7 @@ func collectCSV(t testing.TB, ncov int, read func(fn func(arrow.Record, []DeadLe
 	var r csvResult
 	err := read(func(good arrow.Record, dead []DeadLetter) error {
 		r.rows = append(r.rows, readCanonical(t, good, ncov)...)
+		r.site, r.obs = SiteIndex(good.Schema()) >= 0, ObservedAtIndex(good.Schema()) >= 0
 		r.dead = append(r.dead, dead...)
 		return nil
 	})
@@ -63,7 +67,55 @@ func compareCSV(t testing.TB, data []byte, spec Spec, batch int) {
 				t.Fatalf("chunk %d workers %d: dead letter %d\n%+v\noracle\n%+v\ninput %q", cfg.chunk, cfg.workers, k, got.dead[k], want.dead[k], data)
 			}
 		}
+		// The fit path: the same rows as columns, the same dead counts.
+		tab, err := readCSVTable(bytes.NewReader(data), int64(len(data)), v, cfg.chunk, cfg.workers)
+		if (err == nil) != (want.err == "") {
+			t.Fatalf("chunk %d workers %d: table error %v, oracle %q\ninput %q", cfg.chunk, cfg.workers, err, want.err, data)
+		}
+		if err == nil {
+			wt := tableOf(want, spec)
+			if tab.Len() == 0 && len(want.rows) == 0 {
+				// No batch shows whether the (empty) site and
+				// observed_at columns exist.
+				tab.Site, tab.ObservedAt = wt.Site, wt.ObservedAt
+			}
+			if !reflect.DeepEqual(tab, wt) {
+				t.Fatalf("chunk %d workers %d: table\n%+v\noracle\n%+v\ninput %q", cfg.chunk, cfg.workers, tab, wt, data)
+			}
+		}
 	}
+}
+
+// tableOf is the Table of a read's good rows and dead letters.
+func tableOf(r csvResult, spec Spec) *Table {
+	t := &Table{Time: []float64{}, Event: []bool{}, Cohort: []int32{}, Covariates: make([][]float64, len(spec.Covariates)), Dead: map[string]int{}}
+	for k := range t.Covariates {
+		t.Covariates[k] = []float64{}
+	}
+	if r.site {
+		t.Site = []string{}
+	}
+	if r.obs {
+		t.ObservedAt = []int64{}
+	}
+	for _, row := range r.rows {
+		if r.site {
+			t.Site = append(t.Site, row.Site)
+		}
+		if r.obs {
+			t.ObservedAt = append(t.ObservedAt, row.ObsUS)
+		}
+		t.Time = append(t.Time, row.Time)
+		t.Event = append(t.Event, row.Event)
+		t.Cohort = append(t.Cohort, int32(slices.Index(spec.Cohorts, row.Cohort)))
+		for k, x := range row.Covs {
+			t.Covariates[k] = append(t.Covariates[k], x)
+		}
+	}
+	for _, d := range r.dead {
+		t.Dead[d.Reason] += d.Rows()
+	}
+	return t
 }
 
 var csvCells = []string{
@@ -218,5 +270,83 @@ func TestFileIDsMatchesMap(t *testing.T) {
 	}
 	if s.n != len(ref) || len(s.table) < 4*s.n/3 {
 		t.Errorf("%d ids in a table of %d; map has %d", s.n, len(s.table), len(ref))
+	}
+}
+
+// duplicateRows agrees with a map (first row of an id wins) when hashes
+// collide (few distinct hashes for many distinct ids) and across many
+// groups (more than 2,048 rows).
+func TestDuplicateRowsMatchesMap(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, tc := range []struct{ n, ids, hashes int }{{0, 1, 1}, {1, 1, 1}, {100, 60, 5}, {5000, 3000, 1 << 30}, {40000, 30000, 64}, {70000, 70000, 1 << 30}} {
+		ids := make([]string, tc.n)
+		hashes := make([]uint64, tc.n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("id-%d", r.IntN(tc.ids))
+			// A hash that depends on the id only, from a small set
+			// when tc.hashes is small; spread over the top bits.
+			hashes[i] = maphash.String(dedupeSeed, ids[i]) % uint64(tc.hashes) * 0x9E3779B97F4A7C15
+		}
+		got := duplicateRows(hashes, func(row int32) []byte { return []byte(ids[row]) })
+		var want []int32
+		seen := map[string]bool{}
+		for i, id := range ids {
+			if seen[id] {
+				want = append(want, int32(i))
+			}
+			seen[id] = true
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("n %d ids %d hashes %d: %d duplicates %v..., want %d", tc.n, tc.ids, tc.hashes, len(got), got[:min(len(got), 5)], len(want))
+		}
+	}
+}
+
+// dropRows removes exactly the given rows.
+func TestDropRows(t *testing.T) {
+	t.Parallel()
+	for _, drop := range [][]int32{{0}, {9}, {0, 9}, {3, 4, 5}, {1, 3, 5, 7, 9}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}} {
+		x := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+		var want []int
+		for _, v := range x {
+			if !slices.Contains(drop, int32(v)) {
+				want = append(want, v)
+			}
+		}
+		if got := dropRows(x, drop); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("drop %v: %v, want %v", drop, got, want)
+		}
+	}
+}
+
+// csvFloat's fast path gives exactly rawFloat's value (bit for bit, -0
+// included) on every input.
+func TestCSVFloatMatchesRawFloat(t *testing.T) {
+	t.Parallel()
+	in := []string{"", "-", ".", "-.", "0", "-0", "00", "0.0", "-0.0", "5.", ".5", "-.5", "1.5.", "1..5", "1e5", "+5", " 5", "5 ",
+		"123456789012345", "1234567890123456", "12345678901234.5", "1234567890123.45", "123456789012345.6", "-123456789012345",
+		"0.000000000000001", "0.0000000000000001", "9007199254740993", "1_0", "0x10", "NaN", "Inf", "-Inf", "1.7976931348623157e308"}
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 200000 {
+		var b []byte
+		if r.IntN(4) == 0 {
+			b = append(b, '-')
+		}
+		for range r.IntN(18) {
+			b = append(b, byte('0'+r.IntN(10)))
+		}
+		if r.IntN(2) == 0 {
+			k := r.IntN(len(b) + 1)
+			b = append(b[:k], append([]byte{'.'}, b[k:]...)...)
+		}
+		in = append(in, string(b))
+	}
+	for _, s := range in {
+		got, gok := csvFloat([]byte(s))
+		want, wok := rawFloat(s)
+		if gok != wok || (gok && math.Float64bits(got) != math.Float64bits(want)) {
+			t.Fatalf("csvFloat(%q) = %v, %v; rawFloat %v, %v", s, got, gok, want, wok)
+		}
 	}
 }

@@ -37,6 +37,11 @@
 //     lengths and cyclic schemas would otherwise be fatal), decoded memory is
 //     bounded, and buffers are checked against lengths before they are read.
 //     FuzzDecodeIPC and FuzzDecodeJSON exercise this.
+//   - ReadTable reads a whole file into Go columns (Table), the fits'
+//     input: exactly the rows and dead-letter reasons of ReadFile, counted
+//     instead of kept. Arrow IPC files are loaded without copying their
+//     buffers when their layout allows (zero-copy, arrowload.go), with the
+//     same verification.
 //   - Records are reference counted: every returned record is owned by the
 //     caller (Release it), except the one ReadFile passes to its callback,
 //     which is released when the callback returns. A Validator is safe for

@@ -114,7 +114,7 @@ func emit(out arrow.Record, dead []DeadLetter, fn func(arrow.Record, []DeadLette
 func readJSONLines(r io.Reader, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	set := &idSet{m: make(map[string]int32), cross: true}
+	set := &idSet{file: newFileIDs(0)}
 	rowBase := 0
 	var lines [][]byte
 	flush := func() error {
@@ -151,10 +151,17 @@ func readJSONLines(r io.Reader, v *Validator, batchSize int, fn func(arrow.Recor
 var arrowFileMagic = []byte("ARROW1")
 
 // readArrow reads an Arrow IPC file (file or stream format, told apart by the
-// magic bytes) through verifyingReader: the messages of the file format are
-// read as a stream from the region before the footer, so that the footer's
-// and every message's metadata are checked before Arrow decodes them.
-func readArrow(f *os.File, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error) (err error) {
+// magic bytes): the messages of the file format are read as a stream from
+// the region before the footer, every message's metadata checked before it
+// is decoded. A file of up to arrowInMemoryMax bytes is read at once and
+// its columns are slices of it (zcRecords) when its layout allows,
+// otherwise it goes through verifyingReader and Arrow's reader.
+func readArrow(f *os.File, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error) error {
+	return readArrowWith(f, v, batchSize, fn, true)
+}
+
+// readArrowWith is readArrow; zeroCopy false always takes Arrow's reader.
+func readArrowWith(f *os.File, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error, zeroCopy bool) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("arrow: corrupt file: %v", p)
@@ -186,15 +193,59 @@ func readArrow(f *os.File, v *Validator, batchSize int, fn func(arrow.Record, []
 			return errors.New("arrow: corrupt footer length")
 		}
 	}
+	var sr ipcRecords
+	if zeroCopy && size <= arrowInMemoryMax {
+		// One read of the file; the columns are slices of it.
+		data := make([]byte, size)
+		if _, err := io.ReadFull(io.NewSectionReader(f, 0, size), data); err != nil {
+			return fmt.Errorf("arrow: %w", err)
+		}
+		z, err := newZCRecords(data[start:end])
+		switch {
+		case err == nil:
+			sr = z
+		case errors.Is(err, errZCUnsupported):
+			sr, err = arrowStream(bytes.NewReader(data[start:end]), end-start)
+			if err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("arrow: %w", err)
+		}
+	} else {
+		sr, err = arrowStream(bufio.NewReaderSize(io.NewSectionReader(f, start, end-start), 1<<16), end-start)
+		if err != nil {
+			return err
+		}
+	}
+	defer sr.Release()
+	// A batch's rows are backed by the file's bytes: at least a bit each
+	// once decompressed (at most 256 x the file, limitAllocator).
+	return validateArrow(sr, v, batchSize, fn, 2048*size+maxBodilessRows)
+}
+
+// arrowInMemoryMax is the largest Arrow file read into memory and loaded
+// without copying its buffers (zcRecords); a larger one is streamed through
+// Arrow's reader, which copies each buffer but holds one batch at a time.
+const arrowInMemoryMax = 4 << 30
+
+// arrowStream reads the IPC messages of r (size bytes) through
+// verifyingReader and Arrow's stream reader.
+func arrowStream(r io.Reader, size int64) (ipcRecords, error) {
 	mem := &limitAllocator{mem: memory.NewGoAllocator(), max: min(8<<30, 1<<20+256*size)}
-	mr := newVerifyingReader(bufio.NewReaderSize(io.NewSectionReader(f, start, end-start), 1<<16), end-start, mem)
+	mr := newVerifyingReader(r, size, mem)
 	sr, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(mem))
 	if err != nil {
 		mr.Release()
-		return fmt.Errorf("arrow: %w", err)
+		return nil, fmt.Errorf("arrow: %w", err)
 	}
-	defer sr.Release()
-	set := &idSet{m: make(map[string]int32), cross: true}
+	return sr, nil
+}
+
+// validateArrow validates the batches of sr in slices of batchSize rows;
+// more than maxRows rows in all is an error.
+func validateArrow(sr ipcRecords, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error, maxRows int64) error {
+	set := &idSet{file: newFileIDs(0)}
 	rowBase := 0
 	for sr.Next() {
 		rec := sr.Record()
@@ -202,6 +253,10 @@ func readArrow(f *os.File, v *Validator, batchSize int, fn func(arrow.Record, []
 			return fmt.Errorf("arrow: batch at row %d: %w", rowBase, err)
 		}
 		rows := rec.NumRows()
+		if rows > maxRows {
+			return fmt.Errorf("arrow: batch at row %d: %d rows are more than the file can hold", rowBase, rows)
+		}
+		maxRows -= rows
 		for lo := int64(0); lo < rows; lo += int64(batchSize) {
 			hi := min(lo+int64(batchSize), rows)
 			chunk := rec.NewSlice(lo, hi)

@@ -161,6 +161,7 @@ type scratch struct {
 	sites  []string
 	obs    []int64
 	tmp    []float64
+	hashes []uint64 // CSV reader: maphash of each good row's id (dedupeSeed)
 	keep   []int32
 	table  []int32
 }
@@ -227,6 +228,7 @@ func (st *scratch) fail(i int, r uint8, slot int) {
 type idSet struct {
 	m     map[string]int32
 	cross bool
+	file  *fileIDs // instead of m: the file-wide set of the file readers (ids copied into its arena)
 }
 
 // dedupe marks every good row whose id was already seen as a duplicate.
@@ -235,6 +237,19 @@ type idSet struct {
 func (st *scratch) dedupe(set *idSet, rowBase int) {
 	if set == nil {
 		st.dedupeLocal(rowBase)
+		return
+	}
+	if set.file != nil {
+		for i := 0; i < st.n; i++ {
+			if st.reason[i] != rOK {
+				continue
+			}
+			if first, dup := set.file.claim(st.ids[i], maphash.String(dedupeSeed, st.ids[i]), int32(rowBase+i)); dup {
+				st.reason[i] = rDup
+				st.slot[i] = slotID
+				st.dupOf[i] = first
+			}
+		}
 		return
 	}
 	for i := 0; i < st.n; i++ {

@@ -11,6 +11,7 @@ go test -run XXX -benchtime 2s -bench 'BenchmarkProcess' -cpu 1 ./pipeline
 go test -run XXX -benchtime 2s -bench 'BenchmarkTESample|BenchmarkPRFRecordTwoFields' ./dp
 go test -run XXX -benchtime 2s -bench 'BenchmarkValidate' ./schemas
 go test -run XXX -benchtime 10x -count 3 -cpu 1,2 -bench 'BenchmarkReadFileCSV' ./schemas
+go test -run XXX -benchtime 10x -count 3 -cpu 1 -bench 'BenchmarkReadFileArrow' ./schemas
 go test -run XXX -benchtime 10x -bench 'BenchmarkKaplanMeier1M|BenchmarkLogRank1M' ./survival
 go test -run XXX -benchtime 10x -bench 'BenchmarkDPKM1M|BenchmarkHistogramAdd' ./dpfit
 go test -run XXX -benchtime 5x -bench 'BenchmarkWeibullCompress1M|BenchmarkWeibullLadder1M|BenchmarkWeibullLSP1M' ./dpfit

@@ -7,12 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/audit"
@@ -99,72 +96,30 @@ type fileData struct {
 }
 
 // readFitFile reads id,time,event,cohort (+covariates, site) through the
-// validator; invalid rows are counted (reported on stderr), not used. Each
-// canonical batch's columns are copied out once into slices of its size;
-// at the end the time, event and cohort columns are joined into one slice
-// each (one more copy, no repeated regrowth) and the covariate rows point
-// into their batch's row-major block.
+// validator (schemas.ReadTable: straight into columns, duplicate ids
+// checked once at the end); invalid rows are counted (reported on stderr),
+// not used. The covariate rows share one backing array.
 func readFitFile(path string, spec schemas.Spec) (fileData, error) {
-	mem := memory.DefaultAllocator
-	v, err := schemas.NewValidator(spec, mem)
+	v, err := schemas.NewValidator(spec, memory.DefaultAllocator)
 	if err != nil {
 		return fileData{}, fmt.Errorf("schema: %w", err)
 	}
-	d := fileData{Labels: spec.Cohorts, Dead: map[string]int{}}
-	p := len(spec.Covariates)
-	var times [][]float64
-	var events [][]bool
-	var cohorts [][]int32
-	var covs [][]float64 // row-major covariates, one block per batch
-	err = schemas.ReadFile(path, v, 1<<16, func(good arrow.Record, dead []schemas.DeadLetter) error {
-		for _, dl := range dead {
-			d.Dead[dl.Reason]++
-		}
-		n := int(good.NumRows())
-		if n == 0 {
-			return nil
-		}
-		times = append(times, slices.Clone(good.Column(schemas.ColTime).(*array.Float64).Float64Values()))
-		ev := good.Column(schemas.ColEvent).(*array.Boolean)
-		e := make([]bool, n)
-		for i := range e {
-			e[i] = ev.Value(i)
-		}
-		events = append(events, e)
-		co := good.Column(schemas.ColCohort).(*array.Dictionary).Indices().(*array.Int32)
-		cohorts = append(cohorts, slices.Clone(co.Int32Values()))
-		if p > 0 {
-			block := make([]float64, n*p)
-			for k := range p {
-				for i, x := range good.Column(4 + k).(*array.Float64).Float64Values() {
-					block[i*p+k] = x
-				}
-			}
-			covs = append(covs, block)
-		}
-		if i := schemas.SiteIndex(good.Schema()); i >= 0 {
-			if site, ok := good.Column(i).(*array.String); ok {
-				for j := range n {
-					d.Site = append(d.Site, strings.Clone(site.Value(j)))
-				}
-			}
-		}
-		return nil
-	})
+	t, err := schemas.ReadTable(path, v)
 	if err != nil {
-		return d, fmt.Errorf("read %s: %w", path, err)
+		return fileData{}, fmt.Errorf("read %s: %w", path, err)
 	}
-	if len(times) > 0 {
-		d.Time = slices.Concat(times...)
-		d.Event = slices.Concat(events...)
-		d.Cohort = slices.Concat(cohorts...)
-	}
-	if p > 0 {
-		d.Covariates = make([][]float64, 0, len(d.Time))
-		for _, block := range covs {
-			for i := 0; i < len(block); i += p {
-				d.Covariates = append(d.Covariates, block[i:i+p:i+p])
+	d := fileData{Labels: spec.Cohorts, Dead: t.Dead, Time: t.Time, Event: t.Event, Cohort: t.Cohort, Site: t.Site}
+	if p := len(t.Covariates); p > 0 {
+		flat := make([]float64, t.Len()*p) // row-major
+		for k, col := range t.Covariates {
+			for i, x := range col {
+				flat[i*p+k] = x
 			}
+		}
+		t.Covariates = nil
+		d.Covariates = make([][]float64, t.Len())
+		for i := range d.Covariates {
+			d.Covariates[i] = flat[i*p : (i+1)*p : (i+1)*p]
 		}
 	}
 	return d, nil

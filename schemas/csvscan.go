@@ -1,0 +1,100 @@
+package schemas
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// ScanCSVColumn calls fn with the cell of column in every record of a CSV
+// file that has that many fields, in file order: the records encoding/csv
+// gives with LazyQuotes and a variable field count (the reader ReadFile
+// uses), the header's first cell without its byte-order mark, the last
+// column of that name when there are several. The cell is only valid
+// during the call. An error is returned for a missing header or column
+// and for I/O errors.
+func ScanCSVColumn(r io.Reader, column string, fn func(cell []byte)) error {
+	return scanCSVColumn(r, column, csvChunkSize, fn)
+}
+
+func scanCSVColumn(r io.Reader, column string, chunkSize int, fn func(cell []byte)) error {
+	ck := newChunker(r, chunkSize, 1)
+	var c *csvChunk
+	var header []string
+	pos := 0
+	for header == nil {
+		if c != nil {
+			ck.put(c.buf)
+		}
+		var err error
+		if c, err = ck.next(nil); err != nil {
+			return fmt.Errorf("header: %w", err)
+		}
+		header, pos = csvHeader(c.data)
+	}
+	header[0] = strings.TrimPrefix(header[0], "\uFEFF")
+	k := -1
+	for i, h := range header {
+		if h == column {
+			k = i
+		}
+	}
+	if k < 0 {
+		return fmt.Errorf("no column %q", column)
+	}
+	var fields [][]byte
+	var arena []byte
+	for {
+		data := c.data
+		for pos < len(data) {
+			line, next, nl := csvLine(data, pos)
+			if len(line) == 0 {
+				pos = next
+				if !nl {
+					break
+				}
+				continue
+			}
+			if c.quotes && bytes.IndexByte(line, '"') >= 0 {
+				fields, arena, next = parseRecord(data, pos, fields[:0], arena[:0])
+				if k < len(fields) {
+					fn(fields[k])
+				}
+				pos = next
+				continue
+			}
+			pos = next
+			// The k-th field of an unquoted line.
+			for j := 0; j < k; j++ {
+				i := bytes.IndexByte(line, ',')
+				if i < 0 {
+					line = nil
+					break
+				}
+				line = line[i+1:]
+			}
+			if line == nil {
+				continue
+			}
+			if i := bytes.IndexByte(line, ','); i >= 0 {
+				line = line[:i]
+			}
+			fn(line)
+		}
+		ck.put(c.buf)
+		if ck.eof && len(ck.carry) == 0 {
+			return nil
+		}
+		var err error
+		c, err = ck.next(nil)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		pos = 0
+	}
+}
