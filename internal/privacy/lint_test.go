@@ -26,6 +26,7 @@ var floatNoiseAllowed = map[string]string{
 	"dpfit/km_inference.go":         "post-processing: the noise-aware interval widths simulate the mechanism from the released counts, seeded by a hash of those counts (a deterministic function of the release)",
 	"dpfit/logrank_dp.go":           "post-processing: the calibrated log-rank p-value's Monte-Carlo null is simulated from the released counts, seeded by a hash of them (a deterministic function of the release)",
 	"dpfit/weibull_inference.go":    "post-processing: the noise-aware Weibull intervals simulate the mechanism from the released fit, seeded by a hash of the release (a deterministic function of the release)",
+	"regression/inference.go":       "post-processing: the coefficient intervals' parametric bootstrap simulates the mechanism from the released coefficients and Hessians, seeded by a hash of the release (a deterministic function of the release)",
 	"internal/inference/km.go":      "evaluation: coverage and size studies (bootstrap worlds), no release",
 	"internal/inference/weibull.go": "evaluation: coverage study of the Weibull intervals (bootstrap world), no release",
 	"internal/inference/logrank.go": "evaluation: coverage and size studies (permuted labels), no release",
