@@ -182,7 +182,8 @@ func TestDiscreteAggregateReleases(t *testing.T) {
 					"covariates":      {strings.Join(m.Covariates, ","), "age,score"},
 					"intervals":       {m.Intervals, discIntervals},
 					"time_max":        {m.TimeMax, discTimeMax},
-					"eps fit":         {m.EpsilonFit, 1e6},
+					"eps fit":         {m.EpsilonFit, 1e6 * (1 - regression.DefaultIntervalFraction)},
+					"eps split":       {m.EpsilonFit + m.EpsilonInterval, 1e6},
 					"public n":        {len(m.Public) > 0 && m.Public[0] == "n", true},
 					"scopes":          {strings.Join(m.Scopes, ","), "stream,aggregate:dt,cohort:A,cohort:B"},
 				}

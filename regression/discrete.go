@@ -107,19 +107,19 @@ type DiscreteOptions struct {
 
 // DefaultIntervalFraction is the share of a release's epsilon that the
 // aggregator and the CLI spend on the interval release by default.
-const DefaultIntervalFraction = 0.1
+const DefaultIntervalFraction = 0.25
 
 // DiscreteResult is a discrete-time fit. JSON names follow interfaces.md.
 type DiscreteResult struct {
-	Method       Method  `json:"method"`
-	Link         Link    `json:"link"`
-	Epsilon      Epsilon `json:"epsilon"`
+	Method  Method  `json:"method"`
+	Link    Link    `json:"link"`
+	Epsilon Epsilon `json:"epsilon"`
 	// EpsilonFit is the budget of the coefficients and EpsilonInterval
 	// that of the Hessian release (IntervalFraction); they sum to Epsilon.
 	EpsilonFit      float64 `json:"epsilon_fit,omitempty"`
 	EpsilonInterval float64 `json:"epsilon_interval,omitempty"`
-	Guarantee    string  `json:"guarantee"`
-	Neighbouring string  `json:"neighbouring"`
+	Guarantee       string  `json:"guarantee"`
+	Neighbouring    string  `json:"neighbouring"`
 	// Public lists what a private release treats as public (not protected
 	// by its guarantee): the record count n and the configuration. Every
 	// published field is a function of these and of the noisy estimate.

@@ -63,8 +63,8 @@ import (
 
 // Interval method descriptions (DiscreteResult.IntervalMethod).
 const (
-	IntervalBootstrap = "noise-aware: parametric bootstrap from the released coefficients and the released noisy Hessian " +
-		"(sampling error H^-1/n, one-step ridge de-biasing, the mechanism's noise and the Hessian's noise), basic bootstrap limits, " +
+	IntervalBootstrap = "noise-aware, around alpha_debiased/beta_debiased: parametric bootstrap from the released coefficients and the last released noisy Hessian " +
+		"(sampling error H^-1/n, the ridge's shrinkage undone through H, the mechanism's noise and the Hessian's noise), basic bootstrap limits, " +
 		"seeded by a hash of the release; covers the true coefficients"
 	IntervalNoiseOnly = "noise only: released ± the lattice Laplace noise's two-sided quantile (noise.grid, noise.scale); " +
 		"covers the ridge minimiser on the window's records (what the mechanism perturbs; 0 for a fallback), not the true coefficients: " +

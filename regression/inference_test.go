@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/testtier"
+	"gonum.org/v1/gonum/mat"
 )
 
 // TestHessianWorstCaseRatio: the published interval release round_g(M) +
@@ -15,7 +17,7 @@ import (
 // indices of the two data sets' M and s_eff the scale in grid units that
 // dp.DiscreteLaplace uses (rounded up to a multiple of 2^-30). The pairs
 // are built where the sensitivity bound is approached: the point f = 0
-// (every psi'' = 1/4, its maximum), the varying record surviving every
+// (every psi” = 1/4, its maximum), the varying record surviving every
 // interval, covariates on the unit circle (maximal L1 norm, opposite signs
 // in the two records). The bound must hold, and be at least half used
 // (so the calibration is not vacuous).
@@ -114,7 +116,7 @@ func TestHessianReleaseNoise(t *testing.T) {
 	}
 	byStage := make([][][]float64, len(hessianShares))
 	var noises []LatticeNoise
-	for r := 0; r < 150; r++ {
+	for r := 0; r < 100; r++ {
 		res, err := FitDiscrete(data, opts, src)
 		if err != nil {
 			t.Fatal(err)
@@ -232,15 +234,53 @@ func TestCoefficientIntervalsDeterministic(t *testing.T) {
 // baseline logit -2, beta = (1, -1); so the true alpha is (-2, 0, 0)),
 // releases each with method at epsilon and IntervalFraction phi and
 // returns the coverage of the true beta and alpha by the 95% intervals,
-// the mean beta width and the coverage of the noise-only limits.
-func coverageStudy(t *testing.T, seed uint64, method Method, n, reps int, eps, phi float64) (betaCov, alphaCov, width, noiseOnly float64) {
+// the mean beta width, the coverage of the noise-only limits (NaN where
+// the method has none) and, with wald, the coverage and mean width of the
+// non-private Wald interval (MLE ± 1.96 sqrt(diag H^-1)) on the same data.
+type coverage struct {
+	beta, alpha, width, noiseOnly, wald, waldWidth float64
+}
+
+func coverageStudy(t *testing.T, seed uint64, method Method, n, reps int, eps, phi float64, wald bool) coverage {
 	t.Helper()
 	src := dp.NewSeededSource(seed)
 	beta := []float64{1, -1}
 	alpha := []float64{-2, 0, 0}
-	var bc, ac, nc, nn int
+	var bc, ac, nc, nn, wc int
+	var width, waldWidth float64
 	for r := 0; r < reps; r++ {
 		data := synthetic(src, n, 2, 20, -2, beta)
+		if wald {
+			o := DiscreteOptions{Method: MethodMLE, TimeMax: 1, Intervals: 20}
+			mle, err := FitDiscrete(data, o, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr, err := prepareDiscrete(data, &o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := append(append([]float64(nil), mle.Alpha...), mle.Beta...)
+			d := len(f)
+			h := make([]float64, d*d)
+			pr.m.eval(f, nil, h)
+			var chol mat.Cholesky
+			if !chol.Factorize(mat.NewSymDense(d, h)) {
+				t.Fatal("mle hessian not positive definite")
+			}
+			var inv mat.SymDense
+			if err := chol.InverseTo(&inv); err != nil {
+				t.Fatal(err)
+			}
+			for j, b := range beta {
+				k := len(mle.Alpha) + j
+				se := math.Sqrt(inv.At(k, k))
+				if math.Abs(f[k]-b) <= 1.959964*se {
+					wc++
+				}
+				waldWidth += 2 * 1.959964 * se / float64(reps*len(beta))
+			}
+		}
 		res, err := FitDiscrete(data, DiscreteOptions{Method: method, Epsilon: eps, TimeMax: 1, Intervals: 20, IntervalFraction: phi}, src)
 		if err != nil {
 			t.Fatal(err)
@@ -266,11 +306,15 @@ func coverageStudy(t *testing.T, seed uint64, method Method, n, reps int, eps, p
 			}
 		}
 	}
-	noiseOnly = math.NaN()
+	c := coverage{beta: float64(bc) / float64(reps*len(beta)), alpha: float64(ac) / float64(reps*len(alpha)), width: width,
+		noiseOnly: math.NaN(), wald: math.NaN(), waldWidth: math.NaN()}
 	if nn > 0 {
-		noiseOnly = float64(nc) / float64(nn)
+		c.noiseOnly = float64(nc) / float64(nn)
 	}
-	return float64(bc) / float64(reps*len(beta)), float64(ac) / float64(reps*len(alpha)), width, noiseOnly
+	if wald {
+		c.wald, c.waldWidth = float64(wc)/float64(reps*len(beta)), waldWidth
+	}
+	return c
 }
 
 // TestCoefficientIntervalCoverageShort: a short version of the coverage
@@ -279,12 +323,92 @@ func coverageStudy(t *testing.T, seed uint64, method Method, n, reps int, eps, p
 // 0.95, binomial SE 0.024: a 4-SE margin), where the noise-only limits
 // cover it in well under half of the releases (the ridge's bias).
 func TestCoefficientIntervalCoverageShort(t *testing.T) {
-	bc, ac, w, no := coverageStudy(t, 51, MethodOutput, 20000, 40, 1, 0.5)
-	t.Logf("beta coverage %.3f (width %.3f), alpha %.3f; noise-only %.3f", bc, w, ac, no)
-	if bc < 0.85 {
-		t.Errorf("beta coverage %.3f < 0.85", bc)
+	c := coverageStudy(t, 51, MethodOutput, 20000, 40, 1, 0.5, false)
+	t.Logf("beta coverage %.3f (width %.3f), alpha %.3f; noise-only %.3f", c.beta, c.width, c.alpha, c.noiseOnly)
+	if c.beta < 0.85 {
+		t.Errorf("beta coverage %.3f < 0.85", c.beta)
 	}
-	if !(no < 0.5) {
-		t.Errorf("noise-only coverage %.3f: the study should show the ridge bias", no)
+	if !(c.noiseOnly < 0.5) {
+		t.Errorf("noise-only coverage %.3f: the study should show the ridge bias", c.noiseOnly)
+	}
+}
+
+// TestCoefficientIntervalCoverageFull is the coverage study behind the
+// table in docs/inference.md (make stats; several minutes): n = 50000
+// records per data set, every data set fresh (so sampling error counts),
+// IntervalFraction = DefaultIntervalFraction.
+//   - Ext-Out-Pert, 150 releases at each epsilon in {0.5, 1, 2} (300 beta
+//     intervals, binomial SE 0.0126 at 0.95): beta coverage in [0.93,
+//     0.99] (the upper end allows the measured conservatism where the
+//     Hessian is noisy; docs/inference.md), alpha coverage >= 0.90; the
+//     non-private Wald interval on the same data is logged beside it.
+//   - Ext-Obj-Pert, 100 releases at each epsilon: beta coverage >= 0.90.
+func TestCoefficientIntervalCoverageFull(t *testing.T) {
+	testtier.Heavy(t, "regression coefficient interval coverage (minutes)")
+	for _, c := range []struct {
+		method Method
+		reps   int
+		lo, hi float64
+	}{{MethodOutput, 150, 0.93, 0.99}, {MethodObjective, 100, 0.90, 1}} {
+		for i, eps := range []float64{0.5, 1, 2} {
+			cv := coverageStudy(t, uint64(60+i), c.method, 50000, c.reps, eps, DefaultIntervalFraction, c.method == MethodOutput)
+			t.Logf("| %s | %v | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |", c.method, eps, cv.beta, cv.width, cv.alpha, cv.noiseOnly, cv.wald, cv.waldWidth)
+			if cv.beta < c.lo || cv.beta > c.hi {
+				t.Errorf("%s epsilon %v: beta coverage %.3f outside [%v, %v]", c.method, eps, cv.beta, c.lo, c.hi)
+			}
+			if c.method == MethodOutput && cv.alpha < 0.90 {
+				t.Errorf("%s epsilon %v: alpha coverage %.3f < 0.90", c.method, eps, cv.alpha)
+			}
+		}
+	}
+}
+
+// TestNoiseOnlyIntervalCoverage: the labelled noise-only limits of
+// Ext-Out-Pert cover their stated target, the ridge minimiser on the data,
+// at the nominal rate. 500 releases of one synthetic data set (2000
+// records, 2 covariates, 20 intervals) at each epsilon in {0.5, 1, 2};
+// each release has 5 coefficients, so 2500 intervals per epsilon: coverage
+// must be within 0.95 ± 3 x 0.0044 (binomial SE of 2500; the coordinates
+// are independent; false alarm 0.3% per epsilon). The coverage of the
+// true beta (which they do not target) is logged.
+func TestNoiseOnlyIntervalCoverage(t *testing.T) {
+	src := dp.NewSeededSource(23)
+	beta := []float64{1, -1}
+	data := synthetic(src, 2000, 2, 20, -2, beta)
+	ridge, err := FitDiscrete(data, DiscreteOptions{Method: MethodMLE, Ridge: true, TimeMax: 1, Intervals: 20}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := append(append([]float64(nil), ridge.Alpha...), ridge.Beta...)
+	for _, eps := range []float64{0.5, 1, 2} {
+		covered, total, betaCovered := 0, 0, 0
+		for r := 0; r < 500; r++ {
+			res, err := FitDiscrete(data, DiscreteOptions{Method: MethodOutput, Epsilon: eps, TimeMax: 1, Intervals: 20}, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lo := append(append([]float64(nil), res.NoiseOnlyAlphaLower...), res.NoiseOnlyBetaLower...)
+			hi := append(append([]float64(nil), res.NoiseOnlyAlphaUpper...), res.NoiseOnlyBetaUpper...)
+			if len(lo) != len(target) || len(hi) != len(target) {
+				t.Fatalf("noise-only limits %v %v", lo, hi)
+			}
+			for j, v := range target {
+				total++
+				if lo[j] <= v && v <= hi[j] {
+					covered++
+				}
+			}
+			for j, b := range beta {
+				if res.NoiseOnlyBetaLower[j] <= b && b <= res.NoiseOnlyBetaUpper[j] {
+					betaCovered++
+				}
+			}
+		}
+		c := float64(covered) / float64(total)
+		se := math.Sqrt(0.95 * 0.05 / float64(total))
+		t.Logf("epsilon %v: coverage of the ridge minimiser %.3f of %d; of the true beta %.3f", eps, c, total, float64(betaCovered)/float64(500*len(beta)))
+		if math.Abs(c-0.95) > 3*se {
+			t.Errorf("epsilon %v: coverage %.3f outside 0.95 ± 3 x %.4f", eps, c, se)
+		}
 	}
 }
