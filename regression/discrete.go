@@ -107,7 +107,7 @@ type DiscreteOptions struct {
 
 // DefaultIntervalFraction is the share of a release's epsilon that the
 // aggregator and the CLI spend on the interval release by default.
-const DefaultIntervalFraction = 0.25
+const DefaultIntervalFraction = 0.5
 
 // DiscreteResult is a discrete-time fit. JSON names follow interfaces.md.
 type DiscreteResult struct {

@@ -189,3 +189,27 @@ func releaseHessians(m *discreteModel, basis [][]float64, res DiscreteResult, f 
 	}
 	return out, nil
 }
+
+// MeanInformation returns the mean loss Hessian (1/n) sum_i grad^2 l(f;
+// d_i) of the discrete-time model at f (alpha then beta; d x d, row-major)
+// on data preprocessed as opts says. Non-private: for evaluation (the
+// Wald intervals of the MLE beside the private ones in the coverage
+// studies), never on a release path.
+func MeanInformation(data Data, opts DiscreteOptions, f []float64) ([]float64, error) {
+	o := opts
+	o.Method = MethodMLE
+	pr, err := prepareDiscrete(data, &o)
+	if err != nil {
+		return nil, fmt.Errorf("mean information: %w", err)
+	}
+	d := pr.m.dim()
+	if len(f) != d {
+		return nil, fmt.Errorf("mean information: %d coefficients for dimension %d", len(f), d)
+	}
+	h := make([]float64, d*d)
+	pr.m.eval(f, nil, h)
+	for j := range h {
+		h[j] /= float64(pr.m.n)
+	}
+	return h, nil
+}
