@@ -488,6 +488,9 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 	m.Mechanism = discreteMechanism(res.Method)
 	m.Neighbouring, m.Composition = NeighbouringDiscrete, compositionDiscrete
 	m.Public = append(regression.PublicDiscrete(res.Method), "max_records", "interval_epsilon_fraction")
+	if res.Hessians != nil {
+		m.Public = append(m.Public, "hessians.noise", "hessians.epsilon")
+	}
 	m.N = F(res.N)
 	df := &DiscreteFields{
 		Alpha: fs(res.Alpha), Beta: fs(res.Beta), Covariates: p.Covariates, Link: p.Link,

@@ -486,6 +486,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 			return DiscreteResult{}, fmt.Errorf("interval release: %w", err)
 		}
 		res.Hessians = hs
+		res.Public = append(res.Public, "hessians.noise", "hessians.epsilon")
 	}
 	if err := setIntervals(&res); err != nil {
 		return DiscreteResult{}, err

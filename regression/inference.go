@@ -74,7 +74,7 @@ const (
 )
 
 // DefaultIntervalSims is the number of bootstrap simulations of
-// CoefficientIntervals.
+// CoefficientIntervals (500 above 10 coefficients).
 const DefaultIntervalSims = 2000
 
 // hessianFloor is the floor of the projected Hessian's eigenvalues, in
@@ -124,6 +124,11 @@ func CoefficientIntervals(res DiscreteResult, conf float64, sims int) (estimate,
 	}
 	if sims == 0 {
 		sims = DefaultIntervalSims
+		if d := len(res.Alpha) + len(res.Beta); d > 10 {
+			// each simulation eigen-decomposes a d x d matrix: bound the
+			// cost of wide models (500 draws still resolve 2.5% tails)
+			sims = 500
+		}
 	}
 	if minSims := int(math.Ceil(2/(1-conf))) - 1; sims < minSims {
 		return nil, nil, nil, "", fmt.Errorf("coefficient intervals: sims must be at least %d at conf %v, got %d", minSims, conf, sims)
