@@ -543,14 +543,20 @@ func (a *aggregate) discreteNoFit(n int, src dp.Source) (regression.DiscreteResu
 		Alpha: f[:p.Knots], Beta: f[p.Knots:]}, nil
 }
 
+// discreteIntervalRelease describes the interval release in a discrete
+// release's mechanism.
+const discreteIntervalRelease = "; with epsilon_interval > 0 (logit): three mean loss Hessians at points computed from the release " +
+	"(hessians[].at), each rounded to hessians[].noise.grid plus per-entry discrete Laplace noise of scale hessians[].noise.scale " +
+	"(replace-one L1 sensitivity at a fixed point), budgets epsilon_interval x 1/8, 1/8, 3/4; the coefficient intervals are post-processing"
+
 func discreteMechanism(m regression.Method) string {
 	switch m {
 	case regression.MethodOutput:
-		return "Ext-Out-Pert (paper 000, Algorithm 1): minimiser of the mean loss plus (lambda/2)||f||^2 (certified within 1e-9/lambda), rounded to the grid noise.grid, plus per-coordinate discrete Laplace noise of scale noise.scale = (sqrt(d) t' + d grid)/epsilon, t' = GradientBound/(n lambda) + 2e-9/lambda; n is public"
+		return "Ext-Out-Pert (paper 000, Algorithm 1): minimiser of the mean loss plus (lambda/2)||f||^2 (certified within 1e-9/lambda), rounded to the grid noise.grid, plus per-coordinate discrete Laplace noise of scale noise.scale = (sqrt(d) t' + d grid)/epsilon_fit, t' = GradientBound/(n lambda) + 2e-9/lambda; n is public" + discreteIntervalRelease
 	case regression.MethodObjective:
-		return "Ext-Obj-Pert (paper 000, Algorithm 2): minimiser of the mean loss plus (lambda/2)||f||^2 plus a random linear term <b, f>/n (and extra ridge delta where the Jacobian needs it), b per-coordinate discrete Laplace on the grid noise.grid with scale noise.scale = sqrt(d) GradientBound/epsilon_prime; proved for continuous b only (see guarantee); n is public"
+		return "Ext-Obj-Pert (paper 000, Algorithm 2): minimiser of the mean loss plus (lambda/2)||f||^2 plus a random linear term <b, f>/n (and extra ridge delta where the Jacobian needs it), b per-coordinate discrete Laplace on the grid noise.grid with scale noise.scale = sqrt(d) GradientBound/epsilon_prime (from epsilon_fit); proved for continuous b only (see guarantee); n is public" + discreteIntervalRelease
 	case regression.MethodPSGLD:
-		return "Sanitized-EXP (paper 000, Algorithms 3-4): one sample from exp(epsilon_fit U(f) / (2v)) drawn by pSGLD, exact only if the sampling were exact; n is public"
+		return "Sanitized-EXP (paper 000, Algorithms 3-4): one sample from exp(epsilon_fit U(f) / (2v)) drawn by pSGLD, exact only if the sampling were exact; n is public" + discreteIntervalRelease
 	}
 	return string(m)
 }

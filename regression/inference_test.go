@@ -124,7 +124,14 @@ func TestHessianReleaseNoise(t *testing.T) {
 		}
 		var sum float64
 		noises = noises[:0]
+		l1, err := HessianL1Sensitivity(pr.basis, 2, data.Len())
+		if err != nil {
+			t.Fatal(err)
+		}
 		for k, h := range res.Hessians {
+			if want, _ := HessianNoise(l1, 15, h.Epsilon); h.Noise != want {
+				t.Fatalf("hessian %d: noise %+v, want %+v", k, h.Noise, want)
+			}
 			sum += h.Epsilon
 			exact, err := pr.m.meanHessianUpper(h.At)
 			if err != nil {
