@@ -106,7 +106,7 @@ func TestHessianWorstCaseRatio(t *testing.T) {
 // Hessians' budgets sum to epsilon_interval.
 func TestHessianReleaseNoise(t *testing.T) {
 	src := dp.NewSeededSource(41)
-	data := synthetic(src, 3000, 2, 20, -2, []float64{1, -1})
+	data := synthetic(src, 1000, 2, 20, -2, []float64{1, -1})
 	opts := DiscreteOptions{Method: MethodOutput, Epsilon: 1, TimeMax: 1, Intervals: 20, IntervalFraction: 0.5}
 	pr, err := prepareDiscrete(data, &opts)
 	if err != nil {
