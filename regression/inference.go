@@ -149,6 +149,14 @@ func CoefficientIntervals(res DiscreteResult, conf float64, sims int) (estimate,
 		return nil, nil, nil, "", fmt.Errorf("coefficient intervals: %w", err)
 	}
 	lower, upper = bs.run(conf, sims, releaseSeed(res))
+	if lower == nil {
+		return nil, nil, nil, "", errors.New("coefficient intervals: most bootstrap simulations failed")
+	}
+	for j := range lower {
+		if math.IsNaN(lower[j]) || math.IsInf(lower[j], 0) || math.IsNaN(upper[j]) || math.IsInf(upper[j], 0) {
+			return nil, nil, nil, "", errors.New("coefficient intervals: limits not finite")
+		}
+	}
 	return bs.est, lower, upper, IntervalBootstrap, nil
 }
 
@@ -418,8 +426,7 @@ func (b *bootstrap) run(conf float64, sims int, seed [32]byte) (lower, upper []f
 	a := (1 - conf) / 2
 	for j := range devs {
 		if len(devs[j]) < sims/2 {
-			lower[j], upper[j] = math.Inf(-1), math.Inf(1)
-			continue
+			return nil, nil // too many failed simulations: no limits (never +-Inf in a release)
 		}
 		slices.Sort(devs[j])
 		lower[j] = b.est[j] - quantileSorted(devs[j], 1-a)
