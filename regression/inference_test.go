@@ -358,3 +358,27 @@ func TestNoiseOnlyIntervalCoverage(t *testing.T) {
 		}
 	}
 }
+
+// TestPSGLDIntervalsBetaOnly: a pSGLD release with an interval release
+// carries beta limits with the qualifying note and no alpha limits (they
+// under-covered in the coverage study).
+func TestPSGLDIntervalsBetaOnly(t *testing.T) {
+	src := dp.NewSeededSource(44)
+	data := synthetic(src, 2000, 2, 20, -2, []float64{1, -1})
+	res, err := FitDiscrete(data, DiscreteOptions{Method: MethodPSGLD, Epsilon: 1, TimeMax: 1, Intervals: 20, IntervalFraction: 0.5,
+		PSGLD: PSGLDOptions{Steps: 300}}, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Fallback {
+		t.Fatal("fallback")
+	}
+	if len(res.BetaLower) != 2 || res.AlphaLower != nil || res.IntervalMethod != IntervalBootstrap+IntervalPSGLDNote || len(res.Hessians) != 3 {
+		t.Errorf("beta limits %v, alpha limits %v, method %q, %d hessians", res.BetaLower, res.AlphaLower, res.IntervalMethod, len(res.Hessians))
+	}
+	for j, b := range res.BetaDebiased {
+		if !(res.BetaLower[j] < b && b < res.BetaUpper[j]) {
+			t.Errorf("beta %d: %v outside [%v, %v]", j, b, res.BetaLower[j], res.BetaUpper[j])
+		}
+	}
+}
