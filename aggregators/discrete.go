@@ -80,6 +80,13 @@ type DiscreteParams struct {
 	MaxRecords int `json:"max_records,omitempty" yaml:"max_records" kinds:"discrete"`
 	// Steps is the pSGLD chain length (0: regression's default).
 	Steps int `json:"steps,omitempty" yaml:"steps" kinds:"discrete"`
+	// IntervalEpsilonFraction is the share of epsilon spent on the
+	// interval release (regression.DiscreteOptions.IntervalFraction: noisy
+	// Hessians from which the coefficients' honest intervals are
+	// computed); in (0, 0.5], default regression.DefaultIntervalFraction
+	// with the logit link. Other links (psgld only) have no interval
+	// release and must leave it unset.
+	IntervalEpsilonFraction float64 `json:"interval_epsilon_fraction,omitempty" yaml:"interval_epsilon_fraction" kinds:"discrete"`
 }
 
 // discreteDefaults fills the defaults of a discrete aggregate's params.
@@ -105,6 +112,9 @@ func (c Config) discreteDefaults() Config {
 	}
 	if p.MaxRecords == 0 {
 		p.MaxRecords = DefaultMaxRecords
+	}
+	if p.IntervalEpsilonFraction == 0 && p.Link == string(regression.LinkLogit) {
+		p.IntervalEpsilonFraction = regression.DefaultIntervalFraction
 	}
 	return c
 }
@@ -196,6 +206,12 @@ func (c Config) checkDiscrete() []error {
 		add("params.steps", ErrInvalid, "must be >= 0, got %d", p.Steps)
 	case p.Steps > 0 && m != regression.MethodPSGLD:
 		add("params.steps", ErrInvalid, "only for method psgld")
+	}
+	switch f := p.IntervalEpsilonFraction; {
+	case f != 0 && p.Link != string(regression.LinkLogit):
+		add("params.interval_epsilon_fraction", ErrInvalid, "the interval release is bounded for the logit link only")
+	case p.Link == string(regression.LinkLogit) && !(f > 0 && f <= 0.5):
+		add("params.interval_epsilon_fraction", ErrInvalid, "must be in (0, 0.5], got %v", f)
 	}
 	return errs
 }
@@ -447,6 +463,7 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 		Method: regression.Method(p.Method), Link: regression.Link(p.Link), Epsilon: a.cfg.Epsilon,
 		Intervals: p.Intervals, Knots: p.Knots, TimeMax: p.TimeMax, Lambda: p.Lambda,
 		Covariates: p.Covariates, PSGLD: regression.PSGLDOptions{Steps: p.Steps},
+		IntervalFraction: p.IntervalEpsilonFraction,
 	}
 	w, _ := c.w.(*discreteWindow)
 	if w == nil {
@@ -469,20 +486,22 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 	m.Method, m.Guarantee = string(res.Method), res.Guarantee
 	m.Mechanism = discreteMechanism(res.Method)
 	m.Neighbouring, m.Composition = NeighbouringDiscrete, compositionDiscrete
-	m.Public = append(regression.PublicDiscrete(res.Method), "max_records")
+	m.Public = append(regression.PublicDiscrete(res.Method), "max_records", "interval_epsilon_fraction")
+	if res.Hessians != nil {
+		m.Public = append(m.Public, "hessians.noise", "hessians.epsilon")
+	}
 	m.N = F(res.N)
 	df := &DiscreteFields{
 		Alpha: fs(res.Alpha), Beta: fs(res.Beta), Covariates: p.Covariates, Link: p.Link,
-		EpsilonFit: res.EpsilonFit, Intervals: p.Intervals, Knots: p.Knots,
+		EpsilonFit: res.EpsilonFit, EpsilonInterval: res.EpsilonInterval, Intervals: p.Intervals, Knots: p.Knots,
 		Scaling: regression.Scaling{Centre: p.Centre, Scale: p.Scale}, MaxRecords: p.MaxRecords,
 		Fallback: res.Fallback, Noise: res.Noise, Delta: res.Delta, EpsilonPrime: res.EpsilonPrime, PSGLD: res.PSGLD,
+		IntervalEpsilonFraction: p.IntervalEpsilonFraction, Hessians: res.Hessians,
 	}
 	if res.Method != regression.MethodPSGLD {
 		df.Lambda = p.Lambda
 	}
-	if err := discreteIntervals(df, res); err != nil {
-		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
-	}
+	discreteIntervals(df, res)
 	m.DiscreteFields = df
 	return []FitMessage{m}, nil
 }
@@ -500,7 +519,7 @@ func (a *aggregate) discreteNoFit(n int, src dp.Source) (regression.DiscreteResu
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
-	noise, err := regression.OutputNoise(t+2*regression.CertificateTolerance/p.Lambda, p.Knots+len(p.Covariates), a.cfg.Epsilon)
+	noise, err := regression.OutputNoise(t+2*regression.CertificateTolerance/p.Lambda, p.Knots+len(p.Covariates), a.cfg.Epsilon*(1-p.IntervalEpsilonFraction))
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
@@ -515,19 +534,28 @@ func (a *aggregate) discreteNoFit(n int, src dp.Source) (regression.DiscreteResu
 	case regression.MethodObjective:
 		g = regression.GuaranteeObjective
 	}
+	// the budget split of a fit (the fallback's coefficients get the fit's
+	// share; the interval share is unspent: nothing to estimate)
+	epsFit := a.cfg.Epsilon * (1 - p.IntervalEpsilonFraction)
 	return regression.DiscreteResult{Method: regression.Method(p.Method), Guarantee: g,
-		EpsilonFit: a.cfg.Epsilon, N: int64(n), Fallback: true, Noise: &noise, NoiseScale: noise.Scale,
+		EpsilonFit: epsFit, EpsilonInterval: a.cfg.Epsilon - epsFit, N: int64(n), Fallback: true, Noise: &noise, NoiseScale: noise.Scale,
 		Alpha: f[:p.Knots], Beta: f[p.Knots:]}, nil
 }
+
+// discreteIntervalRelease describes the interval release in a discrete
+// release's mechanism.
+const discreteIntervalRelease = "; with epsilon_interval > 0 (logit): three mean loss Hessians at points computed from the release " +
+	"(hessians[].at), each rounded to hessians[].noise.grid plus per-entry discrete Laplace noise of scale hessians[].noise.scale " +
+	"(replace-one L1 sensitivity at a fixed point), budgets epsilon_interval x 1/8, 1/8, 3/4; the coefficient intervals are post-processing"
 
 func discreteMechanism(m regression.Method) string {
 	switch m {
 	case regression.MethodOutput:
-		return "Ext-Out-Pert (paper 000, Algorithm 1): minimiser of the mean loss plus (lambda/2)||f||^2 (certified within 1e-9/lambda), rounded to the grid noise.grid, plus per-coordinate discrete Laplace noise of scale noise.scale = (sqrt(d) t' + d grid)/epsilon, t' = GradientBound/(n lambda) + 2e-9/lambda; n is public"
+		return "Ext-Out-Pert (paper 000, Algorithm 1): minimiser of the mean loss plus (lambda/2)||f||^2 (certified within 1e-9/lambda), rounded to the grid noise.grid, plus per-coordinate discrete Laplace noise of scale noise.scale = (sqrt(d) t' + d grid)/epsilon_fit, t' = GradientBound/(n lambda) + 2e-9/lambda; n is public" + discreteIntervalRelease
 	case regression.MethodObjective:
-		return "Ext-Obj-Pert (paper 000, Algorithm 2): minimiser of the mean loss plus (lambda/2)||f||^2 plus a random linear term <b, f>/n (and extra ridge delta where the Jacobian needs it), b per-coordinate discrete Laplace on the grid noise.grid with scale noise.scale = sqrt(d) GradientBound/epsilon_prime; proved for continuous b only (see guarantee); n is public"
+		return "Ext-Obj-Pert (paper 000, Algorithm 2): minimiser of the mean loss plus (lambda/2)||f||^2 plus a random linear term <b, f>/n (and extra ridge delta where the Jacobian needs it), b per-coordinate discrete Laplace on the grid noise.grid with scale noise.scale = sqrt(d) GradientBound/epsilon_prime (from epsilon_fit); proved for continuous b only (see guarantee); n is public" + discreteIntervalRelease
 	case regression.MethodPSGLD:
-		return "Sanitized-EXP (paper 000, Algorithms 3-4): one sample from exp(epsilon_fit U(f) / (2v)) drawn by pSGLD, exact only if the sampling were exact; n is public"
+		return "Sanitized-EXP (paper 000, Algorithms 3-4): one sample from exp(epsilon_fit U(f) / (2v)) drawn by pSGLD, exact only if the sampling were exact; n is public" + discreteIntervalRelease
 	}
 	return string(m)
 }
@@ -540,31 +568,48 @@ func discreteMechanism(m regression.Method) string {
 // and the configuration, are published: the lattice noise, Ext-Obj-Pert's
 // delta and epsilon', pSGLD's settings.
 type DiscreteFields struct {
-	Alpha        []F                      `json:"alpha"`
-	Beta         []F                      `json:"beta"`
-	Covariates   []string                 `json:"covariates"`
-	Link         string                   `json:"link"`
-	EpsilonFit   float64                  `json:"epsilon_fit"`
-	Intervals    int                      `json:"intervals"`
-	Knots        int                      `json:"knots"`
-	Lambda       float64                  `json:"lambda,omitempty"`
-	Scaling      regression.Scaling       `json:"scaling"`
-	MaxRecords   int                      `json:"max_records"`
-	Fallback     bool                     `json:"fallback"`
-	Noise        *regression.LatticeNoise `json:"noise,omitempty"`
-	Delta        float64                  `json:"delta,omitempty"`
-	EpsilonPrime float64                  `json:"epsilon_prime,omitempty"`
-	PSGLD        *regression.PSGLDOptions `json:"psgld,omitempty"`
-	// Noise-aware 95% coefficient intervals (regression.OutputIntervals):
-	// absent where the method has none; coefficient_interval_method says
-	// what they cover (not interval_method: the fit message embeds the
-	// weibull fields too, and encoding/json drops a name two embedded
-	// structs share).
+	Alpha      []F      `json:"alpha"`
+	Beta       []F      `json:"beta"`
+	Covariates []string `json:"covariates"`
+	Link       string   `json:"link"`
+	EpsilonFit float64  `json:"epsilon_fit"`
+	// EpsilonInterval is the budget of the interval release (the noisy
+	// Hessians); epsilon_fit + epsilon_interval = epsilon. A fallback
+	// leaves it unspent (still charged).
+	EpsilonInterval         float64                     `json:"epsilon_interval"`
+	IntervalEpsilonFraction float64                     `json:"interval_epsilon_fraction"`
+	Hessians                []regression.HessianRelease `json:"hessians,omitempty"`
+	Intervals               int                         `json:"intervals"`
+	Knots                   int                         `json:"knots"`
+	Lambda                  float64                     `json:"lambda,omitempty"`
+	Scaling                 regression.Scaling          `json:"scaling"`
+	MaxRecords              int                         `json:"max_records"`
+	Fallback                bool                        `json:"fallback"`
+	Noise                   *regression.LatticeNoise    `json:"noise,omitempty"`
+	Delta                   float64                     `json:"delta,omitempty"`
+	EpsilonPrime            float64                     `json:"epsilon_prime,omitempty"`
+	PSGLD                   *regression.PSGLDOptions    `json:"psgld,omitempty"`
+	// 95% intervals of the TRUE coefficients (regression.
+	// CoefficientIntervals: sampling error, ridge bias and the noise),
+	// around the de-biased estimate alpha_debiased/beta_debiased;
+	// absent without an interval release (a fallback); coefficient_
+	// interval_method says how they were computed (not interval_method:
+	// the fit message embeds the weibull fields too, and encoding/json
+	// drops a name two embedded structs share).
+	AlphaDebiased  []float64 `json:"alpha_debiased,omitempty"`
+	BetaDebiased   []float64 `json:"beta_debiased,omitempty"`
 	AlphaLower     []float64 `json:"alpha_lower,omitempty"`
 	AlphaUpper     []float64 `json:"alpha_upper,omitempty"`
 	BetaLower      []float64 `json:"beta_lower,omitempty"`
 	BetaUpper      []float64 `json:"beta_upper,omitempty"`
 	IntervalMethod string    `json:"coefficient_interval_method,omitempty"`
+	// Noise-only 95% limits (Ext-Out-Pert and fallbacks): released ± the
+	// noise quantile; they cover the ridge minimiser on the window's
+	// records, NOT the true coefficients (kept for comparison).
+	NoiseOnlyAlphaLower []float64 `json:"noise_only_alpha_lower,omitempty"`
+	NoiseOnlyAlphaUpper []float64 `json:"noise_only_alpha_upper,omitempty"`
+	NoiseOnlyBetaLower  []float64 `json:"noise_only_beta_lower,omitempty"`
+	NoiseOnlyBetaUpper  []float64 `json:"noise_only_beta_upper,omitempty"`
 }
 
 // discreteKind is the discrete-time survival regression: one DP fit per

@@ -2,20 +2,25 @@ package aggregators
 
 import "github.com/dpsurv/dpsurv/regression"
 
-// discreteIntervals fills the coefficient intervals of a discrete release
-// from the released coefficients and the public noise only
-// (regression.OutputIntervals; post-processing).
-func discreteIntervals(df *DiscreteFields, res regression.DiscreteResult) error {
-	lo, hi, method, err := regression.OutputIntervals(res, 0.95)
-	if err != nil {
-		return err
+// discreteIntervals copies the coefficient intervals of a discrete fit
+// into its release: the honest ones (regression.CoefficientIntervals,
+// computed by FitDiscrete from the released coefficients and Hessians) and
+// the labelled noise-only limits. For a window without a fit (the
+// fallback of discreteNoFit) they are computed here, from the release
+// alone (post-processing).
+func discreteIntervals(df *DiscreteFields, res regression.DiscreteResult) {
+	if res.IntervalMethod == "" {
+		e := len(res.Alpha)
+		if lo, hi, err := regression.NoiseOnlyIntervals(res, 0.95); err == nil && lo != nil {
+			res.NoiseOnlyAlphaLower, res.NoiseOnlyAlphaUpper = lo[:e], hi[:e]
+			res.NoiseOnlyBetaLower, res.NoiseOnlyBetaUpper = lo[e:], hi[e:]
+		}
+		res.IntervalMethod = regression.IntervalNone
 	}
-	df.IntervalMethod = method
-	if lo == nil {
-		return nil
-	}
-	e := len(res.Alpha)
-	df.AlphaLower, df.AlphaUpper = lo[:e], hi[:e]
-	df.BetaLower, df.BetaUpper = lo[e:], hi[e:]
-	return nil
+	df.IntervalMethod = res.IntervalMethod
+	df.AlphaDebiased, df.BetaDebiased = res.AlphaDebiased, res.BetaDebiased
+	df.AlphaLower, df.AlphaUpper = res.AlphaLower, res.AlphaUpper
+	df.BetaLower, df.BetaUpper = res.BetaLower, res.BetaUpper
+	df.NoiseOnlyAlphaLower, df.NoiseOnlyAlphaUpper = res.NoiseOnlyAlphaLower, res.NoiseOnlyAlphaUpper
+	df.NoiseOnlyBetaLower, df.NoiseOnlyBetaUpper = res.NoiseOnlyBetaLower, res.NoiseOnlyBetaUpper
 }

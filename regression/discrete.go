@@ -94,16 +94,32 @@ type DiscreteOptions struct {
 	Covariates []string
 	// MaxIter bounds Newton iterations; 0 means 100.
 	MaxIter int
+	// IntervalFraction is the share of Epsilon spent on the interval
+	// release (hessian.go): the noisy mean Hessian at the released
+	// coefficients, from which the coefficient intervals are computed
+	// (inference.go). The coefficients get (1 - IntervalFraction) Epsilon.
+	// 0 (the zero value) releases no Hessian: the coefficients get the
+	// whole budget and carry only the labelled noise-only limits
+	// (Ext-Out-Pert) or none. Must be in [0, 0.5]; logit link only. The
+	// aggregator and the CLI default to DefaultIntervalFraction.
+	IntervalFraction float64
 }
+
+// DefaultIntervalFraction is the share of a release's epsilon that the
+// aggregator and the CLI spend on the interval release by default.
+const DefaultIntervalFraction = 0.5
 
 // DiscreteResult is a discrete-time fit. JSON names follow interfaces.md.
 type DiscreteResult struct {
-	Method       Method  `json:"method"`
-	Link         Link    `json:"link"`
-	Epsilon      Epsilon `json:"epsilon"`
-	EpsilonFit   float64 `json:"epsilon_fit,omitempty"`
-	Guarantee    string  `json:"guarantee"`
-	Neighbouring string  `json:"neighbouring"`
+	Method  Method  `json:"method"`
+	Link    Link    `json:"link"`
+	Epsilon Epsilon `json:"epsilon"`
+	// EpsilonFit is the budget of the coefficients and EpsilonInterval
+	// that of the Hessian release (IntervalFraction); they sum to Epsilon.
+	EpsilonFit      float64 `json:"epsilon_fit,omitempty"`
+	EpsilonInterval float64 `json:"epsilon_interval,omitempty"`
+	Guarantee       string  `json:"guarantee"`
+	Neighbouring    string  `json:"neighbouring"`
 	// Public lists what a private release treats as public (not protected
 	// by its guarantee): the record count n and the configuration. Every
 	// published field is a function of these and of the noisy estimate.
@@ -140,14 +156,33 @@ type DiscreteResult struct {
 	// like any other. No release is retried with fresh noise.
 	Fallback bool          `json:"fallback"`
 	PSGLD    *PSGLDOptions `json:"psgld,omitempty"`
-	// AlphaLower ... BetaUpper are the 95% noise-aware intervals of each
-	// coefficient and IntervalMethod what they cover (inference.go);
-	// nil where no interval is computable from the release.
+	// Hessians is the interval release (hessian.go): noisy mean loss
+	// Hessians at points computed from the released coefficients; the
+	// last one is used by the intervals. Nil without one.
+	Hessians []HessianRelease `json:"hessians,omitempty"`
+	// AlphaDebiased and BetaDebiased are the de-biased estimate the
+	// intervals are built around (inference.go): the released
+	// coefficients with the ridge's shrinkage undone through the noisy
+	// Hessian (post-processing). Nil where there are no intervals.
+	AlphaDebiased []float64 `json:"alpha_debiased,omitempty"`
+	BetaDebiased  []float64 `json:"beta_debiased,omitempty"`
+	// AlphaLower ... BetaUpper are the 95% intervals of each true
+	// coefficient (sampling error, ridge bias and the mechanism's noise;
+	// inference.go) and IntervalMethod how they were computed; nil where
+	// the release has no Hessian (IntervalFraction 0, a fallback, a
+	// non-logit link).
 	AlphaLower     []float64 `json:"alpha_lower,omitempty"`
 	AlphaUpper     []float64 `json:"alpha_upper,omitempty"`
 	BetaLower      []float64 `json:"beta_lower,omitempty"`
 	BetaUpper      []float64 `json:"beta_upper,omitempty"`
 	IntervalMethod string    `json:"interval_method,omitempty"`
+	// NoiseOnlyAlphaLower ... are Ext-Out-Pert's (and a fallback's) 95%
+	// noise-only limits: released ± the noise quantile; they cover the
+	// ridge minimiser on the window's records, not the true coefficient.
+	NoiseOnlyAlphaLower []float64 `json:"noise_only_alpha_lower,omitempty"`
+	NoiseOnlyAlphaUpper []float64 `json:"noise_only_alpha_upper,omitempty"`
+	NoiseOnlyBetaLower  []float64 `json:"noise_only_beta_lower,omitempty"`
+	NoiseOnlyBetaUpper  []float64 `json:"noise_only_beta_upper,omitempty"`
 	// Iterations is the Newton iteration count, on the non-private path
 	// only (for a private fit it would be a function of the data).
 	Iterations int `json:"iterations,omitempty"`
@@ -347,9 +382,20 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 	if m.n < 2 {
 		return DiscreteResult{}, fmt.Errorf("a private fit needs at least 2 records, got %d", m.n)
 	}
-	eps := opts.Epsilon
-	res.Epsilon = Epsilon(eps)
+	phi := opts.IntervalFraction
+	if !(phi >= 0 && phi <= 0.5) {
+		return DiscreteResult{}, fmt.Errorf("interval fraction must be in [0, 0.5], got %v", phi)
+	}
+	if phi > 0 && opts.Link != LinkLogit {
+		return DiscreteResult{}, fmt.Errorf("the interval release (interval fraction %v) is bounded for the logit link only, got %s", phi, opts.Link)
+	}
+	res.Epsilon = Epsilon(opts.Epsilon)
+	// eps + epsInt == opts.Epsilon exactly: eps >= opts.Epsilon/2, so the
+	// subtraction is exact (Sterbenz)
+	eps := opts.Epsilon * (1 - phi)
+	epsInt := opts.Epsilon - eps
 	res.EpsilonFit = eps
+	res.EpsilonInterval = epsInt
 	res.Neighbouring = NeighbouringReplaceOne
 	res.Public = PublicDiscrete(opts.Method)
 	res.N = int64(m.n)
@@ -431,6 +477,17 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		return DiscreteResult{}, fmt.Errorf("%s noise: %w", opts.Method, err)
 	}
 	res.Alpha, res.Beta = f[:m.e], f[m.e:]
+	if epsInt > 0 && !res.Fallback {
+		// the interval release, at points computed from the released (now
+		// public) f; a fallback's f does not depend on the data and gets
+		// no interval (its epsilon_interval is unspent)
+		hs, err := releaseHessians(m, pr.basis, res, f, epsInt, src)
+		if err != nil {
+			return DiscreteResult{}, fmt.Errorf("interval release: %w", err)
+		}
+		res.Hessians = hs
+		res.Public = append(res.Public, "hessians.noise", "hessians.epsilon")
+	}
 	if err := setIntervals(&res); err != nil {
 		return DiscreteResult{}, err
 	}

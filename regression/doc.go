@@ -59,6 +59,18 @@
 //     exact convergence), but no float Gaussian or log(u) is left on the
 //     path.
 //
+// Intervals (hessian.go, inference.go; issue 12). With IntervalFraction
+// phi > 0 (logit link) the coefficients get (1 - phi) epsilon and the rest
+// buys the interval release: three noisy mean Hessians of the loss at
+// points computed from the released values (lattice Laplace, replace-one
+// L1 sensitivity at a fixed point: HessianL1Sensitivity). From the release
+// alone CoefficientIntervals de-biases the ridge estimate through the last
+// Hessian and builds 95% intervals of the TRUE coefficients by a seeded
+// parametric bootstrap (sampling error, ridge bias, the mechanism's and
+// the Hessian's noise). Ext-Out-Pert also keeps NoiseOnlyIntervals
+// (released ± the noise quantile; they cover the ridge minimiser, not the
+// truth), labelled noise_only_*.
+//
 // Failures are never retried with fresh noise. A perturbation fit whose
 // minimiser misses the gradient certificate, or a pSGLD chain that
 // diverges, is released as the fixed fallback: zero plus Ext-Out-Pert

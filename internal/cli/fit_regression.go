@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"strconv"
 
@@ -37,6 +38,8 @@ func fitDiscrete(env Env, args []string) error {
 	scale := fs.String("scale", "", "public per-covariate scales, comma separated (default 1)")
 	dataScaling := fs.Bool("data-scaling", false, "non-private only: the paper's data-derived normalisation")
 	ridge := fs.Bool("ridge", false, "mle only: fit with the (lambda/2)||f||^2 penalty")
+	intervalFrac := fs.Float64("interval-epsilon-fraction", regression.DefaultIntervalFraction,
+		"private logit fits: share of --epsilon spent on the noisy Hessians behind the coefficients' intervals (0: none; at most 0.5)")
 	var ps regression.PSGLDOptions
 	fs.Float64Var(&ps.V, "psgld-v", 0, "psgld: loss bound v of C_v (0: 2 ln n)")
 	fs.Float64Var(&ps.Sigma, "psgld-sigma", 0, "psgld: Gaussian prior precision (0: 1e-2 * 2v/epsilon)")
@@ -91,8 +94,15 @@ func fitDiscrete(env Env, args []string) error {
 		return err
 	}
 	reportDead(env.Stderr, d)
+	frac := *intervalFrac
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "interval-epsilon-fraction" })
+	if m == regression.MethodMLE || (!explicit && *link != string(regression.LinkLogit)) {
+		frac = 0 // no interval release: non-private, or a link without one
+	}
 	opts := regression.DiscreteOptions{
-		Method: m, Link: regression.Link(*link), Epsilon: c.eps.v, Intervals: *intervals, Knots: *knots,
+		IntervalFraction: frac,
+		Method:           m, Link: regression.Link(*link), Epsilon: c.eps.v, Intervals: *intervals, Knots: *knots,
 		TimeMax: *timeMax, Scaling: regression.Scaling{Centre: cs, Scale: ss}, DataDerivedScaling: *dataScaling,
 		Lambda: *lambda, Ridge: *ridge, Covariates: spec.Covariates, PSGLD: ps,
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dpsurv/dpsurv/internal/datasets"
+	"github.com/dpsurv/dpsurv/regression"
 )
 
 type regGolden struct {
@@ -156,6 +157,35 @@ func TestFitPrivateReleasesStatePublic(t *testing.T) {
 		}
 		if pub, _ := res["public"].([]any); len(pub) == 0 {
 			t.Errorf("%s: no public list: %s", args[0], o)
+		}
+	}
+}
+
+// TestFitDiscreteIntervalFraction: a private `fit discrete` spends the
+// default share of epsilon on the interval release and prints the true
+// coefficients' limits; --interval-epsilon-fraction 0 gives the whole
+// budget to the coefficients and only the labelled noise-only limits.
+func TestFitDiscreteIntervalFraction(t *testing.T) {
+	base := []string{"fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2",
+		"--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100"}
+	for _, c := range []struct {
+		extra    []string
+		fit      float64
+		hessians bool
+	}{{nil, 2 * (1 - regression.DefaultIntervalFraction), true}, {[]string{"--interval-epsilon-fraction", "0"}, 2, false}} {
+		o, e, code := run(t, append(append([]string(nil), base...), c.extra...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d %s", c.extra, code, e)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(o), &res); err != nil {
+			t.Fatal(err)
+		}
+		_, hasH := res["hessians"]
+		_, hasLo := res["beta_lower"]
+		_, hasNoiseOnly := res["noise_only_beta_lower"]
+		if res["epsilon_fit"] != c.fit || hasH != c.hessians || hasLo != c.hessians || !hasNoiseOnly {
+			t.Errorf("%v: epsilon_fit %v, hessians %v, beta_lower %v, noise-only %v", c.extra, res["epsilon_fit"], hasH, hasLo, hasNoiseOnly)
 		}
 	}
 }

@@ -19,16 +19,18 @@ import (
 // steps, lattice-snapped continuous noise).
 var floatNoiseAllowed = map[string]string{
 	// Permanent: not on a private path.
-	"dp/source.go":                  "defines the ChaCha8 CSPRNG (math/rand/v2's ChaCha8) and dp.Float64; the callers of dp.Float64 are what this linter checks",
-	"synth/synth.go":                "synthetic test and evaluation data, no release",
-	"projection/projection.go":      "HPPCox random projection: release kind `none (heuristic)`, not a DP mechanism",
-	"ops/memory.go":                 "runtime/metrics Value.Uint64 converted to float: a memory figure, not randomness",
-	"dpfit/km_inference.go":         "post-processing: the noise-aware interval widths simulate the mechanism from the released counts, seeded by a hash of those counts (a deterministic function of the release)",
-	"dpfit/logrank_dp.go":           "post-processing: the calibrated log-rank p-value's Monte-Carlo null is simulated from the released counts, seeded by a hash of them (a deterministic function of the release)",
-	"dpfit/weibull_inference.go":    "post-processing: the noise-aware Weibull intervals simulate the mechanism from the released fit, seeded by a hash of the release (a deterministic function of the release)",
-	"internal/inference/km.go":      "evaluation: coverage and size studies (bootstrap worlds), no release",
-	"internal/inference/weibull.go": "evaluation: coverage study of the Weibull intervals (bootstrap world), no release",
-	"internal/inference/logrank.go": "evaluation: coverage and size studies (permuted labels), no release",
+	"dp/source.go":                     "defines the ChaCha8 CSPRNG (math/rand/v2's ChaCha8) and dp.Float64; the callers of dp.Float64 are what this linter checks",
+	"synth/synth.go":                   "synthetic test and evaluation data, no release",
+	"projection/projection.go":         "HPPCox random projection: release kind `none (heuristic)`, not a DP mechanism",
+	"ops/memory.go":                    "runtime/metrics Value.Uint64 converted to float: a memory figure, not randomness",
+	"dpfit/km_inference.go":            "post-processing: the noise-aware interval widths simulate the mechanism from the released counts, seeded by a hash of those counts (a deterministic function of the release)",
+	"dpfit/logrank_dp.go":              "post-processing: the calibrated log-rank p-value's Monte-Carlo null is simulated from the released counts, seeded by a hash of them (a deterministic function of the release)",
+	"dpfit/weibull_inference.go":       "post-processing: the noise-aware Weibull intervals simulate the mechanism from the released fit, seeded by a hash of the release (a deterministic function of the release)",
+	"regression/inference.go":          "post-processing: the coefficient intervals' parametric bootstrap simulates the mechanism from the released coefficients and Hessians, seeded by a hash of the release (a deterministic function of the release)",
+	"internal/inference/km.go":         "evaluation: coverage and size studies (bootstrap worlds), no release",
+	"internal/inference/weibull.go":    "evaluation: coverage study of the Weibull intervals (bootstrap world), no release",
+	"internal/inference/regression.go": "evaluation: coverage study of the regression coefficient intervals (synthetic world), no release",
+	"internal/inference/logrank.go":    "evaluation: coverage and size studies (permuted labels), no release",
 }
 
 // A finding is one use of floating-point randomness in a file.

@@ -1,0 +1,212 @@
+package inference
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/regression"
+	"gonum.org/v1/gonum/mat"
+)
+
+// RegressionConfig sizes the coverage study of the discrete-time
+// regression's coefficient intervals (regression.CoefficientIntervals).
+//
+// World: n records, two covariates uniform on the square inscribed in the
+// unit disc (so no row is clipped), a public time domain [0, 1] cut into 20
+// intervals, a constant baseline hazard logit(h) = -2 and beta = (1, -1),
+// so the true alpha of the 3-knot spline baseline is (-2, 0, 0); each
+// record is censored at a uniform interval in 1..20. Every replicate draws
+// a fresh data set, so sampling error counts.
+type RegressionConfig struct {
+	Method   regression.Method
+	Epsilon  float64
+	Fraction float64 // IntervalFraction (0: regression.DefaultIntervalFraction)
+	Records  int
+	Reps     int
+	Wald     bool // also fit the non-private MLE and its Wald interval
+	Seed     uint64
+}
+
+// RegressionPlan is the study of docs/inference.md's regression table:
+// per method the releases per epsilon (each epsilon in {0.5, 1, 2}), the
+// records per data set and the seeds; the non-private Wald interval is
+// computed beside Ext-Out-Pert. WriteReport and
+// TestRegressionCoverageFull run it with the same seeds.
+var RegressionPlan = []struct {
+	Method  regression.Method
+	Reps    int
+	Records int
+	Seed    uint64 // of the first epsilon; the others follow
+}{
+	{regression.MethodOutput, 150, 50000, 60},
+	{regression.MethodObjective, 100, 50000, 60},
+	{regression.MethodPSGLD, 30, 20000, 80}, // the chain costs about 2 s per release
+}
+
+// RegressionCoverage is the outcome of RunRegression.
+type RegressionCoverage struct {
+	Releases              int
+	BetaCovered           int       // of 2 Releases beta intervals
+	AlphaCovered          []int     // per alpha coordinate, of AlphaReleases
+	AlphaReleases         int       // releases with alpha limits (pSGLD has none)
+	BetaWidth             float64   // mean
+	NoiseOnlyCovered      int       // beta, of NoiseOnlyIntervals (Ext-Out-Pert)
+	NoiseOnlyIntervals    int       //
+	WaldCovered           int       // beta, of 2 Releases (with Wald)
+	WaldWidth             float64   // mean
+	BetaBias              []float64 // mean of beta_debiased - beta
+	Fallbacks, NoInterval int
+}
+
+// BetaCoverage is the share of beta intervals holding the true beta.
+func (c RegressionCoverage) BetaCoverage() float64 {
+	return float64(c.BetaCovered) / float64(2*c.Releases)
+}
+
+// AlphaCoverage is the share of alpha intervals holding the true alpha.
+func (c RegressionCoverage) AlphaCoverage() float64 {
+	var s int
+	for _, v := range c.AlphaCovered {
+		s += v
+	}
+	if c.AlphaReleases == 0 {
+		return math.NaN()
+	}
+	return float64(s) / float64(len(c.AlphaCovered)*c.AlphaReleases)
+}
+
+// NoiseOnlyCoverage is the noise-only limits' coverage of the true beta
+// (NaN without them).
+func (c RegressionCoverage) NoiseOnlyCoverage() float64 {
+	if c.NoiseOnlyIntervals == 0 {
+		return math.NaN()
+	}
+	return float64(c.NoiseOnlyCovered) / float64(c.NoiseOnlyIntervals)
+}
+
+// WaldCoverage is the non-private Wald interval's coverage of the true
+// beta (NaN without Wald).
+func (c RegressionCoverage) WaldCoverage() float64 {
+	if c.WaldWidth == 0 {
+		return math.NaN()
+	}
+	return float64(c.WaldCovered) / float64(2*c.Releases)
+}
+
+// regressionWorld draws one data set of the study's world.
+func regressionWorld(rng *rand.Rand, n int) regression.Data {
+	const q = 20
+	beta := []float64{1, -1}
+	h := 1 / math.Sqrt2
+	d := regression.Data{Time: make([]float64, n), Event: make([]bool, n), X: make([][]float64, n)}
+	for i := 0; i < n; i++ {
+		x := []float64{(2*rng.Float64() - 1) * h, (2*rng.Float64() - 1) * h}
+		u := -2 + beta[0]*x[0] + beta[1]*x[1]
+		p := 1 / (1 + math.Exp(-u))
+		c := 1 + rng.IntN(q)
+		s, ev := c, false
+		for k := 1; k <= c; k++ {
+			if rng.Float64() < p {
+				s, ev = k, true
+				break
+			}
+		}
+		d.Time[i], d.Event[i], d.X[i] = float64(s)/q, ev, x
+	}
+	return d
+}
+
+// RunRegression runs the coverage study (see RegressionConfig).
+func RunRegression(cfg RegressionConfig) (RegressionCoverage, error) {
+	if cfg.Fraction == 0 {
+		cfg.Fraction = regression.DefaultIntervalFraction
+	}
+	if cfg.Records < 2 || cfg.Reps < 1 {
+		return RegressionCoverage{}, fmt.Errorf("regression coverage: records %d and reps %d", cfg.Records, cfg.Reps)
+	}
+	var seed [32]byte
+	for i := 0; i < 8; i++ {
+		seed[i] = byte(cfg.Seed >> (8 * i))
+	}
+	seed[8] = 'r'
+	rng := rand.New(rand.NewChaCha8(seed))
+	src := dp.NewSeededSource(cfg.Seed ^ 0x5eed)
+	beta := []float64{1, -1}
+	alpha := []float64{-2, 0, 0}
+	out := RegressionCoverage{AlphaCovered: make([]int, len(alpha)), BetaBias: make([]float64, len(beta))}
+	base := regression.DiscreteOptions{TimeMax: 1, Intervals: 20}
+	for r := 0; r < cfg.Reps; r++ {
+		data := regressionWorld(rng, cfg.Records)
+		if cfg.Wald {
+			o := base
+			o.Method = regression.MethodMLE
+			mle, err := regression.FitDiscrete(data, o, nil)
+			if err != nil {
+				return out, err
+			}
+			f := append(append([]float64(nil), mle.Alpha...), mle.Beta...)
+			h, err := regression.MeanInformation(data, o, f)
+			if err != nil {
+				return out, err
+			}
+			d := len(f)
+			var chol mat.Cholesky
+			if !chol.Factorize(mat.NewSymDense(d, h)) {
+				return out, fmt.Errorf("regression coverage: MLE information not positive definite")
+			}
+			var inv mat.SymDense
+			if err := chol.InverseTo(&inv); err != nil {
+				return out, err
+			}
+			for j, b := range beta {
+				k := len(alpha) + j
+				se := math.Sqrt(inv.At(k, k) / float64(cfg.Records))
+				if math.Abs(f[k]-b) <= 1.959964*se {
+					out.WaldCovered++
+				}
+				out.WaldWidth += 2 * 1.959964 * se / float64(2*cfg.Reps)
+			}
+		}
+		o := base
+		o.Method, o.Epsilon, o.IntervalFraction = cfg.Method, cfg.Epsilon, cfg.Fraction
+		res, err := regression.FitDiscrete(data, o, src)
+		if err != nil {
+			return out, err
+		}
+		out.Releases++
+		if res.Fallback {
+			out.Fallbacks++
+		}
+		if res.BetaLower == nil {
+			// no interval: counts as a miss (the study measures what an
+			// analyst gets)
+			out.NoInterval++
+			continue
+		}
+		for j, b := range beta {
+			if res.BetaLower[j] <= b && b <= res.BetaUpper[j] {
+				out.BetaCovered++
+			}
+			out.BetaWidth += (res.BetaUpper[j] - res.BetaLower[j]) / float64(2*cfg.Reps)
+			out.BetaBias[j] += (res.BetaDebiased[j] - b) / float64(cfg.Reps)
+			if res.NoiseOnlyBetaLower != nil {
+				out.NoiseOnlyIntervals++
+				if res.NoiseOnlyBetaLower[j] <= b && b <= res.NoiseOnlyBetaUpper[j] {
+					out.NoiseOnlyCovered++
+				}
+			}
+		}
+		if res.AlphaLower == nil {
+			continue
+		}
+		out.AlphaReleases++
+		for j, a := range alpha {
+			if res.AlphaLower[j] <= a && a <= res.AlphaUpper[j] {
+				out.AlphaCovered[j]++
+			}
+		}
+	}
+	return out, nil
+}
