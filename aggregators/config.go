@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/dpsurv/dpsurv/regression"
 )
 
 // Kinds of aggregate.
@@ -231,6 +233,12 @@ func (c Config) Check() []error {
 // collide with releases made under the old configuration).
 func (c Config) Fingerprint() string {
 	c = c.withDefaults()
+	// The interval share at its default is left out, so that a discrete
+	// aggregate saved before the interval release existed restores after an
+	// upgrade (TestCheckpointCompat); a non-default share is part of it.
+	if c.Params.IntervalEpsilonFraction == regression.DefaultIntervalFraction {
+		c.Params.IntervalEpsilonFraction = 0
+	}
 	b, _ := json.Marshal(struct {
 		Kind       string
 		Size       int64

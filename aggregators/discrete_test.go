@@ -539,4 +539,9 @@ func TestFingerprintsOfExistingKindsUnchanged(t *testing.T) {
 	if a.Fingerprint() == b.Fingerprint() {
 		t.Error("a changed discrete centre keeps the fingerprint")
 	}
+	c := discConfig("d", 1, "")
+	c.Params.IntervalEpsilonFraction = regression.DefaultIntervalFraction / 2
+	if a.Fingerprint() == c.Fingerprint() {
+		t.Error("a changed interval share keeps the fingerprint")
+	}
 }
