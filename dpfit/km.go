@@ -140,8 +140,22 @@ type CohortKM struct {
 	// its curve is released, its median is not.
 	LowInformation          bool    `json:"low_information"`
 	LowInformationThreshold float64 `json:"low_information_threshold"`
+	// BandLower and BandUpper are a simultaneous confidence band for S
+	// over the released times in [BandFrom, BandTo] (NaN outside it),
+	// BandCritical its critical value, BandMethod how it was obtained
+	// (km_interval.go); nil and NaN, with BandMethod = BandMethodNone,
+	// where no band is computed.
+	BandLower    []float64 `json:"band_lower"`
+	BandUpper    []float64 `json:"band_upper"`
+	BandFrom     float64   `json:"band_from"`
+	BandTo       float64   `json:"band_to"`
+	BandCritical float64   `json:"band_critical_value"`
+	BandMethod   string    `json:"band_method"`
 	// nHat is the noisy record count (sum of the released cells).
 	nHat float64
+	// noiseDev[row] holds the simulated deviations of log S in that row
+	// while the intervals are drawn (simulateNoiseSD); nil otherwise.
+	noiseDev [][]float64
 	// NoiseStdErr[i] approximates the standard deviation of log Surv[i] due
 	// to the privacy noise alone (nil where not modelled, as in LNTE).
 	NoiseStdErr []float64 `json:"noise_std_err,omitempty"`
@@ -474,6 +488,7 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	// 4. consistent counts
 	out := CohortKM{N: m[0], nHat: nHat, TruncatedAt: math.NaN(),
 		BinNRisk: make([]float64, bins), BinNEvent: make([]float64, bins)}
+	noBand(&out)
 	if end < bins {
 		out.TruncatedAt = float64(end) * binWidth
 	}
