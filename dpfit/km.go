@@ -80,6 +80,10 @@ type KMOptions struct {
 	// naiveLogRank skips the calibration (the simulated releases);
 	// noLogRank skips the tests altogether (the interval simulations).
 	naiveLogRank, noLogRank bool
+	// noIntervals keeps the Greenwood interval of the counts and R's
+	// median rules (the simulated releases, which use S or the counts
+	// only).
+	noIntervals bool
 }
 
 func (o KMOptions) withDefaults() (KMOptions, error) {
@@ -153,9 +157,10 @@ type CohortKM struct {
 	BandMethod   string    `json:"band_method"`
 	// nHat is the noisy record count (sum of the released cells).
 	nHat float64
-	// noiseDev[row] holds the simulated deviations of log S in that row
-	// while the intervals are drawn (simulateNoiseSD); nil otherwise.
-	noiseDev [][]float64
+	// noiseSemi[row] holds the simulated noise's SDs of log S below and
+	// above the released curve while the intervals are drawn
+	// (simulateNoiseSD); nil otherwise.
+	noiseSemi [][2]float64
 	// NoiseStdErr[i] approximates the standard deviation of log Surv[i] due
 	// to the privacy noise alone (nil where not modelled, as in LNTE).
 	NoiseStdErr []float64 `json:"noise_std_err,omitempty"`
@@ -539,6 +544,9 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	}
 	if len(tm) == 0 {
 		out.Curve = emptyCurve(o.Conf)
+		if o.noIntervals {
+			return out, nil
+		}
 		if err := applyNoiseAwareIntervals(&out, o, binWidth, private); err != nil {
 			return CohortKM{}, err
 		}
@@ -550,6 +558,9 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	}
 	out.Curve = curve
 	out.NoiseStdErr = nsd
+	if o.noIntervals {
+		return out, nil
+	}
 	if err := applyNoiseAwareIntervals(&out, o, binWidth, private); err != nil {
 		return CohortKM{}, err
 	}

@@ -12,14 +12,13 @@ import (
 // records are a sample: Greenwood's variance) and the privacy noise (the
 // release's own NoiseStdErr, computed from public noise variances and the
 // released at-risk numbers). The two are independent, so the variance of
-// log S is their sum. The released interval is
-//
-//	S exp(-/+ z sqrt(greenwood^2 + noise^2)), upper capped at 1,
-//
-// and std_err carries sqrt(greenwood^2 + noise^2) (R's meaning: the
-// standard error of log S); the Greenwood-only values stay beside them as
-// SamplingStdErr, SamplingLower and SamplingUpper. With no noise (epsilon =
-// +Inf) the two coincide and the curve equals R's survfit.
+// log S is their sum, and std_err carries sqrt(greenwood^2 + noise^2)
+// (R's meaning: the standard error of log S). The released interval
+// (km_interval.go) combines the log-log Greenwood interval with the noise's
+// SD below and above the curve (MOVER); the Greenwood-only log interval
+// (R's) stays beside it as SamplingStdErr, SamplingLower and
+// SamplingUpper. With no noise (epsilon = +Inf) the release is R's
+// survfit, log interval included.
 //
 // Medians. A private median is released only where the data support one:
 // the curve reaches 0.5 AND its upper confidence limit does (so the data
@@ -129,11 +128,11 @@ func applyNoiseAwareIntervals(ck *CohortKM, o KMOptions, binWidth float64, priva
 			cv.Lower[i] = s / e
 			cv.Upper[i] = math.Min(s*e, 1)
 		default:
-			if i < len(ck.noiseDev) && len(ck.noiseDev[i]) > 0 {
-				cv.Lower[i], cv.Upper[i] = mixtureInterval(math.Log(s), g, ck.noiseDev[i], cv.Conf)
-			} else {
-				cv.Lower[i], cv.Upper[i] = moverInterval(math.Log(s), g, nse, z)
+			down, up := nse, nse
+			if i < len(ck.noiseSemi) {
+				down, up = ck.noiseSemi[i][0], ck.noiseSemi[i][1]
 			}
+			cv.Lower[i], cv.Upper[i] = moverInterval(math.Log(s), g, down, up, z)
 		}
 		if math.IsNaN(ck.NoiseDominatedFrom) && s*nse > tail {
 			ck.NoiseDominatedFrom = cv.Time[i]
@@ -222,6 +221,7 @@ func simulateNoiseSD(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc) 
 	src := rand.NewChaCha8(seed)
 	so := o
 	so.naiveLogRank, so.noLogRank, so.IntervalSims, so.LogRankSims = true, true, -1, -1
+	so.noIntervals = true // only the simulated curves' S is used
 	bins := h.Bins
 	// logs[c][r][b]: log S of simulated curve c (k: pooled) of run r in
 	// bin b (NaN where it does not reach b)
@@ -262,6 +262,7 @@ func simulateNoiseSD(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc) 
 		// row i (a private curve has one row per bin from bin 0)
 		dev := make([][]float64, rows)
 		reach := make([]int, rows)
+		var semi [][2]float64
 		for i := range dev {
 			s0 := ck.Curve.Surv[i]
 			if i >= len(ck.NoiseStdErr) || i >= bins || !(s0 > 0) {
@@ -269,12 +270,15 @@ func simulateNoiseSD(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc) 
 			}
 			l0 := math.Log(s0)
 			d := make([]float64, sims)
-			s2 := 0.0
+			s2, sp := 0.0, 0.0
 			for r := range runs {
 				d[r] = runs[r][i] - l0
 				if !math.IsNaN(d[r]) {
 					reach[i]++
 					s2 += d[r] * d[r]
+					if d[r] > 0 {
+						sp += d[r] * d[r]
+					}
 				}
 			}
 			if float64(reach[i]) < minSimShare*float64(sims) {
@@ -284,11 +288,23 @@ func simulateNoiseSD(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc) 
 			// released log S: the noise's spread and the post-processing's
 			// bias
 			ck.NoiseStdErr[i] = math.Sqrt(s2 / float64(reach[i]))
+			if semi == nil {
+				semi = make([][2]float64, rows)
+				for j := range semi {
+					if j < len(ck.NoiseStdErr) {
+						semi[j] = [2]float64{ck.NoiseStdErr[j], ck.NoiseStdErr[j]}
+					}
+				}
+			}
+			// below and above the released curve
+			semi[i] = [2]float64{math.Sqrt(2 * (s2 - sp) / float64(reach[i])), math.Sqrt(2 * sp / float64(reach[i]))}
 			dev[i] = d
 		}
+		ck.noiseSemi = semi
 		if err := applyNoiseAwareIntervals(ck, o, h.BinWidth, true); err != nil {
 			return err
 		}
+		ck.noiseSemi = nil
 		if ck.LowInformation {
 			flagLowInformation(ck, 0)
 		}

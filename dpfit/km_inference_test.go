@@ -56,7 +56,8 @@ func TestEmptyWindowRelease(t *testing.T) {
 }
 
 // TestNoiseAwareIntervalContainsSampling: the released interval contains
-// the Greenwood (sampling-only) one, std_err^2 = greenwood^2 + noise^2, and
+// the log-log Greenwood (sampling-only) interval it widens by the noise
+// (km_interval.go), std_err^2 = greenwood^2 + noise^2, and
 // a median is released only with a finite upper limit at a bin end.
 func TestNoiseAwareIntervalContainsSampling(t *testing.T) {
 	d := loadKMData(t, "flchain")
@@ -72,8 +73,10 @@ func TestNoiseAwareIntervalContainsSampling(t *testing.T) {
 			if !closeTo(cv.StdErr[i], math.Sqrt(g*g+n*n), 1e-12) {
 				t.Fatalf("cohort %d row %d: std_err %v, greenwood %v, noise %v", ck.Cohort, i, cv.StdErr[i], g, n)
 			}
-			if cv.Surv[i] > 0 && (cv.Lower[i] > ck.SamplingLower[i]+1e-12 || cv.Upper[i] < ck.SamplingUpper[i]-1e-12) {
-				t.Fatalf("cohort %d row %d: [%v, %v] does not contain [%v, %v]", ck.Cohort, i, cv.Lower[i], cv.Upper[i], ck.SamplingLower[i], ck.SamplingUpper[i])
+			z := math.Sqrt2 * math.Erfinv(cv.Conf)
+			lo, hi := moverInterval(math.Log(cv.Surv[i]), g, 0, 0, z)
+			if cv.Surv[i] > 0 && (cv.Lower[i] > lo+1e-12 || cv.Upper[i] < hi-1e-12) {
+				t.Fatalf("cohort %d row %d: [%v, %v] does not contain [%v, %v]", ck.Cohort, i, cv.Lower[i], cv.Upper[i], lo, hi)
 			}
 		}
 		if !math.IsNaN(cv.Median) {
