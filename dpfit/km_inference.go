@@ -270,14 +270,18 @@ func simulateNoiseSD(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc) 
 			}
 			l0 := math.Log(s0)
 			d := make([]float64, sims)
-			s2, sp := 0.0, 0.0
+			s2, sp, np := 0.0, 0.0, 0.0
 			for r := range runs {
 				d[r] = runs[r][i] - l0
 				if !math.IsNaN(d[r]) {
 					reach[i]++
 					s2 += d[r] * d[r]
-					if d[r] > 0 {
+					switch {
+					case d[r] > 0:
 						sp += d[r] * d[r]
+						np++
+					case d[r] == 0:
+						np += 0.5
 					}
 				}
 			}
@@ -296,8 +300,17 @@ func simulateNoiseSD(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc) 
 					}
 				}
 			}
-			// below and above the released curve
-			semi[i] = [2]float64{math.Sqrt(2 * (s2 - sp) / float64(reach[i])), math.Sqrt(2 * sp / float64(reach[i]))}
+			// below and above the released curve: the root mean square of
+			// the deviations on each side (a deviation of 0 counts half on
+			// each); a side without deviations has none
+			nm := float64(reach[i]) - np
+			semi[i] = [2]float64{0, 0}
+			if nm > 0 {
+				semi[i][0] = math.Sqrt((s2 - sp) / nm)
+			}
+			if np > 0 {
+				semi[i][1] = math.Sqrt(sp / np)
+			}
 			dev[i] = d
 		}
 		ck.noiseSemi = semi

@@ -20,18 +20,18 @@ import (
 //   - noise: the spread of log S over curves simulated by running the
 //     mechanism again on the released counts (simulateNoiseSD), separately
 //     below and above the released curve: sd_down and sd_up, the root mean
-//     square of the simulated deviations on each side (times sqrt 2), or
-//     the first-order analytic SD on both sides where there is no
-//     simulation. The noise of log S is skewed early in the curve (the
-//     isotonic step at the curve's start): the released curve is too high
-//     more often and by more than too low, and the simulated curves around
-//     it deviate downward more than upward — the mirror image, so the
-//     interval's lower side takes sd_down (a percentile-type orientation).
-//     Measured on flchain (full-tier TestKMCoverage seeds): the symmetric
-//     RMS gave 0.926 at one year at epsilon 0.5, the basic-bootstrap
-//     orientation (lower side from sd_up) 0.858, this one 0.941; a
-//     percentile interval from the simulated quantiles themselves 0.90
-//     (100 simulations do not pin down 2.5% tails);
+//     square of the simulated deviations on each side (a deviation of 0
+//     counts half on each side), or the first-order analytic SD on both
+//     sides where there is no simulation. The noise of log S is skewed
+//     early in the curve (the isotonic step and the clamp at 1 near the
+//     curve's start): the released curve is too high more often and by
+//     more than too low, and the simulated curves around it deviate
+//     downward more than upward — the mirror image, so the interval's
+//     lower side takes sd_down (a percentile-type orientation). Measured
+//     at one year, epsilon 0.5, on the full-tier TestKMCoverage seeds: the
+//     symmetric RMS on both sides covered 0.926, the basic-bootstrap
+//     orientation (lower side from sd_up) 0.858, this one 0.951; the
+//     simulated quantiles themselves (100 simulations) about 0.90;
 //
 // combined on the log S scale by the MOVER rule (Zou and Donner 2008):
 // each side's sampling half-width and z times that side's noise SD add in
