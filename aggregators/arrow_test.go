@@ -26,7 +26,7 @@ func TestCurveTableColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 200; i++ {
+	for i := 0; i < 400; i++ {
 		if err := h.Add(float64((i*37)%1000), i%3 != 0, 0); err != nil {
 			t.Fatal(err)
 		}
