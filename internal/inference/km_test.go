@@ -32,10 +32,10 @@ func flchain(t testing.TB) Data {
 // bands' pooled coverage at least 0.95 - 3 x 0.016 = 0.90.
 // Full tier: 10 cohorts x 100 replicates (1000 intervals per cell, SE
 // 0.007) with the release's default 100 simulations: every cell in
-// [0.93, 0.97] (measured with these seeds: 0.940-0.966; R's log interval
-// on the exact bootstrap data: 0.928-0.956), the bands' coverage at least
+// [0.93, 0.97] (measured with these seeds: 0.942-0.963; R's log interval
+// on the exact bootstrap data: 0.928-0.951), the bands' coverage at least
 // 0.92 per epsilon (1000 curves) and 0.93 pooled (3000; measured
-// 0.938-0.956).
+// 0.938-0.951 per epsilon).
 func TestKMCoverage(t *testing.T) {
 	t.Parallel() // independent seeded studies: make stats uses both cores
 	d := flchain(t)
