@@ -91,6 +91,9 @@ func (a *aggregate) fromKM(c *closing, res dpfit.KMResult, remaining map[string]
 		m.KMFields.NoiseTailSD = dpfit.DefaultNoiseTailSD
 		m.KMFields.LowInformation = ck.LowInformation
 		m.KMFields.LowInformationThreshold = F(ck.LowInformationThreshold)
+		m.KMFields.BandLower, m.KMFields.BandUpper = fs(ck.BandLower), fs(ck.BandUpper)
+		m.KMFields.BandFrom, m.KMFields.BandTo = F(ck.BandFrom), F(ck.BandTo)
+		m.KMFields.BandCritical, m.KMFields.BandMethod = F(ck.BandCritical), ck.BandMethod
 		out[i] = m
 	}
 	return out

@@ -111,6 +111,17 @@ type KMFields struct {
 	// is not.
 	LowInformation          bool `json:"low_information"`
 	LowInformationThreshold F    `json:"low_information_threshold"`
+	// BandLower and BandUpper are a simultaneous conf-level band for the
+	// curve over the released times in [BandFrom, BandTo] (null outside
+	// it); BandCritical is its critical value and BandMethod says how it
+	// was obtained (dpfit/km_interval.go); all null, with the reason in
+	// BandMethod, where no band is computed.
+	BandLower    []F    `json:"band_lower"`
+	BandUpper    []F    `json:"band_upper"`
+	BandFrom     F      `json:"band_from"`
+	BandTo       F      `json:"band_to"`
+	BandCritical F      `json:"band_critical_value"`
+	BandMethod   string `json:"band_method"`
 }
 
 // LogRank is the log-rank test over the window's cohorts, from the same

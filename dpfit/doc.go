@@ -22,8 +22,10 @@
 //     survival.KaplanMeierFromCounts reproduces the curve and its Greenwood
 //     interval (sampling variability only, kept as SamplingLower/Upper).
 //     The released interval, StdErr and the median limits are noise-aware
-//     (km_inference.go: Greenwood plus the noise variance of log S, the
-//     latter simulated from the released counts); medians are released
+//     (km_inference.go, km_interval.go: the log-log Greenwood interval
+//     widened by the noise's spread of log S below and above the curve,
+//     simulated from the released counts), with a simultaneous band
+//     (BandLower/BandUpper, km_interval.go); medians are released
 //     only where the upper limit reaches 0.5; low-information cohorts are
 //     flagged; the log-rank p-values are calibrated by simulating null
 //     releases through the same mechanism (logrank_dp.go). Curves are

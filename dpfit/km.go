@@ -80,6 +80,10 @@ type KMOptions struct {
 	// naiveLogRank skips the calibration (the simulated releases);
 	// noLogRank skips the tests altogether (the interval simulations).
 	naiveLogRank, noLogRank bool
+	// noIntervals keeps the Greenwood interval of the counts and R's
+	// median rules (the simulated releases, which use S or the counts
+	// only).
+	noIntervals bool
 }
 
 func (o KMOptions) withDefaults() (KMOptions, error) {
@@ -140,8 +144,23 @@ type CohortKM struct {
 	// its curve is released, its median is not.
 	LowInformation          bool    `json:"low_information"`
 	LowInformationThreshold float64 `json:"low_information_threshold"`
+	// BandLower and BandUpper are a simultaneous confidence band for S
+	// over the released times in [BandFrom, BandTo] (NaN outside it),
+	// BandCritical its critical value, BandMethod how it was obtained
+	// (km_interval.go); nil and NaN, with BandMethod = BandMethodNone,
+	// where no band is computed.
+	BandLower    []float64 `json:"band_lower"`
+	BandUpper    []float64 `json:"band_upper"`
+	BandFrom     float64   `json:"band_from"`
+	BandTo       float64   `json:"band_to"`
+	BandCritical float64   `json:"band_critical_value"`
+	BandMethod   string    `json:"band_method"`
 	// nHat is the noisy record count (sum of the released cells).
 	nHat float64
+	// noiseSemi[row] holds the simulated noise's SDs of log S below and
+	// above the released curve while the intervals are drawn
+	// (simulateNoiseSD); nil otherwise.
+	noiseSemi [][2]float64
 	// NoiseStdErr[i] approximates the standard deviation of log Surv[i] due
 	// to the privacy noise alone (nil where not modelled, as in LNTE).
 	NoiseStdErr []float64 `json:"noise_std_err,omitempty"`
@@ -474,6 +493,7 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	// 4. consistent counts
 	out := CohortKM{N: m[0], nHat: nHat, TruncatedAt: math.NaN(),
 		BinNRisk: make([]float64, bins), BinNEvent: make([]float64, bins)}
+	noBand(&out)
 	if end < bins {
 		out.TruncatedAt = float64(end) * binWidth
 	}
@@ -524,6 +544,9 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	}
 	if len(tm) == 0 {
 		out.Curve = emptyCurve(o.Conf)
+		if o.noIntervals {
+			return out, nil
+		}
 		if err := applyNoiseAwareIntervals(&out, o, binWidth, private); err != nil {
 			return CohortKM{}, err
 		}
@@ -535,6 +558,9 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	}
 	out.Curve = curve
 	out.NoiseStdErr = nsd
+	if o.noIntervals {
+		return out, nil
+	}
 	if err := applyNoiseAwareIntervals(&out, o, binWidth, private); err != nil {
 		return CohortKM{}, err
 	}

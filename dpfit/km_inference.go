@@ -12,14 +12,13 @@ import (
 // records are a sample: Greenwood's variance) and the privacy noise (the
 // release's own NoiseStdErr, computed from public noise variances and the
 // released at-risk numbers). The two are independent, so the variance of
-// log S is their sum. The released interval is
-//
-//	S exp(-/+ z sqrt(greenwood^2 + noise^2)), upper capped at 1,
-//
-// and std_err carries sqrt(greenwood^2 + noise^2) (R's meaning: the
-// standard error of log S); the Greenwood-only values stay beside them as
-// SamplingStdErr, SamplingLower and SamplingUpper. With no noise (epsilon =
-// +Inf) the two coincide and the curve equals R's survfit.
+// log S is their sum, and std_err carries sqrt(greenwood^2 + noise^2)
+// (R's meaning: the standard error of log S). The released interval
+// (km_interval.go) combines the log-log Greenwood interval with the noise's
+// SD below and above the curve (MOVER); the Greenwood-only log interval
+// (R's) stays beside it as SamplingStdErr, SamplingLower and
+// SamplingUpper. With no noise (epsilon = +Inf) the release is R's
+// survfit, log interval included.
 //
 // Medians. A private median is released only where the data support one:
 // the curve reaches 0.5 AND its upper confidence limit does (so the data
@@ -120,12 +119,20 @@ func applyNoiseAwareIntervals(ck *CohortKM, o KMOptions, binWidth float64, priva
 		se := math.Sqrt(g*g + nse*nse)
 		cv.StdErr[i] = se
 		s := cv.Surv[i]
-		if s == 0 || math.IsNaN(s) {
+		switch {
+		case s == 0 || math.IsNaN(s):
 			cv.Lower[i], cv.Upper[i] = math.NaN(), math.NaN()
-		} else {
+		case !private:
+			// R's conf.type = "log" (se = greenwood)
 			e := math.Exp(z * se)
 			cv.Lower[i] = s / e
 			cv.Upper[i] = math.Min(s*e, 1)
+		default:
+			down, up := nse, nse
+			if i < len(ck.noiseSemi) {
+				down, up = ck.noiseSemi[i][0], ck.noiseSemi[i][1]
+			}
+			cv.Lower[i], cv.Upper[i] = moverInterval(math.Log(s), g, down, up, z)
 		}
 		if math.IsNaN(ck.NoiseDominatedFrom) && s*nse > tail {
 			ck.NoiseDominatedFrom = cv.Time[i]
@@ -214,25 +221,26 @@ func simulateNoiseSD(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc) 
 	src := rand.NewChaCha8(seed)
 	so := o
 	so.naiveLogRank, so.noLogRank, so.IntervalSims, so.LogRankSims = true, true, -1, -1
+	so.noIntervals = true // only the simulated curves' S is used
 	bins := h.Bins
-	type acc struct{ s1, s2, n []float64 }
-	newAcc := func() acc {
-		return acc{make([]float64, bins), make([]float64, bins), make([]float64, bins)}
+	// logs[c][r][b]: log S of simulated curve c (k: pooled) of run r in
+	// bin b (NaN where it does not reach b)
+	logs := make([][][]float64, k+1)
+	for c := range logs {
+		logs[c] = make([][]float64, sims)
 	}
-	accs := make([]acc, k+1)
-	for i := range accs {
-		accs[i] = newAcc()
-	}
-	add := func(a acc, ck CohortKM) {
+	record := func(c, r int, ck CohortKM) {
+		row := make([]float64, bins)
+		for b := range row {
+			row[b] = math.NaN()
+		}
 		for b, s := range ck.Curve.Surv {
 			if b >= bins || !(s > 0) {
 				break
 			}
-			l := math.Log(s)
-			a.s1[b] += l
-			a.s2[b] += l * l
-			a.n[b]++
+			row[b] = math.Log(s)
 		}
+		logs[c][r] = row
 	}
 	for r := 0; r < sims; r++ {
 		rs, err := fit(hs, src, so)
@@ -240,43 +248,88 @@ func simulateNoiseSD(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc) 
 			return fmt.Errorf("interval simulation: %w", err)
 		}
 		for c := range rs.Cohorts {
-			add(accs[c], rs.Cohorts[c])
+			record(c, r, rs.Cohorts[c])
 		}
-		add(accs[k], rs.Overall)
+		record(k, r, rs.Overall)
 	}
-	apply := func(ck *CohortKM, a acc) error {
+	brng := rand.New(src)
+	apply := func(ck *CohortKM, runs [][]float64) error {
 		if len(ck.Curve.Time) == 0 {
 			return nil
 		}
-		for i := range ck.Curve.Time {
-			b := i // a private curve has one row per bin from bin 0
-			if i >= len(ck.NoiseStdErr) || a.n[b] < minSimShare*float64(sims) {
+		rows := len(ck.Curve.Time)
+		// dev[i][r]: deviation of run r's log S from the released one in
+		// row i (a private curve has one row per bin from bin 0)
+		dev := make([][]float64, rows)
+		reach := make([]int, rows)
+		var semi [][2]float64
+		for i := range dev {
+			s0 := ck.Curve.Surv[i]
+			if i >= len(ck.NoiseStdErr) || i >= bins || !(s0 > 0) {
+				continue
+			}
+			l0 := math.Log(s0)
+			d := make([]float64, sims)
+			s2, sp, np := 0.0, 0.0, 0.0
+			for r := range runs {
+				d[r] = runs[r][i] - l0
+				if !math.IsNaN(d[r]) {
+					reach[i]++
+					s2 += d[r] * d[r]
+					switch {
+					case d[r] > 0:
+						sp += d[r] * d[r]
+						np++
+					case d[r] == 0:
+						np += 0.5
+					}
+				}
+			}
+			if float64(reach[i]) < minSimShare*float64(sims) {
 				continue
 			}
 			// root mean square around the simulation's own truth, the
 			// released log S: the noise's spread and the post-processing's
 			// bias
-			s0 := ck.Curve.Surv[i]
-			if !(s0 > 0) {
-				continue
+			ck.NoiseStdErr[i] = math.Sqrt(s2 / float64(reach[i]))
+			if semi == nil {
+				semi = make([][2]float64, rows)
+				for j := range semi {
+					if j < len(ck.NoiseStdErr) {
+						semi[j] = [2]float64{ck.NoiseStdErr[j], ck.NoiseStdErr[j]}
+					}
+				}
 			}
-			l0 := math.Log(s0)
-			ck.NoiseStdErr[i] = math.Sqrt(math.Max(a.s2[b]/a.n[b]-2*l0*a.s1[b]/a.n[b]+l0*l0, 0))
+			// below and above the released curve: the root mean square of
+			// the deviations on each side (a deviation of 0 counts half on
+			// each); a side without deviations has none
+			nm := float64(reach[i]) - np
+			semi[i] = [2]float64{0, 0}
+			if nm > 0 {
+				semi[i][0] = math.Sqrt((s2 - sp) / nm)
+			}
+			if np > 0 {
+				semi[i][1] = math.Sqrt(sp / np)
+			}
+			dev[i] = d
 		}
+		ck.noiseSemi = semi
 		if err := applyNoiseAwareIntervals(ck, o, h.BinWidth, true); err != nil {
 			return err
 		}
+		ck.noiseSemi = nil
 		if ck.LowInformation {
 			flagLowInformation(ck, 0)
 		}
+		simultaneousBand(ck, dev, reach, sims, brng)
 		return nil
 	}
 	for c := range res.Cohorts {
-		if err := apply(&res.Cohorts[c], accs[c]); err != nil {
+		if err := apply(&res.Cohorts[c], logs[c]); err != nil {
 			return fmt.Errorf("interval simulation: cohort %d: %w", c, err)
 		}
 	}
-	if err := apply(&res.Overall, accs[k]); err != nil {
+	if err := apply(&res.Overall, logs[k]); err != nil {
 		return fmt.Errorf("interval simulation: pooled curve: %w", err)
 	}
 	return nil

@@ -118,6 +118,7 @@ func lnteTotalEpsilon(epsilon float64, bins int) float64 {
 func lnteCurve(r, d []float64, binWidth, conf float64) (CohortKM, error) {
 	bins := len(r)
 	out := CohortKM{TruncatedAt: math.NaN(), BinNRisk: make([]float64, bins), BinNEvent: make([]float64, bins)}
+	noBand(&out)
 	out.N = math.Max(r[0], 0)
 	rr := make([]float64, bins)
 	dd := make([]float64, bins)

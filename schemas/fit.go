@@ -97,18 +97,45 @@ const (
 	// MetaFitPublic lists the release's public quantities, comma-separated.
 	// (Schema-level; the field-level MetaPublicField has the same string.)
 	MetaFitPublic = "dpsurv.public"
+	// Per-cohort inference fields of the release (docs/analysts.md):
+	// MetaFitConf the level of lower/upper and of the band, MetaFitTruncatedAt,
+	// MetaFitNoiseDominatedFrom, MetaFitNoiseTailSD, MetaFitLowInformation
+	// ("true"/"false"), MetaFitLowInformationThreshold, MetaFitMedianNote
+	// (why median is null; "" when released), and the simultaneous band's
+	// MetaFitBandFrom, MetaFitBandTo, MetaFitBandCritical, MetaFitBandMethod.
+	// Numbers are the shortest exact decimal, "NaN" for the JSON's null.
+	MetaFitConf                    = "dpsurv.conf"
+	MetaFitTruncatedAt             = "dpsurv.truncated_at"
+	MetaFitNoiseDominatedFrom      = "dpsurv.noise_dominated_from"
+	MetaFitNoiseTailSD             = "dpsurv.noise_tail_sd"
+	MetaFitLowInformation          = "dpsurv.low_information"
+	MetaFitLowInformationThreshold = "dpsurv.low_information_threshold"
+	MetaFitMedianNote              = "dpsurv.median_note"
+	MetaFitBandFrom                = "dpsurv.band_from"
+	MetaFitBandTo                  = "dpsurv.band_to"
+	MetaFitBandCritical            = "dpsurv.band_critical_value"
+	MetaFitBandMethod              = "dpsurv.band_method"
 )
 
 // KMCurveColumns are the float64 columns of the km curve table, in order;
-// a value is null where the fit message's JSON has null (R's NA).
-var KMCurveColumns = []string{"time", "n_risk", "n_event", "n_censor", "surv", "std_err", "lower", "upper", "noise_std_err"}
+// a value is null where the fit message's JSON has null (R's NA). The
+// table's last column, KMCurveNoiseDominatedColumn, is boolean.
+var KMCurveColumns = []string{"time", "n_risk", "n_event", "n_censor", "surv", "std_err", "lower", "upper", "noise_std_err",
+	"sampling_std_err", "sampling_lower", "sampling_upper", "band_lower", "band_upper"}
+
+// KMCurveNoiseDominatedColumn is the km curve table's boolean column: true
+// in the rows at or after the release's noise_dominated_from (the
+// noise-dominated tail, to be drawn as indicative only).
+const KMCurveNoiseDominatedColumn = "noise_dominated"
 
 // KMCurveSchema is the km curve table's schema with the given schema-level
-// metadata (which should name KMCurveSchemaName under MetaSchema).
+// metadata (which should name KMCurveSchemaName under MetaSchema):
+// KMCurveColumns (float64), then KMCurveNoiseDominatedColumn (bool).
 func KMCurveSchema(md arrow.Metadata) *arrow.Schema {
-	fields := make([]arrow.Field, len(KMCurveColumns))
+	fields := make([]arrow.Field, len(KMCurveColumns), len(KMCurveColumns)+1)
 	for i, name := range KMCurveColumns {
 		fields[i] = arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: true}
 	}
+	fields = append(fields, arrow.Field{Name: KMCurveNoiseDominatedColumn, Type: arrow.FixedWidthTypes.Boolean})
 	return arrow.NewSchema(fields, &md)
 }

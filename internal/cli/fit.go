@@ -245,6 +245,12 @@ type kmPrivateCohortJSON struct {
 	NoiseTailSD             float64                  `json:"noise_tail_sd"`
 	LowInformation          bool                     `json:"low_information"`
 	LowInformationThreshold schemas.NullableFloat    `json:"low_information_threshold"`
+	BandLower               []schemas.NullableFloat  `json:"band_lower"`
+	BandUpper               []schemas.NullableFloat  `json:"band_upper"`
+	BandFrom                schemas.NullableFloat    `json:"band_from"`
+	BandTo                  schemas.NullableFloat    `json:"band_to"`
+	BandCritical            schemas.NullableFloat    `json:"band_critical_value"`
+	BandMethod              string                   `json:"band_method"`
 }
 
 func pairwiseJSON(labels []string, ps []survival.Pairwise) []map[string]any {
@@ -381,6 +387,12 @@ func fitKM(env Env, args []string) error {
 				NoiseTailSD:             dpfit.DefaultNoiseTailSD,
 				LowInformation:          ck.LowInformation,
 				LowInformationThreshold: num(ck.LowInformationThreshold),
+				BandLower:               nums(ck.BandLower),
+				BandUpper:               nums(ck.BandUpper),
+				BandFrom:                num(ck.BandFrom),
+				BandTo:                  num(ck.BandTo),
+				BandCritical:            num(ck.BandCritical),
+				BandMethod:              ck.BandMethod,
 			}
 			if ck.NoiseStdErr != nil {
 				ns := nums(ck.NoiseStdErr)

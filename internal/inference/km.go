@@ -53,12 +53,27 @@ type MedianCoverage struct {
 	WithoutMedian, False, NonPrivateFalse int
 }
 
+// BandCoverage summarises the simultaneous bands.
+type BandCoverage struct {
+	// Curves: (replicate, cohort) releases; WithBand of them carry a band,
+	// Covered of those contain the truth (at the end of each bin, as for
+	// the pointwise intervals) at every released time in [band_from,
+	// band_to]. CriticalSum and FromSum, ToSum add up the band's critical
+	// values and range ends (for means).
+	Curves, WithBand, Covered   int
+	CriticalSum, FromSum, ToSum float64
+}
+
+// Coverage returns Covered/WithBand.
+func (b BandCoverage) Coverage() float64 { return float64(b.Covered) / float64(b.WithBand) }
+
 // KMResult is the outcome of a KMConfig study.
 type KMResult struct {
 	Config   KMConfig
 	BinWidth float64
 	Points   []PointCoverage
 	Median   MedianCoverage
+	Band     BandCoverage
 }
 
 // Coverage returns Covered/Reported of a point.
@@ -172,6 +187,7 @@ func RunKM(d Data, cfg KMConfig) (KMResult, error) {
 		for c := 0; c < k; c++ {
 			ck := res.Cohorts[c]
 			cv := ck.Curve
+			bandCoverage(&out.Band, ck, truth[c], bw)
 			for i, t := range cfg.Checkpoints {
 				p := &out.Points[i]
 				p.Intervals++
@@ -227,6 +243,29 @@ func RunKM(d Data, cfg KMConfig) (KMResult, error) {
 		}
 	}
 	return out, nil
+}
+
+// bandCoverage adds one release's band to b: covered when the truth at the
+// end of each released bin in [band_from, band_to] is inside the band.
+func bandCoverage(b *BandCoverage, ck dpfit.CohortKM, truth survival.KMCurve, bw float64) {
+	b.Curves++
+	if ck.BandMethod != dpfit.BandMethodSimulated {
+		return
+	}
+	b.WithBand++
+	b.CriticalSum += ck.BandCritical
+	b.FromSum += ck.BandFrom
+	b.ToSum += ck.BandTo
+	cv := ck.Curve
+	for i, t := range cv.Time {
+		if t < ck.BandFrom || t > ck.BandTo {
+			continue
+		}
+		if !within(survBefore(truth, t+bw), ck.BandLower[i], ck.BandUpper[i]) {
+			return
+		}
+	}
+	b.Covered++
 }
 
 func subset(d Data, idx []int) ([]float64, []bool) {
