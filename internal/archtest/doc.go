@@ -1,3 +1,3 @@
 // Package archtest holds tests of the repository's structure (which
-// packages may import what); it has no production code.
+// packages may import what; the README's layout table matches the tree); it has no production code.
 package archtest
