@@ -205,7 +205,7 @@ func readArrow(f *os.File, v *Validator, batchSize int, fn func(arrow.Record, []
 		for lo := int64(0); lo < rows; lo += int64(batchSize) {
 			hi := min(lo+int64(batchSize), rows)
 			chunk := rec.NewSlice(lo, hi)
-			out, dead := v.validate(chunk, rowBase, set)
+			out, dead := v.validate(chunk, rowBase, set, false)
 			chunk.Release()
 			rowBase += int(hi - lo)
 			if err := emit(out, dead, fn); err != nil {

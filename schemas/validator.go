@@ -301,10 +301,13 @@ func (st *scratch) dedupeLocal(rowBase int) {
 // inconsistent with its length) gives one undecodable dead letter with
 // RowIndex -1.
 func (v *Validator) Validate(rec arrow.Record) (arrow.Record, []DeadLetter) {
-	return v.validate(rec, 0, nil)
+	return v.validate(rec, 0, nil, false)
 }
 
-func (v *Validator) validate(rec arrow.Record, rowBase int, set *idSet) (out arrow.Record, dead []DeadLetter) {
+// validate is Validate of rows rowBase... of a message or file, sharing the
+// id set (nil: one batch). checked says the caller has already run
+// checkRecord on rec's used columns (DecodeIPC does, as it decodes).
+func (v *Validator) validate(rec arrow.Record, rowBase int, set *idSet, checked bool) (out arrow.Record, dead []DeadLetter) {
 	defer func() {
 		if p := recover(); p != nil {
 			if out != nil {
@@ -328,9 +331,11 @@ func (v *Validator) validate(rec arrow.Record, rowBase int, set *idSet) (out arr
 		}
 		return v.empty(false, false), dead
 	}
-	if err := checkRecord(rec, p.used()); err != nil {
-		return v.empty(p.withSite, p.withObs), []DeadLetter{{Reason: ReasonUndecodable, RowIndex: -1,
-			Detail: err.Error()}}
+	if !checked {
+		if err := checkRecord(rec, p.used()); err != nil {
+			return v.empty(p.withSite, p.withObs), []DeadLetter{{Reason: ReasonUndecodable, RowIndex: -1,
+				Detail: err.Error()}}
+		}
 	}
 	st := v.pool.Get().(*scratch)
 	defer func() { st.release(); v.pool.Put(st) }()
