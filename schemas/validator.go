@@ -154,15 +154,20 @@ type scratch struct {
 	slot   []uint16
 	dupOf  []int32
 	ids    []string
-	times  []float64
-	events []bool
-	codes  []int32
-	covs   [][]float64
-	sites  []string
-	obs    []int64
-	tmp    []float64
-	keep   []int32
-	table  []int32
+	// idCol, when set, holds the ids instead of ids (an input utf8
+	// column: no per-row copy of string headers, nothing to clear);
+	// idsEmpty says ids holds no references to drop.
+	idCol    *array.String
+	idsEmpty bool
+	times    []float64
+	events   []bool
+	codes    []int32
+	covs     [][]float64
+	sites    []string
+	obs      []int64
+	tmp      []float64
+	keep     []int32
+	table    []int32
 }
 
 func (st *scratch) reset(n, ncov int, site, obs bool) {
@@ -172,6 +177,7 @@ func (st *scratch) reset(n, ncov int, site, obs bool) {
 	st.slot = resize(st.slot, n)
 	st.dupOf = resize(st.dupOf, n)
 	st.ids = resize(st.ids, n)
+	st.idCol, st.idsEmpty = nil, false
 	st.times = resize(st.times, n)
 	st.events = resize(st.events, n)
 	st.codes = resize(st.codes, n)
@@ -198,7 +204,10 @@ func (st *scratch) reset(n, ncov int, site, obs bool) {
 
 // release drops references into input memory before the scratch is pooled.
 func (st *scratch) release() {
-	clear(st.ids)
+	if !st.idsEmpty {
+		clear(st.ids)
+	}
+	st.idCol = nil
 	clear(st.sites)
 	// Do not pool very large buffers.
 	if cap(st.reason) > 1<<20 {
@@ -211,6 +220,27 @@ func resize[T any](s []T, n int) []T {
 		return make([]T, n)
 	}
 	return s[:n]
+}
+
+// id is row i's id.
+func (st *scratch) id(i int) string {
+	if st.idCol != nil {
+		return st.idCol.Value(i)
+	}
+	return st.ids[i]
+}
+
+// idStrings is the ids as a slice (filled from idCol when set).
+func (st *scratch) idStrings() []string {
+	if st.idCol != nil && st.idsEmpty {
+		for i := range st.n {
+			if st.reason[i] == rOK {
+				st.ids[i] = st.idCol.Value(i)
+			}
+		}
+		st.idsEmpty = false
+	}
+	return st.ids
 }
 
 // fail records the first failure of row i.
@@ -241,7 +271,7 @@ func (st *scratch) dedupe(set *idSet, rowBase int) {
 		if st.reason[i] != rOK {
 			continue
 		}
-		id := st.ids[i]
+		id := st.id(i)
 		if first, dup := set.m[id]; dup {
 			st.reason[i] = rDup
 			st.slot[i] = slotID
@@ -273,7 +303,7 @@ func (st *scratch) dedupeLocal(rowBase int) {
 		if st.reason[i] != rOK {
 			continue
 		}
-		id := st.ids[i]
+		id := st.id(i)
 		j := maphash.String(dedupeSeed, id) & mask
 		for {
 			s := st.table[j]
@@ -281,7 +311,7 @@ func (st *scratch) dedupeLocal(rowBase int) {
 				st.table[j] = int32(i)
 				break
 			}
-			if st.ids[s] == id {
+			if st.id(int(s)) == id {
 				st.reason[i] = rDup
 				st.slot[i] = slotID
 				st.dupOf[i] = int32(rowBase) + s
@@ -480,13 +510,13 @@ func (v *Validator) fillRecord(rec arrow.Record, p *plan, st *scratch) {
 	case *array.String:
 		// All-ASCII data (the norm) needs no per-value UTF-8 check.
 		ascii := isASCII(a.ValueBytes())
+		st.idCol, st.idsEmpty = a, true
 		for i := 0; i < n; i++ {
 			if a.IsNull(i) {
 				st.fail(i, rMissing, slotID)
 				continue
 			}
 			s := a.Value(i)
-			st.ids[i] = s
 			if s == "" || len(s) > MaxIDBytes || (!ascii && !utf8.ValidString(s)) {
 				st.fail(i, rInvalidID, slotID)
 			}
@@ -751,7 +781,7 @@ func (v *Validator) build(st *scratch, site, obs bool, ru *reuse) arrow.Record {
 		return build()
 	}
 	cols = append(cols,
-		or(pass(func(r *reuse) arrow.Array { return r.id }), func() arrow.Array { return gatherStrings(mem, st.ids, keep) }),
+		or(pass(func(r *reuse) arrow.Array { return r.id }), func() arrow.Array { return gatherStrings(mem, st.idStrings(), keep) }),
 		or(pass(func(r *reuse) arrow.Array { return r.time }), func() arrow.Array {
 			return gatherFixed(mem, arrow.PrimitiveTypes.Float64, st.times, keep)
 		}),
