@@ -127,7 +127,10 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		b, _ := json.Marshal(res)
+		b, err := json.Marshal(res)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
 		fmt.Fprintln(env.Stdout, string(b))
 		return nil
 	}
@@ -265,8 +268,14 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 			}
 		}
 	}
-	res.Ratio = res.PipelineRecordsPerS / res.PassthroughRecordsPerS
-	res.RawRatio = res.PipelineRecordsPerS / res.RawCopyRecordsPerS
+	// A mode left out (DPSURV_BENCH_MODES) leaves its figures, and the
+	// ratios over them, at zero.
+	if res.PassthroughRecordsPerS > 0 {
+		res.Ratio = res.PipelineRecordsPerS / res.PassthroughRecordsPerS
+	}
+	if res.RawCopyRecordsPerS > 0 {
+		res.RawRatio = res.PipelineRecordsPerS / res.RawCopyRecordsPerS
+	}
 	res.PassthroughCPUNsPerRecord, res.PipelineCPUNsPerRecord = cpuNs["pass"], cpuNs["pipe"]
 	res.PassthroughIOCPUNsPerRecord = cpuNs["io"]
 	if n := iop.records.Load(); n > 0 {
@@ -275,7 +284,7 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 	if err := benchStages(&res, cfg, key, msgs, records, mem); err != nil {
 		return res, err
 	}
-	if d := res.PassthroughCPUNsPerRecord + res.ChainCPUNsPerRecord; d > 0 && res.PipelineCPUNsPerRecord > 0 {
+	if d := res.PassthroughCPUNsPerRecord + res.ChainCPUNsPerRecord; d > 0 && res.PassthroughCPUNsPerRecord > 0 && res.PipelineCPUNsPerRecord > 0 {
 		res.OverheadRatio = res.PipelineCPUNsPerRecord / d
 	}
 	if d := res.PassthroughIOCPUNsPerRecord + res.ChainCPUNsPerRecord; d > 0 && res.PassthroughIOCPUNsPerRecord > 0 && res.PipelineCPUNsPerRecord > 0 {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -157,4 +158,24 @@ func TestIOPassthroughMatchesPipelineBytes(t *testing.T) {
 		iop.release()
 	}
 	mem.AssertSize(t, 0)
+}
+
+// A subset of the modes (DPSURV_BENCH_MODES) leaves the figures of the
+// others, and the ratios over them, at zero: never an infinite ratio that
+// --json could not print.
+func TestBenchModesSubset(t *testing.T) {
+	t.Setenv("DPSURV_BENCH_MODES", "io,pipe")
+	res, err := Bench(context.Background(), 20000, 2000, 1, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := json.Marshal(res); err != nil {
+		t.Errorf("json: %v", err)
+	}
+	if res.PassthroughCPUNsPerRecord != 0 || res.OverheadRatio != 0 || res.Ratio != 0 || res.RawRatio != 0 {
+		t.Errorf("figures of modes not run: %+v", res)
+	}
+	if !(res.OverheadRatioIO > 0) || !(res.PassthroughIOBytesPerRecord > 0) {
+		t.Errorf("io figures missing: %+v", res)
+	}
 }
