@@ -139,11 +139,12 @@ func DecodeIPCRecords(data []byte, mem memory.Allocator) (recs []arrow.Record, e
 // the raw bytes lets an operator replay the message once the producer is
 // fixed. Row-level failures give one dead letter per row.
 //
-// Uncompressed input columns alias data (no copy); decompressed ones come
-// from the Go allocator (bounded by SetMaxDecodeBytes) so that a malformed
-// message cannot leak accounted memory; the returned record is allocated
-// from the validator's allocator, but a column that needed no conversion
-// may be data's (data must not be modified while the record is in use).
+// The message is read in place (its IPC bodies are slices of data, not
+// copies); the decoded column buffers, which Arrow copies or decompresses
+// out of them, come from the Go allocator (bounded by SetMaxDecodeBytes) so
+// that a malformed message cannot leak accounted memory; the returned
+// record is allocated from the validator's allocator (a column that needed
+// no conversion is passed through from the decoded input).
 func (v *Validator) DecodeIPC(data []byte) (out arrow.Record, dead []DeadLetter) {
 	var outs []arrow.Record
 	whole := func(reason, detail string) (arrow.Record, []DeadLetter) {
@@ -461,9 +462,8 @@ func (vr *verifyingReader) Message() (*ipc.Message, error) {
 // sliceMessages is an ipc.MessageReader over an IPC stream held in memory
 // that prescanIPC has verified (framing, flatbuffers, every length within
 // the data): each message's metadata and body are slices of data, not
-// copies, so that uncompressed columns alias data (Arrow slices the body
-// per buffer). Compressed buffers are still decompressed into the reader's
-// allocator.
+// copies (the Arrow reader then copies, or decompresses, each buffer out of
+// the body into its allocator).
 type sliceMessages struct {
 	data []byte
 	pos  int
