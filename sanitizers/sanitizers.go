@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -112,6 +113,34 @@ type Chain struct {
 	mem      memory.Allocator
 	recent   []atomic.Uint64 // id fingerprint (high 32 bits) | value fingerprint (low 32)
 	touched  atomic.Bool     // keeps the tracker's prefetching loads
+	// scratch pools the update tracker's per-batch slots and entries
+	// (working memory of Apply, never part of its output).
+	scratch sync.Pool
+	// offsets holds the pseudonym column's value offsets, i*PseudonymLen
+	// for i up to its length, shared read-only by every output batch of at
+	// most that many rows (they are the same for every batch).
+	offsets atomic.Pointer[memory.Buffer]
+}
+
+// trackScratch is the update tracker's working memory for one batch.
+type trackScratch struct {
+	slots   []uint32
+	entries []uint64
+}
+
+// pseudonymOffsets is a buffer of the value offsets of an n-row pseudonym
+// column (immutable; shared by the batches).
+func (c *Chain) pseudonymOffsets(n int) *memory.Buffer {
+	if b := c.offsets.Load(); b != nil && b.Len() >= 4*(n+1) {
+		return memory.SliceBuffer(b, 0, 4*(n+1))
+	}
+	offsets := make([]int32, max(n, 2048)+1)
+	for i := range offsets {
+		offsets[i] = int32(i * PseudonymLen)
+	}
+	b := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets))
+	c.offsets.Store(b)
+	return memory.SliceBuffer(b, 0, 4*(n+1))
 }
 
 type outKind int
@@ -357,8 +386,19 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 	var entries []uint64
 	track := c.te != nil || c.rrr != nil
 	if track {
-		slots = make([]uint32, n)
-		entries = make([]uint64, n)
+		sc, _ := c.scratch.Get().(*trackScratch)
+		if sc == nil {
+			sc = new(trackScratch)
+		}
+		if cap(sc.slots) < n {
+			sc.slots, sc.entries = make([]uint32, n), make([]uint64, n)
+		}
+		slots, entries = sc.slots[:n], sc.entries[:n]
+		defer func() {
+			if cap(sc.slots) <= 1<<20 { // do not pool very large buffers
+				c.scratch.Put(sc)
+			}
+		}()
 	}
 	var tagBuf [16]byte
 	rs := new(dp.RecordState)
@@ -432,13 +472,10 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 	for _, oc := range c.outCols {
 		switch oc.kind {
 		case outPseudonym:
-			offsets := make([]int32, n+1)
-			for i := range offsets {
-				offsets[i] = int32(i * PseudonymLen)
-			}
 			data := memory.NewBufferBytes(pseudo)
-			off := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets))
+			off := c.pseudonymOffsets(n)
 			ad := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil, off, data}, nil, 0, 0)
+			off.Release()
 			cols = append(cols, array.NewStringData(ad))
 			ad.Release()
 			fields = append(fields, oc.field)

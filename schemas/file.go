@@ -260,7 +260,7 @@ func validateArrow(sr ipcRecords, v *Validator, batchSize int, fn func(arrow.Rec
 		for lo := int64(0); lo < rows; lo += int64(batchSize) {
 			hi := min(lo+int64(batchSize), rows)
 			chunk := rec.NewSlice(lo, hi)
-			out, dead := v.validate(chunk, rowBase, set)
+			out, dead := v.validate(chunk, rowBase, set, false)
 			chunk.Release()
 			rowBase += int(hi - lo)
 			if err := emit(out, dead, fn); err != nil {

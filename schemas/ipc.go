@@ -139,9 +139,12 @@ func DecodeIPCRecords(data []byte, mem memory.Allocator) (recs []arrow.Record, e
 // the raw bytes lets an operator replay the message once the producer is
 // fixed. Row-level failures give one dead letter per row.
 //
-// Decoded input buffers come from the Go allocator (bounded by
-// SetMaxDecodeBytes) so that a malformed message cannot leak accounted
-// memory; the returned record is allocated from the validator's allocator.
+// The message is read in place (its IPC bodies are slices of data, not
+// copies); the decoded column buffers, which Arrow copies or decompresses
+// out of them, come from the Go allocator (bounded by SetMaxDecodeBytes) so
+// that a malformed message cannot leak accounted memory; the returned
+// record is allocated from the validator's allocator (a column that needed
+// no conversion is passed through from the decoded input).
 func (v *Validator) DecodeIPC(data []byte) (out arrow.Record, dead []DeadLetter) {
 	var outs []arrow.Record
 	whole := func(reason, detail string) (arrow.Record, []DeadLetter) {
@@ -203,7 +206,8 @@ func (v *Validator) DecodeIPC(data []byte) (out arrow.Record, dead []DeadLetter)
 	}
 	rowBase := 0
 	for _, rec := range ins {
-		o, d := v.validate(rec, rowBase, set)
+		// checkRecord ran on rec as it was read (above)
+		o, d := v.validate(rec, rowBase, set, true)
 		for _, x := range d {
 			if x.RowIndex < 0 { // the record could not be read
 				o.Release()
@@ -455,6 +459,74 @@ func (vr *verifyingReader) Message() (*ipc.Message, error) {
 	return vr.msg, nil
 }
 
+// sliceMessages is an ipc.MessageReader over an IPC stream held in memory
+// that prescanIPC has verified (framing, flatbuffers, every length within
+// the data): each message's metadata and body are slices of data, not
+// copies (the Arrow reader then copies, or decompresses, each buffer out of
+// the body into its allocator).
+type sliceMessages struct {
+	data []byte
+	pos  int
+	msg  *ipc.Message
+}
+
+func (s *sliceMessages) Retain()  {}
+func (s *sliceMessages) Release() {}
+
+// Message returns the next message, io.EOF at the end-of-stream marker or
+// the end of the data.
+func (s *sliceMessages) Message() (*ipc.Message, error) {
+	if s.msg != nil {
+		s.msg.Release()
+		s.msg = nil
+	}
+	next := func(n int) ([]byte, error) {
+		if n < 0 || n > len(s.data)-s.pos {
+			return nil, fmt.Errorf("truncated message at byte %d", s.pos)
+		}
+		b := s.data[s.pos : s.pos+n : s.pos+n]
+		s.pos += n
+		return b, nil
+	}
+	if s.pos == len(s.data) {
+		return nil, io.EOF
+	}
+	pre, err := next(4)
+	if err != nil {
+		return nil, err
+	}
+	mlen := binary.LittleEndian.Uint32(pre)
+	if mlen == 0xFFFFFFFF {
+		if pre, err = next(4); err != nil {
+			return nil, err
+		}
+		mlen = binary.LittleEndian.Uint32(pre)
+	}
+	if mlen == 0 {
+		return nil, io.EOF
+	}
+	if mlen > 1<<30 {
+		return nil, fmt.Errorf("message metadata length %d", mlen)
+	}
+	meta, err := next(int(mlen))
+	if err != nil {
+		return nil, err
+	}
+	bodyLen, err := verifyMessage(meta)
+	if err != nil {
+		return nil, err
+	}
+	if bodyLen > int64(len(s.data)-s.pos) {
+		return nil, fmt.Errorf("message body length %d exceeds the %d bytes left", bodyLen, len(s.data)-s.pos)
+	}
+	body, err := next(int(bodyLen))
+	if err != nil {
+		return nil, err
+	}
+	s.msg = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body))
+	return s.msg, nil
+}
+
 // ipcRecords is what DecodeIPC reads a message through: an IPC stream
 // reader, or a reader of the IPC file format.
 type ipcRecords interface {
@@ -478,7 +550,7 @@ func openIPC(data []byte, mem memory.Allocator) (ipcRecords, error) {
 		if err := prescanIPC(data); err != nil {
 			return nil, fmt.Errorf("arrow ipc: %w%s", err, notArrowHint(data))
 		}
-		return ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(mem))
+		return ipc.NewReaderFromMessageReader(&sliceMessages{data: data}, ipc.WithAllocator(mem))
 	}
 	const errFile = "arrow ipc file (feather)"
 	if len(data) < 2*m+2+4 || !bytes.Equal(data[len(data)-m:], arrowFileMagic) {

@@ -291,3 +291,68 @@ func TestIPCSizeHint(t *testing.T) {
 		}
 	}
 }
+
+// legacyFraming rewrites a modern IPC stream (continuation token, length)
+// into the pre-0.15 framing (length only), dropping the end-of-stream
+// marker when noEOS is set.
+func legacyFraming(t *testing.T, data []byte, noEOS bool) []byte {
+	t.Helper()
+	var out []byte
+	for pos := 0; pos < len(data); {
+		if binary.LittleEndian.Uint32(data[pos:]) != 0xFFFFFFFF {
+			t.Fatalf("no continuation token at byte %d", pos)
+		}
+		mlen := int(binary.LittleEndian.Uint32(data[pos+4:]))
+		pos += 8
+		if mlen == 0 {
+			if !noEOS {
+				out = binary.LittleEndian.AppendUint32(out, 0)
+			}
+			break
+		}
+		body, err := flatbufBodyLength(data[pos : pos+mlen])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = binary.LittleEndian.AppendUint32(out, uint32(mlen))
+		out = append(out, data[pos:pos+mlen+int(body)]...)
+		pos += mlen + int(body)
+	}
+	return out
+}
+
+// DecodeIPC reads a stream message in place (sliceMessages): the modern
+// framing, the pre-0.15 framing and a stream without its end-of-stream
+// marker give the same rows.
+func TestDecodeIPCFramings(t *testing.T) {
+	t.Parallel()
+	mem := checkedMem(t)
+	spec := testSpec()
+	v := newTestValidator(t, spec, mem)
+	in, err := BuildInput(spec, []string{"a", "bb", "ccc"}, []float64{1, 2, 3}, []bool{true, false, true},
+		[]string{"1", "2", "control"}, [][]float64{{50, 51, 52}}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Release()
+	modern := encode(t, in, mem)
+	for name, data := range map[string][]byte{
+		"modern":        modern,
+		"modern no EOS": modern[:len(modern)-8],
+		"legacy":        legacyFraming(t, modern, false),
+		"legacy no EOS": legacyFraming(t, modern, true),
+	} {
+		out, dead := v.DecodeIPC(data)
+		if len(dead) > 0 {
+			t.Errorf("%s: dead letters %+v", name, dead)
+		}
+		var ids []string
+		for _, r := range readCanonical(t, out, 1) {
+			ids = append(ids, r.ID)
+		}
+		out.Release()
+		if !reflect.DeepEqual(ids, []string{"a", "bb", "ccc"}) {
+			t.Errorf("%s: ids %v", name, ids)
+		}
+	}
+}

@@ -202,8 +202,8 @@ func (m *tableMerger) merge(c *csvChunk) error {
 				t.ObservedAt = append(t.ObservedAt, st.obs[a:e]...)
 			}
 			m.hashes = append(m.hashes, st.hashes[a:e]...)
-			for _, id := range st.ids[a:e] {
-				m.ids = append(m.ids, id...)
+			for i := a; i < e; i++ {
+				m.ids = append(m.ids, st.id(i)...)
 				m.idEnd = append(m.idEnd, len(m.ids))
 			}
 			a = e

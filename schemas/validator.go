@@ -154,16 +154,21 @@ type scratch struct {
 	slot   []uint16
 	dupOf  []int32
 	ids    []string
-	times  []float64
-	events []bool
-	codes  []int32
-	covs   [][]float64
-	sites  []string
-	obs    []int64
-	tmp    []float64
-	hashes []uint64 // CSV reader: maphash of each good row's id (dedupeSeed)
-	keep   []int32
-	table  []int32
+	// idCol, when set, holds the ids instead of ids (an input utf8
+	// column: no per-row copy of string headers, nothing to clear);
+	// idsEmpty says ids holds no references to drop.
+	idCol    *array.String
+	idsEmpty bool
+	times    []float64
+	events   []bool
+	codes    []int32
+	covs     [][]float64
+	sites    []string
+	obs      []int64
+	tmp      []float64
+	hashes   []uint64 // CSV reader: maphash of each good row's id (dedupeSeed)
+	keep     []int32
+	table    []int32
 }
 
 func (st *scratch) reset(n, ncov int, site, obs bool) {
@@ -173,6 +178,7 @@ func (st *scratch) reset(n, ncov int, site, obs bool) {
 	st.slot = resize(st.slot, n)
 	st.dupOf = resize(st.dupOf, n)
 	st.ids = resize(st.ids, n)
+	st.idCol, st.idsEmpty = nil, false
 	st.times = resize(st.times, n)
 	st.events = resize(st.events, n)
 	st.codes = resize(st.codes, n)
@@ -199,7 +205,10 @@ func (st *scratch) reset(n, ncov int, site, obs bool) {
 
 // release drops references into input memory before the scratch is pooled.
 func (st *scratch) release() {
-	clear(st.ids)
+	if !st.idsEmpty {
+		clear(st.ids)
+	}
+	st.idCol = nil
 	clear(st.sites)
 	// Do not pool very large buffers.
 	if cap(st.reason) > 1<<20 {
@@ -212,6 +221,27 @@ func resize[T any](s []T, n int) []T {
 		return make([]T, n)
 	}
 	return s[:n]
+}
+
+// id is row i's id.
+func (st *scratch) id(i int) string {
+	if st.idCol != nil {
+		return st.idCol.Value(i)
+	}
+	return st.ids[i]
+}
+
+// idStrings is the ids as a slice (filled from idCol when set).
+func (st *scratch) idStrings() []string {
+	if st.idCol != nil && st.idsEmpty {
+		for i := range st.n {
+			if st.reason[i] == rOK {
+				st.ids[i] = st.idCol.Value(i)
+			}
+		}
+		st.idsEmpty = false
+	}
+	return st.ids
 }
 
 // fail records the first failure of row i.
@@ -244,7 +274,8 @@ func (st *scratch) dedupe(set *idSet, rowBase int) {
 			if st.reason[i] != rOK {
 				continue
 			}
-			if first, dup := set.file.claim(st.ids[i], maphash.String(dedupeSeed, st.ids[i]), int32(rowBase+i)); dup {
+			id := st.id(i)
+			if first, dup := set.file.claim(id, maphash.String(dedupeSeed, id), int32(rowBase+i)); dup {
 				st.reason[i] = rDup
 				st.slot[i] = slotID
 				st.dupOf[i] = first
@@ -256,7 +287,7 @@ func (st *scratch) dedupe(set *idSet, rowBase int) {
 		if st.reason[i] != rOK {
 			continue
 		}
-		id := st.ids[i]
+		id := st.id(i)
 		if first, dup := set.m[id]; dup {
 			st.reason[i] = rDup
 			st.slot[i] = slotID
@@ -288,7 +319,7 @@ func (st *scratch) dedupeLocal(rowBase int) {
 		if st.reason[i] != rOK {
 			continue
 		}
-		id := st.ids[i]
+		id := st.id(i)
 		j := maphash.String(dedupeSeed, id) & mask
 		for {
 			s := st.table[j]
@@ -296,7 +327,7 @@ func (st *scratch) dedupeLocal(rowBase int) {
 				st.table[j] = int32(i)
 				break
 			}
-			if st.ids[s] == id {
+			if st.id(int(s)) == id {
 				st.reason[i] = rDup
 				st.slot[i] = slotID
 				st.dupOf[i] = int32(rowBase) + s
@@ -316,10 +347,13 @@ func (st *scratch) dedupeLocal(rowBase int) {
 // inconsistent with its length) gives one undecodable dead letter with
 // RowIndex -1.
 func (v *Validator) Validate(rec arrow.Record) (arrow.Record, []DeadLetter) {
-	return v.validate(rec, 0, nil)
+	return v.validate(rec, 0, nil, false)
 }
 
-func (v *Validator) validate(rec arrow.Record, rowBase int, set *idSet) (out arrow.Record, dead []DeadLetter) {
+// validate is Validate of rows rowBase... of a message or file, sharing the
+// id set (nil: one batch). checked says the caller has already run
+// checkRecord on rec's used columns (DecodeIPC does, as it decodes).
+func (v *Validator) validate(rec arrow.Record, rowBase int, set *idSet, checked bool) (out arrow.Record, dead []DeadLetter) {
 	defer func() {
 		if p := recover(); p != nil {
 			if out != nil {
@@ -343,9 +377,11 @@ func (v *Validator) validate(rec arrow.Record, rowBase int, set *idSet) (out arr
 		}
 		return v.empty(false, false), dead
 	}
-	if err := checkRecord(rec, p.used()); err != nil {
-		return v.empty(p.withSite, p.withObs), []DeadLetter{{Reason: ReasonUndecodable, RowIndex: -1,
-			Detail: err.Error()}}
+	if !checked {
+		if err := checkRecord(rec, p.used()); err != nil {
+			return v.empty(p.withSite, p.withObs), []DeadLetter{{Reason: ReasonUndecodable, RowIndex: -1,
+				Detail: err.Error()}}
+		}
 	}
 	st := v.pool.Get().(*scratch)
 	defer func() { st.release(); v.pool.Put(st) }()
@@ -490,13 +526,13 @@ func (v *Validator) fillRecord(rec arrow.Record, p *plan, st *scratch) {
 	case *array.String:
 		// All-ASCII data (the norm) needs no per-value UTF-8 check.
 		ascii := isASCII(a.ValueBytes())
+		st.idCol, st.idsEmpty = a, true
 		for i := 0; i < n; i++ {
 			if a.IsNull(i) {
 				st.fail(i, rMissing, slotID)
 				continue
 			}
 			s := a.Value(i)
-			st.ids[i] = s
 			if s == "" || len(s) > MaxIDBytes || (!ascii && !utf8.ValidString(s)) {
 				st.fail(i, rInvalidID, slotID)
 			}
@@ -761,7 +797,7 @@ func (v *Validator) build(st *scratch, site, obs bool, ru *reuse) arrow.Record {
 		return build()
 	}
 	cols = append(cols,
-		or(pass(func(r *reuse) arrow.Array { return r.id }), func() arrow.Array { return gatherStrings(mem, st.ids, keep) }),
+		or(pass(func(r *reuse) arrow.Array { return r.id }), func() arrow.Array { return gatherStrings(mem, st.idStrings(), keep) }),
 		or(pass(func(r *reuse) arrow.Array { return r.time }), func() arrow.Array {
 			return gatherFixed(mem, arrow.PrimitiveTypes.Float64, st.times, keep)
 		}),
