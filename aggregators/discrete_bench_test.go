@@ -20,18 +20,37 @@ import (
 // benchCovs is the number of model covariates of the discrete benchmarks.
 const benchCovs = 5
 
-func discBenchRecord(b *testing.B, n int) arrow.Record {
+// discBenchRecords returns ceil(n/batch) records of batch rows whose ids are
+// all distinct (p0 ... p<n-1>): a window keeps one record per patient, so a
+// batch observed again would only replace its own patients. They are
+// released at the end of the benchmark.
+func discBenchRecords(b *testing.B, n, batch int) []arrow.Record {
+	b.Helper()
+	var recs []arrow.Record
+	for base := 0; base < n; base += batch {
+		recs = append(recs, discBenchRecordFrom(b, batch, base))
+	}
+	b.Cleanup(func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	})
+	return recs
+}
+
+// discBenchRecordFrom builds n records with ids p<base> ... p<base+n-1>.
+func discBenchRecordFrom(b *testing.B, n, base int) arrow.Record {
 	b.Helper()
 	names := make([]string, benchCovs)
 	for j := range names {
 		names[j] = fmt.Sprintf("x%d", j)
 	}
 	sp := schemas.Spec{Cohorts: cohorts, TimeUnit: "days", Covariates: names, Columns: schemas.DefaultColumns()}
-	src := dp.NewSeededSource(1)
+	src := dp.NewSeededSource(uint64(1 + base))
 	var rows schemas.Rows
 	rows.Covariates = make([][]float64, benchCovs)
 	for i := range n {
-		rows.ID = append(rows.ID, fmt.Sprintf("p%d", i))
+		rows.ID = append(rows.ID, fmt.Sprintf("p%d", base+i))
 		rows.Time = append(rows.Time, float64(1+(i*7919)%3650))
 		rows.Event = append(rows.Event, i%4 != 0)
 		rows.Cohort = append(rows.Cohort, int32(i%2))
@@ -76,17 +95,16 @@ func discBenchEngine(b *testing.B, method string, clock *fakeClock) *aggregators
 // of state, plus the slack of geometric growth (capped at max_records).
 func BenchmarkDiscreteBytesPerRecord(b *testing.B) {
 	const batch = 10_000
-	rec := discBenchRecord(b, batch)
-	defer rec.Release()
 	for _, n := range []int{10_000, 100_000, 200_000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			recs := discBenchRecords(b, n, batch)
 			var perRecord, state float64
 			for range b.N {
 				e := discBenchEngine(b, "output", newClock(base))
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				for off := 0; off*batch < n; off++ {
+				for off, rec := range recs {
 					if err := e.Observe(0, int64(off), rec); err != nil {
 						b.Fatal(err)
 					}
@@ -108,18 +126,17 @@ func BenchmarkDiscreteBytesPerRecord(b *testing.B) {
 // releases it, which holds up the aggregators' input meanwhile.
 func BenchmarkDiscreteWindowRelease(b *testing.B) {
 	const batch = 10_000
-	rec := discBenchRecord(b, batch)
-	defer rec.Release()
 	for _, tc := range []struct {
 		method string
 		n      int
 	}{{"output", 10_000}, {"output", 200_000}, {"objective", 200_000}, {"psgld", 10_000}} {
 		b.Run(fmt.Sprintf("%s/records=%d", tc.method, tc.n), func(b *testing.B) {
+			recs := discBenchRecords(b, tc.n, batch)
 			for range b.N {
 				b.StopTimer()
 				clock := newClock(base)
 				e := discBenchEngine(b, tc.method, clock)
-				for off := 0; off*batch < tc.n; off++ {
+				for off, rec := range recs {
 					if err := e.Observe(0, int64(off), rec); err != nil {
 						b.Fatal(err)
 					}

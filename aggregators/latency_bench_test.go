@@ -34,8 +34,7 @@ func BenchmarkReleaseLatency(b *testing.B) {
 				continue // 250 data passes: seconds per 10,000 records
 			}
 			b.Run(fmt.Sprintf("%s/records=%d", kind, n), func(b *testing.B) {
-				rec := discBenchRecord(b, 10_000)
-				defer rec.Release()
+				recs := discBenchRecords(b, n, 10_000) // distinct patients: a window keeps one record per patient
 				cfg := aggregators.Config{Name: kind, Window: aggregators.Window{Size: time.Hour}, Epsilon: 1, Cohorts: cohorts, TimeMax: 3650, TimeUnit: "days"}
 				switch kind {
 				case "km":
@@ -67,7 +66,7 @@ func BenchmarkReleaseLatency(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					for off := 0; off*10_000 < n; off++ {
+					for off, rec := range recs {
 						if err := e.Observe(0, int64(off), rec); err != nil {
 							b.Fatal(err)
 						}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/dpsurv/dpsurv/dp"
 )
 
@@ -209,8 +211,16 @@ func (m *nullModel) sample(h *Histogram, src *rand.ChaCha8) {
 	}
 }
 
-// binomial draws Binomial(n, p) by counting geometric waiting times
-// (O(n min(p, 1-p)) work). Simulation only: not a private path.
+// binomialWaitingMean is the mean n min(p, 1-p) up to which binomial
+// counts geometric waiting times; above it, gonum's rejection sampler
+// (O(1) expected work) draws it.
+const binomialWaitingMean = 30
+
+// binomial draws Binomial(n, p): by counting geometric waiting times
+// (O(n min(p, 1-p)) work) when the mean is small, by rejection (gonum's
+// distuv.Binomial, O(1) expected) otherwise, so that the null simulations
+// of a window of a million records cost what a small one does.
+// Simulation only: not a private path.
 func binomial(src *rand.ChaCha8, n int64, p float64) int64 {
 	switch {
 	case n <= 0 || !(p > 0):
@@ -219,6 +229,8 @@ func binomial(src *rand.ChaCha8, n int64, p float64) int64 {
 		return n
 	case p > 0.5:
 		return n - binomial(src, n, 1-p)
+	case float64(n)*p > binomialWaitingMean:
+		return int64(distuv.Binomial{N: float64(n), P: p, Src: src}.Rand())
 	}
 	lq := math.Log1p(-p)
 	var x, sum int64

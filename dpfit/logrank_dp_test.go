@@ -16,7 +16,7 @@ func TestBinomialSampler(t *testing.T) {
 	for _, tc := range []struct {
 		n int64
 		p float64
-	}{{20, 0.3}, {50, 0.02}, {30, 0.85}, {5, 0.5}} {
+	}{{20, 0.3}, {50, 0.02}, {30, 0.85}, {5, 0.5}, {200, 0.3}, {1000, 0.9}, {100000, 0.01}} { // the last three: the rejection path (mean > binomialWaitingMean)
 		src := rand.NewChaCha8([32]byte{byte(tc.n), 7})
 		const draws = 20000
 		counts := make([]float64, tc.n+1)

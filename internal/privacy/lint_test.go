@@ -24,6 +24,7 @@ var floatNoiseAllowed = map[string]string{
 	"projection/projection.go":         "HPPCox random projection: release kind `none (heuristic)`, not a DP mechanism",
 	"ops/memory.go":                    "runtime/metrics Value.Uint64 converted to float: a memory figure, not randomness",
 	"dpfit/km_inference.go":            "post-processing: the noise-aware interval widths simulate the mechanism from the released counts, seeded by a hash of those counts (a deterministic function of the release)",
+	"dpfit/km_interval.go":             "post-processing: the simultaneous band's critical value simulates Greenwood sampling paths with the same source km_inference.go seeds from a hash of the released counts (a deterministic function of the release)",
 	"dpfit/logrank_dp.go":              "post-processing: the calibrated log-rank p-value's Monte-Carlo null is simulated from the released counts, seeded by a hash of them (a deterministic function of the release)",
 	"dpfit/weibull_inference.go":       "post-processing: the noise-aware Weibull intervals simulate the mechanism from the released fit, seeded by a hash of the release (a deterministic function of the release)",
 	"regression/inference.go":          "post-processing: the coefficient intervals' parametric bootstrap simulates the mechanism from the released coefficients and Hessians, seeded by a hash of the release (a deterministic function of the release)",
