@@ -27,12 +27,17 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	sims := fs.Int("sims", 99, "simulated null releases per log-rank test")
 	records := fs.Int("size-records", 3000, "records per release of the size study")
 	widthReps := fs.Int("width-reps", 10, "releases per cell of the bin-width study")
+	regReps := fs.Int("reg-reps", 0, "releases per cell of the regression study (0: the plan's, as make stats runs it)")
+	regRecords := fs.Int("reg-records", 0, "records per release of the regression study (0: the plan's)")
 	seed := fs.Uint64("seed", 1, "seed of the studies (dp.NewSeededSource; evaluation only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *kmReps < 1 || *sizeReps < 1 || *powerReps < 1 || *sims < 1 || *widthReps < 1 {
 		return fmt.Errorf("replicate counts must be >= 1")
+	}
+	if *regReps < 0 || *regRecords < 0 {
+		return fmt.Errorf("-reg-reps and -reg-records must be >= 0")
 	}
 	d, err := inference.Load(*data)
 	if err != nil {
@@ -48,7 +53,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	err = inference.WriteReport(&buf, d, inference.ReportConfig{
 		DataName: filepath.Base(*data), TimeMax: *timeMax, Epsilons: []float64{0.5, 1, 2},
 		KMReps: *kmReps, SizeReps: *sizeReps, PowerReps: *powerReps, Sims: *sims, SizeRecords: *records,
-		Widths: []float64{1, 7, 14, 36, 60, 90, 180}, WidthReps: *widthReps, Seed: *seed,
+		Widths: []float64{1, 7, 14, 36, 60, 90, 180}, WidthReps: *widthReps, RegReps: *regReps, RegRecords: *regRecords, Seed: *seed,
 		Figure: *figure, FigureLink: link, Command: fitsCommand("inference", args),
 	})
 	if err != nil {

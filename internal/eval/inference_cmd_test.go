@@ -21,7 +21,7 @@ func TestInferenceCommandsSmall(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"inference", []string{"inference", "-data", data, "-time-max", "600", "-km-reps", "2", "-size-reps", "4", "-power-reps", "2", "-sims", "19", "-size-records", "200", "-width-reps", "1"}, "Kaplan–Meier pointwise 95% intervals"},
+		{"inference", []string{"inference", "-data", data, "-time-max", "600", "-km-reps", "2", "-size-reps", "4", "-power-reps", "2", "-sims", "19", "-size-records", "200", "-width-reps", "1", "-reg-reps", "2", "-reg-records", "2000"}, "Kaplan–Meier pointwise 95% intervals"},
 		{"inference-weibull", []string{"inference-weibull", "-data", data, "-time-max", "600", "-reps", "1", "-sims", "39"}, "|"},
 	}
 	for _, tc := range cases {

@@ -24,7 +24,10 @@ type ReportConfig struct {
 	SizeRecords int
 	Widths      []float64
 	WidthReps   int
-	Seed        uint64
+	// RegReps and RegRecords, when > 0, replace RegressionPlan's releases
+	// per cell and records per release (small runs of the generator).
+	RegReps, RegRecords int
+	Seed                uint64
 	// Figure is the path of the error-vs-bin-width figure ("" for none) and
 	// FigureLink how the markdown refers to it.
 	Figure, FigureLink string
@@ -121,7 +124,7 @@ func WriteReport(w io.Writer, d Data, cfg ReportConfig) error {
 			f3(r.Rate()), f3(r.NaiveRate()), f3(r.NonPrivateRate()))
 	}
 
-	if err := writeRegression(w); err != nil {
+	if err := writeRegression(w, cfg); err != nil {
 		return err
 	}
 
@@ -163,7 +166,7 @@ func WriteReport(w io.Writer, d Data, cfg ReportConfig) error {
 }
 
 // writeRegression runs RegressionPlan and writes its table.
-func writeRegression(w io.Writer) error {
+func writeRegression(w io.Writer, cfg ReportConfig) error {
 	fmt.Fprintf(w, "\n### Regression coefficients (discrete-time)\n\nSynthetic world (`internal/inference/regression.go`): "+
 		"n records per data set (below), two covariates uniform in the unit disc's inscribed square, 20 intervals on [0, 1], "+
 		"constant baseline logit -2, β = (1, −1) (true α = (−2, 0, 0) in the 3-knot spline basis), uniform censoring; "+
@@ -174,6 +177,12 @@ func writeRegression(w io.Writer) error {
 	fmt.Fprintln(w, "| method | ε | n | releases | β coverage | β width | β bias | α coverage | noise-only β | Wald β (width) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range RegressionPlan {
+		if cfg.RegReps > 0 {
+			s.Reps = cfg.RegReps
+		}
+		if cfg.RegRecords > 0 {
+			s.Records = cfg.RegRecords
+		}
 		for i, eps := range []float64{0.5, 1, 2} {
 			c, err := RunRegression(RegressionConfig{Method: s.Method, Epsilon: eps, Records: s.Records, Reps: s.Reps,
 				Wald: s.Method == regression.MethodOutput, Seed: s.Seed + uint64(i)})
