@@ -265,6 +265,10 @@ func TestDiscreteBudgetAndEmptyWindows(t *testing.T) {
 		if float64(m.N) != float64(sizes[w]) || !m.Fallback || m.Noise == nil {
 			t.Fatalf("window %d: n %v fallback %v noise %+v", w, m.N, m.Fallback, m.Noise)
 		}
+		// no Hessian: epsilon_interval is charged, stated as unspent
+		if m.EpsilonInterval <= 0 || m.Hessians != nil || m.DiscreteFields.IntervalMethod != regression.IntervalNone+regression.IntervalUnspentNote {
+			t.Fatalf("window %d: epsilon_interval %v, %d hessians, %q", w, m.EpsilonInterval, len(m.Hessians), m.DiscreteFields.IntervalMethod)
+		}
 		for _, v := range append(append([]aggregators.F{}, m.Alpha...), m.Beta...) {
 			if q := float64(v) / m.Noise.Grid; q != math.Trunc(q) {
 				t.Fatalf("window %d: coefficient %v not on the grid %v", w, v, m.Noise.Grid)

@@ -117,7 +117,7 @@ type DiscreteResult struct {
 	// EpsilonFit is the budget of the coefficients and EpsilonInterval
 	// that of the Hessian release (IntervalFraction); they sum to Epsilon.
 	EpsilonFit      float64 `json:"epsilon_fit,omitempty"`
-	EpsilonInterval float64 `json:"epsilon_interval,omitempty"`
+	EpsilonInterval float64 `json:"epsilon_interval"`
 	Guarantee       string  `json:"guarantee"`
 	Neighbouring    string  `json:"neighbouring"`
 	// Public lists what a private release treats as public (not protected
@@ -153,7 +153,9 @@ type DiscreteResult struct {
 	// certificate (or the chain diverged): the coefficients are then zero
 	// plus output-perturbation noise (OutputNoise at the same n, lambda
 	// and epsilon), a release that does not depend on the data, charged
-	// like any other. No release is retried with fresh noise.
+	// like any other (epsilon_interval included, though no Hessian is
+	// released: IntervalMethod says so). No release is retried with fresh
+	// noise: once noise is drawn FitDiscrete returns no error.
 	Fallback bool          `json:"fallback"`
 	PSGLD    *PSGLDOptions `json:"psgld,omitempty"`
 	// Hessians is the interval release (hessian.go): noisy mean loss
@@ -175,7 +177,7 @@ type DiscreteResult struct {
 	AlphaUpper     []float64 `json:"alpha_upper,omitempty"`
 	BetaLower      []float64 `json:"beta_lower,omitempty"`
 	BetaUpper      []float64 `json:"beta_upper,omitempty"`
-	IntervalMethod string    `json:"interval_method,omitempty"`
+	IntervalMethod string    `json:"coefficient_interval_method,omitempty"`
 	// NoiseOnlyAlphaLower ... are Ext-Out-Pert's (and a fallback's) 95%
 	// noise-only limits: released ± the noise quantile; they cover the
 	// ridge minimiser on the window's records, not the true coefficient.
@@ -477,22 +479,39 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		return DiscreteResult{}, fmt.Errorf("%s noise: %w", opts.Method, err)
 	}
 	res.Alpha, res.Beta = f[:m.e], f[m.e:]
+	// From here on noise has been drawn: no error may be returned (a
+	// caller that retried would release the data again with fresh noise).
+	// Whatever fails below leaves the coefficients published without
+	// Hessian-based limits, the reason in IntervalMethod, the whole
+	// epsilon charged.
+	var hessErr error
 	if epsInt > 0 && !res.Fallback {
 		// the interval release, at points computed from the released (now
 		// public) f; a fallback's f does not depend on the data and gets
 		// no interval (its epsilon_interval is unspent)
-		hs, err := releaseHessians(m, pr.basis, res, f, epsInt, src)
+		hs, err := releaseHessiansFn(m, pr.basis, res, f, epsInt, src)
 		if err != nil {
-			return DiscreteResult{}, fmt.Errorf("interval release: %w", err)
+			// Hessians drawn before the failure are dropped (dropping a
+			// release is post-processing); epsilon_interval stays charged
+			hessErr = err
+		} else {
+			res.Hessians = hs
+			res.Public = append(res.Public, "hessians.noise", "hessians.epsilon")
 		}
-		res.Hessians = hs
-		res.Public = append(res.Public, "hessians.noise", "hessians.epsilon")
 	}
-	if err := setIntervals(&res); err != nil {
-		return DiscreteResult{}, err
+	setIntervals(&res)
+	switch {
+	case hessErr != nil:
+		res.IntervalMethod = IntervalFailed + hessErr.Error() + IntervalUnspentNote
+	case res.Fallback && epsInt > 0:
+		res.IntervalMethod += IntervalUnspentNote
 	}
 	return res, nil
 }
+
+// releaseHessiansFn is releaseHessians; internal tests replace it to force
+// a failure of the interval release after the coefficients' noise.
+var releaseHessiansFn = releaseHessians
 
 // CertificateTolerance bounds the gradient norm at which a perturbation
 // fit's minimiser is accepted: the objectives are (Lambda)-strongly convex,

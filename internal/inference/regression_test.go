@@ -70,7 +70,7 @@ func TestRegressionCoverageFull(t *testing.T) {
 
 func logRegression(t *testing.T, method string, eps float64, c RegressionCoverage) {
 	t.Helper()
-	t.Logf("%s epsilon %v: beta coverage %.3f (mean width %.3f, bias %.3f) of %d; alpha %.3f %v; noise-only %.3f; Wald %.3f (%.3f)",
+	t.Logf("%s epsilon %v: beta coverage %.3f (mean width %.3f, bias %.3f) of %d; withheld alpha %.3f %v; noise-only %.3f; Wald %.3f (%.3f); fallbacks %d, without limits %d",
 		method, eps, c.BetaCoverage(), c.BetaWidth, c.BetaBias, 2*c.Releases, c.AlphaCoverage(), c.AlphaCovered,
-		c.NoiseOnlyCoverage(), c.WaldCoverage(), c.WaldWidth)
+		c.NoiseOnlyCoverage(), c.WaldCoverage(), c.WaldWidth, c.Fallbacks, c.NoInterval)
 }
