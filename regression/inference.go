@@ -15,7 +15,13 @@ import (
 // Coefficient intervals of a discrete-time release (issue 12).
 //
 // Honest intervals (CoefficientIntervals) cover the TRUE coefficients: they
-// include sampling error, the ridge's bias and the mechanism's noise. They
+// include sampling error, the ridge's bias and the mechanism's noise. True
+// coefficients of what is fitted: beta is per unit of (x - centre)/scale,
+// and a row whose scaled norm exceeds 1 is shrunk onto the unit ball
+// (data.go; the sensitivities need it), so the intervals cover the
+// coefficients of the model on the clipped design; they cover the model's
+// own coefficients only where clipping is rare (public centre and scale
+// chosen so that it is). They
 // need the interval release (hessian.go): the noisy mean Hessian H~ of the
 // loss at the released coefficients f~, bought with IntervalFraction of
 // the budget. Everything below is post-processing of released values (f~,
@@ -67,7 +73,8 @@ import (
 const (
 	IntervalBootstrap = "noise-aware, around alpha_debiased/beta_debiased: parametric bootstrap from the released coefficients and the last released noisy Hessian " +
 		"(sampling error H^-1/n, the ridge's shrinkage undone through H, the mechanism's noise and the Hessian's noise), basic bootstrap limits, " +
-		"seeded by a hash of the release; covers the true coefficients"
+		"seeded by a hash of the release; covers the true coefficients of the model on the scaled covariates (x - centre)/scale with rows outside the unit ball shrunk onto it: " +
+		"the model's own coefficients only if such clipping is rare (choose public centre and scale so that it is)"
 	IntervalNoiseOnly = "noise only: released ± the lattice Laplace noise's two-sided quantile (noise.grid, noise.scale); " +
 		"covers the ridge minimiser on the window's records (what the mechanism perturbs; 0 for a fallback), not the true coefficients: " +
 		"sampling error and ridge bias not included"
