@@ -165,14 +165,17 @@ type DiscreteResult struct {
 	// AlphaDebiased and BetaDebiased are the de-biased estimate the
 	// intervals are built around (inference.go): the released
 	// coefficients with the ridge's shrinkage undone through the noisy
-	// Hessian (post-processing). Nil where there are no intervals.
+	// Hessian (post-processing). Nil where there are no intervals;
+	// AlphaDebiased also nil for pSGLD (IntervalPSGLDNote).
 	AlphaDebiased []float64 `json:"alpha_debiased,omitempty"`
 	BetaDebiased  []float64 `json:"beta_debiased,omitempty"`
 	// AlphaLower ... BetaUpper are the 95% intervals of each true
 	// coefficient (sampling error, ridge bias and the mechanism's noise;
 	// inference.go) and IntervalMethod how they were computed; nil where
 	// the release has no Hessian (IntervalFraction 0, a fallback, a
-	// non-logit link).
+	// non-logit link, a failed interval release). AlphaLower and
+	// AlphaUpper are withheld (nil) in every release: they under-covered
+	// at the default intervals (IntervalAlphaNote, IntervalPSGLDNote).
 	AlphaLower     []float64 `json:"alpha_lower,omitempty"`
 	AlphaUpper     []float64 `json:"alpha_upper,omitempty"`
 	BetaLower      []float64 `json:"beta_lower,omitempty"`

@@ -92,7 +92,8 @@ const (
 // IntervalAlphaNote qualifies an Ext-Out-Pert or Ext-Obj-Pert release's
 // intervals: at the default 200 intervals the Hessian's noise is large
 // against its alpha-alpha block and the bootstrap's alpha limits
-// under-covered (0.85-0.91 in the coverage study), so only beta carries
+// under-covered (Ext-Out-Pert 0.92-0.94, Ext-Obj-Pert 0.76-0.93 in the
+// coverage study; the reviewer measured 0.85-0.91), so only beta carries
 // limits (internal/inference, docs/inference.md).
 const IntervalAlphaNote = "; alpha limits withheld (under-covered at the default 200 intervals: the baseline's Hessian block is dominated by its noise); " +
 	"alpha_debiased is a point estimate without limits"
