@@ -489,6 +489,11 @@ func TestDiscreteConfigValidation(t *testing.T) {
 			}
 		})
 	}
+	// an explicit 0 is refused only where it would be read as the default
+	// (logit); with another link it is the "no interval release" it says
+	if _, err := aggregators.ParseParams("discrete", map[string]any{"interval_epsilon_fraction": 0, "link": "cloglog"}); err != nil {
+		t.Errorf("fraction 0 with cloglog: %v", err)
+	}
 	p, err := aggregators.ParseParams("discrete", map[string]any{
 		"covariates": []any{"age", "score"}, "centre": []any{60, 0.5}, "scale": []any{20.0, 1},
 		"method": "psgld", "intervals": 50, "knots": 4, "lambda": 0.05, "link": "probit", "time_max": 365,
@@ -512,6 +517,8 @@ func TestDiscreteConfigValidation(t *testing.T) {
 		{map[string]any{"centre": []any{"x"}}, "params.centre[0]: want a number"},
 		{map[string]any{"intervals": 2.5}, "params.intervals: want an integer"},
 		{map[string]any{"lambda": "small"}, "params.lambda: want a number"},
+		{map[string]any{"interval_epsilon_fraction": 0}, "params.interval_epsilon_fraction: "},
+		{map[string]any{"interval_epsilon_fraction": 0.0, "link": "logit"}, "params.interval_epsilon_fraction: "},
 	} {
 		if _, err := aggregators.ParseParams("discrete", tc.m); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseParams(%v) = %v, want %q", tc.m, err, tc.want)
