@@ -530,6 +530,13 @@ func certified(o objective, f []float64) bool {
 	if f == nil {
 		return false
 	}
+	for _, v := range f {
+		// a non-finite coordinate would make the noise step fail after
+		// drawing part of its noise: refuse it here, before any draw
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
 	g := make([]float64, len(f))
 	v := o.value(f, g, nil)
 	if math.IsNaN(v) || math.IsInf(v, 0) {
