@@ -166,7 +166,7 @@ type DiscreteResult struct {
 	// intervals are built around (inference.go): the released
 	// coefficients with the ridge's shrinkage undone through the noisy
 	// Hessian (post-processing). Nil where there are no intervals;
-	// AlphaDebiased also nil for pSGLD (IntervalPSGLDNote).
+	// AlphaDebiased also nil for pSGLD (IntervalPSGLDWithheld).
 	AlphaDebiased []float64 `json:"alpha_debiased,omitempty"`
 	BetaDebiased  []float64 `json:"beta_debiased,omitempty"`
 	// AlphaLower ... BetaUpper are the 95% intervals of each true
@@ -175,7 +175,8 @@ type DiscreteResult struct {
 	// the release has no Hessian (IntervalFraction 0, a fallback, a
 	// non-logit link, a failed interval release). AlphaLower and
 	// AlphaUpper are withheld (nil) in every release: they under-covered
-	// at the default intervals (IntervalAlphaNote, IntervalPSGLDNote).
+	// at the default intervals (IntervalAlphaNote); a pSGLD release withholds beta's too
+	// (IntervalPSGLDWithheld).
 	AlphaLower     []float64 `json:"alpha_lower,omitempty"`
 	AlphaUpper     []float64 `json:"alpha_upper,omitempty"`
 	BetaLower      []float64 `json:"beta_lower,omitempty"`

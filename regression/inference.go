@@ -98,13 +98,16 @@ const (
 const IntervalAlphaNote = "; alpha limits withheld (under-covered at the default 200 intervals: the baseline's Hessian block is dominated by its noise); " +
 	"alpha_debiased is a point estimate without limits"
 
-// IntervalPSGLDNote qualifies a pSGLD release's intervals: the bootstrap
-// treats the chain's draw as an exact draw from the Gaussian approximation
-// of Sanitized-EXP around the (tanh-sanitised) mode, which the baseline
-// does not survive: alpha's limits covered 0.53-0.71 in the coverage study
-// and are withheld; beta's covered 0.90-0.97 (internal/inference).
-const IntervalPSGLDNote = "; psgld: approximate (the chain's draw is treated as exact and the tanh sanitisation's bias is ignored): " +
-	"alpha limits and alpha_debiased withheld (alpha's limits covered 0.53-0.71)"
+// IntervalPSGLDWithheld is a pSGLD release's interval method: the
+// bootstrap treats the chain's draw as an exact draw from the Gaussian
+// approximation of Sanitized-EXP around the (tanh-sanitised) mode, which
+// does not hold well enough: at 20 intervals alpha's limits covered
+// 0.53-0.71 (beta's 0.90-0.97), at the default 200 beta's covered
+// 0.77-0.88 (internal/inference, docs/inference.md). No limits are
+// published; beta_debiased is a point estimate.
+const IntervalPSGLDWithheld = "none: psgld: limits withheld (the bootstrap treats the chain's draw as exact and ignores the tanh sanitisation's bias; " +
+	"at the default 200 intervals its beta limits covered 0.77-0.88, its alpha limits 0.53-0.71 at 20 intervals); " +
+	"beta_debiased is a point estimate without limits, alpha_debiased withheld; epsilon_interval was spent on the hessians"
 
 // DefaultIntervalSims is the number of bootstrap simulations of
 // CoefficientIntervals (500 above 10 coefficients).
@@ -549,13 +552,14 @@ func setIntervals(res *DiscreteResult) {
 		return
 	}
 	res.BetaDebiased = est[e:]
-	res.BetaLower, res.BetaUpper = lo[e:], hi[e:]
 	if res.Method == MethodPSGLD {
-		// alpha_debiased is not published either: its limits under-cover
-		// because the estimate itself is biased
-		res.IntervalMethod += IntervalPSGLDNote
+		// no limits: at the default 200 intervals even beta's under-cover;
+		// alpha_debiased is not published either (alpha's limits
+		// under-covered because the estimate itself is biased)
+		res.IntervalMethod = IntervalPSGLDWithheld
 		return
 	}
+	res.BetaLower, res.BetaUpper = lo[e:], hi[e:]
 	// alpha's limits are withheld (IntervalAlphaNote); its de-biased point
 	// estimate is published, labelled
 	res.AlphaDebiased = est[:e]

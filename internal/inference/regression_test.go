@@ -13,8 +13,9 @@ import (
 // 0.995] (4 SEs below; the upper end catches limits grown uselessly
 // conservative) and the pooled 720 in [0.93, 0.99]. Ext-Obj-Pert: 200 per
 // epsilon (SE 0.015), each at least 0.89, pooled at least 0.92 (its cells
-// measured 0.95-0.995: conservative). pSGLD: 60 per epsilon (SE 0.028),
-// each at least 0.83, pooled at least 0.88 (approximate: its note). Two
+// measured 0.95-0.995: conservative). pSGLD publishes no limits (they
+// under-covered: 0.77-0.92 at the defaults): checked withheld, their
+// coverage (recomputed from each release) logged, not gated. Two
 // beta intervals share a release, so the SEs are slightly optimistic.
 // Alpha's limits are withheld from every release (checked); the coverage
 // of the bootstrap's alpha limits, recomputed from each release, is logged
@@ -22,7 +23,6 @@ import (
 var regressionBounds = map[regression.Method][4]float64{ // each lo, each hi, pooled lo, pooled hi
 	regression.MethodOutput:    {0.89, 0.995, 0.93, 0.99},
 	regression.MethodObjective: {0.89, 1, 0.92, 1},
-	regression.MethodPSGLD:     {0.83, 1, 0.88, 1},
 }
 
 // TestRegressionCoverage (short): Ext-Out-Pert at the production defaults
@@ -62,14 +62,23 @@ func TestRegressionCoverageFull(t *testing.T) {
 				t.Fatal(err)
 			}
 			logRegression(t, string(s.Method), eps, c)
+			if c.AlphaWithheld != c.Releases {
+				t.Errorf("%s epsilon %v: alpha limits published in %d releases", s.Method, eps, c.Releases-c.AlphaWithheld)
+			}
+			if s.Method == regression.MethodPSGLD {
+				if c.BetaWithheld != c.Releases-c.Fallbacks {
+					t.Errorf("psgld epsilon %v: beta limits published in %d releases", eps, c.Releases-c.Fallbacks-c.BetaWithheld)
+				}
+				continue
+			}
 			if b := c.BetaCoverage(); b < lim[0] || b > lim[1] {
 				t.Errorf("%s epsilon %v: beta coverage %.3f outside [%v, %v]", s.Method, eps, b, lim[0], lim[1])
 			}
-			if c.AlphaWithheld != c.Releases-c.NoInterval {
-				t.Errorf("%s epsilon %v: alpha limits published in %d releases", s.Method, eps, c.Releases-c.NoInterval-c.AlphaWithheld)
-			}
 			pooled += c.BetaCoverage() / 3
 			alpha += c.AlphaCoverage() / 3
+		}
+		if s.Method == regression.MethodPSGLD {
+			continue
 		}
 		if pooled < lim[2] || pooled > lim[3] {
 			t.Errorf("%s: pooled beta coverage %.3f outside [%v, %v]", s.Method, pooled, lim[2], lim[3])
