@@ -103,10 +103,10 @@ const IntervalAlphaNote = "; alpha limits withheld (under-covered at the default
 // approximation of Sanitized-EXP around the (tanh-sanitised) mode, which
 // does not hold well enough: at 20 intervals alpha's limits covered
 // 0.53-0.71 (beta's 0.90-0.97), at the default 200 beta's covered
-// 0.77-0.88 (internal/inference, docs/inference.md). No limits are
+// 0.77-0.92 (internal/inference, docs/inference.md). No limits are
 // published; beta_debiased is a point estimate.
 const IntervalPSGLDWithheld = "none: psgld: limits withheld (the bootstrap treats the chain's draw as exact and ignores the tanh sanitisation's bias; " +
-	"at the default 200 intervals its beta limits covered 0.77-0.88, its alpha limits 0.53-0.71 at 20 intervals); " +
+	"at the default 200 intervals its beta limits covered 0.77-0.92, its alpha limits 0.53-0.71 at 20 intervals); " +
 	"beta_debiased is a point estimate without limits, alpha_debiased withheld; epsilon_interval was spent on the hessians"
 
 // DefaultIntervalSims is the number of bootstrap simulations of

@@ -171,7 +171,8 @@ func writeRegression(w io.Writer) error {
 		"`interval_epsilon_fraction` %g. *β coverage* and *width*: `beta_lower`/`beta_upper` (2 per release; a release "+
 		"without limits counts as a miss); *bias*: mean `beta_debiased` − β; *withheld α*: coverage of the bootstrap's α "+
 		"limits, recomputed from the release — every release withholds them (its note in `coefficient_interval_method`); "+
-		"*noise-only*: `noise_only_beta_*`; *Wald*: the non-private MLE ± 1.96 SE on the same data.\n\n",
+		"*noise-only*: `noise_only_beta_*`; *Wald*: the non-private MLE ± 1.96 SE on the same data. pSGLD publishes no limits: "+
+		"its β columns are the withheld bootstrap limits, recomputed from each release; its α is not measured.\n\n",
 		regression.DefaultIntervals, regressionBaseline, regressionBaseline, regression.DefaultKnots, regression.DefaultLambda,
 		regression.DefaultIntervalFraction)
 	fmt.Fprintln(w, "| method | ε | n | releases | β coverage | β width | β bias | withheld α | noise-only β | Wald β (width) |")
