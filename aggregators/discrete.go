@@ -592,7 +592,9 @@ type DiscreteFields struct {
 	// 95% intervals of the TRUE coefficients (regression.
 	// CoefficientIntervals: sampling error, ridge bias and the noise),
 	// around the de-biased estimate alpha_debiased/beta_debiased;
-	// absent without an interval release (a fallback); coefficient_
+	// absent without an interval release (a fallback); alpha_lower and
+	// alpha_upper are withheld in every release (the reason in
+	// coefficient_interval_method), alpha_debiased for psgld; coefficient_
 	// interval_method says how they were computed (not interval_method:
 	// the fit message embeds the weibull fields too, and encoding/json
 	// drops a name two embedded structs share).

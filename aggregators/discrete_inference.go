@@ -16,6 +16,9 @@ func discreteIntervals(df *DiscreteFields, res regression.DiscreteResult) {
 			res.NoiseOnlyBetaLower, res.NoiseOnlyBetaUpper = lo[e:], hi[e:]
 		}
 		res.IntervalMethod = regression.IntervalNone
+		if res.EpsilonInterval > 0 {
+			res.IntervalMethod += regression.IntervalUnspentNote
+		}
 	}
 	df.IntervalMethod = res.IntervalMethod
 	df.AlphaDebiased, df.BetaDebiased = res.AlphaDebiased, res.BetaDebiased

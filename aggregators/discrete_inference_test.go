@@ -8,8 +8,9 @@ import (
 
 // A discrete release carries the interval release (noisy Hessians whose
 // budgets with epsilon_fit sum to epsilon) and, per coefficient, the
-// honest limits around the de-biased estimate; Ext-Out-Pert also keeps its
-// labelled noise-only limits (released ± the noise quantile).
+// honest limits around the de-biased estimate (beta only: alpha's are
+// withheld, its note in coefficient_interval_method); Ext-Out-Pert also
+// keeps its labelled noise-only limits (released ± the noise quantile).
 func TestDiscreteAggregateIntervals(t *testing.T) {
 	for _, method := range []string{"output", "objective"} {
 		r := newRig(t, at(1), map[string]float64{"stream": 100}, discConfig("dt", 1, method))
@@ -22,8 +23,8 @@ func TestDiscreteAggregateIntervals(t *testing.T) {
 		}
 		for _, m := range msgs {
 			df := m.DiscreteFields
-			if df.IntervalMethod != regression.IntervalBootstrap || len(df.AlphaLower) != len(df.Alpha) || len(df.BetaUpper) != len(df.Beta) ||
-				len(df.BetaDebiased) != len(df.Beta) {
+			if df.IntervalMethod != regression.IntervalBootstrap+regression.IntervalAlphaNote || df.AlphaLower != nil ||
+				len(df.AlphaDebiased) != len(df.Alpha) || len(df.BetaUpper) != len(df.Beta) || len(df.BetaDebiased) != len(df.Beta) {
 				t.Fatalf("%s: %q, %d/%d alpha, %d/%d beta limits", method, df.IntervalMethod, len(df.AlphaLower), len(df.Alpha), len(df.BetaUpper), len(df.Beta))
 			}
 			var sum float64

@@ -265,6 +265,10 @@ func TestDiscreteBudgetAndEmptyWindows(t *testing.T) {
 		if float64(m.N) != float64(sizes[w]) || !m.Fallback || m.Noise == nil {
 			t.Fatalf("window %d: n %v fallback %v noise %+v", w, m.N, m.Fallback, m.Noise)
 		}
+		// no Hessian: epsilon_interval is charged, stated as unspent
+		if m.EpsilonInterval <= 0 || m.Hessians != nil || m.DiscreteFields.IntervalMethod != regression.IntervalNone+regression.IntervalUnspentNote {
+			t.Fatalf("window %d: epsilon_interval %v, %d hessians, %q", w, m.EpsilonInterval, len(m.Hessians), m.DiscreteFields.IntervalMethod)
+		}
 		for _, v := range append(append([]aggregators.F{}, m.Alpha...), m.Beta...) {
 			if q := float64(v) / m.Noise.Grid; q != math.Trunc(q) {
 				t.Fatalf("window %d: coefficient %v not on the grid %v", w, v, m.Noise.Grid)
@@ -485,6 +489,11 @@ func TestDiscreteConfigValidation(t *testing.T) {
 			}
 		})
 	}
+	// an explicit 0 is refused only where it would be read as the default
+	// (logit); with another link it is the "no interval release" it says
+	if _, err := aggregators.ParseParams("discrete", map[string]any{"interval_epsilon_fraction": 0, "link": "cloglog"}); err != nil {
+		t.Errorf("fraction 0 with cloglog: %v", err)
+	}
 	p, err := aggregators.ParseParams("discrete", map[string]any{
 		"covariates": []any{"age", "score"}, "centre": []any{60, 0.5}, "scale": []any{20.0, 1},
 		"method": "psgld", "intervals": 50, "knots": 4, "lambda": 0.05, "link": "probit", "time_max": 365,
@@ -508,6 +517,8 @@ func TestDiscreteConfigValidation(t *testing.T) {
 		{map[string]any{"centre": []any{"x"}}, "params.centre[0]: want a number"},
 		{map[string]any{"intervals": 2.5}, "params.intervals: want an integer"},
 		{map[string]any{"lambda": "small"}, "params.lambda: want a number"},
+		{map[string]any{"interval_epsilon_fraction": 0}, "params.interval_epsilon_fraction: "},
+		{map[string]any{"interval_epsilon_fraction": 0.0, "link": "logit"}, "params.interval_epsilon_fraction: "},
 	} {
 		if _, err := aggregators.ParseParams("discrete", tc.m); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseParams(%v) = %v, want %q", tc.m, err, tc.want)

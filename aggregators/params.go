@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpsurv/dpsurv/regression"
 	"gopkg.in/yaml.v3"
 )
 
@@ -78,6 +79,7 @@ func DecodeParams(kind string, n *yaml.Node) (Params, error) {
 	}
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].key < entries[j].key })
 	var errs []error
+	var zeroFraction bool
 	v := reflect.ValueOf(&p).Elem()
 	for _, e := range entries {
 		path := "params." + e.key
@@ -87,6 +89,16 @@ func DecodeParams(kind string, n *yaml.Node) (Params, error) {
 			continue
 		}
 		errs = append(errs, decodeParam(v.FieldByIndex(f.index), f, path, e.val)...)
+		if e.key == "interval_epsilon_fraction" && p.IntervalEpsilonFraction == 0 {
+			zeroFraction = true
+		}
+	}
+	// an explicit 0 would otherwise be the zero value, i.e. the default:
+	// with the logit link the service releases intervals on every window,
+	// so 0 is refused rather than silently read as 0.5
+	if zeroFraction && (p.Link == "" || p.Link == string(regression.LinkLogit)) {
+		errs = append(errs, fieldErr("params.interval_epsilon_fraction", ErrInvalid,
+			"must be in (0, 0.5] with the logit link (leave it out for the default %v)", regression.DefaultIntervalFraction))
 	}
 	return p, errors.Join(errs...)
 }

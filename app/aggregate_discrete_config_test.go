@@ -55,6 +55,7 @@ func TestDiscreteAggregatorErrorsNameFieldPath(t *testing.T) {
 		{"link", "method: objective", "method: objective\n      link: probit", "aggregators[0].params.link"},
 		{"km param", "lambda: 0.05", "bin_width: 7", "aggregators[0].params.bin_width: unknown for kind discrete"},
 		{"cap", "max_records: 50000", "max_records: 0.5", "aggregators[0].params.max_records: want an integer"},
+		{"zero interval fraction", "max_records: 50000", "max_records: 50000\n      interval_epsilon_fraction: 0", "aggregators[0].params.interval_epsilon_fraction: "},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

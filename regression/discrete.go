@@ -117,7 +117,7 @@ type DiscreteResult struct {
 	// EpsilonFit is the budget of the coefficients and EpsilonInterval
 	// that of the Hessian release (IntervalFraction); they sum to Epsilon.
 	EpsilonFit      float64 `json:"epsilon_fit,omitempty"`
-	EpsilonInterval float64 `json:"epsilon_interval,omitempty"`
+	EpsilonInterval float64 `json:"epsilon_interval"`
 	Guarantee       string  `json:"guarantee"`
 	Neighbouring    string  `json:"neighbouring"`
 	// Public lists what a private release treats as public (not protected
@@ -153,7 +153,9 @@ type DiscreteResult struct {
 	// certificate (or the chain diverged): the coefficients are then zero
 	// plus output-perturbation noise (OutputNoise at the same n, lambda
 	// and epsilon), a release that does not depend on the data, charged
-	// like any other. No release is retried with fresh noise.
+	// like any other (epsilon_interval included, though no Hessian is
+	// released: IntervalMethod says so). No release is retried with fresh
+	// noise: once noise is drawn FitDiscrete returns no error.
 	Fallback bool          `json:"fallback"`
 	PSGLD    *PSGLDOptions `json:"psgld,omitempty"`
 	// Hessians is the interval release (hessian.go): noisy mean loss
@@ -163,19 +165,23 @@ type DiscreteResult struct {
 	// AlphaDebiased and BetaDebiased are the de-biased estimate the
 	// intervals are built around (inference.go): the released
 	// coefficients with the ridge's shrinkage undone through the noisy
-	// Hessian (post-processing). Nil where there are no intervals.
+	// Hessian (post-processing). Nil where there are no intervals;
+	// AlphaDebiased also nil for pSGLD (IntervalPSGLDWithheld).
 	AlphaDebiased []float64 `json:"alpha_debiased,omitempty"`
 	BetaDebiased  []float64 `json:"beta_debiased,omitempty"`
 	// AlphaLower ... BetaUpper are the 95% intervals of each true
 	// coefficient (sampling error, ridge bias and the mechanism's noise;
 	// inference.go) and IntervalMethod how they were computed; nil where
 	// the release has no Hessian (IntervalFraction 0, a fallback, a
-	// non-logit link).
+	// non-logit link, a failed interval release). AlphaLower and
+	// AlphaUpper are withheld (nil) in every release: they under-covered
+	// at the default intervals (IntervalAlphaNote); a pSGLD release withholds beta's too
+	// (IntervalPSGLDWithheld).
 	AlphaLower     []float64 `json:"alpha_lower,omitempty"`
 	AlphaUpper     []float64 `json:"alpha_upper,omitempty"`
 	BetaLower      []float64 `json:"beta_lower,omitempty"`
 	BetaUpper      []float64 `json:"beta_upper,omitempty"`
-	IntervalMethod string    `json:"interval_method,omitempty"`
+	IntervalMethod string    `json:"coefficient_interval_method,omitempty"`
 	// NoiseOnlyAlphaLower ... are Ext-Out-Pert's (and a fallback's) 95%
 	// noise-only limits: released ± the noise quantile; they cover the
 	// ridge minimiser on the window's records, not the true coefficient.
@@ -477,22 +483,39 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		return DiscreteResult{}, fmt.Errorf("%s noise: %w", opts.Method, err)
 	}
 	res.Alpha, res.Beta = f[:m.e], f[m.e:]
+	// From here on noise has been drawn: no error may be returned (a
+	// caller that retried would release the data again with fresh noise).
+	// Whatever fails below leaves the coefficients published without
+	// Hessian-based limits, the reason in IntervalMethod, the whole
+	// epsilon charged.
+	var hessErr error
 	if epsInt > 0 && !res.Fallback {
 		// the interval release, at points computed from the released (now
 		// public) f; a fallback's f does not depend on the data and gets
 		// no interval (its epsilon_interval is unspent)
-		hs, err := releaseHessians(m, pr.basis, res, f, epsInt, src)
+		hs, err := releaseHessiansFn(m, pr.basis, res, f, epsInt, src)
 		if err != nil {
-			return DiscreteResult{}, fmt.Errorf("interval release: %w", err)
+			// Hessians drawn before the failure are dropped (dropping a
+			// release is post-processing); epsilon_interval stays charged
+			hessErr = err
+		} else {
+			res.Hessians = hs
+			res.Public = append(res.Public, "hessians.noise", "hessians.epsilon")
 		}
-		res.Hessians = hs
-		res.Public = append(res.Public, "hessians.noise", "hessians.epsilon")
 	}
-	if err := setIntervals(&res); err != nil {
-		return DiscreteResult{}, err
+	setIntervals(&res)
+	switch {
+	case hessErr != nil:
+		res.IntervalMethod = IntervalFailed + hessErr.Error() + IntervalUnspentNote
+	case res.Fallback && epsInt > 0:
+		res.IntervalMethod += IntervalUnspentNote
 	}
 	return res, nil
 }
+
+// releaseHessiansFn is releaseHessians; internal tests replace it to force
+// a failure of the interval release after the coefficients' noise.
+var releaseHessiansFn = releaseHessians
 
 // CertificateTolerance bounds the gradient norm at which a perturbation
 // fit's minimiser is accepted: the objectives are (Lambda)-strongly convex,
@@ -507,6 +530,13 @@ const CertificateTolerance = 1e-9
 func certified(o objective, f []float64) bool {
 	if f == nil {
 		return false
+	}
+	for _, v := range f {
+		// a non-finite coordinate would make the noise step fail after
+		// drawing part of its noise: refuse it here, before any draw
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
 	}
 	g := make([]float64, len(f))
 	v := o.value(f, g, nil)

@@ -23,8 +23,8 @@ import (
 // released as its upper triangle, row by row (d(d+1)/2 values, d = knots +
 // covariates), rounded to a public grid plus per-entry discrete Laplace
 // noise (dp.GridLaplaceVector), exactly like Ext-Out-Pert's coefficients.
-// Budgets phi epsilon/4, phi epsilon/4, phi epsilon/2 (exact in binary, so
-// the parts sum to epsilon exactly).
+// Budgets phi epsilon/8, phi epsilon/8, 3 phi epsilon/4 (hessianShares;
+// powers of two and their sum, so the parts sum to phi epsilon exactly).
 //
 // The points: a_1 = f~ (the released coefficients); a_{k+1} = (f~ +
 // (I + r H_k^-1) f~)/2 with H_k the projected k-th release and r the

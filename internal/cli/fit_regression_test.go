@@ -187,5 +187,11 @@ func TestFitDiscreteIntervalFraction(t *testing.T) {
 		if res["epsilon_fit"] != c.fit || hasH != c.hessians || hasLo != c.hessians || !hasNoiseOnly {
 			t.Errorf("%v: epsilon_fit %v, hessians %v, beta_lower %v, noise-only %v", c.extra, res["epsilon_fit"], hasH, hasLo, hasNoiseOnly)
 		}
+		// the stream's names and presence: coefficient_interval_method,
+		// epsilon_interval even when 0
+		_, old := res["interval_method"]
+		if m, _ := res["coefficient_interval_method"].(string); m == "" || old || res["epsilon_interval"] != 2-c.fit {
+			t.Errorf("%v: coefficient_interval_method %q, interval_method present %v, epsilon_interval %v", c.extra, m, old, res["epsilon_interval"])
+		}
 	}
 }

@@ -8,33 +8,42 @@ import (
 )
 
 // regressionBounds bound each epsilon's and the pooled beta coverage of
-// RegressionPlan. Ext-Out-Pert: 300 beta intervals per epsilon (binomial
-// SE 0.0126 at 0.95), each in [0.90, 0.995] and the pooled 900 in [0.93,
-// 0.99] (the upper ends allow the measured conservatism where the Hessian
-// is noisy: docs/inference.md), alpha pooled at least 0.90. Ext-Obj-Pert:
-// 200 per epsilon, each at least 0.90. pSGLD: 60 per epsilon (SE 0.028),
-// each at least 0.85, pooled at least 0.90 (approximate: its note).
+// RegressionPlan (production defaults: 200 intervals). Ext-Out-Pert: 240
+// beta intervals per epsilon (binomial SE 0.014 at 0.95), each in [0.89,
+// 0.995] (4 SEs below; the upper end catches limits grown uselessly
+// conservative) and the pooled 720 in [0.93, 0.99]. Ext-Obj-Pert: 200 per
+// epsilon (SE 0.015), each at least 0.89, pooled at least 0.92 (its cells
+// measured 0.95-0.995: conservative). pSGLD publishes no limits (they
+// under-covered: 0.77-0.92 at the defaults): checked withheld, their
+// coverage (recomputed from each release) logged, not gated. Two
+// beta intervals share a release, so the SEs are slightly optimistic.
+// Alpha's limits are withheld from every release (checked); the coverage
+// of the bootstrap's alpha limits, recomputed from each release, is logged
+// for docs/inference.md, not gated.
 var regressionBounds = map[regression.Method][4]float64{ // each lo, each hi, pooled lo, pooled hi
-	regression.MethodOutput:    {0.90, 0.995, 0.93, 0.99},
-	regression.MethodObjective: {0.90, 1, 0.90, 1},
-	regression.MethodPSGLD:     {0.85, 1, 0.90, 1},
+	regression.MethodOutput:    {0.89, 0.995, 0.93, 0.99},
+	regression.MethodObjective: {0.89, 1, 0.92, 1},
 }
 
-// TestRegressionCoverage (short): Ext-Out-Pert at epsilon 1 on 20000
-// records, 30 releases: the true beta's coverage is at least 0.85 (60
-// intervals; 4 binomial SEs below 0.95) while the noise-only limits miss
-// it in most releases (the ridge's bias).
+// TestRegressionCoverage (short): Ext-Out-Pert at the production defaults
+// (200 intervals, lambda 0.1, interval fraction 0.5) at epsilon 0.5, the
+// weakest cell of the full study, on 20000 records, 40 releases: the true
+// beta's coverage is at least 0.85 (80 intervals; 4 binomial SEs below
+// 0.95, false alarm well under 0.1%), every release has beta limits and
+// none has alpha limits (withheld at these defaults). (At 200 intervals
+// the noise dominates the ridge's bias, so the noise-only limits are no
+// longer a useful contrast here: they cover the true beta about as often.)
 func TestRegressionCoverage(t *testing.T) {
-	c, err := RunRegression(RegressionConfig{Method: regression.MethodOutput, Epsilon: 1, Records: 20000, Reps: 30, Seed: 3})
+	c, err := RunRegression(RegressionConfig{Method: regression.MethodOutput, Epsilon: 0.5, Records: 20000, Reps: 40, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	logRegression(t, "output", 1, c)
+	logRegression(t, "output", 0.5, c)
 	if c.BetaCoverage() < 0.85 || c.Fallbacks > 0 || c.NoInterval > 0 {
 		t.Errorf("beta coverage %.3f (fallbacks %d, without interval %d)", c.BetaCoverage(), c.Fallbacks, c.NoInterval)
 	}
-	if !(c.NoiseOnlyCoverage() < 0.5) {
-		t.Errorf("noise-only coverage %.3f: the ridge's bias should show", c.NoiseOnlyCoverage())
+	if c.AlphaWithheld != c.Releases {
+		t.Errorf("alpha limits published in %d of %d releases", c.Releases-c.AlphaWithheld, c.Releases)
 	}
 }
 
@@ -42,7 +51,7 @@ func TestRegressionCoverage(t *testing.T) {
 // docs/inference.md) and holds it to regressionBounds.
 func TestRegressionCoverageFull(t *testing.T) {
 	t.Parallel() // independent seeded studies: make stats uses both cores
-	testtier.Heavy(t, "regression coefficient interval coverage (about 8 minutes)")
+	testtier.Heavy(t, "regression coefficient interval coverage at the default 200 intervals (about 7 minutes)")
 	for _, s := range RegressionPlan {
 		lim := regressionBounds[s.Method]
 		var pooled, alpha float64
@@ -53,24 +62,34 @@ func TestRegressionCoverageFull(t *testing.T) {
 				t.Fatal(err)
 			}
 			logRegression(t, string(s.Method), eps, c)
+			if c.AlphaWithheld != c.Releases {
+				t.Errorf("%s epsilon %v: alpha limits published in %d releases", s.Method, eps, c.Releases-c.AlphaWithheld)
+			}
+			if s.Method == regression.MethodPSGLD {
+				if c.BetaWithheld != c.Releases-c.Fallbacks {
+					t.Errorf("psgld epsilon %v: beta limits published in %d releases", eps, c.Releases-c.Fallbacks-c.BetaWithheld)
+				}
+				continue
+			}
 			if b := c.BetaCoverage(); b < lim[0] || b > lim[1] {
 				t.Errorf("%s epsilon %v: beta coverage %.3f outside [%v, %v]", s.Method, eps, b, lim[0], lim[1])
 			}
 			pooled += c.BetaCoverage() / 3
 			alpha += c.AlphaCoverage() / 3
 		}
+		if s.Method == regression.MethodPSGLD {
+			continue
+		}
 		if pooled < lim[2] || pooled > lim[3] {
 			t.Errorf("%s: pooled beta coverage %.3f outside [%v, %v]", s.Method, pooled, lim[2], lim[3])
 		}
-		if s.Method == regression.MethodOutput && alpha < 0.90 {
-			t.Errorf("%s: pooled alpha coverage %.3f < 0.90", s.Method, alpha)
-		}
+		t.Logf("%s: pooled beta coverage %.3f; withheld alpha limits' coverage %.3f", s.Method, pooled, alpha)
 	}
 }
 
 func logRegression(t *testing.T, method string, eps float64, c RegressionCoverage) {
 	t.Helper()
-	t.Logf("%s epsilon %v: beta coverage %.3f (mean width %.3f, bias %.3f) of %d; alpha %.3f %v; noise-only %.3f; Wald %.3f (%.3f)",
+	t.Logf("%s epsilon %v: beta coverage %.3f (mean width %.3f, bias %.3f) of %d; withheld alpha %.3f %v; noise-only %.3f; Wald %.3f (%.3f); fallbacks %d, without limits %d",
 		method, eps, c.BetaCoverage(), c.BetaWidth, c.BetaBias, 2*c.Releases, c.AlphaCoverage(), c.AlphaCovered,
-		c.NoiseOnlyCoverage(), c.WaldCoverage(), c.WaldWidth)
+		c.NoiseOnlyCoverage(), c.WaldCoverage(), c.WaldWidth, c.Fallbacks, c.NoInterval)
 }
