@@ -96,7 +96,7 @@ func DecodeParams(kind string, n *yaml.Node) (Params, error) {
 	// an explicit 0 would otherwise be the zero value, i.e. the default:
 	// with the logit link the service releases intervals on every window,
 	// so 0 is refused rather than silently read as 0.5
-	if zeroFraction && (p.Link == "" || p.Link == string(regression.LinkLogit)) {
+	if zeroFraction && (p.Link == "" || p.Link == string(regression.LinkLogit)) && p.Method != string(regression.MethodPSGLD) {
 		errs = append(errs, fieldErr("params.interval_epsilon_fraction", ErrInvalid,
 			"must be in (0, 0.5] with the logit link (leave it out for the default %v)", regression.DefaultIntervalFraction))
 	}

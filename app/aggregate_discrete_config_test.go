@@ -56,6 +56,7 @@ func TestDiscreteAggregatorErrorsNameFieldPath(t *testing.T) {
 		{"km param", "lambda: 0.05", "bin_width: 7", "aggregators[0].params.bin_width: unknown for kind discrete"},
 		{"cap", "max_records: 50000", "max_records: 0.5", "aggregators[0].params.max_records: want an integer"},
 		{"zero interval fraction", "max_records: 50000", "max_records: 50000\n      interval_epsilon_fraction: 0", "aggregators[0].params.interval_epsilon_fraction: "},
+		{"psgld interval fraction", "method: objective", "method: psgld\n      interval_epsilon_fraction: 0.2", "aggregators[0].params.interval_epsilon_fraction: psgld releases publish no limits"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
