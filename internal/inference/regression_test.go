@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/internal/testtier"
@@ -52,38 +53,57 @@ func TestRegressionCoverage(t *testing.T) {
 func TestRegressionCoverageFull(t *testing.T) {
 	t.Parallel() // independent seeded studies: make stats uses both cores
 	testtier.Heavy(t, "regression coefficient interval coverage at the default 200 intervals (about 7 minutes)")
+	// Each (method, epsilon) cell is its own parallel subtest, so that the
+	// cells share the cores with the other studies of make stats.
 	for _, s := range RegressionPlan {
-		lim := regressionBounds[s.Method]
-		var pooled, alpha float64
-		for i, eps := range []float64{0.5, 1, 2} {
-			c, err := RunRegression(RegressionConfig{Method: s.Method, Epsilon: eps, Records: s.Records, Reps: s.Reps,
-				Wald: s.Method == regression.MethodOutput, Seed: s.Seed + uint64(i)})
-			if err != nil {
-				t.Fatal(err)
+		t.Run(string(s.Method), func(t *testing.T) {
+			t.Parallel()
+			lim := regressionBounds[s.Method]
+			epsilons := []float64{0.5, 1, 2}
+			cells := make([]RegressionCoverage, len(epsilons))
+			t.Run("cells", func(t *testing.T) {
+				for i, eps := range epsilons {
+					t.Run(fmt.Sprint("epsilon=", eps), func(t *testing.T) {
+						t.Parallel()
+						c, err := RunRegression(RegressionConfig{Method: s.Method, Epsilon: eps, Records: s.Records, Reps: s.Reps,
+							Wald: s.Method == regression.MethodOutput, Seed: s.Seed + uint64(i)})
+						if err != nil {
+							t.Fatal(err)
+						}
+						logRegression(t, string(s.Method), eps, c)
+						cells[i] = c
+					})
+				}
+			})
+			if t.Failed() {
+				return
 			}
-			logRegression(t, string(s.Method), eps, c)
-			if c.AlphaWithheld != c.Releases {
-				t.Errorf("%s epsilon %v: alpha limits published in %d releases", s.Method, eps, c.Releases-c.AlphaWithheld)
+			var pooled, alpha float64
+			for i, c := range cells {
+				eps := epsilons[i]
+				if c.AlphaWithheld != c.Releases {
+					t.Errorf("%s epsilon %v: alpha limits published in %d releases", s.Method, eps, c.Releases-c.AlphaWithheld)
+				}
+				if s.Method == regression.MethodPSGLD {
+					if c.BetaWithheld != c.Releases-c.Fallbacks {
+						t.Errorf("psgld epsilon %v: beta limits published in %d releases", eps, c.Releases-c.Fallbacks-c.BetaWithheld)
+					}
+					continue
+				}
+				if b := c.BetaCoverage(); b < lim[0] || b > lim[1] {
+					t.Errorf("%s epsilon %v: beta coverage %.3f outside [%v, %v]", s.Method, eps, b, lim[0], lim[1])
+				}
+				pooled += c.BetaCoverage() / 3
+				alpha += c.AlphaCoverage() / 3
 			}
 			if s.Method == regression.MethodPSGLD {
-				if c.BetaWithheld != c.Releases-c.Fallbacks {
-					t.Errorf("psgld epsilon %v: beta limits published in %d releases", eps, c.Releases-c.Fallbacks-c.BetaWithheld)
-				}
-				continue
+				return
 			}
-			if b := c.BetaCoverage(); b < lim[0] || b > lim[1] {
-				t.Errorf("%s epsilon %v: beta coverage %.3f outside [%v, %v]", s.Method, eps, b, lim[0], lim[1])
+			if pooled < lim[2] || pooled > lim[3] {
+				t.Errorf("%s: pooled beta coverage %.3f outside [%v, %v]", s.Method, pooled, lim[2], lim[3])
 			}
-			pooled += c.BetaCoverage() / 3
-			alpha += c.AlphaCoverage() / 3
-		}
-		if s.Method == regression.MethodPSGLD {
-			continue
-		}
-		if pooled < lim[2] || pooled > lim[3] {
-			t.Errorf("%s: pooled beta coverage %.3f outside [%v, %v]", s.Method, pooled, lim[2], lim[3])
-		}
-		t.Logf("%s: pooled beta coverage %.3f; withheld alpha limits' coverage %.3f", s.Method, pooled, alpha)
+			t.Logf("%s: pooled beta coverage %.3f; withheld alpha limits' coverage %.3f", s.Method, pooled, alpha)
+		})
 	}
 }
 
