@@ -52,7 +52,7 @@ func TestRegressionCoverage(t *testing.T) {
 // docs/inference.md) and holds it to regressionBounds.
 func TestRegressionCoverageFull(t *testing.T) {
 	t.Parallel() // independent seeded studies: make stats uses both cores
-	testtier.Heavy(t, "regression coefficient interval coverage at the default 200 intervals (about 7 minutes)")
+	testtier.Heavy(t, "regression coefficient interval coverage at the default 200 intervals (about 3 minutes on 2 cores)")
 	// Each (method, epsilon) cell is its own parallel subtest, so that the
 	// cells share the cores with the other studies of make stats.
 	for _, s := range RegressionPlan {
