@@ -52,6 +52,9 @@ type closing struct {
 	step  int    // counter kinds: the counter step holding this window
 	draw  string // counter kinds: random nonce of the step (windowDoc.Draw)
 	fails int    // failed release attempts in this process
+	// buildErr is the error of a release build that failed after drawing
+	// its noise (the window is stored as withheld: WithheldBuildFailed).
+	buildErr error
 }
 
 // aggregate is one configured aggregate's window state. Its memory is

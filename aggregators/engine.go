@@ -397,7 +397,9 @@ func (e *Engine) releaseClosing(ctx context.Context) {
 			switch {
 			case err == nil:
 				e.unpublished = append(e.unpublished, key)
-				if replay {
+				if c.buildErr != nil {
+					e.withhold(a, startUnix, ReasonError, fmt.Errorf("%s: %w", WithheldBuildFailed, c.buildErr))
+				} else if replay {
 					e.m.Replayed.WithLabelValues(a.cfg.Name).Inc()
 					e.log.Info("window re-emitted from the ledger", zap.String("key", key))
 				} else {

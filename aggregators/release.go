@@ -196,7 +196,23 @@ type windowDoc struct {
 	// (a random nonce drawn with its node noise): a replay with another
 	// Draw is a foreign holder's value.
 	Draw string `json:"draw,omitempty"`
+	// Withheld, when set, says why the window has no messages: its release
+	// failed after its noise was drawn, so it is stored (and charged) as
+	// withheld instead of being drawn again.
+	Withheld string `json:"withheld,omitempty"`
 }
+
+// WithheldBuildFailed is windowDoc.Withheld for a release whose build
+// failed after noise may have been drawn. Drawing again until a build
+// succeeds would make what is published depend on whether the first draw
+// failed on these data; instead the window's epsilon is charged, nothing
+// is published, and the ledger's entry keeps every later attempt (any
+// holder, any restart) from drawing again.
+const WithheldBuildFailed = "release failed after its noise was drawn: withheld and charged, never drawn again"
+
+// buildFault, when set (tests only), fails the next release builds of
+// non-counter kinds after their noise is drawn.
+var buildFault func() error
 
 type docMessage struct {
 	Key   string          `json:"key"`
@@ -261,7 +277,22 @@ func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, ch
 // buildWindow draws the window's release (the only place noise is drawn
 // for a non-cumulative window) and returns the ledger document.
 func (a *aggregate) buildWindow(c *closing, src dp.Source, remaining map[string]float64) ([]byte, error) {
+	doc, err := a.buildDoc(c, src, remaining)
+	if err == nil || a.counter != nil {
+		// a counter kind's node noise is drawn when the window is
+		// stepped into the counter, not here: its build is retried
+		return doc, err
+	}
+	c.buildErr = err
+	return json.Marshal(windowDoc{Aggregate: a.cfg.Name, WindowStartUnix: time.Unix(0, c.start).Unix(), Draw: c.draw, Withheld: WithheldBuildFailed})
+}
+
+// buildDoc builds window c's release document (drawing its noise).
+func (a *aggregate) buildDoc(c *closing, src dp.Source, remaining map[string]float64) ([]byte, error) {
 	msgs, err := a.kind.release(a, c, src, remaining)
+	if err == nil && buildFault != nil {
+		err = buildFault()
+	}
 	if err != nil {
 		return nil, err
 	}
