@@ -277,6 +277,7 @@ func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, ch
 // buildWindow draws the window's release (the only place noise is drawn
 // for a non-cumulative window) and returns the ledger document.
 func (a *aggregate) buildWindow(c *closing, src dp.Source, remaining map[string]float64) ([]byte, error) {
+	c.buildErr = nil // an async fit discarded for a changed budget is built again
 	doc, err := a.buildDoc(c, src, remaining)
 	if err == nil || a.counter != nil {
 		// a counter kind's node noise is drawn when the window is
