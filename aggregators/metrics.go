@@ -19,6 +19,9 @@ type Metrics struct {
 	Checkpoints      prometheus.Counter
 	CheckpointErrors prometheus.Counter
 	Redelivered      prometheus.Counter
+	// HorizonsRestarted counts, by aggregate, cumulative horizons started
+	// anew (and charged anew) because an earlier horizon's state was lost.
+	HorizonsRestarted *prometheus.CounterVec
 }
 
 // Withholding reasons.
@@ -58,10 +61,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Aggregator checkpoints that failed (retried)."}),
 		Redelivered: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_aggregator_redelivered_skipped_total",
 			Help: "Input messages skipped because the checkpoint already counted them."}),
+		HorizonsRestarted: cv("dpsurv_aggregator_horizons_restarted_total", "Cumulative horizons started anew and charged anew because the ledger held an earlier horizon's charge whose state was lost (checkpoint missing, aggregate removed and re-added), by aggregate.", "aggregate"),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Records, m.Versions, m.Late, m.Skipped, m.Clamped, m.Releases, m.Replayed, m.Withheld, m.Published,
-			m.OpenWindows, m.StateBytes, m.Checkpoints, m.CheckpointErrors, m.Redelivered)
+			m.OpenWindows, m.StateBytes, m.Checkpoints, m.CheckpointErrors, m.Redelivered, m.HorizonsRestarted)
 	}
 	return m
 }

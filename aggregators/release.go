@@ -59,13 +59,17 @@ type FitMessage struct {
 	Cumulative      bool    `json:"cumulative"`
 	ReleaseIndex    int     `json:"release_index,omitempty"`
 	Horizon         int     `json:"horizon,omitempty"`
-	Cohort          string  `json:"cohort"`
-	Method          string  `json:"method"`
-	Mechanism       string  `json:"mechanism"`
-	Epsilon         float64 `json:"epsilon"`
-	EpsilonCharged  float64 `json:"epsilon_charged"`
-	Guarantee       string  `json:"guarantee"`
-	Neighbouring    string  `json:"neighbouring"`
+	// HorizonEpoch numbers a cumulative aggregate's horizons (1, 2, ...):
+	// a new horizon, charged anew, starts when the state of the previous
+	// one was lost (docs/privacy.md).
+	HorizonEpoch   int     `json:"horizon_epoch,omitempty"`
+	Cohort         string  `json:"cohort"`
+	Method         string  `json:"method"`
+	Mechanism      string  `json:"mechanism"`
+	Epsilon        float64 `json:"epsilon"`
+	EpsilonCharged float64 `json:"epsilon_charged"`
+	Guarantee      string  `json:"guarantee"`
+	Neighbouring   string  `json:"neighbouring"`
 	// Public lists what the release treats as public (does not protect):
 	// configuration, and the record count n where the relation is
 	// replace-one. Every field is a function of these and of the noise.
@@ -229,8 +233,16 @@ func MessageKey(aggregate string, startUnix int64, cohort string) string {
 	return WindowKey(aggregate, startUnix) + "/" + cohort
 }
 
-// cumulativeKey is the ledger key of a cumulative aggregate's one charge.
-func cumulativeKey(aggregate string) string { return aggregate + "/cumulative" }
+// cumulativeKey is the ledger key of the one charge of a cumulative
+// aggregate's horizon number epoch (1, 2, ...): "<aggregate>/cumulative"
+// for the first (the key of every earlier version), then
+// "<aggregate>/cumulative/<epoch>".
+func cumulativeKey(aggregate string, epoch int) string {
+	if epoch <= 1 {
+		return aggregate + "/cumulative"
+	}
+	return aggregate + "/cumulative/" + strconv.Itoa(epoch)
+}
 
 // scopes is every scope a release of a charges.
 func (a *aggregate) scopes() []string {

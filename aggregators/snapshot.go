@@ -39,6 +39,9 @@ type aggSnapshot struct {
 	// HorizonTracked marks a checkpoint written with the horizon table
 	// (an empty table is omitted).
 	HorizonTracked bool `json:"horizon_tracked,omitempty"`
+	// HorizonEpoch is the number of the horizon the tree counts (0 in
+	// checkpoints from before epochs: the first).
+	HorizonEpoch int `json:"horizon_epoch,omitempty"`
 	// Foreign: see aggregate.foreign.
 	Foreign bool `json:"foreign_cumulative,omitempty"`
 }
