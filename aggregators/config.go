@@ -62,6 +62,13 @@ type Config struct {
 	// count as public and state that presence is not protected. Not part
 	// of the fingerprint (it changes release text, not the mechanism).
 	CountsPublicElsewhere bool `yaml:"-"`
+	// PresencePublicViaSanitized (service-level, output.sanitized_topic
+	// set): the same service publishes one sanitized row per validated
+	// record of the same input (a pseudonym and the event flag), so the
+	// window's record count and which pseudonyms are present are public
+	// through it; every release lists them as public and states that
+	// presence is not protected. Not part of the fingerprint.
+	PresencePublicViaSanitized bool `yaml:"-"`
 }
 
 // Window configures an aggregate's windowing.

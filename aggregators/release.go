@@ -34,6 +34,11 @@ const (
 	// releases exact window counts (ledger.allow_public_counts).
 	PublicCountElsewhere             = "n (the window's exact record count, released by another aggregate of this service: ledger.allow_public_counts)"
 	NeighbouringPresenceNotProtected = "; presence is NOT protected: another aggregate of this service releases the exact record count (ledger.allow_public_counts)"
+	// PublicViaSanitized and NeighbouringSanitizedTopic amend every release
+	// of a service that also publishes a sanitized topic
+	// (output.sanitized_topic) from the same input.
+	PublicViaSanitized         = "presence and n (the sanitized topic of this service publishes one row per validated record of the input: a pseudonym and the event flag)"
+	NeighbouringSanitizedTopic = "; presence and the record count are NOT protected by this release alone: this service's sanitized topic publishes one row per record (run without output.sanitized_topic for central releases only)"
 )
 
 // F is a float64 that encodes NaN and ±Inf as JSON null (R's NA) and
@@ -313,6 +318,12 @@ func (a *aggregate) buildDoc(c *closing, src dp.Source, remaining map[string]flo
 		for i := range msgs {
 			msgs[i].Public = append(msgs[i].Public, PublicCountElsewhere)
 			msgs[i].Neighbouring += NeighbouringPresenceNotProtected
+		}
+	}
+	if a.cfg.PresencePublicViaSanitized {
+		for i := range msgs {
+			msgs[i].Public = append(msgs[i].Public, PublicViaSanitized)
+			msgs[i].Neighbouring += NeighbouringSanitizedTopic
 		}
 	}
 	doc := windowDoc{Aggregate: a.cfg.Name, WindowStartUnix: time.Unix(0, c.start).Unix(), Draw: c.draw}

@@ -63,10 +63,9 @@ func (c Config) AggregatorConfigs() ([]aggregators.Config, error) {
 		out = append(out, ac)
 		publicCounts = publicCounts || ac.ReleasesExactCount()
 	}
-	if publicCounts {
-		for i := range out {
-			out[i].CountsPublicElsewhere = !out[i].ReleasesExactCount()
-		}
+	for i := range out {
+		out[i].CountsPublicElsewhere = publicCounts && !out[i].ReleasesExactCount()
+		out[i].PresencePublicViaSanitized = c.Output.SanitizedTopic != ""
 	}
 	return out, nil
 }
