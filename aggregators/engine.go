@@ -315,6 +315,15 @@ func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
 			e.withhold(a, startUnix, ReasonCumulativeForeign, nil)
 			continue
 		}
+		if a.capped[s] {
+			// A patient bound bound: one patient could displace another
+			// (two cells, a 2ε loss for an ε release). Withheld before any
+			// charge or noise; a cumulative tree is not stepped with it.
+			a.drop(s)
+			e.dirty = true
+			e.withhold(a, startUnix, ReasonMaxPatients, nil)
+			continue
+		}
 		// The plan's one charge comes before any window noise.
 		if p.charge != "" {
 			charge := p.charge

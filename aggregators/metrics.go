@@ -34,6 +34,10 @@ const (
 	// aggregate's later releases of the horizon would expose its own node
 	// noise beside the other's; they are withheld.
 	ReasonCumulativeForeign = "cumulative_foreign"
+	// ReasonMaxPatients: a patient bound (MaxPatientsPerWindow, or a
+	// cumulative aggregate's MaxPatientsPerHorizon) bound in the window, so
+	// one patient could displace another: the window is not released.
+	ReasonMaxPatients = "max_patients"
 )
 
 // NewMetrics creates the metrics and registers them on reg (if not nil).
@@ -49,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Clamped:   cv("dpsurv_aggregator_values_clamped_total", "Times above the public time_max counted in the last bin (discrete: also covariate rows projected onto the unit ball), by aggregate.", "aggregate"),
 		Releases:  cv("dpsurv_releases_total", "Window releases drawn and charged to the ledger, by aggregate.", "aggregate"),
 		Replayed:  cv("dpsurv_releases_replayed_total", "Window releases re-emitted from the ledger without new noise, by aggregate.", "aggregate"),
-		Withheld:  cv("dpsurv_releases_withheld_total", "Window releases withheld, by aggregate and reason (budget_exceeded, horizon_reached, cumulative_foreign, error).", "aggregate", "reason"),
+		Withheld:  cv("dpsurv_releases_withheld_total", "Window releases withheld, by aggregate and reason (budget_exceeded, horizon_reached, cumulative_foreign, max_patients, error).", "aggregate", "reason"),
 		Published: cv("dpsurv_fit_messages_total", "Fit messages written to the fit topic, by aggregate.", "aggregate"),
 		OpenWindows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_aggregator_open_windows",
 			Help: "Windows open (accepting records), by aggregate."}, []string{"aggregate"}),

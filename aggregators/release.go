@@ -261,13 +261,13 @@ func (a *aggregate) scopes() []string {
 // ContributionPerPatient is every release's statement of what one patient
 // contributes to a window: the unit its neighbouring relation protects.
 var ContributionPerPatient = "one record per patient per window: records are keyed by a keyed pseudonym of the id, and a later version of a patient's record replaces the earlier one in its window (latest version wins); at most " +
-	strconv.Itoa(MaxPatientsPerWindow) + " patients per window, a new patient beyond that is not counted; if that bound binds, admitting one patient can exclude another (two cells change: the loss is 2 epsilon)"
+	strconv.Itoa(MaxPatientsPerWindow) + " patients per window, a new patient beyond that is not counted, and a window in which that bound binds is withheld (reason max_patients: admitting one patient could exclude another), so whether a window reached the bound is public"
 
 // ContributionCumulative is a cumulative km release's statement: one
 // contribution per patient for the whole horizon, as the tree counter's
 // sensitivity 1 assumes.
 var ContributionCumulative = "one record per patient for the whole horizon: records are keyed by a keyed pseudonym of the id; a patient is counted only in the first window a version of theirs arrives in (a later version replaces the earlier one while that window is open; versions arriving in later windows are not counted); at most " +
-	strconv.Itoa(MaxPatientsPerHorizon) + " patients per horizon and " + strconv.Itoa(MaxPatientsPerWindow) + " per window, a new patient beyond either is not counted; if a bound binds, admitting one patient can exclude another (the loss is 2 epsilon)"
+	strconv.Itoa(MaxPatientsPerHorizon) + " patients per horizon and " + strconv.Itoa(MaxPatientsPerWindow) + " per window, a new patient beyond either is not counted, a window in which a bound binds is withheld (reason max_patients), so whether a window reached a bound is public, and a patient excluded by the per-window bound is not counted later in the horizon"
 
 // header fills the metadata common to every cohort of window s.
 func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, charged float64) FitMessage {
