@@ -45,7 +45,7 @@ func (k *cumulativeKind) init(a *aggregate) error {
 // release; the horizon's epsilon if it ends up a second value of the key,
 // its node noise then public too), one window at a time.
 func (k *cumulativeKind) plan(a *aggregate) plan {
-	return plan{epsilon: 0, superseded: a.cfg.Epsilon, serial: true,
+	return plan{epsilon: 0, superseded: a.cfg.ChargedEpsilon(), serial: true,
 		charge: cumulativeKey(a.cfg.Name, 1), chargeDoc: a.cumulativeChargeDoc}
 }
 
@@ -173,7 +173,7 @@ func (a *aggregate) cumulativeChargeDoc(remaining map[string]float64) ([]byte, e
 	}
 	doc := map[string]any{
 		"aggregate": a.cfg.Name, "kind": a.cfg.Kind, "cumulative": true, "horizon": a.cfg.Window.Horizon,
-		"horizon_epoch": epoch, "epsilon": a.cfg.Epsilon, "budget_remaining": remaining,
+		"horizon_epoch": epoch, "epsilon": a.cfg.Epsilon, "epsilon_charged": a.cfg.ChargedEpsilon(), "budget_remaining": remaining,
 		"note": "one charge for all horizon releases of the binary-tree counter",
 	}
 	if epoch > 1 {

@@ -338,7 +338,7 @@ func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
 				}
 			}
 			if _, ok := e.cfg.Ledger.Lookup(charge); !ok {
-				_, _, err := e.cfg.Ledger.Release(ctx, charge, a.scopes(), a.cfg.Epsilon, p.chargeDoc)
+				_, _, err := e.cfg.Ledger.Release(ctx, charge, a.scopes(), a.cfg.ChargedEpsilon(), p.chargeDoc)
 				if err != nil && !errors.Is(err, ledger.ErrBudgetExceeded) {
 					e.log.Warn("ledger charge failed; retrying", zap.String("aggregate", a.cfg.Name), zap.Error(err))
 					return

@@ -37,8 +37,11 @@ const (
 	// PublicViaSanitized and NeighbouringSanitizedTopic amend every release
 	// of a service that also publishes a sanitized topic
 	// (output.sanitized_topic) from the same input.
-	PublicViaSanitized         = "presence and n (the sanitized topic of this service publishes one row per validated record of the input: a pseudonym and the event flag)"
-	NeighbouringSanitizedTopic = "; presence and the record count are NOT protected by this release alone: this service's sanitized topic publishes one row per record (run without output.sanitized_topic for central releases only)"
+	// CompositionReplaceOneCharge amends an add/remove-one release charged
+	// its replace-one cost (Config.ReplaceOneAccounting).
+	CompositionReplaceOneCharge = "; charged 2 epsilon, its replace-one cost: presence and the count are public in this service, so the budget is accounted under replace-one (replace = remove + add)"
+	PublicViaSanitized          = "presence and n (the sanitized topic of this service publishes one row per validated record of the input: a pseudonym and the event flag)"
+	NeighbouringSanitizedTopic  = "; presence and the record count are NOT protected by this release alone: this service's sanitized topic publishes one row per record (run without output.sanitized_topic for central releases only)"
 )
 
 // F is a float64 that encodes NaN and ±Inf as JSON null (R's NA) and
@@ -324,6 +327,11 @@ func (a *aggregate) buildDoc(c *closing, src dp.Source, remaining map[string]flo
 		for i := range msgs {
 			msgs[i].Public = append(msgs[i].Public, PublicViaSanitized)
 			msgs[i].Neighbouring += NeighbouringSanitizedTopic
+		}
+	}
+	if a.cfg.ChargedEpsilon() != a.cfg.Epsilon {
+		for i := range msgs {
+			msgs[i].Composition += CompositionReplaceOneCharge
 		}
 	}
 	doc := windowDoc{Aggregate: a.cfg.Name, WindowStartUnix: time.Unix(0, c.start).Unix(), Draw: c.draw}

@@ -65,7 +65,10 @@ func (c Config) AggregatorConfigs() ([]aggregators.Config, error) {
 	}
 	for i := range out {
 		out[i].CountsPublicElsewhere = publicCounts && !out[i].ReleasesExactCount()
-		out[i].PresencePublicViaSanitized = c.Output.SanitizedTopic != ""
+		// (a replace-one release already states that n is public and
+		// presence not protected)
+		out[i].PresencePublicViaSanitized = c.Output.SanitizedTopic != "" && !out[i].ReleasesExactCount()
+		out[i].ReplaceOneAccounting = publicCounts || c.Output.SanitizedTopic != ""
 	}
 	return out, nil
 }

@@ -87,6 +87,12 @@ func TestSanitizedTopicMarksPresencePublic(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, ac := range acs {
+				if ac.ReleasesExactCount() {
+					continue
+				}
+				if ac.ReplaceOneAccounting != c.want || (ac.ChargedEpsilon() == 2*ac.Epsilon) != c.want {
+					t.Errorf("%s: replace-one accounting %v (charged %v of epsilon %v), want %v", ac.Name, ac.ReplaceOneAccounting, ac.ChargedEpsilon(), ac.Epsilon, c.want)
+				}
 				if ac.PresencePublicViaSanitized != c.want {
 					t.Errorf("%s: PresencePublicViaSanitized %v, want %v", ac.Name, ac.PresencePublicViaSanitized, c.want)
 				}
