@@ -70,7 +70,10 @@ type aggregate struct {
 	plan       plan
 	size, late int64 // ns
 	// open holds the open windows' state (the kind's window type).
-	open         map[int64]window
+	open map[int64]window
+	// capped marks the open windows in which a patient bound bound
+	// (MaxPatientsPerWindow, MaxPatientsPerHorizon): they are withheld.
+	capped       map[int64]bool
 	closedBefore int64 // windows starting before this (ns) are closed
 	closing      []*closing
 	// patients holds, per open window, each patient's one contribution
@@ -95,7 +98,7 @@ func newAggregate(cfg Config) (*aggregate, error) {
 		return nil, err
 	}
 	a := &aggregate{cfg: cfg, kind: kindOf(cfg), size: int64(cfg.Window.Size), late: int64(cfg.Window.Lateness),
-		open: map[int64]window{}, closedBefore: math.MinInt64, patients: map[int64]patientTable{}}
+		open: map[int64]window{}, closedBefore: math.MinInt64, patients: map[int64]patientTable{}, capped: map[int64]bool{}}
 	a.plan = windowPlan(a)
 	if p, ok := a.kind.(planner); ok {
 		a.plan = p.plan(a)
@@ -259,19 +262,27 @@ func (a *aggregate) addHist(rec arrow.Record, now int64, horizon patientTable) (
 				st.Skipped[SkipCumulativeSeen]++
 				continue
 			}
-			if len(horizon) >= MaxPatientsPerHorizon {
+			if len(horizon) >= maxPatientsPerHorizon {
 				if st.Skipped == nil {
 					st.Skipped = map[string]int{}
 				}
 				st.Skipped[SkipMaxPatients]++
+				a.capped[s] = true
 				continue
 			}
 		}
-		if len(tbl) >= MaxPatientsPerWindow {
+		if len(tbl) >= maxPatientsPerWindow {
 			if st.Skipped == nil {
 				st.Skipped = map[string]int{}
 			}
 			st.Skipped[SkipMaxPatients]++
+			// The bound binds: the window is withheld (closeDue), and in a
+			// cumulative horizon the excluded patient has used its one
+			// contribution, so it cannot displace another later.
+			a.capped[s] = true
+			if horizon != nil {
+				horizon[fp] = uint64(s)
+			}
 			continue
 		}
 		if t > a.cfg.TimeMax {
@@ -322,6 +333,7 @@ func (a *aggregate) closeWindow(s int64, src dp.Source) (*closing, error) {
 func (a *aggregate) drop(s int64) {
 	delete(a.open, s)
 	delete(a.patients, s)
+	delete(a.capped, s)
 	a.lastHist, a.lastTable = nil, nil
 	a.closedBefore = max(a.closedBefore, s+a.size)
 }

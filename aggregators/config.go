@@ -62,6 +62,30 @@ type Config struct {
 	// count as public and state that presence is not protected. Not part
 	// of the fingerprint (it changes release text, not the mechanism).
 	CountsPublicElsewhere bool `yaml:"-"`
+	// PresencePublicViaSanitized (service-level, output.sanitized_topic
+	// set): the same service publishes one sanitized row per validated
+	// record of the same input (a pseudonym and the event flag), so the
+	// window's record count and which pseudonyms are present are public
+	// through it; every release lists them as public and states that
+	// presence is not protected. Not part of the fingerprint.
+	PresencePublicViaSanitized bool `yaml:"-"`
+	// ReplaceOneAccounting (service-level): presence and the window's
+	// count are public in this service (a sanitized topic, or an
+	// exact-count aggregate beside this one), so its budget is accounted
+	// under replace-one, the relation every release still protects; an
+	// add/remove-one release is charged its replace-one cost, 2 epsilon
+	// (replace = remove + add). Not part of the fingerprint.
+	ReplaceOneAccounting bool `yaml:"-"`
+}
+
+// ChargedEpsilon is what one release (a window, or a cumulative horizon)
+// of the aggregate is charged to the ledger: Epsilon, or 2 Epsilon for an
+// add/remove-one release under ReplaceOneAccounting.
+func (c Config) ChargedEpsilon() float64 {
+	if c.ReplaceOneAccounting && !c.ReleasesExactCount() {
+		return 2 * c.Epsilon
+	}
+	return c.Epsilon
 }
 
 // Window configures an aggregate's windowing.

@@ -24,6 +24,10 @@ type cumulativeKind struct {
 	// as uint64) of the one window that counts them; it outlives the
 	// windows and is checkpointed.
 	horizon patientTable
+	// epoch is the number of the horizon this tree counts (its ledger
+	// charge is cumulativeKey(name, epoch)); 0 until known: restored from
+	// the checkpoint, or chosen at the first charge (horizonKey).
+	epoch int
 }
 
 func (k *cumulativeKind) init(a *aggregate) error {
@@ -41,8 +45,29 @@ func (k *cumulativeKind) init(a *aggregate) error {
 // release; the horizon's epsilon if it ends up a second value of the key,
 // its node noise then public too), one window at a time.
 func (k *cumulativeKind) plan(a *aggregate) plan {
-	return plan{epsilon: 0, superseded: a.cfg.Epsilon, serial: true,
-		charge: cumulativeKey(a.cfg.Name), chargeDoc: a.cumulativeChargeDoc}
+	return plan{epsilon: 0, superseded: a.cfg.ChargedEpsilon(), serial: true,
+		charge: cumulativeKey(a.cfg.Name, 1), chargeDoc: a.cumulativeChargeDoc}
+}
+
+// horizonKey is the ledger key of the charge this tree's horizon needs.
+// The ledger, not the checkpoint, is the authority on what was released:
+// a tree restored from the checkpoint keeps its horizon's epoch; a tree
+// that starts empty (no checkpoint, a lost checkpoint, or an aggregate
+// removed from the configuration and put back under its name) while the
+// ledger already holds charges of earlier horizons of this name counts a
+// new horizon, epoch one past the last charged, which is charged anew —
+// its releases are about the same patients as the lost horizon's, so
+// reusing that charge would publish a second horizon for the price of one.
+// restarted is true when that happened (the caller logs and counts it).
+func (k *cumulativeKind) horizonKey(a *aggregate, charged func(key string) bool) (key string, restarted bool) {
+	if k.epoch == 0 {
+		ep := 1
+		for charged(cumulativeKey(a.cfg.Name, ep)) {
+			ep++
+		}
+		k.epoch, restarted = ep, ep > 1
+	}
+	return cumulativeKey(a.cfg.Name, k.epoch), restarted
 }
 
 // add counts the rows into their windows' histograms, each patient once
@@ -70,6 +95,11 @@ func (k *cumulativeKind) save(_ *aggregate, s *aggSnapshot) error {
 	}
 	s.Tree = b
 	s.Horizon, s.HorizonTracked = encodePatients(k.horizon), true
+	if k.epoch > 1 || k.tree.Releases() == 0 {
+		// epoch 1 with releases is implied (and so checkpoints of the
+		// first horizon keep the bytes of earlier versions)
+		s.HorizonEpoch = k.epoch
+	}
 	return nil
 }
 
@@ -92,6 +122,10 @@ func (k *cumulativeKind) load(a *aggregate, s *aggSnapshot) error {
 		return fmt.Errorf("horizon patients: %w", err)
 	}
 	k.horizon = hp
+	k.epoch = s.HorizonEpoch
+	if k.epoch == 0 && k.tree.Releases() > 0 {
+		k.epoch = 1 // a checkpoint from before horizon epochs: its charge is the first key
+	}
 	for st, tbl := range a.patients { // open windows count their patients
 		for fp := range tbl {
 			if _, ok := k.horizon[fp]; !ok {
@@ -123,7 +157,7 @@ func (k *cumulativeKind) release(a *aggregate, c *closing, _ dp.Source, remainin
 	}
 	msgs := a.fromKM(c, res, remaining, 0, compositionCumulative)
 	for i := range msgs {
-		msgs[i].ReleaseIndex, msgs[i].Horizon = c.step, a.cfg.Window.Horizon
+		msgs[i].ReleaseIndex, msgs[i].Horizon, msgs[i].HorizonEpoch = c.step, a.cfg.Window.Horizon, k.epoch
 		msgs[i].Contribution = ContributionCumulative
 		msgs[i].Public = append(msgs[i].Public, "horizon")
 	}
@@ -133,9 +167,17 @@ func (k *cumulativeKind) release(a *aggregate, c *closing, _ dp.Source, remainin
 // cumulativeChargeDoc is the ledger release of a cumulative aggregate's one
 // charge (nothing is published from it).
 func (a *aggregate) cumulativeChargeDoc(remaining map[string]float64) ([]byte, error) {
-	return json.Marshal(map[string]any{
+	epoch := 1
+	if k, ok := a.kind.(*cumulativeKind); ok && k.epoch > 0 {
+		epoch = k.epoch
+	}
+	doc := map[string]any{
 		"aggregate": a.cfg.Name, "kind": a.cfg.Kind, "cumulative": true, "horizon": a.cfg.Window.Horizon,
-		"epsilon": a.cfg.Epsilon, "budget_remaining": remaining,
+		"horizon_epoch": epoch, "epsilon": a.cfg.Epsilon, "epsilon_charged": a.cfg.ChargedEpsilon(), "budget_remaining": remaining,
 		"note": "one charge for all horizon releases of the binary-tree counter",
-	})
+	}
+	if epoch > 1 {
+		doc["note"] = "one charge for all releases of a new horizon: the state of the previous horizon was lost (checkpoint missing or the aggregate removed and re-added), so its patients may be counted again"
+	}
+	return json.Marshal(doc)
 }

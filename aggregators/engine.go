@@ -315,10 +315,30 @@ func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
 			e.withhold(a, startUnix, ReasonCumulativeForeign, nil)
 			continue
 		}
+		if a.capped[s] {
+			// A patient bound bound: one patient could displace another
+			// (two cells, a 2ε loss for an ε release). Withheld before any
+			// charge or noise; a cumulative tree is not stepped with it.
+			a.drop(s)
+			e.dirty = true
+			e.withhold(a, startUnix, ReasonMaxPatients, nil)
+			continue
+		}
 		// The plan's one charge comes before any window noise.
 		if p.charge != "" {
-			if _, ok := e.cfg.Ledger.Lookup(p.charge); !ok {
-				_, _, err := e.cfg.Ledger.Release(ctx, p.charge, a.scopes(), a.cfg.Epsilon, p.chargeDoc)
+			charge := p.charge
+			if hk, ok := a.kind.(*cumulativeKind); ok {
+				var restarted bool
+				charge, restarted = hk.horizonKey(a, func(k string) bool { _, ok := e.cfg.Ledger.Lookup(k); return ok })
+				if restarted {
+					e.dirty = true
+					e.m.HorizonsRestarted.WithLabelValues(a.cfg.Name).Inc()
+					e.log.Warn("cumulative aggregate starts a new horizon, charged anew: the ledger holds an earlier horizon's charge but its state is lost",
+						zap.String("aggregate", a.cfg.Name), zap.String("charge", charge))
+				}
+			}
+			if _, ok := e.cfg.Ledger.Lookup(charge); !ok {
+				_, _, err := e.cfg.Ledger.Release(ctx, charge, a.scopes(), a.cfg.ChargedEpsilon(), p.chargeDoc)
 				if err != nil && !errors.Is(err, ledger.ErrBudgetExceeded) {
 					e.log.Warn("ledger charge failed; retrying", zap.String("aggregate", a.cfg.Name), zap.Error(err))
 					return

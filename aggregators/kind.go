@@ -95,7 +95,7 @@ type plan struct {
 }
 
 // windowPlan is the default plan: each window charged epsilon, inline.
-func windowPlan(a *aggregate) plan { return plan{epsilon: a.cfg.Epsilon} }
+func windowPlan(a *aggregate) plan { return plan{epsilon: a.cfg.ChargedEpsilon()} }
 
 // histWindow is a histogram kind's window state.
 type histWindow struct{ *dpfit.Histogram }

@@ -66,7 +66,7 @@ func (a *aggregate) kmMessages(c *closing, src dp.Source, remaining map[string]f
 	if err != nil {
 		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
 	}
-	return a.fromKM(c, res, remaining, a.cfg.Epsilon, compositionWindow), nil
+	return a.fromKM(c, res, remaining, a.cfg.ChargedEpsilon(), compositionWindow), nil
 }
 
 func (a *aggregate) fromKM(c *closing, res dpfit.KMResult, remaining map[string]float64, charged float64, composition string) []FitMessage {

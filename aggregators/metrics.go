@@ -19,6 +19,9 @@ type Metrics struct {
 	Checkpoints      prometheus.Counter
 	CheckpointErrors prometheus.Counter
 	Redelivered      prometheus.Counter
+	// HorizonsRestarted counts, by aggregate, cumulative horizons started
+	// anew (and charged anew) because an earlier horizon's state was lost.
+	HorizonsRestarted *prometheus.CounterVec
 }
 
 // Withholding reasons.
@@ -31,6 +34,10 @@ const (
 	// aggregate's later releases of the horizon would expose its own node
 	// noise beside the other's; they are withheld.
 	ReasonCumulativeForeign = "cumulative_foreign"
+	// ReasonMaxPatients: a patient bound (MaxPatientsPerWindow, or a
+	// cumulative aggregate's MaxPatientsPerHorizon) bound in the window, so
+	// one patient could displace another: the window is not released.
+	ReasonMaxPatients = "max_patients"
 )
 
 // NewMetrics creates the metrics and registers them on reg (if not nil).
@@ -46,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Clamped:   cv("dpsurv_aggregator_values_clamped_total", "Times above the public time_max counted in the last bin (discrete: also covariate rows projected onto the unit ball), by aggregate.", "aggregate"),
 		Releases:  cv("dpsurv_releases_total", "Window releases drawn and charged to the ledger, by aggregate.", "aggregate"),
 		Replayed:  cv("dpsurv_releases_replayed_total", "Window releases re-emitted from the ledger without new noise, by aggregate.", "aggregate"),
-		Withheld:  cv("dpsurv_releases_withheld_total", "Window releases withheld, by aggregate and reason (budget_exceeded, horizon_reached, cumulative_foreign, error).", "aggregate", "reason"),
+		Withheld:  cv("dpsurv_releases_withheld_total", "Window releases withheld, by aggregate and reason (budget_exceeded, horizon_reached, cumulative_foreign, max_patients, error).", "aggregate", "reason"),
 		Published: cv("dpsurv_fit_messages_total", "Fit messages written to the fit topic, by aggregate.", "aggregate"),
 		OpenWindows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_aggregator_open_windows",
 			Help: "Windows open (accepting records), by aggregate."}, []string{"aggregate"}),
@@ -58,10 +65,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Aggregator checkpoints that failed (retried)."}),
 		Redelivered: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_aggregator_redelivered_skipped_total",
 			Help: "Input messages skipped because the checkpoint already counted them."}),
+		HorizonsRestarted: cv("dpsurv_aggregator_horizons_restarted_total", "Cumulative horizons started anew and charged anew because the ledger held an earlier horizon's charge whose state was lost (checkpoint missing, aggregate removed and re-added), by aggregate.", "aggregate"),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Records, m.Versions, m.Late, m.Skipped, m.Clamped, m.Releases, m.Replayed, m.Withheld, m.Published,
-			m.OpenWindows, m.StateBytes, m.Checkpoints, m.CheckpointErrors, m.Redelivered)
+			m.OpenWindows, m.StateBytes, m.Checkpoints, m.CheckpointErrors, m.Redelivered, m.HorizonsRestarted)
 	}
 	return m
 }

@@ -14,13 +14,22 @@ import (
 // MaxPatientsPerWindow bounds the distinct patients one window keeps a
 // contribution for (public configuration, part of every release's
 // metadata). A record of a new patient arriving when its window already
-// holds this many is not counted (metric dpsurv_aggregator_skipped_total,
-// reason max_patients); size it above any plausible window. While the
-// bound does not bind, each patient contributes exactly one record — its
-// latest version — to a window. When it binds, one added patient can
-// displace another, so a window's histogram can change in two cells; the
-// release metadata states the bound so a reviewer can check it.
+// holds this many is not counted (metric
+// dpsurv_aggregator_records_skipped_total, reason max_patients); size it
+// above any plausible window. While the bound does not bind, each patient
+// contributes exactly one record — its latest version — to a window. When
+// it binds, one added patient can displace another (two cells change, a 2ε
+// loss for an ε release), so a window in which a bound bound is never
+// released: it is withheld (dpsurv_releases_withheld_total, reason
+// max_patients), and whether a window reached the bound is public. In a
+// cumulative aggregate the displaced patient is also marked as seen for
+// the horizon, so it cannot count in a later window and displace another
+// there (the cascade an independent review measured at 5ε).
 const MaxPatientsPerWindow = 1 << 20
+
+// maxPatientsPerWindow and maxPatientsPerHorizon are the bounds in force
+// (the constants; tests lower them).
+var maxPatientsPerWindow, maxPatientsPerHorizon = MaxPatientsPerWindow, MaxPatientsPerHorizon
 
 // MaxPatientsPerHorizon bounds the distinct patients a cumulative
 // aggregate remembers over its horizon (public configuration, stated in
@@ -119,7 +128,7 @@ func encodePatients(t patientTable) []byte {
 }
 
 func decodePatients(b []byte) (patientTable, error) {
-	return decodePatientsMax(b, MaxPatientsPerWindow)
+	return decodePatientsMax(b, max(maxPatientsPerWindow, MaxPatientsPerWindow))
 }
 
 // decodePatientsMax decodes a table of at most limit entries.

@@ -34,6 +34,14 @@ const (
 	// releases exact window counts (ledger.allow_public_counts).
 	PublicCountElsewhere             = "n (the window's exact record count, released by another aggregate of this service: ledger.allow_public_counts)"
 	NeighbouringPresenceNotProtected = "; presence is NOT protected: another aggregate of this service releases the exact record count (ledger.allow_public_counts)"
+	// PublicViaSanitized and NeighbouringSanitizedTopic amend every release
+	// of a service that also publishes a sanitized topic
+	// (output.sanitized_topic) from the same input.
+	// CompositionReplaceOneCharge amends an add/remove-one release charged
+	// its replace-one cost (Config.ReplaceOneAccounting).
+	CompositionReplaceOneCharge = "; charged 2 epsilon, its replace-one cost: presence and the count are public in this service, so the budget is accounted under replace-one (replace = remove + add)"
+	PublicViaSanitized          = "presence and n (the sanitized topic of this service publishes one row per validated record of the input: a pseudonym and the event flag)"
+	NeighbouringSanitizedTopic  = "; presence and the record count are NOT protected by this release alone: this service's sanitized topic publishes one row per record (run without output.sanitized_topic for central releases only)"
 )
 
 // F is a float64 that encodes NaN and ±Inf as JSON null (R's NA) and
@@ -59,13 +67,17 @@ type FitMessage struct {
 	Cumulative      bool    `json:"cumulative"`
 	ReleaseIndex    int     `json:"release_index,omitempty"`
 	Horizon         int     `json:"horizon,omitempty"`
-	Cohort          string  `json:"cohort"`
-	Method          string  `json:"method"`
-	Mechanism       string  `json:"mechanism"`
-	Epsilon         float64 `json:"epsilon"`
-	EpsilonCharged  float64 `json:"epsilon_charged"`
-	Guarantee       string  `json:"guarantee"`
-	Neighbouring    string  `json:"neighbouring"`
+	// HorizonEpoch numbers a cumulative aggregate's horizons (1, 2, ...):
+	// a new horizon, charged anew, starts when the state of the previous
+	// one was lost (docs/privacy.md).
+	HorizonEpoch   int     `json:"horizon_epoch,omitempty"`
+	Cohort         string  `json:"cohort"`
+	Method         string  `json:"method"`
+	Mechanism      string  `json:"mechanism"`
+	Epsilon        float64 `json:"epsilon"`
+	EpsilonCharged float64 `json:"epsilon_charged"`
+	Guarantee      string  `json:"guarantee"`
+	Neighbouring   string  `json:"neighbouring"`
 	// Public lists what the release treats as public (does not protect):
 	// configuration, and the record count n where the relation is
 	// replace-one. Every field is a function of these and of the noise.
@@ -229,8 +241,16 @@ func MessageKey(aggregate string, startUnix int64, cohort string) string {
 	return WindowKey(aggregate, startUnix) + "/" + cohort
 }
 
-// cumulativeKey is the ledger key of a cumulative aggregate's one charge.
-func cumulativeKey(aggregate string) string { return aggregate + "/cumulative" }
+// cumulativeKey is the ledger key of the one charge of a cumulative
+// aggregate's horizon number epoch (1, 2, ...): "<aggregate>/cumulative"
+// for the first (the key of every earlier version), then
+// "<aggregate>/cumulative/<epoch>".
+func cumulativeKey(aggregate string, epoch int) string {
+	if epoch <= 1 {
+		return aggregate + "/cumulative"
+	}
+	return aggregate + "/cumulative/" + strconv.Itoa(epoch)
+}
 
 // scopes is every scope a release of a charges.
 func (a *aggregate) scopes() []string {
@@ -244,13 +264,13 @@ func (a *aggregate) scopes() []string {
 // ContributionPerPatient is every release's statement of what one patient
 // contributes to a window: the unit its neighbouring relation protects.
 var ContributionPerPatient = "one record per patient per window: records are keyed by a keyed pseudonym of the id, and a later version of a patient's record replaces the earlier one in its window (latest version wins); at most " +
-	strconv.Itoa(MaxPatientsPerWindow) + " patients per window, a new patient beyond that is not counted; if that bound binds, admitting one patient can exclude another (two cells change: the loss is 2 epsilon)"
+	strconv.Itoa(MaxPatientsPerWindow) + " patients per window, a new patient beyond that is not counted, and a window in which that bound binds is withheld (reason max_patients: admitting one patient could exclude another), so whether a window reached the bound is public"
 
 // ContributionCumulative is a cumulative km release's statement: one
 // contribution per patient for the whole horizon, as the tree counter's
 // sensitivity 1 assumes.
 var ContributionCumulative = "one record per patient for the whole horizon: records are keyed by a keyed pseudonym of the id; a patient is counted only in the first window a version of theirs arrives in (a later version replaces the earlier one while that window is open; versions arriving in later windows are not counted); at most " +
-	strconv.Itoa(MaxPatientsPerHorizon) + " patients per horizon and " + strconv.Itoa(MaxPatientsPerWindow) + " per window, a new patient beyond either is not counted; if a bound binds, admitting one patient can exclude another (the loss is 2 epsilon)"
+	strconv.Itoa(MaxPatientsPerHorizon) + " patients per horizon and " + strconv.Itoa(MaxPatientsPerWindow) + " per window, a new patient beyond either is not counted, a window in which a bound binds is withheld (reason max_patients), so whether a window reached a bound is public, and a patient excluded by the per-window bound is not counted later in the horizon"
 
 // header fills the metadata common to every cohort of window s.
 func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, charged float64) FitMessage {
@@ -301,6 +321,17 @@ func (a *aggregate) buildDoc(c *closing, src dp.Source, remaining map[string]flo
 		for i := range msgs {
 			msgs[i].Public = append(msgs[i].Public, PublicCountElsewhere)
 			msgs[i].Neighbouring += NeighbouringPresenceNotProtected
+		}
+	}
+	if a.cfg.PresencePublicViaSanitized {
+		for i := range msgs {
+			msgs[i].Public = append(msgs[i].Public, PublicViaSanitized)
+			msgs[i].Neighbouring += NeighbouringSanitizedTopic
+		}
+	}
+	if a.cfg.ChargedEpsilon() != a.cfg.Epsilon {
+		for i := range msgs {
+			msgs[i].Composition += CompositionReplaceOneCharge
 		}
 	}
 	doc := windowDoc{Aggregate: a.cfg.Name, WindowStartUnix: time.Unix(0, c.start).Unix(), Draw: c.draw}

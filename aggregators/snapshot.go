@@ -39,6 +39,9 @@ type aggSnapshot struct {
 	// HorizonTracked marks a checkpoint written with the horizon table
 	// (an empty table is omitted).
 	HorizonTracked bool `json:"horizon_tracked,omitempty"`
+	// HorizonEpoch is the number of the horizon the tree counts (0 in
+	// checkpoints from before epochs: the first).
+	HorizonEpoch int `json:"horizon_epoch,omitempty"`
 	// Foreign: see aggregate.foreign.
 	Foreign bool `json:"foreign_cumulative,omitempty"`
 }
@@ -50,6 +53,8 @@ type histSnap struct {
 	Records []byte `json:"records,omitempty"`
 	// Patients is the window's patient table (encodePatients).
 	Patients []byte `json:"patients,omitempty"`
+	// Capped: a patient bound bound in the window (it is withheld).
+	Capped bool `json:"capped,omitempty"`
 }
 
 type closingSnap struct {
@@ -117,7 +122,7 @@ func (a *aggregate) snapshot() (*aggSnapshot, error) {
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
 	for _, st := range starts {
-		o := histSnap{Start: st, Patients: encodePatients(a.patients[st])}
+		o := histSnap{Start: st, Patients: encodePatients(a.patients[st]), Capped: a.capped[st]}
 		o.Cells, o.Records = a.open[st].snapshot()
 		s.Open = append(s.Open, o)
 	}
@@ -156,6 +161,9 @@ func (a *aggregate) restore(s *aggSnapshot) error {
 			return fmt.Errorf("aggregate %q: open window %d: %w", a.cfg.Name, o.Start, err)
 		}
 		a.open[o.Start] = w
+		if o.Capped {
+			a.capped[o.Start] = true
+		}
 	}
 	for _, c := range s.Closing {
 		cl := &closing{start: c.Start, step: c.Step, draw: c.Draw}

@@ -82,7 +82,7 @@ func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[str
 		if err != nil {
 			return nil, fmt.Errorf("aggregate %q: cohort %d: %w", a.cfg.Name, k, err)
 		}
-		m := a.header(c.start, k, remaining, a.cfg.Epsilon)
+		m := a.header(c.start, k, remaining, a.cfg.ChargedEpsilon())
 		m.Method, m.Guarantee = fit.Method, fit.Guarantee
 		m.Mechanism = weibullMechanism(fit.Method)
 		m.Neighbouring, m.Composition = weibullNeighbouring(fit.Method), weibullComposition(fit.Method)

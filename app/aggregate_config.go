@@ -63,10 +63,12 @@ func (c Config) AggregatorConfigs() ([]aggregators.Config, error) {
 		out = append(out, ac)
 		publicCounts = publicCounts || ac.ReleasesExactCount()
 	}
-	if publicCounts {
-		for i := range out {
-			out[i].CountsPublicElsewhere = !out[i].ReleasesExactCount()
-		}
+	for i := range out {
+		out[i].CountsPublicElsewhere = publicCounts && !out[i].ReleasesExactCount()
+		// (a replace-one release already states that n is public and
+		// presence not protected)
+		out[i].PresencePublicViaSanitized = c.Output.SanitizedTopic != "" && !out[i].ReleasesExactCount()
+		out[i].ReplaceOneAccounting = publicCounts || c.Output.SanitizedTopic != ""
 	}
 	return out, nil
 }

@@ -89,6 +89,10 @@ type SanitizersConfig struct {
 
 // OutputConfig names the output topics.
 type OutputConfig struct {
+	// SanitizedTopic receives one sanitized row per validated record.
+	// Empty (allowed when aggregators are configured): central releases
+	// only — no per-record output, so the releases can protect presence
+	// and the window's record count (docs/privacy.md).
 	SanitizedTopic  string `yaml:"sanitized_topic"`
 	DeadLetterTopic string `yaml:"dead_letter_topic"`
 	FitTopic        string `yaml:"fit_topic"`
@@ -405,8 +409,8 @@ func (c Config) Validate() error {
 	if c.Sanitizers.KeyFile == "" {
 		add("sanitizers.key_file: required: the service refuses to start without a PRF key")
 	}
-	if c.Output.SanitizedTopic == "" {
-		add("output.sanitized_topic: required")
+	if c.Output.SanitizedTopic == "" && len(c.Aggregators) == 0 {
+		add("output.sanitized_topic: required unless aggregators are configured (without it the service publishes central releases only)")
 	}
 	if c.Output.DeadLetterTopic == "" {
 		add("output.dead_letter_topic: required")

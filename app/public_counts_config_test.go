@@ -61,3 +61,49 @@ func TestPublicCountsBesideAddRemoveRefused(t *testing.T) {
 		}
 	}
 }
+
+// Issue 22 finding 2: with output.sanitized_topic every aggregate is marked
+// to state that presence and counts are public through it; without it
+// (allowed when aggregators are configured: central releases only) none
+// is; a service with neither a sanitized topic nor aggregators is refused.
+func TestSanitizedTopicMarksPresencePublic(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		want       bool
+	}{
+		{"with a sanitized topic", aggYAML, true},
+		{"central releases only", strings.Replace(aggYAML, "  sanitized_topic: ehr.tte.sanitized\n", "", 1), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.yaml == aggYAML && !c.want {
+				t.Fatal("test case did not change the YAML")
+			}
+			cfg, err := ParseConfig([]byte(c.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			acs, err := cfg.AggregatorConfigs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ac := range acs {
+				if ac.ReleasesExactCount() {
+					continue
+				}
+				if ac.ReplaceOneAccounting != c.want || (ac.ChargedEpsilon() == 2*ac.Epsilon) != c.want {
+					t.Errorf("%s: replace-one accounting %v (charged %v of epsilon %v), want %v", ac.Name, ac.ReplaceOneAccounting, ac.ChargedEpsilon(), ac.Epsilon, c.want)
+				}
+				if ac.PresencePublicViaSanitized != c.want {
+					t.Errorf("%s: PresencePublicViaSanitized %v, want %v", ac.Name, ac.PresencePublicViaSanitized, c.want)
+				}
+			}
+		})
+	}
+	y := strings.Replace(validYAML, "  sanitized_topic: ehr.tte.sanitized\n", "", 1)
+	if y == validYAML {
+		t.Fatal("test YAML has no sanitized_topic line")
+	}
+	if _, err := ParseConfig([]byte(y)); err == nil || !strings.Contains(err.Error(), "output.sanitized_topic: required unless aggregators are configured") {
+		t.Fatalf("no sanitized topic and no aggregators: %v", err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -205,7 +206,12 @@ func (s *Service) Run(ctx context.Context) error {
 			return nil
 		}
 	}
-	topics := map[string]int{cfg.Output.SanitizedTopic: max(cfg.Input.Partitions, 1), cfg.Output.DeadLetterTopic: 1}
+	topics := map[string]int{cfg.Output.DeadLetterTopic: 1}
+	outTopics := []string{cfg.Output.DeadLetterTopic}
+	if cfg.Output.SanitizedTopic != "" {
+		topics[cfg.Output.SanitizedTopic] = max(cfg.Input.Partitions, 1)
+		outTopics = append(outTopics, cfg.Output.SanitizedTopic)
+	}
 	if cfg.Input.Partitions > 0 {
 		topics[cfg.Input.Topic] = cfg.Input.Partitions
 	}
@@ -215,7 +221,7 @@ func (s *Service) Run(ctx context.Context) error {
 
 	// Learn the output topics' max.message.bytes: a lower limit than
 	// output.max_message_bytes (less the record-batch overhead) wins.
-	if lim, err := kafkaconn.TopicMaxMessageBytes(ctx, cfg.Kafka, cfg.Output.SanitizedTopic, cfg.Output.DeadLetterTopic); err != nil {
+	if lim, err := kafkaconn.TopicMaxMessageBytes(ctx, cfg.Kafka, outTopics...); err != nil {
 		s.Log.Warn("topic max.message.bytes unknown; using output.max_message_bytes", zap.Error(err), zap.Int("max_message_bytes", maxMsg))
 	} else {
 		for topic, l := range lim {
@@ -227,7 +233,12 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 	}
 	tr := s.transport()
-	out, err := tr.Sink(ctx, RoleSanitized, maxMsg)
+	var out message.Sink = discardSink{}
+	if cfg.Output.SanitizedTopic != "" {
+		out, err = tr.Sink(ctx, RoleSanitized, maxMsg)
+	} else {
+		s.Log.Info("no output.sanitized_topic: central releases only, the sanitized rows are not published")
+	}
 	if err != nil {
 		return fmt.Errorf("output.sanitized_topic: %w", err)
 	}
@@ -279,3 +290,12 @@ func (s *Service) Run(ctx context.Context) error {
 	s.Log.Info("stream stopped cleanly")
 	return nil
 }
+
+// discardSink is the sanitized output of a service without
+// output.sanitized_topic (central releases only): it acknowledges and
+// publishes nothing.
+type discardSink struct{}
+
+func (discardSink) Connect(context.Context) error                  { return nil }
+func (discardSink) Write(context.Context, []message.Message) error { return nil }
+func (discardSink) Close() error                                   { return nil }

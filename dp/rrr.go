@@ -104,3 +104,19 @@ func RRRPaperEpsilon(n int, p float64) float64 {
 	fn := float64(n)
 	return math.Log((fn*p + 1 - p) / (fn - 1 - fn*p + p))
 }
+
+// VersionPairLoss returns the exact worst-case loss of two published
+// versions of one record's label (see TE.VersionPairLoss): the larger of
+// 2·Epsilon and, for equal reports y, ln(P(y|a) / (P(y|b) P(y|c))) at its
+// maximum over a and b != c: a = y, and b, c the two least likely distinct
+// inputs (two other labels when n >= 3; y and the other when n = 2).
+func (r *RRR) VersionPairLoss() float64 {
+	q := float64(r.qOther)
+	hi := float64(math.MaxUint64 - uint64(r.n-1)*r.qOther + 1)
+	m2 := q // second smallest among distinct inputs
+	if r.n == 2 {
+		m2 = hi
+	}
+	l := math.Log(hi) - math.Log(q) - math.Log(m2) + 64*math.Log(2)
+	return math.Max(2*r.exact, l)
+}

@@ -302,3 +302,75 @@ func TEEpsilonForLoss(target float64, w int, tmax int64) (float64, error) {
 	}
 	return lo, nil
 }
+
+// VersionPairLoss returns the exact worst-case privacy loss of two
+// published versions of one record (its time sanitized twice), computed
+// from the sampled table like ClampedLoss, for integer inputs in
+// [0, tmax]. Replay-stable noise makes a repeat (the same input twice)
+// publish the same output twice, while a change publishes two independent
+// outputs; when the two outputs coincide a reader cannot tell a repeat
+// from a change, and the ratio P(o, o | repeat of a) / P(o, o | change to
+// b, c) = P(o|a) / (P(o|b) P(o|c)) can exceed the two releases' 2L. The
+// loss is the larger of 2·ClampedLoss and that ratio's maximum over the
+// outputs o and the inputs a and b != c within W of o. (When the two outputs
+// differ the reader knows the record changed: the number of versions and
+// whether they differ are not protected; their values are, at this loss.)
+func (t *TE) VersionPairLoss(tmax int64) float64 {
+	two := 2 * t.ClampedLoss(tmax)
+	if tmax <= 0 {
+		return two
+	}
+	w := int64(t.w)
+	q := func(d int64) uint64 { return t.q[d+w].Uint64() }
+	cum := func(d int64) uint64 { // P(D <= d) * 2^64 for -W <= d < W
+		if d < -w {
+			return 0
+		}
+		return t.cum[d+w]
+	}
+	// p(o, in) is 2^64 P(o | in) for an input within W of o.
+	p := func(o, in int64) uint64 {
+		switch {
+		case o == 0:
+			return cum(-in)
+		case o == tmax:
+			return 0 - cum(tmax-in-1) // P(D >= tmax - in)
+		}
+		return q(o - in)
+	}
+	ln2 := math.Log(2)
+	best := two
+	visit := func(o int64) {
+		// the largest probability (the repeat's input) and the two
+		// smallest of distinct inputs (a change has b != c)
+		mx, m1, m2 := uint64(0), uint64(math.MaxUint64), uint64(math.MaxUint64)
+		n := 0
+		for in := max(0, o-w); in <= min(tmax, o+w); in++ {
+			v := p(o, in)
+			if v == 0 && o == tmax && in == tmax {
+				v = math.MaxUint64 // P(D >= 0) rounds to 2^64: within 2^-64
+			}
+			mx = max(mx, v)
+			if v < m1 {
+				m1, m2 = v, m1
+			} else if v < m2 {
+				m2 = v
+			}
+			n++
+		}
+		if n < 2 {
+			return // one input: no change is possible
+		}
+		// ln( (mx/2^64) / ((m1/2^64)(m2/2^64)) ) = ln mx - ln m1 - ln m2 + 64 ln 2
+		l := math.Log(float64(mx)) - math.Log(float64(m1)) - math.Log(float64(m2)) + 64*ln2
+		best = math.Max(best, l)
+	}
+	for o := int64(0); o <= tmax; o++ {
+		if o > 2*w+1 && o < tmax-2*w-1 {
+			o = tmax - 2*w - 1 // outputs in [W, tmax-W] share one offset range: one stands for all
+			visit(w + 1)
+		}
+		visit(o)
+	}
+	return best
+}

@@ -326,6 +326,9 @@ log: {level: info}
 	}
 	rep, err := ops.CheckReleases(fits, entries, ops.ReleaseOptions{
 		Epsilon: map[string]float64{"km-3s": kmEps, "weibull-3s": weibullEps},
+		// beside a sanitized topic each add/remove-one window is charged
+		// its replace-one cost
+		Charged: map[string]float64{"km-3s": 2 * kmEps, "weibull-3s": 2 * weibullEps},
 		Cohorts: cfg.Schema.Cohorts, StreamBudget: budget, Complete: true,
 	})
 	if err != nil {
@@ -335,9 +338,10 @@ log: {level: info}
 		t.Errorf("%d repeated ledger appends (identical), want none without a broker fault", rep.LedgerRepeats)
 	}
 	// Ledger totals: the stream scope's spent epsilon, recomputed by the
-	// ledger from the topic, is exactly the released windows' epsilons.
+	// ledger from the topic, is exactly the released windows' charges
+	// (2 epsilon each beside the sanitized topic).
 	nkm, nwb := len(rep.Windows["km-3s"]), len(rep.Windows["weibull-3s"])
-	wantSpent := float64(nkm)*kmEps + float64(nwb)*weibullEps
+	wantSpent := 2 * (float64(nkm)*kmEps + float64(nwb)*weibullEps)
 	led, err := ledger.Open(ctx, &ledger.Memory{}, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -348,7 +352,7 @@ log: {level: info}
 		}
 	}
 	if s := led.Spent(ledger.ScopeStream); math.Abs(s-wantSpent) > 1e-9 || math.Abs(rep.Spent-wantSpent) > 1e-9 {
-		t.Errorf("ledger spent %v (report %v), want %d x %v + %d x %v = %v", s, rep.Spent, nkm, kmEps, nwb, weibullEps, wantSpent)
+		t.Errorf("ledger spent %v (report %v), want 2 x (%d x %v + %d x %v) = %v", s, rep.Spent, nkm, kmEps, nwb, weibullEps, wantSpent)
 	}
 
 	// Missing windows only in the failover gap.
@@ -568,14 +572,15 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 	}
 	rep, err := ops.CheckReleases(fits, entries, ops.ReleaseOptions{
 		Epsilon: map[string]float64{"km": kmEps, "weibull": wbEps},
+		Charged: map[string]float64{"km": 2 * kmEps, "weibull": 2 * wbEps},
 		Cohorts: cfg.Schema.Cohorts, StreamBudget: budget, Complete: true,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	nkm, nwb := len(rep.Windows["km"]), len(rep.Windows["weibull"])
-	if want := float64(nkm)*kmEps + float64(nwb)*wbEps; math.Abs(rep.Spent-want) > 1e-9 {
-		t.Errorf("ledger spent %v, want %d x %v + %d x %v = %v", rep.Spent, nkm, kmEps, nwb, wbEps, want)
+	if want := 2 * (float64(nkm)*kmEps + float64(nwb)*wbEps); math.Abs(rep.Spent-want) > 1e-9 {
+		t.Errorf("ledger spent %v, want 2 x (%d x %v + %d x %v) = %v", rep.Spent, nkm, kmEps, nwb, wbEps, want)
 	}
 	// Missing windows only where the outage was.
 	sz := int64(size / time.Second)

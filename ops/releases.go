@@ -179,6 +179,10 @@ type ReleaseOptions struct {
 	// Epsilon is each aggregate's per-window epsilon (non-cumulative
 	// aggregates only); releases of an aggregate not listed are an error.
 	Epsilon map[string]float64
+	// Charged is each aggregate's charge per window when it differs from
+	// Epsilon (an add/remove-one aggregate of a service that publishes a
+	// sanitized topic is charged its replace-one cost, 2 epsilon).
+	Charged map[string]float64
 	// Cohorts are the public cohort labels: a released window has one
 	// fit message per cohort.
 	Cohorts []string
@@ -283,8 +287,12 @@ func CheckReleases(fits []KeyValue, entries []ledger.Entry, opts ReleaseOptions)
 		if !ok {
 			return fail("ledger key %s: unknown aggregate %q", e.Key, agg)
 		}
-		if e.Epsilon != eps {
-			return fail("ledger key %s charged epsilon %v, want %v", e.Key, e.Epsilon, eps)
+		charged := eps
+		if c, ok := opts.Charged[agg]; ok {
+			charged = c
+		}
+		if e.Epsilon != charged {
+			return fail("ledger key %s charged epsilon %v, want %v", e.Key, e.Epsilon, charged)
 		}
 		want := []string{ledger.ScopeStream, ledger.ScopeAggregate(agg)}
 		for _, c := range opts.Cohorts {
@@ -317,8 +325,8 @@ func CheckReleases(fits []KeyValue, entries []ledger.Entry, opts ReleaseOptions)
 			if h.Key != m.Key || h.Aggregate != agg || h.WindowStartUnix != start || h.Cohort != opts.Cohorts[i] {
 				return fail("ledger key %s: message %s describes %s (%s/%d/%s)", e.Key, m.Key, h.Key, h.Aggregate, h.WindowStartUnix, h.Cohort)
 			}
-			if h.Cumulative || h.EpsilonCharged != eps || h.Epsilon != eps {
-				return fail("ledger key %s: message %s says epsilon %v, charged %v (cumulative %v); want %v", e.Key, m.Key, h.Epsilon, h.EpsilonCharged, h.Cumulative, eps)
+			if h.Cumulative || h.EpsilonCharged != charged || h.Epsilon != eps {
+				return fail("ledger key %s: message %s says epsilon %v, charged %v (cumulative %v); want %v, charged %v", e.Key, m.Key, h.Epsilon, h.EpsilonCharged, h.Cumulative, eps, charged)
 			}
 			remaining, ok := h.BudgetRemaining[ledger.ScopeStream]
 			if wantRem := math.Max(0, opts.StreamBudget-rep.Spent); !ok || math.Abs(remaining-wantRem) > 1e-9*math.Max(1, opts.StreamBudget) {

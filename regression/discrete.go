@@ -465,7 +465,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		}
 		ok = err == nil
 		if ok {
-			f = ps.f
+			f = snapPSGLD(ps.f)
 		}
 		res.Guarantee = GuaranteeMCMC
 		res.PSGLD = &ps.opts
@@ -567,6 +567,20 @@ func PublicDiscrete(m Method) []string {
 type psgldRun struct {
 	f    []float64
 	opts PSGLDOptions
+}
+
+// PSGLDGrid is the public grid a pSGLD sample is rounded to before it is
+// published (2^-24, far below its sampling spread): the sampler's float
+// arithmetic uses step sizes and gradients that depend on the data, and its
+// low bits would otherwise carry them.
+const PSGLDGrid = 1.0 / (1 << 24)
+
+// snapPSGLD rounds a pSGLD sample to PSGLDGrid (in place).
+func snapPSGLD(f []float64) []float64 {
+	for i, v := range f {
+		f[i] = math.Round(v/PSGLDGrid) * PSGLDGrid
+	}
+	return f
 }
 
 // resolvePSGLD fills the defaults of PSGLDOptions for n records and budget

@@ -385,6 +385,13 @@ func TestPSGLDIntervalsWithheld(t *testing.T) {
 	if res.Fallback {
 		t.Fatal("fallback")
 	}
+	// The published sample is on the public grid (issue 22: the sampler's
+	// low bits carry its data-dependent step sizes).
+	for j, v := range append(append([]float64{}, res.Alpha...), res.Beta...) {
+		if q := v / PSGLDGrid; q != math.Round(q) {
+			t.Errorf("coefficient %d = %v is not a multiple of the public grid %v", j, v, PSGLDGrid)
+		}
+	}
 	if res.BetaLower != nil || res.AlphaLower != nil || res.AlphaDebiased != nil || len(res.BetaDebiased) != 2 ||
 		res.IntervalMethod != IntervalPSGLDWithheld || len(res.Hessians) != 3 {
 		t.Errorf("beta limits %v, alpha limits %v, alpha_debiased %v, beta_debiased %v, method %q, %d hessians",

@@ -78,7 +78,13 @@ type Guarantee struct {
 	Epsilon       *float64 `json:"epsilon"`
 	Window        *int     `json:"window"`
 	WorstCaseLoss *float64 `json:"worst_case_loss"`
-	Kind          string   `json:"kind"`
+	// VersionPairLoss is the exact worst-case loss of two published
+	// versions of one record's field (dp.TE/RRR.VersionPairLoss): above
+	// 2·WorstCaseLoss, because replay-stable noise publishes a repeat as
+	// one draw twice, and on equal outputs a reader cannot tell a repeat
+	// from a change.
+	VersionPairLoss *float64 `json:"version_pair_loss,omitempty"`
+	Kind            string   `json:"kind"`
 	// Warning is set when the worst-case loss exceeds the nominal one
 	// (TE-Sanitizer with small epsilon: the paper's erratum).
 	Warning string `json:"warning,omitempty"`
@@ -225,7 +231,8 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 		// [0, time_max]: exact enumeration of the clamped output pmf.
 		loss := te.ClampedLoss(c.tmax)
 		w := cfg.Time.Window
-		g := Guarantee{Field: "time", Mechanism: MechTE, Epsilon: &eps, Window: &w, WorstCaseLoss: &loss, Kind: KindTI}
+		pair := te.VersionPairLoss(c.tmax)
+		g := Guarantee{Field: "time", Mechanism: MechTE, Epsilon: &eps, Window: &w, WorstCaseLoss: &loss, VersionPairLoss: &pair, Kind: KindTI}
 		if loss > eps*float64(w)+1e-12 {
 			g.Warning = fmt.Sprintf("worst-case loss %.4f exceeds epsilon*window = %.4f (paper 001 erratum)", loss, eps*float64(w))
 		}
@@ -233,7 +240,7 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 		c.outCols = append(c.outCols, outCol{kind: outTE, name: "time", field: arrow.Field{
 			Name: "time", Type: arrow.PrimitiveTypes.Int64,
 			Metadata: md(schemas.MetaMechanism, MechTE, schemas.MetaGuarantee, KindTI, schemas.MetaEpsilon, ff(eps),
-				schemas.MetaWindow, strconv.Itoa(w), schemas.MetaWorstCaseLoss, ff(loss), schemas.MetaTimeUnit, cfg.TimeUnit,
+				schemas.MetaWindow, strconv.Itoa(w), schemas.MetaWorstCaseLoss, ff(loss), schemas.MetaVersionPairLoss, ff(pair), schemas.MetaTimeUnit, cfg.TimeUnit,
 				schemas.MetaNote, TINote)}})
 	case "none", "":
 		if public["time"] {
@@ -257,12 +264,12 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 			return nil, fmt.Errorf("sanitizers.cohort.epsilon: %w", err)
 		}
 		c.rrr = r
-		e := r.Epsilon()
-		c.guar = append(c.guar, Guarantee{Field: "cohort", Mechanism: MechRRR, Epsilon: &e, WorstCaseLoss: &e, Kind: KindLocalDP})
+		e, pair := r.Epsilon(), r.VersionPairLoss()
+		c.guar = append(c.guar, Guarantee{Field: "cohort", Mechanism: MechRRR, Epsilon: &e, WorstCaseLoss: &e, VersionPairLoss: &pair, Kind: KindLocalDP})
 		c.outCols = append(c.outCols, outCol{kind: outRRR, name: "cohort", field: arrow.Field{
 			Name: "cohort", Type: c.dictType,
 			Metadata: md(schemas.MetaMechanism, MechRRR, schemas.MetaGuarantee, KindLocalDP, schemas.MetaEpsilon, ff(e),
-				schemas.MetaWorstCaseLoss, ff(e), schemas.MetaRRRP, ff(r.P()))}})
+				schemas.MetaWorstCaseLoss, ff(e), schemas.MetaVersionPairLoss, ff(pair), schemas.MetaRRRP, ff(r.P()))}})
 		lb := array.NewStringBuilder(mem)
 		lb.AppendValues(cfg.Cohorts, nil)
 		c.labels = lb.NewArray()

@@ -18,24 +18,27 @@ const (
 // Metadata keys. MetaSchema and MetaTimeUnit are schema-level; the others are
 // field-level keys used by the sanitizers to describe each released field.
 const (
-	MetaSchema         = "dpsurv.schema"
-	MetaTimeUnit       = "dpsurv.time_unit"
-	MetaMechanism      = "dpsurv.mechanism"
-	MetaGuarantee      = "dpsurv.guarantee"
-	MetaEpsilon        = "dpsurv.epsilon"
-	MetaWindow         = "dpsurv.window"
-	MetaWorstCaseLoss  = "dpsurv.worst_case_loss"
-	MetaNeighbouring   = "dpsurv.neighbouring"      // field- or schema-level: e.g. "replace-one"
-	MetaMechanismVer   = "dpsurv.mechanism_version" // field-level: version that enters the keyed PRF
-	MetaPublicField    = "dpsurv.public"            // field-level: "true" when the config marks the field public
-	MetaNote           = "dpsurv.note"              // field-level: what the guarantee does not promise
-	MetaRRRP           = "dpsurv.rrr_p"             // field-level: randomized response's keep probability
-	canonicalIDName    = "id"
-	canonicalTimeName  = "time"
-	canonicalEventName = "event"
-	canonicalCohort    = "cohort"
-	canonicalSite      = "site"
-	canonicalObserved  = "observed_at"
+	MetaSchema        = "dpsurv.schema"
+	MetaTimeUnit      = "dpsurv.time_unit"
+	MetaMechanism     = "dpsurv.mechanism"
+	MetaGuarantee     = "dpsurv.guarantee"
+	MetaEpsilon       = "dpsurv.epsilon"
+	MetaWindow        = "dpsurv.window"
+	MetaWorstCaseLoss = "dpsurv.worst_case_loss"
+	// MetaVersionPairLoss: the exact worst-case loss of two published
+	// versions of one record's field (replay-stable noise; docs/privacy.md).
+	MetaVersionPairLoss = "dpsurv.version_pair_loss"
+	MetaNeighbouring    = "dpsurv.neighbouring"      // field- or schema-level: e.g. "replace-one"
+	MetaMechanismVer    = "dpsurv.mechanism_version" // field-level: version that enters the keyed PRF
+	MetaPublicField     = "dpsurv.public"            // field-level: "true" when the config marks the field public
+	MetaNote            = "dpsurv.note"              // field-level: what the guarantee does not promise
+	MetaRRRP            = "dpsurv.rrr_p"             // field-level: randomized response's keep probability
+	canonicalIDName     = "id"
+	canonicalTimeName   = "time"
+	canonicalEventName  = "event"
+	canonicalCohort     = "cohort"
+	canonicalSite       = "site"
+	canonicalObserved   = "observed_at"
 )
 
 // Column indices in canonical records. Covariates start at ColFirstCovariate,

@@ -31,6 +31,7 @@ func commands() []command {
 	return []command{
 		{"demo", "run the default pipeline on the embedded broker with a synthetic cohort", runDemo},
 		{"run", "the service: dpsurv run --config FILE [--dry-run]", runService},
+		{"statement", "what one patient can lose across every output: --config FILE | --chart-values FILE... [--json]", runStatement},
 		{"broker", "the embedded Kafka-protocol broker: --listen 127.0.0.1:9092 [--data-dir DIR]", runBroker},
 		{"sanitize", "per-record mechanisms on a file: --input F --output G [mechanism flags]", runSanitize},
 		{"fit", "one fit on a file: fit km|weibull|discrete|cox --input F --epsilon E|inf", runFit},

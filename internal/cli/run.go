@@ -35,7 +35,11 @@ func runService(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *dry {
-		out, _ := json.Marshal(map[string]any{"config": "ok", "guarantees": g})
+		st, err := app.Statement(cfg)
+		if err != nil {
+			return fmt.Errorf("statement: %w", err)
+		}
+		out, _ := json.Marshal(map[string]any{"config": "ok", "guarantees": g, "patient_statement": st})
 		fmt.Fprintln(env.Stdout, string(out))
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -12,61 +13,131 @@ import (
 	"testing"
 )
 
-// floatNoiseAllowed lists the production files that may hold floating-point
-// randomness, each with the reason. Every other non-test Go file of the
-// module is a private path (default-deny) and must draw noise only through
-// the exact samplers of package dp (integer arithmetic, Bernoulli(e^-x)
-// steps, lattice-snapped continuous noise).
+// floatNoiseAllowed lists the production functions that may hold
+// floating-point randomness, each with the reason, keyed "file:Func" (a
+// method is "file:Type.Method", a function literal belongs to the function
+// declaring it, package-level code is "file:<package>"). Every other
+// function of every non-test Go file of the module is a private path
+// (default-deny) and must draw noise only through the exact samplers of
+// package dp (integer arithmetic, Bernoulli(e^-x) steps, lattice-snapped
+// continuous noise). Allowing functions, not files, keeps the private code
+// that shares a file with post-processing under the linter.
 var floatNoiseAllowed = map[string]string{
 	// Permanent: not on a private path.
-	"dp/source.go":                     "defines the ChaCha8 CSPRNG (math/rand/v2's ChaCha8) and dp.Float64; the callers of dp.Float64 are what this linter checks",
-	"synth/synth.go":                   "synthetic test and evaluation data, no release",
-	"projection/projection.go":         "HPPCox random projection: release kind `none (heuristic)`, not a DP mechanism",
-	"ops/memory.go":                    "runtime/metrics Value.Uint64 converted to float: a memory figure, not randomness",
-	"dpfit/km_inference.go":            "post-processing: the noise-aware interval widths simulate the mechanism from the released counts, seeded by a hash of those counts (a deterministic function of the release)",
-	"dpfit/km_interval.go":             "post-processing: the simultaneous band's critical value simulates Greenwood sampling paths with the same source km_inference.go seeds from a hash of the released counts (a deterministic function of the release)",
-	"dpfit/logrank_dp.go":              "post-processing: the calibrated log-rank p-value's Monte-Carlo null is simulated from the released counts, seeded by a hash of them (a deterministic function of the release)",
-	"dpfit/weibull_inference.go":       "post-processing: the noise-aware Weibull intervals simulate the mechanism from the released fit, seeded by a hash of the release (a deterministic function of the release)",
-	"regression/inference.go":          "post-processing: the coefficient intervals' parametric bootstrap simulates the mechanism from the released coefficients and Hessians, seeded by a hash of the release (a deterministic function of the release)",
-	"internal/inference/km.go":         "evaluation: coverage and size studies (bootstrap worlds), no release",
-	"internal/inference/weibull.go":    "evaluation: coverage study of the Weibull intervals (bootstrap world), no release",
-	"internal/inference/regression.go": "evaluation: coverage study of the regression coefficient intervals (synthetic world), no release",
-	"internal/inference/logrank.go":    "evaluation: coverage and size studies (permuted labels), no release",
+	"dp/source.go:<package>":                           "the secure source is math/rand/v2's ChaCha8 (a CSPRNG), seeded from crypto/rand",
+	"dp/source.go:NewSecureSource":                     "seeds ChaCha8 from crypto/rand: the production source",
+	"dp/source.go:Float64":                             "defines dp.Float64 (a 53-bit float uniform); its callers are what this linter checks",
+	"synth/synth.go:Generate":                          "synthetic test and evaluation data, no release",
+	"internal/cli/gen.go:runGen":                       "`dpsurv gen`: synthetic data for tests and demos, no release",
+	"dp/source.go:NewSeededSource":                     "the seeded ChaCha8 that tests inject",
+	"projection/projection.go:gaussianPair":            "HPPCox random projection: release kind `none (heuristic)`, not a DP mechanism",
+	"ops/memory.go:ReadMem":                            "runtime/metrics Value.Uint64 converted to float: a memory figure, not randomness",
+	"dpfit/km_inference.go:simulateNoiseSD":            "post-processing: the noise-aware interval widths simulate the mechanism from the released counts, seeded by a hash of those counts (a deterministic function of the release)",
+	"dpfit/km_interval.go:simultaneousBand":            "post-processing: the simultaneous band's critical value simulates Greenwood sampling paths with the generator simulateNoiseSD seeds from a hash of the released counts",
+	"dpfit/logrank_dp.go:calibrateLogRank":             "post-processing: the calibrated log-rank p-value's Monte-Carlo null is simulated from the released counts, seeded by a hash of them (a deterministic function of the release)",
+	"dpfit/logrank_dp.go:binomial":                     "post-processing: binomial draws of the log-rank null and Weibull interval simulations (callers: calibrateLogRank's simulation, weibullSim.sample)",
+	"dpfit/weibull_inference.go:weibullInversion.eval": "post-processing: the noise-aware Weibull intervals simulate the mechanism from the released fit, seeded by a hash of the release",
+	"dpfit/weibull_inference.go:weibullSim.sample":     "post-processing: one simulated world of the Weibull interval inversion (float inverse CDF of the fitted Weibull)",
+	"regression/inference.go:bootstrap.run":            "post-processing: the coefficient intervals' parametric bootstrap simulates the mechanism from the released coefficients and Hessians, seeded by a hash of the release",
+	"internal/inference/km.go:RunKM":                   "evaluation: coverage and size studies (bootstrap worlds), no release",
+	"internal/inference/weibull.go:RunWeibull":         "evaluation: coverage study of the Weibull intervals (bootstrap world), no release",
+	"internal/inference/regression.go:RunRegression":   "evaluation: coverage study of the regression coefficient intervals (synthetic world), no release",
+	"internal/inference/regression.go:regressionWorld": "evaluation: the synthetic world of the regression study, no release",
+	"internal/inference/logrank.go:RunLogRank":         "evaluation: coverage and size studies (permuted labels), no release",
 }
 
-// A finding is one use of floating-point randomness in a file.
+// A finding is one use of floating-point randomness in a function.
 type finding struct {
 	pos  token.Position
+	fn   string // the enclosing function: "Func", "Type.Method" or "<package>"
 	what string
+}
+
+// randomWordMethods are the method and function names that return random
+// integers or words (dp.Source, math/rand, dp.Uint64n, crypto/rand.Int).
+// A selector call of one of these names is a random word (an
+// over-approximation: binary.LittleEndian.Uint64 matches too, which costs
+// an allow-list entry, never a miss).
+var randomWordMethods = map[string]bool{
+	"Uint64": true, "Uint32": true, "Uint64n": true, "Uint32n": true, "Uint64N": true, "Uint32N": true,
+	"Int63": true, "Int63n": true, "Int31": true, "Int31n": true, "Intn": true, "IntN": true, "Int64N": true, "Int32N": true,
 }
 
 // floatNoise reports, in one parsed file, the patterns that mean
 // floating-point or non-cryptographic randomness:
-//   - importing math/rand or math/rand/v2 (a non-cryptographic or float
-//     sampler: NormFloat64, ExpFloat64, Float64, ...);
+//   - using math/rand or math/rand/v2 (a non-cryptographic or float
+//     sampler: NormFloat64, ExpFloat64, Float64, ...), reported in the
+//     function that uses it, and calling .Float64() or .Float32() with no
+//     argument on anything (a generator's float uniform);
 //   - calling dp.Float64 (a 53-bit float uniform: the basis of log(u),
 //     float inverse CDFs, float Gaussians);
-//   - converting a random word to float, float64(<... .Uint64() ...>);
+//   - a random word reaching a float: float64(...), float32(...),
+//     math.Float64frombits / Float32frombits, big.Float's SetInt / SetUint64 /
+//     SetInt64, applied to an expression that holds a random-word call
+//     (Source.Uint64, dp.Uint64n, crypto/rand.Int or .Read, ...) or a
+//     variable assigned from one, directly or through other variables of the
+//     same function (a random word assigned before its conversion);
 //   - calling NormFloat64 or ExpFloat64 on anything;
 //   - sampling a gonum distribution (distuv / distmv .Rand).
 func floatNoise(fset *token.FileSet, f *ast.File, pkg string) []finding {
 	var out []finding
-	add := func(n ast.Node, what string) { out = append(out, finding{fset.Position(n.Pos()), what}) }
 	gonumDist := false
+	cryptoRand := map[string]bool{} // local names of crypto/rand
+	mathRand := map[string]string{} // local names of math/rand and math/rand/v2
 	for _, im := range f.Imports {
 		p, _ := strconv.Unquote(im.Path.Value)
 		switch {
 		case p == "math/rand" || p == "math/rand/v2":
-			add(im, "imports "+p)
+			name := path.Base(p)
+			if p == "math/rand/v2" {
+				name = "rand"
+			}
+			if im.Name != nil {
+				name = im.Name.Name
+			}
+			mathRand[name] = p
+		case p == "crypto/rand":
+			name := "rand"
+			if im.Name != nil {
+				name = im.Name.Name
+			}
+			cryptoRand[name] = true
 		case strings.HasPrefix(p, "gonum.org/v1/gonum/stat/distuv") || strings.HasPrefix(p, "gonum.org/v1/gonum/stat/distmv"):
 			gonumDist = true
 		}
 	}
-	containsUint64Call := func(e ast.Expr) bool {
+	isRandomCall := func(c *ast.CallExpr) bool {
+		switch fn := c.Fun.(type) {
+		case *ast.SelectorExpr:
+			if x, ok := fn.X.(*ast.SelectorExpr); ok {
+				if id, ok := x.X.(*ast.Ident); ok && id.Name == "binary" {
+					return false // binary.LittleEndian.Uint64(b): decoding bytes, not drawing
+				}
+			}
+			if randomWordMethods[fn.Sel.Name] {
+				return true
+			}
+			if id, ok := fn.X.(*ast.Ident); ok && cryptoRand[id.Name] && (fn.Sel.Name == "Int" || fn.Sel.Name == "Read" || fn.Sel.Name == "Prime") {
+				return true
+			}
+		case *ast.Ident:
+			if pkg == "dp" && randomWordMethods[fn.Name] {
+				return true
+			}
+		}
+		return false
+	}
+	// holdsRandom: e contains a random-word call or a tainted variable.
+	holdsRandom := func(e ast.Node, tainted map[string]bool) bool {
 		found := false
 		ast.Inspect(e, func(n ast.Node) bool {
-			if c, ok := n.(*ast.CallExpr); ok {
-				if s, ok := c.Fun.(*ast.SelectorExpr); ok && s.Sel.Name == "Uint64" {
+			switch x := n.(type) {
+			case *ast.CallExpr:
+				if isRandomCall(x) {
+					found = true
+				}
+			case *ast.Ident:
+				if tainted[x.Name] {
 					found = true
 				}
 			}
@@ -74,34 +145,154 @@ func floatNoise(fset *token.FileSet, f *ast.File, pkg string) []finding {
 		})
 		return found
 	}
-	ast.Inspect(f, func(n ast.Node) bool {
-		c, ok := n.(*ast.CallExpr)
-		if !ok {
+	// taint computes, for one function body, the variables that hold
+	// random words: assigned (=, :=, op=, var) from an expression holding
+	// one, or filled by crypto/rand.Read; to a fixed point.
+	taint := func(body ast.Node) map[string]bool {
+		tainted := map[string]bool{}
+		mark := func(lhs ast.Expr) bool {
+			for {
+				switch e := lhs.(type) {
+				case *ast.IndexExpr:
+					lhs = e.X
+					continue
+				case *ast.SliceExpr:
+					lhs = e.X
+					continue
+				case *ast.UnaryExpr:
+					lhs = e.X
+					continue
+				case *ast.ParenExpr:
+					lhs = e.X
+					continue
+				}
+				break
+			}
+			id, ok := lhs.(*ast.Ident)
+			if !ok || id.Name == "_" || tainted[id.Name] {
+				return false
+			}
+			tainted[id.Name] = true
 			return true
 		}
-		switch fn := c.Fun.(type) {
-		case *ast.SelectorExpr:
-			if id, ok := fn.X.(*ast.Ident); ok && id.Name == "dp" && fn.Sel.Name == "Float64" {
-				add(c, "dp.Float64 (float uniform)")
-			}
-			switch fn.Sel.Name {
-			case "NormFloat64", "ExpFloat64":
-				add(c, fn.Sel.Name+" (float sampler)")
-			case "Rand":
-				if gonumDist {
-					add(c, "gonum distribution .Rand (float sampler)")
+		for changed := true; changed; {
+			changed = false
+			ast.Inspect(body, func(n ast.Node) bool {
+				switch s := n.(type) {
+				case *ast.AssignStmt:
+					for i, l := range s.Lhs {
+						var r ast.Expr
+						if len(s.Rhs) == len(s.Lhs) {
+							r = s.Rhs[i]
+						} else if len(s.Rhs) == 1 {
+							r = s.Rhs[0]
+						}
+						if r != nil && holdsRandom(r, tainted) && mark(l) {
+							changed = true
+						}
+					}
+				case *ast.ValueSpec:
+					for i, l := range s.Names {
+						var r ast.Expr
+						if len(s.Values) == len(s.Names) {
+							r = s.Values[i]
+						} else if len(s.Values) == 1 {
+							r = s.Values[0]
+						}
+						if r != nil && holdsRandom(r, tainted) && mark(l) {
+							changed = true
+						}
+					}
+				case *ast.CallExpr:
+					// crypto/rand.Read(buf) fills buf with random bytes.
+					if sel, ok := s.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Read" && len(s.Args) == 1 {
+						if id, ok := sel.X.(*ast.Ident); ok && cryptoRand[id.Name] && mark(s.Args[0]) {
+							changed = true
+						}
+					}
+				}
+				return true
+			})
+		}
+		return tainted
+	}
+	scan := func(fnName string, body ast.Node) {
+		add := func(n ast.Node, what string) { out = append(out, finding{fset.Position(n.Pos()), fnName, what}) }
+		tainted := taint(body)
+		twoValued := map[*ast.CallExpr]bool{} // x, ok := r.Float64(): big.Rat/big.Float, exact conversions
+		ast.Inspect(body, func(n ast.Node) bool {
+			if a, ok := n.(*ast.AssignStmt); ok && len(a.Lhs) == 2 && len(a.Rhs) == 1 {
+				if c, ok := a.Rhs[0].(*ast.CallExpr); ok {
+					twoValued[c] = true
 				}
 			}
-		case *ast.Ident:
-			if pkg == "dp" && fn.Name == "Float64" {
-				add(c, "Float64 (float uniform)")
+			return true
+		})
+		ast.Inspect(body, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && mathRand[id.Name] != "" {
+					add(sel, "uses "+mathRand[id.Name]+"."+sel.Sel.Name)
+				}
 			}
-			if fn.Name == "float64" && len(c.Args) == 1 && containsUint64Call(c.Args[0]) {
-				add(c, "random word converted to float64")
+			c, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
 			}
+			switch fn := c.Fun.(type) {
+			case *ast.SelectorExpr:
+				if id, ok := fn.X.(*ast.Ident); ok && id.Name == "dp" && fn.Sel.Name == "Float64" {
+					add(c, "dp.Float64 (float uniform)")
+				}
+				if (fn.Sel.Name == "Float64" || fn.Sel.Name == "Float32") && len(c.Args) == 0 && !twoValued[c] {
+					add(c, "."+fn.Sel.Name+"() (float uniform of a generator)")
+				}
+				switch fn.Sel.Name {
+				case "NormFloat64", "ExpFloat64":
+					add(c, fn.Sel.Name+" (float sampler)")
+				case "Rand":
+					if gonumDist {
+						add(c, "gonum distribution .Rand (float sampler)")
+					}
+				case "Float64frombits", "Float32frombits", "SetInt", "SetUint64", "SetInt64":
+					if len(c.Args) == 1 && holdsRandom(c.Args[0], tainted) {
+						add(c, "random word converted to float by "+fn.Sel.Name)
+					}
+				}
+			case *ast.Ident:
+				if pkg == "dp" && fn.Name == "Float64" {
+					add(c, "Float64 (float uniform)")
+				}
+				if (fn.Name == "float64" || fn.Name == "float32") && len(c.Args) == 1 && holdsRandom(c.Args[0], tainted) {
+					add(c, "random word converted to "+fn.Name)
+				}
+			}
+			return true
+		})
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Body == nil {
+				continue
+			}
+			name := d.Name.Name
+			if d.Recv != nil && len(d.Recv.List) == 1 {
+				t := d.Recv.List[0].Type
+				if s, ok := t.(*ast.StarExpr); ok {
+					t = s.X
+				}
+				if ix, ok := t.(*ast.IndexExpr); ok {
+					t = ix.X
+				}
+				if id, ok := t.(*ast.Ident); ok {
+					name = id.Name + "." + name
+				}
+			}
+			scan(name, d.Body)
+		case *ast.GenDecl:
+			scan("<package>", d)
 		}
-		return true
-	})
+	}
 	return out
 }
 
@@ -137,8 +328,9 @@ func TestNoFloatNoiseOnPrivatePaths(t *testing.T) {
 		files++
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
-		if fs := floatNoise(fset, f, f.Name.Name); len(fs) > 0 {
-			flagged[rel] = fs
+		for _, fd := range floatNoise(fset, f, f.Name.Name) {
+			key := rel + ":" + fd.fn
+			flagged[key] = append(flagged[key], fd)
 		}
 		return nil
 	})
@@ -154,7 +346,7 @@ func TestNoFloatNoiseOnPrivatePaths(t *testing.T) {
 			continue
 		}
 		for _, f := range fs {
-			bad = append(bad, f.pos.String()+": "+f.what)
+			bad = append(bad, f.pos.String()+" in "+rel+": "+f.what)
 		}
 	}
 	sort.Strings(bad)
@@ -182,6 +374,14 @@ func TestFloatNoiseLinterCatches(t *testing.T) {
 		{"word to float", "package x\nfunc f(s interface{ Uint64() uint64 }) float64 { return float64(s.Uint64()>>11) / (1 << 53) }"},
 		{"gonum sampler", "package x\nimport \"gonum.org/v1/gonum/stat/distuv\"\nfunc f() float64 { return distuv.Normal{Sigma: 1}.Rand() }"},
 		{"float uniform inside dp", "package dp\nfunc f(s Source) float64 { return Float64(s) * 2 }"},
+		// The four patterns an independent review found the file-level linter missed:
+		{"word assigned before conversion", "package x\nfunc f(s interface{ Uint64() uint64 }) float64 { w := s.Uint64() >> 11; v := w; return float64(v) / (1 << 53) }"},
+		{"Float64frombits", "package x\nimport \"math\"\nfunc f(s interface{ Uint64() uint64 }) float64 { return math.Float64frombits(0x3ff<<52|s.Uint64()>>12) - 1 }"},
+		{"dp.Uint64n to float", "package x\nimport \"github.com/dpsurv/dpsurv/dp\"\nfunc f(s dp.Source) float64 { return float64(dp.Uint64n(s, 1<<53)) / (1 << 53) }"},
+		{"crypto/rand Int to float", "package x\nimport (\"crypto/rand\"; \"math/big\")\nfunc f() float64 { n, _ := rand.Int(rand.Reader, big.NewInt(1<<53)); return float64(n.Int64()) / (1 << 53) }"},
+		{"crypto/rand Int to big.Float", "package x\nimport (cr \"crypto/rand\"; \"math/big\")\nfunc f() *big.Float { n, _ := cr.Int(cr.Reader, big.NewInt(1<<53)); return new(big.Float).SetInt(n) }"},
+		{"crypto/rand Read to float", "package x\nimport (\"crypto/rand\"; \"encoding/binary\"; \"math\")\nfunc f() float64 { var b [8]byte; rand.Read(b[:]); w := binary.LittleEndian.Uint64(b[:]); return math.Float64frombits(w) }"},
+		{"generator Float64", "package x\nfunc f(r interface{ Float64() float64 }) float64 { return r.Float64() }"},
 	} {
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, "x.go", c.src, 0)
@@ -190,6 +390,37 @@ func TestFloatNoiseLinterCatches(t *testing.T) {
 		}
 		if len(floatNoise(fset, f, f.Name.Name)) == 0 {
 			t.Errorf("%s: not flagged", c.name)
+		}
+	}
+	// Decoding bytes and exact rational conversions are not randomness.
+	for _, src := range []string{
+		"package x\nimport (\"encoding/binary\"; \"math\")\nfunc f(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) }",
+		"package x\nimport \"math/big\"\nfunc f(r *big.Rat) float64 { v, _ := r.Float64(); return v }",
+	} {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "x.go", src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fs := floatNoise(fset, f, "x"); len(fs) != 0 {
+			t.Errorf("deterministic conversion flagged: %+v", fs)
+		}
+	}
+	// Findings name their function, so one function of a file can be
+	// allowed while the rest of the file stays under the linter.
+	{
+		src := "package x\nimport \"math/rand/v2\"\nfunc post() float64 { return rand.Float64() }\nfunc private() float64 { return rand.NormFloat64() }"
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "x.go", src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fns := map[string]bool{}
+		for _, fd := range floatNoise(fset, f, "x") {
+			fns[fd.fn] = true
+		}
+		if !fns["post"] || !fns["private"] || len(fns) != 2 {
+			t.Errorf("findings not attributed to their functions: %v", fns)
 		}
 	}
 	clean := "package x\nimport (\"math\"; \"github.com/dpsurv/dpsurv/dp\")\nfunc f(s dp.Source) (int64, error) { _ = math.Log(2); return dp.DiscreteLaplace(s, 2) }"
