@@ -333,12 +333,14 @@ func (w *discreteWindow) data(q int, timeMax float64) regression.Data {
 }
 
 // discreteInterval maps a time to the model's interval s = min(q, max(1,
-// ceil(t/time_max q))) (mechanisms.md section 5), clamping t into [0,
-// time_max]; clamped reports a time outside.
-func discreteInterval(t, timeMax float64, q int) (s int, clamped bool) {
+// ceil(t/time_max q))) (mechanisms.md section 5), t taken into [0,
+// time_max]; beyond reports a time past the horizon, which the caller
+// counts as censored in the last interval (administrative censoring,
+// mechanisms.md section 0), never as an event there.
+func discreteInterval(t, timeMax float64, q int) (s int, beyond bool) {
 	tc := math.Min(math.Max(t, 0), timeMax)
 	s = int(math.Ceil(tc / timeMax * float64(q)))
-	return min(max(s, 1), q), tc != t
+	return min(max(s, 1), q), t > timeMax
 }
 
 // addDiscrete keeps the rows of a canonical record in their windows'
@@ -436,19 +438,20 @@ rows:
 		for j := range z {
 			x[j] = float32(z[j] / div)
 		}
-		iv, clamped := discreteInterval(times.Value(i), p.TimeMax, p.Intervals)
-		if clamped {
-			st.Clamped++
+		iv, beyond := discreteInterval(times.Value(i), p.TimeMax, p.Intervals)
+		ev := events.Value(i) && !beyond
+		if beyond {
+			st.CensoredAtHorizon++
 		}
 		if known {
 			// One patient, one record per window: the latest version
 			// replaces the one kept.
-			w.set(int(idx), iv, events.Value(i), x)
+			w.set(int(idx), iv, ev, x)
 			st.Replaced++
 			continue
 		}
 		tbl[fp] = uint64(w.len())
-		w.push(iv, events.Value(i), x, p.MaxRecords)
+		w.push(iv, ev, x, p.MaxRecords)
 		st.Counted++
 	}
 	return st, nil
