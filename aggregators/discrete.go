@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -120,6 +121,23 @@ func (c Config) discreteDefaults() Config {
 	return c
 }
 
+// scalingExample is the worked example of the discrete scaling errors (the
+// CLI's `fit discrete` refusal shows the same values).
+const scalingExample = "e.g. for age and ph.ecog on lung: centre: [62, 1], scale: [40, 4]"
+
+// scalingTemplate is a placeholder list naming each covariate, such as
+// [<typical age>, <typical ph.ecog>].
+func scalingTemplate(what string, covs []string) string {
+	if len(covs) == 0 {
+		return "[...]"
+	}
+	parts := make([]string, len(covs))
+	for i, c := range covs {
+		parts[i] = "<" + what + " " + c + ">"
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
 // checkDiscrete validates a discrete aggregate (after defaults).
 func (c Config) checkDiscrete() []error {
 	var errs []error
@@ -150,7 +168,8 @@ func (c Config) checkDiscrete() []error {
 	}
 	switch {
 	case p.Centre == nil:
-		add("params.centre", ErrRequired, "required (the public centre of each covariate; never derived from the data)")
+		add("params.centre", ErrRequired, "required (the public centre of each covariate, in params.covariates order: centre: %s; never derived from the data; %s)",
+			scalingTemplate("typical", p.Covariates), scalingExample)
 	case len(p.Centre) != d:
 		add("params.centre", ErrInvalid, "%d values for %d covariates", len(p.Centre), d)
 	}
@@ -161,7 +180,8 @@ func (c Config) checkDiscrete() []error {
 	}
 	switch {
 	case p.Scale == nil:
-		add("params.scale", ErrRequired, "required (the public scale of each covariate; never derived from the data)")
+		add("params.scale", ErrRequired, "required (the public scale of each covariate, in params.covariates order: scale: %s, so that (x - centre)/scale is mostly within [-1, 1]; never derived from the data; %s)",
+			scalingTemplate("spread of", p.Covariates), scalingExample)
 	case len(p.Scale) != d:
 		add("params.scale", ErrInvalid, "%d values for %d covariates", len(p.Scale), d)
 	}

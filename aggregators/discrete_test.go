@@ -472,6 +472,10 @@ func TestDiscreteConfigValidation(t *testing.T) {
 		{"covariate not in schema", func(c *aggregators.Config) { c.Params.Covariates = []string{"age", "weight"} }, `params.covariates[1]: "weight" is not in schema.covariates`},
 		{"repeated covariate", func(c *aggregators.Config) { c.Params.Covariates = []string{"age", "age"} }, "repeats"},
 		{"no centre", func(c *aggregators.Config) { c.Params.Centre = nil }, "params.centre: required"},
+		// The refusal shows what to write: a template naming the
+		// covariates and a worked example.
+		{"no centre example", func(c *aggregators.Config) { c.Params.Centre = nil }, "centre: [<typical age>, <typical score>]"},
+		{"no scale example", func(c *aggregators.Config) { c.Params.Scale = nil }, "scale: [40, 4]"},
 		{"short scale", func(c *aggregators.Config) { c.Params.Scale = []float64{1} }, "params.scale: 1 values for 2 covariates"},
 		{"zero scale", func(c *aggregators.Config) { c.Params.Scale = []float64{1, 0} }, "params.scale[1]"},
 		{"mle", func(c *aggregators.Config) { c.Params.Method = "mle" }, "non-private"},

@@ -265,7 +265,7 @@ func fitKM(env Env, args []string) error {
 	fs := newFlags("fit km", env)
 	c := addCommonFit(fs)
 	binWidth := fs.Float64("bin-width", 0, "time bin width of the private histogram (time units; default time-max/150)")
-	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit)")
+	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit; optional with --epsilon inf): a time beyond it counts as censored at it")
 	method := fs.String("method", "hierarchical", "private method: hierarchical (tree noise on the histogram, the default), histogram (noisy histogram), lnte (baseline; epsilon per time point), or rrr (the input is a sanitized file whose cohort labels went through RRR at --epsilon: debiased KM, no new budget)")
 	plot := fs.String("plot", "", "also draw the curves to this .png or .svg file")
 	if err := parse(fs, args); err != nil {
@@ -295,6 +295,14 @@ func fitKM(env Env, args []string) error {
 		out["guarantee"] = "none (non-private)"
 		out["neighbouring"] = nil
 		out["n"] = len(d.Time)
+		// With --time-max, the same horizon as a private fit:
+		// administrative censoring at time_max.
+		var beyond int
+		d.Time, d.Event, beyond = censorAtHorizon(d.Time, d.Event, *timeMax)
+		if *timeMax > 0 {
+			out["time_max"] = *timeMax
+		}
+		horizonFields(out, *timeMax, beyond, false)
 		var cs []kmCohortJSON
 		group := make([]int, len(d.Cohort))
 		for i, g := range d.Cohort {
@@ -373,6 +381,7 @@ func fitKM(env Env, args []string) error {
 		out["public"] = kmPublic(*method)
 		out["n"] = res.N
 		out["time_max"] = *timeMax
+		horizonFields(out, *timeMax, 0, true)
 		var cs []kmPrivateCohortJSON
 		for _, ck := range res.Cohorts {
 			m := kmPrivateCohortJSON{
@@ -464,7 +473,7 @@ func weibullPublic(method string) []string {
 func fitWeibull(env Env, args []string) error {
 	fs := newFlags("fit weibull", env)
 	c := addCommonFit(fs)
-	timeMax := fs.Float64("time-max", 0, "public time bound: times are normalised t/time_max (required for a private fit)")
+	timeMax := fs.Float64("time-max", 0, "public time bound: times are normalised t/time_max, a time beyond it counts as censored at it (required for a private fit)")
 	omega := fs.Float64("omega", 6, "lower clamp exp(-omega) of normalised times")
 	gamma := fs.Float64("gamma", 10, "public bound on the shape")
 	rungs := fs.Int("rungs", 500, "LSP ladder rungs")
@@ -511,10 +520,11 @@ func fitWeibull(env Env, args []string) error {
 	}
 	if c.eps.inf() {
 		// The non-private reference. With --time-max it fits exactly the
-		// model the private fit estimates: times divided by time_max and
-		// clamped into [exp(-omega), 1]. Without it, the public bound is
-		// replaced by the largest time (this path is non-private), so
-		// time-0 rows are clamped to exp(-omega) of it rather than fatal.
+		// model the private fit estimates: times divided by time_max,
+		// raised to exp(-omega), those beyond 1 censored at 1 (the
+		// horizon). Without it, the public bound is replaced by the
+		// largest time (this path is non-private), so time-0 rows are
+		// clamped to exp(-omega) of it rather than fatal.
 		tmax, fromData := *timeMax, false
 		if !(tmax > 0) {
 			fromData = true
@@ -535,9 +545,12 @@ func fitWeibull(env Env, args []string) error {
 			return fmt.Errorf("weibull mle: %w", err)
 		}
 		lo := math.Exp(-cfg.Omega) * tmax
-		clamped := 0
+		clamped, beyond := 0, 0
 		for _, t := range tt {
-			if t < lo || t > tmax {
+			switch {
+			case t > tmax:
+				beyond++
+			case t < lo:
 				clamped++
 			}
 		}
@@ -551,7 +564,8 @@ func fitWeibull(env Env, args []string) error {
 		out["time_max"] = tmax
 		out["time_max_from_data"] = fromData
 		out["omega"] = cfg.Omega
-		out["clamped_times"] = clamped
+		out["clamped_times"] = clamped // raised to exp(-omega) time_max
+		horizonFields(out, tmax, beyond, false)
 		return printJSON(env.Stdout, out)
 	}
 	if !(*timeMax > 0) {
@@ -577,6 +591,7 @@ func fitWeibull(env Env, args []string) error {
 	out["n"] = num(math.Max(fit.N, 0)) // a noisy count, clamped at 0 (post-processing)
 	out["shape"] = fit.Shape
 	out["scale"] = fit.Scale
+	horizonFields(out, *timeMax, 0, true)
 	if err := weibullIntervalFields(out, fit, *isims); err != nil {
 		return fmt.Errorf("private weibull: %w", err)
 	}
