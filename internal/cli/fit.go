@@ -125,26 +125,53 @@ func readFitFile(path string, spec schemas.Spec) (fileData, error) {
 	return d, nil
 }
 
+// reportDead prints the invalid rows skipped as a table (reason, rows,
+// meaning).
 func reportDead(w io.Writer, d fileData) {
-	if len(d.Dead) > 0 {
-		fmt.Fprintf(w, "dpsurv fit: %v invalid rows skipped (not used in the fit)\n", d.Dead)
+	if n := skipped(d.Dead); n > 0 {
+		fmt.Fprintf(w, "dpsurv fit: %d invalid row(s) skipped (not used in the fit):\n%s", n, skipTable(d.Dead, "  "))
 	}
 }
 
 type commonFit struct {
-	input  *string
-	cohort *string
-	eps    *epsilonFlag
-	cols   columnFlags
-	format *string
+	name       string // km, weibull, discrete, cox
+	input      *string
+	cohort     *string
+	eps        *epsilonFlag
+	cols       columnFlags
+	format     *string
+	maxSkipped *float64
+	shape      *inputShape // the input's header, read by spec
+}
+
+// read reads the input (readFitFile), reports the rows skipped, and
+// refuses a fit from no valid row or with more than --max-skipped of its
+// rows skipped (checkRows).
+func (c commonFit) read(env Env, spec schemas.Spec) (fileData, error) {
+	d, err := readFitFile(*c.input, spec)
+	if err != nil {
+		return d, err
+	}
+	sh := inputShape{path: *c.input}
+	if c.shape != nil {
+		sh = *c.shape
+	}
+	if err := checkRows("fit", sh, spec, len(d.Time), d.Dead, *c.maxSkipped); err != nil {
+		return d, err
+	}
+	reportDead(env.Stderr, d)
+	return d, nil
 }
 
 func addCommonFit(fs *flag.FlagSet) commonFit {
 	c := commonFit{
-		input:  fs.String("input", "", "input file (.csv or .arrow), required"),
-		cohort: fs.String("cohorts", "", "public cohort label list, comma separated (required)"),
-		eps:    &epsilonFlag{},
-		format: fs.String("format", "json", "output format (json)"),
+		name:       strings.TrimPrefix(fs.Name(), "dpsurv fit "),
+		input:      fs.String("input", "", "input file (.csv or .arrow), required"),
+		cohort:     fs.String("cohorts", "", "public cohort label list, comma separated (required)"),
+		eps:        &epsilonFlag{},
+		format:     fs.String("format", "json", "output format (json)"),
+		maxSkipped: addMaxSkipped(fs),
+		shape:      &inputShape{},
 	}
 	fs.Var(c.eps, "epsilon", "privacy budget of the release, or inf for the non-private reference (required)")
 	c.cols = addColumnFlags(fs)
@@ -199,15 +226,27 @@ func fitExample(name string) string {
 // spec returns the input spec. Without --cohorts (allowed only for the
 // non-private fits) the label list is the data's own, sorted as R sorts
 // factor levels.
+//
+// A CSV input whose header shows another delimiter than ',' or lacks a
+// required column is refused here, before anything is read (preflight).
 func (c commonFit) spec() (schemas.Spec, error) {
+	spec := schemas.Spec{TimeUnit: "days", Covariates: splitList(*c.cols.covariates), Columns: c.cols.columns()}
+	sh, err := sniffInput(*c.input)
+	if err != nil {
+		return spec, err
+	}
+	*c.shape = sh
+	if err := preflight("fit "+c.name, sh, spec); err != nil {
+		return spec, err
+	}
 	labels := splitList(*c.cohort)
 	if len(labels) == 0 {
-		var err error
 		if labels, err = audit.ScanLabels(*c.input, *c.cols.cohort); err != nil {
 			return schemas.Spec{}, err
 		}
 	}
-	return schemas.Spec{Cohorts: labels, TimeUnit: "days", Covariates: splitList(*c.cols.covariates), Columns: c.cols.columns()}, nil
+	spec.Cohorts = labels
+	return spec, nil
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -278,11 +317,10 @@ func fitKM(env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	d, err := readFitFile(*c.input, spec)
+	d, err := c.read(env, spec)
 	if err != nil {
 		return err
 	}
-	reportDead(env.Stderr, d)
 	labels := d.Labels
 	if *binWidth == 0 {
 		*binWidth = dpfit.DefaultBinWidth(*timeMax)
@@ -490,11 +528,10 @@ func fitWeibull(env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	d, err := readFitFile(*c.input, spec)
+	d, err := c.read(env, spec)
 	if err != nil {
 		return err
 	}
-	reportDead(env.Stderr, d)
 	var tt []float64
 	var ee []bool
 	want := -1

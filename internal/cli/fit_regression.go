@@ -103,11 +103,10 @@ func fitDiscrete(env Env, args []string) error {
 	if fromData {
 		*dataScaling = true // non-private: from the data, stated in the output
 	}
-	d, err := readFitFile(*c.input, spec)
+	d, err := c.read(env, spec)
 	if err != nil {
 		return err
 	}
-	reportDead(env.Stderr, d)
 	frac := *intervalFrac
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "interval-epsilon-fraction" })
@@ -211,11 +210,10 @@ func fitCox(env Env, args []string) error {
 		}
 		scaling = &regression.Scaling{Centre: cs, Scale: ss}
 	}
-	d, err := readFitFile(*c.input, spec)
+	d, err := c.read(env, spec)
 	if err != nil {
 		return err
 	}
-	reportDead(env.Stderr, d)
 	var beyond int
 	d.Time, d.Event, beyond = censorAtHorizon(d.Time, d.Event, *timeMax)
 	opts := regression.CoxOptions{
