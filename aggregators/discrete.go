@@ -529,6 +529,8 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 		df.Lambda = p.Lambda
 	}
 	discreteIntervals(df, res)
+	res.Covariates = p.Covariates
+	m.LowInformation, m.LowInformationReason = regression.AssessInformation(res)
 	m.DiscreteFields = df
 	return []FitMessage{m}, nil
 }

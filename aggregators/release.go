@@ -80,6 +80,15 @@ type FitMessage struct {
 	TimeUnit        string             `json:"time_unit"`
 	TimeMax         float64            `json:"time_max"`
 	BinWidth        float64            `json:"bin_width,omitempty"` // km, weibull
+	// LowInformation flags a release that says little about the data, in
+	// every kind, and LowInformationReason says why ("" if not flagged):
+	// km, a cohort whose noisy record count is below
+	// KMFields.LowInformationThreshold (no median released); weibull,
+	// dpfit.WeibullLowInformation (shape interval at the public range's
+	// edge, noise dominating, or a noisy event count below its threshold);
+	// discrete, regression.AssessInformation.
+	LowInformation       bool   `json:"low_information"`
+	LowInformationReason string `json:"low_information_reason"`
 	*KMFields
 	*WeibullFields
 	*DiscreteFields
@@ -106,11 +115,10 @@ type KMFields struct {
 	// S a standard deviation above NoiseTailSD; null if none.
 	NoiseDominatedFrom F       `json:"noise_dominated_from"`
 	NoiseTailSD        float64 `json:"noise_tail_sd"`
-	// LowInformation flags a cohort whose noisy record count is below
-	// LowInformationThreshold (public): the curve is released, the median
-	// is not.
-	LowInformation          bool `json:"low_information"`
-	LowInformationThreshold F    `json:"low_information_threshold"`
+	// LowInformationThreshold is the public noisy-count threshold below
+	// which the cohort is flagged FitMessage.LowInformation: the curve is
+	// released, the median is not.
+	LowInformationThreshold F `json:"low_information_threshold"`
 	// BandLower and BandUpper are a simultaneous conf-level band for the
 	// curve over the released times in [BandFrom, BandTo] (null outside
 	// it); BandCritical is its critical value and BandMethod says how it

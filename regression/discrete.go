@@ -201,6 +201,10 @@ type DiscreteResult struct {
 	// them as operational metrics, or print them on the non-private path.
 	Clipped           int `json:"-"`
 	CensoredAtHorizon int `json:"-"`
+	// LowInformation flags a private release that says little about the
+	// coefficients (AssessInformation); LowInformationReason says why.
+	LowInformation       bool   `json:"low_information"`
+	LowInformationReason string `json:"low_information_reason"`
 }
 
 // prepared is the validated, preprocessed problem.
@@ -517,6 +521,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		}
 	}
 	setIntervals(&res)
+	res.LowInformation, res.LowInformationReason = AssessInformation(res)
 	switch {
 	case hessErr != nil:
 		res.IntervalMethod = IntervalFailed + hessErr.Error() + IntervalUnspentNote

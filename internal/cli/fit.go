@@ -284,6 +284,7 @@ type kmPrivateCohortJSON struct {
 	NoiseTailSD             float64                  `json:"noise_tail_sd"`
 	LowInformation          bool                     `json:"low_information"`
 	LowInformationThreshold schemas.NullableFloat    `json:"low_information_threshold"`
+	LowInformationReason    string                   `json:"low_information_reason"`
 	BandLower               []schemas.NullableFloat  `json:"band_lower"`
 	BandUpper               []schemas.NullableFloat  `json:"band_upper"`
 	BandFrom                schemas.NullableFloat    `json:"band_from"`
@@ -434,6 +435,7 @@ func fitKM(env Env, args []string) error {
 				NoiseTailSD:             dpfit.DefaultNoiseTailSD,
 				LowInformation:          ck.LowInformation,
 				LowInformationThreshold: num(ck.LowInformationThreshold),
+				LowInformationReason:    ck.LowInformationReason,
 				BandLower:               nums(ck.BandLower),
 				BandUpper:               nums(ck.BandUpper),
 				BandFrom:                num(ck.BandFrom),
@@ -602,6 +604,7 @@ func fitWeibull(env Env, args []string) error {
 		out["time_max_from_data"] = fromData
 		out["omega"] = cfg.Omega
 		out["clamped_times"] = clamped // raised to exp(-omega) time_max
+		out["low_information"], out["low_information_reason"] = false, ""
 		horizonFields(out, tmax, beyond, false)
 		return printJSON(env.Stdout, out)
 	}
@@ -632,6 +635,7 @@ func fitWeibull(env Env, args []string) error {
 	if err := weibullIntervalFields(out, fit, *isims); err != nil {
 		return fmt.Errorf("private weibull: %w", err)
 	}
+	out["low_information"], out["low_information_reason"] = weibullLowInformation(out, fit)
 	for k, v := range fit.Params {
 		out[k] = num(v)
 	}

@@ -1,6 +1,11 @@
 package cli
 
-import "math"
+import (
+	"math"
+
+	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/schemas"
+)
 
 // HorizonRule is the horizon rule every fit states (JSON "horizon_rule"):
 // administrative censoring at the public time_max (mechanisms.md section
@@ -53,4 +58,18 @@ func horizonFields(out map[string]any, tMax float64, censored int, private bool)
 		return
 	}
 	out["censored_at_horizon"] = censored
+}
+
+// weibullLowInformation applies dpfit.WeibullLowInformation to a private
+// `fit weibull` release, with the shape interval as out holds it (null when
+// --interval-sims is negative).
+func weibullLowInformation(out map[string]any, fit dpfit.WeibullFit) (bool, string) {
+	get := func(k string) float64 {
+		if v, ok := out[k].(schemas.NullableFloat); ok {
+			return float64(v)
+		}
+		return math.NaN()
+	}
+	iv := &dpfit.WeibullInterval{ShapeLower: get("shape_lower"), ShapeUpper: get("shape_upper")}
+	return dpfit.WeibullLowInformation(fit, iv)
 }

@@ -19,7 +19,7 @@ import (
 // a sanitize run may skip (invalid rows, not used) before it refuses to
 // release anything: more than this, or no valid row at all, and the command
 // exits non-zero with a report of what it found (--max-skipped changes the
-// share; 1 accepts any share, but never a release from no row).
+// share; 1 accepts anything, even a run without a valid row).
 const DefaultMaxSkipped = 0.10
 
 // labelMinRows is the smallest number of rows a cohort label must have to
@@ -40,7 +40,7 @@ func (r *refusal) Unwrap() error { return errRefused }
 // addMaxSkipped registers --max-skipped on fs.
 func addMaxSkipped(fs *flag.FlagSet) *float64 {
 	return fs.Float64("max-skipped", DefaultMaxSkipped,
-		"largest share of invalid input rows accepted (skipped, not used) before the run refuses to release anything; 1 accepts any share (never zero valid rows)")
+		"largest share of invalid input rows accepted (skipped, not used) before the run refuses to release anything; 1 accepts anything, even no valid row")
 }
 
 // inputShape is what the first line of a CSV input shows: its delimiter
@@ -74,11 +74,11 @@ func sniffInput(path string) (inputShape, error) {
 	if err != nil || format != schemas.FormatCSV {
 		return sh, nil // the reader reports unknown formats
 	}
-	sh.csv = true
 	f, err := os.Open(path)
 	if err != nil {
-		return sh, fmt.Errorf("read %s: %w", path, err)
+		return sh, nil // the reader reports it, after the flags are checked
 	}
+	sh.csv = true
 	defer f.Close()
 	line, err := bufio.NewReaderSize(f, 64<<10).ReadString('\n')
 	if err != nil && err != io.EOF {
@@ -258,14 +258,14 @@ func skipped(dead map[string]int) int {
 	return n
 }
 
-// checkRows refuses a run that used no valid row, or skipped more than the
-// maxSkipped share of its rows, with a report: what was found, the
+// checkRows refuses a run that used no valid row (unless maxSkipped >= 1),
+// or skipped more than the maxSkipped share of its rows, with a report: what was found, the
 // reasons with counts, and the options that fix it. what is "fit" or
 // "sanitize".
 func checkRows(what string, sh inputShape, spec schemas.Spec, used int, dead map[string]int, maxSkipped float64) error {
 	skip := skipped(dead)
 	total := used + skip
-	if used > 0 && float64(skip) <= maxSkipped*float64(total) {
+	if (used > 0 || maxSkipped >= 1) && float64(skip) <= maxSkipped*float64(total) {
 		return nil
 	}
 	var b strings.Builder
@@ -307,6 +307,8 @@ func checkRows(what string, sh inputShape, spec schemas.Spec, used int, dead map
 	}
 	if used > 0 {
 		fixes = append(fixes, fmt.Sprintf("--max-skipped %.2g accepts this share of skipped rows", float64(skip)/float64(total)+0.005))
+	} else {
+		fixes = append(fixes, "--max-skipped 1 accepts a run without a valid row")
 	}
 	for i, f := range fixes {
 		if i == 0 {
