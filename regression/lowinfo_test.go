@@ -23,7 +23,9 @@ func TestAssessInformation(t *testing.T) {
 		{"fallback", with(func(r *DiscreteResult) { r.Fallback = true }), true, "fallback"},
 		{"wide", with(func(r *DiscreteResult) { r.BetaLower, r.BetaUpper = []float64{-0.2, -3}, []float64{0.5, 4} }), true, "of ecog, [-3, 4]"},
 		{"narrow", with(func(r *DiscreteResult) { r.BetaLower, r.BetaUpper = []float64{-0.2, -0.9}, []float64{0.5, 4} }), false, ""},
-		{"noise-only wide", with(func(r *DiscreteResult) { r.NoiseOnlyBetaLower, r.NoiseOnlyBetaUpper = []float64{-2, 0}, []float64{2, 0.1} }), true, "noise-only"},
+		{"noise-only wide", with(func(r *DiscreteResult) {
+			r.NoiseOnlyBetaLower, r.NoiseOnlyBetaUpper = []float64{-2, 0}, []float64{2, 0.1}
+		}), true, "noise-only"},
 		{"no interval", priv, false, "not assessed"},
 	} {
 		got, reason := AssessInformation(tc.res)
