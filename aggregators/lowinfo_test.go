@@ -60,6 +60,10 @@ func TestFitMessagesFlagLowInformation(t *testing.T) {
 		if _, ok := raw[k]["low_information"]; !ok {
 			t.Fatalf("%s: no top-level low_information key", k)
 		}
+		// the horizon rule is stated and the count censored at it withheld
+		if string(raw[k]["censored_at_horizon"]) != "null" || m.HorizonRule != aggregators.HorizonRule {
+			t.Fatalf("%s: censored_at_horizon %s, horizon_rule %q", k, raw[k]["censored_at_horizon"], m.HorizonRule)
+		}
 		if m.LowInformation != want || (want && m.LowInformationReason == "") || (!want && m.LowInformationReason != "") {
 			t.Fatalf("%s: low_information %v (%q), want %v", k, m.LowInformation, m.LowInformationReason, want)
 		}

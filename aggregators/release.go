@@ -89,6 +89,13 @@ type FitMessage struct {
 	// discrete, regression.AssessInformation.
 	LowInformation       bool   `json:"low_information"`
 	LowInformationReason string `json:"low_information_reason"`
+	// HorizonRule states administrative censoring at time_max (every
+	// kind). CensoredAtHorizon, the number of records it applied to, is
+	// always null: an exact function of the private records, which the
+	// release's epsilon does not cover (operators see it in
+	// dpsurv_aggregator_censored_at_horizon_total).
+	HorizonRule       string `json:"horizon_rule"`
+	CensoredAtHorizon *int   `json:"censored_at_horizon"`
 	*KMFields
 	*WeibullFields
 	*DiscreteFields
@@ -275,12 +282,18 @@ func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, ch
 		Contribution: ContributionPerPatient,
 		Scopes:       a.scopes(), BudgetRemaining: remaining,
 		TimeUnit: a.cfg.TimeUnit, TimeMax: a.cfg.TimeMax, BinWidth: a.cfg.Params.BinWidth,
+		HorizonRule: HorizonRule,
 	}
 	if m.BudgetRemaining == nil {
 		m.BudgetRemaining = map[string]float64{}
 	}
 	return m
 }
+
+// HorizonRule is every fit message's horizon_rule (the CLI's fits state
+// the same rule): mechanisms.md section 0, erratum "time beyond the
+// horizon".
+const HorizonRule = "administrative censoring: a time beyond time_max counts as (time_max, censored), never as an event at time_max"
 
 // buildWindow draws the window's release (the only place noise is drawn
 // for a non-cumulative window) and returns the ledger document.

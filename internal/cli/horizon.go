@@ -3,6 +3,7 @@ package cli
 import (
 	"math"
 
+	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -10,7 +11,7 @@ import (
 // HorizonRule is the horizon rule every fit states (JSON "horizon_rule"):
 // administrative censoring at the public time_max (mechanisms.md section
 // 0, erratum "time beyond the horizon").
-const HorizonRule = "administrative censoring: a time beyond time_max counts as (time_max, censored), never as an event at time_max"
+const HorizonRule = aggregators.HorizonRule
 
 // censoredAtHorizonWithheld is the note of a private release's withheld
 // count (JSON "censored_at_horizon_note").
