@@ -41,7 +41,11 @@ type AddStats struct {
 	Repeated int
 	Late     int
 	Clamped  int
-	Skipped  map[string]int
+	// CensoredAtHorizon counts records followed beyond the public
+	// time_max, counted as (time_max, censored): administrative censoring
+	// (mechanisms.md section 0), never an event at the horizon.
+	CensoredAtHorizon int
+	Skipped           map[string]int
 }
 
 // closing is a window taken out of the open set: its counts are final and
@@ -233,7 +237,10 @@ func (a *aggregate) addHist(rec arrow.Record, now int64, horizon patientTable) (
 			return st, fmt.Errorf("row %d: %w", i, err)
 		}
 		bin, _ := h.Bin(t)
-		v := packCell(bin, cohort, events.Value(i))
+		// The patient's cell is the one Histogram.Add counts: beyond the
+		// horizon, a censoring in the last bin.
+		ev, _ := dpfit.CensorAtHorizon(t, events.Value(i), h.TMax)
+		v := packCell(bin, cohort, ev)
 		if prev, ok := tbl[fp]; ok {
 			// One patient, one record per window: the latest version
 			// replaces the one counted.
@@ -285,10 +292,10 @@ func (a *aggregate) addHist(rec arrow.Record, now int64, horizon patientTable) (
 			}
 			continue
 		}
-		if t > a.cfg.TimeMax {
-			st.Clamped++
+		if t > h.TMax {
+			st.CensoredAtHorizon++
 		}
-		if err := h.Add(t, events.Value(i), cohort); err != nil {
+		if err := h.Add(t, ev, cohort); err != nil {
 			return st, err
 		}
 		tbl[fp] = v

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -120,6 +121,23 @@ func (c Config) discreteDefaults() Config {
 	return c
 }
 
+// scalingExample is the worked example of the discrete scaling errors (the
+// CLI's `fit discrete` refusal shows the same values).
+const scalingExample = "e.g. for age and ph.ecog on lung: centre: [62, 1], scale: [40, 4]"
+
+// scalingTemplate is a placeholder list naming each covariate, such as
+// [<typical age>, <typical ph.ecog>].
+func scalingTemplate(what string, covs []string) string {
+	if len(covs) == 0 {
+		return "[...]"
+	}
+	parts := make([]string, len(covs))
+	for i, c := range covs {
+		parts[i] = "<" + what + " " + c + ">"
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
 // checkDiscrete validates a discrete aggregate (after defaults).
 func (c Config) checkDiscrete() []error {
 	var errs []error
@@ -150,7 +168,8 @@ func (c Config) checkDiscrete() []error {
 	}
 	switch {
 	case p.Centre == nil:
-		add("params.centre", ErrRequired, "required (the public centre of each covariate; never derived from the data)")
+		add("params.centre", ErrRequired, "required (the public centre of each covariate, in params.covariates order: centre: %s; never derived from the data; %s)",
+			scalingTemplate("typical", p.Covariates), scalingExample)
 	case len(p.Centre) != d:
 		add("params.centre", ErrInvalid, "%d values for %d covariates", len(p.Centre), d)
 	}
@@ -161,7 +180,8 @@ func (c Config) checkDiscrete() []error {
 	}
 	switch {
 	case p.Scale == nil:
-		add("params.scale", ErrRequired, "required (the public scale of each covariate; never derived from the data)")
+		add("params.scale", ErrRequired, "required (the public scale of each covariate, in params.covariates order: scale: %s, so that (x - centre)/scale is mostly within [-1, 1]; never derived from the data; %s)",
+			scalingTemplate("spread of", p.Covariates), scalingExample)
 	case len(p.Scale) != d:
 		add("params.scale", ErrInvalid, "%d values for %d covariates", len(p.Scale), d)
 	}
@@ -333,12 +353,14 @@ func (w *discreteWindow) data(q int, timeMax float64) regression.Data {
 }
 
 // discreteInterval maps a time to the model's interval s = min(q, max(1,
-// ceil(t/time_max q))) (mechanisms.md section 5), clamping t into [0,
-// time_max]; clamped reports a time outside.
-func discreteInterval(t, timeMax float64, q int) (s int, clamped bool) {
+// ceil(t/time_max q))) (mechanisms.md section 5), t taken into [0,
+// time_max]; beyond reports a time past the horizon, which the caller
+// counts as censored in the last interval (administrative censoring,
+// mechanisms.md section 0), never as an event there.
+func discreteInterval(t, timeMax float64, q int) (s int, beyond bool) {
 	tc := math.Min(math.Max(t, 0), timeMax)
 	s = int(math.Ceil(tc / timeMax * float64(q)))
-	return min(max(s, 1), q), tc != t
+	return min(max(s, 1), q), t > timeMax
 }
 
 // addDiscrete keeps the rows of a canonical record in their windows'
@@ -436,19 +458,20 @@ rows:
 		for j := range z {
 			x[j] = float32(z[j] / div)
 		}
-		iv, clamped := discreteInterval(times.Value(i), p.TimeMax, p.Intervals)
-		if clamped {
-			st.Clamped++
+		iv, beyond := discreteInterval(times.Value(i), p.TimeMax, p.Intervals)
+		ev := events.Value(i) && !beyond
+		if beyond {
+			st.CensoredAtHorizon++
 		}
 		if known {
 			// One patient, one record per window: the latest version
 			// replaces the one kept.
-			w.set(int(idx), iv, events.Value(i), x)
+			w.set(int(idx), iv, ev, x)
 			st.Replaced++
 			continue
 		}
 		tbl[fp] = uint64(w.len())
-		w.push(iv, events.Value(i), x, p.MaxRecords)
+		w.push(iv, ev, x, p.MaxRecords)
 		st.Counted++
 	}
 	return st, nil
@@ -506,6 +529,8 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 		df.Lambda = p.Lambda
 	}
 	discreteIntervals(df, res)
+	res.Covariates = p.Covariates
+	m.LowInformation, m.LowInformationReason = regression.AssessInformation(res)
 	m.DiscreteFields = df
 	return []FitMessage{m}, nil
 }

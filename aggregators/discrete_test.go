@@ -42,7 +42,7 @@ func discConfig(name string, eps float64, method string) aggregators.Config {
 // discRows draws n records from a discrete-time-ish model with two
 // covariates that matter (age raises the hazard, score lowers it) and one
 // that the model ignores. Times are integers in [1, 120] (some above
-// time_max: clamped), about a quarter censored.
+// time_max: censored there), about a quarter censored.
 func discRows(p string, n int, seed uint64) schemas.Rows {
 	src := dp.NewSeededSource(seed)
 	var r schemas.Rows
@@ -231,7 +231,10 @@ func TestDiscreteAggregateReleases(t *testing.T) {
 				t.Fatalf("records metric %v, want 700", v)
 			}
 			if v := metric(t, r.reg, "dpsurv_aggregator_values_clamped_total", map[string]string{"aggregate": "dt"}); v == 0 {
-				t.Fatal("no clamped values counted (times above 100 days and rows outside the unit ball exist)")
+				t.Fatal("no clamped values counted (rows outside the unit ball exist)")
+			}
+			if v := metric(t, r.reg, "dpsurv_aggregator_censored_at_horizon_total", map[string]string{"aggregate": "dt"}); v == 0 {
+				t.Fatal("no records censored at the horizon counted (times above 100 days exist)")
 			}
 		})
 	}
@@ -469,6 +472,10 @@ func TestDiscreteConfigValidation(t *testing.T) {
 		{"covariate not in schema", func(c *aggregators.Config) { c.Params.Covariates = []string{"age", "weight"} }, `params.covariates[1]: "weight" is not in schema.covariates`},
 		{"repeated covariate", func(c *aggregators.Config) { c.Params.Covariates = []string{"age", "age"} }, "repeats"},
 		{"no centre", func(c *aggregators.Config) { c.Params.Centre = nil }, "params.centre: required"},
+		// The refusal shows what to write: a template naming the
+		// covariates and a worked example.
+		{"no centre example", func(c *aggregators.Config) { c.Params.Centre = nil }, "centre: [<typical age>, <typical score>]"},
+		{"no scale example", func(c *aggregators.Config) { c.Params.Scale = nil }, "scale: [40, 4]"},
 		{"short scale", func(c *aggregators.Config) { c.Params.Scale = []float64{1} }, "params.scale: 1 values for 2 covariates"},
 		{"zero scale", func(c *aggregators.Config) { c.Params.Scale = []float64{1, 0} }, "params.scale[1]"},
 		{"mle", func(c *aggregators.Config) { c.Params.Method = "mle" }, "non-private"},

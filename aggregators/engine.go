@@ -268,6 +268,9 @@ func (e *Engine) Observe(partition int, offset int64, rec arrow.Record) error {
 			if st.Clamped > 0 {
 				e.m.Clamped.WithLabelValues(name).Add(float64(st.Clamped))
 			}
+			if st.CensoredAtHorizon > 0 {
+				e.m.CensoredAtHorizon.WithLabelValues(name).Add(float64(st.CensoredAtHorizon))
+			}
 			for r, n := range st.Skipped {
 				e.m.Skipped.WithLabelValues(name, r).Add(float64(n))
 			}

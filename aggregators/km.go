@@ -89,8 +89,9 @@ func (a *aggregate) fromKM(c *closing, res dpfit.KMResult, remaining map[string]
 		m.KMFields.MedianNote = ck.MedianNote
 		m.KMFields.NoiseDominatedFrom = F(ck.NoiseDominatedFrom)
 		m.KMFields.NoiseTailSD = dpfit.DefaultNoiseTailSD
-		m.KMFields.LowInformation = ck.LowInformation
+		m.LowInformation = ck.LowInformation
 		m.KMFields.LowInformationThreshold = F(ck.LowInformationThreshold)
+		m.LowInformationReason = ck.LowInformationReason
 		m.KMFields.BandLower, m.KMFields.BandUpper = fs(ck.BandLower), fs(ck.BandUpper)
 		m.KMFields.BandFrom, m.KMFields.BandTo = F(ck.BandFrom), F(ck.BandTo)
 		m.KMFields.BandCritical, m.KMFields.BandMethod = F(ck.BandCritical), ck.BandMethod

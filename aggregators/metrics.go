@@ -9,7 +9,7 @@ type Metrics struct {
 	Versions         *prometheus.CounterVec // by aggregate: records of a patient already in the window (latest version wins)
 	Late             *prometheus.CounterVec // by aggregate: observed in a window already closed
 	Skipped          *prometheus.CounterVec // by aggregate, reason
-	Clamped          *prometheus.CounterVec // by aggregate: times above time_max counted in the last bin
+	Clamped          *prometheus.CounterVec // by aggregate: discrete covariate rows projected onto the unit ball
 	Releases         *prometheus.CounterVec // by aggregate: windows released (noise drawn, charged)
 	Replayed         *prometheus.CounterVec // by aggregate: windows re-emitted from the ledger
 	Withheld         *prometheus.CounterVec // by aggregate, reason
@@ -22,6 +22,11 @@ type Metrics struct {
 	// HorizonsRestarted counts, by aggregate, cumulative horizons started
 	// anew (and charged anew) because an earlier horizon's state was lost.
 	HorizonsRestarted *prometheus.CounterVec
+
+	// CensoredAtHorizon counts, by aggregate, records followed beyond
+	// time_max and counted as (time_max, censored). An operator's count of
+	// private records, never released.
+	CensoredAtHorizon *prometheus.CounterVec
 }
 
 // Withholding reasons.
@@ -50,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Versions:  cv("dpsurv_aggregator_record_versions_total", "Records of a patient already counted in their window: the latest version replaced the counted one (one patient, one record per window), by aggregate.", "aggregate"),
 		Late:      cv("dpsurv_aggregator_late_records_total", "Records whose window had already closed (counted here, not in any release), by aggregate.", "aggregate"),
 		Skipped:   cv("dpsurv_aggregator_records_skipped_total", "Records not counted, by aggregate and reason (no_observed_at, future_observed_at, max_patients, cumulative_seen; discrete: window_cap, invalid_covariate).", "aggregate", "reason"),
-		Clamped:   cv("dpsurv_aggregator_values_clamped_total", "Times above the public time_max counted in the last bin (discrete: also covariate rows projected onto the unit ball), by aggregate.", "aggregate"),
+		Clamped:   cv("dpsurv_aggregator_values_clamped_total", "Discrete: covariate rows projected onto the unit ball, by aggregate (times beyond time_max: dpsurv_aggregator_censored_at_horizon_total).", "aggregate"),
 		Releases:  cv("dpsurv_releases_total", "Window releases drawn and charged to the ledger, by aggregate.", "aggregate"),
 		Replayed:  cv("dpsurv_releases_replayed_total", "Window releases re-emitted from the ledger without new noise, by aggregate.", "aggregate"),
 		Withheld:  cv("dpsurv_releases_withheld_total", "Window releases withheld, by aggregate and reason (budget_exceeded, horizon_reached, cumulative_foreign, max_patients, error).", "aggregate", "reason"),
@@ -67,7 +72,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Input messages skipped because the checkpoint already counted them."}),
 		HorizonsRestarted: cv("dpsurv_aggregator_horizons_restarted_total", "Cumulative horizons started anew and charged anew because the ledger held an earlier horizon's charge whose state was lost (checkpoint missing, aggregate removed and re-added), by aggregate.", "aggregate"),
 	}
+	m.CensoredAtHorizon = cv("dpsurv_aggregator_censored_at_horizon_total",
+		"Records followed beyond the public time_max, counted as censored at time_max (administrative censoring, never an event at the horizon), by aggregate.", "aggregate")
 	if reg != nil {
+		reg.MustRegister(m.CensoredAtHorizon)
 		reg.MustRegister(m.Records, m.Versions, m.Late, m.Skipped, m.Clamped, m.Releases, m.Replayed, m.Withheld, m.Published,
 			m.OpenWindows, m.StateBytes, m.Checkpoints, m.CheckpointErrors, m.Redelivered, m.HorizonsRestarted)
 	}

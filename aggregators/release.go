@@ -92,6 +92,22 @@ type FitMessage struct {
 	TimeUnit        string             `json:"time_unit"`
 	TimeMax         float64            `json:"time_max"`
 	BinWidth        float64            `json:"bin_width,omitempty"` // km, weibull
+	// LowInformation flags a release that says little about the data, in
+	// every kind, and LowInformationReason says why ("" if not flagged):
+	// km, a cohort whose noisy record count is below
+	// KMFields.LowInformationThreshold (no median released); weibull,
+	// dpfit.WeibullLowInformation (shape interval at the public range's
+	// edge, noise dominating, or a noisy event count below its threshold);
+	// discrete, regression.AssessInformation.
+	LowInformation       bool   `json:"low_information"`
+	LowInformationReason string `json:"low_information_reason"`
+	// HorizonRule states administrative censoring at time_max (every
+	// kind). CensoredAtHorizon, the number of records it applied to, is
+	// always null: an exact function of the private records, which the
+	// release's epsilon does not cover (operators see it in
+	// dpsurv_aggregator_censored_at_horizon_total).
+	HorizonRule       string `json:"horizon_rule"`
+	CensoredAtHorizon *int   `json:"censored_at_horizon"`
 	*KMFields
 	*WeibullFields
 	*DiscreteFields
@@ -118,11 +134,10 @@ type KMFields struct {
 	// S a standard deviation above NoiseTailSD; null if none.
 	NoiseDominatedFrom F       `json:"noise_dominated_from"`
 	NoiseTailSD        float64 `json:"noise_tail_sd"`
-	// LowInformation flags a cohort whose noisy record count is below
-	// LowInformationThreshold (public): the curve is released, the median
-	// is not.
-	LowInformation          bool `json:"low_information"`
-	LowInformationThreshold F    `json:"low_information_threshold"`
+	// LowInformationThreshold is the public noisy-count threshold below
+	// which the cohort is flagged FitMessage.LowInformation: the curve is
+	// released, the median is not.
+	LowInformationThreshold F `json:"low_information_threshold"`
 	// BandLower and BandUpper are a simultaneous conf-level band for the
 	// curve over the released times in [BandFrom, BandTo] (null outside
 	// it); BandCritical is its critical value and BandMethod says how it
@@ -287,12 +302,18 @@ func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, ch
 		Contribution: ContributionPerPatient,
 		Scopes:       a.scopes(), BudgetRemaining: remaining,
 		TimeUnit: a.cfg.TimeUnit, TimeMax: a.cfg.TimeMax, BinWidth: a.cfg.Params.BinWidth,
+		HorizonRule: HorizonRule,
 	}
 	if m.BudgetRemaining == nil {
 		m.BudgetRemaining = map[string]float64{}
 	}
 	return m
 }
+
+// HorizonRule is every fit message's horizon_rule (the CLI's fits state
+// the same rule): mechanisms.md section 0, erratum "time beyond the
+// horizon".
+const HorizonRule = "administrative censoring: a time beyond time_max counts as (time_max, censored), never as an event at time_max"
 
 // buildWindow draws the window's release (the only place noise is drawn
 // for a non-cumulative window) and returns the ledger document.

@@ -97,6 +97,9 @@ func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[str
 		if err := weibullIntervals(m.WeibullFields, fit, a.cfg.Params.IntervalSims, h.BinWidth); err != nil {
 			return nil, fmt.Errorf("aggregate %q: cohort %d: %w", a.cfg.Name, k, err)
 		}
+		wf := m.WeibullFields
+		iv := &dpfit.WeibullInterval{ShapeLower: float64(wf.ShapeLower), ShapeUpper: float64(wf.ShapeUpper)}
+		m.LowInformation, m.LowInformationReason = dpfit.WeibullLowInformation(fit, iv)
 		out[k] = m
 	}
 	return out, nil

@@ -183,7 +183,8 @@ type Release struct {
 	// at b * TimeBin.
 	Events [][]int64 `json:"-"`
 	Censor [][]int64 `json:"-"`
-	// Clamped counts input times outside [0, TimeMax] (a metric).
+	// Clamped counts input times outside [0, TimeMax] (a metric); those
+	// beyond TimeMax are censored at it (administrative censoring).
 	Clamped int64 `json:"clamped_times"`
 	// SuppressedRecords (BinSup) is the number of input records in
 	// suppressed bins: the auditor's diagnostic, not part of the release.
@@ -196,7 +197,7 @@ type Release struct {
 func binSup(h *dpfit.Histogram, cfg Config) (*Release, error) {
 	k := h.Cohorts()
 	r := &Release{Config: cfg, Method: MethodBinSup, Guarantee: GuaranteeBinSup, TimeBin: cfg.TimeBin, SizeBin: cfg.SizeBin,
-		Events: make([][]int64, k), Censor: make([][]int64, k), Clamped: h.Clamped}
+		Events: make([][]int64, k), Censor: make([][]int64, k), Clamped: h.Clamped + h.CensoredAtHorizon}
 	for c := 0; c < k; c++ {
 		r.Events[c] = make([]int64, h.Bins)
 		r.Censor[c] = make([]int64, h.Bins)
@@ -222,7 +223,7 @@ func dpTime(h *dpfit.Histogram, cfg Config, src dp.Source) (*Release, error) {
 	}
 	k := h.Cohorts()
 	r := &Release{Config: cfg, Method: MethodDPTime, Guarantee: GuaranteeDPTime, Neighbouring: NeighbouringDP,
-		Epsilon: cfg.Epsilon, TimeBin: cfg.TimeBin, Events: make([][]int64, k), Censor: make([][]int64, k), Clamped: h.Clamped}
+		Epsilon: cfg.Epsilon, TimeBin: cfg.TimeBin, Events: make([][]int64, k), Censor: make([][]int64, k), Clamped: h.Clamped + h.CensoredAtHorizon}
 	total := int64(0)
 	for c := 0; c < k; c++ {
 		r.Events[c] = make([]int64, h.Bins)

@@ -8,8 +8,11 @@
 // Kaplan–Meier contract:
 //
 //   - Input is a Histogram (events and censorings per cohort and time bin
-//     over the public domain [0, TMax]); times outside are clamped and
-//     counted, never used to set a bound. Memory is O(bins x cohorts).
+//     over the public domain [0, TMax]). A time beyond TMax is
+//     administratively censored at the horizon, (TMax, censored), and
+//     counted (CensoredAtHorizon): never an event at TMax that did not
+//     happen there; a negative time is clamped to 0 and counted. Neither
+//     sets a bound. Memory is O(bins x cohorts).
 //   - Relation: the central KM releases are epsilon-DP under
 //     add/remove-one (NeighbouringAddRemove): whether a record is in the
 //     window is protected, and so is the record count (released only as

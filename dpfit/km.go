@@ -144,6 +144,8 @@ type CohortKM struct {
 	// its curve is released, its median is not.
 	LowInformation          bool    `json:"low_information"`
 	LowInformationThreshold float64 `json:"low_information_threshold"`
+	// LowInformationReason says why LowInformation is set ("" if not).
+	LowInformationReason string `json:"low_information_reason"`
 	// BandLower and BandUpper are a simultaneous confidence band for S
 	// over the released times in [BandFrom, BandTo] (NaN outside it),
 	// BandCritical its critical value, BandMethod how it was obtained

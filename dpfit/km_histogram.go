@@ -28,10 +28,15 @@ type Histogram struct {
 	Bins     int
 	Events   [][]int64 // [cohort][bin]
 	Censor   [][]int64 // [cohort][bin]
-	// Clamped counts the times outside [0, TMax] that Add clamped into the
-	// first or last bin (the caller's public bound should make it 0; it is
-	// a metric, not a private value).
+	// Clamped counts the negative times that Add clamped into the first
+	// bin (valid input has none; it is a metric, not a private value).
 	Clamped int64
+	// CensoredAtHorizon counts the records Add administratively censored
+	// at the horizon: a time beyond TMax is counted as a censoring in the
+	// last bin, whatever its event flag (mechanisms.md section 0, erratum
+	// "time beyond the horizon"). An exact count of private records: a
+	// metric, never released by a private fit.
+	CensoredAtHorizon int64
 }
 
 // NewHistogram returns an empty histogram over [0, tMax] with bins of
@@ -94,8 +99,11 @@ func (h *Histogram) Bin(t float64) (bin int, clamped bool) {
 // time is the records' time).
 func (h *Histogram) BinStart(b int) float64 { return float64(b) * h.BinWidth }
 
-// Add counts one record: its time (clamped into [0, TMax], counted in
-// Clamped), whether it is an event (else a censoring), and its cohort index.
+// Add counts one record: its time, whether it is an event (else a
+// censoring), and its cohort index. A time beyond TMax is administratively
+// censored at the horizon: (TMax, censored), counted in CensoredAtHorizon,
+// never an event at TMax that did not happen there. A negative time is
+// clamped to 0 (counted in Clamped).
 func (h *Histogram) Add(time float64, event bool, cohort int) error {
 	if math.IsNaN(time) {
 		return fmt.Errorf("histogram add: time is NaN")
@@ -104,7 +112,11 @@ func (h *Histogram) Add(time float64, event bool, cohort int) error {
 		return fmt.Errorf("histogram add: cohort %d outside [0, %d)", cohort, len(h.Events))
 	}
 	b, clamped := h.Bin(time)
-	if clamped {
+	event, beyond := CensorAtHorizon(time, event, h.TMax)
+	switch {
+	case beyond:
+		h.CensoredAtHorizon++
+	case clamped:
 		h.Clamped++
 	}
 	if event {
@@ -161,7 +173,22 @@ func (h *Histogram) Merge(o *Histogram) error {
 		}
 	}
 	h.Clamped += o.Clamped
+	h.CensoredAtHorizon += o.CensoredAtHorizon
 	return nil
+}
+
+// CensorAtHorizon applies administrative censoring at the public horizon
+// tMax: a record followed beyond tMax is, at tMax, alive and under
+// observation, so its event flag becomes false (censored); beyond reports
+// that the time was past the horizon. Times within [.., tMax] keep their
+// flag. Every central fit applies it before any mechanism (it is a
+// function of one record, so it costs no privacy); the caller maps the
+// time itself to tMax.
+func CensorAtHorizon(t float64, event bool, tMax float64) (ev, beyond bool) {
+	if t > tMax {
+		return false, true
+	}
+	return event, false
 }
 
 // Records returns the number of records counted (exact: not for release).

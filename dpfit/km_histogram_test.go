@@ -66,11 +66,13 @@ func TestHistogramAddAndClamp(t *testing.T) {
 			t.Fatalf("Add(%v): %v", a.time, err)
 		}
 	}
-	if h.Clamped != 4 {
-		t.Errorf("Clamped = %d, want 4", h.Clamped)
+	if h.Clamped != 1 || h.CensoredAtHorizon != 3 {
+		t.Errorf("Clamped = %d, CensoredAtHorizon = %d, want 1 and 3", h.Clamped, h.CensoredAtHorizon)
 	}
+	// Beyond the horizon (100.5, 1e300, +Inf) is (TMax, censored): the
+	// event at 1e300 is not an event at the horizon.
 	if h.Events[0][0] != 2 || h.Censor[0][0] != 1 || h.Events[1][1] != 1 || h.Events[1][10] != 1 ||
-		h.Censor[1][10] != 1 || h.Events[0][10] != 1 || h.Censor[0][10] != 1 {
+		h.Censor[1][10] != 1 || h.Events[0][10] != 0 || h.Censor[0][10] != 2 {
 		t.Errorf("counts: events %v censor %v", h.Events, h.Censor)
 	}
 	if h.Records() != int64(len(adds)) {
@@ -117,8 +119,8 @@ func TestHistogramMerge(t *testing.T) {
 			}
 		}
 	}
-	if a.Clamped != whole.Clamped {
-		t.Errorf("clamped %d, want %d", a.Clamped, whole.Clamped)
+	if a.Clamped != whole.Clamped || a.CensoredAtHorizon != whole.CensoredAtHorizon || whole.CensoredAtHorizon == 0 {
+		t.Errorf("clamped %d, beyond %d, want %d, %d (> 0)", a.Clamped, a.CensoredAtHorizon, whole.Clamped, whole.CensoredAtHorizon)
 	}
 	for _, tc := range []struct {
 		name string

@@ -170,6 +170,8 @@ func flagLowInformation(ck *CohortKM, sd float64) {
 		return
 	}
 	ck.LowInformation = true
+	ck.LowInformationReason = fmt.Sprintf("noisy record count below the public threshold %.3g (max(%d, %d SD of the count's noise)): the curve is dominated by noise; no median released",
+		ck.LowInformationThreshold, MinInformativeN, LowInformationSDs)
 	ck.Curve.Median, ck.Curve.MedianLower, ck.Curve.MedianUpper = math.NaN(), math.NaN(), math.NaN()
 	ck.MedianNote = MedianNoteLowInfo
 }

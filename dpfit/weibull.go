@@ -12,8 +12,9 @@ import (
 
 // DP Weibull fits (paper 002, mechanisms.md section 4).
 //
-// Times are divided by the public TimeMax and clamped into [exp(-Omega), 1].
-// LSP draws the shape p from a ladder-shaped exponential mechanism with budget
+// Times are divided by the public TimeMax and raised to at least
+// exp(-Omega); a time beyond TimeMax is administratively censored at the
+// horizon (normalised time 1, no event), never an event at TimeMax. LSP draws the shape p from a ladder-shaped exponential mechanism with budget
 // epsilon/2; TLL releases the event count and sum t^p with epsilon/4 each and
 // returns lambda = (tau/delta)^(1/p). The scale is in normalised time units
 // (multiply by TimeMax for data units).
@@ -216,9 +217,10 @@ type weibullData struct {
 	n, e, sumDLog        float64   // records, events, sum d ln t
 }
 
-// normaliseWeibull divides times by TimeMax, clamps them into
-// [exp(-omega), 1] (non-positive times go to the lower clamp) and merges
-// groups that become equal.
+// normaliseWeibull divides times by TimeMax, raises them to exp(-omega)
+// (non-positive times go to the lower clamp), censors those beyond 1 at 1
+// (administrative censoring at the horizon: their events are not counted)
+// and merges groups that become equal.
 func normaliseWeibull(c survival.Compressed, cfg WeibullConfig) (weibullData, error) {
 	if err := c.Validate(); err != nil {
 		return weibullData{}, err
@@ -233,18 +235,24 @@ func normaliseWeibull(c survival.Compressed, cfg WeibullConfig) (weibullData, er
 		if !(t > lo) { // also catches t <= 0
 			t = lo
 		}
-		t = min(t, 1)
+		ev := c.Events[i]
+		if t > 1 {
+			// Administrative censoring at the horizon (mechanisms.md
+			// section 0): followed beyond TimeMax is (TimeMax, censored),
+			// never an event at the horizon.
+			t, ev = 1, 0
+		}
 		if k := len(d.t) - 1; k >= 0 && d.t[k] == t {
 			d.count[k] += c.Count[i]
-			d.events[k] += c.Events[i]
+			d.events[k] += ev
 		} else {
 			d.t = append(d.t, t)
 			d.lt = append(d.lt, max(math.Log(t), -cfg.Omega))
 			d.count = append(d.count, c.Count[i])
-			d.events = append(d.events, c.Events[i])
+			d.events = append(d.events, ev)
 		}
 		d.n += c.Count[i]
-		d.e += c.Events[i]
+		d.e += ev
 	}
 	for i := range d.t {
 		d.sumDLog += d.events[i] * d.lt[i]
@@ -427,7 +435,8 @@ func (l WeibullLadder) sampleGrid(src dp.Source, epsilon float64) (int64, error)
 }
 
 // ComputeWeibullLadder computes the LSP ladder of a sample (times in data
-// units; they are normalised with cfg.TimeMax and clamped). cfg.Epsilon is
+// units; they are normalised with cfg.TimeMax, those beyond it censored at
+// it, see normaliseWeibull). cfg.Epsilon is
 // not used.
 func ComputeWeibullLadder(c survival.Compressed, cfg WeibullConfig) (WeibullLadder, error) {
 	cfg = cfg.WithDefaults()

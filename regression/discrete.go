@@ -73,8 +73,9 @@ type DiscreteOptions struct {
 	Epsilon   float64
 	Intervals int // q; 0 means 200
 	Knots     int // e; 0 means 3
-	// TimeMax is the public end of the time domain [0, TimeMax]; times
-	// outside are clamped. 0 is allowed for MethodMLE only and then means
+	// TimeMax is the public end of the time domain [0, TimeMax]; a time
+	// beyond it is administratively censored at TimeMax (last interval, no
+	// event), a negative time clamped to 0. 0 is allowed for MethodMLE only and then means
 	// the largest observed time.
 	TimeMax float64
 	// Scaling is the public per-covariate centre and scale (nil: 0 and 1);
@@ -192,10 +193,18 @@ type DiscreteResult struct {
 	// Iterations is the Newton iteration count, on the non-private path
 	// only (for a private fit it would be a function of the data).
 	Iterations int `json:"iterations,omitempty"`
-	// Clipped counts clamped times plus clipped covariate rows. It is not
-	// part of the JSON release (it is an exact count about the data); the
-	// caller may export it as an operational metric.
-	Clipped int `json:"-"`
+	// Clipped counts negative times clamped to 0 plus covariate rows
+	// clipped onto the unit ball, and CensoredAtHorizon the records
+	// administratively censored at TimeMax (followed beyond it: censored
+	// in the last interval, their event flag dropped). Neither is part of
+	// the JSON release (exact counts about the data); the caller may export
+	// them as operational metrics, or print them on the non-private path.
+	Clipped           int `json:"-"`
+	CensoredAtHorizon int `json:"-"`
+	// LowInformation flags a private release that says little about the
+	// coefficients (AssessInformation); LowInformationReason says why.
+	LowInformation       bool   `json:"low_information"`
+	LowInformationReason string `json:"low_information_reason"`
 }
 
 // prepared is the validated, preprocessed problem.
@@ -205,6 +214,7 @@ type prepared struct {
 	timeMax float64
 	scaling Scaling
 	clipped int
+	beyond  int
 }
 
 func prepareDiscrete(data Data, opts *DiscreteOptions) (*prepared, error) {
@@ -267,14 +277,21 @@ func prepareDiscrete(data Data, opts *DiscreteOptions) (*prepared, error) {
 	for _, row := range basis {
 		m.basis = append(m.basis, row...)
 	}
+	beyond := 0
 	for i, t := range data.Time {
+		if t > tmax {
+			// Administrative censoring at the horizon (mechanisms.md
+			// section 0): (tmax, censored), never an event at tmax.
+			m.event[i] = false
+			beyond++
+		}
 		tc := math.Min(math.Max(t, 0), tmax)
-		if tc != t {
+		if t < 0 {
 			clipped++
 		}
 		m.s[i] = int32(intervalOf(tc/tmax, m.q))
 	}
-	return &prepared{m: m, basis: basis, timeMax: tmax, scaling: scaling, clipped: clipped}, nil
+	return &prepared{m: m, basis: basis, timeMax: tmax, scaling: scaling, clipped: clipped, beyond: beyond}, nil
 }
 
 // startValue is alpha_1 = g(events / person-periods), the rest zero: a
@@ -343,7 +360,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 	res := DiscreteResult{
 		Method: opts.Method, Link: opts.Link, Intervals: m.q, Knots: m.e,
 		TimeMax: pr.timeMax, Scaling: pr.scaling, Covariates: opts.Covariates,
-		Clipped: pr.clipped,
+		Clipped: pr.clipped, CensoredAtHorizon: pr.beyond,
 	}
 	if opts.Covariates != nil && len(opts.Covariates) != m.p {
 		return DiscreteResult{}, fmt.Errorf("%d covariate names for %d covariates", len(opts.Covariates), m.p)
@@ -504,6 +521,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		}
 	}
 	setIntervals(&res)
+	res.LowInformation, res.LowInformationReason = AssessInformation(res)
 	switch {
 	case hessErr != nil:
 		res.IntervalMethod = IntervalFailed + hessErr.Error() + IntervalUnspentNote

@@ -30,6 +30,22 @@ const (
 	PseudonymLen = 32 // hex characters (128 bits)
 )
 
+// Field-level metadata of the sanitized time column: the public horizon
+// and the rule for reading times at it.
+const (
+	MetaTimeMax     = "dpsurv.time_max"
+	MetaHorizonRule = "dpsurv.horizon_rule"
+)
+
+// HorizonRule is the sanitized time column's dpsurv.horizon_rule. The
+// event flag is published as it is (changing it would publish a function
+// of the private time outside TE's guarantee), so a record followed beyond
+// time_max can show time_max with event 1: analyses treat time_max as a
+// censoring time (mechanisms.md section 0, erratum "time beyond the
+// horizon"; dpsurv's own estimators do).
+const HorizonRule = "administrative censoring at time_max: published times are clamped into [0, time_max] and the event flag is published unchanged, " +
+	"so a record followed beyond time_max may show time_max with event 1; treat a time at time_max as censored there (never as an event at time_max)"
+
 // TINote is the time field's dpsurv.note: what time-indistinguishability
 // does not promise, and what worst_case_loss covers.
 const TINote = "time-indistinguishability: protects the true time only among times within the window W of the published value; true times more than 2W apart are fully distinguishable (weaker than local DP). worst_case_loss is the exact loss of the published value, after the clamp into [0, time_max]"
@@ -241,7 +257,7 @@ func New(cfg Config, mem memory.Allocator) (*Chain, error) {
 			Name: "time", Type: arrow.PrimitiveTypes.Int64,
 			Metadata: md(schemas.MetaMechanism, MechTE, schemas.MetaGuarantee, KindTI, schemas.MetaEpsilon, ff(eps),
 				schemas.MetaWindow, strconv.Itoa(w), schemas.MetaWorstCaseLoss, ff(loss), schemas.MetaVersionPairLoss, ff(pair), schemas.MetaTimeUnit, cfg.TimeUnit,
-				schemas.MetaNote, TINote)}})
+				schemas.MetaNote, TINote, MetaTimeMax, strconv.FormatInt(c.tmax, 10), MetaHorizonRule, HorizonRule)}})
 	case "none", "":
 		if public["time"] {
 			c.outCols = append(c.outCols, outCol{kind: outCopy, name: "time"})

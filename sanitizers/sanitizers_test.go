@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -372,4 +373,33 @@ func BenchmarkChain(b *testing.B) {
 		out.Release()
 	}
 	b.ReportMetric(float64(b.N)*4096/b.Elapsed().Seconds(), "records/s")
+}
+
+// The sanitized time column states the horizon and its rule (issue 19):
+// the event flag is published unchanged, so a reader must treat a time at
+// time_max as censored there.
+func TestSanitizedTimeStatesHorizonRule(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	ids, times, events, cohorts, age := rows(50)
+	in := canonical(t, mem, ids, times, events, cohorts, age)
+	defer in.Release()
+	cfg := baseConfig()
+	c := newChain(t, cfg, mem)
+	out, _, err := c.Apply(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Release()
+	f, ok := out.Schema().FieldsByName("time")
+	if !ok {
+		t.Fatal("no time column")
+	}
+	md := f[0].Metadata
+	if v, _ := md.GetValue(MetaTimeMax); v != strconv.FormatInt(int64(cfg.TimeMax), 10) {
+		t.Fatalf("%s = %q, want the public time_max %v", MetaTimeMax, v, cfg.TimeMax)
+	}
+	if v, _ := md.GetValue(MetaHorizonRule); !strings.Contains(v, "censored") || !strings.Contains(v, "event flag is published unchanged") {
+		t.Fatalf("%s = %q: want the administrative-censoring rule", MetaHorizonRule, v)
+	}
 }

@@ -34,7 +34,7 @@ func TestSanitizeJSONAndReplayStability(t *testing.T) {
 	args := func(out string) []string {
 		return []string{"sanitize", "--input", datasets.Path(t, "kidney_tte.csv"), "--output", out,
 			"--cohorts", "1,2,3", "--time-max", "600", "--te-epsilon", "0.1", "--te-window", "10",
-			"--rrr-epsilon", "1", "--key-file", key}
+			"--rrr-epsilon", "1", "--key-file", key, "--max-skipped", "0.2"} // cohort 4's 8 rows of 76 dead-lettered on purpose
 	}
 	o1, e1, code := run(t, args(filepath.Join(dir, "a.csv"))...)
 	if code != 0 {
@@ -202,7 +202,8 @@ func TestSanitizeDeadLettersAsOnTheTopic(t *testing.T) {
 	sanitize := func(input, output string) SanitizeSummary {
 		t.Helper()
 		o, e, code := run(t, "sanitize", "--input", input, "--output", output, "--cohorts", "1,2",
-			"--time-max", "100", "--te-epsilon", "0.5", "--rrr-epsilon", "1", "--key-file", key, "--batch", "2")
+			"--time-max", "100", "--te-epsilon", "0.5", "--rrr-epsilon", "1", "--key-file", key, "--batch", "2",
+			"--max-skipped", "1") // 2 of 5 rows bad on purpose
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, e)
 		}

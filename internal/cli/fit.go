@@ -125,26 +125,53 @@ func readFitFile(path string, spec schemas.Spec) (fileData, error) {
 	return d, nil
 }
 
+// reportDead prints the invalid rows skipped as a table (reason, rows,
+// meaning).
 func reportDead(w io.Writer, d fileData) {
-	if len(d.Dead) > 0 {
-		fmt.Fprintf(w, "dpsurv fit: %v invalid rows skipped (not used in the fit)\n", d.Dead)
+	if n := skipped(d.Dead); n > 0 {
+		fmt.Fprintf(w, "dpsurv fit: %d invalid row(s) skipped (not used in the fit):\n%s", n, skipTable(d.Dead, "  "))
 	}
 }
 
 type commonFit struct {
-	input  *string
-	cohort *string
-	eps    *epsilonFlag
-	cols   columnFlags
-	format *string
+	name       string // km, weibull, discrete, cox
+	input      *string
+	cohort     *string
+	eps        *epsilonFlag
+	cols       columnFlags
+	format     *string
+	maxSkipped *float64
+	shape      *inputShape // the input's header, read by spec
+}
+
+// read reads the input (readFitFile), reports the rows skipped, and
+// refuses a fit from no valid row or with more than --max-skipped of its
+// rows skipped (checkRows).
+func (c commonFit) read(env Env, spec schemas.Spec) (fileData, error) {
+	d, err := readFitFile(*c.input, spec)
+	if err != nil {
+		return d, err
+	}
+	sh := inputShape{path: *c.input}
+	if c.shape != nil {
+		sh = *c.shape
+	}
+	if err := checkRows("fit", sh, spec, len(d.Time), d.Dead, *c.maxSkipped); err != nil {
+		return d, err
+	}
+	reportDead(env.Stderr, d)
+	return d, nil
 }
 
 func addCommonFit(fs *flag.FlagSet) commonFit {
 	c := commonFit{
-		input:  fs.String("input", "", "input file (.csv or .arrow), required"),
-		cohort: fs.String("cohorts", "", "public cohort label list, comma separated (required)"),
-		eps:    &epsilonFlag{},
-		format: fs.String("format", "json", "output format (json)"),
+		name:       strings.TrimPrefix(fs.Name(), "dpsurv fit "),
+		input:      fs.String("input", "", "input file (.csv or .arrow), required"),
+		cohort:     fs.String("cohorts", "", "public cohort label list, comma separated (required)"),
+		eps:        &epsilonFlag{},
+		format:     fs.String("format", "json", "output format (json)"),
+		maxSkipped: addMaxSkipped(fs),
+		shape:      &inputShape{},
 	}
 	fs.Var(c.eps, "epsilon", "privacy budget of the release, or inf for the non-private reference (required)")
 	c.cols = addColumnFlags(fs)
@@ -199,15 +226,27 @@ func fitExample(name string) string {
 // spec returns the input spec. Without --cohorts (allowed only for the
 // non-private fits) the label list is the data's own, sorted as R sorts
 // factor levels.
+//
+// A CSV input whose header shows another delimiter than ',' or lacks a
+// required column is refused here, before anything is read (preflight).
 func (c commonFit) spec() (schemas.Spec, error) {
+	spec := schemas.Spec{TimeUnit: "days", Covariates: splitList(*c.cols.covariates), Columns: c.cols.columns()}
+	sh, err := sniffInput(*c.input)
+	if err != nil {
+		return spec, err
+	}
+	*c.shape = sh
+	if err := preflight("fit "+c.name, sh, spec); err != nil {
+		return spec, err
+	}
 	labels := splitList(*c.cohort)
 	if len(labels) == 0 {
-		var err error
 		if labels, err = audit.ScanLabels(*c.input, *c.cols.cohort); err != nil {
 			return schemas.Spec{}, err
 		}
 	}
-	return schemas.Spec{Cohorts: labels, TimeUnit: "days", Covariates: splitList(*c.cols.covariates), Columns: c.cols.columns()}, nil
+	spec.Cohorts = labels
+	return spec, nil
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -245,6 +284,7 @@ type kmPrivateCohortJSON struct {
 	NoiseTailSD             float64                  `json:"noise_tail_sd"`
 	LowInformation          bool                     `json:"low_information"`
 	LowInformationThreshold schemas.NullableFloat    `json:"low_information_threshold"`
+	LowInformationReason    string                   `json:"low_information_reason"`
 	BandLower               []schemas.NullableFloat  `json:"band_lower"`
 	BandUpper               []schemas.NullableFloat  `json:"band_upper"`
 	BandFrom                schemas.NullableFloat    `json:"band_from"`
@@ -265,7 +305,7 @@ func fitKM(env Env, args []string) error {
 	fs := newFlags("fit km", env)
 	c := addCommonFit(fs)
 	binWidth := fs.Float64("bin-width", 0, "time bin width of the private histogram (time units; default time-max/150)")
-	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit)")
+	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit; optional with --epsilon inf): a time beyond it counts as censored at it")
 	method := fs.String("method", "hierarchical", "private method: hierarchical (tree noise on the histogram, the default), histogram (noisy histogram), lnte (baseline; epsilon per time point), or rrr (the input is a sanitized file whose cohort labels went through RRR at --epsilon: debiased KM, no new budget)")
 	plot := fs.String("plot", "", "also draw the curves to this .png or .svg file")
 	if err := parse(fs, args); err != nil {
@@ -278,11 +318,10 @@ func fitKM(env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	d, err := readFitFile(*c.input, spec)
+	d, err := c.read(env, spec)
 	if err != nil {
 		return err
 	}
-	reportDead(env.Stderr, d)
 	labels := d.Labels
 	if *binWidth == 0 {
 		*binWidth = dpfit.DefaultBinWidth(*timeMax)
@@ -295,6 +334,14 @@ func fitKM(env Env, args []string) error {
 		out["guarantee"] = "none (non-private)"
 		out["neighbouring"] = nil
 		out["n"] = len(d.Time)
+		// With --time-max, the same horizon as a private fit:
+		// administrative censoring at time_max.
+		var beyond int
+		d.Time, d.Event, beyond = censorAtHorizon(d.Time, d.Event, *timeMax)
+		if *timeMax > 0 {
+			out["time_max"] = *timeMax
+		}
+		horizonFields(out, *timeMax, beyond, false)
 		var cs []kmCohortJSON
 		group := make([]int, len(d.Cohort))
 		for i, g := range d.Cohort {
@@ -373,6 +420,7 @@ func fitKM(env Env, args []string) error {
 		out["public"] = kmPublic(*method)
 		out["n"] = res.N
 		out["time_max"] = *timeMax
+		horizonFields(out, *timeMax, 0, true)
 		var cs []kmPrivateCohortJSON
 		for _, ck := range res.Cohorts {
 			m := kmPrivateCohortJSON{
@@ -387,6 +435,7 @@ func fitKM(env Env, args []string) error {
 				NoiseTailSD:             dpfit.DefaultNoiseTailSD,
 				LowInformation:          ck.LowInformation,
 				LowInformationThreshold: num(ck.LowInformationThreshold),
+				LowInformationReason:    ck.LowInformationReason,
 				BandLower:               nums(ck.BandLower),
 				BandUpper:               nums(ck.BandUpper),
 				BandFrom:                num(ck.BandFrom),
@@ -464,7 +513,7 @@ func weibullPublic(method string) []string {
 func fitWeibull(env Env, args []string) error {
 	fs := newFlags("fit weibull", env)
 	c := addCommonFit(fs)
-	timeMax := fs.Float64("time-max", 0, "public time bound: times are normalised t/time_max (required for a private fit)")
+	timeMax := fs.Float64("time-max", 0, "public time bound: times are normalised t/time_max, a time beyond it counts as censored at it (required for a private fit)")
 	omega := fs.Float64("omega", 6, "lower clamp exp(-omega) of normalised times")
 	gamma := fs.Float64("gamma", 10, "public bound on the shape")
 	rungs := fs.Int("rungs", 500, "LSP ladder rungs")
@@ -481,11 +530,10 @@ func fitWeibull(env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	d, err := readFitFile(*c.input, spec)
+	d, err := c.read(env, spec)
 	if err != nil {
 		return err
 	}
-	reportDead(env.Stderr, d)
 	var tt []float64
 	var ee []bool
 	want := -1
@@ -511,10 +559,11 @@ func fitWeibull(env Env, args []string) error {
 	}
 	if c.eps.inf() {
 		// The non-private reference. With --time-max it fits exactly the
-		// model the private fit estimates: times divided by time_max and
-		// clamped into [exp(-omega), 1]. Without it, the public bound is
-		// replaced by the largest time (this path is non-private), so
-		// time-0 rows are clamped to exp(-omega) of it rather than fatal.
+		// model the private fit estimates: times divided by time_max,
+		// raised to exp(-omega), those beyond 1 censored at 1 (the
+		// horizon). Without it, the public bound is replaced by the
+		// largest time (this path is non-private), so time-0 rows are
+		// clamped to exp(-omega) of it rather than fatal.
 		tmax, fromData := *timeMax, false
 		if !(tmax > 0) {
 			fromData = true
@@ -535,9 +584,12 @@ func fitWeibull(env Env, args []string) error {
 			return fmt.Errorf("weibull mle: %w", err)
 		}
 		lo := math.Exp(-cfg.Omega) * tmax
-		clamped := 0
+		clamped, beyond := 0, 0
 		for _, t := range tt {
-			if t < lo || t > tmax {
+			switch {
+			case t > tmax:
+				beyond++
+			case t < lo:
 				clamped++
 			}
 		}
@@ -551,7 +603,9 @@ func fitWeibull(env Env, args []string) error {
 		out["time_max"] = tmax
 		out["time_max_from_data"] = fromData
 		out["omega"] = cfg.Omega
-		out["clamped_times"] = clamped
+		out["clamped_times"] = clamped // raised to exp(-omega) time_max
+		out["low_information"], out["low_information_reason"] = false, ""
+		horizonFields(out, tmax, beyond, false)
 		return printJSON(env.Stdout, out)
 	}
 	if !(*timeMax > 0) {
@@ -577,9 +631,11 @@ func fitWeibull(env Env, args []string) error {
 	out["n"] = num(math.Max(fit.N, 0)) // a noisy count, clamped at 0 (post-processing)
 	out["shape"] = fit.Shape
 	out["scale"] = fit.Scale
+	horizonFields(out, *timeMax, 0, true)
 	if err := weibullIntervalFields(out, fit, *isims); err != nil {
 		return fmt.Errorf("private weibull: %w", err)
 	}
+	out["low_information"], out["low_information_reason"] = weibullLowInformation(out, fit)
 	for k, v := range fit.Params {
 		out[k] = num(v)
 	}

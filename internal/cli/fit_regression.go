@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/regression"
@@ -32,11 +33,11 @@ func fitDiscrete(env Env, args []string) error {
 	intervals := fs.Int("intervals", regression.DefaultIntervals, "number of discrete time intervals q")
 	knots := fs.Int("knots", regression.DefaultKnots, "spline knots e")
 	lambda := fs.Float64("lambda", regression.DefaultLambda, "ridge Lambda of Ext-Out-Pert / Ext-Obj-Pert")
-	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit; 0 with mle means the largest time)")
+	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit; 0 with mle means the largest time): a time beyond it counts as censored at it")
 	link := fs.String("link", "logit", "logit, cloglog or probit (cloglog/probit: mle and psgld only)")
-	centre := fs.String("centre", "", "public per-covariate centres, comma separated (default 0)")
-	scale := fs.String("scale", "", "public per-covariate scales, comma separated (default 1)")
-	dataScaling := fs.Bool("data-scaling", false, "non-private only: the paper's data-derived normalisation")
+	centre := fs.String("centre", "", "public per-covariate centres, comma separated (required for a private fit; with --epsilon inf and no --centre/--scale: from the data, stated)")
+	scale := fs.String("scale", "", "public per-covariate scales, comma separated (required for a private fit, see --centre)")
+	dataScaling := fs.Bool("data-scaling", false, "non-private only: the paper's data-derived normalisation (the default with --epsilon inf and no --centre/--scale)")
 	ridge := fs.Bool("ridge", false, "mle only: fit with the (lambda/2)||f||^2 penalty")
 	intervalFrac := fs.Float64("interval-epsilon-fraction", regression.DefaultIntervalFraction,
 		"private logit fits: share of --epsilon spent on the noisy Hessians behind the coefficients' intervals (0: none; at most 0.5)")
@@ -89,11 +90,23 @@ func fitDiscrete(env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	d, err := readFitFile(*c.input, spec)
+	if !c.eps.inf() && (cs == nil || ss == nil) {
+		// Centre 0 and scale 1 would clip nearly every row onto the unit
+		// ball (age 62 has norm 62): a silently wrong release.
+		fmt.Fprintf(env.Stderr, "dpsurv fit discrete: a private fit needs the public scaling of each covariate (%s): --centre and --scale,\n", strings.Join(spec.Covariates, ", "))
+		fmt.Fprintln(env.Stderr, "  a typical value and a spread per covariate, from the protocol or the literature (never from the data),")
+		fmt.Fprintln(env.Stderr, "  so that (x - centre)/scale is mostly within [-1, 1] (rows outside the unit ball are clipped onto it)")
+		fmt.Fprintf(env.Stderr, "  example: %s\n", fitExample("discrete"))
+		return errUsage
+	}
+	fromData := c.eps.inf() && cs == nil && ss == nil && !*dataScaling
+	if fromData {
+		*dataScaling = true // non-private: from the data, stated in the output
+	}
+	d, err := c.read(env, spec)
 	if err != nil {
 		return err
 	}
-	reportDead(env.Stderr, d)
 	frac := *intervalFrac
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "interval-epsilon-fraction" })
@@ -110,7 +123,48 @@ func fitDiscrete(env Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("fit discrete: %w", err)
 	}
-	return printJSON(env.Stdout, res)
+	out := discreteJSON{DiscreteResult: res, HorizonRule: HorizonRule}
+	if c.eps.inf() {
+		out.CensoredAtHorizon = &res.CensoredAtHorizon
+		out.ClippedRows = &res.Clipped
+		switch {
+		case fromData:
+			out.ScalingSource = scalingFromDataDefault
+		case *dataScaling:
+			out.ScalingSource = scalingFromData
+		default:
+			out.ScalingSource = scalingGiven
+		}
+		if 2*res.Clipped > len(d.Time) {
+			fmt.Fprintf(env.Stderr, "dpsurv fit discrete: warning: %d of %d rows lie outside the unit ball after --centre/--scale and were clipped onto it; the coefficients are those of the clipped covariates (choose a larger --scale, or omit both for the data's own scaling)\n",
+				res.Clipped, len(d.Time))
+		}
+	} else {
+		out.CensoredAtHorizonNote = censoredAtHorizonWithheld
+		out.ScalingSource = scalingGiven
+	}
+	return printJSON(env.Stdout, out)
+}
+
+// Scaling sources of a discrete fit (JSON "scaling_source").
+const (
+	scalingGiven           = "public: --centre/--scale"
+	scalingFromData        = "data (non-private, --data-scaling): centre = mean, scale = the largest centred row norm"
+	scalingFromDataDefault = "data (non-private; no --centre/--scale given): centre = mean, scale = the largest centred row norm, so no row is clipped; a private fit needs public --centre/--scale"
+)
+
+// discreteJSON is `dpsurv fit discrete`'s output: the fit plus the horizon
+// rule, the scaling's source, and, on the non-private path only, the exact
+// counts of rows censored at the horizon and of covariate rows clipped onto
+// the unit ball (a private release withholds both: exact functions of the
+// private records).
+type discreteJSON struct {
+	regression.DiscreteResult
+	HorizonRule           string `json:"horizon_rule"`
+	CensoredAtHorizon     *int   `json:"censored_at_horizon"`
+	CensoredAtHorizonNote string `json:"censored_at_horizon_note,omitempty"`
+	ClippedRows           *int   `json:"clipped_rows,omitempty"`
+	ScalingSource         string `json:"scaling_source"`
 }
 
 func fitCox(env Env, args []string) error {
@@ -122,6 +176,7 @@ func fitCox(env Env, args []string) error {
 	siteCol := fs.String("site-col", "", "site column for the HPPCox per-site protocol")
 	centre := fs.String("centre", "", "per-covariate centres, comma separated")
 	scale := fs.String("scale", "", "per-covariate scales, comma separated")
+	timeMax := fs.Float64("time-max", 0, "optional horizon: a time beyond it counts as censored at it (administrative censoring)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -155,11 +210,12 @@ func fitCox(env Env, args []string) error {
 		}
 		scaling = &regression.Scaling{Centre: cs, Scale: ss}
 	}
-	d, err := readFitFile(*c.input, spec)
+	d, err := c.read(env, spec)
 	if err != nil {
 		return err
 	}
-	reportDead(env.Stderr, d)
+	var beyond int
+	d.Time, d.Event, beyond = censorAtHorizon(d.Time, d.Event, *timeMax)
 	opts := regression.CoxOptions{
 		Ties: regression.Ties(*ties), Scaling: scaling, Covariates: spec.Covariates,
 		Projection: regression.ProjectionOptions{Kind: regression.ProjectionKind(*proj), Dims: *dims},
@@ -168,5 +224,17 @@ func fitCox(env Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("fit cox: %w", err)
 	}
+	if *timeMax > 0 {
+		return printJSON(env.Stdout, coxJSON{CoxResult: res, TimeMax: *timeMax, HorizonRule: HorizonRule, CensoredAtHorizon: beyond})
+	}
 	return printJSON(env.Stdout, res)
+}
+
+// coxJSON is `dpsurv fit cox --time-max` output: the fit, the horizon and
+// the exact count censored at it (Cox is non-private here).
+type coxJSON struct {
+	regression.CoxResult
+	TimeMax           float64 `json:"time_max"`
+	HorizonRule       string  `json:"horizon_rule"`
+	CensoredAtHorizon int     `json:"censored_at_horizon"`
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -77,6 +78,7 @@ func runSanitize(ctx context.Context, env Env, args []string) error {
 	sizeBin := fs.Int64("size-bin", 5, "binsup: smallest (cohort, bin) count released")
 	dptEps := fs.Float64("dptime-epsilon", 0, "dptime: epsilon of the whole release")
 	cf := addColumnFlags(fs)
+	maxSkipped := addMaxSkipped(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -90,12 +92,22 @@ func runSanitize(ctx context.Context, env Env, args []string) error {
 			return errUsage
 		}
 	}
+	sh, err := sniffInput(*input)
+	if err != nil {
+		return err
+	}
+	if err := preflight("sanitize", sh, schemas.Spec{Covariates: splitList(*cf.covariates), Columns: cf.columns()}); err != nil {
+		return err
+	}
 	if *mech == baselines.MethodBinSup || *mech == baselines.MethodDPTime {
 		spec := schemas.Spec{Cohorts: splitList(*cohorts), TimeUnit: *timeUnit, Covariates: splitList(*cf.covariates), Columns: cf.columns()}
 		bcfg := baselines.Config{Method: *mech, Cohorts: spec.Cohorts, TimeMax: *timeMax, TimeUnit: *timeUnit, TimeBin: *timeBin, SizeBin: *sizeBin, Epsilon: *dptEps}
 		sum, err := baselines.SanitizeFile(*input, *output, spec, bcfg, dp.NewSecureSource())
 		if err != nil {
 			return err
+		}
+		if err := checkRows("sanitize", sh, spec, sum.RecordsIn-sum.DeadLettered, sum.DeadLetterReasons, *maxSkipped); err != nil {
+			return errors.Join(err, removeRefusedOutput(*output))
 		}
 		return printJSON(env.Stdout, sum)
 	}
@@ -122,9 +134,27 @@ func runSanitize(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkRows("sanitize", sh, spec, sum.RecordsOut, sum.DeadLetterReasons, *maxSkipped); err != nil {
+		if sum.DeadLetterFile != "" {
+			err = fmt.Errorf("%w\n  the rows skipped are in %s", err, sum.DeadLetterFile)
+		}
+		return errors.Join(err, removeRefusedOutput(*output))
+	}
 	b, _ := json.Marshal(sum)
 	fmt.Fprintln(env.Stdout, string(b))
 	return nil
+}
+
+// removeRefusedOutput deletes the output of a refused sanitize run, so
+// that nothing reads a file sanitized from (almost) no row.
+func removeRefusedOutput(path string) error {
+	var errs []error
+	for _, p := range []string{path, path + ".meta.json"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove the refused output %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // SanitizeFile runs the stream's processor (pipeline.SanitizeProcessor in

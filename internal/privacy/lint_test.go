@@ -29,6 +29,7 @@ var floatNoiseAllowed = map[string]string{
 	"dp/source.go:Float64":                             "defines dp.Float64 (a 53-bit float uniform); its callers are what this linter checks",
 	"synth/synth.go:Generate":                          "synthetic test and evaluation data, no release",
 	"internal/cli/gen.go:runGen":                       "`dpsurv gen`: synthetic data for tests and demos, no release",
+	"dp/te.go:TE.VersionPairLoss":                      "computes a reported loss from the sampled table's big.Int entries (big.Int.Uint64 is a conversion, not a draw)",
 	"dp/source.go:NewSeededSource":                     "the seeded ChaCha8 that tests inject",
 	"projection/projection.go:gaussianPair":            "HPPCox random projection: release kind `none (heuristic)`, not a DP mechanism",
 	"ops/memory.go:ReadMem":                            "runtime/metrics Value.Uint64 converted to float: a memory figure, not randomness",

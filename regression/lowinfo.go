@@ -1,0 +1,53 @@
+package regression
+
+import (
+	"fmt"
+	"math"
+)
+
+// Low-information flag of a private discrete-time release (issue 19).
+//
+// The covariates of the model are scaled by the public centre and scale
+// and lie in the unit ball, so a coefficient of 1 is already a strong
+// effect: the odds of the event change by a factor e across one scale
+// unit. A release whose 95% interval for some beta contains both -1 and
+// +1 cannot tell a strong protective effect from a strong harmful one: the
+// noise dominates whatever the data say. The interval is the noise-aware
+// one where released (beta_lower/beta_upper), else the noise-only limits
+// (which cover less, so a flag from them is conservative); a fallback's
+// coefficients are noise around zero. Post-processing of released values.
+
+// LowInformationEffect is the coefficient size (per scaled covariate unit)
+// both of whose signs an uninformative interval contains.
+const LowInformationEffect = 1.0
+
+// AssessInformation returns whether a private discrete release carries
+// little information about the coefficients, and why. The non-private fit
+// is never flagged; a pSGLD release without limits is not assessed (false,
+// with the reason saying so).
+func AssessInformation(res DiscreteResult) (bool, string) {
+	if res.Method == MethodMLE || math.IsInf(float64(res.Epsilon), 1) {
+		return false, ""
+	}
+	if res.Fallback {
+		return true, "fallback: the coefficients are noise around zero, not a fit"
+	}
+	lo, hi, what := res.BetaLower, res.BetaUpper, "95% interval"
+	if lo == nil {
+		lo, hi, what = res.NoiseOnlyBetaLower, res.NoiseOnlyBetaUpper, "95% noise-only limits"
+	}
+	if lo == nil || len(hi) != len(lo) {
+		return false, "not assessed: no coefficient interval released"
+	}
+	for j := range lo {
+		if lo[j] <= -LowInformationEffect && hi[j] >= LowInformationEffect {
+			name := fmt.Sprintf("beta[%d]", j)
+			if j < len(res.Covariates) {
+				name = res.Covariates[j]
+			}
+			return true, fmt.Sprintf("noise dominates: the %s of %s, [%.3g, %.3g], contains both -%g and +%g per scaled unit (a strong effect of either sign)",
+				what, name, lo[j], hi[j], LowInformationEffect, LowInformationEffect)
+		}
+	}
+	return false, ""
+}
