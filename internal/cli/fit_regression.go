@@ -110,7 +110,7 @@ func fitDiscrete(env Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("fit discrete: %w", err)
 	}
-	return printJSON(env.Stdout, res)
+	return emitFit(env.Stdout, *c.format, "discrete", res)
 }
 
 func fitCox(env Env, args []string) error {
@@ -168,5 +168,5 @@ func fitCox(env Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("fit cox: %w", err)
 	}
-	return printJSON(env.Stdout, res)
+	return emitFit(env.Stdout, *c.format, "cox", res)
 }
