@@ -24,7 +24,12 @@
 #    scripts/golden_weibull.R, what `dpsurv fit weibull --epsilon inf`
 #    fits): intercept = log(scale), log(sigma) = -log(shape), their
 #    standard errors and covariance from vcov(survreg) (observed
-#    information), and the Wald 95% limits of shape and scale.
+#    information), and the Wald 95% limits of shape and scale;
+#  * survival/testdata/km_times_summary.csv: summary(survfit(Surv(time,
+#    event) ~ cohort), times = ...) for lung (250, 500, 750, 1000) and
+#    kidney (200, 400), the times `dpsurv fit km --format table` reports
+#    (conf.type "log", R's default): n.risk, survival, std.err, lower,
+#    upper, and print(survfit)'s n, events, median and its limits.
 suppressPackageStartupMessages(library(survival))
 
 args <- commandArgs(trailingOnly = TRUE)
@@ -176,3 +181,23 @@ json <- paste0("{\n  \"generator\": \"scripts/golden_summary.R\",\n",
                "  \"cases\": [\n", paste(cases, collapse = ",\n"), "\n  ]\n}\n")
 writeLines(json, "survival/testdata/weibull_se_golden.json", sep = "")
 cat("wrote", length(cases), "weibull cases\n")
+
+# KM: summary(fit, times) and print(fit), the rows of the km table.
+rows <- list()
+meds <- list()
+for (cfg in list(list(name = "lung", times = c(250, 500, 750, 1000)),
+                 list(name = "kidney", times = c(200, 400)))) {
+  d <- read.csv(file.path(data_dir, paste0(cfg$name, "_tte.csv")))
+  fit <- survfit(Surv(time, event) ~ cohort, data = d)
+  s <- summary(fit, times = cfg$times)
+  rows[[length(rows) + 1]] <- data.frame(dataset = cfg$name, cohort = sub("cohort=", "", as.character(s$strata)),
+                                         time = s$time, n_risk = s$n.risk, surv = s$surv, std_err = s$std.err,
+                                         lower = s$lower, upper = s$upper)
+  tb <- summary(fit)$table
+  meds[[length(meds) + 1]] <- data.frame(dataset = cfg$name, cohort = sub("cohort=", "", rownames(tb)),
+                                         n = tb[, "records"], events = tb[, "events"], median = tb[, "median"],
+                                         lcl = tb[, "0.95LCL"], ucl = tb[, "0.95UCL"])
+}
+write.csv(do.call(rbind, rows), "survival/testdata/km_times_summary.csv", row.names = FALSE, quote = FALSE)
+write.csv(do.call(rbind, meds), "survival/testdata/km_print_summary.csv", row.names = FALSE, quote = FALSE)
+cat("wrote km summaries\n")

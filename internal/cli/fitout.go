@@ -130,11 +130,24 @@ func sig(x float64, d int) string {
 	}
 	dec := d - 1 - int(math.Floor(math.Log10(ax)))
 	if dec < 0 {
-		p := math.Pow(10, float64(-dec))
-		return strconv.FormatFloat(math.Round(x/p)*p, 'f', 0, 64)
+		dec = 0 // as R prints: digits never blank out the integer part (1022, not 1020)
 	}
 	// keep trailing zeros: 1.000 says four digits are known, 1 does not
 	return strconv.FormatFloat(x, 'f', dec, 64)
+}
+
+// noisy formats a private estimate or limit to d significant digits,
+// rounding integer digits too (13297 -> 13300 at d = 3): the noise makes
+// further digits meaningless.
+func noisy(x float64, d int) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) || x == 0 {
+		return sig(x, d)
+	}
+	if e := int(math.Floor(math.Log10(math.Abs(x)))); e >= d && e < 7 {
+		p := math.Pow(10, float64(e-d+1))
+		return strconv.FormatFloat(math.Round(x/p)*p, 'f', 0, 64)
+	}
+	return sig(x, d)
 }
 
 // plain formats a number that is exact as given (a time, a df, a level,
@@ -367,6 +380,16 @@ func kmTable(w io.Writer, m map[string]any) {
 			ts := fvec(c, "time")
 			s, lo, hi, nr := fvec(c, "surv"), fvec(c, "lower"), fvec(c, "upper"), fvec(c, "n_risk")
 			se, sse, nse := fvec(c, "std_err"), fvec(c, "sampling_std_err"), fvec(c, "noise_std_err")
+			ne, nc := fvec(c, "n_event"), fvec(c, "n_censor")
+			// at risk at t (R's summary(fit, times)): those with time >= t,
+			// i.e. a row's risk set less its events and censorings when the
+			// row is before t
+			riskAt := func(k int, t float64) float64 {
+				if ts[k] == t {
+					return at(nr, k)
+				}
+				return at(nr, k) - at(ne, k) - at(nc, k)
+			}
 			for _, t := range times {
 				k := stepAt(ts, t)
 				if k < 0 || (!private && t > ts[len(ts)-1]) {
@@ -380,10 +403,10 @@ func kmTable(w io.Writer, m map[string]any) {
 					mark = " *"
 				}
 				if private {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\t\n", fstr(c, "cohort"), plain(t), count(at(nr, k)), prob(at(s, k)), mark,
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\t\n", fstr(c, "cohort"), plain(t), count(riskAt(k, t)), prob(at(s, k)), mark,
 						sig(at(s, k)*at(sse, k), 2), sig(at(s, k)*at(nse, k), 2), prob(at(lo, k)), prob(at(hi, k)))
 				} else {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", fstr(c, "cohort"), plain(t), count(at(nr, k)), prob(at(s, k)),
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", fstr(c, "cohort"), plain(t), count(riskAt(k, t)), prob(at(s, k)),
 						sig(at(s, k)*at(se, k), 2), prob(at(lo, k)), prob(at(hi, k)))
 				}
 			}
@@ -494,7 +517,7 @@ func weibullTable(w io.Writer, m map[string]any) {
 	}
 	row := func(name string, est, se, lo, hi float64) {
 		if private {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, sig(est, 3), limit(lo), limit(hi))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, noisy(est, 3), noisy(lo, 3), noisy(hi, 3))
 		} else {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", name, sig(est, 4), sig(se, 3), sig(lo, 4), sig(hi, 4))
 		}
@@ -523,9 +546,6 @@ func weibullTable(w io.Writer, m map[string]any) {
 	}
 	budgetNote(w, m)
 }
-
-// limit prints an interval limit; null is "NA".
-func limit(x float64) string { return sig(x, 3) }
 
 func discreteTable(w io.Writer, m map[string]any) {
 	private := isPrivate(m)
@@ -557,7 +577,7 @@ func discreteTable(w io.Writer, m map[string]any) {
 		deb := fvec(m, "beta_debiased")
 		fmt.Fprintf(tw, "\treleased\tdebiased\tlower 95%%\tupper 95%%\t\n")
 		for j, c := range covs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", c, sig(at(beta, j), 3), sig(at(deb, j), 3), sig(at(lo, j), 3), sig(at(hi, j), 3))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", c, noisy(at(beta, j), 3), noisy(at(deb, j), 3), noisy(at(lo, j), 3), noisy(at(hi, j), 3))
 		}
 		tw.Flush()
 		fmt.Fprintln(w)

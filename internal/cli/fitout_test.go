@@ -414,3 +414,83 @@ func TestAnalystsDocTablesCurrent(t *testing.T) {
 		t.Fatalf("docs/analysts.md shows --format table for %v (%d non-private checked); want every fit", got, checked)
 	}
 }
+
+// TestFitKMTableMatchesR checks the non-private km table, row by row,
+// against R: print(survfit) (n, events, median, 0.95LCL, 0.95UCL) and
+// summary(survfit, times = ...) (n.risk, survival, std.err, lower, upper),
+// rounded as the table rounds (survival/testdata/km_print_summary.csv and
+// km_times_summary.csv, scripts/golden_summary.R).
+func TestFitKMTableMatchesR(t *testing.T) {
+	prints := readGolden(t, "../../survival/testdata/km_print_summary.csv")
+	times := readGolden(t, "../../survival/testdata/km_times_summary.csv")
+	rnum := func(s string) float64 {
+		if s == "NA" {
+			return math.NaN()
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("golden %q", s)
+		}
+		return v
+	}
+	for _, ds := range []string{"lung", "kidney"} {
+		o, e, code := run(t, "fit", "km", "--input", datasets.Path(t, ds+"_tte.csv"), "--epsilon", "inf", "--format", "table")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, e)
+		}
+		lines := strings.Split(o, "\n")
+		find := func(prefix []string) string {
+			for _, l := range lines {
+				f := strings.Fields(l)
+				if len(f) >= len(prefix) && strings.Join(f[:len(prefix)], " ") == strings.Join(prefix, " ") {
+					return strings.Join(f, " ")
+				}
+			}
+			return ""
+		}
+		n := 0
+		for _, g := range prints {
+			if g["dataset"] != ds {
+				continue
+			}
+			want := strings.Join([]string{g["cohort"], count(rnum(g["n"])), count(rnum(g["events"])), plain(rnum(g["median"])),
+				plain(rnum(g["lcl"])), plain(rnum(g["ucl"]))}, " ")
+			if got := find(strings.Fields(want)[:3]); got != want {
+				t.Errorf("%s: print row %q, R %q", ds, got, want)
+			}
+			n++
+		}
+		for _, g := range times {
+			if g["dataset"] != ds {
+				continue
+			}
+			want := strings.Join([]string{g["cohort"], plain(rnum(g["time"])), count(rnum(g["n_risk"])), prob(rnum(g["surv"])),
+				sig(rnum(g["std_err"]), 2), prob(rnum(g["lower"])), prob(rnum(g["upper"]))}, " ")
+			if got := find(strings.Fields(want)[:2]); got != want {
+				t.Errorf("%s: summary row %q, R %q", ds, got, want)
+			}
+			n++
+		}
+		if n < 6 {
+			t.Fatalf("%s: %d golden rows", ds, n)
+		}
+	}
+}
+
+// TestTableNumberFormats pins the rounding a person sees.
+func TestTableNumberFormats(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct{ got, want string }{
+		{sig(0.0100, 3), "0.0100"}, {sig(1022.4, 3), "1022"}, {noisy(13297, 3), "13300"}, {noisy(0.9214, 3), "0.921"}, {noisy(-118.4, 3), "-118"}, {sig(1.3702, 4), "1.370"}, {sig(-0.0485426, 4), "-0.04854"},
+		{sig(2457816997797660500000, 3), "2.46e+21"}, {sig(nan, 3), "NA"}, {sig(0, 3), "0"},
+		{plain(285), "285"}, {plain(0.95), "0.95"}, {plain(7.333333333333333), "7.33333"}, {plain(nan), "NA"},
+		{pval(0.0022, nan), "0.0022"}, {pval(nan, 0.005), "< 0.0050"}, {pval(1e-20, nan), "< 2e-16"}, {pval(3.8e-6, nan), "3.8e-06"},
+		{pval(nan, nan), "NA"}, {pwords(0.17, nan), "= 0.17"}, {pwords(nan, 0.005), "< 0.0050"},
+		{prob(0.9359999999999999), "0.936"}, {count(120.4), "120"}, {timeText(315.33, 7.33), "315"}, {timeText(3.14159, 0.5), "3.1"},
+		{csvNum(0.9359999999999999), "0.936"}, {csvNum(nan), "NA"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
