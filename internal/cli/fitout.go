@@ -228,6 +228,20 @@ func lowInformation(w io.Writer, m map[string]any, who string) {
 	fmt.Fprintf(w, "LOW INFORMATION%s: %s. Treat it as uninformative.\n", who, why)
 }
 
+// dataNotes renders what a fit did to its input, where the document says:
+// censored_at_horizon (records followed beyond time_max, censored there)
+// and clipped_rows (covariate rows shrunk onto the unit ball, non-private
+// discrete fits). A private release's counts are noisy.
+func dataNotes(w io.Writer, m map[string]any) {
+	if v, ok := m["censored_at_horizon"].(float64); ok && v > 0 {
+		fmt.Fprintf(w, "Censored at the horizon: %s records followed beyond time_max = %s were censored there (administrative censoring).\n",
+			count(v), plain(fnum(m, "time_max")))
+	}
+	if v, ok := m["clipped_rows"].(float64); ok && v > 0 {
+		fmt.Fprintf(w, "Clipped: %s rows had a scaled covariate vector of norm above 1 and were shrunk onto the unit ball.\n", count(v))
+	}
+}
+
 // header prints what every private table states: method, budget,
 // guarantee, neighbouring relation and what is public.
 func header(w io.Writer, title string, m map[string]any) {
@@ -320,6 +334,7 @@ func kmTable(w io.Writer, m map[string]any) {
 		title += " (" + fstr(m, "method") + ")"
 	}
 	header(w, title, m)
+	dataNotes(w, m)
 	cohorts := fmaps(m, "cohorts")
 	conf, ctype := 0.95, ""
 	if len(cohorts) > 0 {
@@ -503,6 +518,7 @@ func weibullTable(w io.Writer, m map[string]any) {
 			count(fnum(m, "n")), count(fnum(m, "n_event")), plain(tmax), unit, from, count(fnum(m, "clamped_times")))
 	}
 	lowInformation(w, m, "")
+	dataNotes(w, m)
 	conf := fnum(m, "interval_conf")
 	lvl := "95%"
 	if !math.IsNaN(conf) {
@@ -570,6 +586,7 @@ func discreteTable(w io.Writer, m map[string]any) {
 		}
 	}
 	lowInformation(w, m, "")
+	dataNotes(w, m)
 	fmt.Fprintln(w)
 	beta, lo, hi := fvec(m, "beta"), fvec(m, "beta_lower"), fvec(m, "beta_upper")
 	tw := tab(w)

@@ -361,6 +361,15 @@ func TestFitTableLowInformation(t *testing.T) {
 	if !strings.Contains(sb.String(), "LOW INFORMATION (cohort A): its noisy record count is below the public threshold 20.0") {
 		t.Fatalf("no flag:\n%s", sb.String())
 	}
+	// h1's censoring and clipping counts, where a document carries them
+	km["censored_at_horizon"] = 12.0
+	sb.Reset()
+	if err := emitFit(&sb, formatTable, "km", km); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sb.String(), "Censored at the horizon: 12 records followed beyond time_max = 10") {
+		t.Fatalf("no censoring note:\n%s", sb.String())
+	}
 }
 
 // TestFitFormatRefused: an unknown --format is a usage error naming the
