@@ -101,7 +101,7 @@ func (a *aggregate) fromKM(c *closing, res dpfit.KMResult, remaining map[string]
 }
 
 func kmFields(cv survival.KMCurve) *KMFields {
-	return &KMFields{KMCurve: cv.Wire(), Conf: cv.Conf, NoiseStdErr: []F{}}
+	return &KMFields{KMCurve: cv.Wire(), Conf: cv.Conf, ConfType: dpfit.ConfTypeLogLog, NoiseStdErr: []F{}}
 }
 
 // publicKM is the "public" list of a km release: configuration only. The

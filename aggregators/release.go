@@ -118,7 +118,10 @@ type KMFields struct {
 	// KMCurve is the curve itself (time ... median_upper), the wire struct
 	// schemas owns.
 	schemas.KMCurve
-	Conf        float64  `json:"conf"`
+	Conf float64 `json:"conf"`
+	// ConfType is the interval type of lower/upper, R survfit's conf.type
+	// name: "log-log" (dpfit.ConfTypeLogLog) in every private release.
+	ConfType    string   `json:"conf_type"`
 	NoiseStdErr []F      `json:"noise_std_err"`
 	TruncatedAt F        `json:"truncated_at"`
 	LogRank     *LogRank `json:"logrank,omitempty"`
@@ -158,9 +161,13 @@ type KMFields struct {
 // PNaive the chi-square p-value that treats the noisy counts as exact
 // (misleading; for comparison only). DF is null when there is no test.
 type LogRank struct {
-	ChiSq       F                 `json:"chisq"`
-	DF          *int              `json:"df"`
-	P           F                 `json:"p"`
+	ChiSq F    `json:"chisq"`
+	DF    *int `json:"df"`
+	P     F    `json:"p"`
+	// PUpper is set (and P null) when the calibrated p-value is at its
+	// Monte-Carlo floor 1/(1 + sims): the p-value is only bounded, p <=
+	// p_upper (dpfit.PValueBound). Null otherwise.
+	PUpper      F                 `json:"p_upper"`
 	PNaive      F                 `json:"p_naive"`
 	Calibration string            `json:"calibration"`
 	Note        string            `json:"note,omitempty"`
@@ -173,6 +180,7 @@ type PairwiseLogRank struct {
 	B      string `json:"b"`
 	ChiSq  F      `json:"chisq"`
 	P      F      `json:"p"`
+	PUpper F      `json:"p_upper"` // as LogRank.PUpper
 	PNaive F      `json:"p_naive"`
 }
 
@@ -181,7 +189,8 @@ func logRankDoc(res dpfit.KMResult, labels []string) *LogRank {
 	if len(labels) < 2 {
 		return nil
 	}
-	lr := &LogRank{ChiSq: F(res.LogRank.ChiSq), P: F(res.LogRank.P), PNaive: F(res.LogRankNaiveP),
+	p, pu := dpfit.PValueBound(res.LogRank.P, res.LogRankPFloor)
+	lr := &LogRank{ChiSq: F(res.LogRank.ChiSq), P: F(p), PUpper: F(pu), PNaive: F(res.LogRankNaiveP),
 		Calibration: res.LogRankCalibration, Note: res.LogRankNote, Pairwise: []PairwiseLogRank{}}
 	if df := res.LogRank.DF; df >= 1 && !math.IsNaN(res.LogRank.ChiSq) {
 		lr.DF = &df
@@ -191,7 +200,8 @@ func logRankDoc(res dpfit.KMResult, labels []string) *LogRank {
 		if i < len(res.PairwiseNaiveP) {
 			pn = res.PairwiseNaiveP[i]
 		}
-		lr.Pairwise = append(lr.Pairwise, PairwiseLogRank{A: labels[p.A], B: labels[p.B], ChiSq: F(p.ChiSq), P: F(p.P), PNaive: F(pn)})
+		pp, ppu := dpfit.PValueBound(p.P, res.LogRankPFloor)
+		lr.Pairwise = append(lr.Pairwise, PairwiseLogRank{A: labels[p.A], B: labels[p.B], ChiSq: F(p.ChiSq), P: F(pp), PUpper: F(ppu), PNaive: F(pn)})
 	}
 	return lr
 }
@@ -211,6 +221,9 @@ type WeibullFields struct {
 	ScaleUpper     F      `json:"scale_upper"`
 	IntervalConf   F      `json:"interval_conf"`
 	IntervalMethod string `json:"interval_method"`
+	// ScaleLimitNote says why a scale limit is null although intervals
+	// were computed (dpfit.WeibullScaleLimitMax); omitted otherwise.
+	ScaleLimitNote string `json:"scale_limit_note,omitempty"`
 }
 
 // windowDoc is what the ledger stores for one window: the exact fit

@@ -21,6 +21,7 @@ func weibullIntervals(w *WeibullFields, fit dpfit.WeibullFit, sims int, binWidth
 	if err != nil {
 		return err
 	}
+	iv, w.ScaleLimitNote = iv.BoundScaleLimits()
 	w.ShapeLower, w.ShapeUpper = F(iv.ShapeLower), F(iv.ShapeUpper)
 	w.ScaleLower, w.ScaleUpper = F(iv.ScaleLower), F(iv.ScaleUpper)
 	w.IntervalConf, w.IntervalMethod = F(iv.Conf), iv.Method

@@ -209,6 +209,11 @@ type KMResult struct {
 	LogRankCalibration string    `json:"logrank_calibration"`
 	LogRankNaiveP      float64   `json:"logrank_naive_p"`
 	PairwiseNaiveP     []float64 `json:"pairwise_naive_p,omitempty"`
+	// LogRankPFloor is the smallest p-value the Monte-Carlo calibration
+	// can give, 1 / (1 + sims) (0 without one): a p at the floor means no
+	// simulated release reached the observed statistic, so it is a bound
+	// (p <= floor), released as p_upper (PValueBound), never as p.
+	LogRankPFloor float64 `json:"-"`
 	// countNoiseSD is the standard deviation of one cohort's noisy record
 	// count (public; 0 where not modelled).
 	countNoiseSD float64

@@ -103,6 +103,7 @@ func calibrateLogRank(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc)
 			}
 		}
 	}
+	res.LogRankPFloor = 1 / float64(1+sims)
 	if !math.IsNaN(obs) {
 		res.LogRank.P = float64(1+ge) / float64(1+sims)
 	}

@@ -91,6 +91,17 @@ type CoxResult struct {
 	SE           []float64 `json:"se"`
 	Z            []float64 `json:"z"`
 	P            []float64 `json:"p"`
+	// ExpCoef is exp(beta), the hazard ratio per unit of each covariate,
+	// and ExpCoefLower/ExpCoefUpper its Wald interval at Conf,
+	// exp(beta -/+ z se), as R's summary.coxph prints them (exp(coef),
+	// lower .95, upper .95).
+	ExpCoef      []float64 `json:"exp_coef"`
+	ExpCoefLower []float64 `json:"exp_coef_lower"`
+	ExpCoefUpper []float64 `json:"exp_coef_upper"`
+	Conf         float64   `json:"conf"`
+	// LRTest is the likelihood-ratio test of all coefficients against
+	// beta = 0 (summary.coxph's "Likelihood ratio test").
+	LRTest *ChiSqTest `json:"lr_test,omitempty"`
 	// LogLik is the log partial likelihood at beta = 0 and at the estimate.
 	LogLik     []float64       `json:"loglik"`
 	Iterations int             `json:"iterations"`
@@ -184,6 +195,8 @@ func fitCox(data Data, opts CoxOptions, src dp.Source) (CoxResult, error) {
 		res.Z[j] = res.Beta[j] / res.SE[j]
 		res.P[j] = math.Erfc(math.Abs(res.Z[j]) / math.Sqrt2)
 	}
+	res.ExpCoef, res.ExpCoefLower, res.ExpCoefUpper, res.Conf = coxHazardRatios(res.Beta, res.SE, 0.95)
+	res.LRTest = coxLRTest(res.LogLik, p)
 	for _, e := range data.Event {
 		if e {
 			res.NEvent++

@@ -95,14 +95,17 @@ const (
 )
 
 // Epsilon is a privacy budget that marshals to JSON as a number when finite
-// and as the string "inf" for the non-private path (JSON has no infinity).
+// and as null for the non-private path (JSON has no infinity; null is the
+// encoding of every non-finite number in dpsurv's JSON, and the fit topic's
+// epsilon is always a number). It reads back null, and the string "inf"
+// older releases wrote, as +Inf.
 type Epsilon float64
 
 // MarshalJSON implements json.Marshaler.
 func (e Epsilon) MarshalJSON() ([]byte, error) {
 	f := float64(e)
 	if math.IsInf(f, 1) {
-		return []byte(`"inf"`), nil
+		return []byte(`null`), nil
 	}
 	if math.IsNaN(f) || math.IsInf(f, -1) {
 		return nil, fmt.Errorf("marshal epsilon: %v is not a budget", f)
@@ -110,8 +113,12 @@ func (e Epsilon) MarshalJSON() ([]byte, error) {
 	return []byte(strconv.FormatFloat(f, 'g', -1, 64)), nil
 }
 
-// UnmarshalJSON implements json.Unmarshaler (a number or "inf").
+// UnmarshalJSON implements json.Unmarshaler (a number, null or "inf").
 func (e *Epsilon) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*e = Epsilon(math.Inf(1))
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
 		if s == "inf" || s == "Inf" || s == "+inf" {

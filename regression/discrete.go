@@ -183,6 +183,14 @@ type DiscreteResult struct {
 	BetaLower      []float64 `json:"beta_lower,omitempty"`
 	BetaUpper      []float64 `json:"beta_upper,omitempty"`
 	IntervalMethod string    `json:"coefficient_interval_method,omitempty"`
+	// AlphaSE, BetaSE, BetaZ and BetaP are the non-private fit's standard
+	// errors from the observed information at the estimate, the Wald z
+	// and two-sided p of each beta, as summary.glm prints them (the MLE
+	// only; AlphaLower ... BetaUpper then hold the Wald 95% intervals).
+	AlphaSE []float64 `json:"alpha_se,omitempty"`
+	BetaSE  []float64 `json:"beta_se,omitempty"`
+	BetaZ   []float64 `json:"beta_z,omitempty"`
+	BetaP   []float64 `json:"beta_p,omitempty"`
 	// NoiseOnlyAlphaLower ... are Ext-Out-Pert's (and a fallback's) 95%
 	// noise-only limits: released ± the noise quantile; they cover the
 	// ridge minimiser on the window's records, not the true coefficient.
@@ -392,6 +400,11 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		res.N = int64(m.n)
 		res.Iterations = r.iter
 		res.Alpha, res.Beta = r.f[:m.e], r.f[m.e:]
+		if opts.Ridge {
+			res.IntervalMethod = IntervalRidgeNone
+		} else {
+			mleWald(m, r.f, &res)
+		}
 		return res, nil
 	}
 

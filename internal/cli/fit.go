@@ -52,13 +52,19 @@ func (e *epsilonFlag) Set(s string) error {
 
 func (e *epsilonFlag) inf() bool { return math.IsInf(e.v, 1) }
 
-// jsonEpsilon writes +Inf as the string "inf" (JSON has no infinity).
+// jsonEpsilon writes +Inf (the non-private reference) as null: JSON has no
+// infinity, null is dpsurv's encoding of every non-finite number, and the
+// fit topic's epsilon is always a number (docs/analysts.md).
 func jsonEpsilon(v float64) any {
 	if math.IsInf(v, 1) {
-		return "inf"
+		return nil
 	}
 	return v
 }
+
+// neighbouringNone is the neighbouring relation of a non-private fit (the
+// fit topic's field is always a string; regression.NeighbouringNone).
+const neighbouringNone = "none (non-private)"
 
 // num encodes NaN (R's NA) and infinities as null.
 func num(v float64) schemas.NullableFloat { return schemas.NullableFloat(v) }
@@ -169,7 +175,7 @@ func addCommonFit(fs *flag.FlagSet) commonFit {
 		input:      fs.String("input", "", "input file (.csv or .arrow), required"),
 		cohort:     fs.String("cohorts", "", "public cohort label list, comma separated (required)"),
 		eps:        &epsilonFlag{},
-		format:     fs.String("format", "json", "output format (json)"),
+		format:     fs.String("format", "json", "output format: json (full precision, docs/analysts.md), table (R summary style, rounded) or csv"),
 		maxSkipped: addMaxSkipped(fs),
 		shape:      &inputShape{},
 	}
@@ -204,8 +210,8 @@ func (c commonFit) check(env Env, name string, timeMax *float64) error {
 		fmt.Fprintf(env.Stderr, "  example: %s\n", fitExample(name))
 		return errUsage
 	}
-	if *c.format != "json" {
-		fmt.Fprintf(env.Stderr, "dpsurv fit %s: --format must be json\n", name)
+	if !validFormat(*c.format) {
+		fmt.Fprintf(env.Stderr, "dpsurv fit %s: --format must be json, table or csv, got %q\n", name, *c.format)
 		return errUsage
 	}
 	return nil
@@ -216,7 +222,7 @@ func (c commonFit) check(env Env, name string, timeMax *float64) error {
 func fitExample(name string) string {
 	switch name {
 	case "discrete":
-		return "dpsurv fit discrete --input data/lung_tte.csv --epsilon 2 --cohorts 1,2 --time-max 1100 --covariates age,ph.karno --centre 62,82 --scale 10,12"
+		return "dpsurv fit discrete --input data/lung_tte.csv --epsilon 2 --cohorts 1,2 --time-max 1100 --covariates age,ph.karno --centre 62,82 --scale 50,50"
 	case "cox":
 		return "dpsurv fit cox --input data/lung_tte.csv --epsilon inf --covariates age,ph.karno"
 	}
@@ -263,10 +269,15 @@ func printJSON(w io.Writer, v any) error {
 type kmCohortJSON struct {
 	Cohort string `json:"cohort"`
 	schemas.KMCurve
+	Conf float64 `json:"conf"`
+	// ConfType is the interval type of lower/upper (R's conf.type):
+	// dpfit.ConfTypeLog for the non-private curve, dpfit.ConfTypeLogLog
+	// for a private one.
+	ConfType string `json:"conf_type"`
 }
 
 func kmCurveJSON(label string, c survival.KMCurve) kmCohortJSON {
-	return kmCohortJSON{Cohort: label, KMCurve: c.Wire()}
+	return kmCohortJSON{Cohort: label, KMCurve: c.Wire(), Conf: c.Conf, ConfType: dpfit.ConfTypeLogLog}
 }
 
 // kmPrivateCohortJSON is one cohort of a private km fit: the curve and
@@ -293,10 +304,14 @@ type kmPrivateCohortJSON struct {
 	BandMethod              string                   `json:"band_method"`
 }
 
-func pairwiseJSON(labels []string, ps []survival.Pairwise) []map[string]any {
+// pairwiseJSON is the logrank block's pairwise list (as on the fit
+// topic); a p-value at its Monte-Carlo floor (pFloor > 0) is released as
+// p_upper with p null (dpfit.PValueBound).
+func pairwiseJSON(labels []string, ps []survival.Pairwise, pFloor float64) []map[string]any {
 	out := make([]map[string]any, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, map[string]any{"a": labels[p.A], "b": labels[p.B], "chisq": num(p.ChiSq), "p": num(p.P)})
+		pv, pu := dpfit.PValueBound(p.P, pFloor)
+		out = append(out, map[string]any{"a": labels[p.A], "b": labels[p.B], "chisq": num(p.ChiSq), "p": num(pv), "p_upper": num(pu)})
 	}
 	return out
 }
@@ -332,7 +347,7 @@ func fitKM(env Env, args []string) error {
 	if c.eps.inf() {
 		out["method"] = "km"
 		out["guarantee"] = "none (non-private)"
-		out["neighbouring"] = nil
+		out["neighbouring"] = neighbouringNone
 		out["n"] = len(d.Time)
 		// With --time-max, the same horizon as a private fit:
 		// administrative censoring at time_max.
@@ -342,6 +357,7 @@ func fitKM(env Env, args []string) error {
 			out["time_max"] = *timeMax
 		}
 		horizonFields(out, *timeMax, beyond, false)
+		out["time_unit"] = spec.TimeUnit
 		var cs []kmCohortJSON
 		group := make([]int, len(d.Cohort))
 		for i, g := range d.Cohort {
@@ -363,7 +379,9 @@ func fitKM(env Env, args []string) error {
 			if err != nil {
 				return fmt.Errorf("km cohort %s: %w", label, err)
 			}
-			cs = append(cs, kmCurveJSON(label, km))
+			cj := kmCurveJSON(label, km)
+			cj.ConfType = dpfit.ConfTypeLog
+			cs = append(cs, cj)
 			curves = append(curves, plots.Curve{Label: label, Time: km.Time, Surv: km.Surv, Lower: km.Lower, Upper: km.Upper})
 		}
 		out["cohorts"] = cs
@@ -372,12 +390,12 @@ func fitKM(env Env, args []string) error {
 			if err != nil {
 				return fmt.Errorf("log-rank: %w", err)
 			}
-			out["logrank"] = map[string]any{"chisq": num(lr.ChiSq), "df": lr.DF, "p": num(lr.P)}
 			pw, err := survival.PairwiseLogRank(d.Time, d.Event, group, len(labels))
 			if err != nil {
 				return fmt.Errorf("pairwise log-rank: %w", err)
 			}
-			out["pairwise"] = pairwiseJSON(labels, pw)
+			out["logrank"] = map[string]any{"chisq": num(lr.ChiSq), "df": lr.DF, "p": num(lr.P), "p_upper": nil,
+				"calibration": dpfit.LogRankCalibrationExact, "pairwise": pairwiseJSON(labels, pw, 0)}
 		}
 		title = "Kaplan–Meier (non-private)"
 	} else {
@@ -421,6 +439,7 @@ func fitKM(env Env, args []string) error {
 		out["n"] = res.N
 		out["time_max"] = *timeMax
 		horizonFields(out, *timeMax, 0, true)
+		out["time_unit"] = spec.TimeUnit
 		var cs []kmPrivateCohortJSON
 		for _, ck := range res.Cohorts {
 			m := kmPrivateCohortJSON{
@@ -456,18 +475,19 @@ func fitKM(env Env, args []string) error {
 			if res.LogRank.DF >= 1 && !math.IsNaN(res.LogRank.ChiSq) {
 				df = res.LogRank.DF
 			}
-			out["logrank"] = map[string]any{"chisq": num(res.LogRank.ChiSq), "df": df, "p": num(res.LogRank.P),
-				"p_naive": num(res.LogRankNaiveP), "calibration": res.LogRankCalibration}
-			pw := pairwiseJSON(labels, res.Pairwise)
+			pw := pairwiseJSON(labels, res.Pairwise, res.LogRankPFloor)
 			for i := range pw {
 				if i < len(res.PairwiseNaiveP) {
 					pw[i]["p_naive"] = num(res.PairwiseNaiveP[i])
 				}
 			}
-			out["pairwise"] = pw
-		}
-		if res.LogRankNote != "" {
-			out["logrank_note"] = res.LogRankNote
+			p, pu := dpfit.PValueBound(res.LogRank.P, res.LogRankPFloor)
+			lr := map[string]any{"chisq": num(res.LogRank.ChiSq), "df": df, "p": num(p), "p_upper": num(pu),
+				"p_naive": num(res.LogRankNaiveP), "calibration": res.LogRankCalibration, "pairwise": pw}
+			if res.LogRankNote != "" {
+				lr["note"] = res.LogRankNote
+			}
+			out["logrank"] = lr
 		}
 		title = fmt.Sprintf("Kaplan–Meier, %s, epsilon = %g (%s)", res.Method, c.eps.v, res.Guarantee)
 	}
@@ -476,7 +496,7 @@ func fitKM(env Env, args []string) error {
 			return err
 		}
 	}
-	return printJSON(env.Stdout, out)
+	return emitFit(env.Stdout, *c.format, "km", out)
 }
 
 // kmPublic is the "public" list of a private `fit km` release: what it
@@ -595,7 +615,7 @@ func fitWeibull(env Env, args []string) error {
 		}
 		out["method"] = "mle"
 		out["guarantee"] = "none (non-private)"
-		out["neighbouring"] = nil
+		out["neighbouring"] = neighbouringNone
 		out["n"] = len(tt)
 		out["shape"] = fit.Shape
 		out["scale"] = fit.Scale
@@ -606,7 +626,13 @@ func fitWeibull(env Env, args []string) error {
 		out["clamped_times"] = clamped // raised to exp(-omega) time_max
 		out["low_information"], out["low_information_reason"] = false, ""
 		horizonFields(out, tmax, beyond, false)
-		return printJSON(env.Stdout, out)
+		out["n_event"] = fit.N // the exact event count (n is the record count)
+		out["scale_unit"] = weibullScaleUnit
+		out["time_unit"] = spec.TimeUnit
+		if err := weibullWaldFields(out, cm, cfg, fit); err != nil {
+			return err
+		}
+		return emitFit(env.Stdout, *c.format, "weibull", out)
 	}
 	if !(*timeMax > 0) {
 		fmt.Fprintln(env.Stderr, "dpsurv fit weibull: a private fit needs --time-max (the public time bound)")
@@ -636,10 +662,11 @@ func fitWeibull(env Env, args []string) error {
 		return fmt.Errorf("private weibull: %w", err)
 	}
 	out["low_information"], out["low_information_reason"] = weibullLowInformation(out, fit)
-	for k, v := range fit.Params {
-		out[k] = num(v)
-	}
-	return printJSON(env.Stdout, out)
+	out["params"] = fit.Params
+	out["time_max"] = *timeMax
+	out["time_unit"] = spec.TimeUnit
+	out["scale_unit"] = weibullScaleUnit
+	return emitFit(env.Stdout, *c.format, "weibull", out)
 }
 
 // splitNoiseTail draws a private curve solid up to its noise-dominated tail

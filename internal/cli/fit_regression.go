@@ -143,7 +143,7 @@ func fitDiscrete(env Env, args []string) error {
 		out.CensoredAtHorizonNote = censoredAtHorizonWithheld
 		out.ScalingSource = scalingGiven
 	}
-	return printJSON(env.Stdout, out)
+	return emitFit(env.Stdout, *c.format, "discrete", out)
 }
 
 // Scaling sources of a discrete fit (JSON "scaling_source").
@@ -225,9 +225,9 @@ func fitCox(env Env, args []string) error {
 		return fmt.Errorf("fit cox: %w", err)
 	}
 	if *timeMax > 0 {
-		return printJSON(env.Stdout, coxJSON{CoxResult: res, TimeMax: *timeMax, HorizonRule: HorizonRule, CensoredAtHorizon: beyond})
+		return emitFit(env.Stdout, *c.format, "cox", coxJSON{CoxResult: res, TimeMax: *timeMax, HorizonRule: HorizonRule, CensoredAtHorizon: beyond})
 	}
-	return printJSON(env.Stdout, res)
+	return emitFit(env.Stdout, *c.format, "cox", res)
 }
 
 // coxJSON is `dpsurv fit cox --time-max` output: the fit, the horizon and

@@ -67,8 +67,10 @@ func TestFitKMInfMatchesR(t *testing.T) {
 		if err := json.Unmarshal([]byte(o), &res); err != nil {
 			t.Fatal(err)
 		}
-		if res["epsilon"] != "inf" || res["guarantee"] != "none (non-private)" {
-			t.Fatalf("metadata %v %v", res["epsilon"], res["guarantee"])
+		// the fit topic's names and types: epsilon a number or null (the
+		// non-private reference), neighbouring always a string
+		if e, ok := res["epsilon"]; !ok || e != nil || res["guarantee"] != "none (non-private)" || res["neighbouring"] != "none (non-private)" {
+			t.Fatalf("metadata %v %v %v", res["epsilon"], res["guarantee"], res["neighbouring"])
 		}
 		cohorts := res["cohorts"].([]any)
 		if len(cohorts) != len(strings.Split(ds.cohorts, ",")) {
@@ -78,6 +80,9 @@ func TestFitKMInfMatchesR(t *testing.T) {
 		for _, c := range cohorts {
 			cm := c.(map[string]any)
 			label := cm["cohort"].(string)
+			if cm["conf_type"] != "log" || cm["conf"] != 0.95 { // R's default conf.type, stated
+				t.Fatalf("%s/%s: conf_type %v conf %v, want log 0.95", ds.name, label, cm["conf_type"], cm["conf"])
+			}
 			golden := readGolden(t, "../../survival/testdata/km_"+ds.name+"_"+label+".csv")
 			times := cm["time"].([]any)
 			if len(times) != len(golden) {
@@ -109,7 +114,10 @@ func TestFitKMInfMatchesR(t *testing.T) {
 				closeTo(t, "p", lr["p"], g["p"], 1e-6)
 			}
 		}
-		pw := res["pairwise"].([]any)
+		if _, top := res["pairwise"]; top {
+			t.Fatal("pairwise at the top level: the fit topic has it in logrank.pairwise")
+		}
+		pw := res["logrank"].(map[string]any)["pairwise"].([]any)
 		n := 0
 		for _, g := range readGolden(t, "../../survival/testdata/logrank_pairwise.csv") {
 			if g["dataset"] != ds.name {
@@ -179,7 +187,11 @@ func TestFitPrivateKMAndWeibull(t *testing.T) {
 		}
 	}
 	lr := res["logrank"].(map[string]any)
-	if p, ok := lr["p"].(float64); !ok || p <= 0 || p > 1 || lr["df"] != 1.0 || !strings.HasPrefix(lr["calibration"].(string), "monte-carlo") {
+	p, ok := lr["p"].(float64)
+	if !ok { // at the Monte-Carlo floor: a bound, p null
+		p, ok = lr["p_upper"].(float64)
+	}
+	if !ok || p <= 0 || p > 1 || lr["df"] != 1.0 || !strings.HasPrefix(lr["calibration"].(string), "monte-carlo") {
 		t.Fatalf("logrank %v", lr)
 	}
 	if _, ok := lr["p_naive"].(float64); !ok {
