@@ -1,0 +1,311 @@
+package cli
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/plots"
+	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/survival"
+)
+
+// The figures of `fit km --plot`, `fit weibull --plot` and the demo: built
+// as a plots.KMSpec from exactly what the command releases (or, for
+// --epsilon inf, the non-private reference), so a private figure is
+// post-processing of the release and nothing more. A cohort's colour is
+// its position in the public label list (plots.CohortColour), the same in
+// every figure drawn from that list.
+
+// plotFlagHelp is the --plot flag's help.
+const plotFlagHelp = "also draw the figure to this .png (1800 px wide) or .svg file"
+
+// timeUnitHelp is the --time-unit flag's help.
+const timeUnitHelp = "unit of the input's times, for the figure's time axis"
+
+// npKMCohort is a non-private KM curve as a figure cohort: its own
+// intervals (conf of km), counts and censoring marks, to the last
+// follow-up time.
+func npKMCohort(label string, pos int, km survival.KMCurve) plots.KMCohort {
+	return plots.KMCohort{Label: label, Position: pos, Time: km.Time, Surv: km.Surv, Lower: km.Lower, Upper: km.Upper,
+		NRisk: km.NRisk, NCensor: km.NCensor, End: math.NaN(), NoiseFrom: math.NaN()}
+}
+
+// privateKMCohort is a released private KM curve as a figure cohort: the
+// noise-aware pointwise interval, the simultaneous band where released,
+// the noisy counts, the noise-dominated tail from NoiseDominatedFrom and
+// the curve's last step drawn to where the release stops (TruncatedAt,
+// else the public time_max).
+func privateKMCohort(label string, pos int, ck dpfit.CohortKM, timeMax float64) plots.KMCohort {
+	cv := ck.Curve
+	end := timeMax
+	if !math.IsNaN(ck.TruncatedAt) {
+		end = ck.TruncatedAt
+	}
+	c := plots.KMCohort{Label: label, Position: pos, Time: cv.Time, Surv: cv.Surv, Lower: cv.Lower, Upper: cv.Upper,
+		NRisk: cv.NRisk, NCensor: cv.NCensor, End: end, NoiseFrom: ck.NoiseDominatedFrom,
+		Truncated: !math.IsNaN(ck.TruncatedAt), LowInformation: ck.LowInformation}
+	if len(ck.BandLower) == len(cv.Time) && len(ck.BandUpper) == len(cv.Time) {
+		c.BandLower, c.BandUpper = ck.BandLower, ck.BandUpper
+	}
+	return c
+}
+
+// privateKMSpec is the figure of a private `fit km` release.
+func privateKMSpec(input, unit string, labels []string, res dpfit.KMResult, timeMax float64) plots.KMSpec {
+	s := plots.KMSpec{
+		Title:    fmt.Sprintf("Kaplan–Meier by cohort, private release (ε = %g) — %s", res.Epsilon, filepath.Base(input)),
+		TimeUnit: unit,
+		Subtitle: []string{
+			fmt.Sprintf("%s, %s, %s; bin width %.4g %s, public time_max %g %s", res.Method, res.Guarantee, shortClause(res.Neighbouring), res.BinWidth, unit, timeMax, unit),
+			"Everything drawn is the release: curves, intervals, bands and counts carry the privacy noise (post-processing, no further budget).",
+		},
+		NoisyCounts: true,
+		NoiseNote:   fmt.Sprintf("noise SD of S above %g", dpfit.DefaultNoiseTailSD),
+		BandMethod:  "simulated equal-precision",
+	}
+	if res.EpsilonTotal != res.Epsilon && res.EpsilonTotal > 0 {
+		s.Title = fmt.Sprintf("Kaplan–Meier by cohort, private release (ε = %g per point, %g in total) — %s", res.Epsilon, res.EpsilonTotal, filepath.Base(input))
+	}
+	for _, ck := range res.Cohorts {
+		s.Conf = ck.Curve.Conf
+		s.Cohorts = append(s.Cohorts, privateKMCohort(labels[ck.Cohort], ck.Cohort, ck, timeMax))
+	}
+	return s
+}
+
+// shortClause is the text before its first " (" (the neighbouring
+// relation's name without its explanation).
+func shortClause(s string) string {
+	if i := strings.Index(s, " ("); i > 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// nonPrivateKMSpec is the figure of `fit km --epsilon inf`.
+func nonPrivateKMSpec(input, unit string, cohorts []plots.KMCohort, conf float64) plots.KMSpec {
+	return plots.KMSpec{
+		Title:    "Kaplan–Meier by cohort, non-private reference — " + filepath.Base(input),
+		TimeUnit: unit,
+		Subtitle: []string{"Exact estimates from the records (no privacy): log-transformed pointwise intervals as R's survfit(conf.type = \"log\")."},
+		Conf:     conf,
+		Cohorts:  cohorts,
+	}
+}
+
+// writeFigure builds and writes a figure.
+func writeFigure(path string, s plots.KMSpec) error {
+	f, err := plots.BuildKM(s)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return f.Write(path)
+}
+
+// weibullCurve evaluates S(t) = exp(-(t/(scale·time_max))^shape) on a grid
+// of [0, xmax], with the band given by lo/hi (NaN for none). The fit works
+// on t/time_max clamped into [exp(-omega), 1]; the curve is drawn on the
+// unclamped axis, as R's predict on a survreg fit is.
+func weibullCurve(label string, pos int, shape, scale, timeMax, xmax float64, band func(t float64) (lo, hi float64)) plots.ParametricCurve {
+	const n = 400
+	pc := plots.ParametricCurve{Label: label, Position: pos}
+	for i := 0; i <= n; i++ {
+		t := xmax * float64(i) / n
+		pc.Time = append(pc.Time, t)
+		pc.Surv = append(pc.Surv, math.Exp(-math.Pow(t/(scale*timeMax), shape)))
+		if band != nil {
+			lo, hi := band(t)
+			pc.Lower = append(pc.Lower, lo)
+			pc.Upper = append(pc.Upper, hi)
+		}
+	}
+	return pc
+}
+
+// weibullBoxBand is the band of a private Weibull fit: at each t, the
+// smallest and largest S(t) over the rectangle [shape_lo, shape_hi] ×
+// [scale_lo, scale_hi] of its noise-aware intervals. S is monotone in the
+// scale and, at fixed t and scale, in the shape (increasing or decreasing
+// as t is below or above the scale), so the extremes are at the corners.
+// If each interval covers with 95%, the rectangle and so the band cover
+// with at least 90%.
+func weibullBoxBand(shLo, shHi, scLo, scHi, timeMax float64) func(t float64) (float64, float64) {
+	return func(t float64) (float64, float64) {
+		lo, hi := 1.0, 0.0
+		for _, k := range []float64{shLo, shHi} {
+			for _, l := range []float64{scLo, scHi} {
+				s := math.Exp(-math.Pow(t/(l*timeMax), k))
+				lo, hi = math.Min(lo, s), math.Max(hi, s)
+			}
+		}
+		return lo, hi
+	}
+}
+
+// weibullWaldBand is the pointwise band of the non-private Weibull MLE on
+// the normalised times (u = t/time_max clamped into [exp(-omega), 1]):
+// the delta method on log(-log S(u)) = k (log u - log λ) with the inverse
+// observed information of (log k, log λ), z = qnorm((1+conf)/2). It
+// returns nil when the information is singular.
+func weibullWaldBand(tt []float64, ee []bool, shape, scale, timeMax, omega, conf float64) func(t float64) (float64, float64) {
+	lo := math.Exp(-omega)
+	k, b := shape, math.Log(scale)
+	var haa, hab, hbb, d float64
+	for i, raw := range tt {
+		u := min(max(raw/timeMax, lo), 1)
+		v := math.Log(u) - b
+		z := math.Exp(k * v)
+		if ee[i] {
+			d++
+			haa += k * v
+		}
+		haa -= k * v * z * (1 + k*v)
+		hab += k * z * (1 + k*v)
+		hbb -= k * k * z
+	}
+	hab -= k * d
+	// Observed information I = -H; covariance = I^{-1}.
+	ia, ib, ic := -haa, -hab, -hbb
+	det := ia*ic - ib*ib
+	if !(det > 0) || !(ia > 0) {
+		return nil
+	}
+	vaa, vab, vbb := ic/det, -ib/det, ia/det
+	zq := math.Sqrt2 * math.Erfinv(conf)
+	return func(t float64) (float64, float64) {
+		if !(t > 0) {
+			return 1, 1
+		}
+		g := k * (math.Log(t/timeMax) - b)
+		sd := math.Sqrt(g*g*vaa - 2*g*k*vab + k*k*vbb)
+		return math.Exp(-math.Exp(g + zq*sd)), math.Exp(-math.Exp(g - zq*sd))
+	}
+}
+
+// lowInformationFlag reads a release's low_information flag from a fit's
+// JSON fields: true when the fit set it (the hook for releases that carry
+// it; absent means not flagged).
+func lowInformationFlag(out map[string]any) bool {
+	v, ok := out["low_information"].(bool)
+	return ok && v
+}
+
+// plotLabel returns "cohort X" or, for the pooled curve, "all records".
+func plotLabel(only string) string {
+	if only == "" {
+		return "all records"
+	}
+	return "cohort " + only
+}
+
+// unitOK refuses an empty time unit.
+func unitOK(unit string) error {
+	if strings.TrimSpace(unit) == "" {
+		return fmt.Errorf("--time-unit: empty")
+	}
+	return nil
+}
+
+// plotWeibullNonPrivate draws `fit weibull --epsilon inf --plot`: the
+// Kaplan–Meier curve of the same records with its pointwise interval, and
+// the fitted Weibull curve with its 95% delta-method band over it.
+func plotWeibullNonPrivate(path, input, unit, only string, pos int, tt []float64, ee []bool, fit dpfit.WeibullFit, timeMax, omega float64, out map[string]any) error {
+	km, err := survival.KaplanMeier(tt, ee, 0.95)
+	if err != nil {
+		return fmt.Errorf("plot: km: %w", err)
+	}
+	label := plotLabel(only)
+	kc := npKMCohort(label, pos, km)
+	if pos < 0 {
+		kc.Label = label
+	} else {
+		kc.Label = only
+	}
+	xmax := km.Time[len(km.Time)-1]
+	band := weibullWaldBand(tt, ee, fit.Shape, fit.Scale, timeMax, omega, 0.95)
+	bandName := "95% pointwise band of the fit (delta method on log(-log S))"
+	if band == nil {
+		bandName = ""
+	}
+	s := plots.KMSpec{
+		Title:    fmt.Sprintf("Weibull fit over Kaplan–Meier, non-private reference — %s, %s", filepath.Base(input), label),
+		TimeUnit: unit,
+		Subtitle: []string{fmt.Sprintf("Maximum likelihood: shape %.4g, scale %.4g %s (times over time_max = %g, clamped at exp(-%g)); exact estimates, no privacy.",
+			fit.Shape, fit.Scale*timeMax, unit, timeMax, omega)},
+		Conf:           km.Conf,
+		Cohorts:        []plots.KMCohort{kc},
+		Parametric:     []plots.ParametricCurve{weibullCurve("Weibull fit, "+label, pos, fit.Shape, fit.Scale, timeMax, xmax, band)},
+		ParametricName: "Weibull fit",
+		ParametricBand: bandName,
+	}
+	if lowInformationFlag(out) {
+		s.Subtitle = append(s.Subtitle, "LOW INFORMATION (low_information): noise dominates this release; read with care")
+	}
+	return writeFigure(path, s)
+}
+
+// plotWeibullPrivate draws `fit weibull --epsilon E --plot`: the released
+// Weibull curve and, where intervals were computed, the envelope of S(t)
+// over the rectangle of its shape and scale intervals. No Kaplan–Meier
+// curve: the exact one would publish the private data and a private one
+// would spend more budget; the figure says so.
+func plotWeibullPrivate(path, input, unit, only string, pos int, fit dpfit.WeibullFit, timeMax float64, out map[string]any) error {
+	label := plotLabel(only)
+	var band func(float64) (float64, float64)
+	bandName := ""
+	a, ok0 := asFloat(out["shape_lower"])
+	b, ok1 := asFloat(out["shape_upper"])
+	c, ok2 := asFloat(out["scale_lower"])
+	d, ok3 := asFloat(out["scale_upper"])
+	{
+		if ok0 && ok1 && ok2 && ok3 && !anyNaN(a, b, c, d) && c > 0 {
+			band = weibullBoxBand(a, b, c, d, timeMax)
+			bandName = "envelope of S(t) over the 95% shape × scale intervals (noise-aware; at least 90% pointwise)"
+		}
+	}
+	s := plots.KMSpec{
+		Title:    fmt.Sprintf("Weibull fit, private release (ε = %g) — %s, %s", fit.Epsilon, filepath.Base(input), label),
+		TimeUnit: unit,
+		Subtitle: []string{fmt.Sprintf("%s, %s, %s: shape %.4g, scale %.4g %s (time_max %g %s).", fit.Method, fit.Guarantee,
+			shortClause(fit.Neighbouring), fit.Shape, fit.Scale*timeMax, unit, timeMax, unit)},
+		Parametric:     []plots.ParametricCurve{weibullCurve("Weibull fit, "+label, pos, fit.Shape, fit.Scale, timeMax, timeMax, band)},
+		ParametricName: "released Weibull curve",
+		ParametricBand: bandName,
+		NoKM:           true,
+		Notes: []string{"No Kaplan–Meier curve is drawn: the exact curve would publish the private records. " +
+			"For a private comparison run fit km at a budget of its own (the budgets add up)."},
+	}
+	if band == nil {
+		s.Notes = append(s.Notes, "No band: intervals were not computed (--interval-sims < 0) or are undefined.")
+	}
+	if lowInformationFlag(out) {
+		s.Subtitle = append(s.Subtitle, "LOW INFORMATION (low_information): noise dominates this release; read with care")
+	}
+	return writeFigure(path, s)
+}
+
+// asFloat reads a number of a fit's JSON fields (float64 or
+// schemas.NullableFloat; null is NaN).
+func asFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case schemas.NullableFloat:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	}
+	return math.NaN(), false
+}
+
+func anyNaN(v ...float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return true
+		}
+	}
+	return false
+}
