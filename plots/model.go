@@ -397,8 +397,8 @@ func (c KMCohort) end() float64 {
 
 // StepPoints is the polyline of the step function S = 1 before time[0],
 // surv[i] on [time[i], time[i+1]), continued to end: from (0, 1) right
-// along each step and down each drop. It stops before the first NaN
-// value (a truncated release).
+// along each step and down each drop. It stops at the time of the first
+// NaN value (a truncated release).
 func StepPoints(time, surv []float64, end float64) []Pt {
 	start := 0.0
 	if len(time) > 0 && time[0] < 0 {
@@ -409,6 +409,7 @@ func StepPoints(time, surv []float64, end float64) []Pt {
 	last := start
 	for i := range time {
 		if math.IsNaN(surv[i]) {
+			end = time[i] // the release stops here
 			break
 		}
 		pts = append(pts, Pt{time[i], prev})

@@ -1,0 +1,233 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/xml"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/internal/datasets"
+	"github.com/dpsurv/dpsurv/plots"
+	"github.com/dpsurv/dpsurv/plots/plotstest"
+	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/survival"
+)
+
+// TestPrivateKMFigureNoPhantom draws private KM releases of lung and
+// flchain (several seeds) as `fit km --plot` does and checks the drawing
+// model: every drawn point of a cohort's curve is on the released step
+// function, the noise-dominated part starts where the solid part ends and
+// never rises above the last released S before the noise-dominated time
+// (issue 19: the tail was drawn from (0, 1) — a flat line at S = 1 across
+// flchain, a false drop from 1.0 to 0.69 on lung), and each cohort keeps
+// its label position's colour.
+func TestPrivateKMFigureNoPhantom(t *testing.T) {
+	cases := []struct {
+		file    string
+		labels  string
+		timeMax float64
+		seeds   int
+	}{
+		{"lung_tte.csv", "1,2", 1100, 4},
+		{"lung_tte.csv", "1,2", 400, 2},
+		{"flchain_tte.csv", "1,2,3,4,5,6,7,8,9,10", 5500, 2},
+	}
+	tails := 0
+	for _, tc := range cases {
+		labels := strings.Split(tc.labels, ",")
+		d, err := readFitFile(datasets.Path(t, tc.file), schemas.Spec{Cohorts: labels, TimeUnit: "days"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := dpfit.NewHistogram(dpfit.DefaultBinWidth(tc.timeMax), tc.timeMax, len(labels))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range d.Time {
+			if err := h.Add(d.Time[i], d.Event[i], int(d.Cohort[i])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for seed := uint64(1); seed <= uint64(tc.seeds); seed++ {
+			res, err := dpfit.HierarchicalKM(h, dp.NewSeededSource(seed), dpfit.KMOptions{Epsilon: 1, LogRankSims: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := privateKMSpec(tc.file, "days", labels, res, tc.timeMax)
+			fig, err := plots.BuildKM(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bad := plotstest.CheckKM(spec, fig); len(bad) > 0 {
+				t.Errorf("%s time_max %g seed %d:\n%s", tc.file, tc.timeMax, seed, strings.Join(bad, "\n"))
+			}
+			for _, c := range spec.Cohorts {
+				if !math.IsNaN(c.NoiseFrom) {
+					tails++
+				}
+			}
+			if fig.Risk.Rows[0].Colour != plots.CohortColour(0) || !strings.Contains(fig.Risk.Heading, "noisy") {
+				t.Errorf("risk table %q, colour %v", fig.Risk.Heading, fig.Risk.Rows[0].Colour)
+			}
+		}
+	}
+	if tails == 0 {
+		t.Fatal("no release had a noise-dominated tail: the test checks nothing")
+	}
+}
+
+// TestFitKMPlotFiles runs `fit km --plot` as a user does, private and
+// not, PNG and SVG: the PNG decodes and is at least 1600 px wide (672 px
+// before issue 19), the SVG parses.
+func TestFitKMPlotFiles(t *testing.T) {
+	dir := t.TempDir()
+	lung := datasets.Path(t, "lung_tte.csv")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"np.png", []string{"--epsilon", "inf"}},
+		{"p.png", []string{"--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100"}},
+		{"p.svg", []string{"--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100", "--time-unit", "months"}},
+	} {
+		p := filepath.Join(dir, tc.name)
+		args := append([]string{"fit", "km", "--input", lung, "--plot", p}, tc.args...)
+		if _, e, code := run(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, e)
+		}
+		checkFigureFile(t, p)
+	}
+	if _, e, code := run(t, "fit", "km", "--input", lung, "--epsilon", "inf", "--plot", filepath.Join(dir, "x.jpg")); code == 0 {
+		t.Fatalf("a .jpg plot was accepted: %s", e)
+	}
+}
+
+// TestFitWeibullPlotFiles: `fit weibull --plot`, non-private (KM with the
+// fitted curve and its band) and private (no intervals, for speed).
+func TestFitWeibullPlotFiles(t *testing.T) {
+	dir := t.TempDir()
+	lung := datasets.Path(t, "lung_tte.csv")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"np.png", []string{"--epsilon", "inf", "--cohort", "1", "--cohorts", "1,2"}},
+		{"p.svg", []string{"--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100", "--interval-sims", "-1"}},
+	} {
+		p := filepath.Join(dir, tc.name)
+		args := append([]string{"fit", "weibull", "--input", lung, "--plot", p}, tc.args...)
+		if _, e, code := run(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, e)
+		}
+		checkFigureFile(t, p)
+	}
+}
+
+func checkFigureFile(t *testing.T, p string) {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if strings.HasSuffix(p, ".png") {
+		img, err := png.Decode(f)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if w := img.Bounds().Dx(); w < 1600 {
+			t.Fatalf("%s: %d px wide, want >= 1600", p, w)
+		}
+		return
+	}
+	var root struct{ XMLName xml.Name }
+	if err := xml.NewDecoder(f).Decode(&root); err != nil || root.XMLName.Local != "svg" {
+		t.Fatalf("%s: %v %v", p, root.XMLName, err)
+	}
+}
+
+// TestWeibullWaldBandMatchesR: the non-private Weibull figure's band
+// equals the delta-method band from R's survreg vcov
+// (testdata/plot_weibull_band.R) to 1e-6.
+func TestWeibullWaldBandMatchesR(t *testing.T) {
+	f, err := os.Open("testdata/plot_weibull_band.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, err := readFitFile(datasets.Path(t, "lung_tte.csv"), schemas.Spec{Cohorts: []string{"1", "2"}, TimeUnit: "days"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tt []float64
+	var ee []bool
+	for i := range d.Time {
+		if d.Cohort[i] == 0 {
+			tt, ee = append(tt, d.Time[i]), append(ee, d.Event[i])
+		}
+	}
+	cm, err := survival.CompressChecked(tt, ee)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := dpfit.WeibullConfig{Epsilon: math.Inf(1), TimeMax: 1022, Omega: 6, Gamma: 10, Rungs: 500}.WithDefaults()
+	fit, err := dpfit.FitWeibull(nil, cm, cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	band := weibullWaldBand(tt, ee, fit.Shape, fit.Scale, 1022, 6, 0.95)
+	if band == nil {
+		t.Fatal("no band")
+	}
+	sc := bufio.NewScanner(f)
+	rows := 0
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		v := make([]float64, 0, 4)
+		for _, s := range fs {
+			if x, err := strconv.ParseFloat(s, 64); err == nil {
+				v = append(v, x)
+			}
+		}
+		if fs[0] == "shape" {
+			if math.Abs(fit.Shape-v[0]) > 1e-5 || math.Abs(fit.Scale-v[1]) > 1e-5 {
+				t.Fatalf("fit %g %g, R %g %g", fit.Shape, fit.Scale, v[0], v[1])
+			}
+			continue
+		}
+		lo, hi := band(v[0])
+		if math.Abs(lo-v[2]) > 1e-5 || math.Abs(hi-v[3]) > 1e-5 {
+			t.Errorf("t = %g: band [%.8g, %.8g], R [%.8g, %.8g]", v[0], lo, hi, v[2], v[3])
+		}
+		rows++
+	}
+	if rows < 4 {
+		t.Fatalf("%d golden rows", rows)
+	}
+}
+
+// TestWeibullBoxBand: the private band contains the released curve and is
+// the extremes over the interval rectangle (checked on a grid of it).
+func TestWeibullBoxBand(t *testing.T) {
+	band := weibullBoxBand(0.8, 1.4, 0.3, 0.5, 1000)
+	for _, tm := range []float64{1, 50, 300, 400, 499, 700, 1000} {
+		lo, hi := band(tm)
+		for i := 0; i <= 20; i++ {
+			for j := 0; j <= 20; j++ {
+				k := 0.8 + 0.6*float64(i)/20
+				l := 0.3 + 0.2*float64(j)/20
+				s := math.Exp(-math.Pow(tm/(l*1000), k))
+				if s < lo-1e-12 || s > hi+1e-12 {
+					t.Fatalf("t = %g: S(k=%g, λ=%g) = %g outside [%g, %g]", tm, k, l, s, lo, hi)
+				}
+			}
+		}
+	}
+}
