@@ -236,6 +236,10 @@ func BuildKM(s KMSpec) (Figure, error) {
 
 	var lowInfo []string
 	anyTail, anyBand, anyPointwise, anyMarks := false, false, false, false
+	// Legend, risk table and drawing in label-list order.
+	s.Cohorts = append([]KMCohort(nil), s.Cohorts...)
+	sort.SliceStable(s.Cohorts, func(i, j int) bool { return s.Cohorts[i].Position < s.Cohorts[j].Position })
+	thinned := false
 	for _, c := range s.Cohorts {
 		col := CohortColour(c.Position)
 		dash := CohortDashes(c.Position)
@@ -267,7 +271,11 @@ func BuildKM(s KMSpec) (Figure, error) {
 			f.Lines = append(f.Lines, Line{Cohort: c.Label, Role: RoleNoiseTail, Points: tail, Colour: lighten(col, 0.6), Width: vg.Points(1.6), Dashes: dash})
 			anyTail = true
 		}
-		if m := censorMarks(c); len(m) > 0 {
+		m := censorMarks(c)
+		if t := thinMarks(m, xmax/250); len(t) < len(m) {
+			m, thinned = t, true
+		}
+		if len(m) > 0 {
 			f.Marks = append(f.Marks, Marks{Cohort: c.Label, Points: m, Colour: col})
 			anyMarks = true
 		}
@@ -330,6 +338,9 @@ func BuildKM(s KMSpec) (Figure, error) {
 		txt := "| censored"
 		if s.NoisyCounts {
 			txt += " (bins with a noisy count ≥ 1)"
+		}
+		if thinned {
+			txt += ", at most one per 0.4% of the axis"
 		}
 		f.Legend = append(f.Legend, LegendEntry{Text: txt, Colour: grey, Sample: "mark"})
 	}
@@ -574,6 +585,19 @@ func censorMarks(c KMCohort) []Pt {
 		if math.Round(c.NCensor[i]) >= 1 {
 			out = append(out, Pt{t, c.Surv[i]})
 		}
+	}
+	return out
+}
+
+// thinMarks keeps a mark only where it is at least gap after the last
+// kept one (thousands of censoring times would draw a solid bar).
+func thinMarks(m []Pt, gap float64) []Pt {
+	var out []Pt
+	for _, p := range m {
+		if n := len(out); n > 0 && p.X-out[n-1].X < gap {
+			continue
+		}
+		out = append(out, p)
 	}
 	return out
 }

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bufio"
+	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -228,6 +230,94 @@ func TestWeibullBoxBand(t *testing.T) {
 					t.Fatalf("t = %g: S(k=%g, λ=%g) = %g outside [%g, %g]", tm, k, l, s, lo, hi)
 				}
 			}
+		}
+	}
+}
+
+// TestPlotCommand: `dpsurv plot` draws the JSON `fit km` printed, private
+// and not, with the same drawing model checks as --plot.
+func TestPlotCommand(t *testing.T) {
+	dir := t.TempDir()
+	lung := datasets.Path(t, "lung_tte.csv")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"np", []string{"--epsilon", "inf"}},
+		{"p", []string{"--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100"}},
+	} {
+		o, e, code := run(t, append([]string{"fit", "km", "--input", lung}, tc.args...)...)
+		if code != 0 {
+			t.Fatalf("fit: %s", e)
+		}
+		js := filepath.Join(dir, tc.name+".json")
+		if err := os.WriteFile(js, []byte(o), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		png := filepath.Join(dir, tc.name+".png")
+		if _, e, code := run(t, "plot", "--input", js, "--output", png, "--cohorts", "1,2"); code != 0 {
+			t.Fatalf("plot: %s", e)
+		}
+		checkFigureFile(t, png)
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(o), &doc); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := plotSpecFromJSON([]map[string]any{doc}, []string{"1", "2"}, "", "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fig, err := plots.BuildKM(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad := plotstest.CheckKM(spec, fig); len(bad) > 0 {
+			t.Errorf("%s:\n%s", tc.name, strings.Join(bad, "\n"))
+		}
+		if got := strings.Contains(fig.Risk.Heading, "noisy"); got != (tc.name == "p") {
+			t.Errorf("%s: risk heading %q", tc.name, fig.Risk.Heading)
+		}
+	}
+	if _, _, code := run(t, "plot", "--input", filepath.Join(dir, "np.json")); code == 0 {
+		t.Fatal("plot without --output accepted")
+	}
+}
+
+// TestDemoFiguresShareColours: the demo's sanitized-topic figure and its
+// release figure give each label the same colour, whatever order the
+// releases arrive in.
+func TestDemoFiguresShareColours(t *testing.T) {
+	labels := []string{"A", "B", "C"}
+	var np []plots.KMCohort
+	for k, l := range labels {
+		np = append(np, npKMCohort(l, k, survival.KMCurve{Time: []float64{1, 2}, Surv: []float64{0.9, 0.8}, Conf: 0.95}))
+	}
+	var rel []map[string]any
+	for _, l := range []string{"C", "A", "B"} { // arrival order
+		rel = append(rel, map[string]any{"cohort": l, "time": []any{0.0, 1.0}, "surv": []any{0.9, 0.8}, "time_max": 2.0,
+			"epsilon": 1.0, "noise_dominated_from": nil})
+	}
+	a, err := plots.BuildKM(demoSanitizedSpec(np))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := plots.BuildKM(demoReleaseSpec(rel, labels))
+	if err != nil {
+		t.Fatal(err)
+	}
+	colour := func(f plots.Figure) map[string]string {
+		m := map[string]string{}
+		for _, l := range f.Lines {
+			if l.Role == plots.RoleEstimate {
+				m[l.Cohort] = fmt.Sprint(l.Colour)
+			}
+		}
+		return m
+	}
+	ca, cb := colour(a), colour(b)
+	for i, l := range labels {
+		if ca[l] == "" || ca[l] != cb[l] || ca[l] != fmt.Sprint(plots.CohortColour(i)) {
+			t.Errorf("label %s: sanitized %s, release %s", l, ca[l], cb[l])
 		}
 	}
 }
