@@ -64,8 +64,11 @@ type KMSpec struct {
 	Subtitle []string
 	// TimeUnit names the unit of the time axis ("days"); required.
 	TimeUnit string
-	// XMax is the right end of the time axis; 0 = the largest End/Time.
-	XMax float64
+	// XMax is the right end of the time axis (the public time_max of a
+	// private release): used when the curves stop before half of it or
+	// reach past it, or always with XMaxFixed; 0 = the largest End/Time.
+	XMax      float64
+	XMaxFixed bool
 	// Conf is the level of the pointwise intervals (0.95); BandConf the
 	// level of the simultaneous bands, BandMethod a short name of how they
 	// were made ("simulated equal-precision band").
@@ -211,22 +214,27 @@ func BuildKM(s KMSpec) (Figure, error) {
 	}
 	f := Figure{Title: s.Title, Subtitle: append([]string(nil), s.Subtitle...), XLabel: "time (" + s.TimeUnit + ")",
 		YLabel: "survival probability", Notes: append([]string(nil), s.Notes...)}
-	xmax := s.XMax
+	xmax := 0.0
 	for _, c := range s.Cohorts {
 		if err := c.check(); err != nil {
 			return Figure{}, err
 		}
-		if xmax <= 0 {
-			xmax = math.Max(xmax, c.end())
-		}
+		xmax = math.Max(xmax, c.end())
 	}
 	for _, pc := range s.Parametric {
 		if len(pc.Time) != len(pc.Surv) || (pc.Lower != nil && len(pc.Lower) != len(pc.Time)) || (pc.Upper != nil && len(pc.Upper) != len(pc.Time)) {
 			return Figure{}, fmt.Errorf("km figure: %s: parametric curve lengths differ", pc.Label)
 		}
-		if xmax <= 0 && len(pc.Time) > 0 {
-			xmax = pc.Time[len(pc.Time)-1]
+		if len(pc.Time) > 0 {
+			xmax = math.Max(xmax, pc.Time[len(pc.Time)-1])
 		}
+	}
+	// XMax is the axis unless the curves reach further; curves that stop
+	// before half of it are shown against the whole of it.
+	if s.XMax > 0 && (xmax > s.XMax || xmax < s.XMax/2) {
+		xmax = math.Max(xmax, s.XMax)
+	} else if s.XMax > 0 && s.XMaxFixed {
+		xmax = s.XMax
 	}
 	if !(xmax > 0) {
 		xmax = 1
@@ -286,6 +294,9 @@ func BuildKM(s KMSpec) (Figure, error) {
 		if c.LowInformation {
 			name += " (low information)"
 			lowInfo = append(lowInfo, c.Label)
+		}
+		if len(c.Time) == 0 {
+			name += ": no curve released"
 		}
 		f.Legend = append(f.Legend, LegendEntry{Text: name, Colour: col, Sample: "line", Dashes: dash})
 	}
@@ -355,7 +366,7 @@ func BuildKM(s KMSpec) (Figure, error) {
 		}
 	}
 	if len(lowInfo) > 0 {
-		f.Subtitle = append(f.Subtitle, "LOW INFORMATION (low_information): cohort "+joinComma(lowInfo)+" — noise dominates; read with care")
+		f.Subtitle = append(f.Subtitle, "LOW INFORMATION (low_information): cohort "+joinComma(lowInfo)+" — the noise dominates; read with care")
 	}
 	if rt := riskTable(s, f.XTicks); rt != nil {
 		f.Risk = rt

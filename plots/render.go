@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -249,6 +250,5 @@ func wrap(sty draw.TextStyle, s string, w vg.Length) []string {
 }
 
 func trimNum(v float64) string {
-	s := fmt.Sprintf("%g", v)
-	return s
+	return strconv.FormatFloat(v, 'g', 6, 64)
 }

@@ -65,6 +65,7 @@ func privateKMSpec(input, unit string, labels []string, res dpfit.KMResult, time
 		NoisyCounts: true,
 		NoiseNote:   fmt.Sprintf("noise SD of S above %g", dpfit.DefaultNoiseTailSD),
 		BandMethod:  "simulated equal-precision",
+		XMax:        timeMax,
 	}
 	if res.EpsilonTotal != res.Epsilon && res.EpsilonTotal > 0 {
 		s.Title = fmt.Sprintf("Kaplan–Meier by cohort, private release (ε = %g per point, %g in total) — %s", res.Epsilon, res.EpsilonTotal, filepath.Base(input))
@@ -400,6 +401,7 @@ func demoReleaseSpec(releases []map[string]any, labels []string) plots.KMSpec {
 	for _, r := range releases {
 		label := fmt.Sprint(r["cohort"])
 		tm := jsonFloat(r["time_max"])
+		s.XMax = tm
 		s.Cohorts = append(s.Cohorts, releaseKMCohort(r, label, labelPosition(labels, label), tm))
 		if u, ok := r["time_unit"].(string); ok && u != "" {
 			s.TimeUnit = u

@@ -110,6 +110,9 @@ func plotSpecFromJSON(docs []map[string]any, labels []string, aggregate, name st
 		s.TimeUnit = u
 	}
 	timeMax := jsonFloat(head["time_max"])
+	if private && timeMax > 0 {
+		s.XMax = timeMax
+	}
 	for i, r := range rel {
 		label := fmt.Sprint(r["cohort"])
 		pos := i
