@@ -232,3 +232,23 @@ func CheckSVG(t *testing.T, path string) {
 		t.Fatalf("%s: root %v width %q", path, root.XMLName, root.Width)
 	}
 }
+
+// TestAxisCoversEveryCohort: the time axis reaches the latest curve end,
+// whichever cohort has it, and a private figure whose curves stop early is
+// drawn against its whole public horizon.
+func TestAxisCoversEveryCohort(t *testing.T) {
+	short := plots.KMCohort{Label: "1", Time: []float64{0, 10}, Surv: []float64{0.9, 0.8}, End: 20, NoiseFrom: nan()}
+	long := plots.KMCohort{Label: "2", Position: 1, Time: []float64{0, 300}, Surv: []float64{0.9, 0.5}, End: 640, NoiseFrom: nan()}
+	for _, tc := range []struct {
+		xmax, want float64
+	}{{0, 640}, {1100, 640}, {2000, 2000}} {
+		fig, err := plots.BuildKM(plots.KMSpec{TimeUnit: "days", XMax: tc.xmax, Cohorts: []plots.KMCohort{short, long}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// At 1100 the curves reach past half of it: drawn to their end.
+		if fig.XMax != tc.want {
+			t.Errorf("XMax %g: axis to %g, want %g", tc.xmax, fig.XMax, tc.want)
+		}
+	}
+}

@@ -27,7 +27,7 @@ func (f Figure) Write(path string) error {
 		cw = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(FigureWidth, f.Height()), vgimg.UseDPI(FigureDPI),
 			vgimg.UseBackgroundColor(color.White))}
 	case ".svg":
-		cw = vgsvg.New(FigureWidth, f.Height())
+		cw = vgsvg.NewWith(vgsvg.UseWH(FigureWidth, f.Height()), vgsvg.EmbedFonts(true))
 	default:
 		return fmt.Errorf("plot %s: want a .png or .svg file", path)
 	}
@@ -88,7 +88,9 @@ func (f Figure) Draw(c draw.Canvas) error {
 		legW = max(legW, legSty.Width(n))
 	}
 	sample := vg.Points(26)
-	legW = min(legW+sample+vg.Points(10), (c.Max.X-c.Min.X)*0.36)
+	// 30% slack: an SVG viewer that substitutes a wider font must not push
+	// the legend past the edge.
+	legW = min(legW*1.3+sample+vg.Points(10), (c.Max.X-c.Min.X)*0.36)
 	legLeft := c.Max.X - pad - legW
 
 	// Risk table rows at the bottom.
@@ -185,7 +187,7 @@ func (f Figure) Draw(c draw.Canvas) error {
 		}
 		sty := legSty
 		sty.YAlign = draw.YCenter
-		for i, line := range wrap(sty, e.Text, legW-sample) {
+		for i, line := range wrap(sty, e.Text, (legW-sample-vg.Points(10))/1.3) {
 			if i > 0 {
 				ly -= rowH * 0.9
 			}

@@ -254,6 +254,11 @@ func plotWeibullNonPrivate(path, input, unit, only string, pos int, tt []float64
 // curve: the exact one would publish the private data and a private one
 // would spend more budget; the figure says so.
 func plotWeibullPrivate(path, input, unit, only string, pos int, fit dpfit.WeibullFit, timeMax float64, out map[string]any) error {
+	return writeFigure(path, weibullPrivateSpec(input, unit, only, pos, fit, timeMax, out))
+}
+
+// weibullPrivateSpec is the figure plotWeibullPrivate draws.
+func weibullPrivateSpec(input, unit, only string, pos int, fit dpfit.WeibullFit, timeMax float64, out map[string]any) plots.KMSpec {
 	label := plotLabel(only)
 	var band func(float64) (float64, float64)
 	bandName := ""
@@ -285,7 +290,7 @@ func plotWeibullPrivate(path, input, unit, only string, pos int, fit dpfit.Weibu
 	if lowInformationFlag(out) {
 		s.Subtitle = append(s.Subtitle, "LOW INFORMATION (low_information): noise dominates this release; read with care")
 	}
-	return writeFigure(path, s)
+	return s
 }
 
 // asFloat reads a number of a fit's JSON fields (float64 or

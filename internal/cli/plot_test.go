@@ -321,3 +321,68 @@ func TestDemoFiguresShareColours(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsFiguresRegenerated: every figure docs/figures.md shows is
+// written by scripts/figures.sh (its regeneration command, which doccmd
+// runs) and is in docs/img as a PNG at least 1600 px wide or an SVG.
+func TestDocsFiguresRegenerated(t *testing.T) {
+	root := filepath.Dir(datasets.Dir(t))
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "figures.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join(root, "scripts", "figures.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := 0
+	for _, line := range strings.Split(string(doc), "\n") {
+		i := strings.Index(line, "](img/")
+		if i < 0 {
+			continue
+		}
+		name := strings.TrimSuffix(line[i+len("](img/"):], ")")
+		shown++
+		if !strings.Contains(string(script), "/"+name+"\"") && !strings.Contains(string(script), "/"+name) {
+			t.Errorf("docs/figures.md shows img/%s, which scripts/figures.sh does not write", name)
+		}
+		checkFigureFile(t, filepath.Join(root, "docs", "img", name))
+	}
+	if shown < 8 {
+		t.Fatalf("docs/figures.md shows %d figures", shown)
+	}
+}
+
+// TestWeibullFigureLowInformation: a private Weibull release whose JSON
+// carries low_information: true (issue 19 item 5) is marked in the
+// figure's subtitle; without the field, or false, it is not. The band is
+// the interval rectangle's envelope when the intervals are present.
+func TestWeibullFigureLowInformation(t *testing.T) {
+	fit := dpfit.WeibullFit{Shape: 1.3, Scale: 0.4, Method: "lsp", Epsilon: 1, Guarantee: "pure-dp", Neighbouring: "add/remove-one"}
+	for _, tc := range []struct {
+		out  map[string]any
+		flag bool
+	}{
+		{map[string]any{}, false},
+		{map[string]any{"low_information": false}, false},
+		{map[string]any{"low_information": true, "shape_lower": schemas.NullableFloat(1), "shape_upper": schemas.NullableFloat(1.6),
+			"scale_lower": schemas.NullableFloat(0.3), "scale_upper": schemas.NullableFloat(0.5)}, true},
+	} {
+		s := weibullPrivateSpec("x.csv", "days", "", -1, fit, 1000, tc.out)
+		fig, err := plots.BuildKM(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(strings.Join(fig.Subtitle, "\n"), "low_information")
+		if got != tc.flag {
+			t.Errorf("out %v: flagged %v", tc.out, got)
+		}
+		hasBand := len(s.Parametric[0].Lower) > 0
+		if _, ok := tc.out["shape_lower"]; ok != hasBand {
+			t.Errorf("out %v: band %v", tc.out, hasBand)
+		}
+		if len(s.Cohorts) != 0 {
+			t.Error("a private Weibull figure draws a Kaplan–Meier curve")
+		}
+	}
+}
