@@ -325,7 +325,11 @@ func BuildKM(s KMSpec) (Figure, error) {
 		f.Legend = append(f.Legend, LegendEntry{Text: "", Sample: ""})
 	}
 	if anyPointwise {
-		f.Legend = append(f.Legend, LegendEntry{Text: pct(conf) + " pointwise CI (shaded)", Colour: grey, Sample: "area"})
+		txt := pct(conf) + " pointwise CI (shaded)"
+		if len(s.Parametric) > 0 {
+			txt = pct(conf) + " pointwise CI of Kaplan–Meier (shaded)"
+		}
+		f.Legend = append(f.Legend, LegendEntry{Text: txt, Colour: grey, Sample: "area"})
 	}
 	if anyBand {
 		bc := s.BandConf
@@ -355,18 +359,22 @@ func BuildKM(s KMSpec) (Figure, error) {
 		}
 		f.Legend = append(f.Legend, LegendEntry{Text: txt, Colour: grey, Sample: "mark"})
 	}
-	if len(s.Parametric) > 0 {
+	if len(s.Parametric) > 0 && !s.NoKM { // with NoKM the curves have their own entries
 		name := s.ParametricName
 		if name == "" {
 			name = "parametric fit"
 		}
 		f.Legend = append(f.Legend, LegendEntry{Text: name + " (dashed)", Colour: grey, Sample: "dashed", Dashes: []vg.Length{vg.Points(6), vg.Points(3)}})
-		if s.ParametricBand != "" {
-			f.Legend = append(f.Legend, LegendEntry{Text: s.ParametricBand + " (shaded)", Colour: grey, Sample: "area"})
-		}
+	}
+	if len(s.Parametric) > 0 && s.ParametricBand != "" {
+		f.Legend = append(f.Legend, LegendEntry{Text: "shaded: " + s.ParametricBand, Colour: grey, Sample: "area"})
 	}
 	if len(lowInfo) > 0 {
-		f.Subtitle = append(f.Subtitle, "LOW INFORMATION (low_information): cohort "+joinComma(lowInfo)+" — the noise dominates; read with care")
+		word := "cohort "
+		if len(lowInfo) > 1 {
+			word = "cohorts "
+		}
+		f.Subtitle = append(f.Subtitle, "LOW INFORMATION (low_information): "+word+joinComma(lowInfo)+" — the noise dominates; read with care")
 	}
 	if rt := riskTable(s, f.XTicks); rt != nil {
 		f.Risk = rt

@@ -34,6 +34,9 @@ $dpsurv fit km --input data/flchain_tte.csv --cohorts $flchain --epsilon 1 --tim
 $dpsurv fit weibull --input data/lung_tte.csv --cohorts 1,2 --cohort 1 --epsilon inf --plot "$out/fig_weibull_lung_reference.png" >/dev/null
 $dpsurv fit weibull --input data/flchain_tte.csv --cohorts $flchain --epsilon 1 --time-max 5500 --plot "$out/fig_weibull_flchain_private.png" >/dev/null
 
+# The discrete-time model's survival at the covariates' centre over KM.
+$dpsurv fit discrete --input data/lung_tte.csv --cohorts 1,2 --covariates age,ph.ecog --centre 62,1 --scale 40,4 --epsilon inf --plot "$out/fig_discrete_lung_reference.png" >/dev/null
+
 # The demo's two figures (synthetic cohort A, B, C).
 demo=$(mktemp -d)
 $dpsurv demo --out-dir "$demo" >/dev/null

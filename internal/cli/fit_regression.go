@@ -51,7 +51,12 @@ func fitDiscrete(env Env, args []string) error {
 	fs.Float64Var(&ps.Mu, "psgld-mu", 0, "psgld: preconditioner decay mu (0: 0.99)")
 	fs.Float64Var(&ps.StepScale, "psgld-step-scale", 0, "psgld: step scale a in a (b+t)^-tau (0: 1/n)")
 	fs.Float64Var(&ps.StepOffset, "psgld-step-offset", 0, "psgld: step offset b")
+	plot := fs.String("plot", "", plotFlagHelp)
+	unit := fs.String("time-unit", "days", timeUnitHelp)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := unitOK(*unit); err != nil {
 		return err
 	}
 	if err := c.check(env, "discrete", timeMax); err != nil {
@@ -109,6 +114,11 @@ func fitDiscrete(env Env, args []string) error {
 	res, err := regression.FitDiscrete(regression.Data{Time: d.Time, Event: d.Event, X: d.Covariates}, opts, dp.NewSecureSource())
 	if err != nil {
 		return fmt.Errorf("fit discrete: %w", err)
+	}
+	if *plot != "" {
+		if err := plotDiscrete(*plot, *c.input, *unit, res, d); err != nil {
+			return err
+		}
 	}
 	return printJSON(env.Stdout, res)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/plots"
+	"github.com/dpsurv/dpsurv/regression"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/survival"
 )
@@ -424,4 +426,100 @@ func demoReleaseSpec(releases []map[string]any, labels []string) plots.KMSpec {
 	s.Title = fmt.Sprintf("Central DP Kaplan–Meier release of one window (ε = %g per cohort)", eps)
 	s.Subtitle = []string{fmt.Sprintf("%s, %s; everything drawn is the release (noisy counts, noise-aware intervals).", method, guarantee)}
 	return s
+}
+
+// discreteBaseline is the survival curve of a discrete-time fit at the
+// covariates' public centre (scaled x = 0): hazard h_s = g^-1(alpha'A_s)
+// in interval s of q, S(s·time_max/q) = prod_{j<=s} (1 - h_j), drawn as
+// steps at the interval ends. Post-processing of the released alpha.
+func discreteBaseline(res regression.DiscreteResult) (plots.ParametricCurve, error) {
+	q, e, tm := res.Intervals, res.Knots, res.TimeMax
+	if !(tm > 0) || len(res.Alpha) != e {
+		return plots.ParametricCurve{}, fmt.Errorf("discrete figure: need time_max > 0 and %d alpha values, have %v and %d", e, tm, len(res.Alpha))
+	}
+	basis, err := regression.SplineBasis(q, e)
+	if err != nil {
+		return plots.ParametricCurve{}, fmt.Errorf("discrete figure: %w", err)
+	}
+	inv := func(z float64) float64 {
+		switch res.Link {
+		case regression.LinkCloglog:
+			return -math.Expm1(-math.Exp(z))
+		case regression.LinkProbit:
+			return 0.5 * math.Erfc(-z/math.Sqrt2)
+		default:
+			return 1 / (1 + math.Exp(-z))
+		}
+	}
+	pc := plots.ParametricCurve{Label: "discrete-time model", Position: -1, Time: []float64{0}, Surv: []float64{1}}
+	surv := 1.0
+	for s := 1; s <= q; s++ {
+		z := 0.0
+		for j, a := range res.Alpha {
+			z += a * basis[s-1][j]
+		}
+		t := float64(s) * tm / float64(q)
+		pc.Time = append(pc.Time, t)
+		pc.Surv = append(pc.Surv, surv)
+		surv *= 1 - inv(z)
+		pc.Time = append(pc.Time, t)
+		pc.Surv = append(pc.Surv, surv)
+	}
+	return pc, nil
+}
+
+// plotDiscrete draws `fit discrete --plot`: the fitted survival curve at
+// the covariates' centre; for the non-private fit over the Kaplan–Meier
+// curve of all records, for a private one alone (the exact KM would
+// publish the records).
+func plotDiscrete(path, input, unit string, res regression.DiscreteResult, d fileData) error {
+	pc, err := discreteBaseline(res)
+	if err != nil {
+		return err
+	}
+	centre := "the covariates' public centre"
+	if len(res.Scaling.Centre) > 0 {
+		centre = fmt.Sprintf("the covariates' centre %v", res.Scaling.Centre)
+	}
+	s := plots.KMSpec{
+		TimeUnit:       unit,
+		Parametric:     []plots.ParametricCurve{pc},
+		ParametricName: fmt.Sprintf("discrete-time %s model (%d intervals), survival at %s", res.Link, res.Intervals, centre),
+	}
+	if res.Guarantee == "none (non-private)" {
+		km, err := survival.KaplanMeier(d.Time, d.Event, 0.95)
+		if err != nil {
+			return fmt.Errorf("plot: km: %w", err)
+		}
+		s.Title = "Discrete-time survival model over Kaplan–Meier, non-private reference — " + filepath.Base(input)
+		s.Subtitle = []string{"Exact estimates from the records (no privacy). The model curve is for a subject at the covariates' centre; the KM pools every record."}
+		s.Cohorts = []plots.KMCohort{npKMCohort("all records", -1, km)}
+		s.Conf = km.Conf
+		s.XMax = res.TimeMax
+		s.XMaxFixed = true
+	} else {
+		s.Parametric[0].Label = s.ParametricName
+		s.Title = fmt.Sprintf("Discrete-time survival model, private release (%s) — %s", res.Method, filepath.Base(input))
+		s.Subtitle = []string{fmt.Sprintf("%s, %s: the curve is post-processing of the released alpha.", res.Guarantee, shortClause(res.Neighbouring))}
+		s.NoKM = true
+		s.Notes = []string{"No Kaplan–Meier curve is drawn: the exact curve would publish the private records."}
+	}
+	if lowInformationOf(res) {
+		s.Subtitle = append(s.Subtitle, "LOW INFORMATION (low_information): noise dominates this release; read with care")
+	}
+	return writeFigure(path, s)
+}
+
+// lowInformationOf reads the low_information flag of a release struct
+// through its JSON form (false when the struct has no such field).
+func lowInformationOf(v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return false
+	}
+	return lowInformationFlag(m)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/dpsurv/dpsurv/internal/datasets"
 	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/plots/plotstest"
+	"github.com/dpsurv/dpsurv/regression"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/survival"
 )
@@ -383,6 +384,50 @@ func TestWeibullFigureLowInformation(t *testing.T) {
 		}
 		if len(s.Cohorts) != 0 {
 			t.Error("a private Weibull figure draws a Kaplan–Meier curve")
+		}
+	}
+}
+
+// TestFitDiscretePlot: `fit discrete --plot` draws the model's survival
+// at the covariates' centre (over the KM for the non-private fit); the
+// curve is the product of (1 - hazard) over the intervals of the released
+// alpha, checked here against a direct computation at the last interval.
+func TestFitDiscretePlot(t *testing.T) {
+	dir := t.TempDir()
+	lung := datasets.Path(t, "lung_tte.csv")
+	base := []string{"fit", "discrete", "--input", lung, "--cohorts", "1,2", "--covariates", "age,ph.ecog", "--centre", "62,1", "--scale", "40,4"}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"np.png", []string{"--epsilon", "inf"}},
+		{"p.png", []string{"--epsilon", "2", "--time-max", "1100"}},
+	} {
+		p := filepath.Join(dir, tc.name)
+		o, e, code := run(t, append(append(append([]string(nil), base...), "--plot", p), tc.args...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.name, code, e)
+		}
+		checkFigureFile(t, p)
+		var res regression.DiscreteResult
+		if err := json.Unmarshal([]byte(o), &res); err != nil {
+			t.Fatal(err)
+		}
+		pc, err := discreteBaseline(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		basis, _ := regression.SplineBasis(res.Intervals, res.Knots)
+		want := 1.0
+		for s := range basis {
+			z := 0.0
+			for j, a := range res.Alpha {
+				z += a * basis[s][j]
+			}
+			want *= 1 - 1/(1+math.Exp(-z))
+		}
+		if got := pc.Surv[len(pc.Surv)-1]; math.Abs(got-want) > 1e-12 || pc.Time[len(pc.Time)-1] != res.TimeMax {
+			t.Errorf("%s: S(%g) = %g, want %g at %g", tc.name, pc.Time[len(pc.Time)-1], got, want, res.TimeMax)
 		}
 	}
 }
