@@ -44,6 +44,11 @@ type KMCohort struct {
 	// LowInformation marks a cohort whose release is flagged
 	// low_information (named in the legend and subtitle).
 	LowInformation bool
+	// Legend replaces the legend text ("cohort " + Label); Dashed draws
+	// the curve dashed whatever its position (a comparison figure's
+	// reference curve in its cohort's colour).
+	Legend string
+	Dashed bool
 }
 
 // ParametricCurve is a fitted survival curve (a Weibull fit) overlaid on
@@ -251,6 +256,9 @@ func BuildKM(s KMSpec) (Figure, error) {
 	for _, c := range s.Cohorts {
 		col := CohortColour(c.Position)
 		dash := CohortDashes(c.Position)
+		if c.Dashed {
+			dash = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
 		end := c.end()
 		if c.Lower != nil && c.Upper != nil {
 			for _, poly := range bandPolygons(c.Time, c.Lower, c.Upper, end) {
@@ -290,6 +298,9 @@ func BuildKM(s KMSpec) (Figure, error) {
 		name := "cohort " + c.Label
 		if c.Position < 0 {
 			name = c.Label
+		}
+		if c.Legend != "" {
+			name = c.Legend
 		}
 		if c.LowInformation {
 			name += " (low information)"
