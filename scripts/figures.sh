@@ -24,7 +24,6 @@ flchain=1,2,3,4,5,6,7,8,9,10
 
 # Kaplan–Meier: the non-private reference and private releases.
 $dpsurv fit km --input data/lung_tte.csv --epsilon inf --plot "$out/fig_km_lung_reference.png" >/dev/null
-$dpsurv fit km --input data/lung_tte.csv --epsilon inf --plot "$out/fig_km_lung_reference.svg" >/dev/null
 $dpsurv fit km --input data/lung_tte.csv --cohorts 1,2 --epsilon 1 --time-max 1100 --plot "$out/fig_km_lung_private.png" >/dev/null
 $dpsurv fit km --input data/lung_tte.csv --cohorts 1,2 --epsilon 0.1 --time-max 1100 --plot "$out/fig_km_lung_private_eps0.1.png" >/dev/null
 $dpsurv fit km --input data/flchain_tte.csv --epsilon inf --cohorts $flchain --plot "$out/fig_km_flchain_reference.png" >/dev/null
