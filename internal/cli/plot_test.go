@@ -431,3 +431,39 @@ func TestFitDiscretePlot(t *testing.T) {
 		}
 	}
 }
+
+// TestPlotSpecFromFitTopic: with fit-topic messages, `dpsurv plot` draws
+// the latest window of one km aggregate, each label in its list
+// position's colour, with noisy counts labelled as such.
+func TestPlotSpecFromFitTopic(t *testing.T) {
+	msg := func(label string, window float64, agg string) map[string]any {
+		return map[string]any{"kind": "km", "aggregate": agg, "cohort": label, "window_start_unix": window, "epsilon": 1.0,
+			"guarantee": "pure-dp", "method": "hierarchical-histogram-km", "time_unit": "months", "time_max": 100.0,
+			"time": []any{0.0, 10.0, 20.0}, "surv": []any{0.95, 0.9, 0.8}, "n_risk": []any{50.0, 40.0, 30.0},
+			"noise_dominated_from": 20.0, "truncated_at": nil}
+	}
+	docs := []map[string]any{msg("B", 1, "km"), msg("A", 1, "km"), msg("B", 2, "km"), msg("A", 2, "km"), msg("C", 2, "other"),
+		{"kind": "weibull", "aggregate": "w"}}
+	spec, err := plotSpecFromJSON(docs, []string{"A", "B", "C"}, "", "topic.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Cohorts) != 2 || spec.TimeUnit != "months" || !spec.NoisyCounts {
+		t.Fatalf("cohorts %d, unit %q, noisy %v", len(spec.Cohorts), spec.TimeUnit, spec.NoisyCounts)
+	}
+	for _, c := range spec.Cohorts {
+		if want := map[string]int{"A": 0, "B": 1}[c.Label]; c.Position != want {
+			t.Errorf("label %s at position %d, want %d", c.Label, c.Position, want)
+		}
+	}
+	fig, err := plots.BuildKM(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := plotstest.CheckKM(spec, fig); len(bad) > 0 {
+		t.Error(strings.Join(bad, "\n"))
+	}
+	if _, err := plotSpecFromJSON([]map[string]any{{"kind": "weibull"}}, nil, "", "x"); err == nil {
+		t.Error("a file without a km curve was accepted")
+	}
+}
