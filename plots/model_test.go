@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
 	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/plots/plotstest"
 )
@@ -250,5 +254,42 @@ func TestAxisCoversEveryCohort(t *testing.T) {
 		if fig.XMax != tc.want {
 			t.Errorf("XMax %g: axis to %g, want %g", tc.xmax, fig.XMax, tc.want)
 		}
+	}
+}
+
+// TestLayoutLegendOutsideData: the legend column lies right of the data
+// area and the number-at-risk table under it (under the time axis), for
+// ten cohorts with long legend texts; every part stays on the canvas.
+func TestLayoutLegendOutsideData(t *testing.T) {
+	var cs []plots.KMCohort
+	for i := 0; i < 10; i++ {
+		cs = append(cs, plots.KMCohort{Label: fmt.Sprint(i + 1), Position: i, Time: []float64{0, 100, 200}, Surv: []float64{0.9, 0.7, 0.5},
+			Lower: []float64{0.8, 0.6, 0.4}, Upper: []float64{1, 0.8, 0.6}, BandLower: []float64{0.7, 0.5, 0.3}, BandUpper: []float64{1, 0.9, 0.7},
+			NRisk: []float64{100, 80, 60}, NCensor: []float64{1, 1, 1}, NoiseFrom: 100, End: 300, LowInformation: i == 3})
+	}
+	fig, err := plots.BuildKM(plots.KMSpec{Title: "ten cohorts", TimeUnit: "days", NoisyCounts: true, BandMethod: "simulated equal-precision",
+		NoiseNote: "noise SD of S above 0.05", Cohorts: cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := vgimg.NewWith(vgimg.UseWH(plots.FigureWidth, fig.Height()), vgimg.UseDPI(plots.FigureDPI))
+	dc := draw.New(c)
+	lay, err := fig.Draw(dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(lay.Legend.Min.X >= lay.Data.Max.X) {
+		t.Errorf("legend from x = %v overlaps the data area to %v", lay.Legend.Min.X, lay.Data.Max.X)
+	}
+	if !(lay.Risk.Max.Y <= lay.Data.Min.Y) {
+		t.Errorf("risk table top %v above the data area's bottom %v", lay.Risk.Max.Y, lay.Data.Min.Y)
+	}
+	for name, r := range map[string]vg.Rectangle{"data": lay.Data, "legend": lay.Legend, "risk": lay.Risk} {
+		if r.Min.X < dc.Min.X || r.Max.X > dc.Max.X || r.Min.Y < dc.Min.Y || r.Max.Y > dc.Max.Y {
+			t.Errorf("%s %v outside the canvas %v", name, r, dc.Rectangle)
+		}
+	}
+	if lay.Legend.Max.Y-lay.Legend.Min.Y < vg.Points(10*9) {
+		t.Errorf("legend %v too short for ten cohorts", lay.Legend)
 	}
 }

@@ -31,7 +31,7 @@ func (f Figure) Write(path string) error {
 	default:
 		return fmt.Errorf("plot %s: want a .png or .svg file", path)
 	}
-	if err := f.Draw(draw.New(cw)); err != nil {
+	if _, err := f.Draw(draw.New(cw)); err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
 	out, err := os.Create(path)
@@ -53,10 +53,18 @@ func textStyle(size vg.Length, col color.Color) draw.TextStyle {
 		XAlign: draw.XLeft, YAlign: draw.YTop}
 }
 
+// Layout is where Draw put the parts of a figure, in canvas coordinates:
+// the data area (inside the axes), the legend column (its entries' extent)
+// and the number-at-risk table (empty without one).
+type Layout struct {
+	Data, Legend, Risk vg.Rectangle
+}
+
 // Draw renders the figure on c: title and subtitle at the top, the legend
 // in a column right of the data, the number-at-risk table under the time
-// axis, aligned with its ticks.
-func (f Figure) Draw(c draw.Canvas) error {
+// axis, aligned with its ticks. It returns where each part went.
+func (f Figure) Draw(c draw.Canvas) (Layout, error) {
+	var lay Layout
 	black := color.NRGBA{0, 0, 0, 255}
 	pad := vg.Points(10)
 	titleSty := textStyle(vg.Points(13), black)
@@ -131,6 +139,7 @@ func (f Figure) Draw(c draw.Canvas) error {
 	plotArea := draw.Crop(c, pad+labW, -(c.Max.X - legLeft + pad), bottom-c.Min.Y, -(c.Max.Y - top))
 	p.Draw(plotArea)
 	dc := p.DataCanvas(plotArea)
+	lay.Data = dc.Rectangle
 	tx, ty := p.Transforms(&dc)
 	toVG := func(pts []Pt) []vg.Point {
 		out := make([]vg.Point, len(pts))
@@ -165,6 +174,7 @@ func (f Figure) Draw(c draw.Canvas) error {
 
 	// Legend.
 	ly := top - vg.Points(4)
+	lay.Legend = vg.Rectangle{Min: vg.Point{X: legLeft, Y: ly}, Max: vg.Point{X: legLeft + legW, Y: ly}}
 	for _, e := range f.Legend {
 		if e.Text == "" && e.Sample == "" {
 			ly -= rowH * 0.6
@@ -195,6 +205,7 @@ func (f Figure) Draw(c draw.Canvas) error {
 		}
 		ly -= rowH
 	}
+	lay.Legend.Min.Y = ly
 	if len(f.Notes) > 0 {
 		ly -= rowH * 0.6
 		ns := textStyle(vg.Points(8), color.NRGBA{0x40, 0x40, 0x40, 255})
@@ -210,6 +221,7 @@ func (f Figure) Draw(c draw.Canvas) error {
 	if f.Risk != nil {
 		hs := textStyle(vg.Points(9), black)
 		ry := c.Min.Y + pad + riskH
+		lay.Risk = vg.Rectangle{Min: vg.Point{X: c.Min.X + pad, Y: c.Min.Y + pad}, Max: vg.Point{X: tx(f.XMax), Y: ry}}
 		c.FillText(hs, vg.Point{X: dc.Min.X, Y: ry}, f.Risk.Heading)
 		ry -= rowH * 1.3
 		for _, r := range f.Risk.Rows {
@@ -226,7 +238,7 @@ func (f Figure) Draw(c draw.Canvas) error {
 			ry -= rowH
 		}
 	}
-	return nil
+	return lay, nil
 }
 
 // wrap breaks s into lines no wider than w.
