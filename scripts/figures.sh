@@ -7,13 +7,14 @@
 #
 #   scripts/figures.sh            # or: make figures
 #
-# Uses `dpsurv` from PATH, or builds it.
+# Builds dpsurv from this checkout (an older dpsurv on PATH would draw
+# older figures); DPSURV=path/to/dpsurv uses that binary instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=docs/img
 mkdir -p "$out"
-if command -v dpsurv >/dev/null 2>&1; then
-  dpsurv=dpsurv
+if [ -n "${DPSURV:-}" ]; then
+  dpsurv=$DPSURV
 else
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
