@@ -2,10 +2,14 @@
 GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: demo test check unit stats helm build bench
+.PHONY: demo test check unit stats helm build bench figures
 
 demo:
 	$(GO) run ./cmd/dpsurv demo
+
+# figures: the figures of docs/figures.md, redrawn into docs/img.
+figures:
+	scripts/figures.sh
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/dpsurv ./cmd/dpsurv

@@ -2,12 +2,17 @@ package plots
 
 import (
 	"fmt"
+	"image/color"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Series is one line of a line plot.
@@ -45,13 +50,29 @@ func WriteLines(path, title, xlabel, ylabel string, logX bool, series []Series) 
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", s.Label, err)
 		}
-		col := palette[i%len(palette)]
+		col := CohortColour(i)
+		line.Dashes = CohortDashes(i)
 		line.Color, points.Color = col, col
 		line.Width = vg.Points(1.5)
 		p.Add(line, points)
 		p.Legend.Add(s.Label, line, points)
 	}
-	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
+	var cw vg.CanvasWriterTo
+	if ext == ".png" {
+		cw = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(FigureWidth, FigureHeight), vgimg.UseDPI(FigureDPI), vgimg.UseBackgroundColor(color.White))}
+	} else {
+		cw = vgsvg.NewWith(vgsvg.UseWH(FigureWidth, FigureHeight), vgsvg.EmbedFonts(true))
+	}
+	p.Draw(draw.New(cw))
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	if _, err := cw.WriteTo(out); err != nil {
+		out.Close()
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	if err := out.Close(); err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
 	return nil

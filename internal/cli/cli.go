@@ -35,6 +35,7 @@ func commands() []command {
 		{"broker", "the embedded Kafka-protocol broker: --listen 127.0.0.1:9092 [--data-dir DIR]", runBroker},
 		{"sanitize", "per-record mechanisms on a file: --input F --output G [mechanism flags]", runSanitize},
 		{"fit", "one fit on a file: fit km|weibull|discrete|cox --input F --epsilon E|inf", runFit},
+		{"plot", "draw a saved km fit (fit km JSON or fit-topic messages): --input F --output FIG.png|svg", runPlot},
 		{"audit", "attack precision and utility: --original F --sanitized G [--json]", runAudit},
 		{"gen", "synthetic time-to-event data: --n N --output F", runGen},
 		{"bench", "stream throughput against a passthrough on the embedded broker [--json]", runBench},

@@ -179,7 +179,7 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", *outDir, err)
 	}
-	var curves []plots.Curve
+	var curves []plots.KMCohort
 	for k, label := range cohorts {
 		var tt []float64
 		var ee []bool
@@ -197,15 +197,15 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 			return fmt.Errorf("km %s: %w", label, err)
 		}
 		fmt.Fprintf(out, "  cohort %-6s n=%-6d median survival %s\n", label, len(tt), fmtMedian(km.Median, km.MedianLower, km.MedianUpper))
-		curves = append(curves, plots.Curve{Label: "cohort " + label + " (sanitized)", Time: km.Time, Surv: km.Surv, Lower: km.Lower, Upper: km.Upper})
+		curves = append(curves, npKMCohort(label, k, km))
 	}
 	plotPath := filepath.Join(*outDir, "km_sanitized.png")
-	if err := plots.WriteKM(plotPath, "Kaplan–Meier on the sanitized stream (local DP)", "days", curves); err != nil {
+	if err := writeFigure(plotPath, demoSanitizedSpec(curves)); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\nplot: %s\n", plotPath)
 	if fits != nil {
-		if err := printReleases(out, releases, *outDir); err != nil {
+		if err := printReleases(out, releases, *outDir, cohorts); err != nil {
 			return err
 		}
 	}
@@ -265,7 +265,7 @@ func (f *fitCollector) until(ctx context.Context, endUnix int64, perWindow int) 
 	return out, nil
 }
 
-func printReleases(w io.Writer, releases []map[string]any, outDir string) error {
+func printReleases(w io.Writer, releases []map[string]any, outDir string, cohorts []string) error {
 	fmt.Fprintln(w, "\ncentral releases on the fit topic (one per aggregate, window and cohort; charged to the privacy ledger first):")
 	f := func(v any) string {
 		switch x := v.(type) {
@@ -309,34 +309,8 @@ func printReleases(w io.Writer, releases []map[string]any, outDir string) error 
 	if bestWindow == "" {
 		return nil
 	}
-	var curves []plots.Curve
-	for _, r := range best[bestWindow] {
-		c := plots.Curve{Label: fmt.Sprintf("cohort %v (DP)", r["cohort"])}
-		for _, name := range []string{"time", "surv", "lower", "upper"} {
-			arr, _ := r[name].([]any)
-			vals := make([]float64, len(arr))
-			for i, v := range arr {
-				if x, ok := v.(float64); ok {
-					vals[i] = x
-				} else {
-					vals[i] = math.NaN()
-				}
-			}
-			switch name {
-			case "time":
-				c.Time = vals
-			case "surv":
-				c.Surv = vals
-			case "lower":
-				c.Lower = vals
-			case "upper":
-				c.Upper = vals
-			}
-		}
-		curves = append(curves, c)
-	}
 	path := filepath.Join(outDir, "km_release.png")
-	if err := plots.WriteKM(path, "DP Kaplan–Meier release (central, hierarchical noise, epsilon = 1)", "days", curves); err != nil {
+	if err := writeFigure(path, demoReleaseSpec(best[bestWindow], cohorts)); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "plot of the largest window's KM release: %s\n", path)

@@ -322,8 +322,12 @@ func fitKM(env Env, args []string) error {
 	binWidth := fs.Float64("bin-width", 0, "time bin width of the private histogram (time units; default time-max/150)")
 	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit; optional with --epsilon inf): a time beyond it counts as censored at it")
 	method := fs.String("method", "hierarchical", "private method: hierarchical (tree noise on the histogram, the default), histogram (noisy histogram), lnte (baseline; epsilon per time point), or rrr (the input is a sanitized file whose cohort labels went through RRR at --epsilon: debiased KM, no new budget)")
-	plot := fs.String("plot", "", "also draw the curves to this .png or .svg file")
+	plot := fs.String("plot", "", plotFlagHelp)
+	unit := fs.String("time-unit", "days", timeUnitHelp)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := unitOK(*unit); err != nil {
 		return err
 	}
 	if err := c.check(env, "km", timeMax); err != nil {
@@ -342,9 +346,10 @@ func fitKM(env Env, args []string) error {
 		*binWidth = dpfit.DefaultBinWidth(*timeMax)
 	}
 	out := map[string]any{"epsilon": jsonEpsilon(c.eps.v), "bin_width": *binWidth}
-	var curves []plots.Curve
-	title := ""
+	var fig plots.KMSpec
 	if c.eps.inf() {
+		var curves []plots.KMCohort
+		conf := 0.95
 		out["method"] = "km"
 		out["guarantee"] = "none (non-private)"
 		out["neighbouring"] = neighbouringNone
@@ -382,8 +387,10 @@ func fitKM(env Env, args []string) error {
 			cj := kmCurveJSON(label, km)
 			cj.ConfType = dpfit.ConfTypeLog
 			cs = append(cs, cj)
-			curves = append(curves, plots.Curve{Label: label, Time: km.Time, Surv: km.Surv, Lower: km.Lower, Upper: km.Upper})
+			curves = append(curves, npKMCohort(label, k, km))
+			conf = km.Conf
 		}
+		fig = nonPrivateKMSpec(*c.input, *unit, curves, conf)
 		out["cohorts"] = cs
 		if len(labels) >= 2 {
 			lr, err := survival.LogRankTest(d.Time, d.Event, group, len(labels))
@@ -397,7 +404,6 @@ func fitKM(env Env, args []string) error {
 			out["logrank"] = map[string]any{"chisq": num(lr.ChiSq), "df": lr.DF, "p": num(lr.P), "p_upper": nil,
 				"calibration": dpfit.LogRankCalibrationExact, "pairwise": pairwiseJSON(labels, pw, 0)}
 		}
-		title = "Kaplan–Meier (non-private)"
 	} else {
 		h, err := dpfit.NewHistogram(*binWidth, *timeMax, len(labels))
 		if err != nil {
@@ -467,8 +473,8 @@ func fitKM(env Env, args []string) error {
 				m.NoiseStdErr = &ns
 			}
 			cs = append(cs, m)
-			curves = append(curves, splitNoiseTail(labels[ck.Cohort], ck)...)
 		}
+		fig = privateKMSpec(*c.input, *unit, labels, res, *timeMax)
 		out["cohorts"] = cs
 		if len(labels) >= 2 {
 			var df any
@@ -489,10 +495,9 @@ func fitKM(env Env, args []string) error {
 			}
 			out["logrank"] = lr
 		}
-		title = fmt.Sprintf("Kaplan–Meier, %s, epsilon = %g (%s)", res.Method, c.eps.v, res.Guarantee)
 	}
 	if *plot != "" {
-		if err := plots.WriteKM(*plot, title, "time", curves); err != nil {
+		if err := writeFigure(*plot, fig); err != nil {
 			return err
 		}
 	}
@@ -540,7 +545,12 @@ func fitWeibull(env Env, args []string) error {
 	method := fs.String("method", "lsp", "lsp (LSP + TLL), laplace or saa (baselines)")
 	only := fs.String("cohort", "", "fit only this cohort (default: all records)")
 	isims := fs.Int("interval-sims", 0, "simulated releases per candidate shape behind the noise-aware shape/scale intervals (lsp; 0 = default, negative = no intervals)")
+	plot := fs.String("plot", "", plotFlagHelp)
+	unit := fs.String("time-unit", "days", timeUnitHelp)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := unitOK(*unit); err != nil {
 		return err
 	}
 	if err := c.check(env, "weibull", timeMax); err != nil {
@@ -632,6 +642,11 @@ func fitWeibull(env Env, args []string) error {
 		if err := weibullWaldFields(out, cm, cfg, fit); err != nil {
 			return err
 		}
+		if *plot != "" {
+			if err := plotWeibullNonPrivate(*plot, *c.input, *unit, *only, want, tt, ee, fit, tmax, cfg.Omega, out); err != nil {
+				return err
+			}
+		}
 		return emitFit(env.Stdout, *c.format, "weibull", out)
 	}
 	if !(*timeMax > 0) {
@@ -666,26 +681,10 @@ func fitWeibull(env Env, args []string) error {
 	out["time_max"] = *timeMax
 	out["time_unit"] = spec.TimeUnit
 	out["scale_unit"] = weibullScaleUnit
-	return emitFit(env.Stdout, *c.format, "weibull", out)
-}
-
-// splitNoiseTail draws a private curve solid up to its noise-dominated tail
-// and dashed after it (CohortKM.NoiseDominatedFrom).
-func splitNoiseTail(label string, ck dpfit.CohortKM) []plots.Curve {
-	cv := ck.Curve
-	cut := len(cv.Time)
-	if !math.IsNaN(ck.NoiseDominatedFrom) {
-		for i, t := range cv.Time {
-			if t >= ck.NoiseDominatedFrom {
-				cut = i
-				break
-			}
+	if *plot != "" {
+		if err := plotWeibullPrivate(*plot, *c.input, *unit, *only, want, fit, *timeMax, out); err != nil {
+			return err
 		}
 	}
-	out := []plots.Curve{{Label: label, Time: cv.Time[:cut], Surv: cv.Surv[:cut], Lower: cv.Lower[:cut], Upper: cv.Upper[:cut]}}
-	if cut < len(cv.Time) {
-		out = append(out, plots.Curve{Label: label + " (noise-dominated)", Time: cv.Time[cut:], Surv: cv.Surv[cut:],
-			Lower: cv.Lower[cut:], Upper: cv.Upper[cut:], Dashed: true})
-	}
-	return out
+	return emitFit(env.Stdout, *c.format, "weibull", out)
 }

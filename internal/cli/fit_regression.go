@@ -52,7 +52,12 @@ func fitDiscrete(env Env, args []string) error {
 	fs.Float64Var(&ps.Mu, "psgld-mu", 0, "psgld: preconditioner decay mu (0: 0.99)")
 	fs.Float64Var(&ps.StepScale, "psgld-step-scale", 0, "psgld: step scale a in a (b+t)^-tau (0: 1/n)")
 	fs.Float64Var(&ps.StepOffset, "psgld-step-offset", 0, "psgld: step offset b")
+	plot := fs.String("plot", "", plotFlagHelp)
+	unit := fs.String("time-unit", "days", timeUnitHelp)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := unitOK(*unit); err != nil {
 		return err
 	}
 	if err := c.check(env, "discrete", timeMax); err != nil {
@@ -142,6 +147,11 @@ func fitDiscrete(env Env, args []string) error {
 	} else {
 		out.CensoredAtHorizonNote = censoredAtHorizonWithheld
 		out.ScalingSource = scalingGiven
+	}
+	if *plot != "" {
+		if err := plotDiscrete(*plot, *c.input, *unit, res, d); err != nil {
+			return err
+		}
 	}
 	return emitFit(env.Stdout, *c.format, "discrete", out)
 }

@@ -6,20 +6,12 @@ package eval
 
 import (
 	"fmt"
-	"image/color"
+	"math"
+	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-
+	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/survival"
 )
-
-var sanPalette = []color.RGBA{
-	{31, 119, 180, 255}, {214, 39, 40, 255}, {44, 160, 44, 255}, {148, 103, 189, 255},
-	{255, 127, 14, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255},
-	{188, 189, 34, 255}, {23, 190, 207, 255},
-}
 
 // sanPair is one cohort's original and released curve.
 type sanPair struct {
@@ -29,52 +21,25 @@ type sanPair struct {
 	ok       bool // released curve exists
 }
 
-func sanSteps(t, s []float64) plotter.XYs {
-	pts := plotter.XYs{{X: 0, Y: 1}}
-	prev := 1.0
-	for i := range t {
-		if i >= len(s) || s[i] != s[i] { // NaN ends the curve
-			break
-		}
-		pts = append(pts, plotter.XY{X: t[i], Y: prev}, plotter.XY{X: t[i], Y: s[i]})
-		prev = s[i]
-	}
-	return pts
-}
-
-// sanPlotKM writes a PNG of the pairs.
-func sanPlotKM(path, title, xlabel, releasedName string, pairs []sanPair) error {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = xlabel
-	p.Y.Label.Text = "survival probability"
-	p.Y.Min, p.Y.Max = 0, 1.02
-	p.Legend.Top = true
+// sanPlotKM writes a figure of the pairs (plots.BuildKM): per cohort the
+// original curve dashed and the released one solid, in the cohort's
+// colour.
+func sanPlotKM(path, title, timeUnit, releasedName string, pairs []sanPair) error {
+	// The caller names the axis "time (UNIT)"; the figure wants the unit.
+	timeUnit = strings.TrimSuffix(strings.TrimPrefix(timeUnit, "time ("), ")")
+	s := plots.KMSpec{Title: title, TimeUnit: timeUnit, Conf: 0.95}
 	for i, pr := range pairs {
-		col := sanPalette[i%len(sanPalette)]
-		lo, err := plotter.NewLine(sanSteps(pr.orig.Time, pr.orig.Surv))
-		if err != nil {
-			return fmt.Errorf("plot %s: %w", path, err)
+		c := plots.KMCohort{Label: pr.label + " original", Legend: pr.label + " original", Position: i, Time: pr.orig.Time, Surv: pr.orig.Surv,
+			Dashed: true, End: math.NaN(), NoiseFrom: math.NaN()}
+		s.Cohorts = append(s.Cohorts, c)
+		if pr.ok {
+			s.Cohorts = append(s.Cohorts, plots.KMCohort{Label: pr.label + " " + releasedName, Legend: pr.label + " " + releasedName,
+				Position: i, Time: pr.released.Time, Surv: pr.released.Surv, End: math.NaN(), NoiseFrom: math.NaN()})
 		}
-		lo.Color = col
-		lo.Width = vg.Points(1)
-		lo.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(lo)
-		p.Legend.Add(pr.label+" original", lo)
-		if !pr.ok {
-			continue
-		}
-		lr, err := plotter.NewLine(sanSteps(pr.released.Time, pr.released.Surv))
-		if err != nil {
-			return fmt.Errorf("plot %s: %w", path, err)
-		}
-		lr.Color = col
-		lr.Width = vg.Points(1.6)
-		p.Add(lr)
-		p.Legend.Add(pr.label+" "+releasedName, lr)
 	}
-	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
+	f, err := plots.BuildKM(s)
+	if err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
-	return nil
+	return f.Write(path)
 }
