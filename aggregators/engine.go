@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/message"
 )
@@ -505,6 +506,25 @@ func (e *Engine) WaitFits(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Drain publishes the windows released but not yet published (a clean
+// stop): every charged window reaches the fit topic before the process
+// stops, retrying a failed write until ctx ends. What it cannot publish
+// stays in the checkpoint (Checkpoint, after Drain), and the next holder
+// publishes it on its first Tick. It starts no fit and draws no noise.
+func (e *Engine) Drain(ctx context.Context) error {
+	bo := retry.New(100*time.Millisecond, time.Second)
+	for {
+		e.publish(ctx)
+		e.updateGauges()
+		if len(e.unpublished) == 0 {
+			return nil
+		}
+		if !bo.Wait(ctx) {
+			return fmt.Errorf("drain: %d released windows not published (left in the checkpoint for the next holder): %w", len(e.unpublished), ctx.Err())
+		}
+	}
 }
 
 // publish writes released windows to the fit topic(s), oldest first; a
