@@ -409,6 +409,8 @@ func (e *Engine) releaseClosing(ctx context.Context) {
 			} else {
 				var stored []byte
 				stored, replay, err = e.cfg.Ledger.ReleaseSuperseding(ctx, key, a.scopes(), eps, a.plan.superseded, func(rem map[string]float64) ([]byte, error) {
+					t0 := time.Now()
+					defer func() { e.m.FitSeconds.WithLabelValues(a.cfg.Name).Observe(time.Since(t0).Seconds()) }()
 					return a.buildWindow(c, e.noise, rem)
 				})
 				if err == nil && replay && c.draw != "" {
@@ -475,7 +477,9 @@ func (e *Engine) releaseAsync(ctx context.Context, a *aggregate, c *closing, key
 		e.m.FitsRunning.Set(float64(len(e.jobs)))
 		go func() {
 			defer close(job.done)
+			t0 := time.Now()
 			job.msgs, job.err = a.fitWindow(c, e.noise)
+			e.m.FitSeconds.WithLabelValues(a.cfg.Name).Observe(time.Since(t0).Seconds())
 		}()
 		return false, false, nil
 	}

@@ -17,6 +17,7 @@ type Metrics struct {
 	OpenWindows      *prometheus.GaugeVec   // by aggregate
 	PendingWindows   *prometheus.GaugeVec   // by aggregate: closed, not yet released or published
 	FitsRunning      prometheus.Gauge
+	FitSeconds       *prometheus.HistogramVec // by aggregate: time to draw and fit one window's release
 	StateBytes       prometheus.Gauge
 	Checkpoints      prometheus.Counter
 	CheckpointErrors prometheus.Counter
@@ -59,6 +60,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Windows closed but not yet released and published (waiting for a fit, the ledger or the fit topic), by aggregate; those waiting for a fit or the ledger are bounded by ledger.max_pending_windows."}, []string{"aggregate"}),
 		FitsRunning: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_aggregator_fits_running",
 			Help: "Asynchronous window fits (weibull, discrete) running now."}),
+		FitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "dpsurv_aggregator_fit_seconds",
+			Help: "Time to draw and fit one window's release (noise, estimation, intervals), by aggregate.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 17)}, []string{"aggregate"}),
 		StateBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_aggregator_state_bytes",
 			Help: "Bytes of counts held by the aggregators (bounded by windows x bins x cohorts, not records)."}),
 		Checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_aggregator_checkpoints_total",
@@ -70,7 +74,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Records, m.Versions, m.Late, m.Skipped, m.Clamped, m.Releases, m.Replayed, m.Withheld, m.Published,
-			m.OpenWindows, m.PendingWindows, m.FitsRunning, m.StateBytes, m.Checkpoints, m.CheckpointErrors, m.Redelivered)
+			m.OpenWindows, m.PendingWindows, m.FitsRunning, m.FitSeconds, m.StateBytes, m.Checkpoints, m.CheckpointErrors, m.Redelivered)
 	}
 	return m
 }
