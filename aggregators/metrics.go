@@ -61,7 +61,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		FitsRunning: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_aggregator_fits_running",
 			Help: "Asynchronous window fits (weibull, discrete) running now."}),
 		FitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "dpsurv_aggregator_fit_seconds",
-			Help: "Time to draw and fit one window's release (noise, estimation, intervals), by aggregate.",
+			Help:    "Time to draw and fit one window's release (noise, estimation, intervals), by aggregate.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 17)}, []string{"aggregate"}),
 		StateBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_aggregator_state_bytes",
 			Help: "Bytes of counts held by the aggregators (bounded by windows x bins x cohorts, not records)."}),
