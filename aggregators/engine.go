@@ -69,10 +69,13 @@ type EngineConfig struct {
 	// MaxConcurrentFits bounds the asynchronous fits running at once (0:
 	// GOMAXPROCS); the others wait, oldest first.
 	MaxConcurrentFits int
-	// MaxPendingWindows bounds each aggregate's closed windows waiting for
-	// their release (0: DefaultMaxPendingWindows). A window that closes
-	// while its aggregate holds that many is withheld unfitted, charged
-	// (WithheldPendingLimit, reason pending_limit).
+	// MaxPendingWindows bounds each asynchronous aggregate's closed
+	// windows waiting for their fit and release (0:
+	// DefaultMaxPendingWindows). A window that closes while its aggregate
+	// holds that many is withheld unfitted, charged (WithheldPendingLimit,
+	// reason pending_limit). Inline kinds (km: milliseconds) are not
+	// bounded by it: their windows wait only for the ledger or the broker,
+	// holding bins x cohorts counts each.
 	MaxPendingWindows int
 }
 
@@ -346,7 +349,7 @@ func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
 				}
 			}
 		}
-		if a.counter == nil && a.pending() >= e.cfg.MaxPendingWindows {
+		if a.counter == nil && a.plan.async && e.cfg.AsyncFits && a.pending() >= e.cfg.MaxPendingWindows {
 			// Fits slower than the windows: this one is withheld unfitted
 			// (and charged, in releaseClosing) rather than queued.
 			a.drop(s)
