@@ -121,3 +121,50 @@ func TestPendingWindowsBounded(t *testing.T) {
 		t.Errorf("stream spent %v, want 5 x 0.5", s)
 	}
 }
+
+// An asynchronous window the budget no longer admits is withheld
+// (budget_exceeded) without running its fit.
+func TestAsyncFitNotStartedWhenBudgetSpent(t *testing.T) {
+	var builds int
+	var mu sync.Mutex
+	t.Cleanup(aggregators.SetBuildFault(func() error { mu.Lock(); builds++; mu.Unlock(); return nil }))
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	l, err := ledger.Open(ctx, &ledger.Memory{}, ledger.Options{Budget: map[string]float64{"stream": 0.5}, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := newClock(at(0))
+	e, err := aggregators.NewEngine(ctx, aggregators.EngineConfig{
+		Aggregates: []aggregators.Config{wbConfig("weibull", 5*time.Second, 0.5)}, Topic: "in", Ledger: l, State: &ledger.MemoryState{},
+		Fits: &captureSink{}, Clock: clock, Noise: dp.NewSeededSource(3), Metrics: aggregators.NewMetrics(reg), AsyncFits: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w := range 2 {
+		clock.Set(at(5*w + 1))
+		r := canonical(t, rowsOf(fmt.Sprintf("w%d", w), 50))
+		if err := e.Observe(0, int64(w), r); err != nil {
+			t.Fatal(err)
+		}
+		r.Release()
+		clock.Set(at(5*w + 5))
+		for range 3 {
+			if _, err := e.Tick(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.WaitFits(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if builds != 1 {
+		t.Errorf("%d fits run, want 1 (the second window's budget was spent)", builds)
+	}
+	if got := metric(t, reg, "dpsurv_releases_withheld_total", map[string]string{"aggregate": "weibull", "reason": aggregators.ReasonBudgetExceeded}); got != 1 {
+		t.Errorf("withheld{reason=budget_exceeded} = %v, want 1", got)
+	}
+}
