@@ -5,7 +5,7 @@
 // over the run (issue 21: weibull released 0 of 9 windows beside km on 5 s
 // windows at 1,000 records/s). docs/performance.md records a 10-minute run:
 //
-//	go run ./scripts/windowsrun -rate 1000 -duration 10m -window 5s -weibull-interval-sims -1
+//	go run ./ops/windowsrun -rate 1000 -duration 10m -window 5s -weibull-interval-sims -1
 package main
 
 import (
