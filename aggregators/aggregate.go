@@ -59,6 +59,9 @@ type closing struct {
 	// buildErr is the error of a release build that failed after drawing
 	// its noise (the window is stored as withheld: WithheldBuildFailed).
 	buildErr error
+	// withhold, when set, is why the window is withheld unfitted (no
+	// counts kept, w nil): WithheldPendingLimit. It is charged at release.
+	withhold string
 }
 
 // aggregate is one configured aggregate's window state. Its memory is
@@ -334,6 +337,18 @@ func (a *aggregate) closeWindow(s int64, src dp.Source) (*closing, error) {
 		return a.counter.step(a, s, w, src)
 	}
 	return &closing{start: s, w: w}, nil
+}
+
+// pending is the number of a's closed windows waiting for their release
+// (those withheld unfitted hold no counts and are not counted).
+func (a *aggregate) pending() int {
+	n := 0
+	for _, c := range a.closing {
+		if c.withhold == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // drop removes open window s without releasing it.

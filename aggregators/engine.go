@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"math"
+	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/message"
 )
@@ -57,25 +58,36 @@ type EngineConfig struct {
 	// Tick that would have released the window, and the first Tick after
 	// it ends records it in the ledger and publishes it. Before a fit
 	// starts the ledger is consulted (a stored release is replayed, no
-	// noise drawn); the fit builds the release with the budget that will
-	// remain after its charge, and if another release changed that budget
-	// meanwhile the fit is discarded unpublished and run again. KM fits
-	// take milliseconds (BenchmarkReleaseLatency) and stay inline, in
-	// release order. The service sets it; Noise is then shared
-	// with the fits' goroutines (it is wrapped in a lock).
+	// noise drawn; a budget already spent withholds it unfitted). The fit
+	// does not depend on the budget: the budget is checked once, when the
+	// ledger records the release, and the release states what remains
+	// then (another aggregate's releases while it ran never discard it).
+	// KM fits take milliseconds (BenchmarkReleaseLatency) and stay inline,
+	// in release order. The service sets it; Noise is then shared with the
+	// fits' goroutines (it is wrapped in a lock).
 	AsyncFits bool
+	// MaxConcurrentFits bounds the asynchronous fits running at once (0:
+	// GOMAXPROCS); the others wait, oldest first.
+	MaxConcurrentFits int
+	// MaxPendingWindows bounds each asynchronous aggregate's closed
+	// windows waiting for their fit and release (0:
+	// DefaultMaxPendingWindows). A window that closes while its aggregate
+	// holds that many is withheld unfitted, charged (WithheldPendingLimit,
+	// reason pending_limit). Inline kinds (km: milliseconds) are not
+	// bounded by it: their windows wait only for the ledger or the broker,
+	// holding bins x cohorts counts each.
+	MaxPendingWindows int
 }
+
+// DefaultMaxPendingWindows is EngineConfig.MaxPendingWindows' default.
+const DefaultMaxPendingWindows = 32
 
 // fitJob is a window fit running on its own goroutine (AsyncFits).
 type fitJob struct {
 	done chan struct{}
-	rem  map[string]float64 // the remaining budget the release was built with
-	doc  []byte
+	msgs []FitMessage // the release without its budget statement
 	err  error
 }
-
-// errStaleBudget: the budget changed while an asynchronous fit ran.
-var errStaleBudget = errors.New("remaining budget changed while the fit ran")
 
 // lockedSource serialises a source shared by the engine and its fits.
 type lockedSource struct {
@@ -147,6 +159,12 @@ func NewEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	}
 	if cfg.Mem == nil {
 		cfg.Mem = memory.DefaultAllocator
+	}
+	if cfg.MaxConcurrentFits <= 0 {
+		cfg.MaxConcurrentFits = runtime.GOMAXPROCS(0)
+	}
+	if cfg.MaxPendingWindows <= 0 {
+		cfg.MaxPendingWindows = DefaultMaxPendingWindows
 	}
 	e := &Engine{cfg: cfg, offsets: map[int]int64{}, log: cfg.Log, m: cfg.Metrics, noise: cfg.Noise, jobs: map[*closing]*fitJob{}}
 	if cfg.AsyncFits {
@@ -354,6 +372,14 @@ func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
 				}
 			}
 		}
+		if a.counter == nil && a.plan.async && e.cfg.AsyncFits && a.pending() >= e.cfg.MaxPendingWindows {
+			// Fits slower than the windows: this one is withheld unfitted
+			// (and charged, in releaseClosing) rather than queued.
+			a.drop(s)
+			e.dirty = true
+			a.closing = append(a.closing, &closing{start: s, withhold: WithheldPendingLimit})
+			continue
+		}
 		c, err := a.closeWindow(s, e.noise)
 		e.dirty = true
 		switch {
@@ -395,7 +421,11 @@ func (e *Engine) releaseClosing(ctx context.Context) {
 			eps := a.plan.epsilon
 			var replay bool
 			var err error
-			if e.cfg.AsyncFits && a.plan.async {
+			if c.withhold != "" {
+				_, replay, err = e.cfg.Ledger.Release(ctx, key, a.scopes(), eps, func(map[string]float64) ([]byte, error) {
+					return a.withheldDoc(c, c.withhold)
+				})
+			} else if e.cfg.AsyncFits && a.plan.async {
 				var ready bool
 				ready, replay, err = e.releaseAsync(ctx, a, c, key, eps)
 				if !ready {
@@ -405,6 +435,8 @@ func (e *Engine) releaseClosing(ctx context.Context) {
 			} else {
 				var stored []byte
 				stored, replay, err = e.cfg.Ledger.ReleaseSuperseding(ctx, key, a.scopes(), eps, a.plan.superseded, func(rem map[string]float64) ([]byte, error) {
+					t0 := time.Now()
+					defer func() { e.m.FitSeconds.WithLabelValues(a.cfg.Name).Observe(time.Since(t0).Seconds()) }()
 					return a.buildWindow(c, e.noise, rem)
 				})
 				if err == nil && replay && c.draw != "" {
@@ -422,6 +454,8 @@ func (e *Engine) releaseClosing(ctx context.Context) {
 				e.unpublished = append(e.unpublished, key)
 				if c.buildErr != nil {
 					e.withhold(a, startUnix, ReasonError, fmt.Errorf("%s: %w", WithheldBuildFailed, c.buildErr))
+				} else if c.withhold != "" && !replay {
+					e.withhold(a, startUnix, ReasonPendingLimit, errors.New(c.withhold))
 				} else if replay {
 					e.m.Replayed.WithLabelValues(a.cfg.Name).Inc()
 					e.log.Info("window re-emitted from the ledger", zap.String("key", key))
@@ -447,30 +481,31 @@ func (e *Engine) releaseClosing(ctx context.Context) {
 }
 
 // releaseAsync advances the asynchronous release of closing window c:
-// ready is false while its fit runs (or was just started or discarded);
-// otherwise replay and err are Ledger.Release's.
+// ready is false while its fit waits for a slot or runs; otherwise replay
+// and err are Ledger.Release's. The fit is drawn once: the budget is
+// checked when the ledger records it, which states what remains then.
 func (e *Engine) releaseAsync(ctx context.Context, a *aggregate, c *closing, key string, eps float64) (ready, replay bool, err error) {
 	job := e.jobs[c]
 	if job == nil {
-		if _, ok := e.cfg.Ledger.Lookup(key); ok { // replay: no fit, no noise
+		if _, ok := e.cfg.Ledger.Lookup(key); ok || !e.cfg.Ledger.Admits(a.scopes(), eps) {
+			// A stored release is replayed (no fit, no noise); a budget
+			// already spent is refused by the ledger before any fit.
 			_, replay, err = e.cfg.Ledger.Release(ctx, key, a.scopes(), eps, func(map[string]float64) ([]byte, error) {
 				return nil, errors.New("stored release vanished")
 			})
 			return true, replay, err
 		}
-		// The budget that will remain after this charge, as Release
-		// computes it.
-		rem := map[string]float64{}
-		for _, s := range a.scopes() {
-			if r, limited := e.cfg.Ledger.Remaining(s); limited {
-				rem[s] = math.Max(0, r-eps)
-			}
+		if len(e.jobs) >= e.cfg.MaxConcurrentFits {
+			return false, false, nil // waits for a slot
 		}
-		job = &fitJob{done: make(chan struct{}), rem: rem}
+		job = &fitJob{done: make(chan struct{})}
 		e.jobs[c] = job
+		e.m.FitsRunning.Set(float64(len(e.jobs)))
 		go func() {
 			defer close(job.done)
-			job.doc, job.err = a.buildWindow(c, e.noise, rem)
+			t0 := time.Now()
+			job.msgs, job.err = a.fitWindow(c, e.noise)
+			e.m.FitSeconds.WithLabelValues(a.cfg.Name).Observe(time.Since(t0).Seconds())
 		}()
 		return false, false, nil
 	}
@@ -480,19 +515,13 @@ func (e *Engine) releaseAsync(ctx context.Context, a *aggregate, c *closing, key
 		return false, false, nil
 	}
 	delete(e.jobs, c)
-	if job.err != nil {
+	e.m.FitsRunning.Set(float64(len(e.jobs)))
+	if job.err != nil && a.counter != nil {
 		return true, false, job.err
 	}
 	_, replay, err = e.cfg.Ledger.Release(ctx, key, a.scopes(), eps, func(rem map[string]float64) ([]byte, error) {
-		if !maps.Equal(rem, job.rem) {
-			return nil, errStaleBudget
-		}
-		return job.doc, nil
+		return a.encodeWindow(c, job.msgs, job.err, rem)
 	})
-	if errors.Is(err, errStaleBudget) {
-		e.log.Info("window fit discarded unpublished (the budget changed while it ran); fitting again", zap.String("key", key))
-		return false, false, nil
-	}
 	return true, replay, err
 }
 
@@ -507,6 +536,25 @@ func (e *Engine) WaitFits(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Drain publishes the windows released but not yet published (a clean
+// stop): every charged window reaches the fit topic before the process
+// stops, retrying a failed write until ctx ends. What it cannot publish
+// stays in the checkpoint (Checkpoint, after Drain), and the next holder
+// publishes it on its first Tick. It starts no fit and draws no noise.
+func (e *Engine) Drain(ctx context.Context) error {
+	bo := retry.New(100*time.Millisecond, time.Second)
+	for {
+		e.publish(ctx)
+		e.updateGauges()
+		if len(e.unpublished) == 0 {
+			return nil
+		}
+		if !bo.Wait(ctx) {
+			return fmt.Errorf("drain: %d released windows not published (left in the checkpoint for the next holder): %w", len(e.unpublished), ctx.Err())
+		}
+	}
 }
 
 // publish writes released windows to the fit topic(s), oldest first; a
@@ -593,11 +641,19 @@ func (e *Engine) Checkpoint(ctx context.Context) error {
 
 func (e *Engine) updateGauges() {
 	total := 0
+	unpub := map[string]int{}
+	for _, k := range e.unpublished {
+		if i := strings.LastIndexByte(k, '/'); i > 0 {
+			unpub[k[:i]]++
+		}
+	}
 	for _, a := range e.aggs {
 		e.m.OpenWindows.WithLabelValues(a.cfg.Name).Set(float64(len(a.open)))
+		e.m.PendingWindows.WithLabelValues(a.cfg.Name).Set(float64(len(a.closing) + unpub[a.cfg.Name]))
 		total += a.memoryBytes()
 	}
 	e.m.StateBytes.Set(float64(total))
+	e.m.FitsRunning.Set(float64(len(e.jobs)))
 }
 
 // StateBytes returns the bytes of counts the aggregates hold.

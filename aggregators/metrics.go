@@ -15,6 +15,9 @@ type Metrics struct {
 	Withheld         *prometheus.CounterVec // by aggregate, reason
 	Published        *prometheus.CounterVec // by aggregate: fit messages written
 	OpenWindows      *prometheus.GaugeVec   // by aggregate
+	PendingWindows   *prometheus.GaugeVec   // by aggregate: closed, not yet released or published
+	FitsRunning      prometheus.Gauge
+	FitSeconds       *prometheus.HistogramVec // by aggregate: time to draw and fit one window's release
 	StateBytes       prometheus.Gauge
 	Checkpoints      prometheus.Counter
 	CheckpointErrors prometheus.Counter
@@ -34,6 +37,9 @@ const (
 	ReasonBudgetExceeded = "budget_exceeded"
 	ReasonHorizonReached = "horizon_reached"
 	ReasonError          = "error"
+	// ReasonPendingLimit: the window closed while its aggregate already
+	// had EngineConfig.MaxPendingWindows windows waiting (WithheldPendingLimit).
+	ReasonPendingLimit = "pending_limit"
 	// ReasonCumulativeForeign: a cumulative window's ledger key held
 	// another holder's value (drawn from a different tree state), so this
 	// aggregate's later releases of the horizon would expose its own node
@@ -58,10 +64,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Clamped:   cv("dpsurv_aggregator_values_clamped_total", "Discrete: covariate rows projected onto the unit ball, by aggregate (times beyond time_max: dpsurv_aggregator_censored_at_horizon_total).", "aggregate"),
 		Releases:  cv("dpsurv_releases_total", "Window releases drawn and charged to the ledger, by aggregate.", "aggregate"),
 		Replayed:  cv("dpsurv_releases_replayed_total", "Window releases re-emitted from the ledger without new noise, by aggregate.", "aggregate"),
-		Withheld:  cv("dpsurv_releases_withheld_total", "Window releases withheld, by aggregate and reason (budget_exceeded, horizon_reached, cumulative_foreign, max_patients, error).", "aggregate", "reason"),
+		Withheld:  cv("dpsurv_releases_withheld_total", "Window releases withheld, by aggregate and reason (budget_exceeded, horizon_reached, cumulative_foreign, max_patients, pending_limit, error).", "aggregate", "reason"),
 		Published: cv("dpsurv_fit_messages_total", "Fit messages written to the fit topic, by aggregate.", "aggregate"),
 		OpenWindows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_aggregator_open_windows",
 			Help: "Windows open (accepting records), by aggregate."}, []string{"aggregate"}),
+		PendingWindows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_aggregator_pending_windows",
+			Help: "Windows closed but not yet released and published (waiting for a fit, the ledger or the fit topic), by aggregate; a weibull or discrete aggregate's are bounded by ledger.max_pending_windows."}, []string{"aggregate"}),
+		FitsRunning: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_aggregator_fits_running",
+			Help: "Asynchronous window fits (weibull, discrete) running now."}),
+		FitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "dpsurv_aggregator_fit_seconds",
+			Help:    "Time to draw and fit one window's release (noise, estimation, intervals), by aggregate.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 17)}, []string{"aggregate"}),
 		StateBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_aggregator_state_bytes",
 			Help: "Bytes of counts held by the aggregators (bounded by windows x bins x cohorts, not records)."}),
 		Checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_aggregator_checkpoints_total",
@@ -77,7 +90,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.CensoredAtHorizon)
 		reg.MustRegister(m.Records, m.Versions, m.Late, m.Skipped, m.Clamped, m.Releases, m.Replayed, m.Withheld, m.Published,
-			m.OpenWindows, m.StateBytes, m.Checkpoints, m.CheckpointErrors, m.Redelivered, m.HorizonsRestarted)
+			m.OpenWindows, m.PendingWindows, m.FitsRunning, m.FitSeconds, m.StateBytes, m.Checkpoints, m.CheckpointErrors, m.Redelivered,
+			m.HorizonsRestarted)
 	}
 	return m
 }

@@ -250,6 +250,15 @@ type windowDoc struct {
 // holder, any restart) from drawing again.
 const WithheldBuildFailed = "release failed after its noise was drawn: withheld and charged, never drawn again"
 
+// WithheldPendingLimit is windowDoc.Withheld for a window that closed
+// while its aggregate already had EngineConfig.MaxPendingWindows windows
+// waiting for their release (fits slower than the windows): it is withheld
+// without drawing noise and charged, like a release, so that the charges —
+// and every later release's budget_remaining, and which windows the budget
+// still admits — do not depend on how long earlier fits took (a function
+// of their data).
+const WithheldPendingLimit = "withheld unfitted: the aggregate's pending windows were at ledger.max_pending_windows when it closed (fits slower than the windows); charged like a release"
+
 // buildFault, when set (tests only), fails the next release builds of
 // non-counter kinds after their noise is drawn.
 var buildFault func() error
@@ -331,20 +340,16 @@ const HorizonRule = "administrative censoring: a time beyond time_max counts as 
 // buildWindow draws the window's release (the only place noise is drawn
 // for a non-cumulative window) and returns the ledger document.
 func (a *aggregate) buildWindow(c *closing, src dp.Source, remaining map[string]float64) ([]byte, error) {
-	c.buildErr = nil // an async fit discarded for a changed budget is built again
-	doc, err := a.buildDoc(c, src, remaining)
-	if err == nil || a.counter != nil {
-		// a counter kind's node noise is drawn when the window is
-		// stepped into the counter, not here: its build is retried
-		return doc, err
-	}
-	c.buildErr = err
-	return json.Marshal(windowDoc{Aggregate: a.cfg.Name, WindowStartUnix: time.Unix(0, c.start).Unix(), Draw: c.draw, Withheld: WithheldBuildFailed})
+	msgs, err := a.fitWindow(c, src)
+	return a.encodeWindow(c, msgs, err, remaining)
 }
 
-// buildDoc builds window c's release document (drawing its noise).
-func (a *aggregate) buildDoc(c *closing, src dp.Source, remaining map[string]float64) ([]byte, error) {
-	msgs, err := a.kind.release(a, c, src, remaining)
+// fitWindow draws window c's release (its noise and the fit) without the
+// budget statement, which only the ledger knows at the moment it records
+// the release (encodeWindow): an asynchronous fit is drawn once, however
+// the budget moves while it runs.
+func (a *aggregate) fitWindow(c *closing, src dp.Source) ([]FitMessage, error) {
+	msgs, err := a.kind.release(a, c, src, nil)
 	if err == nil && buildFault != nil {
 		err = buildFault()
 	}
@@ -368,8 +373,30 @@ func (a *aggregate) buildDoc(c *closing, src dp.Source, remaining map[string]flo
 			msgs[i].Composition += CompositionReplaceOneCharge
 		}
 	}
+	return msgs, nil
+}
+
+// encodeWindow is the ledger document of window c's fit (msgs, or the
+// fit's error fitErr) stating remaining as the budget left after its
+// charge. A failed fit of a non-counter kind is stored as withheld
+// (WithheldBuildFailed); a counter kind's error is returned (its node
+// noise is drawn when the window is stepped into the counter, not here:
+// its build is retried).
+func (a *aggregate) encodeWindow(c *closing, msgs []FitMessage, fitErr error, remaining map[string]float64) ([]byte, error) {
+	c.buildErr = nil
+	if fitErr != nil {
+		if a.counter != nil {
+			return nil, fitErr
+		}
+		c.buildErr = fitErr
+		return a.withheldDoc(c, WithheldBuildFailed)
+	}
+	if remaining == nil {
+		remaining = map[string]float64{}
+	}
 	doc := windowDoc{Aggregate: a.cfg.Name, WindowStartUnix: time.Unix(0, c.start).Unix(), Draw: c.draw}
 	for _, m := range msgs {
+		m.BudgetRemaining = remaining
 		v, err := json.Marshal(m)
 		if err != nil {
 			return nil, fmt.Errorf("encode release: %w", err)
@@ -377,6 +404,11 @@ func (a *aggregate) buildDoc(c *closing, src dp.Source, remaining map[string]flo
 		doc.Messages = append(doc.Messages, docMessage{Key: m.Key, Value: v})
 	}
 	return json.Marshal(doc)
+}
+
+// withheldDoc is the ledger document of window c withheld for reason.
+func (a *aggregate) withheldDoc(c *closing, reason string) ([]byte, error) {
+	return json.Marshal(windowDoc{Aggregate: a.cfg.Name, WindowStartUnix: time.Unix(0, c.start).Unix(), Draw: c.draw, Withheld: reason})
 }
 
 // decodeDoc parses a stored window release.

@@ -63,6 +63,8 @@ type closingSnap struct {
 	Step    int    `json:"step,omitempty"`
 	Draw    string `json:"draw,omitempty"`
 	Records []byte `json:"records,omitempty"`
+	// Withhold is closing.withhold (a window withheld unfitted).
+	Withhold string `json:"withhold,omitempty"`
 }
 
 // encodeHist writes the non-zero cells as (index delta, count) uvarint
@@ -127,7 +129,7 @@ func (a *aggregate) snapshot() (*aggSnapshot, error) {
 		s.Open = append(s.Open, o)
 	}
 	for _, c := range a.closing {
-		cs := closingSnap{Start: c.start, Step: c.step, Draw: c.draw}
+		cs := closingSnap{Start: c.start, Step: c.step, Draw: c.draw, Withhold: c.withhold}
 		if c.w != nil {
 			cs.Cells, cs.Records = c.w.snapshot()
 		}
@@ -166,8 +168,8 @@ func (a *aggregate) restore(s *aggSnapshot) error {
 		}
 	}
 	for _, c := range s.Closing {
-		cl := &closing{start: c.Start, step: c.Step, draw: c.Draw}
-		if a.counter == nil { // a counter kind's closing window is in its counter
+		cl := &closing{start: c.Start, step: c.Step, draw: c.Draw, withhold: c.Withhold}
+		if a.counter == nil && c.Withhold == "" { // a counter kind's closing window is in its counter
 			w, err := a.kind.restore(a, c.Cells, c.Records)
 			if err != nil {
 				return fmt.Errorf("aggregate %q: closing window %d: %w", a.cfg.Name, c.Start, err)

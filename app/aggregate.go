@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
@@ -111,7 +113,8 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 		Aggregates: aggCfgs, Topic: cfg.Input.Topic, Ledger: led, State: state,
 		Fits: fits, CurveFits: curves, Clock: clock, Noise: dp.NewSecureSource(),
 		Metrics: metrics, Log: s.Log.Named("aggregators"), Mem: memoryOr(s.Mem),
-		AsyncFits: true, // no discrete fit (a pSGLD window can take a minute) holds up the intake
+		AsyncFits:         true, // no discrete fit (a pSGLD window can take a minute) holds up the intake
+		MaxPendingWindows: cfg.Ledger.MaxPendingWindows,
 	})
 	if err != nil {
 		return nil, err
@@ -172,9 +175,23 @@ func (s *Service) aggregatorLoop(cfg Config, validator *schemas.Validator) func(
 		return 0
 	}))
 	run := func(ctx context.Context) error {
-		agg, err := s.startAggregation(ctx, cfg, validator, metrics)
-		if err != nil {
-			return fmt.Errorf("aggregators: %w", err)
+		// Every start-up dependency (ledger, checkpoint, topics, sinks,
+		// source) is retried with backoff while the service stays alive,
+		// sanitizing, and not ready (no aggregator runner yet).
+		var agg *aggregation
+		bo := retry.New(500*time.Millisecond, 30*time.Second)
+		for {
+			var err error
+			if agg, err = s.startAggregation(ctx, cfg, validator, metrics); err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.Log.Error("aggregators could not start; not ready, retrying", zap.Error(err), zap.Duration("backoff", bo.Current()))
+			if !bo.Wait(ctx) {
+				return nil
+			}
 		}
 		defer agg.close(s.Log)
 		s.agg.Store(agg.runner)

@@ -42,6 +42,10 @@ func (c Config) LedgerStateTopic() string { return c.Ledger.Topic + ".state" }
 // LedgerStateFile is the checkpoint file in file mode.
 func (c Config) LedgerStateFile() string { return c.Ledger.File + ".state" }
 
+// MaxPendingWindowsLimit bounds ledger.max_pending_windows (each pending
+// window holds its counts: bins x cohorts, or a discrete window's records).
+const MaxPendingWindowsLimit = 1024
+
 // CheckpointInterval is ledger.checkpoint_interval or its default.
 func (c Config) CheckpointInterval() time.Duration {
 	if c.Ledger.CheckpointInterval > 0 {
@@ -152,6 +156,9 @@ func (c Config) validateAggregation() []error {
 	// by default), and a refused lease group would never elect a holder.
 	if t := c.Ledger.LeaseSessionTimeout; t != 0 && (t < 6*time.Second || t > 5*time.Minute) {
 		add("ledger.lease_session_timeout: must be between 6s and 5m, got %v", t)
+	}
+	if m := c.Ledger.MaxPendingWindows; m < 0 || m > MaxPendingWindowsLimit {
+		add("ledger.max_pending_windows: must be between 1 and %d (0: %d), got %d", MaxPendingWindowsLimit, aggregators.DefaultMaxPendingWindows, m)
 	}
 	if c.Ledger.LeaseSessionTimeout != 0 && c.Ledger.Topic == "" {
 		add("ledger.lease_session_timeout: only with ledger.topic (the lease elects the aggregating replica in Kafka-ledger mode)")

@@ -11,6 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 )
 
@@ -50,8 +51,20 @@ func leaseTimingsFor(cfg Config) leaseTimings {
 func runWithLease(ctx context.Context, cfg Config, log *zap.Logger, leader *atomic.Bool, tm leaseTimings,
 	fn func(context.Context) error) error {
 	topic := cfg.LeaseTopic()
-	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{topic: 1}, nil); err != nil {
-		return fmt.Errorf("aggregator lease: %w", err)
+	bo := retry.New(500*time.Millisecond, 30*time.Second)
+	for {
+		err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{topic: 1}, nil)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Not ready (no lease): the stream goes on sanitizing meanwhile.
+		log.Error("aggregator lease topic unavailable; retrying", zap.Error(err), zap.Duration("backoff", bo.Current()))
+		if !bo.Wait(ctx) {
+			return nil
+		}
 	}
 	d, err := cfg.Kafka.Dialer()
 	if err != nil {
@@ -77,12 +90,22 @@ func runWithLease(ctx context.Context, cfg Config, log *zap.Logger, leader *atom
 				return nil
 			}
 			cerr := kafkaconn.Classify(err)
-			if errors.Is(err, kafka.ErrGroupClosed) || errors.Is(cerr, kafkaconn.ErrAuth) || errors.Is(cerr, kafkaconn.ErrTLS) {
+			if errors.Is(err, kafka.ErrGroupClosed) {
 				return fmt.Errorf("aggregator lease: %w", cerr)
 			}
+			leader.Store(false)
+			if errors.Is(cerr, kafkaconn.ErrAuth) || errors.Is(cerr, kafkaconn.ErrTLS) {
+				// Refused credentials: alive, sanitizing nothing new
+				// (the stream fails the same way), retrying with backoff.
+				log.Error("aggregator lease: kafka refused the connection; retrying", zap.Error(cerr), zap.Duration("backoff", bo.Current()))
+				if !bo.Wait(ctx) {
+					return nil
+				}
+				continue
+			}
+			bo.Reset()
 			// Rebalances, coordinator moves and the like are transient:
 			// the group keeps rejoining by itself; wait and ask again.
-			leader.Store(false)
 			log.Warn("aggregator lease: group error, retrying", zap.Error(cerr))
 			select {
 			case <-ctx.Done():

@@ -127,6 +127,11 @@ type LedgerConfig struct {
 	// a silent holder (killed, partitioned) before another replica takes
 	// the lease (default 10s; Kafka-ledger mode only).
 	LeaseSessionTimeout time.Duration `yaml:"lease_session_timeout"`
+	// MaxPendingWindows bounds each weibull or discrete aggregate's closed
+	// windows waiting for their fit and release (default 32): a window
+	// closing beyond it is withheld unfitted and charged (reason
+	// pending_limit).
+	MaxPendingWindows int `yaml:"max_pending_windows"`
 	// AllowPublicCounts accepts aggregates that release a window's exact
 	// record count (kind discrete, weibull method saa: n public,
 	// replace-one) beside add/remove-one aggregates (km, weibull lsp and

@@ -24,7 +24,7 @@ func initStreamSeries(m *pipeline.Metrics) {
 
 // withheldReasons are the values of the reason label of
 // dpsurv_releases_withheld_total.
-var withheldReasons = []string{aggregators.ReasonBudgetExceeded, aggregators.ReasonHorizonReached, aggregators.ReasonError}
+var withheldReasons = []string{aggregators.ReasonBudgetExceeded, aggregators.ReasonHorizonReached, aggregators.ReasonError, aggregators.ReasonPendingLimit}
 
 // initAggregatorSeries creates the release counters of every configured
 // aggregate (and every withholding reason) and registers
@@ -37,6 +37,7 @@ func initAggregatorSeries(reg prometheus.Registerer, m *aggregators.Metrics, cfg
 		m.Releases.WithLabelValues(a.Name)
 		m.Replayed.WithLabelValues(a.Name)
 		m.Published.WithLabelValues(a.Name)
+		m.PendingWindows.WithLabelValues(a.Name)
 		for _, r := range withheldReasons {
 			m.Withheld.WithLabelValues(a.Name, r)
 		}

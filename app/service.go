@@ -156,6 +156,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	m := pipeline.NewMetrics(s.Registry)
+	m.SetReadiness(s.Ready) // dpsurv_ready is what /readyz answers
 	initStreamSeries(m)
 	s.metrics.Store(m)
 	chain, err := sanitizers.New(cfg.SanitizerConfig(s.Key), s.Mem)

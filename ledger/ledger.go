@@ -457,6 +457,19 @@ func (l *Ledger) Lookup(key string) ([]byte, bool) {
 	return e.Release, ok
 }
 
+// Admits reports whether a release of epsilon charged to scopes passes the
+// budget check now (Release makes the same check when it records one).
+func (l *Ledger) Admits(scopes []string, epsilon float64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range scopes {
+		if b, limited := l.budget[s]; limited && l.spent[s]+epsilon > b*(1+budgetSlack)+budgetSlack {
+			return false
+		}
+	}
+	return true
+}
+
 // Remaining returns the epsilon left in scope; limited is false for a
 // scope without a budget (remaining is then +Inf).
 func (l *Ledger) Remaining(scope string) (remaining float64, limited bool) {

@@ -117,6 +117,15 @@ func (r *AggregatorRunner) Run(ctx context.Context) error {
 			wg.Wait()
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
 			defer cancel()
+			// Every charged window reaches the fit topic before we stop
+			// (a write the cancellation cut short is written again); what
+			// cannot be is in the final checkpoint for the next holder.
+			// Half the drain time at most: the checkpoint comes after.
+			pctx, pcancel := context.WithTimeout(dctx, drain/2)
+			defer pcancel()
+			if err := r.Engine.Drain(pctx); err != nil {
+				log.Warn("released windows left unpublished for the next holder", zap.Error(err))
+			}
 			if err := r.Engine.Checkpoint(dctx); err != nil {
 				log.Error("final aggregator checkpoint failed", zap.Error(err))
 				return nil

@@ -1,7 +1,10 @@
 package pipeline
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Metrics are the stream's Prometheus metrics, registered on an injected
@@ -61,7 +64,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Failed offset commits (retried; a later commit covers them)."}),
 		ReadErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_read_errors_total",
 			Help: "Failed source reads (retried with backoff while not ready)."}),
-		Ready: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_ready", Help: "1 when the stream is consuming and its sinks accept writes."}),
+		Ready: &readyGauge{Gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_ready",
+			Help: "1 when the service is ready: exactly what /readyz answers (200: 1, 503: 0)."})},
 		Privacy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_record_privacy_loss",
 			Help: "Configured worst-case loss per record and field (epsilon for local-dp, L for time-indistinguishability)."}, []string{"field", "kind"}),
 		RecordUpdates: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_record_versions_total",
@@ -73,4 +77,39 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.DeadLetterRows, m.ProcessErrors, m.StalledPartitions, m.ReaderRestarts)
 	}
 	return m
+}
+
+// readyGauge is dpsurv_ready. The stream sets it; once SetReadiness wires
+// the service's readiness, a scrape reports that instead, so that the
+// metric always equals what /readyz answers (stalled partitions, the
+// aggregators and the stream's own state included).
+type readyGauge struct {
+	prometheus.Gauge
+	fn atomic.Pointer[func() bool]
+}
+
+func (g *readyGauge) Collect(ch chan<- prometheus.Metric) {
+	ch <- g
+}
+
+// Write reports the wired readiness, else the value the stream set.
+func (g *readyGauge) Write(out *dto.Metric) error {
+	f := g.fn.Load()
+	if f == nil {
+		return g.Gauge.Write(out)
+	}
+	v := 0.0
+	if (*f)() {
+		v = 1
+	}
+	out.Gauge = &dto.Gauge{Value: &v}
+	return nil
+}
+
+// SetReadiness makes dpsurv_ready report ready() (the function /readyz
+// answers with) at every scrape.
+func (m *Metrics) SetReadiness(ready func() bool) {
+	if g, ok := m.Ready.(*readyGauge); ok {
+		g.fn.Store(&ready)
+	}
 }

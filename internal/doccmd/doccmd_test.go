@@ -138,6 +138,7 @@ func TestDocumentedCommands(t *testing.T) {
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 
 	total, skipped := 0, 0
+	ports := newPortMap(t)
 	t.Cleanup(func() {
 		for _, f := range cleanups {
 			f()
@@ -150,7 +151,7 @@ func TestDocumentedCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, nf := range named {
-			if err := os.WriteFile(filepath.Join(work, nf.Name), []byte(nf.Content), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(work, nf.Name), []byte(ports.rewrite(nf.Content)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -178,6 +179,7 @@ func TestDocumentedCommands(t *testing.T) {
 						t.Skipf("full tier only (%s): %s", c.Reason, c.Text)
 					}
 				}
+				c.Text = ports.rewrite(c.Text)
 				runDocumented(t, work, env, c)
 			})
 		}

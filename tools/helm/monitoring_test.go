@@ -14,9 +14,14 @@ import (
 )
 
 // wantAlerts are the alerts the runbook (docs/operations.md) documents, one
-// section each; DpsurvNoLeaseHolder and DpsurvTwoLeaseHolders only with aggregators.
+// section each; the last aggregatorAlerts only with aggregators.
 var wantAlerts = []string{"DpsurvNotReady", "DpsurvConsumerLagGrowing", "DpsurvDeadLetterRateHigh",
-	"DpsurvWindowWithheld", "DpsurvPrivacyBudgetHigh", "DpsurvNoLeaseHolder", "DpsurvTwoLeaseHolders"}
+	"DpsurvWindowWithheld", "DpsurvPrivacyBudgetHigh", "DpsurvStalledPartitions",
+	"DpsurvNoLeaseHolder", "DpsurvTwoLeaseHolders", "DpsurvPendingWindowsHigh"}
+
+// aggregatorAlerts is the number of wantAlerts' last alerts rendered only
+// with config.aggregators.
+const aggregatorAlerts = 3
 
 // checkMonitoring asserts the opt-in monitoring objects: each present only
 // when enabled; the dashboard valid and labelled for the sidecar; the
@@ -55,7 +60,7 @@ func checkMonitoring(t *testing.T, r rendered, eff map[string]any) {
 		}
 		want := wantAlerts
 		if aggs, _ := get(eff, "config", "aggregators"); len(aggs.([]any)) == 0 {
-			want = want[:len(want)-2]
+			want = want[:len(want)-aggregatorAlerts]
 		}
 		var got []string
 		for _, a := range monitor.Alerts(groups) {
@@ -305,7 +310,8 @@ func TestAlertRules(t *testing.T) {
 	})
 	// The unit tests sit at the thresholds: moving one breaks them.
 	for _, set := range []string{"json:prometheusRule.budgetRatio=0.9", "prometheusRule.notReadyFor=20m", "prometheusRule.lagThreshold=5000",
-		"json:prometheusRule.deadLetterRatio=0.5", "prometheusRule.noLeaseHolderFor=30m", "prometheusRule.twoLeaseHoldersFor=30m"} {
+		"json:prometheusRule.deadLetterRatio=0.5", "prometheusRule.noLeaseHolderFor=30m", "prometheusRule.twoLeaseHoldersFor=30m",
+		"prometheusRule.stalledPartitionsFor=30m", "prometheusRule.pendingWindowsThreshold=12", "prometheusRule.pendingWindowsFor=30m"} {
 		t.Run("detects "+set, func(t *testing.T) {
 			out, err := run(t, set)
 			if err == nil {

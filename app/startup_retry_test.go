@@ -1,0 +1,106 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+)
+
+// readyzAndMetric returns what /readyz answers (true: 200) and the
+// dpsurv_ready gauge, read one after the other.
+func readyzAndMetric(t *testing.T, addr string, reg *prometheus.Registry) (readyz bool, metric float64) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, gauge(reg, "dpsurv_ready", nil)
+}
+
+// A broker fault while the aggregators start (here every read of the
+// checkpoint topic fails: "load kafka state: ... EOF" in issue 21) does
+// not end the process: the service stays alive and not ready, retrying
+// with backoff, and the aggregators start once the broker answers.
+// dpsurv_ready equals /readyz throughout.
+func TestAggregatorsStartRetriedWhileNotReady(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
+	cfg := app.DefaultConfig()
+	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "startretry"}
+	cfg.Input = app.InputConfig{Topic: "in", GroupID: "startretry", Format: "arrow", MaxBatch: 8, Partitions: 1}
+	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: pipelinetest.Cohorts, Public: []string{"event"}}
+	cfg.Sanitizers.KeyFile = "(test)"
+	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
+	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1,
+		Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 20, Method: "noisy-histogram"}}}
+	cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
+	state := cfg.LedgerStateTopic()
+
+	// The outage: the broker drops the connection of every ListOffsets
+	// that names the checkpoint topic.
+	var down atomic.Bool
+	var refused atomic.Int64
+	down.Store(true)
+	kf := cl.Kfake()
+	kf.ControlKey(kmsg.ListOffsets.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		if !down.Load() {
+			return nil, nil, false
+		}
+		for _, tp := range req.(*kmsg.ListOffsetsRequest).Topics {
+			if tp.Topic == state {
+				refused.Add(1)
+				return nil, errors.New("outage"), true
+			}
+		}
+		return nil, nil, false
+	})
+
+	logs := &syncBuffer{}
+	reg := prometheus.NewRegistry()
+	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{3}, 32), Log: debugLogger(logs), Registry: reg, AggregatorTick: 20 * time.Millisecond}
+	done, _ := startService(t, ctx, svc)
+	waitUntil(t, done, 30*time.Second, "three failed starts of the aggregators", func() bool { return refused.Load() >= 3 })
+	waitUntil(t, done, 10*time.Second, "the health server", func() bool { return svc.HealthAddr() != "" })
+	for range 5 {
+		rz, m := readyzAndMetric(t, svc.HealthAddr(), reg)
+		if rz || m != 0 {
+			t.Fatalf("during the outage /readyz ready=%v, dpsurv_ready=%v: want not ready, 0", rz, m)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "aggregators could not start; not ready, retrying") {
+		t.Errorf("no retry logged:\n%s", logTail(logs.String()))
+	}
+	down.Store(false)
+	waitUntil(t, done, 40*time.Second, "the service to be ready after the outage", svc.Ready)
+	waitUntil(t, done, 10*time.Second, "/readyz and dpsurv_ready to agree on ready", func() bool {
+		rz, m := readyzAndMetric(t, svc.HealthAddr(), reg)
+		return rz && m == 1
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("the service exited: %v", err)
+	default:
+	}
+	t.Logf("%d checkpoint reads refused before the outage ended", refused.Load())
+}

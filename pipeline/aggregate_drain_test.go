@@ -1,0 +1,164 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+	"github.com/dpsurv/dpsurv/schemas"
+)
+
+// drainClock is a settable aggregators.Clock.
+type drainClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *drainClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *drainClock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
+// oneBatch delivers one batch, then blocks until ctx ends.
+type oneBatch struct {
+	b    message.Batch
+	sent bool
+}
+
+func (s *oneBatch) Connect(context.Context) error { return nil }
+func (s *oneBatch) Close() error                  { return nil }
+func (s *oneBatch) ReadBatch(ctx context.Context) (message.Batch, error) {
+	if !s.sent {
+		s.sent = true
+		return s.b, nil
+	}
+	<-ctx.Done()
+	return message.Batch{}, ctx.Err()
+}
+
+// cutWrite's first Write blocks until its context ends (a fit-topic write
+// in flight when SIGTERM arrives) and fails; later writes succeed unless
+// their context is done.
+type cutWrite struct {
+	mu      sync.Mutex
+	started chan struct{}
+	cut     bool
+	msgs    []message.Message
+}
+
+func (s *cutWrite) Write(ctx context.Context, msgs []message.Message) error {
+	s.mu.Lock()
+	if !s.cut {
+		s.cut = true
+		s.mu.Unlock()
+		close(s.started)
+		<-ctx.Done()
+		return errors.New("write cut short: " + ctx.Err().Error())
+	}
+	defer s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err // as a real sink: nothing is written on a done context
+	}
+	s.msgs = append(s.msgs, msgs...)
+	return nil
+}
+
+func (s *cutWrite) published() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.msgs) }
+
+// A clean stop (the SIGTERM path: the run context is cancelled) while a
+// charged window's fit-topic write is in flight publishes that window
+// before Run returns (issue 21: it stayed unpublished until a later start).
+func TestAggregatorRunnerStopPublishesChargedWindow(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewGoAllocator()
+	spec := schemas.Spec{Cohorts: pipelinetest.Cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
+	v, err := schemas.NewValidator(spec, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	l, err := ledger.Open(ctx, &ledger.Memory{}, ledger.Options{Budget: map[string]float64{"stream": 100}, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Unix(1_700_000_000, 0).Truncate(time.Minute).Add(10 * time.Second)
+	clock := &drainClock{now: start}
+	fits := &cutWrite{started: make(chan struct{})}
+	km := aggregators.Config{Name: "km", Kind: aggregators.KindKM, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1,
+		Cohorts: pipelinetest.Cohorts, TimeMax: 3000, TimeUnit: "days", Params: aggregators.Params{Method: aggregators.MethodNoisyHistogram, BinWidth: 500}}
+	eng, err := aggregators.NewEngine(ctx, aggregators.EngineConfig{Aggregates: []aggregators.Config{km}, Topic: "in", Ledger: l,
+		State: &ledger.MemoryState{}, Fits: fits, Clock: clock, Noise: dp.NewSeededSource(1), Metrics: aggregators.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &oneBatch{b: message.Batch{Messages: []message.Message{{Partition: 0, Offset: 0,
+		Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("drain-", 50), false)}}, Ack: func(context.Context) error { return nil }}}
+	r := &pipeline.AggregatorRunner{Source: src, Validator: v, Engine: eng, Tick: 5 * time.Millisecond, DrainTimeout: 10 * time.Second}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for metricValue(t, reg, "dpsurv_aggregator_records_total") < 50 {
+		if time.Now().After(deadline) {
+			t.Fatal("the records were never counted")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	clock.Set(start.Add(time.Minute)) // the window closes: released, charged, written
+	select {
+	case <-fits.started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the window's fit-topic write never started")
+	}
+	if l.Spent("stream") != 1 {
+		t.Fatalf("stream spent %v before the write, want 1 (charged)", l.Spent("stream"))
+	}
+	cancel() // SIGTERM during the write
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after the stop")
+	}
+	if n := fits.published(); n != len(pipelinetest.Cohorts) {
+		t.Fatalf("%d fit messages published after the stop, want %d (the charged window)", n, len(pipelinetest.Cohorts))
+	}
+	if p := eng.Pending(); p != 0 {
+		t.Errorf("%d windows pending after the stop, want 0", p)
+	}
+}
+
+// metricValue sums every sample of a counter or gauge.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetCounter() != nil {
+				v += m.GetCounter().GetValue()
+			} else {
+				v += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return v
+}
