@@ -19,6 +19,13 @@ import (
 // fetchTimeout bounds one fetch round trip beyond the broker's wait.
 const fetchTimeout = 15 * time.Second
 
+// partitionFetchBytes bounds one partition's share of a fetch (Kafka's
+// max.partition.fetch.bytes default): a fetcher holds at most one response
+// and one decoded chunk, so the source's prefetch is about 2 MiB per
+// assigned partition. The broker still returns a first record batch larger
+// than this whole (KIP-74), up to FetchMaxBytes.
+const partitionFetchBytes = 1 << 20
+
 // reportAfter is how many consecutive failed fetches of a partition make
 // ReadBatch return the error (the fetcher keeps retrying either way).
 const reportAfter = 3
@@ -77,7 +84,7 @@ func (k *Kafka) newReader() (*groupReader, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &groupReader{k: k, cg: cg, chunks: make(chan chunk, 4), errs: make(chan error, 1), cancel: cancel, done: make(chan struct{})}
+	g := &groupReader{k: k, cg: cg, chunks: make(chan chunk, 1), errs: make(chan error, 1), cancel: cancel, done: make(chan struct{})}
 	go g.run(ctx)
 	return g, nil
 }
@@ -205,7 +212,7 @@ func (g *groupReader) fetch(ctx context.Context, version int64, part int, offset
 			SessionEpoch:   -1, // no fetch session: every fetch is a full fetch
 			Topics: []fetchAPI.RequestTopic{{Topic: k.topic, Partitions: []fetchAPI.RequestPartition{{
 				Partition: int32(part), CurrentLeaderEpoch: -1, FetchOffset: offset, LogStartOffset: -1,
-				PartitionMaxBytes: int32(k.fetchBytes)}}}},
+				PartitionMaxBytes: int32(min(k.fetchBytes, partitionFetchBytes))}}}},
 		}
 		fctx, cancel := context.WithTimeout(ctx, k.fetchWait+fetchTimeout)
 		m, err := tr.RoundTrip(fctx, addr, req)
