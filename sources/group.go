@@ -129,6 +129,12 @@ func (g *groupReader) run(ctx context.Context) {
 			part, offset := a.ID, a.Offset
 			gen.Start(func(gctx context.Context) { g.fetch(gctx, v, part, offset) })
 		}
+		// Between generations Ack waits for the next one rather than
+		// commit in an ended one.
+		gen.Start(func(gctx context.Context) {
+			<-gctx.Done()
+			g.gen.CompareAndSwap(gen, nil)
+		})
 	}
 }
 
@@ -157,41 +163,45 @@ func (g *groupReader) commit(offsets map[int]int64) error {
 func (g *groupReader) fetch(ctx context.Context, version int64, part int, offset int64) {
 	k := g.k
 	log := k.log.With(zap.Int("partition", part))
+	// tr is the fetcher's own Transport (its own connections and metadata
+	// cache); it is replaced after every failure, which also refreshes the
+	// partition's leader.
 	var tr *kafka.Transport
-	newTransport := func() bool {
+	dropTransport := func() {
 		if tr != nil {
 			tr.CloseIdleConnections()
+			tr = nil
 		}
-		t, err := k.conn.Transport()
-		if err != nil {
-			g.report(fmt.Errorf("partition %d: %w", part, err))
-			return false
-		}
-		tr = t
-		return true
 	}
-	defer func() {
-		if tr != nil {
-			tr.CloseIdleConnections()
-		}
-	}()
+	defer dropTransport()
 	bo := retry.New(100*time.Millisecond, 5*time.Second)
 	failures := 0
+	// fail reports err (from the reportAfter-th failure in a row on), then
+	// waits; false when the generation ended meanwhile. A fetcher returns
+	// only when the generation ends: kafka-go ends a generation when any
+	// function it started returns.
 	fail := func(err error) bool {
 		failures++
 		if failures >= reportAfter {
 			g.report(fmt.Errorf("partition %d: %w", part, err))
 		}
 		log.Debug("fetch failed; retrying", zap.Error(err), zap.Duration("backoff", bo.Current()))
-		newTransport()
+		dropTransport()
 		return bo.Wait(ctx)
-	}
-	if !newTransport() {
-		return
 	}
 	addr := kafka.TCP(k.conn.Brokers...)
 	sent := false // a chunk was sent in this generation
 	for ctx.Err() == nil {
+		if tr == nil {
+			t, err := k.conn.Transport()
+			if err != nil {
+				if !fail(err) {
+					return
+				}
+				continue
+			}
+			tr = t
+		}
 		if offset < 0 { // kafka.FirstOffset or kafka.LastOffset: no committed offset
 			o, err := k.listOffset(ctx, tr, addr, part, offset)
 			if err != nil {
@@ -215,6 +225,7 @@ func (g *groupReader) fetch(ctx context.Context, version int64, part int, offset
 				PartitionMaxBytes: int32(min(k.fetchBytes, partitionFetchBytes))}}}},
 		}
 		fctx, cancel := context.WithTimeout(ctx, k.fetchWait+fetchTimeout)
+		began := time.Now()
 		m, err := tr.RoundTrip(fctx, addr, req)
 		cancel()
 		if err != nil {
@@ -260,7 +271,12 @@ func (g *groupReader) fetch(ctx context.Context, version int64, part int, offset
 		}
 		if len(d.msgs) == 0 && d.next == offset {
 			k.setLag(version, part, offset, max(0, end-offset), sent)
-			continue // the broker waited MaxWait for nothing
+			// The broker waited MaxWait for nothing; should it answer
+			// at once instead, do not spin.
+			if time.Since(began) < k.fetchWait/2 && !sleepCtx(ctx, min(k.fetchWait, 100*time.Millisecond)) {
+				return
+			}
+			continue
 		}
 		select {
 		case g.chunks <- chunk{version: version, part: part, msgs: d.msgs, next: d.next, end: end}:
@@ -269,6 +285,18 @@ func (g *groupReader) fetch(ctx context.Context, version int64, part int, offset
 		}
 		sent = true
 		offset = d.next
+	}
+}
+
+// sleepCtx sleeps d; false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

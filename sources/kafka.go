@@ -299,6 +299,9 @@ func (k *Kafka) ReadBatch(ctx context.Context) (Batch, error) {
 	last := make(map[int]int64, 4) // partition -> offset to commit after its last message
 	var timer <-chan time.Time
 	for len(msgs) < k.maxBatch {
+		if k.pendIdx < len(k.pend.msgs) && k.pend.version != k.cur.Load().version.Load() {
+			k.pend.msgs = nil // an ended generation's: its partition may have moved
+		}
 		if k.pendIdx >= len(k.pend.msgs) {
 			c, ok, err := k.next(ctx, timer)
 			if err != nil {
