@@ -244,6 +244,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("input: %w", err)
 	}
 	defer source.Close()
+	registerSkipped(s.Registry, source)
 
 	aggRun := s.aggregatorLoop(cfg, validator)
 

@@ -138,6 +138,10 @@ func runTxnScenario(t *testing.T, cfg app.Config, p txnPayloads, mem memory.Allo
 	if got := gauge(reg, "dpsurv_dead_letter_rows_total", nil); got != 0 {
 		t.Errorf("dpsurv_dead_letter_rows_total = %v, want 0 (transaction markers are not messages)", got)
 	}
+	if a, m := gauge(reg, "dpsurv_input_transaction_messages_skipped_total", map[string]string{"kind": "aborted"}),
+		gauge(reg, "dpsurv_input_transaction_messages_skipped_total", map[string]string{"kind": "marker"}); a != 1 || m != 2 {
+		t.Errorf("dpsurv_input_transaction_messages_skipped_total aborted %v, marker %v; want 1 and 2", a, m)
+	}
 	if end := endOffset(ctx, t, addrs, "dlq"); end != 0 {
 		t.Errorf("%d dead letters written, want none", end)
 	}
