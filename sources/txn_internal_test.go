@@ -99,6 +99,27 @@ func TestDecodeCommitted(t *testing.T) {
 			want:    seq("c", 5, 9), next: 10, nAbort: 4, nCtrl: 2,
 		},
 		{
+			// One producer: commit, abort, commit (kafka4beam/brod#659: a
+			// client that stops at the producer's first marker returns the
+			// aborted middle transaction).
+			name: "commit abort commit by one producer",
+			batches: []protocol.RecordReader{batch("t1", 1, true, 1, 1), marker(1, 2, true),
+				batch("t2", 1, true, 3, 1), marker(1, 4, false), batch("t3", 1, true, 5, 1), marker(1, 6, true)},
+			aborted:     []abort{{ProducerID: 1, FirstOffset: 3}},
+			fetchOffset: 1,
+			want:        []string{"t1-1", "t3-5"}, next: 7, nAbort: 1, nCtrl: 3,
+		},
+		{
+			// A fetch starting inside an aborted transaction: its first
+			// offset is before the fetch offset, its records after it are
+			// still dropped.
+			name:        "fetch inside an aborted transaction",
+			batches:     []protocol.RecordReader{batch("a", 4, true, 10, 5), batch("a", 4, true, 15, 5), marker(4, 20, false), batch("p", -1, false, 21, 1)},
+			aborted:     []abort{{ProducerID: 4, FirstOffset: 10}},
+			fetchOffset: 15,
+			want:        []string{"p-21"}, next: 22, nAbort: 5, nCtrl: 1,
+		},
+		{
 			// Aborted transactions listed out of order are sorted first.
 			name: "unsorted aborted list",
 			batches: []protocol.RecordReader{batch("a", 1, true, 0, 2), marker(1, 2, false),
