@@ -36,9 +36,8 @@ type chunk struct {
 	part    int
 	msgs    []Message
 	// next is the offset after everything the fetch held (delivered,
-	// aborted or control); end is the partition's last stable offset
-	// (read_committed) or high watermark.
-	next, end int64
+	// aborted or control).
+	next int64
 }
 
 // groupReader is one consumer-group membership: kafka-go's ConsumerGroup
@@ -190,7 +189,6 @@ func (g *groupReader) fetch(ctx context.Context, version int64, part int, offset
 		return bo.Wait(ctx)
 	}
 	addr := kafka.TCP(k.conn.Brokers...)
-	sent := false // a chunk was sent in this generation
 	for ctx.Err() == nil {
 		if tr == nil {
 			t, err := k.conn.Transport()
@@ -269,8 +267,8 @@ func (g *groupReader) fetch(ctx context.Context, version int64, part int, offset
 		if k.isolation == kafka.ReadCommitted && p.LastStableOffset >= 0 {
 			end = p.LastStableOffset
 		}
+		k.observe(version, part, offset, end)
 		if len(d.msgs) == 0 && d.next == offset {
-			k.setLag(version, part, offset, max(0, end-offset), sent)
 			// The broker waited MaxWait for nothing; should it answer
 			// at once instead, do not spin.
 			if time.Since(began) < k.fetchWait/2 && !sleepCtx(ctx, min(k.fetchWait, 100*time.Millisecond)) {
@@ -279,11 +277,10 @@ func (g *groupReader) fetch(ctx context.Context, version int64, part int, offset
 			continue
 		}
 		select {
-		case g.chunks <- chunk{version: version, part: part, msgs: d.msgs, next: d.next, end: end}:
+		case g.chunks <- chunk{version: version, part: part, msgs: d.msgs, next: d.next}:
 		case <-ctx.Done():
 			return
 		}
-		sent = true
 		offset = d.next
 	}
 }

@@ -99,11 +99,13 @@ type Kafka struct {
 	// Per partition, in the current generation (genVersion): the offset to
 	// commit after the last message handed out (delivered), an offset past
 	// skipped records to commit once everything delivered is acked (skip),
-	// and the lag after the last message handed out.
+	// the first fetch offset (first) and the end the last fetch saw (end:
+	// the last stable offset, or the high watermark with read_uncommitted).
 	genVersion int64
 	delivered  map[int]int64
 	skip       map[int]int64
-	lag        map[int]int64
+	first      map[int]int64
+	end        map[int]int64
 
 	lifeMu   sync.Mutex // serializes Restart and Close
 	closed   bool
@@ -170,7 +172,8 @@ func NewKafka(cfg KafkaConfig, log *zap.Logger) (*Kafka, error) {
 		committed:  make(map[int]int64),
 		delivered:  make(map[int]int64),
 		skip:       make(map[int]int64),
-		lag:        make(map[int]int64),
+		first:      make(map[int]int64),
+		end:        make(map[int]int64),
 	}
 	k.timing.heartbeat, k.timing.session, k.timing.rebalance = cfg.HeartbeatInterval, cfg.SessionTimeout, cfg.RebalanceTimeout
 	g, err := k.newReader()
@@ -246,17 +249,22 @@ func (k *Kafka) newGeneration(v int64) {
 	k.genVersion = v
 	clear(k.delivered)
 	clear(k.skip)
-	clear(k.lag)
+	clear(k.first)
+	clear(k.end)
 }
 
-// setLag records an idle partition's lag (its fetcher found nothing new at
-// offset) unless ReadBatch has not handed out everything before offset.
-func (k *Kafka) setLag(version int64, part int, offset, lag int64, sent bool) {
+// observe records what a fetch of a partition saw: its fetch offset (the
+// partition's start in the generation, for the first) and its end.
+func (k *Kafka) observe(version int64, part int, offset, end int64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if d, ok := k.delivered[part]; version == k.genVersion && ((!ok && !sent) || d == offset) {
-		k.lag[part] = lag
+	if version != k.genVersion {
+		return
 	}
+	if _, ok := k.first[part]; !ok {
+		k.first[part] = offset
+	}
+	k.end[part] = end
 }
 
 // next returns the next chunk of the current generation for ReadBatch, or
@@ -333,7 +341,6 @@ func (k *Kafka) ReadBatch(ctx context.Context) (Batch, error) {
 		k.mu.Lock()
 		if c.version == k.genVersion {
 			k.delivered[c.part] = off
-			k.lag[c.part] = max(0, c.end-off)
 		}
 		k.mu.Unlock()
 		if timer == nil {
@@ -355,7 +362,6 @@ func (k *Kafka) skipTo(ctx context.Context, c chunk) {
 		k.mu.Unlock()
 		return
 	}
-	k.lag[c.part] = max(0, c.end-c.next)
 	d, ok := k.delivered[c.part]
 	if ok && k.committed[c.part] < d {
 		k.skip[c.part] = c.next
@@ -428,16 +434,21 @@ func (k *Kafka) commitWait(ctx context.Context, offsets map[int]int64) error {
 	}
 }
 
-// Lag returns the consumer lag summed over the partitions this source has
-// returned messages from in the current generation (best effort): per
-// partition, the last stable offset (read_committed; the high watermark
-// with read_uncommitted) minus the offset after the last message returned.
+// Lag returns the consumer lag summed over the partitions this source
+// fetched in the current generation (best effort): per partition, the end
+// its last fetch saw (the last stable offset; the high watermark with
+// read_uncommitted) minus the offset after the last message returned (or
+// its first fetch offset, before any).
 func (k *Kafka) Lag() int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var sum int64
-	for _, l := range k.lag {
-		sum += l
+	for p, end := range k.end {
+		pos, ok := k.delivered[p]
+		if !ok {
+			pos = k.first[p]
+		}
+		sum += max(0, end-pos)
 	}
 	return sum
 }
