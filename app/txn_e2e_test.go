@@ -80,14 +80,11 @@ func endOffset(ctx context.Context, t *testing.T, addrs []string, topic string) 
 	if err != nil {
 		t.Fatalf("list offsets of %s: %v", topic, err)
 	}
-	for _, p := range res.Topics[topic] {
-		if p.Error != nil {
-			t.Fatalf("list offsets of %s: %v", topic, p.Error)
-		}
-		return p.LastOffset
+	ps := res.Topics[topic]
+	if len(ps) != 1 || ps[0].Error != nil {
+		t.Fatalf("list offsets of %s: %+v", topic, ps)
 	}
-	t.Fatalf("list offsets of %s: no partition 0", topic)
-	return 0
+	return ps[0].LastOffset
 }
 
 // runTxnScenario produces the three payloads with produce (an independent

@@ -487,18 +487,6 @@ func markRead(err error) error {
 	return message.Mark(err, message.ErrNotConnected)
 }
 
-// headersIn converts kafka-go headers to message headers.
-func headersIn(hs []kafka.Header) []message.Header {
-	if len(hs) == 0 {
-		return nil
-	}
-	out := make([]message.Header, len(hs))
-	for i, h := range hs {
-		out[i] = message.Header{Key: h.Key, Value: h.Value}
-	}
-	return out
-}
-
 func orInt(v, def int) int {
 	if v == 0 {
 		return def
