@@ -3,8 +3,10 @@ package sources_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,5 +182,125 @@ func TestReadCommittedOpenTransactionAndTrailingMarker(t *testing.T) {
 			t.Fatalf("read %q from an aborted transaction", b.Messages[0].Value)
 		}
 		cancel()
+	}
+}
+
+// Three transactional producers interleave transactions on two partitions,
+// each randomly committed or aborted (fixed seed), beside a plain
+// producer: the source returns every committed and plain record exactly
+// once (acknowledging each batch) and no aborted one, and the group ends
+// committed at the end of both partitions.
+func TestReadCommittedInterleavedProducers(t *testing.T) {
+	c, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"mix": 2}})
+	ctx := testCtx(t, 90*time.Second)
+	var mu sync.Mutex
+	var want []string
+	aborted := map[string]bool{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 21))
+			cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.TransactionalID(fmt.Sprintf("tx-%d", w)),
+				kgo.DefaultProduceTopic("mix"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer cl.Close()
+			for tx := range 8 {
+				if err := cl.BeginTransaction(); err != nil {
+					errs <- err
+					return
+				}
+				commit := rng.IntN(2) == 0
+				var vals []string
+				for i := range 1 + rng.IntN(6) {
+					v := fmt.Sprintf("w%d-t%d-%d", w, tx, i)
+					if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v), Partition: int32(rng.IntN(2))}).FirstErr(); err != nil {
+						errs <- err
+						return
+					}
+					vals = append(vals, v)
+				}
+				if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				if commit {
+					want = append(want, vals...)
+				} else {
+					for _, v := range vals {
+						aborted[v] = true
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic("mix"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			errs <- err
+			return
+		}
+		defer cl.Close()
+		for i := range 20 {
+			v := fmt.Sprintf("plain-%d", i)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v), Partition: int32(i % 2)}).FirstErr(); err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			want = append(want, v)
+			mu.Unlock()
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("produce: %v", err)
+	}
+	if len(aborted) == 0 || len(want) <= 20 {
+		t.Fatalf("the seed made %d aborted and %d committed+plain records: want both kinds", len(aborted), len(want))
+	}
+
+	k := newSource(t, sources.KafkaConfig{Conn: conn, Topic: "mix", GroupID: "g", MaxBatch: 5})
+	got := readN(ctx, t, k, len(want), true)
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if b, err := k.ReadBatch(short); err == nil {
+		t.Fatalf("an extra batch after the %d records: first %q", len(want), b.Messages[0].Value)
+	}
+	seen := map[string]int{}
+	for _, v := range got {
+		seen[v]++
+		if aborted[v] {
+			t.Errorf("aborted record %s returned", v)
+		}
+	}
+	for _, v := range want {
+		if seen[v] != 1 {
+			t.Errorf("record %s returned %d times, want once", v, seen[v])
+		}
+	}
+	lag, err := kafkaconn.GroupLag(ctx, conn, "g", "mix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range lag {
+		if p.Lag() != 0 || p.Committed != p.End {
+			t.Errorf("partition %d: committed %d, end %d: want the commit at the end", p.Partition, p.Committed, p.End)
+		}
+	}
+	a, m := k.Skipped()
+	t.Logf("%d committed+plain records, %d aborted (skipped %d), %d markers", len(want), len(aborted), a, m)
+	if a != int64(len(aborted)) {
+		t.Errorf("Skipped() aborted = %d, want %d", a, len(aborted))
 	}
 }
