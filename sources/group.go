@@ -106,16 +106,23 @@ func (g *groupReader) report(err error) {
 
 func (g *groupReader) run(ctx context.Context) {
 	defer close(g.done)
+	failures := 0
 	for {
 		gen, err := g.cg.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
 				return
 			}
-			// The group backs off by itself (JoinGroupBackoff).
-			g.report(err)
+			// The group backs off by itself (JoinGroupBackoff). A
+			// rebalance under way fails a join or sync now and then:
+			// report only persistent failures, as kafka-go's Reader does
+			// (its MaxAttempts, 3).
+			if failures++; failures >= reportAfter {
+				g.report(err)
+			}
 			continue
 		}
+		failures = 0
 		v := g.k.versions.Add(1)
 		g.gen.Store(gen)
 		g.version.Store(v)
