@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap/zaptest"
@@ -138,6 +140,12 @@ func runTxnScenario(t *testing.T, cfg app.Config, p txnPayloads, mem memory.Allo
 	if a, m := gauge(reg, "dpsurv_input_transaction_messages_skipped_total", map[string]string{"kind": "aborted"}),
 		gauge(reg, "dpsurv_input_transaction_messages_skipped_total", map[string]string{"kind": "marker"}); a != 1 || m != 2 {
 		t.Errorf("dpsurv_input_transaction_messages_skipped_total aborted %v, marker %v; want 1 and 2", a, m)
+	}
+	if mfs, err := reg.Gather(); err != nil || !slices.ContainsFunc(mfs, func(mf *dto.MetricFamily) bool { return mf.GetName() == "dpsurv_input_unstable_messages" }) {
+		t.Errorf("dpsurv_input_unstable_messages not exported (%v)", err)
+	}
+	if u := gauge(reg, "dpsurv_input_unstable_messages", nil); u != 0 {
+		t.Errorf("dpsurv_input_unstable_messages = %v with no transaction open, want 0", u)
 	}
 	if end := endOffset(ctx, t, addrs, "dlq"); end != 0 {
 		t.Errorf("%d dead letters written, want none", end)

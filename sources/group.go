@@ -274,7 +274,7 @@ func (g *groupReader) fetch(ctx context.Context, version int64, part int, offset
 		if k.isolation == kafka.ReadCommitted && p.LastStableOffset >= 0 {
 			end = p.LastStableOffset
 		}
-		k.observe(version, part, offset, end)
+		k.observe(version, part, offset, end, p.HighWatermark)
 		if len(d.msgs) == 0 && d.next == offset {
 			// The broker waited MaxWait for nothing; should it answer
 			// at once instead, do not spin.

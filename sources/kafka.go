@@ -106,6 +106,7 @@ type Kafka struct {
 	skip       map[int]int64
 	first      map[int]int64
 	end        map[int]int64
+	hw         map[int]int64 // the high watermark the last fetch saw
 
 	lifeMu   sync.Mutex // serializes Restart and Close
 	closed   bool
@@ -174,6 +175,7 @@ func NewKafka(cfg KafkaConfig, log *zap.Logger) (*Kafka, error) {
 		skip:       make(map[int]int64),
 		first:      make(map[int]int64),
 		end:        make(map[int]int64),
+		hw:         make(map[int]int64),
 	}
 	k.timing.heartbeat, k.timing.session, k.timing.rebalance = cfg.HeartbeatInterval, cfg.SessionTimeout, cfg.RebalanceTimeout
 	g, err := k.newReader()
@@ -251,11 +253,13 @@ func (k *Kafka) newGeneration(v int64) {
 	clear(k.skip)
 	clear(k.first)
 	clear(k.end)
+	clear(k.hw)
 }
 
 // observe records what a fetch of a partition saw: its fetch offset (the
-// partition's start in the generation, for the first) and its end.
-func (k *Kafka) observe(version int64, part int, offset, end int64) {
+// partition's start in the generation, for the first), its end and its
+// high watermark.
+func (k *Kafka) observe(version int64, part int, offset, end, hw int64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if version != k.genVersion {
@@ -265,6 +269,21 @@ func (k *Kafka) observe(version int64, part int, offset, end int64) {
 		k.first[part] = offset
 	}
 	k.end[part] = end
+	k.hw[part] = hw
+}
+
+// Unstable is how many records of the partitions fetched in the current
+// generation lie past their last stable offset: in transactions still open
+// and after them, which a read_committed source cannot read yet (0 with
+// read_uncommitted). A transaction left open shows here, not as lag.
+func (k *Kafka) Unstable() int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var sum int64
+	for p, hw := range k.hw {
+		sum += max(0, hw-k.end[p])
+	}
+	return sum
 }
 
 // next returns the next chunk of the current generation for ReadBatch, or

@@ -151,10 +151,16 @@ func TestReadCommittedOpenTransactionAndTrailingMarker(t *testing.T) {
 	if b, err := k.ReadBatch(short); err == nil {
 		t.Fatalf("read %d messages (first %q) while a transaction before them is open", len(b.Messages), b.Messages[0].Value)
 	}
+	if u := k.Unstable(); u != 5 {
+		t.Errorf("Unstable() = %d with a 3-record transaction open and 2 records after it, want 5", u)
+	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
 	got := readN(ctx, t, k, 5, true)
+	if u := k.Unstable(); u != 0 {
+		t.Errorf("Unstable() = %d once the transaction committed, want 0", u)
+	}
 	sort.Strings(got)
 	if want := []string{"after-0", "after-1", "open-0", "open-1", "open-2"}; !slices.Equal(got, want) {
 		t.Fatalf("read %v, want %v", got, want)
