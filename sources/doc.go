@@ -48,6 +48,7 @@
 //   - Lag is best effort: per partition, the last stable offset (the high
 //     watermark with read_uncommitted) minus the offset after the last
 //     message returned, summed over the partitions of the current
-//     generation.
+//     generation. Unstable counts the records past the last stable offset
+//     (an open transaction and what follows it), which are not lag.
 //   - Record values are never logged.
 package sources
