@@ -45,6 +45,9 @@ type InputConfig struct {
 	// Partitions is the input topic's partition count when dpsurv creates
 	// it (demo, tests); 0 leaves existing topics alone.
 	Partitions int `yaml:"partitions"`
+	// IsolationLevel: read_committed (default: records of aborted
+	// transactions are never read) or read_uncommitted.
+	IsolationLevel string `yaml:"isolation_level"`
 	// SessionTimeout is how long the group waits for a silent replica
 	// before moving its partitions to the others (default 10s); the
 	// heartbeat is a third of it.
@@ -359,6 +362,11 @@ func (c Config) Validate() error {
 	}
 	if c.Input.Partitions < 0 {
 		add("input.partitions: must be >= 0")
+	}
+	switch c.Input.IsolationLevel {
+	case "", "read_committed", "read_uncommitted":
+	default:
+		add("input.isolation_level: %q is not read_committed or read_uncommitted", c.Input.IsolationLevel)
 	}
 	// Brokers refuse sessions outside group.min/max.session.timeout.ms
 	// (defaults 6 s and 30 min; the embedded broker the same minimum).

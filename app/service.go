@@ -216,8 +216,10 @@ func (s *Service) Run(ctx context.Context) error {
 	if cfg.Input.Partitions > 0 {
 		topics[cfg.Input.Topic] = cfg.Input.Partitions
 	}
-	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, topics, nil); err != nil {
+	if err := ensureTopics(ctx, s.Log, cfg.Kafka, topics); err != nil {
 		return fmt.Errorf("ensure topics: %w", err)
+	} else if ctx.Err() != nil {
+		return nil
 	}
 
 	// Learn the output topics' max.message.bytes: a lower limit than
@@ -254,6 +256,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("input: %w", err)
 	}
 	defer source.Close()
+	registerSkipped(s.Registry, source)
 
 	aggRun := s.aggregatorLoop(cfg, validator)
 

@@ -78,7 +78,7 @@ func (k KafkaTransport) Source(_ context.Context, role Role) (message.Source, er
 	default:
 		return nil, fmt.Errorf("kafka transport: %v is not a source", role)
 	}
-	return sources.NewKafka(sources.KafkaConfig{Conn: c.Kafka, Topic: c.Input.Topic, GroupID: group, MaxBatch: c.Input.MaxBatch,
+	return sources.NewKafka(sources.KafkaConfig{Conn: c.Kafka, Topic: c.Input.Topic, GroupID: group, MaxBatch: c.Input.MaxBatch, IsolationLevel: c.Input.IsolationLevel,
 		SessionTimeout: c.Input.SessionTimeout, HeartbeatInterval: c.Input.SessionTimeout / 3, RebalanceTimeout: c.Input.RebalanceTimeout}, k.logger())
 }
 

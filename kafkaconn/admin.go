@@ -176,18 +176,54 @@ func EnsureTopics(ctx context.Context, c Config, topics map[string]int, compacte
 	if len(req.Topics) == 0 {
 		return nil
 	}
+	missing := make([]string, len(req.Topics))
+	for i, tc := range req.Topics {
+		missing[i] = tc.Topic
+	}
 	resp, err := cl.CreateTopics(ctx, &req)
 	if err != nil {
-		return fmt.Errorf("ensure kafka topics: create: %w", diagnose(ctx, c, err))
+		err = diagnose(ctx, c, err)
+		if errors.Is(err, ErrAuth) || errors.Is(err, ErrTLS) || ctx.Err() != nil {
+			return fmt.Errorf("ensure kafka topics: create: %w", err)
+		}
+		// A broker without the CreateTopics API (librdkafka's mock
+		// cluster) or one that refuses it: the topics must be made by
+		// an operator.
+		return &MissingTopicsError{Topics: missing, Err: err}
 	}
 	var errs []error
+	var failed []string
 	for _, tc := range req.Topics {
 		if e := resp.Errors[tc.Topic]; e != nil && !errors.Is(e, kafka.TopicAlreadyExists) {
-			errs = append(errs, fmt.Errorf("ensure kafka topics: create %q: %w", tc.Topic, classify(e)))
+			if e := classify(e); errors.Is(e, ErrAuth) || errors.Is(e, ErrTLS) {
+				errs = append(errs, fmt.Errorf("ensure kafka topics: create %q: %w", tc.Topic, e))
+				continue
+			}
+			failed = append(failed, tc.Topic)
+			errs = append(errs, fmt.Errorf("create %q: %w", tc.Topic, e))
 		}
+	}
+	if len(failed) > 0 && len(failed) == len(errs) {
+		return &MissingTopicsError{Topics: failed, Err: errors.Join(errs...)}
 	}
 	return errors.Join(errs...)
 }
+
+// MissingTopicsError is EnsureTopics' error when topics do not exist and
+// the broker would not create them: it lacks the CreateTopics API (e.g.
+// librdkafka's mock cluster), or refused the request. Retrying helps once
+// an operator has created them.
+type MissingTopicsError struct {
+	Topics []string // sorted
+	Err    error    // why they could not be created
+}
+
+func (e *MissingTopicsError) Error() string {
+	return fmt.Sprintf("kafka topics %s do not exist and could not be created (%v): create them on the cluster",
+		strings.Join(e.Topics, ", "), e.Err)
+}
+
+func (e *MissingTopicsError) Unwrap() error { return e.Err }
 
 // diagnose classifies err from a Transport-based request. A Transport reports
 // a broker closing the connection during SASL as a bare EOF, so on EOF the

@@ -22,7 +22,12 @@
 //     a writer's Transport sees kfake closing the connection as a bare EOF,
 //     so run CheckConnection at start-up).
 //   - EnsureTopics creates missing topics (replication factor: the broker
-//     default) and leaves existing ones untouched; it is idempotent.
+//     default) and leaves existing ones untouched; it is idempotent. When
+//     the broker will not create them (no CreateTopics API, as librdkafka's
+//     mock cluster, or a refusal) it returns a *MissingTopicsError naming
+//     them, for the caller to report and retry.
+//   - GroupLag compares a group's committed offsets with each partition's
+//     last stable offset (what a read_committed consumer can reach).
 //   - DescribeGroup and WaitForGroup read a consumer group's members and
 //     their assignments for one topic from the coordinator; they change
 //     nothing.

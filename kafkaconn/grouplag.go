@@ -13,7 +13,9 @@ import (
 type PartitionLag struct {
 	Partition int
 	// Committed is the group's committed offset (the log start when the
-	// group has none); End the partition's end offset.
+	// group has none); End the partition's last stable offset (the end
+	// offset a read_committed consumer can reach: the high watermark
+	// unless a transaction is open).
 	Committed, End int64
 }
 
@@ -55,7 +57,10 @@ func GroupLag(ctx context.Context, c Config, group, topic string) ([]PartitionLa
 	for _, id := range ids {
 		reqs = append(reqs, kafka.FirstOffsetOf(id), kafka.LastOffsetOf(id))
 	}
-	lo, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	// read_committed: the end is the last stable offset, which is what a
+	// read_committed consumer can reach (an open transaction holds it back).
+	lo, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs},
+		IsolationLevel: kafka.ReadCommitted})
 	if err != nil {
 		return nil, fmt.Errorf("group lag: %w", Classify(err))
 	}

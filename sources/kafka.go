@@ -55,6 +55,11 @@ type KafkaConfig struct {
 	// FetchMaxWait is how long the broker holds a fetch when there is no
 	// data (default 500ms); it also bounds how long Close waits for a fetch.
 	FetchMaxWait time.Duration
+	// IsolationLevel is "read_committed" (default) or "read_uncommitted".
+	// With read_committed the source reads up to the last stable offset,
+	// never returns a record of an aborted transaction, and commits past
+	// them; control records (transaction markers) are never returned.
+	IsolationLevel string
 	// Consumer group timings; zero means kafka-go's defaults (3s, 30s,
 	// 30s). The broker bounds the session timeout (kfake: at least 6s).
 	HeartbeatInterval time.Duration
@@ -66,41 +71,50 @@ type KafkaConfig struct {
 // concurrently with itself; Ack, Lag, MemberID, Restart and Close may be
 // called from any goroutine.
 type Kafka struct {
-	conn     kafkaconn.Config
-	rc       kafka.ReaderConfig // template of every reader (Logger set per reader)
+	conn       kafkaconn.Config
+	dialer     *kafka.Dialer
+	topic      string
+	group      string
+	start      int64 // kafka.FirstOffset or kafka.LastOffset
+	isolation  kafka.IsolationLevel
+	fetchWait  time.Duration
+	fetchBytes int
+	timing     struct{ heartbeat, session, rebalance time.Duration }
+	maxBatch   int
+	maxWait    time.Duration
+	log        *zap.Logger
+
 	cur      atomic.Pointer[groupReader]
 	restarts atomic.Int64
-	topic    string
-	maxBatch int
-	maxWait  time.Duration
-	log      *zap.Logger
+	versions atomic.Int64 // generations joined, over every reader
+	aborted  atomic.Int64 // aborted transactional records skipped
+	control  atomic.Int64 // control records (transaction markers) skipped
+
+	// pend is the chunk ReadBatch is taking messages from (ReadBatch only).
+	pend    chunk
+	pendIdx int
 
 	mu        sync.Mutex
-	committed map[int]int64 // partition -> highest offset committed by this reader
-	lag       map[int]int64 // partition -> lag after the last message returned
-	// generations counts consumer-group generations seen by Lag.
-	generations int64
+	committed map[int]int64 // partition -> highest offset committed by this source
+	// Per partition, in the current generation (genVersion): the offset to
+	// commit after the last message handed out (delivered), an offset past
+	// skipped records to commit once everything delivered is acked (skip),
+	// the first fetch offset (first) and the end the last fetch saw (end:
+	// the last stable offset, or the high watermark with read_uncommitted).
+	genVersion int64
+	delivered  map[int]int64
+	skip       map[int]int64
+	first      map[int]int64
+	end        map[int]int64
+	hw         map[int]int64 // the high watermark the last fetch saw
 
 	lifeMu   sync.Mutex // serializes Restart and Close
 	closed   bool
 	closeErr error
 }
 
-// groupReader is one kafka-go group reader and the member id it last
-// joined the group with.
-type groupReader struct {
-	r      *kafka.Reader
-	member atomic.Pointer[string]
-}
-
-// joinedFormat is the message kafka-go's consumer group logs after every
-// successful join and sync; its second argument is the member id. The
-// member id is otherwise not exposed by kafka.Reader (pinned v0.4.51; a
-// test fails if this stops matching).
-const joinedFormat = "Joined group %s as member %s in generation %d"
-
-// NewKafka creates a Kafka source; it connects lazily (the first ReadBatch
-// joins the group).
+// NewKafka creates a Kafka source; it connects lazily (the consumer group
+// joins in the background and the first ReadBatch waits for it).
 func NewKafka(cfg KafkaConfig, log *zap.Logger) (*Kafka, error) {
 	if log == nil {
 		log = zap.NewNop()
@@ -130,7 +144,14 @@ func NewKafka(cfg KafkaConfig, log *zap.Logger) (*Kafka, error) {
 	default:
 		errs = append(errs, fmt.Errorf("start offset %q: want earliest or latest", cfg.StartOffset))
 	}
+	iso, err := ParseIsolationLevel(cfg.IsolationLevel)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("new kafka source: %w", err)
+	}
+	if err := cfg.Conn.Validate(); err != nil {
 		return nil, fmt.Errorf("new kafka source: %w", err)
 	}
 	dialer, err := cfg.Conn.Dialer()
@@ -138,54 +159,43 @@ func NewKafka(cfg KafkaConfig, log *zap.Logger) (*Kafka, error) {
 		return nil, fmt.Errorf("new kafka source: %w", err)
 	}
 	k := &Kafka{
-		conn:      cfg.Conn,
-		topic:     cfg.Topic,
-		maxBatch:  orInt(cfg.MaxBatch, DefaultMaxBatch),
-		maxWait:   orDur(cfg.MaxWait, DefaultMaxWait),
-		log:       log.With(zap.String("topic", cfg.Topic), zap.String("group", cfg.GroupID)),
-		committed: make(map[int]int64),
-		lag:       make(map[int]int64),
+		conn:       cfg.Conn,
+		dialer:     dialer,
+		topic:      cfg.Topic,
+		group:      cfg.GroupID,
+		start:      start,
+		isolation:  iso,
+		fetchWait:  orDur(cfg.FetchMaxWait, DefaultFetchMaxWait),
+		fetchBytes: orInt(cfg.FetchMaxBytes, DefaultFetchMaxBytes),
+		maxBatch:   orInt(cfg.MaxBatch, DefaultMaxBatch),
+		maxWait:    orDur(cfg.MaxWait, DefaultMaxWait),
+		log:        log.With(zap.String("topic", cfg.Topic), zap.String("group", cfg.GroupID)),
+		committed:  make(map[int]int64),
+		delivered:  make(map[int]int64),
+		skip:       make(map[int]int64),
+		first:      make(map[int]int64),
+		end:        make(map[int]int64),
+		hw:         make(map[int]int64),
 	}
-	k.rc = kafka.ReaderConfig{
-		Brokers:               cfg.Conn.Brokers,
-		GroupID:               cfg.GroupID,
-		Topic:                 cfg.Topic,
-		Dialer:                dialer,
-		QueueCapacity:         2 * k.maxBatch,
-		MinBytes:              1,
-		MaxBytes:              orInt(cfg.FetchMaxBytes, DefaultFetchMaxBytes),
-		MaxWait:               orDur(cfg.FetchMaxWait, DefaultFetchMaxWait),
-		CommitInterval:        0, // synchronous commits: Ack returns once committed
-		StartOffset:           start,
-		HeartbeatInterval:     cfg.HeartbeatInterval,
-		SessionTimeout:        cfg.SessionTimeout,
-		RebalanceTimeout:      cfg.RebalanceTimeout,
-		WatchPartitionChanges: true,
-		ReadLagInterval:       -1,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			k.log.Warn(fmt.Sprintf(msg, args...))
-		}),
-	}
-	if err := k.rc.Validate(); err != nil {
+	k.timing.heartbeat, k.timing.session, k.timing.rebalance = cfg.HeartbeatInterval, cfg.SessionTimeout, cfg.RebalanceTimeout
+	g, err := k.newReader()
+	if err != nil {
 		return nil, fmt.Errorf("new kafka source: %w", err)
 	}
-	k.cur.Store(k.newReader())
+	k.cur.Store(g)
 	return k, nil
 }
 
-func (k *Kafka) newReader() *groupReader {
-	g := &groupReader{}
-	rc := k.rc
-	rc.Logger = kafka.LoggerFunc(func(msg string, args ...any) {
-		if msg == joinedFormat && len(args) == 3 {
-			if id, ok := args[1].(string); ok {
-				g.member.Store(&id)
-			}
-		}
-		k.log.Debug(fmt.Sprintf(msg, args...))
-	})
-	g.r = kafka.NewReader(rc)
-	return g
+// ParseIsolationLevel parses an isolation level: "read_committed" (the
+// default, also for "") or "read_uncommitted".
+func ParseIsolationLevel(s string) (kafka.IsolationLevel, error) {
+	switch strings.ToLower(s) {
+	case "", "read_committed":
+		return kafka.ReadCommitted, nil
+	case "read_uncommitted":
+		return kafka.ReadUncommitted, nil
+	}
+	return 0, fmt.Errorf("isolation level %q: want read_committed or read_uncommitted", s)
 }
 
 // MemberID is the consumer-group member id of the current reader's last
@@ -200,6 +210,16 @@ func (k *Kafka) MemberID() string {
 // Restarts is how many times Restart replaced the reader.
 func (k *Kafka) Restarts() int64 { return k.restarts.Load() }
 
+// Skipped is how many records the source dropped since it was created:
+// records of aborted transactions, and control records (transaction
+// commit and abort markers).
+func (k *Kafka) Skipped() (aborted, control int64) { return k.aborted.Load(), k.control.Load() }
+
+func (k *Kafka) skipped(aborted, control int) {
+	k.aborted.Add(int64(aborted))
+	k.control.Add(int64(control))
+}
+
 // Restart replaces the group reader: the old one leaves the group, a new
 // one joins it (which makes the coordinator rebalance the group) and
 // resumes every partition it is assigned from the group's committed
@@ -212,107 +232,242 @@ func (k *Kafka) Restart() error {
 	if k.closed {
 		return fmt.Errorf("kafka source %s: restart: %w", k.topic, io.ErrClosedPipe)
 	}
-	old := k.cur.Swap(k.newReader())
+	g, err := k.newReader()
+	if err != nil {
+		return fmt.Errorf("kafka source %s: restart: %w", k.topic, err)
+	}
+	old := k.cur.Swap(g)
 	k.restarts.Add(1)
-	k.mu.Lock()
-	clear(k.lag)
-	k.generations = 0
-	k.mu.Unlock()
-	if err := old.r.Close(); err != nil {
+	if err := old.close(); err != nil {
 		return fmt.Errorf("kafka source %s: restart: close the old reader: %w", k.topic, err)
 	}
 	return nil
 }
 
+// newGeneration resets the per-generation state: partitions may have moved.
+func (k *Kafka) newGeneration(v int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.genVersion = v
+	clear(k.delivered)
+	clear(k.skip)
+	clear(k.first)
+	clear(k.end)
+	clear(k.hw)
+}
+
+// observe records what a fetch of a partition saw: its fetch offset (the
+// partition's start in the generation, for the first), its end and its
+// high watermark.
+func (k *Kafka) observe(version int64, part int, offset, end, hw int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if version != k.genVersion {
+		return
+	}
+	if _, ok := k.first[part]; !ok {
+		k.first[part] = offset
+	}
+	k.end[part] = end
+	k.hw[part] = hw
+}
+
+// Unstable is how many records of the partitions fetched in the current
+// generation lie past their last stable offset: in transactions still open
+// and after them, which a read_committed source cannot read yet (0 with
+// read_uncommitted). A transaction left open shows here, not as lag.
+func (k *Kafka) Unstable() int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var sum int64
+	for p, hw := range k.hw {
+		sum += max(0, hw-k.end[p])
+	}
+	return sum
+}
+
+// next returns the next chunk of the current generation for ReadBatch, or
+// an error, or false when timer fires first (a nil timer never fires).
+func (k *Kafka) next(ctx context.Context, timer <-chan time.Time) (chunk, bool, error) {
+	for {
+		g := k.cur.Load()
+		// Chunks before errors.
+		select {
+		case c := <-g.chunks:
+			if c.version == g.version.Load() {
+				return c, true, nil
+			}
+			continue // an ended generation's: its partitions may have moved
+		default:
+		}
+		select {
+		case c := <-g.chunks:
+			if c.version == g.version.Load() {
+				return c, true, nil
+			}
+		case err := <-g.errs:
+			return chunk{}, false, markRead(fmt.Errorf("kafka source %s: read: %w", k.topic, kafkaconn.Classify(err)))
+		case <-g.done:
+			if k.cur.Load() == g {
+				return chunk{}, false, markRead(fmt.Errorf("kafka source %s: read: %w", k.topic, io.ErrClosedPipe))
+			}
+			// Restart replaced the reader: read from the new one.
+		case <-timer:
+			return chunk{}, false, nil
+		case <-ctx.Done():
+			return chunk{}, false, ctx.Err()
+		}
+	}
+}
+
 // ReadBatch returns the next batch: at least one message, at most MaxBatch.
 func (k *Kafka) ReadBatch(ctx context.Context) (Batch, error) {
-	g := k.cur.Load()
-	first, err := g.r.FetchMessage(ctx)
-	for err != nil && ctx.Err() == nil && k.cur.Load() != g {
-		// Restart replaced (and closed) the reader: read from the new one.
-		g = k.cur.Load()
-		first, err = g.r.FetchMessage(ctx)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return Batch{}, ctx.Err()
+	var msgs []Message
+	last := make(map[int]int64, 4) // partition -> offset to commit after its last message
+	var timer <-chan time.Time
+	for len(msgs) < k.maxBatch {
+		if k.pendIdx < len(k.pend.msgs) && k.pend.version != k.cur.Load().version.Load() {
+			k.pend.msgs = nil // an ended generation's: its partition may have moved
 		}
-		return Batch{}, markRead(fmt.Errorf("kafka source %s: read: %w", k.topic, kafkaconn.Classify(err)))
-	}
-	raw := make([]kafka.Message, 1, k.maxBatch)
-	raw[0] = first
-	if k.maxBatch > 1 {
-		fill, cancel := context.WithTimeout(ctx, k.maxWait)
-		for len(raw) < k.maxBatch {
-			m, err := g.r.FetchMessage(fill)
+		if k.pendIdx >= len(k.pend.msgs) {
+			c, ok, err := k.next(ctx, timer)
 			if err != nil {
-				// Timeout, cancellation or a reader error: return what we
-				// have; a persistent error shows on the next call.
-				break
+				if len(msgs) > 0 {
+					break // return what we have; the error shows on the next call
+				}
+				return Batch{}, err
 			}
-			raw = append(raw, m)
+			if !ok {
+				break // MaxWait after the first message
+			}
+			k.pend, k.pendIdx = c, 0
+			if len(c.msgs) == 0 {
+				k.skipTo(ctx, c)
+				continue
+			}
 		}
-		cancel()
-	}
-
-	last := make(map[int]int64, 4) // partition -> offset after its last message
-	msgs := make([]Message, len(raw))
-	k.mu.Lock()
-	for i, m := range raw {
-		msgs[i] = Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset,
-			Key: m.Key, Value: m.Value, Headers: headersIn(m.Headers), Time: m.Time}
-		last[m.Partition] = m.Offset + 1
-		if m.HighWaterMark > 0 {
-			k.lag[m.Partition] = max(0, m.HighWaterMark-(m.Offset+1))
+		c := &k.pend
+		n := min(k.maxBatch-len(msgs), len(c.msgs)-k.pendIdx)
+		take := c.msgs[k.pendIdx : k.pendIdx+n]
+		k.pendIdx += n
+		msgs = append(msgs, take...)
+		off := take[n-1].Offset + 1
+		if k.pendIdx == len(c.msgs) {
+			off = c.next // past records skipped after the last message
+			c.msgs = nil
+		}
+		last[c.part] = off
+		k.mu.Lock()
+		if c.version == k.genVersion {
+			k.delivered[c.part] = off
+		}
+		k.mu.Unlock()
+		if timer == nil {
+			t := time.NewTimer(k.maxWait)
+			defer t.Stop()
+			timer = t.C
 		}
 	}
-	k.mu.Unlock()
 	return Batch{Messages: msgs, Ack: func(ctx context.Context) error { return k.ack(ctx, last) }}, nil
+}
+
+// skipTo handles a fetch that held only skipped records (an aborted
+// transaction, a transaction marker): their offsets are committed at once
+// when everything handed out before them is acknowledged, or else by the
+// Ack that acknowledges it.
+func (k *Kafka) skipTo(ctx context.Context, c chunk) {
+	k.mu.Lock()
+	if c.version != k.genVersion {
+		k.mu.Unlock()
+		return
+	}
+	d, ok := k.delivered[c.part]
+	if ok && k.committed[c.part] < d {
+		k.skip[c.part] = c.next
+		k.mu.Unlock()
+		return
+	}
+	k.delivered[c.part] = c.next
+	k.mu.Unlock()
+	if err := k.ack(ctx, map[int]int64{c.part: c.next}); err != nil {
+		k.log.Debug("commit past skipped records failed; a later commit covers them", zap.Int("partition", c.part), zap.Error(err))
+	}
 }
 
 func (k *Kafka) ack(ctx context.Context, next map[int]int64) error {
 	k.mu.Lock()
-	commits := make([]kafka.Message, 0, len(next))
+	commits := make(map[int]int64, len(next))
 	for p, off := range next {
 		if c, ok := k.committed[p]; ok && c >= off {
 			continue // an equal or later offset is already committed
 		}
-		// CommitMessages commits Offset+1.
-		commits = append(commits, kafka.Message{Topic: k.topic, Partition: p, Offset: off - 1})
+		commits[p] = off
 	}
 	k.mu.Unlock()
 	if len(commits) == 0 {
 		return nil
 	}
-	if err := k.cur.Load().r.CommitMessages(ctx, commits...); err != nil {
+	if err := k.commitWait(ctx, commits); err != nil {
 		return fmt.Errorf("kafka source %s: ack %d partition(s): %w", k.topic, len(commits), kafkaconn.Classify(err))
 	}
 	k.mu.Lock()
-	for _, m := range commits {
-		if c, ok := k.committed[m.Partition]; !ok || m.Offset+1 > c {
-			k.committed[m.Partition] = m.Offset + 1
+	more := map[int]int64{}
+	for p, off := range commits {
+		if c, ok := k.committed[p]; !ok || off > c {
+			k.committed[p] = off
+		}
+		// Everything handed out is acknowledged: commit past the
+		// records skipped after it.
+		if s, ok := k.skip[p]; ok && k.committed[p] >= k.delivered[p] {
+			delete(k.skip, p)
+			if s > k.committed[p] {
+				k.delivered[p] = s
+				more[p] = s
+			}
 		}
 	}
 	k.mu.Unlock()
+	if len(more) > 0 {
+		return k.ack(ctx, more)
+	}
 	return nil
 }
 
-// Lag returns the consumer lag summed over the partitions this reader has
-// returned messages from since the last rebalance (best effort).
+// commitWait commits through the current reader, waiting (within ctx) for
+// it to join the group when it is between generations.
+func (k *Kafka) commitWait(ctx context.Context, offsets map[int]int64) error {
+	for {
+		g := k.cur.Load()
+		if g.gen.Load() != nil {
+			return g.commit(offsets)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not a member of the group: %w", ctx.Err())
+		case <-g.done:
+			if k.cur.Load() == g {
+				return io.ErrClosedPipe
+			}
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Lag returns the consumer lag summed over the partitions this source
+// fetched in the current generation (best effort): per partition, the end
+// its last fetch saw (the last stable offset; the high watermark with
+// read_uncommitted) minus the offset after the last message returned (or
+// its first fetch offset, before any).
 func (k *Kafka) Lag() int64 {
-	r := k.cur.Load().r.Stats().Rebalances // new generations since the last call
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.generations += r
-	if r > 0 && k.generations > 1 {
-		// A rebalance after the first join may have moved partitions
-		// away: forget them; owned partitions with lag refill on the
-		// next batch.
-		clear(k.lag)
-	}
 	var sum int64
-	for _, l := range k.lag {
-		sum += l
+	for p, end := range k.end {
+		pos, ok := k.delivered[p]
+		if !ok {
+			pos = k.first[p]
+		}
+		sum += max(0, end-pos)
 	}
 	return sum
 }
@@ -324,7 +479,7 @@ func (k *Kafka) Close() error {
 	defer k.lifeMu.Unlock()
 	if !k.closed {
 		k.closed = true
-		if err := k.cur.Load().r.Close(); err != nil {
+		if err := k.cur.Load().close(); err != nil {
 			k.closeErr = fmt.Errorf("kafka source %s: close: %w", k.topic, err)
 		}
 	}
@@ -349,18 +504,6 @@ func markRead(err error) error {
 		return message.Mark(err, message.ErrFatal)
 	}
 	return message.Mark(err, message.ErrNotConnected)
-}
-
-// headersIn converts kafka-go headers to message headers.
-func headersIn(hs []kafka.Header) []message.Header {
-	if len(hs) == 0 {
-		return nil
-	}
-	out := make([]message.Header, len(hs))
-	for i, h := range hs {
-		out[i] = message.Header{Key: h.Key, Value: h.Value}
-	}
-	return out
 }
 
 func orInt(v, def int) int {

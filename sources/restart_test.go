@@ -10,8 +10,8 @@ import (
 	"github.com/dpsurv/dpsurv/sources"
 )
 
-// MemberID is the member id the coordinator knows the reader by (read
-// from kafka-go's join log line, so this fails if kafka-go changes it),
+// MemberID is the member id the coordinator knows the reader by (the
+// generation's, from kafka-go's ConsumerGroup),
 // and Restart rejoins as a new member: a ReadBatch blocked on the old
 // reader continues on the new one, which resumes from the committed
 // offsets (acknowledged messages are not redelivered, the rest are).
