@@ -43,16 +43,19 @@ type DeadLetter struct {
 	// Count is the number of rows a summary dead letter stands for (rows
 	// beyond the validator's verbatim cap, see SetMaxDeadRows); 0 or 1
 	// for a single row. A summary has RowIndex = its first row and no Row.
+	// For a whole-message dead letter (RowIndex -1) it is the rows the
+	// message declares (its batch headers, its JSON lines), 0 when the
+	// bytes give no count.
 	Count int
 }
 
-// Rows is the number of input rows d stands for: 0 for a whole-message
-// dead letter (RowIndex -1, its rows were never decoded), Count for a
-// summary, 1 otherwise.
+// Rows is the number of input rows d stands for: for a whole-message dead
+// letter (RowIndex -1) the rows the message declares (Count, 0 when not
+// known), Count for a summary, 1 otherwise.
 func (d DeadLetter) Rows() int {
 	switch {
 	case d.RowIndex < 0:
-		return 0
+		return max(d.Count, 0)
 	case d.Count > 1:
 		return d.Count
 	}
