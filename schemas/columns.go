@@ -283,8 +283,6 @@ func parseTimestamp(s string) (int64, bool) {
 	return 0, false
 }
 
-
-
 // cellValue returns a JSON-friendly Go value of one cell. It never panics: a
 // cell that cannot be read (malformed nested data) is rendered as a marker.
 func cellValue(arr arrow.Array, i int) (v any) {
