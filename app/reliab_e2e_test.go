@@ -173,7 +173,9 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 		{"id of 70,000 bytes", []string{"event"}, pipelinetest.RowsMessage(t, []string{strings.Repeat("x", 70_000), "ok-long-0"}, false), schemas.ReasonInvalidID, 1},
 		// (b) the fuzzing crash: negative null count on event.
 		{"negative null count", []string{"event"}, pipelinetest.NegativeNullCountMessage(t, spec, "nc-", 13), schemas.ReasonUndecodable, 0},
-		// (c) a public optional column the message lacks.
+		// (c) a public optional column the message lacks, which the
+		// config marks required (schema.required; without it the column
+		// is null, TestPublicOptionalColumnMissingIsNull).
 		{"public site missing", []string{"event", "site"}, pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("nosite-", 5), false), schemas.ReasonMissingField, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,6 +184,9 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 			cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 			cfg := reliabConfig(t, cl, "crash")
 			cfg.Schema.Public = tc.public
+			if slices.Contains(tc.public, "site") {
+				cfg.Schema.Required = []string{"site"}
+			}
 			if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 1, cfg.Output.SanitizedTopic: 1, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
 				t.Fatal(err)
 			}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -65,14 +64,8 @@ func Guarantees(cfg Config, key []byte) ([]sanitizers.Guarantee, error) {
 	return ch.Guarantees(), nil
 }
 
-// Spec is the schemas.Spec for the configured input.
-// An optional column (site, observed_at) listed in schema.public is
-// required: a message without it is dead-lettered by validation, since
-// the sanitizer could not copy it.
-func (c Config) Spec() schemas.Spec {
-	return schemas.Spec{Cohorts: c.Schema.Cohorts, TimeUnit: c.Schema.TimeUnit, Covariates: c.Schema.Covariates, Columns: schemas.DefaultColumns(),
-		RequireSite: slices.Contains(c.Schema.Public, "site"), RequireObservedAt: slices.Contains(c.Schema.Public, "observed_at")}
-}
+// Spec is the schemas.Spec for the configured input (see inputSpec).
+func (c Config) Spec() schemas.Spec { return c.inputSpec() }
 
 // topicBatchOverhead is subtracted from a topic's max.message.bytes (which
 // bounds a whole record batch) to bound one message.
