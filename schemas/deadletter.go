@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -115,7 +116,19 @@ func jsonSafe(v any) any {
 			o[k] = jsonSafe(e)
 		}
 		return o
-	case nil, string, bool, json.Number, []byte,
+	case json.Number:
+		// A literal Go's encoding/json (and others) cannot read back
+		// into a float64, such as 1e400, is written as a string: a dead
+		// letter is JSON every consumer can parse.
+		if _, err := strconv.ParseFloat(string(x), 64); err != nil || !isJSONNumber(string(x)) {
+			return string(x)
+		}
+		return x
+	case badText:
+		return x.s
+	case rawJSON:
+		return string(x)
+	case nil, string, bool, []byte,
 		int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
 		return x
 	default:

@@ -121,7 +121,7 @@ func readJSONLines(r io.Reader, v *Validator, batchSize int, fn func(arrow.Recor
 		if len(lines) == 0 {
 			return nil
 		}
-		b, _ := parseJSONRows(lines)
+		b, _, _ := v.parseJSONRows(lines)
 		out, dead := v.validateRaw(b, rowBase, set)
 		rowBase += len(lines)
 		lines = lines[:0]

@@ -3,8 +3,8 @@ package schemas
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 
 	"github.com/apache/arrow/go/v15/arrow"
 )
@@ -28,9 +28,10 @@ func (v *Validator) DecodeJSON(data []byte) (out arrow.Record, dead []DeadLetter
 }
 
 func (v *Validator) decodeJSON(data []byte, rowBase int, set *idSet, wholeOnFail bool) (out arrow.Record, dead []DeadLetter) {
+	rows := 0 // the rows the message holds, once known
 	whole := func(detail string) (arrow.Record, []DeadLetter) {
 		return v.empty(false, false), []DeadLetter{{Reason: ReasonUndecodable, RowIndex: -1, Detail: detail,
-			Raw: append([]byte(nil), data...)}}
+			Raw: append([]byte(nil), data...), Count: rows}}
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -49,16 +50,9 @@ func (v *Validator) decodeJSON(data []byte, rowBase int, set *idSet, wholeOnFail
 	}
 	var elems [][]byte
 	if body[0] == '[' {
-		var arr []json.RawMessage
-		dec := json.NewDecoder(bytes.NewReader(body))
-		if err := dec.Decode(&arr); err != nil {
+		var err error
+		if elems, err = splitArray(body); err != nil {
 			return whole("json: " + err.Error())
-		}
-		if _, err := dec.Token(); err != io.EOF {
-			return whole("json: trailing data after the array")
-		}
-		for _, e := range arr {
-			elems = append(elems, e)
 		}
 	} else {
 		for _, line := range bytes.Split(body, []byte{'\n'}) {
@@ -69,49 +63,77 @@ func (v *Validator) decodeJSON(data []byte, rowBase int, set *idSet, wholeOnFail
 			elems = append(elems, line)
 		}
 	}
-	b, decoded := parseJSONRows(elems)
+	rows = len(elems)
+	b, decoded, cost := v.parseJSONRows(elems)
 	if decoded == 0 && len(elems) > 0 && wholeOnFail {
 		return whole("json: no line is a JSON value")
+	}
+	// Decoding counts against the decode bound, as an Arrow message's
+	// buffers do (input.max_decoded_bytes; at most 1 MiB + 256 x the
+	// message size).
+	if bound := decodeBound(v.maxDecode, len(data)); int64(cost) > bound {
+		return whole(fmt.Sprintf("json: the decoded rows take about %d bytes, over the decode bound of %d (input.max_decoded_bytes)", cost, bound))
 	}
 	return v.validateRaw(b, rowBase, set)
 }
 
-// parseJSONRows decodes each element into an object row. It returns the
-// batch and the number of elements that were valid JSON.
-func parseJSONRows(elems [][]byte) (*rawBatch, int) {
-	b := &rawBatch{rows: make([]map[string]any, len(elems)), rowErr: map[int]rowFailure{}}
+// parseJSONRows reads each element as a row object (jsonparse.go), keeping
+// the configured keys only. It returns the batch, the number of elements
+// that were valid JSON, and about the memory the kept values take.
+func (v *Validator) parseJSONRows(elems [][]byte) (*rawBatch, int, int) {
+	b := &rawBatch{rows: make([]map[string]any, len(elems)), rowErr: map[int]rowFailure{}, strictJSON: true}
 	keys := map[string]bool{}
-	decoded := 0
+	seen := map[string]struct{}{}
+	decoded, cost := 0, 24*len(elems)
+	keep := v.configured
+	limit := func(string) int { return MaxDeadFieldBytes }
 	for i, e := range elems {
-		dec := json.NewDecoder(bytes.NewReader(e))
-		dec.UseNumber()
-		var val any
-		err := dec.Decode(&val)
-		if err == nil {
-			if _, terr := dec.Token(); terr != io.EOF {
-				err = fmt.Errorf("trailing data after the value")
-			}
-		}
-		if err != nil {
-			b.rowErr[i] = rowFailure{reason: rUndecodable, detail: "json: " + err.Error(),
-				raw: append([]byte(nil), e...)}
+		row, c, err := parseObject(e, keep, limit, seen)
+		var dup errDupKey
+		var notObj errNotObject
+		switch {
+		case err == nil:
+		case errors.As(err, &dup):
+			decoded++
+			b.rowErr[i] = rowFailure{reason: rWrongSchema, detail: "json: " + err.Error(), raw: boundedRaw(e)}
+			continue
+		case errors.As(err, &notObj):
+			decoded++
+			b.rowErr[i] = rowFailure{reason: rWrongSchema, detail: "json: " + err.Error(), raw: boundedRaw(e)}
+			continue
+		default:
+			b.rowErr[i] = rowFailure{reason: rUndecodable, detail: "json: " + err.Error(), raw: boundedRaw(e)}
 			continue
 		}
 		decoded++
-		obj, ok := val.(map[string]any)
-		if !ok {
-			b.rowErr[i] = rowFailure{reason: rWrongSchema, detail: fmt.Sprintf("json: row is %s, not an object", jsonKind(val)),
-				raw: append([]byte(nil), e...)}
-			continue
-		}
-		b.rows[i] = obj
-		for k := range obj {
+		cost += c
+		b.rows[i] = row
+		for k := range row {
 			keys[k] = true
 		}
 	}
 	b.present = func(col string) bool { return keys[col] }
-	return b, decoded
+	// A dead-lettered row is read again with every key: the configured
+	// ones whole, the others cut (MaxDeadValueBytes).
+	b.deadRow = func(i int) map[string]any {
+		lim := func(k string) int {
+			if v.configured(k) {
+				return MaxDeadFieldBytes
+			}
+			return MaxDeadValueBytes
+		}
+		row, _, err := parseObject(elems[i], func(string) bool { return true }, lim, map[string]struct{}{})
+		if err != nil {
+			return b.rows[i]
+		}
+		return row
+	}
+	return b, decoded, cost
 }
+
+// boundedRaw is a copy of a failed row's bytes for its dead letter (the
+// pipeline bounds a dead letter's size again when it writes it).
+func boundedRaw(e []byte) []byte { return append([]byte(nil), e...) }
 
 func jsonKind(v any) string {
 	switch v.(type) {
@@ -121,9 +143,9 @@ func jsonKind(v any) string {
 		return "a boolean"
 	case json.Number:
 		return "a number"
-	case string:
+	case string, badText:
 		return "a string"
-	case []any:
+	case rawJSON:
 		return "an array"
 	}
 	return fmt.Sprintf("%T", v)

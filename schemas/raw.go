@@ -22,6 +22,13 @@ type rawBatch struct {
 	// nullish maps CSV conventions ("" and NA) to null; JSON keeps "" as a
 	// string.
 	nullish func(string) bool
+	// deadRow, when set, renders row i for its dead letter (instead of
+	// rows[i], which holds the configured keys only).
+	deadRow func(i int) map[string]any
+	// strictJSON reads values as docs/producers.md states them for JSON
+	// (jsonID, jsonFloat, jsonEvent, jsonCohort); otherwise leniently, as
+	// CSV cells (rawIDString, rawFloat, rawEvent, rawCohort).
+	strictJSON bool
 }
 
 type rowFailure struct {
@@ -53,8 +60,8 @@ func (v *Validator) validateRaw(b *rawBatch, rowBase int, set *idSet) (arrow.Rec
 	n := len(b.rows)
 	// A required optional column that no row has fails every row
 	// (missing_field) instead of giving a batch without it.
-	withSite := b.present(v.cols.Site) || v.spec.RequireSite
-	withObs := b.present(v.cols.ObservedAt) || v.spec.RequireObservedAt
+	withSite := !v.spec.SkipSite && (b.present(v.cols.Site) || v.spec.RequireSite || v.spec.NullableSite)
+	withObs := !v.spec.SkipObservedAt && (b.present(v.cols.ObservedAt) || v.spec.RequireObservedAt || v.spec.NullableObservedAt)
 	st := v.pool.Get().(*scratch)
 	defer func() { st.release(); v.pool.Put(st) }()
 	st.reset(n, len(v.spec.Covariates), withSite, withObs)
@@ -68,7 +75,11 @@ func (v *Validator) validateRaw(b *rawBatch, rowBase int, set *idSet) (arrow.Rec
 	st.dedupe(set, rowBase)
 	out := v.build(st, withSite, withObs, nil)
 	names := v.slotNames()
-	dead := v.deadLetters(st, rowBase, names, func(i int) map[string]any { return b.rows[i] })
+	row := func(i int) map[string]any { return b.rows[i] }
+	if b.deadRow != nil {
+		row = b.deadRow
+	}
+	dead := v.deadLetters(st, rowBase, names, row)
 	for k := range dead {
 		if f, bad := b.rowErr[dead[k].RowIndex-rowBase]; bad {
 			dead[k].Detail = f.detail
@@ -86,6 +97,9 @@ func (v *Validator) fillRawRow(b *rawBatch, i int, st *scratch, withSite, withOb
 		st.fail(i, rMissing, slotID)
 	default:
 		s, ok := rawIDString(x)
+		if b.strictJSON {
+			s, ok = jsonID(x)
+		}
 		st.ids[i] = s
 		if !ok || !validID(s) {
 			st.fail(i, rInvalidID, slotID)
@@ -94,7 +108,7 @@ func (v *Validator) fillRawRow(b *rawBatch, i int, st *scratch, withSite, withOb
 	// time
 	if x := b.cell(i, v.cols.Time); x == nil {
 		st.fail(i, rMissing, slotTime)
-	} else if t, ok := rawFloat(x); !ok || !(t >= 0) || t > math.MaxFloat64 {
+	} else if t, ok := b.float(x); !ok || !(t >= 0) || t > math.MaxFloat64 {
 		st.fail(i, rTime, slotTime)
 	} else {
 		st.times[i] = t
@@ -102,7 +116,7 @@ func (v *Validator) fillRawRow(b *rawBatch, i int, st *scratch, withSite, withOb
 	// event
 	if x := b.cell(i, v.cols.Event); x == nil {
 		st.fail(i, rMissing, slotEvent)
-	} else if e, ok := rawEvent(x); !ok {
+	} else if e, ok := b.event(x); !ok {
 		st.fail(i, rEvent, slotEvent)
 	} else {
 		st.events[i] = e
@@ -110,14 +124,14 @@ func (v *Validator) fillRawRow(b *rawBatch, i int, st *scratch, withSite, withOb
 	// cohort
 	if x := b.cell(i, v.cols.Cohort); x == nil {
 		st.fail(i, rMissing, slotCohort)
-	} else if c, ok := v.rawCohort(x); !ok {
+	} else if c, ok := b.cohort(v, x); !ok {
 		st.fail(i, rCohort, slotCohort)
 	} else {
 		st.codes[i] = c
 	}
 	for k, name := range v.spec.Covariates {
 		x := b.cell(i, name)
-		f, ok := rawFloat(x)
+		f, ok := b.float(x)
 		if x == nil || !ok || math.IsNaN(f) || math.IsInf(f, 0) {
 			st.fail(i, rCov, slotCov0+k)
 			continue
@@ -125,14 +139,20 @@ func (v *Validator) fillRawRow(b *rawBatch, i int, st *scratch, withSite, withOb
 		st.covs[k][i] = f
 	}
 	if withSite {
-		if x := b.cell(i, v.cols.Site); x == nil {
+		switch x := b.cell(i, v.cols.Site); {
+		case x == nil && v.spec.NullableSite:
+			st.nullSite(i)
+		case x == nil:
 			st.fail(i, rMissing, slotSite)
-		} else {
+		default:
 			st.sites[i] = rawText(x)
 		}
 	}
 	if withObs {
-		if x := b.cell(i, v.cols.ObservedAt); x == nil {
+		x := b.cell(i, v.cols.ObservedAt)
+		if x == nil && v.spec.NullableObservedAt {
+			st.nullObs(i)
+		} else if x == nil {
 			st.fail(i, rMissing, slotObs)
 		} else if s, isStr := x.(string); !isStr {
 			st.fail(i, rObs, slotObs)
@@ -142,6 +162,27 @@ func (v *Validator) fillRawRow(b *rawBatch, i int, st *scratch, withSite, withOb
 			st.obs[i] = us
 		}
 	}
+}
+
+func (b *rawBatch) float(x any) (float64, bool) {
+	if b.strictJSON {
+		return jsonFloat(x)
+	}
+	return rawFloat(x)
+}
+
+func (b *rawBatch) event(x any) (bool, bool) {
+	if b.strictJSON {
+		return jsonEvent(x)
+	}
+	return rawEvent(x)
+}
+
+func (b *rawBatch) cohort(v *Validator, x any) (int32, bool) {
+	if b.strictJSON {
+		return v.jsonCohort(x)
+	}
+	return v.rawCohort(x)
 }
 
 // rawIDString: strings as they are; integer numbers as decimal.
@@ -231,6 +272,10 @@ func rawText(x any) string {
 	case string:
 		return y
 	case json.Number:
+		return string(y)
+	case badText:
+		return y.s
+	case rawJSON:
 		return string(y)
 	}
 	b, err := json.Marshal(x)
