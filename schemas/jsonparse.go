@@ -37,7 +37,7 @@ const maxJSONDepth = 64
 var errJSONDepth = errors.New("nesting deeper than 64")
 
 type jsonReader struct {
-	b   []byte
+	b   string
 	pos int
 }
 
@@ -65,12 +65,12 @@ func (r *jsonReader) str() (s string, ok bool, err error) {
 	for r.pos < len(r.b) {
 		c := r.b[r.pos]
 		if c == '"' {
-			raw := r.b[start:r.pos]
+			raw := r.b[start:r.pos] // no copy: a substring of the row
 			r.pos++
-			if utf8.Valid(raw) {
-				return string(raw), true, nil
+			if utf8.ValidString(raw) {
+				return raw, true, nil
 			}
-			return string([]rune(string(raw))), false, nil // invalid bytes -> U+FFFD
+			return string([]rune(raw)), false, nil // invalid bytes -> U+FFFD
 		}
 		if c == '\\' {
 			break
@@ -83,7 +83,7 @@ func (r *jsonReader) str() (s string, ok bool, err error) {
 	if r.pos >= len(r.b) {
 		return "", false, r.errorf("unterminated string")
 	}
-	out := append([]byte(nil), r.b[start:r.pos]...)
+	out := []byte(r.b[start:r.pos])
 	ok = utf8.Valid(out)
 	if !ok {
 		out = []byte(string([]rune(string(out))))
@@ -145,10 +145,10 @@ func (r *jsonReader) str() (s string, ok bool, err error) {
 				k++
 			}
 			seg := r.b[r.pos:k]
-			if utf8.Valid(seg) {
+			if utf8.ValidString(seg) {
 				out = append(out, seg...)
 			} else {
-				out, ok = append(out, string([]rune(string(seg)))...), false
+				out, ok = append(out, string([]rune(seg))...), false
 			}
 			r.pos = k
 		}
@@ -161,7 +161,7 @@ func (r *jsonReader) hex4() (rune, error) {
 		return 0, r.errorf("short \\u escape")
 	}
 	var u rune
-	for _, c := range r.b[r.pos : r.pos+4] {
+	for _, c := range []byte(r.b[r.pos : r.pos+4]) {
 		u <<= 4
 		switch {
 		case '0' <= c && c <= '9':
@@ -183,14 +183,14 @@ func (r *jsonReader) number() (string, error) {
 	start := r.pos
 	if n := jsonNumberLen(r.b[r.pos:]); n > 0 {
 		r.pos += n
-		return string(r.b[start:r.pos]), nil
+		return r.b[start:r.pos], nil
 	}
 	return "", r.errorf("invalid number")
 }
 
 // jsonNumberLen is the length of the JSON number literal at the start of b
 // (0 if none): -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func jsonNumberLen(b []byte) int {
+func jsonNumberLen(b string) int {
 	i := 0
 	digits := func() int {
 		k := i
@@ -229,7 +229,7 @@ func jsonNumberLen(b []byte) int {
 }
 
 // isJSONNumber reports whether s is exactly one JSON number literal.
-func isJSONNumber(s string) bool { return s != "" && jsonNumberLen([]byte(s)) == len(s) }
+func isJSONNumber(s string) bool { return s != "" && jsonNumberLen(s) == len(s) }
 
 // isJSONInteger reports whether s is a JSON number literal without
 // fraction or exponent.
@@ -246,7 +246,7 @@ func isJSONInteger(s string) bool {
 }
 
 func (r *jsonReader) literal(word string) error {
-	if len(r.b)-r.pos >= len(word) && string(r.b[r.pos:r.pos+len(word)]) == word {
+	if len(r.b)-r.pos >= len(word) && r.b[r.pos:r.pos+len(word)] == word {
 		r.pos += len(word)
 		return nil
 	}
@@ -293,7 +293,7 @@ func (r *jsonReader) value(depth int, keep bool, limit int) (any, error) {
 		}
 		text := r.b[start:r.pos]
 		if limit > 0 && len(text) > limit {
-			return rawJSON(cutString(string(text[:limit]), limit) + fmt.Sprintf("… (%d bytes, cut)", len(text))), nil
+			return rawJSON(cutString(text[:limit], limit) + fmt.Sprintf("… (%d bytes, cut)", len(text))), nil
 		}
 		return rawJSON(text), nil
 	}
@@ -365,7 +365,7 @@ func (e errNotObject) Error() string { return fmt.Sprintf("row is %s, not an obj
 // whitespace allowed). keep says which keys to keep (with values cut to
 // limit(key) bytes when nested); seen is scratch for duplicate keys.
 // The returned cost is about what the kept values take in memory.
-func parseObject(b []byte, keep func(string) bool, limit func(string) int, seen map[string]struct{}) (map[string]any, int, error) {
+func parseObject(b string, keep func(string) bool, limit func(string) int, seen map[string]struct{}) (map[string]any, int, error) {
 	r := &jsonReader{b: b}
 	r.ws()
 	if r.pos >= len(b) {
@@ -502,10 +502,10 @@ func valueBytes(v any) int {
 
 // splitArray returns the elements of a top-level JSON array (b trimmed,
 // starting with '['), checked against the grammar.
-func splitArray(b []byte) ([][]byte, error) {
+func splitArray(b string) ([]string, error) {
 	r := &jsonReader{b: b}
 	r.pos++
-	var elems [][]byte
+	var elems []string
 	r.ws()
 	if r.pos < len(b) && b[r.pos] == ']' {
 		r.pos++
@@ -539,40 +539,153 @@ func splitArray(b []byte) ([][]byte, error) {
 	return elems, nil
 }
 
+// jval is one configured value of a JSON row, its text a substring of the
+// row (no copy) unless it had escapes.
+type jval struct {
+	kind uint8
+	s    string // string text, number literal, nested value's text
+}
+
+// jval kinds.
+const (
+	jAbsent uint8 = iota
+	jNull
+	jString
+	jBad // a string that is not valid Unicode text; s has U+FFFD there
+	jNumber
+	jTrue
+	jFalse
+	jNested
+)
+
+// jvalue reads one value as a jval.
+func (r *jsonReader) jvalue(depth int) (jval, error) {
+	r.ws()
+	if r.pos >= len(r.b) {
+		return jval{}, r.errorf("unexpected end of input")
+	}
+	switch c := r.b[r.pos]; {
+	case c == '"':
+		s, ok, err := r.str()
+		if !ok {
+			return jval{jBad, s}, err
+		}
+		return jval{jString, s}, err
+	case c == '-' || '0' <= c && c <= '9':
+		s, err := r.number()
+		return jval{jNumber, s}, err
+	case c == 't':
+		return jval{kind: jTrue}, r.literal("true")
+	case c == 'f':
+		return jval{kind: jFalse}, r.literal("false")
+	case c == 'n':
+		return jval{kind: jNull}, r.literal("null")
+	case c == '{' || c == '[':
+		start := r.pos
+		err := r.skipNested(depth + 1)
+		return jval{jNested, r.b[start:r.pos]}, err
+	}
+	return jval{}, r.errorf("unexpected character %q", r.b[r.pos])
+}
+
+// parseSlots reads one row, a JSON object (the whole of b), into vals: the
+// value of each configured key at its slot (slotOf; -1 for a key outside
+// the configuration, whose value is checked and skipped). seen is scratch
+// for duplicate keys.
+func parseSlots(b string, slotOf func(string) int, vals []jval, seen map[string]struct{}) error {
+	r := &jsonReader{b: b}
+	r.ws()
+	if r.pos >= len(b) {
+		return r.errorf("empty row")
+	}
+	if b[r.pos] != '{' {
+		v, err := r.value(0, true, 64)
+		if err != nil {
+			return err
+		}
+		r.ws()
+		if r.pos != len(b) {
+			return errors.New("trailing data after the value")
+		}
+		return errNotObject{jsonKind(v)}
+	}
+	clear(seen)
+	r.pos++
+	r.ws()
+	if r.pos < len(b) && b[r.pos] == '}' {
+		r.pos++
+	} else {
+		for {
+			r.ws()
+			if r.pos >= len(b) || b[r.pos] != '"' {
+				return r.errorf("object key is not a string")
+			}
+			key, _, err := r.str()
+			if err != nil {
+				return err
+			}
+			if _, dup := seen[key]; dup {
+				if err := r.rest(); err != nil {
+					return err
+				}
+				return errDupKey{key}
+			}
+			seen[key] = struct{}{}
+			r.ws()
+			if r.pos >= len(b) || b[r.pos] != ':' {
+				return r.errorf("missing colon after object key")
+			}
+			r.pos++
+			val, err := r.jvalue(1)
+			if err != nil {
+				return err
+			}
+			if k := slotOf(key); k >= 0 {
+				vals[k] = val
+			}
+			r.ws()
+			if r.pos >= len(b) {
+				return r.errorf("unexpected end of input")
+			}
+			if b[r.pos] == ',' {
+				r.pos++
+				continue
+			}
+			if b[r.pos] == '}' {
+				r.pos++
+				break
+			}
+			return r.errorf("expected , or }")
+		}
+	}
+	r.ws()
+	if r.pos != len(b) {
+		return errors.New("trailing data after the value")
+	}
+	return nil
+}
+
 // jsonFloat parses a time or covariate value: a JSON number, or a string
 // holding exactly one JSON number literal.
-func jsonFloat(x any) (float64, bool) {
-	var s string
-	switch y := x.(type) {
-	case json.Number:
-		s = string(y)
-	case string:
-		if !isJSONNumber(y) {
-			return 0, false
-		}
-		s = y
-	default:
-		return 0, false
+func jsonFloat(x jval) (float64, bool) {
+	switch {
+	case x.kind == jNumber, x.kind == jString && isJSONNumber(x.s):
+		f, err := strconv.ParseFloat(x.s, 64)
+		return f, err == nil
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	return f, err == nil
+	return 0, false
 }
 
 // jsonEvent accepts true/false, the numbers 0 and 1 and the strings "0"
 // and "1", as docs/producers.md states.
-func jsonEvent(x any) (bool, bool) {
-	switch y := x.(type) {
-	case bool:
-		return y, true
-	case json.Number:
-		switch y {
-		case "0":
-			return false, true
-		case "1":
-			return true, true
-		}
-	case string:
-		switch y {
+func jsonEvent(x jval) (bool, bool) {
+	switch x.kind {
+	case jTrue:
+		return true, true
+	case jFalse:
+		return false, true
+	case jNumber, jString:
+		switch x.s {
 		case "0":
 			return false, true
 		case "1":
@@ -584,18 +697,18 @@ func jsonEvent(x any) (bool, bool) {
 
 // jsonID: a string (valid Unicode text) as it is, an integer literal as
 // its decimal text.
-func jsonID(x any) (string, bool) {
-	switch y := x.(type) {
-	case string:
-		return y, true
-	case json.Number:
-		if !isJSONInteger(string(y)) {
+func jsonID(x jval) (string, bool) {
+	switch x.kind {
+	case jString:
+		return x.s, true
+	case jNumber:
+		if !isJSONInteger(x.s) {
 			return "", false
 		}
-		if n, err := strconv.ParseInt(string(y), 10, 64); err == nil {
+		if n, err := strconv.ParseInt(x.s, 10, 64); err == nil {
 			return strconv.FormatInt(n, 10), true
 		}
-		if n, err := strconv.ParseUint(string(y), 10, 64); err == nil {
+		if n, err := strconv.ParseUint(x.s, 10, 64); err == nil {
 			return strconv.FormatUint(n, 10), true
 		}
 	}
@@ -604,22 +717,33 @@ func jsonID(x any) (string, bool) {
 
 // jsonCohort matches a label exactly: a string, or an integer literal by
 // its decimal text.
-func (v *Validator) jsonCohort(x any) (int32, bool) {
-	switch y := x.(type) {
-	case string:
-		c, ok := v.labels[y]
+func (v *Validator) jsonCohort(x jval) (int32, bool) {
+	switch x.kind {
+	case jString:
+		c, ok := v.labels[x.s]
 		return c, ok
-	case json.Number:
-		if !isJSONInteger(string(y)) {
+	case jNumber:
+		if !isJSONInteger(x.s) {
 			return 0, false
 		}
-		if c, ok := v.labels[string(y)]; ok {
+		if c, ok := v.labels[x.s]; ok {
 			return c, true
 		}
-		if n, err := strconv.ParseInt(string(y), 10, 64); err == nil {
+		if n, err := strconv.ParseInt(x.s, 10, 64); err == nil {
 			c, ok := v.intLabels[n]
 			return c, ok
 		}
 	}
 	return 0, false
+}
+
+// jsonText is a site value's text.
+func jsonText(x jval) string {
+	switch x.kind {
+	case jTrue:
+		return "true"
+	case jFalse:
+		return "false"
+	}
+	return x.s
 }

@@ -22,13 +22,6 @@ type rawBatch struct {
 	// nullish maps CSV conventions ("" and NA) to null; JSON keeps "" as a
 	// string.
 	nullish func(string) bool
-	// deadRow, when set, renders row i for its dead letter (instead of
-	// rows[i], which holds the configured keys only).
-	deadRow func(i int) map[string]any
-	// strictJSON reads values as docs/producers.md states them for JSON
-	// (jsonID, jsonFloat, jsonEvent, jsonCohort); otherwise leniently, as
-	// CSV cells (rawIDString, rawFloat, rawEvent, rawCohort).
-	strictJSON bool
 }
 
 type rowFailure struct {
@@ -75,11 +68,7 @@ func (v *Validator) validateRaw(b *rawBatch, rowBase int, set *idSet) (arrow.Rec
 	st.dedupe(set, rowBase)
 	out := v.build(st, withSite, withObs, nil)
 	names := v.slotNames()
-	row := func(i int) map[string]any { return b.rows[i] }
-	if b.deadRow != nil {
-		row = b.deadRow
-	}
-	dead := v.deadLetters(st, rowBase, names, row)
+	dead := v.deadLetters(st, rowBase, names, func(i int) map[string]any { return b.rows[i] })
 	for k := range dead {
 		if f, bad := b.rowErr[dead[k].RowIndex-rowBase]; bad {
 			dead[k].Detail = f.detail
@@ -97,9 +86,6 @@ func (v *Validator) fillRawRow(b *rawBatch, i int, st *scratch, withSite, withOb
 		st.fail(i, rMissing, slotID)
 	default:
 		s, ok := rawIDString(x)
-		if b.strictJSON {
-			s, ok = jsonID(x)
-		}
 		st.ids[i] = s
 		if !ok || !validID(s) {
 			st.fail(i, rInvalidID, slotID)
@@ -108,7 +94,7 @@ func (v *Validator) fillRawRow(b *rawBatch, i int, st *scratch, withSite, withOb
 	// time
 	if x := b.cell(i, v.cols.Time); x == nil {
 		st.fail(i, rMissing, slotTime)
-	} else if t, ok := b.float(x); !ok || !(t >= 0) || t > math.MaxFloat64 {
+	} else if t, ok := rawFloat(x); !ok || !(t >= 0) || t > math.MaxFloat64 {
 		st.fail(i, rTime, slotTime)
 	} else {
 		st.times[i] = t
@@ -116,7 +102,7 @@ func (v *Validator) fillRawRow(b *rawBatch, i int, st *scratch, withSite, withOb
 	// event
 	if x := b.cell(i, v.cols.Event); x == nil {
 		st.fail(i, rMissing, slotEvent)
-	} else if e, ok := b.event(x); !ok {
+	} else if e, ok := rawEvent(x); !ok {
 		st.fail(i, rEvent, slotEvent)
 	} else {
 		st.events[i] = e
@@ -124,14 +110,14 @@ func (v *Validator) fillRawRow(b *rawBatch, i int, st *scratch, withSite, withOb
 	// cohort
 	if x := b.cell(i, v.cols.Cohort); x == nil {
 		st.fail(i, rMissing, slotCohort)
-	} else if c, ok := b.cohort(v, x); !ok {
+	} else if c, ok := v.rawCohort(x); !ok {
 		st.fail(i, rCohort, slotCohort)
 	} else {
 		st.codes[i] = c
 	}
 	for k, name := range v.spec.Covariates {
 		x := b.cell(i, name)
-		f, ok := b.float(x)
+		f, ok := rawFloat(x)
 		if x == nil || !ok || math.IsNaN(f) || math.IsInf(f, 0) {
 			st.fail(i, rCov, slotCov0+k)
 			continue
@@ -162,27 +148,6 @@ func (v *Validator) fillRawRow(b *rawBatch, i int, st *scratch, withSite, withOb
 			st.obs[i] = us
 		}
 	}
-}
-
-func (b *rawBatch) float(x any) (float64, bool) {
-	if b.strictJSON {
-		return jsonFloat(x)
-	}
-	return rawFloat(x)
-}
-
-func (b *rawBatch) event(x any) (bool, bool) {
-	if b.strictJSON {
-		return jsonEvent(x)
-	}
-	return rawEvent(x)
-}
-
-func (b *rawBatch) cohort(v *Validator, x any) (int32, bool) {
-	if b.strictJSON {
-		return v.jsonCohort(x)
-	}
-	return v.rawCohort(x)
 }
 
 // rawIDString: strings as they are; integer numbers as decimal.
