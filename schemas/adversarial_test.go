@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/internal/testtier"
 )
 
 // Issue 21, defect 2: the input shapes whose decoded form outgrew their
@@ -122,18 +124,19 @@ var adversarialCases = []struct {
 	json   bool
 	slope  float64
 	consts uint64
+	full   bool // full tier only (the generator alone takes seconds and 300 MB)
 }{
-	{"site dictionary, one 61,440-byte entry x 20,000 rows, site unused", serviceSpec, advSiteDict, false, 4, 1 << 20},
+	{"site dictionary, one 61,440-byte entry x 20,000 rows, site unused", serviceSpec, advSiteDict, false, 4, 1 << 20, false},
 	{"site dictionary, one 61,440-byte entry x 20,000 rows, site public", func() Spec {
 		s := serviceSpec()
 		s.SkipSite, s.NullableSite = false, true
 		return s
-	}, advSiteDict, false, 8, 1 << 20},
-	{"100 unknown-cohort rows, a 900 KB dictionary value in an unused column (zstd)", serviceSpec, advDeadDict, false, 4, 12 << 20},
-	{"60-million-entry dictionary, unused column (zstd)", serviceSpec, advHugeDict, false, 4, 12 << 20},
-	{"60-million-entry cohort dictionary of int8 (zstd, 518 KB)", serviceSpec, advHugeCohortDict, false, 4, 12 << 20},
-	{"JSON lines, 990 KB, configured keys only", serviceSpec, func(testing.TB) []byte { return advJSON(990_000, 0) }, true, 12, 1 << 20},
-	{"JSON lines, 990 KB, 40 unconfigured keys a row", serviceSpec, func(testing.TB) []byte { return advJSON(990_000, 40) }, true, 4, 1 << 20},
+	}, advSiteDict, false, 8, 1 << 20, false},
+	{"100 unknown-cohort rows, a 900 KB dictionary value in an unused column (zstd)", serviceSpec, advDeadDict, false, 4, 12 << 20, false},
+	{"60-million-entry dictionary, unused column (zstd)", serviceSpec, advHugeDict, false, 4, 12 << 20, true},
+	{"60-million-entry cohort dictionary of int8 (zstd, 518 KB)", serviceSpec, advHugeCohortDict, false, 4, 12 << 20, false},
+	{"JSON lines, 990 KB, configured keys only", serviceSpec, func(testing.TB) []byte { return advJSON(990_000, 0) }, true, 12, 1 << 20, false},
+	{"JSON lines, 990 KB, 40 unconfigured keys a row", serviceSpec, func(testing.TB) []byte { return advJSON(990_000, 40) }, true, 4, 1 << 20, false},
 }
 
 // TestAdversarialAllocationBounded: every input class costs at most a
@@ -145,6 +148,9 @@ var adversarialCases = []struct {
 func TestAdversarialAllocationBounded(t *testing.T) {
 	for _, c := range adversarialCases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.full {
+				testtier.Full(t, "a 60-million-entry dictionary")
+			}
 			msg := c.msg(t)
 			v := newTestValidator(t, c.spec(), memory.NewGoAllocator())
 			v.SetMaxDeadRows(100)
