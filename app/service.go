@@ -164,6 +164,9 @@ func (s *Service) Run(ctx context.Context) error {
 			s.Log.Warn("privacy guarantee weaker than nominal", zap.String("field", g.Field), zap.String("warning", g.Warning))
 		}
 	}
+	for _, w := range cfg.Kafka.Warnings() {
+		s.Log.Warn("insecure kafka configuration", zap.String("warning", w))
+	}
 	validator, err := schemas.NewValidator(cfg.Spec(), s.Mem)
 	if err != nil {
 		return fmt.Errorf("schema: %w", err)

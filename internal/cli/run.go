@@ -30,12 +30,20 @@ func runService(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Every Kafka secret and certificate file, with the PRF key's checks.
+	if err := cfg.Kafka.CheckFiles(); err != nil {
+		return err
+	}
 	g, err := app.Guarantees(cfg, key)
 	if err != nil {
 		return err
 	}
 	if *dry {
-		out, _ := json.Marshal(map[string]any{"config": "ok", "guarantees": g})
+		doc := map[string]any{"config": "ok", "guarantees": g}
+		if w := cfg.Kafka.Warnings(); len(w) > 0 {
+			doc["warnings"] = w
+		}
+		out, _ := json.Marshal(doc)
 		fmt.Fprintln(env.Stdout, string(out))
 		return nil
 	}
