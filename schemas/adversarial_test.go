@@ -1,19 +1,14 @@
 package schemas
 
 import (
-	"bytes"
-	"fmt"
-	"math/rand/v2"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/internal/testtier"
+	"github.com/dpsurv/dpsurv/schemas/schemastest"
 )
 
 // Issue 21, defect 2: the input shapes whose decoded form outgrew their
@@ -23,65 +18,6 @@ import (
 // (runtime.MemStats.TotalAlloc, an upper bound of the heap the message
 // costs) and bounds them by a multiple of the wire bytes.
 
-// advDictMessage is an Arrow message of n rows (ids "p<i>", time i%100,
-// event i%2, cohort label) plus an extra column name of type
-// dictionary<int32, utf8> whose dictionary is dict and whose rows all point
-// at entry idx(i).
-func advDictMessage(t testing.TB, n int, label, name string, dict []string, idx func(int) int, opts ...ipc.Option) []byte {
-	t.Helper()
-	mem := memory.NewGoAllocator()
-	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.BinaryTypes.String},
-		{Name: "time", Type: arrow.PrimitiveTypes.Float64},
-		{Name: "event", Type: arrow.FixedWidthTypes.Boolean},
-		{Name: "cohort", Type: arrow.BinaryTypes.String},
-		{Name: name, Type: dt},
-	}, nil)
-	ib := array.NewStringBuilder(mem)
-	tb := array.NewFloat64Builder(mem)
-	eb := array.NewBooleanBuilder(mem)
-	cb := array.NewStringBuilder(mem)
-	xb := array.NewInt32Builder(mem)
-	for i := range n {
-		ib.Append(fmt.Sprintf("p%d", i))
-		tb.Append(float64(i % 100))
-		eb.Append(i%2 == 0)
-		cb.Append(label)
-		xb.Append(int32(idx(i)))
-	}
-	db := array.NewStringBuilder(mem)
-	db.AppendValues(dict, nil)
-	dv := db.NewArray()
-	ix := xb.NewArray()
-	site := array.NewDictionaryArray(dt, ix, dv)
-	cols := []arrow.Array{ib.NewArray(), tb.NewArray(), eb.NewArray(), cb.NewArray(), site}
-	rec := array.NewRecord(schema, cols, int64(n))
-	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, append([]ipc.Option{ipc.WithSchema(schema), ipc.WithAllocator(mem)}, opts...)...)
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// The issue's cases.
-func advSiteDict(t testing.TB) []byte { // 175 KB, one 61,440-byte entry, 20,000 rows
-	return advDictMessage(t, 20_000, "1", "site", []string{strings.Repeat("s", 61_440)}, func(int) int { return 0 })
-}
-
-func advDeadDict(t testing.TB) []byte { // 100 unknown-cohort rows, a 900 KB value in an unused column
-	return advDictMessage(t, 100, "unknown", "note", []string{strings.Repeat("n", 900_000)}, func(int) int { return 0 }, ipc.WithZstd())
-}
-
-func advHugeDict(t testing.TB) []byte { // a dictionary of 60 million entries, zstd
-	return advDictMessage(t, 1000, "1", "note", make([]string, 60_000_000), func(i int) int { return i }, ipc.WithZstd())
-}
-
 // allocated runs f and returns the bytes it allocated.
 func allocated(f func()) uint64 {
 	var a, b runtime.MemStats
@@ -90,20 +26,6 @@ func allocated(f func()) uint64 {
 	f()
 	runtime.ReadMemStats(&b)
 	return b.TotalAlloc - a.TotalAlloc
-}
-
-// advJSON is a JSON-lines message of about size bytes: rows of the
-// configured keys plus extra unconfigured keys per row (extra of them).
-func advJSON(size, extra int) []byte {
-	var b bytes.Buffer
-	for i := 0; b.Len() < size-400; i++ {
-		fmt.Fprintf(&b, `{"id":"p%06d","time":%d,"event":%d,"cohort":"1"`, i, i%1000, i%2)
-		for k := range extra {
-			fmt.Fprintf(&b, `,"x%d":%d`, k, k)
-		}
-		b.WriteString("}\n")
-	}
-	return b.Bytes()
 }
 
 // serviceSpec is the spec the service uses when site and observed_at are
@@ -126,17 +48,17 @@ var adversarialCases = []struct {
 	consts uint64
 	full   bool // full tier only (the generator alone takes seconds and 300 MB)
 }{
-	{"site dictionary, one 61,440-byte entry x 20,000 rows, site unused", serviceSpec, advSiteDict, false, 4, 1 << 20, false},
+	{"site dictionary, one 61,440-byte entry x 20,000 rows, site unused", serviceSpec, schemastest.SiteDict, false, 4, 1 << 20, false},
 	{"site dictionary, one 61,440-byte entry x 20,000 rows, site public", func() Spec {
 		s := serviceSpec()
 		s.SkipSite, s.NullableSite = false, true
 		return s
-	}, advSiteDict, false, 8, 1 << 20, false},
-	{"100 unknown-cohort rows, a 900 KB dictionary value in an unused column (zstd)", serviceSpec, advDeadDict, false, 4, 12 << 20, false},
-	{"60-million-entry dictionary, unused column (zstd)", serviceSpec, advHugeDict, false, 4, 12 << 20, true},
-	{"60-million-entry cohort dictionary of int8 (zstd, 518 KB)", serviceSpec, advHugeCohortDict, false, 4, 12 << 20, false},
-	{"JSON lines, 990 KB, configured keys only", serviceSpec, func(testing.TB) []byte { return advJSON(990_000, 0) }, true, 12, 1 << 20, false},
-	{"JSON lines, 990 KB, 40 unconfigured keys a row", serviceSpec, func(testing.TB) []byte { return advJSON(990_000, 40) }, true, 4, 1 << 20, false},
+	}, schemastest.SiteDict, false, 8, 1 << 20, false},
+	{"100 unknown-cohort rows, a 900 KB dictionary value in an unused column (zstd)", serviceSpec, schemastest.DeadDict, false, 4, 12 << 20, false},
+	{"60-million-entry dictionary, unused column (zstd)", serviceSpec, schemastest.HugeDict, false, 4, 12 << 20, true},
+	{"60-million-entry cohort dictionary of int8 (zstd, 518 KB)", serviceSpec, schemastest.HugeCohortDict, false, 4, 12 << 20, false},
+	{"JSON lines, 990 KB, configured keys only", serviceSpec, func(testing.TB) []byte { return schemastest.JSONLines(990_000, 0) }, true, 12, 1 << 20, false},
+	{"JSON lines, 990 KB, 40 unconfigured keys a row", serviceSpec, func(testing.TB) []byte { return schemastest.JSONLines(990_000, 40) }, true, 4, 1 << 20, false},
 }
 
 // TestAdversarialAllocationBounded: every input class costs at most a
@@ -186,59 +108,4 @@ func TestAdversarialAllocationBounded(t *testing.T) {
 			}
 		})
 	}
-}
-
-// advHugeCohortDict: the cohort column is dictionary<int32, int8> of 60
-// million entries (60 MB decoded, inside the 64 MiB decode bound; zstd on
-// the wire, padded with incompressible bytes to 518 KB so that the bound
-// is the configured 64 MiB, not the 256 x wire size).
-func advHugeCohortDict(t testing.TB) []byte {
-	t.Helper()
-	mem := memory.NewGoAllocator()
-	const n, entries = 1000, 60_000_000
-	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.PrimitiveTypes.Int8}
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.BinaryTypes.String},
-		{Name: "time", Type: arrow.PrimitiveTypes.Float64},
-		{Name: "event", Type: arrow.FixedWidthTypes.Boolean},
-		{Name: "cohort", Type: dt},
-		{Name: "pad", Type: arrow.BinaryTypes.Binary},
-	}, nil)
-	ib := array.NewStringBuilder(mem)
-	tb := array.NewFloat64Builder(mem)
-	eb := array.NewBooleanBuilder(mem)
-	xb := array.NewInt32Builder(mem)
-	pb := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
-	rng := rand.New(rand.NewPCG(1, 2))
-	pad := make([]byte, 500)
-	for i := range n {
-		for k := range pad {
-			pad[k] = byte(rng.Uint32())
-		}
-		pb.Append(pad)
-		ib.Append(fmt.Sprintf("p%d", i))
-		tb.Append(float64(i % 100))
-		eb.Append(i%2 == 0)
-		xb.Append(int32(i * (entries / n)))
-	}
-	vals := make([]int8, entries)
-	for i := range vals {
-		vals[i] = int8(1 + i%2)
-	}
-	db := array.NewInt8Builder(mem)
-	db.AppendValues(vals, nil)
-	dv := db.NewArray()
-	ix := xb.NewArray()
-	cols := []arrow.Array{ib.NewArray(), tb.NewArray(), eb.NewArray(), array.NewDictionaryArray(dt, ix, dv), pb.NewArray()}
-	rec := array.NewRecord(schema, cols, n)
-	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(schema), ipc.WithAllocator(mem), ipc.WithZstd())
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
