@@ -15,16 +15,21 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // DecodeJSON decodes one message value holding JSON lines (one object per
 // line; blank lines are skipped) or a JSON array of objects, keyed by the
-// input column names, and validates it. Values are read leniently: numbers
-// or numeric strings for time and covariates; true/false, 0/1 or "0"/"1"
-// for event; a label string (or an integer matching a label) for cohort; a
-// string or integer for id; an RFC 3339 string for observed_at. site and
-// observed_at are columns of the output when any object has them.
+// input column names, and validates it. Each row is read strictly (RFC
+// 8259, jsonparse.go): a JSON number or a string holding exactly one for
+// time and covariates; true, false, 0, 1, "0" or "1" for event; a label
+// string (or an integer literal matching a label) for cohort; a valid
+// Unicode string or an integer literal for id; an RFC 3339 string for
+// observed_at. Only the configured keys are kept. site and observed_at are
+// columns of the output when any object has them (or the Spec requires
+// them or makes them nullable), never when the Spec skips them.
 //
 // A line that is not valid JSON is a dead letter "undecodable" carrying the
-// line in Raw; an element that is not an object is "wrong_schema". When no
-// line decodes at all, or the array itself is malformed, the message gives
-// one undecodable dead letter with RowIndex -1 and the raw bytes.
+// line in Raw; an element that is not an object, or an object with a key
+// twice, is "wrong_schema". When no line decodes at all, the array itself
+// is malformed, or the decoded rows would pass the decode bound, the
+// message gives one undecodable dead letter with RowIndex -1, the raw bytes
+// and the number of rows (lines or elements) as its Count.
 func (v *Validator) DecodeJSON(data []byte) (out arrow.Record, dead []DeadLetter) {
 	return v.decodeJSON(data, 0, nil, true)
 }
