@@ -449,7 +449,6 @@ func parseObject(b string, keep func(string) bool, limit func(string) int, seen 
 // rest checks the remainder of an object after a key (its value and the
 // keys and values after it), for parseObject's duplicate-key path.
 func (r *jsonReader) rest() error {
-	seen := 0
 	for {
 		r.ws()
 		if r.pos >= len(r.b) || r.b[r.pos] != ':' {
@@ -482,7 +481,6 @@ func (r *jsonReader) rest() error {
 		if _, _, err := r.str(); err != nil {
 			return err
 		}
-		seen++
 	}
 }
 
