@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -106,4 +107,45 @@ func TestOptionalColumns(t *testing.T) {
 			t.Error("skip and require accepted together")
 		}
 	})
+}
+
+// Issue 21, defect 2: a dead letter carries the row's configured fields and
+// a bounded prefix of anything else, for Arrow and JSON input alike. On the
+// code before, each of 100 rows carried the whole 900 KB value.
+func TestDeadLetterRowBounded(t *testing.T) {
+	t.Parallel()
+	mem := checkedMem(t)
+	spec := Spec{Cohorts: []string{"1"}, TimeUnit: "days", SkipSite: true, SkipObservedAt: true}
+	v := newTestValidator(t, spec, mem)
+	big := strings.Repeat("n", 900_000)
+	rec := mkRecord(t, mem, nil,
+		col{"id", arrow.BinaryTypes.String, []any{"a"}},
+		col{"time", arrow.PrimitiveTypes.Float64, []any{1.0}},
+		col{"event", arrow.FixedWidthTypes.Boolean, []any{true}},
+		col{"cohort", arrow.BinaryTypes.String, []any{"unknown"}},
+		col{"site", arrow.BinaryTypes.String, []any{big}},
+		col{"note", arrow.BinaryTypes.String, []any{big}})
+	defer rec.Release()
+	msg, err := EncodeIPC(rec, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonMsg := []byte(`{"id":"a","time":1,"event":1,"cohort":"unknown","site":"` + big + `","note":"` + big + `","list":[` + strings.Repeat("1,", 100_000) + `1]}`)
+	for name, decode := range map[string]func() (arrow.Record, []DeadLetter){
+		"arrow": func() (arrow.Record, []DeadLetter) { return v.DecodeIPC(msg) },
+		"json":  func() (arrow.Record, []DeadLetter) { return v.DecodeJSON(jsonMsg) },
+	} {
+		out, dead := decode()
+		out.Release()
+		if len(dead) != 1 || dead[0].Reason != ReasonUnknownCohort {
+			t.Fatalf("%s: dead %v", name, CountByReason(dead))
+		}
+		b, err := dead[0].MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 4096 || !strings.Contains(string(b), `"id":"a"`) || !strings.Contains(string(b), "(900000 bytes, cut)") {
+			t.Errorf("%s: dead letter of %d bytes: %.600s", name, len(b), b)
+		}
+	}
 }
