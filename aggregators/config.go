@@ -217,6 +217,8 @@ func (c Config) Check() []error {
 	}
 	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) {
 		add("epsilon", ErrInvalid, "must be positive and finite, got %v", c.Epsilon)
+	} else if err := checkEpsilonRange(c.Epsilon); err != nil {
+		add("epsilon", ErrInvalid, "%v", err) // epsilon.go
 	}
 	if c.Window.Size < time.Second || c.Window.Size%time.Second != 0 {
 		add("window.size", ErrInvalid, "must be a whole number of seconds >= 1s, got %v", c.Window.Size)

@@ -76,6 +76,13 @@ type SchemaConfig struct {
 	Cohorts    []string `yaml:"cohorts"`
 	Covariates []string `yaml:"covariates"`
 	Public     []string `yaml:"public"`
+	// Required lists the optional columns (site, observed_at) a message
+	// must carry: without it the message is dead-lettered
+	// (missing_field). A public optional column not listed here is
+	// optional: a message without it, or a null value, gives null.
+	Required []string `yaml:"required"`
+	// Columns names the input columns (default: the canonical names).
+	Columns ColumnsConfig `yaml:"columns"`
 }
 
 // SanitizersConfig configures the per-record mechanisms.
@@ -431,6 +438,7 @@ func (c Config) Validate() error {
 	if c.Output.SanitizedTopic != "" && c.Output.SanitizedTopic == c.Input.Topic {
 		add("output.sanitized_topic: must differ from input.topic")
 	}
+	errs = append(errs, c.validateInputSchema()...) // input_config.go
 	// aggregators, ledger and fit topics: aggregate_config.go
 	errs = append(errs, c.validateAggregation()...)
 	for k, v := range c.Ledger.Budget {

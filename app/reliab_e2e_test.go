@@ -168,13 +168,16 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 		bad    []byte
 		reason string
 		good   int // good rows in bad
+		rows   int // rows in bad (all counted in dpsurv_records_in_total)
 	}{
 		// (a) the pseudonym's input encoding holds 16-bit lengths.
-		{"id of 70,000 bytes", []string{"event"}, pipelinetest.RowsMessage(t, []string{strings.Repeat("x", 70_000), "ok-long-0"}, false), schemas.ReasonInvalidID, 1},
+		{"id of 70,000 bytes", []string{"event"}, pipelinetest.RowsMessage(t, []string{strings.Repeat("x", 70_000), "ok-long-0"}, false), schemas.ReasonInvalidID, 1, 2},
 		// (b) the fuzzing crash: negative null count on event.
-		{"negative null count", []string{"event"}, pipelinetest.NegativeNullCountMessage(t, spec, "nc-", 13), schemas.ReasonUndecodable, 0},
-		// (c) a public optional column the message lacks.
-		{"public site missing", []string{"event", "site"}, pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("nosite-", 5), false), schemas.ReasonMissingField, 0},
+		{"negative null count", []string{"event"}, pipelinetest.NegativeNullCountMessage(t, spec, "nc-", 13), schemas.ReasonUndecodable, 0, 13},
+		// (c) a public optional column the message lacks, which the
+		// config marks required (schema.required; without it the column
+		// is null, TestPublicOptionalColumnMissingIsNull).
+		{"public site missing", []string{"event", "site"}, pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("nosite-", 5), false), schemas.ReasonMissingField, 0, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -182,6 +185,9 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 			cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 			cfg := reliabConfig(t, cl, "crash")
 			cfg.Schema.Public = tc.public
+			if slices.Contains(tc.public, "site") {
+				cfg.Schema.Required = []string{"site"}
+			}
 			if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 1, cfg.Output.SanitizedTopic: 1, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -207,6 +213,10 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 			}
 			if !svc.Ready() {
 				t.Error("service not ready after the message")
+			}
+			// Issue 21: a whole-message dead letter counts its rows.
+			if in := pipelinetest.CounterValue(svc.Metrics().RecordsIn); in != float64(20+tc.rows) {
+				t.Errorf("records in %v, want %d (20 good + %d in the bad message)", in, 20+tc.rows, tc.rows)
 			}
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -66,14 +65,8 @@ func Guarantees(cfg Config, key []byte) ([]sanitizers.Guarantee, error) {
 	return ch.Guarantees(), nil
 }
 
-// Spec is the schemas.Spec for the configured input.
-// An optional column (site, observed_at) listed in schema.public is
-// required: a message without it is dead-lettered by validation, since
-// the sanitizer could not copy it.
-func (c Config) Spec() schemas.Spec {
-	return schemas.Spec{Cohorts: c.Schema.Cohorts, TimeUnit: c.Schema.TimeUnit, Covariates: c.Schema.Covariates, Columns: schemas.DefaultColumns(),
-		RequireSite: slices.Contains(c.Schema.Public, "site"), RequireObservedAt: slices.Contains(c.Schema.Public, "observed_at")}
-}
+// Spec is the schemas.Spec for the configured input (see inputSpec).
+func (c Config) Spec() schemas.Spec { return c.inputSpec() }
 
 // topicBatchOverhead is subtracted from a topic's max.message.bytes (which
 // bounds a whole record batch) to bound one message.
@@ -172,6 +165,9 @@ func (s *Service) Run(ctx context.Context) error {
 		if g.Warning != "" {
 			s.Log.Warn("privacy guarantee weaker than nominal", zap.String("field", g.Field), zap.String("warning", g.Warning))
 		}
+	}
+	for _, w := range cfg.Kafka.Warnings() {
+		s.Log.Warn("insecure kafka configuration", zap.String("warning", w))
 	}
 	validator, err := schemas.NewValidator(cfg.Spec(), s.Mem)
 	if err != nil {

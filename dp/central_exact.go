@@ -14,7 +14,7 @@ import (
 // that exp(-num/den) >= exp(-x): an exponential-mechanism weight computed
 // with it never spends more than the budget x was derived from).
 func RationalDown(x float64) (num, den uint64, err error) {
-	if !(x >= 0) || math.IsInf(x, 0) || x > 1<<32 {
+	if !(x >= 0) || math.IsInf(x, 0) || x > MaxRational {
 		return 0, 0, fmt.Errorf("rational: %v must be in [0, 2^32]", x)
 	}
 	den = 1 << maxDenBits

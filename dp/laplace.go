@@ -26,7 +26,7 @@ func rationalScale(scale float64) (s, t uint64, err error) {
 	if !(scale > 0) || math.IsInf(scale, 0) || math.IsNaN(scale) {
 		return 0, 0, fmt.Errorf("noise scale must be positive and finite, got %v", scale)
 	}
-	if scale > 1<<32 {
+	if scale > MaxNoiseScale {
 		return 0, 0, fmt.Errorf("noise scale %v too large", scale)
 	}
 	t = 1 << maxDenBits

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +37,10 @@ type TLSConfig struct {
 	KeyFile            string `yaml:"key_file"`
 	ServerName         string `yaml:"server_name"`
 	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+	// AllowGroupReadableKeyFile accepts a client key file its group may
+	// read (a Kubernetes Secret volume with fsGroup, mode 0440); by
+	// default only the owner may read it, as for the PRF key.
+	AllowGroupReadableKeyFile bool `yaml:"allow_group_readable_key_file"`
 }
 
 // SASLConfig configures SASL authentication.
@@ -144,7 +147,7 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // explicit opt-in, documented as insecure
 	}
 	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
+		pem, err := readPublicFile(t.CAFile) // secrets.go
 		if err != nil {
 			return nil, fmt.Errorf("kafka.tls.ca_file: %w", err)
 		}
@@ -155,9 +158,9 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 		cfg.RootCAs = pool
 	}
 	if t.CertFile != "" || t.KeyFile != "" {
-		pair, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		pair, err := t.keyPair() // secrets.go
 		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.cert_file/key_file: %w", err)
+			return nil, err
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}
@@ -171,7 +174,7 @@ func (c Config) password() (string, error) {
 	if c.SASL.PasswordFile == "" {
 		return "", errors.New("kafka.sasl.password_file: required when mechanism is set")
 	}
-	b, err := ReadSecretFile(c.SASL.PasswordFile, 4096, c.SASL.AllowGroupReadable)
+	b, err := ReadSecretFile(c.SASL.PasswordFile, MaxPasswordFileBytes, c.SASL.AllowGroupReadable)
 	if err != nil {
 		return "", fmt.Errorf("kafka.sasl.password_file: %w", err)
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -373,11 +374,16 @@ func deadLetterMessage(d schemas.DeadLetter, msg message.Message, max int) messa
 	hdr := []message.Header{sourceHeader(msg)}
 	key := outKey(msg)
 	budget := max - messageOverhead - len(key) - headerBytes(hdr)
-	v, err := deadLetterValue(d, msg)
-	if err == nil && len(v) <= budget {
-		return message.Message{Key: key, Value: v, Headers: hdr}
+	var v []byte
+	var err error
+	full := len(d.Detail) + base64.StdEncoding.EncodedLen(len(d.Raw))
+	if full <= budget { // else its raw bytes alone do not fit: no need to encode them whole
+		v, err = deadLetterValue(d, msg)
+		if err == nil && len(v) <= budget {
+			return message.Message{Key: key, Value: v, Headers: hdr}
+		}
+		full = len(v)
 	}
-	full := len(v)
 	note := fmt.Sprintf(" [dead letter truncated: %d bytes exceed the %d-byte message limit", full, max)
 	if d.Raw != nil {
 		sum := sha256.Sum256(d.Raw)

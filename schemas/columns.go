@@ -173,7 +173,19 @@ func toFloats(arr arrow.Array, dst []float64) {
 }
 
 // fillObs reads observed_at into st.obs as microseconds since the epoch (UTC).
-func fillObs(col arrow.Array, st *scratch) {
+func fillObs(col arrow.Array, st *scratch, nullable bool) {
+	if nullable {
+		// A null is kept as null: read the column, then turn the
+		// missing_field failures it gave into nulls.
+		fillObs(col, st, false)
+		for i := 0; i < st.n; i++ {
+			if st.reason[i] == rMissing && st.slot[i] == slotObs && col.IsNull(i) {
+				st.reason[i] = rOK
+				st.nullObs(i)
+			}
+		}
+		return
+	}
 	switch a := col.(type) {
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType).Unit
@@ -269,16 +281,6 @@ func parseTimestamp(s string) (int64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// rowMap renders row i of rec as a map of Go values (dead-letter path only).
-func rowMap(rec arrow.Record, i int) map[string]any {
-	s := rec.Schema()
-	m := make(map[string]any, s.NumFields())
-	for c := 0; c < s.NumFields(); c++ {
-		m[s.Field(c).Name] = cellValue(rec.Column(c), i)
-	}
-	return m
 }
 
 // cellValue returns a JSON-friendly Go value of one cell. It never panics: a

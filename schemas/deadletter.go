@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -43,16 +44,19 @@ type DeadLetter struct {
 	// Count is the number of rows a summary dead letter stands for (rows
 	// beyond the validator's verbatim cap, see SetMaxDeadRows); 0 or 1
 	// for a single row. A summary has RowIndex = its first row and no Row.
+	// For a whole-message dead letter (RowIndex -1) it is the rows the
+	// message declares (its batch headers, its JSON lines), 0 when the
+	// bytes give no count.
 	Count int
 }
 
-// Rows is the number of input rows d stands for: 0 for a whole-message
-// dead letter (RowIndex -1, its rows were never decoded), Count for a
-// summary, 1 otherwise.
+// Rows is the number of input rows d stands for: for a whole-message dead
+// letter (RowIndex -1) the rows the message declares (Count, 0 when not
+// known), Count for a summary, 1 otherwise.
 func (d DeadLetter) Rows() int {
 	switch {
 	case d.RowIndex < 0:
-		return 0
+		return max(d.Count, 0)
 	case d.Count > 1:
 		return d.Count
 	}
@@ -112,7 +116,19 @@ func jsonSafe(v any) any {
 			o[k] = jsonSafe(e)
 		}
 		return o
-	case nil, string, bool, json.Number, []byte,
+	case json.Number:
+		// A literal Go's encoding/json (and others) cannot read back
+		// into a float64, such as 1e400, is written as a string: a dead
+		// letter is JSON every consumer can parse.
+		if _, err := strconv.ParseFloat(string(x), 64); err != nil || !isJSONNumber(string(x)) {
+			return string(x)
+		}
+		return x
+	case badText:
+		return x.s
+	case rawJSON:
+		return string(x)
+	case nil, string, bool, []byte,
 		int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
 		return x
 	default:

@@ -18,9 +18,20 @@
 //     read: id utf8, time float64 (finite, >= 0, not clamped), event bool,
 //     cohort dictionary<int32, utf8> whose dictionary is exactly
 //     Spec.Cohorts (index == label code), one float64 per covariate in Spec
-//     order, then site utf8 and observed_at timestamp[us, UTC] when the input
-//     has them. No column has nulls. Ids are unique within a message (within
-//     a file for ReadFile). Good rows keep their input order.
+//     order, then site (utf8, or dictionary<int32, utf8> of the entries the
+//     good rows use when the input's site is a dictionary: an entry is never
+//     copied per row) and observed_at timestamp[us, UTC] when the input has
+//     them and the Spec does not skip them, or, all null, when the Spec
+//     makes them nullable and the input lacks them. No column has nulls but
+//     a nullable site or observed_at. Ids are unique within a message
+//     (within a file for ReadFile). Good rows keep their input order.
+//   - Memory follows the bytes on the wire: a column the Spec does not
+//     read is never materialised; dictionaries count against the decode
+//     bound (4 bytes an entry, from the batch headers, before decoding);
+//     JSON keeps the configured keys only, as slices of one copy of the
+//     message, and counts against the same bound; a dead letter's row
+//     carries the configured fields (MaxDeadFieldBytes each) and a
+//     MaxDeadValueBytes prefix of anything else.
 //   - Every input row ends up either in the canonical record or in exactly
 //     one DeadLetter; nothing is dropped silently. Reason codes are the
 //     Reason* constants and are stable. A whole message that cannot be used
@@ -46,8 +57,15 @@
 //     caller (Release it), except the one ReadFile passes to its callback,
 //     which is released when the callback returns. A Validator is safe for
 //     concurrent use.
-//   - Lenient text parsing (CSV cells, JSON values): numbers may be strings;
-//     in CSV, an empty cell and "NA" are null; event accepts 0/1, 0.0/1.0 and
-//     true/false; an integer cohort or id matches by its decimal text;
-//     observed_at is RFC 3339 (no zone means UTC) or a date.
+//   - Lenient CSV cells: numbers as strconv reads them; an empty cell and
+//     "NA" are null; event accepts 0/1, 0.0/1.0 and true/false; an integer
+//     cohort or id matches by its decimal text; observed_at is RFC 3339 (no
+//     zone means UTC) or a date.
+//   - Strict JSON (RFC 8259, docs/producers.md): a row is one object whose
+//     grammar is checked; a key twice is wrong_schema; a string id with
+//     invalid UTF-8 or an escaped lone surrogate is invalid_id; time and
+//     covariates are JSON numbers or strings holding exactly one; event is
+//     true, false, 0, 1, "0" or "1"; an integer literal cohort or id
+//     matches by its decimal text. Whole-message dead letters carry the
+//     rows the message declares (DeadLetter.Rows).
 package schemas

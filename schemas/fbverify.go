@@ -305,3 +305,37 @@ func verifyFooter(b []byte) (blocks []fbBlock, err error) {
 	}
 	return blocks, nil
 }
+
+// batchLength returns the header type of a verified Message flatbuffer
+// and, for a record batch, its row count, for a dictionary batch its
+// number of entries (0 otherwise or when absent). It reads what the
+// producer declares, before any buffer is decoded.
+func batchLength(b []byte) (ht int, length int64, err error) {
+	f := &fbuf{b: b}
+	root, ok := f.u32(0)
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: no root", errFB)
+	}
+	msg, err := f.table(int(root))
+	if err != nil {
+		return 0, 0, err
+	}
+	if ht, err = msg.u8(1); err != nil {
+		return 0, 0, err
+	}
+	hdr, present, err := msg.sub(2)
+	if err != nil || !present {
+		return ht, 0, err
+	}
+	switch ht {
+	case fbMsgRecordBatch:
+		length, err = hdr.i64(0)
+	case fbMsgDictionary:
+		rb, present, serr := hdr.sub(1)
+		if serr != nil || !present {
+			return ht, 0, serr
+		}
+		length, err = rb.i64(0)
+	}
+	return ht, length, err
+}

@@ -121,8 +121,12 @@ func readJSONLines(r io.Reader, v *Validator, batchSize int, fn func(arrow.Recor
 		if len(lines) == 0 {
 			return nil
 		}
-		b, _ := parseJSONRows(lines)
-		out, dead := v.validateRaw(b, rowBase, set)
+		elems := make([]string, len(lines))
+		for k, l := range lines {
+			elems[k] = string(l)
+		}
+		b, _ := v.parseJSONRows(elems)
+		out, dead := v.validateJSON(b, rowBase, set)
 		rowBase += len(lines)
 		lines = lines[:0]
 		return emit(out, dead, fn)

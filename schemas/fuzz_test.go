@@ -52,8 +52,10 @@ func checkCanonicalInvariants(t *testing.T, spec Spec, out arrow.Record) {
 	ok := false
 	for _, site := range []bool{false, true} {
 		for _, obs := range []bool{false, true} {
-			if s.Equal(CanonicalSchema(spec, site, obs)) {
-				ok = true
+			for _, dict := range []bool{false, true} {
+				if s.Equal(canonicalSchema(spec, site, obs, dict)) {
+					ok = true
+				}
 			}
 		}
 	}

@@ -176,7 +176,7 @@ func readCanonical(t testing.TB, rec arrow.Record, ncov int) []canonRow {
 			r.Covs = append(r.Covs, rec.Column(ColFirstCovariate+k).(*array.Float64).Value(i))
 		}
 		if site >= 0 {
-			r.Site = rec.Column(site).(*array.String).Value(i)
+			r.Site = siteValue(rec.Column(site), i)
 		}
 		if obs >= 0 {
 			r.ObsUS = int64(rec.Column(obs).(*array.Timestamp).Value(i))
@@ -184,4 +184,12 @@ func readCanonical(t testing.TB, rec arrow.Record, ncov int) []canonRow {
 		rows[i] = r
 	}
 	return rows
+}
+
+// siteValue reads a canonical site cell (utf8, or a dictionary of utf8).
+func siteValue(a arrow.Array, i int) string {
+	if d, ok := a.(*array.Dictionary); ok {
+		return d.Dictionary().(*array.String).Value(d.GetValueIndex(i))
+	}
+	return a.(*array.String).Value(i)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -107,7 +108,7 @@ func DecodeIPCRecords(data []byte, mem memory.Allocator) (recs []arrow.Record, e
 			recs = nil
 		}
 	}()
-	if err := prescanIPC(data); err != nil {
+	if _, err := prescanIPC(data); err != nil {
 		return nil, fmt.Errorf("schemas: decode ipc: %w", err)
 	}
 	lim := &limitAllocator{mem: mem, max: decodeBound(DefaultMaxDecodeBytes, len(data))}
@@ -147,13 +148,14 @@ func DecodeIPCRecords(data []byte, mem memory.Allocator) (recs []arrow.Record, e
 // no conversion is passed through from the decoded input).
 func (v *Validator) DecodeIPC(data []byte) (out arrow.Record, dead []DeadLetter) {
 	var outs []arrow.Record
+	var declared int64 // the rows the batch headers declare (0: not known)
 	whole := func(reason, detail string) (arrow.Record, []DeadLetter) {
 		for _, o := range outs {
 			o.Release()
 		}
 		outs = nil
 		return v.empty(false, false), []DeadLetter{{Reason: reason, Detail: detail, RowIndex: -1,
-			Raw: append([]byte(nil), data...)}}
+			Raw: append([]byte(nil), data...), Count: int(min(declared, math.MaxInt32))}}
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -167,7 +169,8 @@ func (v *Validator) DecodeIPC(data []byte) (out arrow.Record, dead []DeadLetter)
 	// decompresses by far less than 256x, and a forged uncompressed length
 	// must not make every bad message cost a huge allocation.
 	lim := &limitAllocator{mem: memory.NewGoAllocator(), max: decodeBound(v.maxDecode, len(data))}
-	r, err := openIPC(data, lim)
+	r, sum, err := openIPC(data, lim, lim.max)
+	declared = sum.rows
 	if err != nil {
 		return whole(ReasonUndecodable, err.Error())
 	}
@@ -181,6 +184,7 @@ func (v *Validator) DecodeIPC(data []byte) (out arrow.Record, dead []DeadLetter)
 	// share one id set. Input buffers come from the Go allocator, so ids may
 	// alias them for the duration of the call.
 	var ins []arrow.Record
+	dicts := &dictBudget{seen: map[arrow.ArrayData]bool{}}
 	defer func() {
 		for _, rec := range ins {
 			rec.Release()
@@ -194,6 +198,9 @@ func (v *Validator) DecodeIPC(data []byte) (out arrow.Record, dead []DeadLetter)
 			return whole(ReasonUndecodable, err.Error())
 		}
 		if err := checkRecord(rec, p.used()); err != nil {
+			return whole(ReasonUndecodable, err.Error())
+		}
+		if err := dictCost(rec, dicts, lim.max); err != nil {
 			return whole(ReasonUndecodable, err.Error())
 		}
 	}
@@ -265,22 +272,34 @@ func concatRecords(recs []arrow.Record, mem memory.Allocator) (arrow.Record, err
 	return array.NewRecord(schema, cols, rows), nil
 }
 
+// ipcSummary is what a stream's message headers declare: its record
+// batches' rows and its dictionary batches' entries (summed).
+type ipcSummary struct {
+	rows, dictEntries int64
+}
+
 // prescanIPC walks the message framing of an IPC stream and checks that
 // every metadata and body length fits in the data, before the Arrow reader
-// allocates buffers of those lengths.
-func prescanIPC(data []byte) error {
+// allocates buffers of those lengths. It returns the rows and dictionary
+// entries the batch headers declare.
+func prescanIPC(data []byte) (sum ipcSummary, err error) {
+	defer func() {
+		if err != nil {
+			sum = ipcSummary{}
+		}
+	}()
 	pos := 0
 	msgs := 0
 	for {
 		rest := len(data) - pos
 		if rest == 0 {
 			if msgs == 0 {
-				return errors.New("empty message")
+				return sum, errors.New("empty message")
 			}
-			return nil
+			return sum, nil
 		}
 		if rest < 4 {
-			return errors.New("truncated message prefix")
+			return sum, errors.New("truncated message prefix")
 		}
 		cid := binary.LittleEndian.Uint32(data[pos:])
 		pos += 4
@@ -288,35 +307,43 @@ func prescanIPC(data []byte) error {
 		switch cid {
 		case 0:
 			if msgs == 0 {
-				return errors.New("stream has no schema")
+				return sum, errors.New("stream has no schema")
 			}
-			return trailing(data[pos:])
+			return sum, trailing(data[pos:])
 		case 0xFFFFFFFF:
 			if len(data)-pos < 4 {
-				return errors.New("truncated message length")
+				return sum, errors.New("truncated message length")
 			}
 			mlen = binary.LittleEndian.Uint32(data[pos:])
 			pos += 4
 			if mlen == 0 {
 				if msgs == 0 {
-					return errors.New("stream has no schema")
+					return sum, errors.New("stream has no schema")
 				}
-				return trailing(data[pos:])
+				return sum, trailing(data[pos:])
 			}
 		default:
 			mlen = cid // pre-0.15 framing
 		}
 		if mlen > uint32(len(data)-pos) || mlen > 1<<30 {
-			return fmt.Errorf("message %d: metadata length %d exceeds the %d bytes left", msgs, mlen, len(data)-pos)
+			return sum, fmt.Errorf("message %d: metadata length %d exceeds the %d bytes left", msgs, mlen, len(data)-pos)
 		}
 		meta := data[pos : pos+int(mlen)]
 		pos += int(mlen)
 		body, err := verifyMessage(meta)
 		if err != nil {
-			return fmt.Errorf("message %d: %w", msgs, err)
+			return sum, fmt.Errorf("message %d: %w", msgs, err)
 		}
 		if body < 0 || body > int64(len(data)-pos) {
-			return fmt.Errorf("message %d: body length %d exceeds the %d bytes left", msgs, body, len(data)-pos)
+			return sum, fmt.Errorf("message %d: body length %d exceeds the %d bytes left", msgs, body, len(data)-pos)
+		}
+		if ht, n, err := batchLength(meta); err == nil && n > 0 && n < 1<<40 {
+			switch ht {
+			case fbMsgRecordBatch:
+				sum.rows += n
+			case fbMsgDictionary:
+				sum.dictEntries += n
+			}
 		}
 		pos += int(body)
 		msgs++
@@ -336,6 +363,17 @@ func trailing(rest []byte) error {
 // verifyMessage) and returns Message.bodyLength.
 func flatbufBodyLength(b []byte) (int64, error) {
 	return verifyMessage(b)
+}
+
+// checkDicts refuses dictionaries whose declared entries alone, at 4 bytes
+// an entry (the offset each takes as text, a floor of what reading them
+// costs), exceed the decode bound: before Arrow decodes (or decompresses)
+// any of them.
+func (s ipcSummary) checkDicts(max int64) error {
+	if 4*s.dictEntries > max {
+		return fmt.Errorf("the dictionary batches declare %d entries, over the decode bound of %d bytes (input.max_decoded_bytes) at 4 bytes an entry", s.dictEntries, max)
+	}
+	return nil
 }
 
 // decodeBound is the decode memory bound for a message of n bytes.
@@ -544,65 +582,87 @@ type ipcRecords interface {
 // Every flatbuffer the Arrow reader will follow is verified first (see
 // fbverify.go): the stream's messages, or the file's footer and each message
 // a footer block points to.
-func openIPC(data []byte, mem memory.Allocator) (ipcRecords, error) {
+func openIPC(data []byte, mem memory.Allocator, max int64) (ipcRecords, ipcSummary, error) {
+	var sum ipcSummary
 	m := len(arrowFileMagic)
 	if len(data) < m || !bytes.Equal(data[:m], arrowFileMagic) {
-		if err := prescanIPC(data); err != nil {
-			return nil, fmt.Errorf("arrow ipc: %w%s", err, notArrowHint(data))
+		sum, err := prescanIPC(data)
+		if err != nil {
+			return nil, sum, fmt.Errorf("arrow ipc: %w%s", err, notArrowHint(data))
 		}
-		return ipc.NewReaderFromMessageReader(&sliceMessages{data: data}, ipc.WithAllocator(mem))
+		// Dictionaries count against the decode bound before Arrow
+		// decodes them: 4 bytes per declared entry (its offset as text)
+		// is a floor of what they take.
+		if err := sum.checkDicts(max); err != nil {
+			return nil, sum, fmt.Errorf("arrow ipc: %w", err)
+		}
+		r, err := ipc.NewReaderFromMessageReader(&sliceMessages{data: data}, ipc.WithAllocator(mem))
+		return r, sum, err
 	}
 	const errFile = "arrow ipc file (feather)"
 	if len(data) < 2*m+2+4 || !bytes.Equal(data[len(data)-m:], arrowFileMagic) {
-		return nil, fmt.Errorf("%s: truncated: it does not end with the ARROW1 magic", errFile)
+		return nil, sum, fmt.Errorf("%s: truncated: it does not end with the ARROW1 magic", errFile)
 	}
 	footerLen := int64(int32(binary.LittleEndian.Uint32(data[len(data)-m-4:])))
 	end := int64(len(data)) - int64(m) - 4
 	if footerLen <= 0 || footerLen > end-8 {
-		return nil, fmt.Errorf("%s: corrupt footer length", errFile)
+		return nil, sum, fmt.Errorf("%s: corrupt footer length", errFile)
 	}
 	blocks, err := verifyFooter(data[end-footerLen : end])
 	if err != nil {
-		return nil, fmt.Errorf("%s: footer: %w", errFile, err)
+		return nil, sum, fmt.Errorf("%s: footer: %w", errFile, err)
 	}
 	for _, b := range blocks {
 		if b.offset < 8 || b.meta < 8 || b.body < 0 || b.offset+int64(b.meta) > end-footerLen || b.body > end-footerLen-b.offset-int64(b.meta) {
-			return nil, fmt.Errorf("%s: a footer block lies outside the file", errFile)
+			return nil, sum, fmt.Errorf("%s: a footer block lies outside the file", errFile)
 		}
-		if err := prescanBlock(data[b.offset:b.offset+int64(b.meta)+b.body], b.body); err != nil {
-			return nil, fmt.Errorf("%s: %w", errFile, err)
+		meta, err := prescanBlock(data[b.offset:b.offset+int64(b.meta)+b.body], b.body)
+		if err != nil {
+			return nil, sum, fmt.Errorf("%s: %w", errFile, err)
 		}
+		if ht, n, err := batchLength(meta); err == nil && n > 0 && n < 1<<40 {
+			switch ht {
+			case fbMsgRecordBatch:
+				sum.rows += n
+			case fbMsgDictionary:
+				sum.dictEntries += n
+			}
+		}
+	}
+	if err := sum.checkDicts(max); err != nil {
+		return nil, sum, fmt.Errorf("%s: %w", errFile, err)
 	}
 	fr, err := ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(mem))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", errFile, err)
+		return nil, sum, fmt.Errorf("%s: %w", errFile, err)
 	}
-	return &fileRecords{fr: fr, n: fr.NumRecords()}, nil
+	return &fileRecords{fr: fr, n: fr.NumRecords()}, sum, nil
 }
 
 // prescanBlock verifies the one message (metadata prefix, flatbuffer, body)
 // a footer block points to.
-func prescanBlock(b []byte, body int64) error {
+func prescanBlock(b []byte, body int64) ([]byte, error) {
 	pos := 0
 	if len(b) >= 4 && binary.LittleEndian.Uint32(b) == 0xFFFFFFFF {
 		pos = 4
 	}
 	if len(b)-pos < 4 {
-		return errors.New("truncated message in block")
+		return nil, errors.New("truncated message in block")
 	}
 	mlen := int(int32(binary.LittleEndian.Uint32(b[pos:])))
 	pos += 4
 	if mlen <= 0 || mlen > len(b)-pos {
-		return errors.New("message length exceeds its block")
+		return nil, errors.New("message length exceeds its block")
 	}
-	bl, err := verifyMessage(b[pos : pos+mlen])
+	meta := b[pos : pos+mlen]
+	bl, err := verifyMessage(meta)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if bl != body {
-		return errors.New("message body length disagrees with its footer block")
+		return nil, errors.New("message body length disagrees with its footer block")
 	}
-	return nil
+	return meta, nil
 }
 
 type fileRecords struct {

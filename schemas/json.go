@@ -1,10 +1,12 @@
 package schemas
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
+	"math"
+	"strings"
+	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
 )
@@ -13,24 +15,30 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // DecodeJSON decodes one message value holding JSON lines (one object per
 // line; blank lines are skipped) or a JSON array of objects, keyed by the
-// input column names, and validates it. Values are read leniently: numbers
-// or numeric strings for time and covariates; true/false, 0/1 or "0"/"1"
-// for event; a label string (or an integer matching a label) for cohort; a
-// string or integer for id; an RFC 3339 string for observed_at. site and
-// observed_at are columns of the output when any object has them.
+// input column names, and validates it. Each row is read strictly (RFC
+// 8259, jsonparse.go): a JSON number or a string holding exactly one for
+// time and covariates; true, false, 0, 1, "0" or "1" for event; a label
+// string (or an integer literal matching a label) for cohort; a valid
+// Unicode string or an integer literal for id; an RFC 3339 string for
+// observed_at. Only the configured keys are kept. site and observed_at are
+// columns of the output when any object has them (or the Spec requires
+// them or makes them nullable), never when the Spec skips them.
 //
 // A line that is not valid JSON is a dead letter "undecodable" carrying the
-// line in Raw; an element that is not an object is "wrong_schema". When no
-// line decodes at all, or the array itself is malformed, the message gives
-// one undecodable dead letter with RowIndex -1 and the raw bytes.
+// line in Raw; an element that is not an object, or an object with a key
+// twice, is "wrong_schema". When no line decodes at all, the array itself
+// is malformed, or the decoded rows would pass the decode bound, the
+// message gives one undecodable dead letter with RowIndex -1, the raw bytes
+// and the number of rows (lines or elements) as its Count.
 func (v *Validator) DecodeJSON(data []byte) (out arrow.Record, dead []DeadLetter) {
 	return v.decodeJSON(data, 0, nil, true)
 }
 
 func (v *Validator) decodeJSON(data []byte, rowBase int, set *idSet, wholeOnFail bool) (out arrow.Record, dead []DeadLetter) {
+	rows := 0 // the rows the message holds, once known
 	whole := func(detail string) (arrow.Record, []DeadLetter) {
 		return v.empty(false, false), []DeadLetter{{Reason: ReasonUndecodable, RowIndex: -1, Detail: detail,
-			Raw: append([]byte(nil), data...)}}
+			Raw: append([]byte(nil), data...), Count: rows}}
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -40,77 +48,231 @@ func (v *Validator) decodeJSON(data []byte, rowBase int, set *idSet, wholeOnFail
 			out, dead = whole(fmt.Sprintf("json: message could not be decoded: %v", p))
 		}
 	}()
-	body := bytes.TrimSpace(bytes.TrimPrefix(data, utf8BOM))
+	// One copy of the message as text: every value is a substring of it.
+	body := strings.TrimSpace(strings.TrimPrefix(string(data), string(utf8BOM)))
 	if len(body) == 0 {
 		if !wholeOnFail {
 			return v.empty(false, false), nil
 		}
 		return whole("json: empty message")
 	}
-	var elems [][]byte
+	var elems []string
 	if body[0] == '[' {
-		var arr []json.RawMessage
-		dec := json.NewDecoder(bytes.NewReader(body))
-		if err := dec.Decode(&arr); err != nil {
+		var err error
+		if elems, err = splitArray(body); err != nil {
 			return whole("json: " + err.Error())
 		}
-		if _, err := dec.Token(); err != io.EOF {
-			return whole("json: trailing data after the array")
-		}
-		for _, e := range arr {
-			elems = append(elems, e)
-		}
 	} else {
-		for _, line := range bytes.Split(body, []byte{'\n'}) {
-			line = bytes.TrimSpace(line)
-			if len(line) == 0 {
-				continue
+		for len(body) > 0 {
+			line := body
+			if k := strings.IndexByte(body, '\n'); k >= 0 {
+				line, body = body[:k], body[k+1:]
+			} else {
+				body = ""
 			}
-			elems = append(elems, line)
+			if line = strings.TrimSpace(line); line != "" {
+				elems = append(elems, line)
+			}
 		}
 	}
-	b, decoded := parseJSONRows(elems)
+	rows = len(elems)
+	// Decoding counts against the decode bound, as an Arrow message's
+	// buffers do (input.max_decoded_bytes; at most 1 MiB + 256 x the
+	// message size): the text, and a slot of each configured key a row.
+	if bound, cost := decodeBound(v.maxDecode, len(data)), v.jsonCost(len(data), len(elems)); cost > bound {
+		return whole(fmt.Sprintf("json: %d rows take about %d bytes decoded, over the decode bound of %d (input.max_decoded_bytes)", len(elems), cost, bound))
+	}
+	b, decoded := v.parseJSONRows(elems)
 	if decoded == 0 && len(elems) > 0 && wholeOnFail {
 		return whole("json: no line is a JSON value")
 	}
-	return v.validateRaw(b, rowBase, set)
+	return v.validateJSON(b, rowBase, set)
 }
 
-// parseJSONRows decodes each element into an object row. It returns the
-// batch and the number of elements that were valid JSON.
-func parseJSONRows(elems [][]byte) (*rawBatch, int) {
-	b := &rawBatch{rows: make([]map[string]any, len(elems)), rowErr: map[int]rowFailure{}}
-	keys := map[string]bool{}
+// jsonCost is about the memory reading a JSON message of size bytes and
+// rows rows takes: its text, the configured values of every row, and the
+// validation scratch.
+func (v *Validator) jsonCost(size, rows int) int64 {
+	ns := int64(slotCov0 + len(v.spec.Covariates))
+	return int64(size) + int64(rows)*(16+ns*int64(unsafe.Sizeof(jval{}))+160)
+}
+
+// jsonBatch is a message's rows as slots: row i's configured values are
+// vals[i*ns : (i+1)*ns] (slot order: id, time, event, cohort, site,
+// observed_at, covariates).
+type jsonBatch struct {
+	elems   []string
+	ns      int
+	vals    []jval
+	rowErr  map[int]rowFailure
+	present []bool // per slot: any row has the key
+}
+
+// parseJSONRows reads each element as a row object (jsonparse.go), keeping
+// the values of the configured keys only. It returns the batch and the
+// number of elements that were valid JSON.
+func (v *Validator) parseJSONRows(elems []string) (*jsonBatch, int) {
+	ns := slotCov0 + len(v.spec.Covariates)
+	b := &jsonBatch{elems: elems, ns: ns, vals: make([]jval, ns*len(elems)), rowErr: map[int]rowFailure{}, present: make([]bool, ns)}
+	slots := make(map[string]int, ns)
+	for k, name := range v.slotNames() {
+		slots[name] = k
+	}
+	if v.spec.SkipSite {
+		delete(slots, v.cols.Site)
+	}
+	if v.spec.SkipObservedAt {
+		delete(slots, v.cols.ObservedAt)
+	}
+	slotOf := func(key string) int {
+		if k, ok := slots[key]; ok {
+			return k
+		}
+		return -1
+	}
+	seen := map[string]struct{}{}
 	decoded := 0
 	for i, e := range elems {
-		dec := json.NewDecoder(bytes.NewReader(e))
-		dec.UseNumber()
-		var val any
-		err := dec.Decode(&val)
-		if err == nil {
-			if _, terr := dec.Token(); terr != io.EOF {
-				err = fmt.Errorf("trailing data after the value")
-			}
-		}
-		if err != nil {
-			b.rowErr[i] = rowFailure{reason: rUndecodable, detail: "json: " + err.Error(),
-				raw: append([]byte(nil), e...)}
+		vals := b.vals[i*ns : (i+1)*ns]
+		err := parseSlots(e, slotOf, vals, seen)
+		var dup errDupKey
+		var notObj errNotObject
+		switch {
+		case err == nil:
+		case errors.As(err, &dup), errors.As(err, &notObj):
+			decoded++
+			clear(vals)
+			b.rowErr[i] = rowFailure{reason: rWrongSchema, detail: "json: " + err.Error(), raw: []byte(e)}
+			continue
+		default:
+			clear(vals)
+			b.rowErr[i] = rowFailure{reason: rUndecodable, detail: "json: " + err.Error(), raw: []byte(e)}
 			continue
 		}
 		decoded++
-		obj, ok := val.(map[string]any)
-		if !ok {
-			b.rowErr[i] = rowFailure{reason: rWrongSchema, detail: fmt.Sprintf("json: row is %s, not an object", jsonKind(val)),
-				raw: append([]byte(nil), e...)}
-			continue
-		}
-		b.rows[i] = obj
-		for k := range obj {
-			keys[k] = true
+		for k, x := range vals {
+			if x.kind != jAbsent {
+				b.present[k] = true
+			}
 		}
 	}
-	b.present = func(col string) bool { return keys[col] }
 	return b, decoded
+}
+
+// deadRow renders row i of a JSON batch for its dead letter: read again
+// with every key, the configured ones up to MaxDeadFieldBytes, the others
+// cut to MaxDeadValueBytes.
+func (v *Validator) deadRow(b *jsonBatch, i int) map[string]any {
+	lim := func(k string) int {
+		if v.configured(k) {
+			return MaxDeadFieldBytes
+		}
+		return MaxDeadValueBytes
+	}
+	row, _, err := parseObject(b.elems[i], func(string) bool { return true }, lim, map[string]struct{}{})
+	if err != nil {
+		return nil
+	}
+	return row
+}
+
+// validateJSON validates a JSON batch with the same rules as Validate, the
+// values read as docs/producers.md states them for JSON.
+func (v *Validator) validateJSON(b *jsonBatch, rowBase int, set *idSet) (arrow.Record, []DeadLetter) {
+	n := len(b.elems)
+	withSite := !v.spec.SkipSite && (b.present[slotSite] || v.spec.RequireSite || v.spec.NullableSite)
+	withObs := !v.spec.SkipObservedAt && (b.present[slotObs] || v.spec.RequireObservedAt || v.spec.NullableObservedAt)
+	st := v.pool.Get().(*scratch)
+	defer func() { st.release(); v.pool.Put(st) }()
+	st.reset(n, len(v.spec.Covariates), withSite, withObs)
+	for i := 0; i < n; i++ {
+		if f, bad := b.rowErr[i]; bad {
+			st.fail(i, f.reason, 0)
+			continue
+		}
+		v.fillJSONRow(b.vals[i*b.ns:(i+1)*b.ns], i, st, withSite, withObs)
+	}
+	st.dedupe(set, rowBase)
+	out := v.build(st, withSite, withObs, nil)
+	dead := v.deadLetters(st, rowBase, v.slotNames(), func(i int) map[string]any { return v.deadRow(b, i) })
+	for k := range dead {
+		if f, bad := b.rowErr[dead[k].RowIndex-rowBase]; bad {
+			dead[k].Detail = f.detail
+			dead[k].Raw = f.raw
+			dead[k].Row = f.row
+		}
+	}
+	return out, dead
+}
+
+func (v *Validator) fillJSONRow(vals []jval, i int, st *scratch, withSite, withObs bool) {
+	null := func(x jval) bool { return x.kind == jAbsent || x.kind == jNull }
+	if x := vals[slotID]; null(x) {
+		st.fail(i, rMissing, slotID)
+	} else {
+		s, ok := jsonID(x)
+		st.ids[i] = s
+		if !ok || !validID(s) {
+			st.fail(i, rInvalidID, slotID)
+		}
+	}
+	if x := vals[slotTime]; null(x) {
+		st.fail(i, rMissing, slotTime)
+	} else if t, ok := jsonFloat(x); !ok || !(t >= 0) || t > math.MaxFloat64 {
+		st.fail(i, rTime, slotTime)
+	} else {
+		st.times[i] = t
+	}
+	if x := vals[slotEvent]; null(x) {
+		st.fail(i, rMissing, slotEvent)
+	} else if e, ok := jsonEvent(x); !ok {
+		st.fail(i, rEvent, slotEvent)
+	} else {
+		st.events[i] = e
+	}
+	if x := vals[slotCohort]; null(x) {
+		st.fail(i, rMissing, slotCohort)
+	} else if c, ok := v.jsonCohort(x); !ok {
+		st.fail(i, rCohort, slotCohort)
+	} else {
+		st.codes[i] = c
+	}
+	for k := range v.spec.Covariates {
+		x := vals[slotCov0+k]
+		f, ok := jsonFloat(x)
+		if null(x) || !ok || math.IsNaN(f) || math.IsInf(f, 0) {
+			st.fail(i, rCov, slotCov0+k)
+			continue
+		}
+		st.covs[k][i] = f
+	}
+	if withSite {
+		switch x := vals[slotSite]; {
+		case null(x) && v.spec.NullableSite:
+			st.nullSite(i)
+		case null(x):
+			st.fail(i, rMissing, slotSite)
+		default:
+			st.sites[i] = jsonText(x)
+		}
+	}
+	if withObs {
+		x := vals[slotObs]
+		switch {
+		case null(x) && v.spec.NullableObservedAt:
+			st.nullObs(i)
+		case null(x):
+			st.fail(i, rMissing, slotObs)
+		case x.kind != jString:
+			st.fail(i, rObs, slotObs)
+		default:
+			if us, ok := parseTimestamp(x.s); ok {
+				st.obs[i] = us
+			} else {
+				st.fail(i, rObs, slotObs)
+			}
+		}
+	}
 }
 
 func jsonKind(v any) string {
@@ -121,9 +283,9 @@ func jsonKind(v any) string {
 		return "a boolean"
 	case json.Number:
 		return "a number"
-	case string:
+	case string, badText:
 		return "a string"
-	case []any:
+	case rawJSON:
 		return "an array"
 	}
 	return fmt.Sprintf("%T", v)

@@ -30,7 +30,7 @@ func TestDecodeJSON(t *testing.T) {
 		},
 		{
 			name: "array of objects",
-			data: ` [{"id":"a","time":1,"event":false,"cohort":"2","age":1}, {"id":"b","time":2,"event":1.0,"cohort":"1","age":2}] `,
+			data: ` [{"id":"a","time":1,"event":false,"cohort":"2","age":1}, {"id":"b","time":2,"event":1,"cohort":"1","age":2}] `,
 			good: []canonRow{
 				{ID: "a", Time: 1, Event: false, Cohort: "2", Covs: []float64{1}},
 				{ID: "b", Time: 2, Event: true, Cohort: "1", Covs: []float64{2}},

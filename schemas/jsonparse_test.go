@@ -2,25 +2,27 @@ package schemas
 
 import (
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
 
-// The strict reader accepts exactly the JSON that encoding/json accepts
-// (grammar), on random mutations of valid rows; it differs only where the
-// contract says so (a repeated key, invalid Unicode text), which the
-// mutations here avoid checking.
+// The strict reader accepts exactly the JSON grammar encoding/json accepts,
+// on random mutations of valid rows (valid UTF-8, no \u escapes: where
+// the contract departs from encoding/json, invalid Unicode text and a
+// repeated key, the row is still grammatical and counted so here).
 func TestJSONReaderGrammarMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
 	seeds := []string{
-		`{"id":"a","time":1.5e3,"event":true,"cohort":"1","x":[1,{"y":null}],"z":"\u00e9\n"}`,
+		`{"id":"a","time":1.5e3,"event":true,"cohort":"1","x":[1,{"y":null}],"z":"é\n"}`,
 		`{"a":-0.0,"b":[],"c":{},"d":"\\\"\/\b\f\n\r\t","e":false,"f":null,"g":123}`,
-		`{"nested":[[[[1]]]],"s":"\ud83d\ude00"}`,
+		`{"nested":[[[[1]]]],"s":"x"}`,
 	}
 	alphabet := []byte(`{}[]:,"\\ -+.eE0123456789abcdefnrtu/` + "\t\n\x01")
 	r := rand.New(rand.NewPCG(1, 2))
+	checked := 0
 	for n := 0; n < 20000; n++ {
 		b := []byte(seeds[r.IntN(len(seeds))])
 		for k := 0; k < 1+r.IntN(3); k++ {
@@ -38,23 +40,19 @@ func TestJSONReaderGrammarMatchesEncodingJSON(t *testing.T) {
 			}
 		}
 		s := string(b)
-		if !utf8.ValidString(s) {
+		if !utf8.ValidString(s) || strings.Contains(s, `\u`) {
 			continue
 		}
+		checked++
 		err := parseSlots(s, func(string) int { return -1 }, nil, map[string]struct{}{})
 		var dup errDupKey
 		var notObj errNotObject
-		grammarOK := err == nil || asErr(err, &dup) || asErr(err, &notObj)
-		if want := json.Valid(b); grammarOK != want && !strings.Contains(s, `\u`) {
+		grammarOK := err == nil || errors.As(err, &dup) || errors.As(err, &notObj)
+		if want := json.Valid(b); grammarOK != want {
 			t.Fatalf("%q: strict reader grammar ok %v (err %v), encoding/json %v", s, grammarOK, err, want)
 		}
 	}
-}
-
-func asErr[T error](err error, target *T) bool {
-	e, ok := err.(T)
-	if ok {
-		*target = e
+	if checked < 10000 {
+		t.Fatalf("only %d mutations checked", checked)
 	}
-	return ok
 }

@@ -53,8 +53,8 @@ func (v *Validator) validateRaw(b *rawBatch, rowBase int, set *idSet) (arrow.Rec
 	n := len(b.rows)
 	// A required optional column that no row has fails every row
 	// (missing_field) instead of giving a batch without it.
-	withSite := b.present(v.cols.Site) || v.spec.RequireSite
-	withObs := b.present(v.cols.ObservedAt) || v.spec.RequireObservedAt
+	withSite := !v.spec.SkipSite && (b.present(v.cols.Site) || v.spec.RequireSite || v.spec.NullableSite)
+	withObs := !v.spec.SkipObservedAt && (b.present(v.cols.ObservedAt) || v.spec.RequireObservedAt || v.spec.NullableObservedAt)
 	st := v.pool.Get().(*scratch)
 	defer func() { st.release(); v.pool.Put(st) }()
 	st.reset(n, len(v.spec.Covariates), withSite, withObs)
@@ -125,14 +125,20 @@ func (v *Validator) fillRawRow(b *rawBatch, i int, st *scratch, withSite, withOb
 		st.covs[k][i] = f
 	}
 	if withSite {
-		if x := b.cell(i, v.cols.Site); x == nil {
+		switch x := b.cell(i, v.cols.Site); {
+		case x == nil && v.spec.NullableSite:
+			st.nullSite(i)
+		case x == nil:
 			st.fail(i, rMissing, slotSite)
-		} else {
+		default:
 			st.sites[i] = rawText(x)
 		}
 	}
 	if withObs {
-		if x := b.cell(i, v.cols.ObservedAt); x == nil {
+		x := b.cell(i, v.cols.ObservedAt)
+		if x == nil && v.spec.NullableObservedAt {
+			st.nullObs(i)
+		} else if x == nil {
 			st.fail(i, rMissing, slotObs)
 		} else if s, isStr := x.(string); !isStr {
 			st.fail(i, rObs, slotObs)
@@ -231,6 +237,10 @@ func rawText(x any) string {
 	case string:
 		return y
 	case json.Number:
+		return string(y)
+	case badText:
+		return y.s
+	case rawJSON:
 		return string(y)
 	}
 	b, err := json.Marshal(x)

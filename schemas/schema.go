@@ -106,6 +106,16 @@ type Spec struct {
 	// (missing_field) instead of validated without it. Set them when a
 	// later stage needs the column (e.g. it is configured public).
 	RequireSite, RequireObservedAt bool
+	// SkipSite and SkipObservedAt leave an optional column out of the
+	// configuration: it is never read, validated, copied or carried (a
+	// column no later stage uses must cost nothing, whatever a message
+	// puts in it).
+	SkipSite, SkipObservedAt bool
+	// NullableSite and NullableObservedAt make an optional column that a
+	// later stage wants (a public one) optional for the producer: a
+	// message without it gets the column all null, a null value is kept
+	// as null, instead of dead-lettering (missing_field).
+	NullableSite, NullableObservedAt bool
 }
 
 // Validate checks the spec: at least one cohort label, labels non-empty,
@@ -132,6 +142,14 @@ func (s Spec) Validate() error {
 				errs = append(errs, fmt.Errorf("cohorts[%d]: label %q repeats cohorts[%d]", i, c, j))
 			}
 			seen[c] = i
+		}
+	}
+	for _, c := range []struct {
+		name                    string
+		require, skip, nullable bool
+	}{{"site", s.RequireSite, s.SkipSite, s.NullableSite}, {"observed_at", s.RequireObservedAt, s.SkipObservedAt, s.NullableObservedAt}} {
+		if c.skip && (c.require || c.nullable) || c.require && c.nullable {
+			errs = append(errs, fmt.Errorf("%s: at most one of required, skipped and nullable", c.name))
 		}
 	}
 	if strings.TrimSpace(s.TimeUnit) == "" {
@@ -190,6 +208,18 @@ var ObservedAtType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UT
 // Every column is non-null. Schema metadata: dpsurv.schema = tte.v1,
 // dpsurv.time_unit = Spec.TimeUnit.
 func CanonicalSchema(spec Spec, withSite, withObservedAt bool) *arrow.Schema {
+	return canonicalSchema(spec, withSite, withObservedAt, false)
+}
+
+// SiteDictType is the canonical site type when the producer sent site
+// dictionary-encoded: the dictionary is kept (its entries referenced by
+// the rows, never copied per row), holding the entries the good rows use.
+var SiteDictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+
+// canonicalSchema is CanonicalSchema with the site column a dictionary
+// (SiteDictType) when siteDict is set; site and observed_at are nullable
+// fields when the spec makes them so.
+func canonicalSchema(spec Spec, withSite, withObservedAt, siteDict bool) *arrow.Schema {
 	fields := make([]arrow.Field, 0, 6+len(spec.Covariates))
 	fields = append(fields,
 		arrow.Field{Name: canonicalIDName, Type: arrow.BinaryTypes.String},
@@ -201,10 +231,14 @@ func CanonicalSchema(spec Spec, withSite, withObservedAt bool) *arrow.Schema {
 		fields = append(fields, arrow.Field{Name: c, Type: arrow.PrimitiveTypes.Float64})
 	}
 	if withSite {
-		fields = append(fields, arrow.Field{Name: canonicalSite, Type: arrow.BinaryTypes.String})
+		var dt arrow.DataType = arrow.BinaryTypes.String
+		if siteDict {
+			dt = SiteDictType
+		}
+		fields = append(fields, arrow.Field{Name: canonicalSite, Type: dt, Nullable: spec.NullableSite})
 	}
 	if withObservedAt {
-		fields = append(fields, arrow.Field{Name: canonicalObserved, Type: ObservedAtType})
+		fields = append(fields, arrow.Field{Name: canonicalObserved, Type: ObservedAtType, Nullable: spec.NullableObservedAt})
 	}
 	md := arrow.NewMetadata([]string{MetaSchema, MetaTimeUnit}, []string{InputSchemaName, spec.TimeUnit})
 	return arrow.NewSchema(fields, &md)

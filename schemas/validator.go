@@ -70,7 +70,7 @@ type Validator struct {
 	mem       memory.Allocator
 	labels    map[string]int32
 	intLabels map[int64]int32
-	schemas   [4]*arrow.Schema // index: withSite | withObs<<1
+	schemas   [8]*arrow.Schema // index: withSite | withObs<<1 | siteDict<<2
 	maxDecode int64
 	maxDead   int       // verbatim row dead letters per call; 0: all
 	pool      sync.Pool // *scratch
@@ -103,7 +103,7 @@ func NewValidator(spec Spec, mem memory.Allocator) (*Validator, error) {
 		}
 	}
 	for k := range v.schemas {
-		v.schemas[k] = CanonicalSchema(spec, k&1 != 0, k&2 != 0)
+		v.schemas[k] = canonicalSchema(spec, k&1 != 0, k&2 != 0, k&4 != 0)
 	}
 	v.pool.New = func() any { return new(scratch) }
 	return v, nil
@@ -136,8 +136,13 @@ func (v *Validator) Schema(withSite, withObservedAt bool) *arrow.Schema {
 	return v.schemas[schemaKey(withSite, withObservedAt)]
 }
 
-func schemaKey(site, obs bool) int {
+func schemaKey(site, obs bool) int { return schemaKeyDict(site, obs, false) }
+
+func schemaKeyDict(site, obs, siteDict bool) int {
 	k := 0
+	if siteDict && site {
+		k |= 4
+	}
 	if site {
 		k |= 1
 	}
@@ -165,6 +170,16 @@ type scratch struct {
 	covs     [][]float64
 	sites    []string
 	obs      []int64
+	// siteNull and obsNull mark null values of a nullable optional
+	// column (Spec.NullableSite, NullableObservedAt); anySiteNull and
+	// anyObsNull say whether any is set.
+	siteNull, obsNull       []bool
+	anySiteNull, anyObsNull bool
+	// siteDict, when set, is the input site column's dictionary and
+	// siteIdx each row's index into it: the site column is built as a
+	// dictionary of the entries the good rows use (never a per-row copy).
+	siteDict arrow.Array
+	siteIdx  []int32
 	tmp      []float64
 	hashes   []uint64 // CSV reader: maphash of each good row's id (dedupeSeed)
 	keep     []int32
@@ -192,16 +207,30 @@ func (st *scratch) reset(n, ncov int, site, obs bool) {
 	}
 	if site {
 		st.sites = resize(st.sites, n)
+		st.siteNull = resize(st.siteNull, n)
+		clear(st.siteNull)
 	} else {
 		st.sites = st.sites[:0]
+		st.siteNull = st.siteNull[:0]
 	}
 	if obs {
 		st.obs = resize(st.obs, n)
+		st.obsNull = resize(st.obsNull, n)
+		clear(st.obsNull)
 	} else {
 		st.obs = st.obs[:0]
+		st.obsNull = st.obsNull[:0]
 	}
+	st.anySiteNull, st.anyObsNull = false, false
+	st.siteDict, st.siteIdx = nil, st.siteIdx[:0]
 	st.keep = st.keep[:0]
 }
+
+// nullSite marks row i's site null (a nullable site).
+func (st *scratch) nullSite(i int) { st.siteNull[i], st.anySiteNull = true, true }
+
+// nullObs marks row i's observed_at null (a nullable observed_at).
+func (st *scratch) nullObs(i int) { st.obsNull[i], st.anyObsNull = true, true }
 
 // release drops references into input memory before the scratch is pooled.
 func (st *scratch) release() {
@@ -209,6 +238,7 @@ func (st *scratch) release() {
 		clear(st.ids)
 	}
 	st.idCol = nil
+	st.siteDict = nil
 	clear(st.sites)
 	// Do not pool very large buffers.
 	if cap(st.reason) > 1<<20 {
@@ -370,10 +400,15 @@ func (v *Validator) validate(rec arrow.Record, rowBase int, set *idSet, checked 
 	p := v.planFor(rec.Schema())
 	n := int(rec.NumRows())
 	if p.errReason != rOK {
-		dead = make([]DeadLetter, n)
-		for i := range dead {
-			dead[i] = DeadLetter{Reason: reasonNames[p.errReason], Detail: p.errDetail,
-				RowIndex: rowBase + i, Row: rowMap(rec, i)}
+		dead = make([]DeadLetter, 0, min(n, max(v.maxDead, 1)+1))
+		for i := range n {
+			if v.maxDead > 0 && i >= v.maxDead {
+				dead = append(dead, DeadLetter{Reason: reasonNames[p.errReason], RowIndex: rowBase + i, Count: n - i,
+					Detail: summaryDetail(reasonNames[p.errReason], n-i, rowBase+i, v.maxDead)})
+				break
+			}
+			dead = append(dead, DeadLetter{Reason: reasonNames[p.errReason], Detail: p.errDetail,
+				RowIndex: rowBase + i, Row: v.rowMap(rec, i)})
 		}
 		return v.empty(false, false), dead
 	}
@@ -390,7 +425,7 @@ func (v *Validator) validate(rec arrow.Record, rowBase int, set *idSet, checked 
 	st.dedupe(set, rowBase)
 	reuse := v.reusable(rec, &p, st)
 	out = v.build(st, p.withSite, p.withObs, reuse)
-	dead = v.deadLetters(st, rowBase, v.slotNames(), func(i int) map[string]any { return rowMap(rec, i) })
+	dead = v.deadLetters(st, rowBase, v.slotNames(), func(i int) map[string]any { return v.rowMap(rec, i) })
 	return out, dead
 }
 
@@ -406,10 +441,10 @@ type plan struct {
 func (p *plan) used() []int {
 	u := []int{p.id, p.time, p.event, p.cohort}
 	u = append(u, p.cov...)
-	if p.withSite {
+	if p.site >= 0 {
 		u = append(u, p.site)
 	}
-	if p.withObs {
+	if p.obs >= 0 {
 		u = append(u, p.obs)
 	}
 	return u
@@ -479,9 +514,16 @@ func (v *Validator) planFor(s *arrow.Schema) plan {
 	for k, c := range v.spec.Covariates {
 		p.cov[k] = find(c, clsCov, true)
 	}
-	p.site = find(v.cols.Site, clsSite, v.spec.RequireSite)
-	p.obs = find(v.cols.ObservedAt, clsObs, v.spec.RequireObservedAt)
-	p.withSite, p.withObs = p.site >= 0, p.obs >= 0
+	// An optional column outside the configuration is not looked at.
+	if !v.spec.SkipSite {
+		p.site = find(v.cols.Site, clsSite, v.spec.RequireSite)
+	}
+	if !v.spec.SkipObservedAt {
+		p.obs = find(v.cols.ObservedAt, clsObs, v.spec.RequireObservedAt)
+	}
+	// A nullable column the message lacks is in the output, all null.
+	p.withSite = p.site >= 0 || v.spec.NullableSite && p.errReason == rOK
+	p.withObs = p.obs >= 0 || v.spec.NullableObservedAt && p.errReason == rOK
 	return p
 }
 
@@ -599,19 +641,60 @@ func (v *Validator) fillRecord(rec arrow.Record, p *plan, st *scratch) {
 			}
 		}
 	}
-	if p.withSite {
-		g := stringGetter(rec.Column(p.site))
-		for i := 0; i < n; i++ {
-			s, ok := g(i)
-			if !ok {
-				st.fail(i, rMissing, slotSite)
-				continue
-			}
-			st.sites[i] = s
+	switch {
+	case p.site >= 0:
+		v.fillSite(rec.Column(p.site), st)
+	case p.withSite: // nullable, absent
+		for i := range n {
+			st.nullSite(i)
 		}
 	}
-	if p.withObs {
-		fillObs(rec.Column(p.obs), st)
+	switch {
+	case p.obs >= 0:
+		fillObs(rec.Column(p.obs), st, v.spec.NullableObservedAt)
+	case p.withObs: // nullable, absent
+		for i := range n {
+			st.nullObs(i)
+		}
+	}
+}
+
+// fillSite reads the site column. A dictionary keeps its entries where they
+// are: each row records its index (st.siteIdx), and build makes a
+// dictionary of the entries the good rows use, so that an entry is copied
+// at most once however many rows point at it.
+func (v *Validator) fillSite(col arrow.Array, st *scratch) {
+	n := st.n
+	nullable := v.spec.NullableSite
+	missing := func(i int) {
+		if nullable {
+			st.nullSite(i)
+		} else {
+			st.fail(i, rMissing, slotSite)
+		}
+	}
+	if a, ok := col.(*array.Dictionary); ok {
+		dict := a.Dictionary()
+		ig := intGetter(a.Indices())
+		st.siteDict = dict
+		st.siteIdx = resize(st.siteIdx, n)
+		for i := range n {
+			j, _ := ig(i) // in range: checkRecord checked every index
+			st.siteIdx[i] = int32(j)
+			if a.IsNull(i) || dict.IsNull(int(j)) {
+				missing(i)
+			}
+		}
+		return
+	}
+	g := stringGetter(col)
+	for i := range n {
+		s, ok := g(i)
+		if !ok {
+			missing(i)
+			continue
+		}
+		st.sites[i] = s
 	}
 }
 
@@ -619,17 +702,37 @@ func (v *Validator) fillCohort(col arrow.Array, st *scratch) {
 	n := st.n
 	switch a := col.(type) {
 	case *array.Dictionary:
-		// Map each dictionary entry to a label code once.
+		// Map each dictionary entry to a label code once: all of them
+		// when the dictionary is no longer than the batch, else the
+		// entries the rows use (a dictionary far longer than its batch
+		// must not cost a pass over every entry).
 		dict := a.Dictionary()
-		codes := make([]int32, dict.Len())
 		g := stringGetter(dict)
-		for j := range codes {
-			codes[j] = -1
+		code := func(j int) int32 {
 			if s, ok := g(j); ok {
 				if c, found := v.labels[s]; found {
-					codes[j] = c
+					return c
 				}
 			}
+			return -1
+		}
+		if dict.Len() > 2*n+16 {
+			byRow := sparseCodes(a, n, code)
+			for i := 0; i < n; i++ {
+				if a.IsNull(i) || dict.IsNull(a.GetValueIndex(i)) {
+					st.fail(i, rMissing, slotCohort)
+					continue
+				}
+				st.codes[i] = byRow[i]
+				if byRow[i] < 0 {
+					st.fail(i, rCohort, slotCohort)
+				}
+			}
+			return
+		}
+		codes := make([]int32, dict.Len())
+		for j := range codes {
+			codes[j] = code(j)
 		}
 		if ix, ok := a.Indices().(*array.Int32); ok {
 			raw := ix.Int32Values()
@@ -738,12 +841,12 @@ func (v *Validator) reusable(rec arrow.Record, p *plan, st *scratch) *reuse {
 			r.cov[k] = a
 		}
 	}
-	if p.withSite {
+	if p.site >= 0 {
 		if a, ok := rec.Column(p.site).(*array.String); ok {
 			r.site = a
 		}
 	}
-	if p.withObs {
+	if p.obs >= 0 {
 		if a, ok := rec.Column(p.obs).(*array.Timestamp); ok && arrow.TypeEqual(a.DataType(), ObservedAtType) {
 			r.obs = a
 		}
@@ -771,7 +874,8 @@ func (v *Validator) build(st *scratch, site, obs bool, ru *reuse) arrow.Record {
 	}
 	st.keep = keep
 	k := len(keep)
-	schema := v.schemas[schemaKey(site, obs)]
+	siteDict := site && st.siteDict != nil
+	schema := v.schemas[schemaKeyDict(site, obs, siteDict)]
 	cols := make([]arrow.Array, 0, schema.NumFields())
 	defer func() {
 		for _, c := range cols {
@@ -811,12 +915,15 @@ func (v *Validator) build(st *scratch, site, obs bool, ru *reuse) arrow.Record {
 	}
 	if site {
 		cols = append(cols, or(pass(func(r *reuse) arrow.Array { return r.site }), func() arrow.Array {
-			return gatherStrings(mem, st.sites, keep)
+			if siteDict {
+				return gatherDict(mem, st.siteDict, st.siteIdx, nullsOf(st.anySiteNull, st.siteNull), keep)
+			}
+			return withNulls(mem, gatherStrings(mem, st.sites, keep), nullsOf(st.anySiteNull, st.siteNull), keep)
 		}))
 	}
 	if obs {
 		cols = append(cols, or(pass(func(r *reuse) arrow.Array { return r.obs }), func() arrow.Array {
-			return gatherFixed(mem, ObservedAtType, st.obs, keep)
+			return withNulls(mem, gatherFixed(mem, ObservedAtType, st.obs, keep), nullsOf(st.anyObsNull, st.obsNull), keep)
 		}))
 	}
 	return array.NewRecord(schema, cols, int64(k))

@@ -30,6 +30,10 @@ func runService(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Every Kafka secret and certificate file, with the PRF key's checks.
+	if err := cfg.Kafka.CheckFiles(); err != nil {
+		return err
+	}
 	g, err := app.Guarantees(cfg, key)
 	if err != nil {
 		return err
@@ -39,7 +43,11 @@ func runService(ctx context.Context, env Env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("statement: %w", err)
 		}
-		out, _ := json.Marshal(map[string]any{"config": "ok", "guarantees": g, "patient_statement": st})
+		doc := map[string]any{"config": "ok", "guarantees": g, "patient_statement": st}
+		if w := cfg.Kafka.Warnings(); len(w) > 0 {
+			doc["warnings"] = w
+		}
+		out, _ := json.Marshal(doc)
 		fmt.Fprintln(env.Stdout, string(out))
 		return nil
 	}

@@ -454,7 +454,7 @@ func TestRejected(t *testing.T) {
 		{"empty cohorts", "", []string{"config.schema.cohorts={}"}, "at '/config/schema/cohorts': minItems", true},
 		{"one cohort with rrr", "", []string{"config.schema.cohorts={a}"}, "at '/config/schema/cohorts': minItems", true},
 		{"duplicate cohorts", "", []string{"config.schema.cohorts={a,a}"}, "at '/config/schema/cohorts': items at", true},
-		{"time_max zero", "", []string{"config.schema.time_max=0"}, "at '/config/schema/time_max': exclusiveMinimum", true},
+		{"time_max zero", "", []string{"config.schema.time_max=0"}, "at '/config/schema/time_max': minimum", true},
 		{"time public while sanitized", "", []string{"config.schema.public={event,time}"}, "at '/config/schema/public': 'not' failed", true},
 		{"cohort public while sanitized", "", []string{"config.schema.public={cohort}"}, "at '/config/schema/public': 'not' failed", true},
 		{"id public", "", []string{"config.sanitizers.time.mechanism=none,config.schema.public={event,id}"}, "at '/config/schema/public/1'", true},

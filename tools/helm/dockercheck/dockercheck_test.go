@@ -3,8 +3,15 @@ package dockercheck
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -499,14 +506,17 @@ func dryRun(t *testing.T, bin, valuesFile string) {
 	root := t.TempDir()
 	const mountRoot = "/var/run/dpsurv/"
 	cfg = strings.ReplaceAll(cfg, mountRoot, root+"/")
-	// Secret files: a fixed test key (32 bytes), placeholder credentials.
+	// Secret files: a fixed test key (32 bytes), a placeholder password, a
+	// self-signed certificate and its key (--dry-run parses every Kafka
+	// file, issue 21).
 	key := sha256.Sum256([]byte("dpsurv chart dry-run test key"))
+	certPEM, keyPEM := selfSigned(t)
 	files := map[string][]byte{
 		"key/prf.key":     key[:],
 		"kafka/password":  []byte("not-a-real-password\n"),
-		"tls/ca.crt":      []byte("placeholder\n"),
-		"tls/tls.crt":     []byte("placeholder\n"),
-		"tls/tls.key":     []byte("placeholder\n"),
+		"tls/ca.crt":      certPEM,
+		"tls/tls.crt":     certPEM,
+		"tls/tls.key":     keyPEM,
 		"etc/config.yaml": []byte(cfg),
 	}
 	for rel, b := range files {
@@ -548,4 +558,25 @@ func dryRun(t *testing.T, bin, valuesFile string) {
 	if !strings.Contains(stdout.String(), `"config":"ok"`) {
 		t.Errorf("dry-run output %q lacks \"config\":\"ok\"", stdout.String())
 	}
+}
+
+// selfSigned returns a self-signed CA certificate and its private key, PEM.
+func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dpsurv-chart-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
 }

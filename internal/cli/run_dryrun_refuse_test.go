@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeCertPair writes a self-signed certificate and its key (modes
+// certMode, keyMode) and returns their paths.
+func writeCertPair(t *testing.T, dir string, certMode, keyMode os.FileMode) (string, string) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dpsurv-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	for _, f := range []struct {
+		path, typ string
+		der       []byte
+		mode      os.FileMode
+	}{{cert, "CERTIFICATE", der, certMode}, {key, "EC PRIVATE KEY", kder, keyMode}} {
+		if err := os.WriteFile(f.path, pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der}), f.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(f.path, f.mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+	}
+	return cert, key
+}
+
+// Issue 21, defect 6: configuration that validates but cannot work is
+// refused by `dpsurv run --dry-run`, naming the field: an aggregator
+// epsilon the samplers cannot draw, a time_max below the time unit's
+// resolution, and every Kafka secret or certificate file with the PRF
+// key's type, size and mode checks. SASL PLAIN without TLS is warned in
+// the dry-run output. On the code before, every case below passed.
+func TestRunDryRunRefusesWhatCannotWork(t *testing.T) {
+	dir := t.TempDir()
+	key := writeKey(t)
+	cert, tlsKey := writeCertPair(t, dir, 0o644, 0o600)
+	loose := filepath.Join(dir, "loose")
+	os.Mkdir(loose, 0o700)
+	_, looseKey := writeCertPair(t, loose, 0o644, 0o644)
+	pw := filepath.Join(dir, "pw")
+	os.WriteFile(pw, []byte("secret\n"), 0o600)
+	pwLoose := filepath.Join(dir, "pw-loose")
+	os.WriteFile(pwLoose, []byte("secret\n"), 0o644)
+	os.Chmod(pwLoose, 0o644)
+	big := filepath.Join(dir, "big.crt")
+	os.WriteFile(big, make([]byte, 2<<20), 0o644)
+	base := `
+kafka:
+  brokers: ["127.0.0.1:1"]
+  KAFKA
+input: {topic: in}
+schema: {time_max: TIMEMAX, cohorts: [a, b]}
+sanitizers:
+  key_file: ` + key + `
+  time: {mechanism: te, epsilon: 0.1, window: 10}
+  cohort: {mechanism: rrr, epsilon: 1}
+output: {sanitized_topic: out, dead_letter_topic: dlq, fit_topic: fits}
+aggregators:
+  - {name: km, kind: km, epsilon: EPS, window: {size: 1m}}
+ledger: {file: ` + filepath.Join(dir, "ledger") + `, budget: {stream: 100}}
+`
+	cfg := func(kafka, timeMax, eps string) string {
+		r := strings.NewReplacer("KAFKA", kafka, "TIMEMAX", timeMax, "EPS", eps)
+		return r.Replace(base)
+	}
+	tls := func(extra string) string { return "tls: {enabled: true, " + extra + "}" }
+	cases := []struct {
+		name, config, want string
+	}{
+		{"epsilon 1e-300", cfg("", "100", "1e-300"), "epsilon"},
+		{"epsilon 1e308", cfg("", "100", "1e308"), "epsilon"},
+		{"time_max 0.5", cfg("", "0.5", "1"), "schema.time_max"},
+		{"CA /dev/zero", cfg(tls("ca_file: /dev/zero"), "100", "1"), "kafka.tls.ca_file"},
+		{"CA of 2 MiB", cfg(tls("ca_file: "+big), "100", "1"), "kafka.tls.ca_file"},
+		{"TLS key 0644", cfg(tls("cert_file: "+cert+", key_file: "+looseKey), "100", "1"), "kafka.tls.key_file"},
+		{"TLS key /dev/zero", cfg(tls("cert_file: "+cert+", key_file: /dev/zero"), "100", "1"), "kafka.tls.key_file"},
+		{"password 0644", cfg("sasl: {mechanism: scram-sha-512, username: u, password_file: "+pwLoose+"}", "100", "1"), "kafka.sasl.password_file"},
+		{"password /dev/zero", cfg("sasl: {mechanism: scram-sha-512, username: u, password_file: /dev/zero}", "100", "1"), "kafka.sasl.password_file"},
+	}
+	p := filepath.Join(dir, "c.yaml")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			os.WriteFile(p, []byte(c.config), 0o600)
+			o, e, code := run(t, "run", "--config", p, "--dry-run")
+			if code == 0 || !strings.Contains(e, c.want) {
+				t.Fatalf("exit %d, want a refusal naming %s\nstdout %s\nstderr %s", code, c.want, o, e)
+			}
+		})
+	}
+	t.Run("good TLS and SASL files pass", func(t *testing.T) {
+		os.WriteFile(p, []byte(cfg(tls("ca_file: "+cert+", cert_file: "+cert+", key_file: "+tlsKey)+"\n  sasl: {mechanism: scram-sha-512, username: u, password_file: "+pw+"}", "100", "1")), 0o600)
+		o, e, code := run(t, "run", "--config", p, "--dry-run")
+		if code != 0 || !strings.Contains(o, `"config":"ok"`) || strings.Contains(o, "warnings") {
+			t.Fatalf("exit %d\nstdout %s\nstderr %s", code, o, e)
+		}
+	})
+	t.Run("SASL PLAIN without TLS is warned", func(t *testing.T) {
+		os.WriteFile(p, []byte(cfg("sasl: {mechanism: plain, username: u, password_file: "+pw+"}", "100", "1")), 0o600)
+		o, e, code := run(t, "run", "--config", p, "--dry-run")
+		if code != 0 || !strings.Contains(o, `"warnings":["kafka.sasl.mechanism: plain without kafka.tls.enabled`) {
+			t.Fatalf("exit %d\nstdout %s\nstderr %s", code, o, e)
+		}
+	})
+}

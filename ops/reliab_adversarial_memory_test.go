@@ -1,0 +1,137 @@
+package ops_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/schemas/schemastest"
+	"github.com/dpsurv/dpsurv/sinks"
+)
+
+// Issue 21, defect 2, through a real `dpsurv run` process and the embedded
+// broker: the issue's inputs, with the peak RSS (VmHWM) of the process
+// over the bytes on the wire. On the code before: the site dictionary took
+// the process from 34 to 2,394 MiB (out of memory under a 2.7 GB limit,
+// on every restart), ten 900 KB-value messages 1.9 GB with 920 MB of dead
+// letters, the 60-million-entry dictionary 632 MiB, sixteen 990 KB JSON
+// messages 443 MiB.
+func TestAdversarialInputsPeakMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process memory test: full tier only")
+	}
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("needs /proc to read the peak RSS")
+	}
+	for _, run := range []struct {
+		name, format string
+		msgs         func(t *testing.T) [][]byte
+		rows         func(msgs []sinks.Message) int
+		maxRSS       int64
+	}{
+		{"arrow", "arrow", func(t *testing.T) [][]byte {
+			var m [][]byte
+			for range 2 {
+				m = append(m, schemastest.SiteDict(t))
+			}
+			for range 10 {
+				m = append(m, schemastest.DeadDict(t))
+			}
+			for range 2 {
+				m = append(m, schemastest.HugeCohortDict(t))
+			}
+			return m
+		}, func([]sinks.Message) int { return 2*20_000 + 10*100 + 2*1000 }, 150 << 20},
+		{"json", "json", func(t *testing.T) [][]byte {
+			var m [][]byte
+			for range 16 {
+				m = append(m, schemastest.JSONLines(990_000, 0))
+			}
+			return m
+		}, func(msgs []sinks.Message) int {
+			n := 0
+			for _, m := range msgs {
+				n += strings.Count(string(m.Value), "\n")
+			}
+			return n
+		}, 150 << 20},
+	} {
+		t.Run(run.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+			defer cancel()
+			cl, conn := brokertest.Start(t, broker.Options{Partitions: 1})
+			conn.ClientID = "advmem"
+			if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{"adv.in": 1, "adv.out": 1, "adv.dlq": 1}, nil); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			keyFile := filepath.Join(dir, "prf.key")
+			if err := os.WriteFile(keyFile, []byte(strings.Repeat("6d", 32)+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			addr := opsFreeAddr(t)
+			cfgFile := filepath.Join(dir, "config.yaml")
+			yaml := fmt.Sprintf(`kafka: {brokers: [%q], client_id: advmem}
+input: {topic: adv.in, group_id: advmem, format: %s}
+schema: {time_unit: days, time_max: 4000, cohorts: ["1", "2"], public: [event]}
+sanitizers:
+  key_file: %s
+  time: {mechanism: te, epsilon: 0.5, window: 10}
+  cohort: {mechanism: rrr, epsilon: 1}
+output: {sanitized_topic: adv.out, dead_letter_topic: adv.dlq}
+http: {listen: %q}
+log: {level: warn}
+`, cl.Addrs()[0], run.format, keyFile, addr)
+			if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var msgs []sinks.Message
+			wire := 0
+			for _, v := range run.msgs(t) {
+				msgs = append(msgs, sinks.Message{Value: v})
+				wire += len(v)
+			}
+			if err := harness.Produce(ctx, conn, "adv.in", msgs, zap.NewNop()); err != nil {
+				t.Fatal(err)
+			}
+			want := run.rows(msgs)
+			p := startBuiltDpsurv(t, "run", "--config", cfgFile)
+			var m map[string]float64
+			for {
+				m = scrapeMetrics(addr)
+				if m["dpsurv_records_in_total"] >= float64(want) {
+					break
+				}
+				select {
+				case <-p.done:
+					t.Fatalf("dpsurv run exited: %v\n%s", p.err, p.logs.String())
+				case <-ctx.Done():
+					t.Fatalf("timed out: metrics %v", m)
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+			peak, err := peakRSS(p.cmd.Process.Pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d messages, %d bytes on the wire: peak RSS %.1f MiB; records in %v, out %v, dead-letter rows %v",
+				len(msgs), wire, float64(peak)/(1<<20), m["dpsurv_records_in_total"], m["dpsurv_records_out_total"], m["dpsurv_dead_letter_rows_total"])
+			if peak >= run.maxRSS {
+				t.Errorf("peak RSS %.1f MiB, want < %d MiB", float64(peak)/(1<<20), run.maxRSS>>20)
+			}
+			if in := m["dpsurv_records_in_total"]; in != float64(want) || in != m["dpsurv_records_out_total"]+m["dpsurv_dead_letter_rows_total"] {
+				t.Errorf("records do not balance: %v", m)
+			}
+		})
+	}
+}
