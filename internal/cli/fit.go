@@ -268,7 +268,11 @@ func fitKM(env Env, args []string) error {
 	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit)")
 	method := fs.String("method", "hierarchical", "private method: hierarchical (tree noise on the histogram, the default), histogram (noisy histogram), lnte (baseline; epsilon per time point), or rrr (the input is a sanitized file whose cohort labels went through RRR at --epsilon: debiased KM, no new budget)")
 	plot := fs.String("plot", "", "also draw the curves to this .png or .svg file")
+	naive := fs.Bool("naive", false, "on a sanitized input (cohort labels by RRR): the naive KM of the reported labels, labelled as such (default: the debiased estimator)")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if done, err := fitKMSanitized(env, kmSanitizedFlags{fs: fs, c: c, timeMax: timeMax, binWidth: binWidth, method: method, naive: naive, plot: plot}); done {
 		return err
 	}
 	if err := c.check(env, "km", timeMax); err != nil {
