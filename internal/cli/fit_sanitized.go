@@ -3,12 +3,15 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"io"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/dpsurv/dpsurv/audit"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -18,6 +21,9 @@ import (
 // metaTimeMax is the metadata key (schema- or time-field-level) a
 // sanitized input may carry its public horizon under.
 const metaTimeMax = "dpsurv.time_max"
+
+// sourceArrow is sanitizedInput.Source for Arrow inputs.
+const sourceArrow = "arrow schema metadata"
 
 // sanitizedInput is what a sanitized input's metadata (the Arrow schema's,
 // or the .meta.json written next to a CSV by `dpsurv sanitize`) says about
@@ -51,7 +57,7 @@ func readSanitizedInput(path string, cols schemas.Columns) (s sanitizedInput, ok
 			return s, false, nil // no cohort column: the reader reports it
 		}
 		timeMD, _, _ = audit.ArrowFieldMetadata(path, cols.Time)
-		s.Source = "arrow schema metadata"
+		s.Source = sourceArrow
 	} else {
 		sd, found, err := schemas.ReadSidecar(path)
 		if err != nil {
@@ -257,7 +263,12 @@ func fitKMSanitized(env Env, f kmSanitizedFlags) (done bool, err error) {
 	if err != nil {
 		return true, err
 	}
-	d, err := readFitFile(*c.input, spec)
+	var d fileData
+	if si.Source == sourceArrow {
+		d, err = readSanitizedArrow(*c.input, spec.Cohorts, c.cols.columns())
+	} else {
+		d, err = readFitFile(*c.input, spec)
+	}
 	if err != nil {
 		return true, err
 	}
@@ -393,4 +404,45 @@ func fitKMSanitized(env Env, f kmSanitizedFlags) (done bool, err error) {
 		}
 	}
 	return true, printJSON(env.Stdout, out)
+}
+
+// demoSanitizedKM is the demo's release from the sanitized topic: the
+// debiased KM of the RRR-reported cohorts (sanitizedKM, as `fit km` on a
+// sanitized file), the horizon rule, and the TE window in the intervals;
+// the mechanisms' parameters are the sanitizer chain's guarantees.
+func demoSanitizedKM(w io.Writer, san harness.Sanitized, cohorts []string, timeMax float64, gs []sanitizers.Guarantee) ([]plots.Curve, error) {
+	var rrrEps float64
+	teWindow := 0
+	for _, g := range gs {
+		switch {
+		case g.Field == "cohort" && g.Mechanism == sanitizers.MechRRR && g.Epsilon != nil:
+			rrrEps = *g.Epsilon
+		case g.Field == "time" && g.Mechanism == sanitizers.MechTE && g.Window != nil:
+			teWindow = *g.Window
+		}
+	}
+	if !(rrrEps > 0) {
+		return nil, fmt.Errorf("demo: the sanitized topic's cohort is not randomised by rrr")
+	}
+	mech, err := dp.NewRRR(rrrEps, len(cohorts))
+	if err != nil {
+		return nil, err
+	}
+	tt := slices.Clone(san.Time)
+	ee := slices.Clone(san.Event)
+	res, censored, err := sanitizedKM(tt, ee, san.Cohort, mech, timeMax, dpfit.DefaultBinWidth(timeMax), teWindow)
+	if err != nil {
+		return nil, fmt.Errorf("debiased km: %w", err)
+	}
+	fmt.Fprintln(w, "\nrelease: Kaplan–Meier per cohort from the sanitized topic, debiased for the RRR on the labels")
+	fmt.Fprintf(w, "  estimator: %s; intervals include the debiasing variance and the TE window (%d days); %d records at the horizon censored there\n",
+		res.Method, teWindow, censored)
+	fmt.Fprintln(w, "  guarantee: post-processing of TE-Sanitizer (time-indistinguishability) and RRR (local-dp); no central budget spent")
+	var curves []plots.Curve
+	for _, ck := range res.Cohorts {
+		cv := ck.Curve
+		fmt.Fprintf(w, "  cohort %-6s n≈%-8.0f median survival %s\n", cohorts[ck.Cohort], ck.N, fmtMedian(math.Round(cv.Median), math.Floor(cv.MedianLower), math.Ceil(cv.MedianUpper)))
+		curves = append(curves, plots.Curve{Label: "cohort " + cohorts[ck.Cohort] + " (sanitized, debiased)", Time: cv.Time, Surv: cv.Surv, Lower: cv.Lower, Upper: cv.Upper})
+	}
+	return curves, nil
 }
