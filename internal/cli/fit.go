@@ -269,6 +269,7 @@ func fitKM(env Env, args []string) error {
 	method := fs.String("method", "hierarchical", "private method: hierarchical (tree noise on the histogram, the default), histogram (noisy histogram), lnte (baseline; epsilon per time point), or rrr (the input is a sanitized file whose cohort labels went through RRR at --epsilon: debiased KM, no new budget)")
 	plot := fs.String("plot", "", "also draw the curves to this .png or .svg file")
 	naive := fs.Bool("naive", false, "on a sanitized input (cohort labels by RRR): the naive KM of the reported labels, labelled as such (default: the debiased estimator)")
+	budget := addBudgetFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -277,6 +278,11 @@ func fitKM(env Env, args []string) error {
 	}
 	if err := c.check(env, "km", timeMax); err != nil {
 		return err
+	}
+	if !c.eps.inf() && *method != "rrr" {
+		if err := budget.check(*c.input, "fit km", c.eps.v); err != nil {
+			return err
+		}
 	}
 	spec, err := c.spec()
 	if err != nil {
@@ -425,6 +431,11 @@ func fitKM(env Env, args []string) error {
 			out["logrank_note"] = res.LogRankNote
 		}
 		title = fmt.Sprintf("Kaplan–Meier, %s, epsilon = %g (%s)", res.Method, c.eps.v, res.Guarantee)
+		if *method != "rrr" { // rrr: post-processing of a local release, no new budget
+			if err := budget.charge(env, *c.input, "fit km --method "+*method, res.EpsilonTotal, out); err != nil {
+				return err
+			}
+		}
 	}
 	if *plot != "" {
 		if err := plots.WriteKM(*plot, title, "time", curves); err != nil {
@@ -475,11 +486,17 @@ func fitWeibull(env Env, args []string) error {
 	method := fs.String("method", "lsp", "lsp (LSP + TLL), laplace or saa (baselines)")
 	only := fs.String("cohort", "", "fit only this cohort (default: all records)")
 	isims := fs.Int("interval-sims", 0, "simulated releases per candidate shape behind the noise-aware shape/scale intervals (lsp; 0 = default, negative = no intervals)")
+	budget := addBudgetFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := c.check(env, "weibull", timeMax); err != nil {
 		return err
+	}
+	if !c.eps.inf() {
+		if err := budget.check(*c.input, "fit weibull", c.eps.v); err != nil {
+			return err
+		}
 	}
 	spec, err := c.spec()
 	if err != nil {
@@ -586,6 +603,9 @@ func fitWeibull(env Env, args []string) error {
 	}
 	for k, v := range fit.Params {
 		out[k] = num(v)
+	}
+	if err := budget.charge(env, *c.input, "fit weibull --method "+fit.Method, fit.Epsilon, out); err != nil {
+		return err
 	}
 	return printJSON(env.Stdout, out)
 }

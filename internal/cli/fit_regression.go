@@ -51,11 +51,17 @@ func fitDiscrete(env Env, args []string) error {
 	fs.Float64Var(&ps.Mu, "psgld-mu", 0, "psgld: preconditioner decay mu (0: 0.99)")
 	fs.Float64Var(&ps.StepScale, "psgld-step-scale", 0, "psgld: step scale a in a (b+t)^-tau (0: 1/n)")
 	fs.Float64Var(&ps.StepOffset, "psgld-step-offset", 0, "psgld: step offset b")
+	budget := addBudgetFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := c.check(env, "discrete", timeMax); err != nil {
 		return err
+	}
+	if !c.eps.inf() {
+		if err := budget.check(*c.input, "fit discrete", c.eps.v); err != nil {
+			return err
+		}
 	}
 	m := regression.Method(*method)
 	if m == "" {
@@ -110,7 +116,17 @@ func fitDiscrete(env Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("fit discrete: %w", err)
 	}
-	return printJSON(env.Stdout, res)
+	if c.eps.inf() {
+		return printJSON(env.Stdout, res)
+	}
+	out, err := jsonMap(res)
+	if err != nil {
+		return err
+	}
+	if err := budget.charge(env, *c.input, "fit discrete --method "+string(m), c.eps.v, out); err != nil {
+		return err
+	}
+	return printJSON(env.Stdout, out)
 }
 
 func fitCox(env Env, args []string) error {
