@@ -94,6 +94,21 @@ type WeibullIntervalOptions struct {
 	// at the starts of bins of this width (data units), as an aggregator's
 	// histogram reports them (the aggregator passes its public bin width).
 	BinWidth float64
+	// Progress, if set, is called after each simulated release with the
+	// number done so far (about WeibullIntervalSteps(Sims) in all); it
+	// must not block.
+	Progress func(done int)
+}
+
+// WeibullIntervalSteps is about the number of simulated releases behind
+// an LSP interval with sims per candidate (for progress reports): 15
+// candidate shapes (the point, 2 x (1 + weibullInversionSteps) ends, 2
+// interior points).
+func WeibullIntervalSteps(sims int) int {
+	if sims == 0 {
+		sims = DefaultWeibullIntervalSims
+	}
+	return sims * (3 + 2*(1+weibullInversionSteps))
 }
 
 // WeibullInterval holds noise-aware intervals for one Weibull release. The
@@ -179,7 +194,7 @@ func WeibullIntervals(fit WeibullFit, opt WeibullIntervalOptions) (WeibullInterv
 		return iv, nil
 	}
 	inv := &weibullInversion{
-		fit: fit, cfg: cfg, sims: sims, res: res, bw: opt.BinWidth, alpha: alpha, seed: weibullReleaseSeed(fit),
+		fit: fit, cfg: cfg, sims: sims, res: res, bw: opt.BinWidth, alpha: alpha, seed: weibullReleaseSeed(fit), progress: opt.Progress,
 		events: weibullEvents(fit.N), ratio: math.Pow(fit.Scale, fit.Shape),
 	}
 	inv.simCfg = cfg
@@ -208,6 +223,8 @@ type weibullInversion struct {
 	ratio  float64 // released tau/delta = scale^shape
 	evals  []weibullCandidate
 	n      int // simulated releases so far
+	// progress is WeibullIntervalOptions.Progress
+	progress func(done int)
 }
 
 // weibullCandidate is one evaluated shape: its nuisance scale, the
@@ -244,6 +261,9 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 		// simulation plays no part in the guarantee)
 		shape := weibullLadderSampleFloat(weibullComputeLadderOpt(d, w.simCfg, true), src, w.cfg.Epsilon)
 		w.n++
+		if w.progress != nil {
+			w.progress(w.n)
+		}
 		shapes = append(shapes, shape)
 		// the scale's pivot given shape p: TLL run again on the simulated
 		// data with the released shape as its exponent (the exponent the

@@ -284,6 +284,9 @@ func fitKM(env Env, args []string) error {
 			return err
 		}
 	}
+	prog := startProgress(&env, "fit km")
+	defer prog.finish()
+	prog.setPhase("reading the input", 0)
 	spec, err := c.spec()
 	if err != nil {
 		return err
@@ -353,6 +356,7 @@ func fitKM(env Env, args []string) error {
 				return fmt.Errorf("histogram: %w", err)
 			}
 		}
+		prog.setPhase("private release and its noise simulation", 0)
 		opts := dpfit.KMOptions{Epsilon: c.eps.v}
 		var res dpfit.KMResult
 		switch *method {
@@ -498,6 +502,9 @@ func fitWeibull(env Env, args []string) error {
 			return err
 		}
 	}
+	prog := startProgress(&env, "fit weibull")
+	defer prog.finish()
+	prog.setPhase("reading the input", 0)
 	spec, err := c.spec()
 	if err != nil {
 		return err
@@ -587,6 +594,7 @@ func fitWeibull(env Env, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("weibull flags: %w", err)
 	}
+	prog.setPhase("private fit", 0)
 	fit, err := dpfit.FitWeibull(dp.NewSecureSource(), cm, cfg, *method)
 	if err != nil {
 		return fmt.Errorf("private weibull: %w", err)
@@ -598,7 +606,7 @@ func fitWeibull(env Env, args []string) error {
 	out["n"] = num(math.Max(fit.N, 0)) // a noisy count, clamped at 0 (post-processing)
 	out["shape"] = fit.Shape
 	out["scale"] = fit.Scale
-	if err := weibullIntervalFields(out, fit, *isims); err != nil {
+	if err := weibullIntervalFields(out, fit, *isims, prog); err != nil {
 		return fmt.Errorf("private weibull: %w", err)
 	}
 	for k, v := range fit.Params {

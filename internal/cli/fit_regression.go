@@ -63,6 +63,9 @@ func fitDiscrete(env Env, args []string) error {
 			return err
 		}
 	}
+	prog := startProgress(&env, "fit discrete")
+	defer prog.finish()
+	prog.setPhase("reading the input and fitting", 0)
 	m := regression.Method(*method)
 	if m == "" {
 		if c.eps.inf() {

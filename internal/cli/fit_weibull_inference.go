@@ -7,7 +7,7 @@ import "github.com/dpsurv/dpsurv/dpfit"
 // shape_lower, shape_upper, scale_lower, scale_upper (null when not
 // computed), interval_conf, interval_method and interval_sims. sims < 0
 // disables them (null, with the reason in interval_method).
-func weibullIntervalFields(out map[string]any, fit dpfit.WeibullFit, sims int) error {
+func weibullIntervalFields(out map[string]any, fit dpfit.WeibullFit, sims int, prog *progress) error {
 	if sims < 0 {
 		for _, k := range []string{"shape_lower", "shape_upper", "scale_lower", "scale_upper", "interval_conf"} {
 			out[k] = nil
@@ -16,7 +16,8 @@ func weibullIntervalFields(out map[string]any, fit dpfit.WeibullFit, sims int) e
 		out["interval_sims"] = 0
 		return nil
 	}
-	iv, err := dpfit.WeibullIntervals(fit, dpfit.WeibullIntervalOptions{Sims: sims})
+	prog.setPhase("noise-aware intervals, simulated releases of the mechanism", dpfit.WeibullIntervalSteps(sims))
+	iv, err := dpfit.WeibullIntervals(fit, dpfit.WeibullIntervalOptions{Sims: sims, Progress: func(int) { prog.step() }})
 	if err != nil {
 		return err
 	}
