@@ -12,11 +12,14 @@ import (
 // record value can appear in it.
 var progressLine = regexp.MustCompile(`^dpsurv fit [a-z]+: (([a-z][a-z ,-]*)(: \d+ of about \d+)?|done) \(\d+ s\)$`)
 
-// Long work reports progress on stderr: with the reporting threshold at 0
-// (it is 2 s), a private Weibull with intervals prints the simulated
-// releases done of their total, then "done"; every progress line has the
-// fixed form above.
-func TestFitProgressOnLongWork(t *testing.T) {
+// Long work reports progress on stderr: quick work prints nothing at the
+// default threshold (2 s); with the threshold at 0, a private Weibull with
+// intervals prints the simulated releases done of their total, then
+// "done"; every progress line has the fixed form above.
+func TestFitProgress(t *testing.T) {
+	if _, e, code := run(t, "fit", "km", "--input", "../../data/lung_tte.csv", "--epsilon", "inf"); code != 0 || e != "" {
+		t.Fatalf("quick fit: exit %d, stderr %q", code, e)
+	}
 	progressAfter.Store(0)
 	progressEvery.Store(int64(5 * time.Millisecond))
 	t.Cleanup(func() {
@@ -44,10 +47,3 @@ func TestFitProgressOnLongWork(t *testing.T) {
 	}
 }
 
-// Quick work prints no progress (the default threshold of 2 s).
-func TestFitProgressQuietWhenQuick(t *testing.T) {
-	_, e, code := run(t, "fit", "km", "--input", "../../data/lung_tte.csv", "--epsilon", "inf")
-	if code != 0 || e != "" {
-		t.Fatalf("exit %d, stderr %q", code, e)
-	}
-}
