@@ -615,6 +615,20 @@ func (e *weibullLadderEngine) taylor(delta float64) []float64 {
 
 // evalCell returns S, N and S_{n-k} at p = c.q + delta from the moments.
 func (e *weibullLadderEngine) evalCell(c *weibullCell, delta float64, k int) (s, nn, sb float64) {
+	if e.inv != nil { // fast (simulation): Horner's scheme, no term array
+		g := e.cutOf[k]
+		r := e.cutR[k]
+		pre, grp := c.pre[g], c.grp[g]
+		J := e.nTerms
+		s, nn, sb = c.mom[J], c.mom[J+1], pre[J]+r*grp[J]
+		for j := J - 1; j >= 0; j-- {
+			f := delta * e.inv[j+1]
+			s = c.mom[j] + s*f
+			nn = c.mom[j+1] + nn*f
+			sb = pre[j] + r*grp[j] + sb*f
+		}
+		return s, nn, sb
+	}
 	a := e.taylor(delta)
 	g := e.cutOf[k]
 	r := e.cutR[k]
@@ -644,9 +658,11 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 	lad.Lower[0], lad.Upper[0] = math.NaN(), math.NaN()
 	// S^0 (the MLE point) carries no grid point, so sampling never reads
 	// it: the simulation skips the MLE
-	if mle, err := survival.FitWeibull(d.compressed()); !fast && err == nil {
-		p := min(mle.Shape, gamma)
-		lad.Lower[0], lad.Upper[0] = p, p
+	if !fast {
+		if mle, err := survival.FitWeibull(d.compressed()); err == nil {
+			p := min(mle.Shape, gamma)
+			lad.Lower[0], lad.Upper[0] = p, p
+		}
 	}
 
 	e := newWeibullLadderEngine(d, cfg)
