@@ -85,6 +85,7 @@ func BenchmarkWeibullSAA1M(b *testing.B) {
 func BenchmarkWeibullMLE1M(b *testing.B) {
 	weibullBenchData()
 	cfg := WeibullConfig{Epsilon: math.Inf(1), TimeMax: 5000}.WithDefaults()
+	defer cpuPerOp(b)()
 	for b.Loop() {
 		c := survival.Compress(weibullBench.time, weibullBench.event)
 		if _, err := FitWeibull(nil, c, cfg, ""); err != nil {
@@ -103,6 +104,7 @@ func BenchmarkWeibullLSPIntervals1M(b *testing.B) {
 	weibullBenchData()
 	cfg := WeibullConfig{Epsilon: 1, TimeMax: 5000}
 	src := dp.NewSeededSource(1)
+	defer cpuPerOp(b)()
 	for b.Loop() {
 		c := survival.Compress(weibullBench.time, weibullBench.event)
 		fit, err := FitWeibullLSP(src, c, cfg)
@@ -111,6 +113,18 @@ func BenchmarkWeibullLSPIntervals1M(b *testing.B) {
 		}
 		if _, err := WeibullIntervals(fit, WeibullIntervalOptions{}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// cpuPerOp reports the process's CPU time (user + system) per iteration as
+// cpu-ns/op, which a loaded machine inflates less than the wall time:
+// call at the start, defer the returned function.
+func cpuPerOp(b *testing.B) func() {
+	start := processCPU()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
 		}
 	}
 }
