@@ -251,11 +251,7 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 	shapes := make([]float64, 0, w.sims)
 	piv := make([]float64, 0, w.sims)
 	for r := 0; r < w.sims; r++ {
-		comp := sim.sample(src)
-		d, err := normaliseWeibull(comp, w.cfg)
-		if err != nil {
-			return c, fmt.Errorf("simulated data: %w", err)
-		}
+		d := sim.sampleData(src, w.cfg)
 		// the simulated release's shape: the LSP draw from the same
 		// distribution as Sample's, by a float inverse CDF (fast; this
 		// simulation plays no part in the guarantee)
@@ -474,6 +470,7 @@ type weibullSim struct {
 	bw                        float64   // > 0: times at bin starts
 	cond                      []float64 // P(cell j | event, not in cells < j)
 	cnt                       []float64
+	nt, nlt                   []float64 // sampleData: normalised time and its log per cell (res: time_max)
 }
 
 func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *weibullSim {
@@ -513,8 +510,9 @@ func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *
 	return s
 }
 
-// sample draws one data set (times in data units).
-func (s *weibullSim) sample(src *rand.ChaCha8) survival.Compressed {
+// counts draws one data set's event counts per cell into s.cnt and
+// returns the number of events.
+func (s *weibullSim) counts(src *rand.ChaCha8) int64 {
 	clear(s.cnt)
 	e := binomial(src, s.n, s.f1)
 	left := e
@@ -526,15 +524,25 @@ func (s *weibullSim) sample(src *rand.ChaCha8) survival.Compressed {
 		s.cnt[j] = float64(k)
 		left -= k
 	}
-	r := float64(s.res)
+	return e
+}
+
+// cellTime is cell j's time in data units (its midpoint, or its bin's
+// start).
+func (s *weibullSim) cellTime(j int) float64 {
+	if s.bw > 0 {
+		return float64(j) * s.bw
+	}
+	return (float64(j) + 0.5) / float64(s.res) * s.timeMax
+}
+
+// sample draws one data set (times in data units).
+func (s *weibullSim) sample(src *rand.ChaCha8) survival.Compressed {
+	e := s.counts(src)
 	var c survival.Compressed
 	for j, k := range s.cnt {
 		if k > 0 {
-			tm := (float64(j) + 0.5) / r * s.timeMax
-			if s.bw > 0 {
-				tm = float64(j) * s.bw
-			}
-			c.Time = append(c.Time, tm)
+			c.Time = append(c.Time, s.cellTime(j))
 			c.Events = append(c.Events, k)
 			c.Count = append(c.Count, k)
 		}
@@ -545,6 +553,54 @@ func (s *weibullSim) sample(src *rand.ChaCha8) survival.Compressed {
 		c.Count = append(c.Count, cens)
 	}
 	return c
+}
+
+// sampleData draws one data set as normaliseWeibull(sample(src), cfg)
+// returns it, from the cells' normalised times and logs computed once.
+func (s *weibullSim) sampleData(src *rand.ChaCha8, cfg WeibullConfig) weibullData {
+	if s.nt == nil {
+		lo := math.Exp(-cfg.Omega)
+		s.nt, s.nlt = make([]float64, s.res+1), make([]float64, s.res+1)
+		for j := 0; j <= s.res; j++ {
+			raw := s.timeMax // j == res: the censored group
+			if j < s.res {
+				raw = s.cellTime(j)
+			}
+			t := raw / cfg.TimeMax
+			if !(t > lo) {
+				t = lo
+			}
+			t = min(t, 1)
+			s.nt[j], s.nlt[j] = t, max(math.Log(t), -cfg.Omega)
+		}
+	}
+	e := s.counts(src)
+	var d weibullData
+	add := func(j int, count, events float64) {
+		if k := len(d.t) - 1; k >= 0 && d.t[k] == s.nt[j] {
+			d.count[k] += count
+			d.events[k] += events
+		} else {
+			d.t = append(d.t, s.nt[j])
+			d.lt = append(d.lt, s.nlt[j])
+			d.count = append(d.count, count)
+			d.events = append(d.events, events)
+		}
+		d.n += count
+		d.e += events
+	}
+	for j, k := range s.cnt {
+		if k > 0 {
+			add(j, k, k)
+		}
+	}
+	if cens := float64(s.n - e); cens > 0 {
+		add(s.res, cens, 0)
+	}
+	for i := range d.t {
+		d.sumDLog += d.events[i] * d.lt[i]
+	}
+	return d
 }
 
 // weibullLadderSampleFloat draws an LSP shape with the distribution of
@@ -592,13 +648,13 @@ func weibullLadderSampleFloat(l WeibullLadder, src *rand.ChaCha8, epsilon float6
 // at most 2: S^1 holds the MLE's grid point, or is [0, Gamma] when there
 // is none) has weight at least exp(-2 epsilon/4), so all the levels above
 // k together carry at most gridPoints exp(-(k-2) epsilon/4). Cutting the
-// ladder at k = 4 (ln gridPoints + 40)/epsilon + 2 (levels above it merge
+// ladder at k = 4 (ln gridPoints + 30)/epsilon + 2 (levels above it merge
 // into the last one, of the same or smaller mass) changes the simulated
-// shape's distribution by less than 2 e^-40 in total variation; at
+// shape's distribution by less than 2 e^-30 (2e-13) in total variation; at
 // epsilon >= 1 it halves the work or better.
 func weibullSimRungs(cfg WeibullConfig) int {
 	grid := math.Round(cfg.Gamma/cfg.Tolerance) + 1
-	k := math.Ceil(4*(math.Log(grid)+40)/cfg.Epsilon) + 2
+	k := math.Ceil(4*(math.Log(grid)+30)/cfg.Epsilon) + 2
 	if k >= float64(cfg.Rungs) {
 		return cfg.Rungs
 	}

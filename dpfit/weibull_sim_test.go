@@ -3,6 +3,7 @@ package dpfit
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -143,6 +144,26 @@ func TestWeibullLadderSampleFloat(t *testing.T) {
 		t.Logf("epsilon %v: chi-square %.1f on %d df (0.999 quantile %.1f)", eps, chi, df, crit)
 		if chi > crit {
 			t.Errorf("epsilon %v: level frequencies differ from RungProbabilities: chi-square %.1f > %.1f", eps, chi, crit)
+		}
+	}
+}
+
+// sampleData is normaliseWeibull of sample: the same data set from the
+// same stream, on both grids and with times clamped at exp(-omega).
+func TestWeibullSimSampleData(t *testing.T) {
+	cfg := WeibullConfig{Epsilon: 1, TimeMax: 1000}.WithDefaults()
+	for _, bw := range []float64{0, 30} {
+		sim := newWeibullSim(0.8, 0.6, 5000, 2048, bw, 1000)
+		a, b := rand.NewChaCha8([32]byte{5}), rand.NewChaCha8([32]byte{5})
+		for r := 0; r < 3; r++ {
+			want, err := normaliseWeibull(sim.sample(a), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := sim.sampleData(b, cfg)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("bin width %v, draw %d: sampleData differs from normaliseWeibull(sample)", bw, r)
+			}
 		}
 	}
 }
