@@ -458,7 +458,8 @@ func weibullReleaseSeed(fit WeibullFit) [32]byte {
 // weibullSim simulates data sets from a released fit (normalised units).
 // The event times of a data set are drawn already binned: the counts of
 // the public time cells are a multinomial draw (sequential conditional
-// binomials, each O(1) or O(mean) with mean at most binomialWaitingMean),
+// binomials by binomialSim, each O(1) or O(mean) with mean at most
+// binomialWaitingMean),
 // so a data set costs O(cells), whatever the record count (issue 19: at
 // 1 M records the per-event draws made a private fit with intervals 300
 // times slower than the fit itself). The distribution is the one of
@@ -514,12 +515,12 @@ func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *
 // returns the number of events.
 func (s *weibullSim) counts(src *rand.ChaCha8) int64 {
 	clear(s.cnt)
-	e := binomial(src, s.n, s.f1)
+	e := binomialSim(src, s.n, s.f1)
 	left := e
 	for j := 0; j < s.res && left > 0; j++ {
 		k := left
 		if j < s.res-1 {
-			k = binomial(src, left, s.cond[j])
+			k = binomialSim(src, left, s.cond[j])
 		}
 		s.cnt[j] = float64(k)
 		left -= k
