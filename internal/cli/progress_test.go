@@ -46,4 +46,3 @@ func TestFitProgress(t *testing.T) {
 		t.Fatalf("no step counts or no final done line:\n%s", e)
 	}
 }
-
