@@ -15,8 +15,10 @@ import (
 // cell counts must follow the multinomial of binning Weibull event times
 // truncated to (0, time_max). Chi-square over the cells with expected count
 // >= 5 (the rest pooled) for both grids (Resolution and an aggregator's
-// bin width), fixed seed; false alarm 0.1% each.
+// bin width), fixed seed; false alarm 0.1% each. The fit reads them
+// through sampleData, which must equal normaliseWeibull of sample.
 func TestWeibullSimCellCounts(t *testing.T) {
+	checkSampleData(t)
 	for _, tc := range []struct {
 		name string
 		res  int
@@ -148,9 +150,11 @@ func TestWeibullLadderSampleFloat(t *testing.T) {
 	}
 }
 
-// sampleData is normaliseWeibull of sample: the same data set from the
-// same stream, on both grids and with times clamped at exp(-omega).
-func TestWeibullSimSampleData(t *testing.T) {
+// checkSampleData: sampleData is normaliseWeibull of sample, the same
+// data set from the same stream, on both grids and with times clamped at
+// exp(-omega).
+func checkSampleData(t *testing.T) {
+	t.Helper()
 	cfg := WeibullConfig{Epsilon: 1, TimeMax: 1000}.WithDefaults()
 	for _, bw := range []float64{0, 30} {
 		sim := newWeibullSim(0.8, 0.6, 5000, 2048, bw, 1000)
