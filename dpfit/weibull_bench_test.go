@@ -1,6 +1,7 @@
 package dpfit
 
 import (
+	"math"
 	"sync"
 	"testing"
 
@@ -74,6 +75,56 @@ func BenchmarkWeibullSAA1M(b *testing.B) {
 	for b.Loop() {
 		if _, err := FitWeibullSAA(src, weibullBench.c, cfg); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWeibullMLE1M is the non-private twin of
+// BenchmarkWeibullLSPIntervals1M: the exact maximum-likelihood fit
+// (epsilon = inf) of the same window from raw records (compression + MLE).
+func BenchmarkWeibullMLE1M(b *testing.B) {
+	weibullBenchData()
+	cfg := WeibullConfig{Epsilon: math.Inf(1), TimeMax: 5000}.WithDefaults()
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		c := survival.Compress(weibullBench.time, weibullBench.event)
+		if _, err := FitWeibull(nil, c, cfg, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWeibullLSPIntervals1M: a private LSP+TLL release from raw
+// records with its noise-aware shape and scale intervals at the defaults
+// (WeibullIntervals: about 15 x 39 simulated releases). The simulation
+// draws binned data sets whose cost follows the number of time cells, not
+// the record count, so this stays within a small multiple of
+// BenchmarkWeibullMLE1M (issue 19: at most 3x).
+func BenchmarkWeibullLSPIntervals1M(b *testing.B) {
+	weibullBenchData()
+	cfg := WeibullConfig{Epsilon: 1, TimeMax: 5000}
+	src := dp.NewSeededSource(1)
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		c := survival.Compress(weibullBench.time, weibullBench.event)
+		fit, err := FitWeibullLSP(src, c, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := WeibullIntervals(fit, WeibullIntervalOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// cpuPerOp reports the process's CPU time (user + system) per iteration as
+// cpu-ns/op, which a loaded machine inflates less than the wall time:
+// call at the start, defer the returned function.
+func cpuPerOp(b *testing.B) func() {
+	start := processCPU()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
 		}
 	}
 }

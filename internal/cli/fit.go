@@ -324,15 +324,28 @@ func fitKM(env Env, args []string) error {
 	method := fs.String("method", "hierarchical", "private method: hierarchical (tree noise on the histogram, the default), histogram (noisy histogram), lnte (baseline; epsilon per time point), or rrr (the input is a sanitized file whose cohort labels went through RRR at --epsilon: debiased KM, no new budget)")
 	plot := fs.String("plot", "", plotFlagHelp)
 	unit := fs.String("time-unit", "days", timeUnitHelp)
+	naive := fs.Bool("naive", false, "on a sanitized input (cohort labels by RRR): the naive KM of the reported labels, labelled as such (default: the debiased estimator)")
+	budget := addBudgetFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := unitOK(*unit); err != nil {
 		return err
 	}
+	if done, err := fitKMSanitized(env, kmSanitizedFlags{fs: fs, c: c, timeMax: timeMax, binWidth: binWidth, method: method, naive: naive, plot: plot, unit: unit}); done {
+		return err
+	}
 	if err := c.check(env, "km", timeMax); err != nil {
 		return err
 	}
+	if !c.eps.inf() && *method != "rrr" {
+		if err := budget.check(*c.input, "fit km", c.eps.v); err != nil {
+			return err
+		}
+	}
+	prog := startProgress(&env, "fit km")
+	defer prog.finish()
+	prog.setPhase("reading the input", 0)
 	spec, err := c.spec()
 	if err != nil {
 		return err
@@ -414,6 +427,7 @@ func fitKM(env Env, args []string) error {
 				return fmt.Errorf("histogram: %w", err)
 			}
 		}
+		prog.setPhase("private release and its noise simulation", 0)
 		opts := dpfit.KMOptions{Epsilon: c.eps.v}
 		var res dpfit.KMResult
 		switch *method {
@@ -495,6 +509,11 @@ func fitKM(env Env, args []string) error {
 			}
 			out["logrank"] = lr
 		}
+		if *method != "rrr" { // rrr: post-processing of a local release, no new budget
+			if err := budget.charge(env, *c.input, "fit km --method "+*method, res.EpsilonTotal, out); err != nil {
+				return err
+			}
+		}
 	}
 	if *plot != "" {
 		if err := writeFigure(*plot, fig); err != nil {
@@ -547,6 +566,7 @@ func fitWeibull(env Env, args []string) error {
 	isims := fs.Int("interval-sims", 0, "simulated releases per candidate shape behind the noise-aware shape/scale intervals (lsp; 0 = default, negative = no intervals)")
 	plot := fs.String("plot", "", plotFlagHelp)
 	unit := fs.String("time-unit", "days", timeUnitHelp)
+	budget := addBudgetFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -556,6 +576,14 @@ func fitWeibull(env Env, args []string) error {
 	if err := c.check(env, "weibull", timeMax); err != nil {
 		return err
 	}
+	if !c.eps.inf() {
+		if err := budget.check(*c.input, "fit weibull", c.eps.v); err != nil {
+			return err
+		}
+	}
+	prog := startProgress(&env, "fit weibull")
+	defer prog.finish()
+	prog.setPhase("reading the input", 0)
 	spec, err := c.spec()
 	if err != nil {
 		return err
@@ -661,6 +689,7 @@ func fitWeibull(env Env, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("weibull flags: %w", err)
 	}
+	prog.setPhase("private fit", 0)
 	fit, err := dpfit.FitWeibull(dp.NewSecureSource(), cm, cfg, *method)
 	if err != nil {
 		return fmt.Errorf("private weibull: %w", err)
@@ -673,7 +702,7 @@ func fitWeibull(env Env, args []string) error {
 	out["shape"] = fit.Shape
 	out["scale"] = fit.Scale
 	horizonFields(out, *timeMax, 0, true)
-	if err := weibullIntervalFields(out, fit, *isims); err != nil {
+	if err := weibullIntervalFields(out, fit, *isims, prog); err != nil {
 		return fmt.Errorf("private weibull: %w", err)
 	}
 	out["low_information"], out["low_information_reason"] = weibullLowInformation(out, fit)
@@ -681,6 +710,9 @@ func fitWeibull(env Env, args []string) error {
 	out["time_max"] = *timeMax
 	out["time_unit"] = spec.TimeUnit
 	out["scale_unit"] = weibullScaleUnit
+	if err := budget.charge(env, *c.input, "fit weibull --method "+fit.Method, fit.Epsilon, out); err != nil {
+		return err
+	}
 	if *plot != "" {
 		if err := plotWeibullPrivate(*plot, *c.input, *unit, *only, want, fit, *timeMax, out); err != nil {
 			return err

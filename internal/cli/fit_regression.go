@@ -54,6 +54,7 @@ func fitDiscrete(env Env, args []string) error {
 	fs.Float64Var(&ps.StepOffset, "psgld-step-offset", 0, "psgld: step offset b")
 	plot := fs.String("plot", "", plotFlagHelp)
 	unit := fs.String("time-unit", "days", timeUnitHelp)
+	budget := addBudgetFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -63,6 +64,14 @@ func fitDiscrete(env Env, args []string) error {
 	if err := c.check(env, "discrete", timeMax); err != nil {
 		return err
 	}
+	if !c.eps.inf() {
+		if err := budget.check(*c.input, "fit discrete", c.eps.v); err != nil {
+			return err
+		}
+	}
+	prog := startProgress(&env, "fit discrete")
+	defer prog.finish()
+	prog.setPhase("reading the input and fitting", 0)
 	m := regression.Method(*method)
 	if m == "" {
 		if c.eps.inf() {
@@ -153,7 +162,17 @@ func fitDiscrete(env Env, args []string) error {
 			return err
 		}
 	}
-	return emitFit(env.Stdout, *c.format, "discrete", out)
+	if c.eps.inf() {
+		return emitFit(env.Stdout, *c.format, "discrete", out)
+	}
+	doc, err := jsonMap(out)
+	if err != nil {
+		return err
+	}
+	if err := budget.charge(env, *c.input, "fit discrete --method "+string(m), c.eps.v, doc); err != nil {
+		return err
+	}
+	return emitFit(env.Stdout, *c.format, "discrete", doc)
 }
 
 // Scaling sources of a discrete fit (JSON "scaling_source").

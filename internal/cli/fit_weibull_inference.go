@@ -23,7 +23,7 @@ const weibullWaldMethod = "wald (non-private): exp(log estimate -/+ 1.96 se), se
 // then scale_limit_note says so), interval_conf, interval_method, and
 // params.interval_sims. sims < 0 disables them (null, with the reason in
 // interval_method).
-func weibullIntervalFields(out map[string]any, fit dpfit.WeibullFit, sims int) error {
+func weibullIntervalFields(out map[string]any, fit dpfit.WeibullFit, sims int, prog *progress) error {
 	if fit.Params == nil {
 		fit.Params = map[string]float64{}
 	}
@@ -35,7 +35,8 @@ func weibullIntervalFields(out map[string]any, fit dpfit.WeibullFit, sims int) e
 		fit.Params["interval_sims"] = 0
 		return nil
 	}
-	iv, err := dpfit.WeibullIntervals(fit, dpfit.WeibullIntervalOptions{Sims: sims})
+	prog.setPhase("noise-aware intervals, simulated releases of the mechanism", dpfit.WeibullIntervalSteps(sims))
+	iv, err := dpfit.WeibullIntervals(fit, dpfit.WeibullIntervalOptions{Sims: sims, Progress: func(int) { prog.step() }})
 	if err != nil {
 		return err
 	}

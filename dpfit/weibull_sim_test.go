@@ -1,0 +1,173 @@
+package dpfit
+
+import (
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/dpsurv/dpsurv/dp"
+)
+
+// The simulated data sets of the Weibull intervals are drawn binned: the
+// cell counts must follow the multinomial of binning Weibull event times
+// truncated to (0, time_max). Chi-square over the cells with expected count
+// >= 5 (the rest pooled) for both grids (Resolution and an aggregator's
+// bin width), fixed seed; false alarm 0.1% each. The fit reads them
+// through sampleData, which must equal normaliseWeibull of sample.
+func TestWeibullSimCellCounts(t *testing.T) {
+	checkSampleData(t)
+	for _, tc := range []struct {
+		name string
+		res  int
+		bw   float64
+	}{{"resolution 64", 64, 0}, {"bin width 30 of 1000", 16, 30}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const shape, scale, timeMax = 1.4, 0.6, 1000.0
+			sim := newWeibullSim(shape, scale, 2000, tc.res, tc.bw, timeMax)
+			src := rand.NewChaCha8([32]byte{7})
+			cells := sim.res
+			obs := make([]float64, cells)
+			events := 0.0
+			const reps = 200
+			for r := 0; r < reps; r++ {
+				c := sim.sample(src)
+				for i, tm := range c.Time {
+					if c.Events[i] == 0 {
+						continue
+					}
+					var j int
+					if tc.bw > 0 {
+						j = int(math.Round(tm / tc.bw))
+					} else {
+						j = int(tm / timeMax * float64(tc.res))
+					}
+					obs[j] += c.Events[i]
+					events += c.Events[i]
+				}
+			}
+			width := 1 / float64(tc.res)
+			if tc.bw > 0 {
+				width = tc.bw / timeMax
+			}
+			cdf := func(u float64) float64 { return -math.Expm1(-math.Pow(u/scale, shape)) }
+			var chi, expPool, obsPool float64
+			df := -1
+			for j := 0; j < cells; j++ {
+				a, b := float64(j)*width, math.Min(float64(j+1)*width, 1)
+				e := events * (cdf(b) - cdf(a)) / cdf(1)
+				if e < 5 {
+					expPool += e
+					obsPool += obs[j]
+					continue
+				}
+				chi += (obs[j] - e) * (obs[j] - e) / e
+				df++
+			}
+			if expPool > 0 {
+				chi += (obsPool - expPool) * (obsPool - expPool) / expPool
+				df++
+			}
+			crit := distuv.ChiSquared{K: float64(df)}.Quantile(0.999)
+			t.Logf("chi-square %.1f on %d df (0.999 quantile %.1f), %v events", chi, df, crit, events)
+			if chi > crit {
+				t.Errorf("cell counts do not follow the truncated Weibull: chi-square %.1f > %.1f", chi, crit)
+			}
+		})
+	}
+}
+
+// The simulation's cost follows the number of cells, not the record count:
+// a release with a noisy event count of 10^9 (a window of a billion
+// records) gets its interval. Drawing every event time (the old sampler)
+// would take about 10^9 draws per simulated data set, hours in all.
+func TestWeibullIntervalsHugeCount(t *testing.T) {
+	cfg := WeibullConfig{Epsilon: 1, TimeMax: 1000, Rungs: 100}
+	fit, err := FitWeibullLSP(dp.NewSeededSource(3), weibullSample(2000, 1.3, 600, 1000, 3), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit.N = 1e9
+	iv, err := WeibullIntervals(fit, WeibullIntervalOptions{Sims: 39, Resolution: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("shape %.4f: [%.4f, %.4f]; scale %.4f: [%.4f, %.4f]; %d simulated releases",
+		fit.Shape, iv.ShapeLower, iv.ShapeUpper, fit.Scale, iv.ScaleLower, iv.ScaleUpper, iv.Sims)
+	if !(iv.ShapeLower <= fit.Shape && fit.Shape <= iv.ShapeUpper) || !(iv.ScaleLower <= iv.ScaleUpper) {
+		t.Errorf("interval [%v, %v] does not hold the released shape %v (scale [%v, %v])",
+			iv.ShapeLower, iv.ShapeUpper, fit.Shape, iv.ScaleLower, iv.ScaleUpper)
+	}
+}
+
+// The simulation's float LSP sampler has Sample's distribution: every draw
+// lies on the level it was drawn for, and the level frequencies follow
+// RungProbabilities (chi-square over levels with expected count >= 5,
+// pooled tail; false alarm 0.1%).
+func TestWeibullLadderSampleFloat(t *testing.T) {
+	for _, eps := range []float64{0.5, 2} {
+		cfg := WeibullConfig{Epsilon: eps, TimeMax: 1000, Rungs: 60, Tolerance: 1e-3}.WithDefaults()
+		d, err := normaliseWeibull(weibullSample(80, 1.3, 600, 1000, 9), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lad := weibullComputeLadder(d, cfg)
+		probs := lad.RungProbabilities(eps)
+		src := rand.NewChaCha8([32]byte{3})
+		const draws = 20000
+		obs := make([]float64, len(probs))
+		for i := 0; i < draws; i++ {
+			p := weibullLadderSampleFloat(lad, src, eps)
+			k := lad.Level(p)
+			if k < 1 {
+				t.Fatalf("epsilon %v: draw %v outside [0, gamma]", eps, p)
+			}
+			obs[k]++
+		}
+		var chi, ep, op float64
+		df := -1
+		for k, pk := range probs {
+			e := draws * pk
+			if e < 5 {
+				ep += e
+				op += obs[k]
+				continue
+			}
+			chi += (obs[k] - e) * (obs[k] - e) / e
+			df++
+		}
+		if ep > 0 {
+			chi += (op - ep) * (op - ep) / ep
+			df++
+		}
+		crit := distuv.ChiSquared{K: float64(max(df, 1))}.Quantile(0.999)
+		t.Logf("epsilon %v: chi-square %.1f on %d df (0.999 quantile %.1f)", eps, chi, df, crit)
+		if chi > crit {
+			t.Errorf("epsilon %v: level frequencies differ from RungProbabilities: chi-square %.1f > %.1f", eps, chi, crit)
+		}
+	}
+}
+
+// checkSampleData: sampleData is normaliseWeibull of sample, the same
+// data set from the same stream, on both grids and with times clamped at
+// exp(-omega).
+func checkSampleData(t *testing.T) {
+	t.Helper()
+	cfg := WeibullConfig{Epsilon: 1, TimeMax: 1000}.WithDefaults()
+	for _, bw := range []float64{0, 30} {
+		sim := newWeibullSim(0.8, 0.6, 5000, 2048, bw, 1000)
+		a, b := rand.NewChaCha8([32]byte{5}), rand.NewChaCha8([32]byte{5})
+		for r := 0; r < 3; r++ {
+			want, err := normaliseWeibull(sim.sample(a), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := sim.sampleData(b, cfg)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("bin width %v, draw %d: sampleData differs from normaliseWeibull(sample)", bw, r)
+			}
+		}
+	}
+}
