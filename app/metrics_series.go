@@ -32,7 +32,7 @@ var withheldReasons = []string{aggregators.ReasonBudgetExceeded, aggregators.Rea
 // budgeted scope. The limit is public configuration; with the ledger's
 // dpsurv_privacy_budget_spent it gives the fraction of a scope used. Every
 // replica exports it, the lease holder or not.
-func initAggregatorSeries(reg prometheus.Registerer, m *aggregators.Metrics, cfg Config) {
+func initAggregatorSeries(reg prometheus.Registerer, m *aggregators.Metrics, cfg Config) *prometheus.GaugeVec {
 	for _, a := range cfg.Aggregators {
 		m.Releases.WithLabelValues(a.Name)
 		m.Replayed.WithLabelValues(a.Name)
@@ -52,4 +52,5 @@ func initAggregatorSeries(reg prometheus.Registerer, m *aggregators.Metrics, cfg
 		limit.WithLabelValues(s).Set(cfg.Ledger.Budget[s])
 	}
 	reg.MustRegister(limit)
+	return limit
 }

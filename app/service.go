@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/internal/buildinfo"
 	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline"
@@ -44,6 +45,11 @@ type Service struct {
 	// AggregatorTick is how often the aggregators check the clock (0:
 	// pipeline.DefaultAggregatorTick).
 	AggregatorTick time.Duration
+	// LogLevel is the level of Log, if it is adjustable: Reload (SIGHUP)
+	// changes it.
+	LogLevel *zap.AtomicLevel
+
+	reload reloadState // reload.go
 
 	health  atomic.Pointer[HealthServer]
 	stream  atomic.Pointer[pipeline.Stream] // set by Run, read by the health server
@@ -154,8 +160,13 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if err := buildinfo.Register(s.Registry); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	m := pipeline.NewMetrics(s.Registry)
-	initStreamSeries(m)
+	if err := s.initMetricsAtStart(cfg, m); err != nil {
+		return err
+	}
 	s.metrics.Store(m)
 	chain, err := sanitizers.New(cfg.SanitizerConfig(s.Key), s.Mem)
 	if err != nil {

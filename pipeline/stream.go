@@ -175,8 +175,9 @@ func (p *SanitizeProcessor) Process(msg message.Message) (res Result, err error)
 		return p.failGood(res, msg, rows, fmt.Sprintf("sanitize: %v", err)), nil
 	}
 	defer out.Release()
-	// Never the input key, never an input header (SanitizedKey).
-	key, hdr := SanitizedKey(msg.Partition), []message.Header{sourceHeader(msg)}
+	// Never the input key, no input header but the W3C trace context
+	// (SanitizedKey, outHeaders).
+	key, hdr := SanitizedKey(msg.Partition), outHeaders(msg)
 	budget := p.maxBytes() - messageOverhead - len(key) - headerBytes(hdr)
 	parts, partRows, err := encodeSplit(out, p.Mem, budget)
 	if err != nil {
@@ -299,7 +300,7 @@ type PassthroughProcessor struct {
 
 // Process implements Processor.
 func (p PassthroughProcessor) Process(msg message.Message) (Result, error) {
-	h := []message.Header{sourceHeader(msg)}
+	h := outHeaders(msg)
 	if p.Raw {
 		return Result{Out: []message.Message{{Key: msg.Key, Value: msg.Value, Headers: h}}}, nil
 	}
@@ -370,7 +371,7 @@ const (
 // and the detail truncated, and at last only the reason, detail and
 // source kept.
 func deadLetterMessage(d schemas.DeadLetter, msg message.Message, max int) message.Message {
-	hdr := []message.Header{sourceHeader(msg)}
+	hdr := outHeaders(msg)
 	key := outKey(msg)
 	budget := max - messageOverhead - len(key) - headerBytes(hdr)
 	v, err := deadLetterValue(d, msg)

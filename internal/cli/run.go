@@ -39,12 +39,14 @@ func runService(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintln(env.Stdout, string(out))
 		return nil
 	}
-	log, err := newLogger(env.Stderr, cfg.Log.Level)
+	log, level, err := newLevelLogger(env.Stderr, cfg.Log.Level)
 	if err != nil {
 		return err
 	}
 	defer log.Sync()
-	svc := &app.Service{Config: cfg, Key: key, Log: log}
+	svc := &app.Service{Config: cfg, Key: key, Log: log, LogLevel: &level}
+	stop := reloadOnHangup(ctx, svc, *path, log)
+	defer stop()
 	return svc.Run(ctx)
 }
 
