@@ -258,7 +258,8 @@ func (s *Service) Run(ctx context.Context) error {
 
 	proc := s.Processor
 	if proc == nil {
-		proc = &pipeline.SanitizeProcessor{Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Log: s.Log,
+		proc = &pipeline.SanitizeProcessor{NoTraceContext: cfg.Output.TraceContext != nil && !*cfg.Output.TraceContext,
+			Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Log: s.Log,
 			MaxMessageBytes: maxMsg}
 	}
 	// Lag and stalls from the group's committed offsets against the end

@@ -114,9 +114,12 @@ const maxKeyBytes = 4096
 // never returns an error for a message (bad input, or input a later stage
 // cannot handle, is dead-lettered with a reason).
 type SanitizeProcessor struct {
-	Validator *schemas.Validator
-	Chain     *sanitizers.Chain
-	Format    string // arrow | json
+	// NoTraceContext leaves the input's W3C trace context off the
+	// sanitized messages (output.trace_context: false).
+	NoTraceContext bool
+	Validator      *schemas.Validator
+	Chain          *sanitizers.Chain
+	Format         string // arrow | json
 	// Decoder, when set, decodes messages instead of Validator and Format
 	// (the file source of `dpsurv sanitize`).
 	Decoder Decoder
@@ -178,6 +181,9 @@ func (p *SanitizeProcessor) Process(msg message.Message) (res Result, err error)
 	// Never the input key, no input header but the W3C trace context
 	// (SanitizedKey, outHeaders).
 	key, hdr := SanitizedKey(msg.Partition), outHeaders(msg)
+	if p.NoTraceContext {
+		hdr = []message.Header{sourceHeader(msg)}
+	}
 	budget := p.maxBytes() - messageOverhead - len(key) - headerBytes(hdr)
 	parts, partRows, err := encodeSplit(out, p.Mem, budget)
 	if err != nil {

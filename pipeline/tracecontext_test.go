@@ -109,11 +109,13 @@ func TestSanitizedMessageCarriesTraceContext(t *testing.T) {
 		name   string
 		parent string
 		want   []string
-	}{
+	}{ // output.trace_context: false turns it off
 		{"well-formed", validParent, []string{pipeline.HeaderSource + "=in/0/1", "traceparent=" + validParent, "tracestate=vendor=abc"}},
 		{"malformed", "00-" + strings.Repeat("a", 31) + "-00f067aa0ba902b7-01", []string{pipeline.HeaderSource + "=in/0/1"}},
+		{"turned off", validParent, []string{pipeline.HeaderSource + "=in/0/1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			p.NoTraceContext = tc.name == "turned off"
 			in := message.Message{Topic: "in", Partition: 0, Offset: 1, Value: msgs[0].Value, Headers: []message.Header{
 				{Key: "x-mrn", Value: []byte("MRN-0042")}, {Key: "traceparent", Value: []byte(tc.parent)},
 				{Key: "tracestate", Value: []byte("vendor=abc")}, {Key: "baggage", Value: []byte("patient=MRN-0042")}}}
