@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/internal/servicecmd"
 )
 
 func runService(ctx context.Context, env Env, args []string) error {
@@ -45,7 +46,7 @@ func runService(ctx context.Context, env Env, args []string) error {
 	}
 	defer log.Sync()
 	svc := &app.Service{Config: cfg, Key: key, Log: log, LogLevel: &level}
-	stop := reloadOnHangup(ctx, svc, *path, log)
+	stop := servicecmd.ReloadOnHangup(ctx, svc, *path, log)
 	defer stop()
 	return svc.Run(ctx)
 }

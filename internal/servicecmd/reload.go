@@ -1,4 +1,4 @@
-package cli
+package servicecmd
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 )
 
-// reloadOnHangup makes SIGHUP reload the config file of `dpsurv run`
+// ReloadOnHangup makes SIGHUP reload the config file of `dpsurv run`
 // instead of ending the process (the default action, exit status 129):
 // the file and key are read and validated again, and the running service
 // applies what it can (app.Service.Reload) and logs what needs a restart.
 // A file that no longer loads is refused with its error; the service keeps
 // running on the configuration in force. stop ends the handling.
-func reloadOnHangup(ctx context.Context, svc *app.Service, path string, log *zap.Logger) (stop func()) {
+func ReloadOnHangup(ctx context.Context, svc *app.Service, path string, log *zap.Logger) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	ctx, cancel := context.WithCancel(ctx)
