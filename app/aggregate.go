@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/aggregators"
@@ -79,10 +78,11 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 		a.closers = append(a.closers, st.Close)
 		backend, state = k, st
 	}
-	led, err := ledger.Open(ctx, backend, ledger.Options{Budget: cfg.Ledger.Budget, Registerer: s.Registry, Log: s.Log})
+	led, err := ledger.Open(ctx, backend, ledger.Options{Budget: s.budgetFor(cfg), Registerer: s.Registry, Log: s.Log})
 	if err != nil {
 		return nil, err
 	}
+	s.reload.ledger.Store(led) // a reload raises its budgets
 	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Output.FitTopic: 1, cfg.FitCurveTopic(): 1}, nil); err != nil {
 		return nil, fmt.Errorf("ensure fit topics: %w", err)
 	}
@@ -165,15 +165,7 @@ func (s *Service) aggregatorLoop(cfg Config, validator *schemas.Validator) func(
 	if len(cfg.Aggregators) == 0 {
 		return nil
 	}
-	metrics := aggregators.NewMetrics(s.Registry) // once: a new lease reuses them
-	initAggregatorSeries(s.Registry, metrics, cfg)
-	s.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dpsurv_aggregator_leader",
-		Help: "1 while this process holds the aggregator lease and runs the aggregators."}, func() float64 {
-		if s.leader.Load() {
-			return 1
-		}
-		return 0
-	}))
+	metrics := s.aggregatorMetrics(cfg) // registered at start (metrics_start.go); a new lease reuses them
 	run := func(ctx context.Context) error {
 		// Every start-up dependency (ledger, checkpoint, topics, sinks,
 		// source) is retried with backoff while the service stays alive,

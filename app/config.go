@@ -115,6 +115,10 @@ type OutputConfig struct {
 	// 1,048,588) minus 1 KiB: sanitized batches are split to fit, dead
 	// letters truncated.
 	MaxMessageBytes int `yaml:"max_message_bytes"`
+	// TraceContext copies a well-formed W3C traceparent/tracestate of an
+	// input message to its sanitized messages (default true; false:
+	// only the dpsurv-source header). docs/privacy.md says what it links.
+	TraceContext *bool `yaml:"trace_context"`
 }
 
 // AggregatorConfig is one windowed DP aggregate: the aggregators' own

@@ -24,7 +24,7 @@ func initStreamSeries(m *pipeline.Metrics) {
 
 // withheldReasons are the values of the reason label of
 // dpsurv_releases_withheld_total.
-var withheldReasons = []string{aggregators.ReasonBudgetExceeded, aggregators.ReasonHorizonReached, aggregators.ReasonError, aggregators.ReasonPendingLimit}
+var withheldReasons = []string{aggregators.ReasonBudgetExceeded, aggregators.ReasonHorizonReached, aggregators.ReasonError, aggregators.ReasonPendingLimit, aggregators.ReasonMaxPatients}
 
 // initAggregatorSeries creates the release counters of every configured
 // aggregate (and every withholding reason) and registers
@@ -32,7 +32,7 @@ var withheldReasons = []string{aggregators.ReasonBudgetExceeded, aggregators.Rea
 // budgeted scope. The limit is public configuration; with the ledger's
 // dpsurv_privacy_budget_spent it gives the fraction of a scope used. Every
 // replica exports it, the lease holder or not.
-func initAggregatorSeries(reg prometheus.Registerer, m *aggregators.Metrics, cfg Config) {
+func initAggregatorSeries(reg prometheus.Registerer, m *aggregators.Metrics, cfg Config) *prometheus.GaugeVec {
 	for _, a := range cfg.Aggregators {
 		m.Releases.WithLabelValues(a.Name)
 		m.Replayed.WithLabelValues(a.Name)
@@ -53,4 +53,5 @@ func initAggregatorSeries(reg prometheus.Registerer, m *aggregators.Metrics, cfg
 		limit.WithLabelValues(s).Set(cfg.Ledger.Budget[s])
 	}
 	reg.MustRegister(limit)
+	return limit
 }

@@ -42,7 +42,7 @@ func TestInitialSeries(t *testing.T) {
 		{"dpsurv_releases_total", 2},
 		{"dpsurv_releases_replayed_total", 2},
 		{"dpsurv_fit_messages_total", 2},
-		{"dpsurv_releases_withheld_total", 2 * 4},
+		{"dpsurv_releases_withheld_total", 2 * 5},
 		{"dpsurv_aggregator_pending_windows", 2},
 		{"dpsurv_privacy_budget_limit", 2},
 	} {

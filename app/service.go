@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/internal/buildinfo"
 	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
@@ -44,6 +45,11 @@ type Service struct {
 	// AggregatorTick is how often the aggregators check the clock (0:
 	// pipeline.DefaultAggregatorTick).
 	AggregatorTick time.Duration
+	// LogLevel is the level of Log, if it is adjustable: Reload (SIGHUP)
+	// changes it.
+	LogLevel *zap.AtomicLevel
+
+	reload reloadState // reload.go
 
 	health  atomic.Pointer[HealthServer]
 	stream  atomic.Pointer[pipeline.Stream] // set by Run, read by the health server
@@ -148,9 +154,15 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if err := buildinfo.Register(s.Registry); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	m := pipeline.NewMetrics(s.Registry)
 	m.SetReadiness(s.Ready) // dpsurv_ready is what /readyz answers
 	initStreamSeries(m)
+	if err := s.initMetricsAtStart(cfg, m); err != nil {
+		return err
+	}
 	s.metrics.Store(m)
 	chain, err := sanitizers.New(cfg.SanitizerConfig(s.Key), s.Mem)
 	if err != nil {
@@ -258,7 +270,8 @@ func (s *Service) Run(ctx context.Context) error {
 
 	proc := s.Processor
 	if proc == nil {
-		proc = &pipeline.SanitizeProcessor{Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Log: s.Log,
+		proc = &pipeline.SanitizeProcessor{NoTraceContext: cfg.Output.TraceContext != nil && !*cfg.Output.TraceContext,
+			Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Log: s.Log,
 			MaxMessageBytes: maxMsg}
 	}
 	// Lag and stalls from the group's committed offsets against the end

@@ -56,6 +56,8 @@ type SASLConfig struct {
 	AllowGroupReadable bool `yaml:"allow_group_readable_password_file"`
 	// Password overrides PasswordFile; set programmatically (tests).
 	Password string `yaml:"-"`
+	// OAuth configures mechanism oauthbearer (oauth.go).
+	OAuth OAuthConfig `yaml:"oauth"`
 }
 
 // Config is the connection configuration for every Kafka client.
@@ -115,6 +117,14 @@ func (c Config) Validate() error {
 		if s.Username != "" || s.PasswordFile != "" {
 			add("sasl.mechanism", "required when username or password_file is set (plain, scram-sha-256 or scram-sha-512)")
 		}
+		if s.OAuth != (OAuthConfig{}) {
+			add("sasl.mechanism", "required when oauth is set (oauthbearer)")
+		}
+	case MechanismOAuthBearer:
+		if s.Username != "" || s.PasswordFile != "" {
+			add("sasl.username", "not used with mechanism oauthbearer (set sasl.oauth.client_id and client_secret_file)")
+		}
+		s.OAuth.validate(add)
 	case MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512:
 		if s.Username == "" {
 			add("sasl.username", "required when mechanism is set")
@@ -122,8 +132,11 @@ func (c Config) Validate() error {
 		if s.PasswordFile == "" && s.Password == "" {
 			add("sasl.password_file", "required when mechanism is set")
 		}
+		if s.OAuth != (OAuthConfig{}) {
+			add("sasl.oauth", "only with mechanism oauthbearer")
+		}
 	default:
-		add("sasl.mechanism", "unknown mechanism %q (want plain, scram-sha-256 or scram-sha-512)", s.Mechanism)
+		add("sasl.mechanism", "unknown mechanism %q (want plain, scram-sha-256, scram-sha-512 or oauthbearer)", s.Mechanism)
 	}
 	return errors.Join(errs...)
 }
@@ -190,6 +203,13 @@ func (c Config) mechanism() (sasl.Mechanism, error) {
 	mech := strings.ToLower(c.SASL.Mechanism)
 	if mech == "" {
 		return nil, nil
+	}
+	if mech == MechanismOAuthBearer {
+		ts, err := c.tokenSource()
+		if err != nil {
+			return nil, err
+		}
+		return oauthMechanism{ts: ts}, nil
 	}
 	if c.SASL.Username == "" {
 		return nil, errors.New("kafka.sasl.username: required when mechanism is set")

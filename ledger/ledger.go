@@ -139,12 +139,7 @@ type Ledger struct {
 	// reloads the backend first.
 	unsure bool
 
-	remainingGauge *prometheus.GaugeVec
-	spentGauge     *prometheus.GaugeVec
-	charges        prometheus.Counter
-	replays        prometheus.Counter
-	refusals       *prometheus.CounterVec
-	superseded     prometheus.Counter
+	collectors
 }
 
 // Open loads every entry of b and returns the ledger. The spent budget is
@@ -166,24 +161,13 @@ func Open(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 		log = zap.NewNop()
 	}
 	l := &Ledger{
-		backend: b,
-		budget:  make(map[string]float64, len(opts.Budget)),
-		spent:   map[string]float64{},
-		entries: map[string]Entry{},
-		values:  map[string]map[[32]byte]bool{},
-		log:     log,
-		remainingGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_privacy_budget_remaining",
-			Help: "Epsilon left in each budgeted scope of the privacy ledger."}, []string{"scope"}),
-		spentGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_privacy_budget_spent",
-			Help: "Epsilon charged so far to each scope of the privacy ledger (restored from the ledger on start)."}, []string{"scope"}),
-		charges: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_ledger_charges_total",
-			Help: "Releases charged and persisted by this process."}),
-		replays: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_ledger_replays_total",
-			Help: "Releases requested again and answered from the ledger (no new noise, no new charge)."}),
-		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_ledger_refusals_total",
-			Help: "Charges refused because a scope's budget would be exceeded, by scope."}, []string{"scope"}),
-		superseded: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_ledger_superseded_total",
-			Help: "Ledger records holding a second, different value of a key already counted (a write that landed late or came from a former lease holder): never published, charged all the same."}),
+		backend:    b,
+		budget:     make(map[string]float64, len(opts.Budget)),
+		spent:      map[string]float64{},
+		entries:    map[string]Entry{},
+		values:     map[string]map[[32]byte]bool{},
+		log:        log,
+		collectors: newCollectors(),
 	}
 	for s, v := range opts.Budget {
 		l.budget[s] = v
@@ -228,6 +212,7 @@ func Open(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 	}
 	for s := range l.budget {
 		l.updateGauges(s)
+		l.refusals.WithLabelValues(s) // at 0 from the start
 	}
 	for s := range l.spent {
 		l.updateGauges(s)

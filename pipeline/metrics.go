@@ -35,6 +35,12 @@ type Metrics struct {
 	ReaderRestarts prometheus.Counter
 }
 
+// Values of the sink label of dpsurv_sink_errors_total.
+const (
+	SinkOutput     = "output"
+	SinkDeadLetter = "dead_letter"
+)
+
 // NewMetrics creates and registers the metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
@@ -50,8 +56,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Messages a processing stage failed on (dead-lettered as unprocessable)."}),
 		Clamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_values_clamped_total",
 			Help: "Values moved into their public bounds before a mechanism, by field."}, []string{"field"}),
-		ConsumerLag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_consumer_lag",
-			Help: "Input messages not yet committed by the consumer group: end offsets minus committed offsets over every input partition, assigned or not."}),
+		ConsumerLag: deprecatedAlias{
+			Gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_consumer_lag_messages",
+				Help: "Input messages (Kafka offsets) not yet committed by the consumer group: end offsets minus committed offsets over every input partition, assigned or not."}),
+			old: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_consumer_lag",
+				Help: "Deprecated (removed in 0.2.0): use dpsurv_consumer_lag_messages, the same value."}),
+		},
 		StalledPartitions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_stalled_partitions",
 			Help: "Input partitions with lag whose committed offset has not moved for input.stall_timeout (the service is then not ready)."}),
 		ReaderRestarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_reader_restarts_total",
@@ -72,7 +82,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Records whose id was seen before with a different value in this process (each is a further release about that patient)."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.MessagesIn, m.RecordsIn, m.RecordsOut, m.DeadLettered, m.Clamped, m.ConsumerLag,
+		reg.MustRegister(m.MessagesIn, m.RecordsIn, m.RecordsOut, m.DeadLettered, m.Clamped, m.ConsumerLag, m.ConsumerLag.(deprecatedAlias).old,
 			m.BatchLatency, m.SinkErrors, m.CommitErrors, m.ReadErrors, m.Ready, m.Privacy, m.RecordUpdates,
 			m.DeadLetterRows, m.ProcessErrors, m.StalledPartitions, m.ReaderRestarts)
 	}
@@ -112,4 +122,21 @@ func (m *Metrics) SetReadiness(ready func() bool) {
 	if g, ok := m.Ready.(*readyGauge); ok {
 		g.fn.Store(&ready)
 	}
+}
+
+// deprecatedAlias is a gauge that also sets a second gauge under a former
+// name, kept for one release so that dashboards and alerts can move over.
+type deprecatedAlias struct {
+	prometheus.Gauge
+	old prometheus.Gauge
+}
+
+func (g deprecatedAlias) Set(v float64) { g.Gauge.Set(v); g.old.Set(v) }
+func (g deprecatedAlias) Inc()          { g.Gauge.Inc(); g.old.Inc() }
+func (g deprecatedAlias) Dec()          { g.Gauge.Dec(); g.old.Dec() }
+func (g deprecatedAlias) Add(v float64) { g.Gauge.Add(v); g.old.Add(v) }
+func (g deprecatedAlias) Sub(v float64) { g.Gauge.Sub(v); g.old.Sub(v) }
+func (g deprecatedAlias) SetToCurrentTime() {
+	g.Gauge.SetToCurrentTime()
+	g.old.SetToCurrentTime()
 }

@@ -115,9 +115,12 @@ const maxKeyBytes = 4096
 // never returns an error for a message (bad input, or input a later stage
 // cannot handle, is dead-lettered with a reason).
 type SanitizeProcessor struct {
-	Validator *schemas.Validator
-	Chain     *sanitizers.Chain
-	Format    string // arrow | json
+	// NoTraceContext leaves the input's W3C trace context off the
+	// sanitized messages (output.trace_context: false).
+	NoTraceContext bool
+	Validator      *schemas.Validator
+	Chain          *sanitizers.Chain
+	Format         string // arrow | json
 	// Decoder, when set, decodes messages instead of Validator and Format
 	// (the file source of `dpsurv sanitize`).
 	Decoder Decoder
@@ -176,8 +179,12 @@ func (p *SanitizeProcessor) Process(msg message.Message) (res Result, err error)
 		return p.failGood(res, msg, rows, fmt.Sprintf("sanitize: %v", err)), nil
 	}
 	defer out.Release()
-	// Never the input key, never an input header (SanitizedKey).
-	key, hdr := SanitizedKey(msg.Partition), []message.Header{sourceHeader(msg)}
+	// Never the input key, no input header but the W3C trace context
+	// (SanitizedKey, outHeaders).
+	key, hdr := SanitizedKey(msg.Partition), outHeaders(msg)
+	if p.NoTraceContext {
+		hdr = []message.Header{sourceHeader(msg)}
+	}
 	budget := p.maxBytes() - messageOverhead - len(key) - headerBytes(hdr)
 	parts, partRows, err := encodeSplit(out, p.Mem, budget)
 	if err != nil {
@@ -300,7 +307,7 @@ type PassthroughProcessor struct {
 
 // Process implements Processor.
 func (p PassthroughProcessor) Process(msg message.Message) (Result, error) {
-	h := []message.Header{sourceHeader(msg)}
+	h := outHeaders(msg)
 	if p.Raw {
 		return Result{Out: []message.Message{{Key: msg.Key, Value: msg.Value, Headers: h}}}, nil
 	}
@@ -371,7 +378,7 @@ const (
 // and the detail truncated, and at last only the reason, detail and
 // source kept.
 func deadLetterMessage(d schemas.DeadLetter, msg message.Message, max int) message.Message {
-	hdr := []message.Header{sourceHeader(msg)}
+	hdr := outHeaders(msg)
 	key := outKey(msg)
 	budget := max - messageOverhead - len(key) - headerBytes(hdr)
 	var v []byte

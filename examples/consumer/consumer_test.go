@@ -216,6 +216,8 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
+	// The JavaScript consumer of docs/analysts.md on the same topics.
+	t.Run("javascript", func(t *testing.T) { checkJSConsumer(t, cl.Addrs(), n, cohorts) })
 }
 
 func TestDecodeRejectsWrongInput(t *testing.T) {

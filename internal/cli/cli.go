@@ -13,6 +13,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/dpsurv/dpsurv/internal/buildinfo"
 )
 
 // Env is what a subcommand gets from the process.
@@ -39,6 +41,7 @@ func commands() []command {
 		{"audit", "attack precision and utility: --original F --sanitized G [--json]", runAudit},
 		{"gen", "synthetic time-to-event data: --n N --output F", runGen},
 		{"bench", "stream throughput against a passthrough on the embedded broker [--json]", runBench},
+		{"version", "the release version, source revision and Go toolchain of this binary [--json]", runVersion},
 		{"loadtest", "sustained load on the embedded broker: --rate R --duration D --replicas N | --max-rate --records R [--json]", runLoadtest},
 	}
 }
@@ -54,6 +57,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if len(args) == 0 {
 			return 2
 		}
+		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		fmt.Fprintln(stdout, buildinfo.Get())
 		return 0
 	}
 	for _, c := range commands() {
@@ -112,14 +119,20 @@ func parse(fs *flag.FlagSet, args []string) error {
 // newLogger logs JSON to stderr at the given level. Log lines never carry
 // record values; see the log-scan test of the end-to-end run.
 func newLogger(w io.Writer, level string) (*zap.Logger, error) {
-	var lvl zapcore.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("log.level: %w", err)
+	log, _, err := newLevelLogger(w, level)
+	return log, err
+}
+
+// newLevelLogger is newLogger with its level adjustable at run time.
+func newLevelLogger(w io.Writer, level string) (*zap.Logger, zap.AtomicLevel, error) {
+	lvl, err := zap.ParseAtomicLevel(level)
+	if err != nil {
+		return nil, lvl, fmt.Errorf("log.level: %w", err)
 	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(w), lvl)
-	return zap.New(core), nil
+	return zap.New(core), lvl, nil
 }
 
 func splitList(s string) []string {

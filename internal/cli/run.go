@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/internal/servicecmd"
 )
 
 func runService(ctx context.Context, env Env, args []string) error {
@@ -51,12 +52,14 @@ func runService(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintln(env.Stdout, string(out))
 		return nil
 	}
-	log, err := newLogger(env.Stderr, cfg.Log.Level)
+	log, level, err := newLevelLogger(env.Stderr, cfg.Log.Level)
 	if err != nil {
 		return err
 	}
 	defer log.Sync()
-	svc := &app.Service{Config: cfg, Key: key, Log: log}
+	svc := &app.Service{Config: cfg, Key: key, Log: log, LogLevel: &level}
+	stop := servicecmd.ReloadOnHangup(ctx, svc, *path, log)
+	defer stop()
 	return svc.Run(ctx)
 }
 

@@ -68,6 +68,11 @@ func checkInvariants(t *testing.T, r rendered, eff map[string]any) {
 				want = fmt.Sprint(dns) // where the Grafana sidecar looks
 			}
 		}
+		if kind == "ServiceMonitor" {
+			if sns, _ := get(eff, "serviceMonitor", "namespace"); sns != "" && sns != nil {
+				want = fmt.Sprint(sns) // where the Prometheus selects ServiceMonitors
+			}
+		}
 		if ns, _ := get(o, "metadata", "namespace"); ns != want {
 			t.Errorf("%s: namespace %v, want %s", kind, ns, want)
 		}
@@ -298,7 +303,8 @@ func checkConfigAndSecrets(t *testing.T, r rendered, eff map[string]any) {
 	if prfSecret == "" {
 		prfSecret = releaseName + "-prf-key"
 	}
-	saslOn := effStr("config", "kafka", "sasl", "mechanism") != ""
+	mech := effStr("config", "kafka", "sasl", "mechanism")
+	saslOn := mech != "" && mech != "oauthbearer"
 	tlsSecret := ""
 	if effStr("config", "kafka", "tls", "enabled") == "true" {
 		tlsSecret = effStr("secrets", "tls", "existingSecret")
@@ -314,6 +320,14 @@ func checkConfigAndSecrets(t *testing.T, r rendered, eff map[string]any) {
 		{[]any{"kafka", "tls", "ca_file"}, ifThen(tlsSecret != "" && effStr("secrets", "tls", "caKey") != "", caFile), tlsSecret, effStr("secrets", "tls", "caKey")},
 		{[]any{"kafka", "tls", "cert_file"}, ifThen(tlsSecret != "" && effStr("secrets", "tls", "certKey") != "", certFile), tlsSecret, effStr("secrets", "tls", "certKey")},
 		{[]any{"kafka", "tls", "key_file"}, ifThen(tlsSecret != "" && effStr("secrets", "tls", "keyKey") != "", tlsKeyFile), tlsSecret, effStr("secrets", "tls", "keyKey")},
+	}
+	if mech == "oauthbearer" {
+		files = append(files, struct {
+			path      []any
+			want      string
+			secret    string
+			secretKey string
+		}{[]any{"kafka", "sasl", "oauth", "client_secret_file"}, "/var/run/dpsurv/kafka/client-secret", effStr("secrets", "kafka", "existingSecret"), effStr("secrets", "kafka", "clientSecretKey")})
 	}
 	for _, f := range files {
 		got, ok := get(cfg, f.path...)
@@ -492,8 +506,6 @@ func TestRejected(t *testing.T) {
 		{"sanitized is input topic", "", []string{"config.output.sanitized_topic=ehr.tte"}, "must be distinct", false},
 		{"loopback listen", "", []string{"config.http.listen=127.0.0.1:8080"}, "a loopback address is unreachable", false},
 		{"localhost listen", "", []string{"config.http.listen=localhost:8080"}, "a loopback address is unreachable", false},
-		{"network policy without kafka peers", "", []string{"networkPolicy.enabled=true"}, "networkPolicy.kafkaPeers is empty", false},
-		{"hardened without kafka peers", "hardened.yaml", []string{"networkPolicy.kafkaPeers=null"}, "networkPolicy.kafkaPeers is empty", false},
 		{"empty kafka peer", "", []string{"json:networkPolicy.kafkaPeers=[{}]"}, "at '/networkPolicy/kafkaPeers/0': minProperties", true},
 		{"budget ratio above 1", "", []string{"json:prometheusRule.budgetRatio=1.5"}, "at '/prometheusRule/budgetRatio': maximum", true},
 		{"bad alert duration", "", []string{"prometheusRule.notReadyFor=5 minutes"}, "at '/prometheusRule/notReadyFor'", true},

@@ -68,8 +68,14 @@ func checkMonitoring(t *testing.T, r rendered, eff map[string]any) {
 			if a.Labels["severity"] == "" || a.Annotations["summary"] == "" || a.Annotations["description"] == "" {
 				t.Errorf("alert %s lacks severity, summary or description", a.Alert)
 			}
-			if rb := a.Annotations["runbook"]; !strings.HasSuffix(rb, "#"+strings.ToLower(a.Alert)) {
-				t.Errorf("alert %s runbook %q does not point at its section", a.Alert, rb)
+			// runbook_url, absolute (Alertmanager and Grafana link it as is).
+			if rb := a.Annotations["runbook_url"]; !strings.HasSuffix(rb, "#"+strings.ToLower(a.Alert)) ||
+				!strings.HasPrefix(rb, fmt.Sprint(mustGet(t, eff, "prometheusRule", "runbookURL"))+"#") ||
+				!(strings.HasPrefix(rb, "https://") || strings.HasPrefix(rb, "http://")) {
+				t.Errorf("alert %s runbook_url %q is not the absolute runbookURL + its section", a.Alert, rb)
+			}
+			if _, old := a.Annotations["runbook"]; old {
+				t.Errorf("alert %s still carries the relative runbook annotation", a.Alert)
 			}
 			sel := fmt.Sprintf(`namespace=%q,job=%q`, namespace, releaseName)
 			if s, _ := get(eff, "prometheusRule", "selector"); s == "" && !strings.Contains(a.Expr, sel) {
@@ -95,8 +101,14 @@ func checkMonitoring(t *testing.T, r rendered, eff map[string]any) {
 	if got, want := fmt.Sprint(mustGet(t, np, "spec", "podSelector", "matchLabels")), fmt.Sprint(mustGet(t, dep, "spec", "selector", "matchLabels")); got != want {
 		t.Errorf("NetworkPolicy selects %s, Deployment pods %s", got, want)
 	}
-	if got := fmt.Sprint(mustGet(t, np, "spec", "policyTypes")); got != "[Ingress Egress]" {
-		t.Errorf("policyTypes %s", got)
+	peers, _ := get(eff, "networkPolicy", "kafkaPeers")
+	restrictEgress := peers != nil && len(peers.([]any)) > 0
+	wantTypes := "[Ingress]"
+	if restrictEgress {
+		wantTypes = "[Ingress Egress]"
+	}
+	if got := fmt.Sprint(mustGet(t, np, "spec", "policyTypes")); got != wantTypes {
+		t.Errorf("policyTypes %s, want %s", got, wantTypes)
 	}
 	ingress := mustGet(t, np, "spec", "ingress").([]any)
 	if len(ingress) != 1 {
@@ -109,6 +121,12 @@ func checkMonitoring(t *testing.T, r rendered, eff map[string]any) {
 	}
 	if ports := mustGet(t, ingress[0], "ports").([]any); len(ports) != 1 || mustGet(t, ports[0], "port") != "http" {
 		t.Errorf("ingress ports %v, want only http", ports)
+	}
+	if !restrictEgress {
+		if e, ok := get(np, "spec", "egress"); ok {
+			t.Errorf("egress rules %v without kafkaPeers", e)
+		}
+		return
 	}
 	egress := mustGet(t, np, "spec", "egress").([]any)
 	if len(egress) != 2 {
@@ -157,7 +175,7 @@ func checkDashboard(t *testing.T, name, text string) {
 		all.WriteString(q.Expr + "\n")
 	}
 	for _, m := range []string{"dpsurv_records_in_total", "dpsurv_records_out_total", "dpsurv_records_dead_lettered_total",
-		"dpsurv_consumer_lag", "dpsurv_batch_latency_seconds_bucket", "dpsurv_ready", "dpsurv_aggregator_leader",
+		"dpsurv_consumer_lag_messages", "dpsurv_batch_latency_seconds_bucket", "dpsurv_ready", "dpsurv_aggregator_leader",
 		"dpsurv_releases_total", "dpsurv_releases_withheld_total", "dpsurv_privacy_budget_spent",
 		"dpsurv_privacy_budget_remaining", "dpsurv_privacy_budget_limit"} {
 		if !strings.Contains(all.String(), m+"{") {

@@ -330,8 +330,9 @@ func dockerBuild(t *testing.T, d *Dockerfile) buildSpec {
 		t.Fatalf("no stage named %q", from)
 	}
 	var spec *buildSpec
+	buildArgs := StageArgs(stage, releaseBuildArgs(t))
 	for _, run := range stage.Find("RUN") {
-		words, err := ShellWords(run.Args)
+		words, err := ShellWords(ExpandArgs(run.Args, buildArgs))
 		if err != nil {
 			continue
 		}
@@ -470,6 +471,7 @@ func TestDockerBuild(t *testing.T) {
 		t.Errorf("binary embeds the build directory %s despite -trimpath", ctxDir)
 	}
 	t.Logf("binary: %d bytes, %s, static %v", len(raw), rep.GoVersion, rep.Static())
+	checkStampedVersion(t, bin)
 
 	// The image runs ENTRYPOINT + the chart's container args.
 	cases := []string{""}

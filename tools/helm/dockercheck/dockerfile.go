@@ -274,3 +274,53 @@ func isName(s string) bool {
 	}
 	return true
 }
+
+// ExpandArgs replaces ${NAME} and $NAME for the build arguments in args
+// (what a RUN or LABEL line sees of an ARG); any other expansion is left
+// for ShellWords to refuse.
+func ExpandArgs(s string, args map[string]string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' {
+			b.WriteByte(s[i])
+			continue
+		}
+		rest := s[i+1:]
+		if strings.HasPrefix(rest, "{") {
+			if j := strings.IndexByte(rest, '}'); j > 0 {
+				if v, ok := args[rest[1:j]]; ok {
+					b.WriteString(v)
+					i += j + 1
+					continue
+				}
+			}
+		} else {
+			j := 0
+			for j < len(rest) && (rest[j] == '_' || rest[j] >= 'A' && rest[j] <= 'Z' || rest[j] >= 'a' && rest[j] <= 'z' || j > 0 && rest[j] >= '0' && rest[j] <= '9') {
+				j++
+			}
+			if v, ok := args[rest[:j]]; ok && j > 0 {
+				b.WriteString(v)
+				i += j
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// StageArgs returns the build arguments a stage declares (ARG NAME or
+// ARG NAME=default) with their defaults, overridden by buildArgs (docker
+// build --build-arg) for the names the stage declares.
+func StageArgs(st Stage, buildArgs map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, a := range st.Find("ARG") {
+		name, def, _ := strings.Cut(strings.TrimSpace(a.Args), "=")
+		out[name] = strings.Trim(def, `"`)
+		if v, ok := buildArgs[name]; ok {
+			out[name] = v
+		}
+	}
+	return out
+}

@@ -50,7 +50,7 @@ const (
 // monitoring. The service runs the hardened example's config with the
 // brokers, TLS/SASL and aggregators replaced for the embedded broker: one
 // km aggregate on 2 s processing-time windows at epsilon 1 and a stream
-// budget of 3, so that three windows are released and the later ones are
+// budget of 6 (each window charged 2: its replace-one cost beside the sanitized topic), so that three windows are released and the later ones are
 // withheld for budget — the withheld and budget alerts then fire for real,
 // and the health alerts must not.
 func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
@@ -83,7 +83,7 @@ func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
 		"config.kafka.sasl.mechanism=", "config.kafka.sasl.username=",
 		"secrets.kafka.existingSecret=", "secrets.tls.existingSecret=",
 		`json:config.aggregators=[{"name":"km","kind":"km","epsilon":1,"window":{"size":"2s","lateness":"0s","time":"processing"},"params":{"method":"noisy-histogram","bin_width":500}}]`,
-		"json:config.ledger.budget={\"stream\":3}", "config.ledger.checkpoint_interval=1s",
+		"json:config.ledger.budget={\"stream\":6}", "config.ledger.checkpoint_interval=1s",
 		"json:config.input.max_batch=4",
 		fmt.Sprintf("config.http.listen=:%d", httpPort))
 	if err != nil {
@@ -220,8 +220,8 @@ func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
 	// Every alert expression returns a series: comparisons in bool form,
 	// so a healthy value still yields a sample.
 	alerts := monitor.Alerts(groups)
-	if len(alerts) != 7 {
-		t.Fatalf("%d alerts rendered, want 7", len(alerts))
+	if len(alerts) != 9 {
+		t.Fatalf("%d alerts rendered, want 9", len(alerts))
 	}
 	for _, a := range alerts {
 		expr := monitor.WithBool(a.Expr)
@@ -254,6 +254,7 @@ func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
 		"DpsurvNotReady": "inactive", "DpsurvNoLeaseHolder": "inactive", "DpsurvTwoLeaseHolders": "inactive",
 		"DpsurvDeadLetterRateHigh": "", // 1 of ~600 records: under 1%, but the 5m rate may still be settling
 		"DpsurvConsumerLagGrowing": "inactive",
+		"DpsurvStalledPartitions":  "inactive", "DpsurvPendingWindowsHigh": "inactive",
 	}
 	for alert, state := range want {
 		if state != "" && health[alert].State != state {

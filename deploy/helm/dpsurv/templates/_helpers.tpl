@@ -37,6 +37,9 @@ helm.sh/chart: {{ include "dpsurv.chart" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/component: stream-processor
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{- define "dpsurv.serviceAccountName" -}}
@@ -116,7 +119,7 @@ the value path and the reason.
 {{- if and $v.config.kafka.sasl.mechanism (not $v.secrets.kafka.existingSecret) }}
 {{- fail (printf "config.kafka.sasl.mechanism is %q but secrets.kafka.existingSecret is empty: create a Secret holding the SASL password under key %q and name it there" $v.config.kafka.sasl.mechanism $v.secrets.kafka.passwordKey) }}
 {{- end }}
-{{- if and $v.config.kafka.sasl.mechanism (not $v.config.kafka.sasl.username) }}
+{{- if and $v.config.kafka.sasl.mechanism (ne $v.config.kafka.sasl.mechanism "oauthbearer") (not $v.config.kafka.sasl.username) }}
 {{- fail "config.kafka.sasl.username is empty but config.kafka.sasl.mechanism is set" }}
 {{- end }}
 {{- if and $v.config.kafka.tls.enabled $v.secrets.tls.existingSecret }}
@@ -137,9 +140,6 @@ the value path and the reason.
 {{- $host := regexReplaceAll ":[0-9]+$" $v.config.http.listen "" | trimPrefix "[" | trimSuffix "]" }}
 {{- if or (eq $host "localhost") (hasPrefix "127." $host) (eq $host "::1") }}
 {{- fail (printf "config.http.listen %q: a loopback address is unreachable for the kubelet probes and Prometheus; use \":<port>\" (every interface of the pod)" $v.config.http.listen) }}
-{{- end }}
-{{- if and $v.networkPolicy.enabled (not $v.networkPolicy.kafkaPeers) }}
-{{- fail "networkPolicy.enabled is true but networkPolicy.kafkaPeers is empty: the pods could not reach the brokers; list the brokers' NetworkPolicy peers (namespaceSelector/podSelector/ipBlock)" }}
 {{- end }}
 {{- $fitArrow := default (printf "%s.arrow" $v.config.output.fit_topic) $v.config.output.fit_arrow_topic }}
 {{- $topics := dict "config.input.topic" $v.config.input.topic "config.output.sanitized_topic" $v.config.output.sanitized_topic "config.output.dead_letter_topic" $v.config.output.dead_letter_topic "config.output.fit_topic" $v.config.output.fit_topic "config.output.fit_arrow_topic" $fitArrow "config.ledger.topic" $v.config.ledger.topic "config.ledger.topic + .state" (printf "%s.state" $v.config.ledger.topic) "config.ledger.topic + .lease" (printf "%s.lease" $v.config.ledger.topic) }}

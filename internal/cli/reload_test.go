@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lockedBuffer collects the service's log lines while the test reads them.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines returns the JSON log lines whose msg is msg.
+func (l *lockedBuffer) lines(msg string) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(l.b.Bytes()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (l *lockedBuffer) waitFor(t *testing.T, msg string, n int) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if ls := l.lines(msg); len(ls) >= n {
+			return ls[n-1]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.Fatalf("no %d× %q in the log:\n%s", n, msg, l.b.String())
+	return nil
+}
+
+func strs(v any) []string {
+	var out []string
+	if a, ok := v.([]any); ok {
+		for _, x := range a {
+			out = append(out, x.(string))
+		}
+	}
+	return out
+}
+
+// SIGHUP reloads the config of `dpsurv run` instead of killing the process
+// (exit 129 on the old main, which ends this test binary): the log level
+// and a raised budget apply at once (dpsurv_privacy_budget_limit shows the
+// new limit), a changed topic is logged as needing a restart, a lowered
+// budget is refused, a config that no longer loads is refused with its
+// error, and the service keeps running throughout. The broker is
+// unreachable on purpose: the service is alive and not ready.
+func TestRunReloadsOnSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	key := writeKey(t)
+	cfg := func(level, topic, budget string) string {
+		return `
+kafka: {brokers: ["127.0.0.1:1"]}
+input: {topic: ` + topic + `}
+schema: {time_max: 100, cohorts: [a, b]}
+sanitizers:
+  key_file: ` + key + `
+  time: {mechanism: te, epsilon: 0.1, window: 10}
+  cohort: {mechanism: rrr, epsilon: 1}
+output: {sanitized_topic: out, dead_letter_topic: dlq, fit_topic: fits}
+aggregators:
+  - {name: km-weekly, kind: km, epsilon: 0.5, window: {size: 168h}}
+ledger: {file: ` + filepath.Join(dir, "ledger.jsonl") + `, budget: {stream: ` + budget + `}}
+http: {listen: "127.0.0.1:0"}
+log: {level: ` + level + `}
+`
+	}
+	p := filepath.Join(dir, "c.yaml")
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(cfg("info", "in", "1"))
+	var logs lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runService(ctx, Env{Stdout: io.Discard, Stderr: &logs}, []string{"--config", p}) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("dpsurv run did not stop")
+		}
+	})
+	up := logs.waitFor(t, "health and metrics endpoints up", 1)
+	addr, _ := up["addr"].(string)
+	limit := func() string {
+		t.Helper()
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, `dpsurv_privacy_budget_limit{scope="stream"}`) {
+				return strings.Fields(l)[1]
+			}
+		}
+		t.Fatalf("no stream budget limit in /metrics")
+		return ""
+	}
+	if got := limit(); got != "1" {
+		t.Fatalf("limit %s before the reload", got)
+	}
+	hup := func() {
+		t.Helper()
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	write(cfg("debug", "in2", "2"))
+	hup()
+	rep := logs.waitFor(t, "config reloaded", 1)
+	if a := strings.Join(strs(rep["applied"]), "; "); a != "log.level: info -> debug; ledger.budget.stream: 1 -> 2" {
+		t.Errorf("applied %q", a)
+	}
+	if r := strs(rep["need_restart"]); len(r) != 1 || r[0] != "input.topic" {
+		t.Errorf("need_restart %q, want [input.topic]", r)
+	}
+	if got := limit(); got != "2" {
+		t.Errorf("limit %s after raising the budget to 2", got)
+	}
+
+	write(cfg("debug", "in2", "0.5"))
+	hup()
+	rep = logs.waitFor(t, "config reloaded", 2)
+	if r := strings.Join(strs(rep["refused"]), "; "); !strings.Contains(r, "ledger.budget.stream: 0.5 is below the running 2") {
+		t.Errorf("refused %q", r)
+	}
+	if got := limit(); got != "2" {
+		t.Errorf("limit %s after a refused lowering", got)
+	}
+
+	write("kafka: {brokers: [")
+	hup()
+	bad := logs.waitFor(t, "config reload refused; running on the config in force", 1)
+	if e, _ := bad["error"].(string); !strings.Contains(e, "parse config") {
+		t.Errorf("refusal error %q", e)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("dpsurv run ended after SIGHUP: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("dpsurv run: %v", err)
+	}
+	done <- nil // for the cleanup
+}
