@@ -352,6 +352,15 @@ func (w *weibullInversion) run(iv *WeibullInterval) error {
 	if iv.ScaleLower > iv.ScaleUpper {
 		iv.ScaleLower, iv.ScaleUpper = math.NaN(), math.NaN()
 	}
+	// The released scale is the accepted candidate at the released shape's
+	// own scale; a union that misses it comes from the moment match failing
+	// numerically at an extreme release (a shape near gamma with a tiny
+	// scale: scale^shape below 1e-20), so the interval is widened to it
+	// (conservative: wider, never narrower).
+	if !math.IsNaN(iv.ScaleLower) && w.fit.Scale > 0 && !math.IsInf(w.fit.Scale, 0) {
+		iv.ScaleLower = math.Min(iv.ScaleLower, w.fit.Scale)
+		iv.ScaleUpper = math.Max(iv.ScaleUpper, w.fit.Scale)
+	}
 	iv.Sims = w.n
 	return nil
 }
