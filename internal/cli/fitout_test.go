@@ -146,7 +146,7 @@ var cliOnly = map[string]bool{
 	"scale_time_units": true, "time_max_from_data": true, "omega": true, "clamped_times": true, "n_event": true, // non-private weibull
 	"log_scale_se": true, "log_shape_se": true, // non-private weibull Wald
 	"censored_at_horizon_note": true, // why a private file fit withholds censored_at_horizon
-	"budget": true, // the file-fit privacy budget (--budget-file) or the note that runs add up
+	"budget":                   true, // the file-fit privacy budget (--budget-file) or the note that runs add up
 	// a fit of a sanitized input
 	"sanitized_input": true, "estimator": true, "naive": true, "time_max_from": true, "epsilon_spent": true,
 }
