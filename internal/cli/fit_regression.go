@@ -206,7 +206,12 @@ func fitCox(env Env, args []string) error {
 	centre := fs.String("centre", "", "per-covariate centres, comma separated")
 	scale := fs.String("scale", "", "per-covariate scales, comma separated")
 	timeMax := fs.Float64("time-max", 0, "optional horizon: a time beyond it counts as censored at it (administrative censoring)")
+	plot := fs.String("plot", "", plotFlagHelp)
+	unit := fs.String("time-unit", "days", timeUnitHelp)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := unitOK(*unit); err != nil {
 		return err
 	}
 	if err := c.check(env, "cox", nil); err != nil {
@@ -252,6 +257,15 @@ func fitCox(env Env, args []string) error {
 	res, err := regression.FitCox(regression.Data{Time: d.Time, Event: d.Event, X: d.Covariates, Site: d.Site}, opts, dp.NewSecureSource())
 	if err != nil {
 		return fmt.Errorf("fit cox: %w", err)
+	}
+	if *plot != "" {
+		var sc []float64
+		if scaling != nil {
+			sc = scaling.Scale
+		}
+		if err := plotCox(*plot, *c.input, *unit, res, d, sc); err != nil {
+			return err
+		}
 	}
 	if *timeMax > 0 {
 		return emitFit(env.Stdout, *c.format, "cox", coxJSON{CoxResult: res, TimeMax: *timeMax, HorizonRule: HorizonRule, CensoredAtHorizon: beyond})
