@@ -96,12 +96,12 @@ func plotCox(path, input, unit string, res regression.CoxResult, d fileData, sca
 		xmax = math.Max(xmax, t)
 	}
 	s := plots.KMSpec{
-		Title:    "Cox proportional hazards over Kaplan–Meier, non-private reference — " + filepath.Base(input),
-		TimeUnit: unit,
-		Subtitle: []string{fmt.Sprintf("Exact estimates from the records (no privacy). The model curve is for a subject at the covariates' mean (Breslow baseline, %s ties in beta), as R's survfit(coxph); the KM pools every record.", res.Ties)},
-		Cohorts:  []plots.KMCohort{npKMCohort("all records", -1, km)},
-		Conf:     km.Conf,
-		Parametric: []plots.ParametricCurve{coxSteps(ts, sv)},
+		Title:          "Cox proportional hazards over Kaplan–Meier, non-private reference — " + filepath.Base(input),
+		TimeUnit:       unit,
+		Subtitle:       []string{fmt.Sprintf("Exact estimates from the records (no privacy). The model curve is for a subject at the covariates' mean (Breslow baseline, %s ties in beta), as R's survfit(coxph); the KM pools every record.", res.Ties)},
+		Cohorts:        []plots.KMCohort{npKMCohort("all records", -1, km)},
+		Conf:           km.Conf,
+		Parametric:     []plots.ParametricCurve{coxSteps(ts, sv)},
 		ParametricName: "Cox model, survival at the covariates' mean",
 		XMax:           xmax,
 	}
