@@ -90,6 +90,8 @@ type DiscreteOptions struct {
 	// loss (the J of Algorithm 1), e.g. to see the regularisation bias.
 	Ridge bool
 	PSGLD PSGLDOptions
+	// Newton configures MethodNewton.
+	Newton NewtonOptions
 	// Covariates names the columns of X, copied into the result.
 	Covariates []string
 	// MaxIter bounds Newton iterations; 0 means 100.
@@ -158,6 +160,21 @@ type DiscreteResult struct {
 	// noise: once noise is drawn FitDiscrete returns no error.
 	Fallback bool          `json:"fallback"`
 	PSGLD    *PSGLDOptions `json:"psgld,omitempty"`
+	// Newton and NewtonSteps are MethodNewton's settings and its released
+	// steps (each a noisy score sum and Hessian sum at a public point).
+	Newton      *NewtonOptions `json:"newton,omitempty"`
+	NewtonSteps []NewtonStep   `json:"newton_steps,omitempty"`
+	// AlphaSE, BetaSE, BetaZ, BetaP and the hazard (odds) ratios
+	// exp(beta) with their limits: MethodNewton's Wald inference
+	// (IntervalNewton). With the cloglog link exp(beta) is the grouped-time
+	// proportional-hazards hazard ratio; with logit an odds ratio.
+	AlphaSE          []float64 `json:"alpha_se,omitempty"`
+	BetaSE           []float64 `json:"beta_se,omitempty"`
+	BetaZ            []float64 `json:"beta_z,omitempty"`
+	BetaP            []float64 `json:"beta_p,omitempty"`
+	HazardRatio      []float64 `json:"hazard_ratio,omitempty"`
+	HazardRatioLower []float64 `json:"hazard_ratio_lower,omitempty"`
+	HazardRatioUpper []float64 `json:"hazard_ratio_upper,omitempty"`
 	// Hessians is the interval release (hessian.go): noisy mean loss
 	// Hessians at points computed from the released coefficients; the
 	// last one is used by the intervals. Nil without one.
@@ -329,9 +346,9 @@ func FitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 
 func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult, error) {
 	switch opts.Method {
-	case MethodMLE, MethodOutput, MethodObjective, MethodPSGLD:
+	case MethodMLE, MethodOutput, MethodObjective, MethodPSGLD, MethodNewton:
 	case "":
-		return DiscreteResult{}, errors.New("method is required (mle, output, objective or psgld)")
+		return DiscreteResult{}, errors.New("method is required (mle, newton, output, objective or psgld)")
 	default:
 		return DiscreteResult{}, fmt.Errorf("unknown method %q", string(opts.Method))
 	}
@@ -396,6 +413,15 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		return DiscreteResult{}, fmt.Errorf("the interval release (interval fraction %v) is bounded for the logit link only, got %s", phi, opts.Link)
 	}
 	res.Epsilon = Epsilon(opts.Epsilon)
+	if opts.Method == MethodNewton {
+		if phi != 0 {
+			return DiscreteResult{}, errors.New("newton releases its own Hessians: interval fraction must be 0")
+		}
+		res.Neighbouring = NeighbouringReplaceOne
+		res.Public = PublicDiscrete(opts.Method)
+		res.N = int64(m.n)
+		return fitNewton(m, opts, src, res)
+	}
 	// eps + epsInt == opts.Epsilon exactly: eps >= opts.Epsilon/2, so the
 	// subtraction is exact (Sterbenz)
 	eps := opts.Epsilon * (1 - phi)
