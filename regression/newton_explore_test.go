@@ -3,7 +3,12 @@ package regression
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpsurv/dpsurv/dp"
 )
@@ -33,64 +38,103 @@ func worldData(rng *rand.Rand, n int, link Link) Data {
 	return d
 }
 
-func TestNewtonExplore(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, link := range []Link{LinkLogit, LinkCloglog} {
-		d := worldData(rng, 50000, link)
-		mle, err := FitDiscrete(d, DiscreteOptions{Method: MethodMLE, Link: link, TimeMax: 1}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, _ := MeanInformation(d, DiscreteOptions{Method: MethodMLE, Link: link, TimeMax: 1}, append(append([]float64{}, mle.Alpha...), mle.Beta...))
-		_ = info
-		for _, eps := range []float64{1, 1e6} {
-			res, err := FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(uint64(eps*10)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s eps %v: mle beta %.4f %.4f | newton beta %.4f %.4f se %.4f %.4f  alpha %.3f vs %.3f  %s", link, eps, mle.Beta[0], mle.Beta[1], res.Beta[0], res.Beta[1], res.BetaSE[0], res.BetaSE[1], res.Alpha, mle.Alpha, res.IntervalMethod[:10])
-		}
+func mleWald(t *testing.T, d Data, link Link) (DiscreteResult, []float64) {
+	mle, err := FitDiscrete(d, DiscreteOptions{Method: MethodMLE, Link: link, TimeMax: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	f := append(append([]float64{}, mle.Alpha...), mle.Beta...)
+	info, _ := MeanInformation(d, DiscreteOptions{Method: MethodMLE, Link: link, TimeMax: 1}, f)
+	k := len(f)
+	var inv mat.Dense
+	if err := inv.Inverse(mat.NewDense(k, k, info)); err != nil {
+		t.Fatal(err)
+	}
+	se := make([]float64, k)
+	for j := range se {
+		se[j] = math.Sqrt(inv.At(j, j) / float64(d.Len()))
+	}
+	return mle, se
 }
 
 func TestNewtonClipStats(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	d := worldData(rng, 50000, LinkCloglog)
-	pr, _ := prepareDiscrete(d, &DiscreteOptions{Method: MethodNewton, Link: LinkCloglog, TimeMax: 1})
-	mle, _ := FitDiscrete(d, DiscreteOptions{Method: MethodMLE, Link: LinkCloglog, TimeMax: 1}, nil)
-	f := append(append([]float64{}, mle.Alpha...), mle.Beta...)
-	for _, c := range []float64{1e9, 20, 10, 5, 3} {
-		s, h := pr.m.clippedSums(f, c, c)
-		t.Logf("clip %v: score %v  hess[0] %.0f hess_bb %.0f", c, s, h[0], h[len(h)-1])
+	for _, link := range []Link{LinkLogit, LinkCloglog} {
+		d := worldData(rng, 50000, link)
+		pr, _ := prepareDiscrete(d, &DiscreteOptions{Method: MethodNewton, Link: link, TimeMax: 1})
+		mle, se := mleWald(t, d, link)
+		f := append(append([]float64{}, mle.Alpha...), mle.Beta...)
+		t.Logf("%s mle %v se %v", link, f, se)
+		for _, c := range []float64{1e9, 8, 4, 2} {
+			s := pr.m.clippedSums(f, [nBlocks]float64{c, c, c, c, c})
+			t.Logf("clip %v: %v", c, s)
+		}
 	}
 }
 
 func TestNewtonCoverageExplore(t *testing.T) {
+	reps, _ := strconv.Atoi(os.Getenv("REPS"))
+	if reps == 0 {
+		reps = 20
+	}
+	n := 50000
+	if v, _ := strconv.Atoi(os.Getenv("NN")); v > 0 {
+		n = v
+	}
 	for _, link := range []Link{LinkLogit, LinkCloglog} {
-		for _, eps := range []float64{0.5, 1} {
-			cov, reps := 0, 40
-			var w, ww float64
+		for _, eps := range []float64{0.5, 1, 2} {
+			cov, acov := 0, 0
+			var w, ww, bias [2]float64
+			var dt time.Duration
 			for r := 0; r < reps; r++ {
 				rng := rand.New(rand.NewPCG(uint64(r), 7))
-				d := worldData(rng, 50000, link)
+				d := worldData(rng, n, link)
+				t0 := time.Now()
 				res, err := FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(uint64(r+100)))
+				dt += time.Since(t0)
 				if err != nil {
 					t.Fatal(err)
 				}
+				if res.BetaLower == nil {
+					t.Logf("no intervals: %s", res.IntervalMethod)
+					continue
+				}
+				mle, se := mleWald(t, d, link)
 				for j, b := range []float64{1, -1} {
 					if res.BetaLower[j] <= b && b <= res.BetaUpper[j] {
 						cov++
 					}
-					w += res.BetaUpper[j] - res.BetaLower[j]
+					w[j] += res.BetaUpper[j] - res.BetaLower[j]
+					ww[j] += 2 * 1.96 * se[3+j]
+					bias[j] += res.Beta[j] - mle.Beta[j]
 				}
-				if r < 5 {
-					mle, _ := FitDiscrete(d, DiscreteOptions{Method: MethodMLE, Link: link, TimeMax: 1}, nil)
-					info, _ := MeanInformation(d, DiscreteOptions{Method: MethodMLE, Link: link, TimeMax: 1}, append(append([]float64{}, mle.Alpha...), mle.Beta...))
-					_ = info
-					ww += 1
+				for j := range res.Alpha {
+					if res.AlphaLower[j] <= mle.Alpha[j] && mle.Alpha[j] <= res.AlphaUpper[j] {
+						acov++ // vs the MLE (no true spline alpha): rough
+					}
 				}
 			}
-			t.Logf("%s eps %v: coverage %d/%d, mean width %.4f", link, eps, cov, 2*reps, w/float64(2*reps))
+			t.Logf("%s eps %v: beta cov %d/%d, width %.4f %.4f, ratio %.2f %.2f, mean(newton-mle) %.4f %.4f, alpha-vs-mle cov %d/%d, %v/fit",
+				link, eps, cov, 2*reps, w[0]/float64(reps), w[1]/float64(reps), w[0]/ww[0], w[1]/ww[1], bias[0]/float64(reps), bias[1]/float64(reps), acov, 3*reps, dt/time.Duration(reps))
 		}
+	}
+}
+
+func TestNewtonTrajectory(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 7))
+	d := worldData(rng, 50000, LinkLogit)
+	mle, _ := mleWald(t, d, LinkLogit)
+	t.Logf("mle %.4f %.4f", mle.Alpha, mle.Beta)
+	for _, eps := range []float64{1, 1e6} {
+		t0 := time.Now()
+		res, err := FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: LinkLogit, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("eps %v took %v", eps, time.Since(t0))
+		for _, s := range res.NewtonSteps {
+			t.Logf("  at %.4f", s.At)
+		}
+		t.Logf("  final %.4f %.4f se %.4f %.4f", res.Alpha, res.Beta, res.AlphaSE, res.BetaSE)
 	}
 }

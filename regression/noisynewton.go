@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -14,15 +16,20 @@ import (
 // Avella-Medina, Bradshaw & Loh, "Differentially private inference via
 // noisy optimization", Ann. Statist. 2023): from a public start, each step
 // releases the sum of the records' score vectors and the sum of their
-// Hessians, each record's contribution clipped to a public norm, with
-// lattice discrete Laplace noise, and moves to f - H~^-1 g~. Every release
-// is a sum whose replace-one sensitivity is twice the clip, whatever the
-// number of intervals a record spans: the noise does not grow with q or
-// with n, while the sums grow with n, so at hospital sizes the coefficients
-// are nearly as precise as the MLE's. Pure ε-DP (sequential composition of
-// the steps' releases; n public, replace-one). Intervals are Wald, with the
-// last released Hessian and the known variance of the last score noise
-// added (NewtonIntervals).
+// Hessians, each record's contribution clipped to public norms, with
+// lattice discrete Laplace noise, and moves to f - H~^-1 g~. The score and
+// the Hessian are released by blocks (baseline alpha, coefficients beta,
+// and the alpha-beta cross block of the Hessian), each block clipped to its
+// own public norm and noised for its own sensitivity, so that the small,
+// well-determined beta block does not carry the noise of the baseline's
+// large entries. Every release is a sum whose replace-one L2 sensitivity
+// is twice its clip, whatever the number of intervals a record spans: the
+// noise does not grow with q or with n, while the sums grow with n, so at
+// hospital sizes the coefficients are nearly as precise as the MLE's. Pure
+// ε-DP (sequential composition of the steps' releases; n public,
+// replace-one). Intervals are Wald, with the released Hessians pooled near
+// the estimate and the known variance of the last score noise added
+// (IntervalNewton).
 const MethodNewton Method = "newton"
 
 // NewtonOptions configure MethodNewton; zero values take the defaults.
@@ -30,16 +37,22 @@ type NewtonOptions struct {
 	// Steps is the number of Newton steps (releases of a score and a
 	// Hessian sum); 0 means DefaultNewtonSteps.
 	Steps int `json:"steps"`
-	// ScoreClip bounds each record's score vector (L2 norm; public):
-	// records above it are scaled down to it. 0 means DefaultScoreClip.
-	ScoreClip float64 `json:"score_clip"`
-	// HessianClip bounds the trace of each record's Hessian (a PSD matrix,
-	// so its Frobenius norm too); 0 means DefaultHessianClip.
-	HessianClip float64 `json:"hessian_clip"`
-	// ScoreShares and HessianShares are each step's shares of epsilon (nil:
-	// the defaults); together they sum to 1.
-	ScoreShares   []float64 `json:"score_shares"`
-	HessianShares []float64 `json:"hessian_shares"`
+	// ScoreClip bounds the L2 norm of each record's baseline (alpha) score
+	// and BetaScoreClip that of its beta score (public; records above are
+	// scaled down to it). 0 means the defaults.
+	ScoreClip     float64 `json:"score_clip"`
+	BetaScoreClip float64 `json:"beta_score_clip"`
+	// HessianClip bounds the trace of each record's alpha-alpha Hessian
+	// block, BetaHessianClip that of its beta-beta block (PSD blocks: the
+	// trace bounds the Frobenius norm) and CrossHessianClip the Frobenius
+	// norm of its alpha-beta block. 0 means the defaults.
+	HessianClip      float64 `json:"hessian_clip"`
+	BetaHessianClip  float64 `json:"beta_hessian_clip"`
+	CrossHessianClip float64 `json:"cross_hessian_clip"`
+	// StepShares are the steps' shares of epsilon (nil: the defaults);
+	// they sum to 1. Within a step the share is split between the five
+	// releases by newtonSplit (the last step by newtonLastSplit).
+	StepShares []float64 `json:"step_shares"`
 	// StartHazard is the public start's baseline hazard per interval;
 	// 0 means min(0.5, 2/q).
 	StartHazard float64 `json:"start_hazard"`
@@ -47,190 +60,491 @@ type NewtonOptions struct {
 
 // Defaults of NewtonOptions.
 const (
-	DefaultNewtonSteps = 6
-	DefaultScoreClip   = 10.0
-	DefaultHessianClip = 10.0
+	DefaultNewtonSteps      = 6
+	DefaultScoreClip        = 8.0
+	DefaultBetaScoreClip    = 4.0
+	DefaultHessianClip      = 8.0
+	DefaultBetaHessianClip  = 3.0
+	DefaultCrossHessianClip = 4.0
 	// maxNewtonStep bounds a step's length (a trust region: the noisy
 	// early steps must not throw the iterate far from the public start).
 	maxNewtonStep = 5.0
-	// newtonEigenFloor times n floors the noisy Hessian's eigenvalues.
-	newtonEigenFloor = 1e-3
 )
 
-// defaultNewtonShares: most of the budget goes to the last score (its
-// noise is what the released coefficients carry); the early steps only
-// need to bring the iterate near the optimum. They sum to 1 exactly.
-var (
-	defaultScoreShares   = []float64{0.03, 0.03, 0.05, 0.07, 0.1, 0.45}
-	defaultHessianShares = []float64{0.03, 0.03, 0.05, 0.05, 0.05, 0.06}
+// Block indices of a step's releases.
+const (
+	blkScoreA = iota
+	blkScoreB
+	blkHessAA
+	blkHessAB
+	blkHessBB
+	nBlocks
 )
+
+// newtonSplit and newtonLastSplit split a step's share of epsilon between
+// its five releases (score alpha, score beta, Hessian alpha-alpha,
+// alpha-beta, beta-beta); each sums to 1.
+var (
+	newtonSplit     = [nBlocks]float64{0.2, 0.2, 0.15, 0.15, 0.3}
+	newtonLastSplit = [nBlocks]float64{0.25, 0.35, 0.1, 0.1, 0.2}
+)
+
+// defaultStepShares: the early steps only need to bring the iterate near
+// the optimum; most of the budget goes to the last two (the last score's
+// noise is what the released coefficients carry; the Hessians near the
+// optimum are what the intervals use). They sum to 1 exactly.
+var defaultStepShares = []float64{0.05, 0.05, 0.1, 0.1, 0.25, 0.45}
 
 // IntervalNewton describes the limits of a MethodNewton release.
-const IntervalNewton = "wald: f ± z sqrt(diag(H^-1 + H^-1 D H^-1)), H the last released (noisy, eigenvalue-floored) Hessian sum, D the variance of the last released score's lattice Laplace noise: sampling error and the mechanism's noise; hazard_ratio limits are exp(beta limits)"
+const IntervalNewton = "wald: f ± z sqrt(diag(H^-1 + H^-1 D H^-1)), H the released (noisy) Hessian sums near the estimate pooled by inverse noise variance, D the variance of the last released score's lattice Laplace noise: sampling error and the mechanism's noise; hazard_ratio limits are exp(beta limits)"
 
-// NewtonStep is one released step (JSON names as in the fit topic).
+// NewtonBlock is one released block: the noisy sum and its noise.
+type NewtonBlock struct {
+	Value []float64    `json:"value"`
+	Noise LatticeNoise `json:"noise"`
+}
+
+// NewtonStep is one released step (JSON names as in the fit topic): at the
+// public point At (a function of earlier releases), the noisy clipped sums
+// of the records' scores (alpha and beta parts) and Hessians (the upper
+// triangles of the alpha-alpha and beta-beta blocks, the alpha-beta block
+// row-major).
 type NewtonStep struct {
-	At          []float64    `json:"at"`
-	Score       []float64    `json:"score"`
-	ScoreNoise  LatticeNoise `json:"score_noise"`
-	Hessian     []float64    `json:"hessian_upper"`
-	HessianNois LatticeNoise `json:"hessian_noise"`
+	At           []float64   `json:"at"`
+	ScoreAlpha   NewtonBlock `json:"score_alpha"`
+	ScoreBeta    NewtonBlock `json:"score_beta"`
+	HessianAlpha NewtonBlock `json:"hessian_alpha_upper"`
+	HessianCross NewtonBlock `json:"hessian_cross"`
+	HessianBeta  NewtonBlock `json:"hessian_beta_upper"`
+}
+
+func (s *NewtonStep) blocks() [nBlocks]*NewtonBlock {
+	return [nBlocks]*NewtonBlock{&s.ScoreAlpha, &s.ScoreBeta, &s.HessianAlpha, &s.HessianCross, &s.HessianBeta}
 }
 
 func (o NewtonOptions) resolve(q int) (NewtonOptions, error) {
 	if o.Steps == 0 {
 		o.Steps = DefaultNewtonSteps
 	}
-	if o.ScoreClip == 0 {
-		o.ScoreClip = DefaultScoreClip
+	def := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
 	}
-	if o.HessianClip == 0 {
-		o.HessianClip = DefaultHessianClip
-	}
+	def(&o.ScoreClip, DefaultScoreClip)
+	def(&o.BetaScoreClip, DefaultBetaScoreClip)
+	def(&o.HessianClip, DefaultHessianClip)
+	def(&o.BetaHessianClip, DefaultBetaHessianClip)
+	def(&o.CrossHessianClip, DefaultCrossHessianClip)
 	if o.StartHazard == 0 {
 		o.StartHazard = math.Min(0.5, 2/float64(q))
 	}
-	if o.ScoreShares == nil && o.HessianShares == nil {
+	if o.StepShares == nil {
 		if o.Steps == DefaultNewtonSteps {
-			o.ScoreShares, o.HessianShares = defaultScoreShares, defaultHessianShares
+			o.StepShares = defaultStepShares
 		} else {
-			// the last score half, the rest spread evenly
-			o.ScoreShares = make([]float64, o.Steps)
-			o.HessianShares = make([]float64, o.Steps)
-			rest := 0.5 / float64(2*o.Steps-1)
+			// the last step half, the rest spread evenly
+			o.StepShares = make([]float64, o.Steps)
 			for k := range o.Steps {
-				o.ScoreShares[k], o.HessianShares[k] = rest, rest
+				o.StepShares[k] = 0.5 / float64(max(o.Steps-1, 1))
 			}
-			o.ScoreShares[o.Steps-1] = 0.5
+			o.StepShares[o.Steps-1] = 0.5
+			if o.Steps == 1 {
+				o.StepShares[0] = 1
+			}
 		}
 	}
-	switch {
-	case o.Steps < 1 || o.Steps > 20:
+	if o.Steps < 1 || o.Steps > 20 {
 		return o, fmt.Errorf("newton: steps must be in [1, 20], got %d", o.Steps)
-	case !(o.ScoreClip > 0) || math.IsInf(o.ScoreClip, 0) || !(o.HessianClip > 0) || math.IsInf(o.HessianClip, 0):
-		return o, fmt.Errorf("newton: clips must be positive and finite, got %v and %v", o.ScoreClip, o.HessianClip)
-	case !(o.StartHazard > 0 && o.StartHazard < 1):
+	}
+	for _, c := range o.clips() {
+		if !(c > 0) || math.IsInf(c, 0) {
+			return o, fmt.Errorf("newton: clips must be positive and finite, got %v", o.clips())
+		}
+	}
+	if !(o.StartHazard > 0 && o.StartHazard < 1) {
 		return o, fmt.Errorf("newton: start hazard must be in (0, 1), got %v", o.StartHazard)
-	case len(o.ScoreShares) != o.Steps || len(o.HessianShares) != o.Steps:
-		return o, fmt.Errorf("newton: %d score and %d hessian shares for %d steps", len(o.ScoreShares), len(o.HessianShares), o.Steps)
+	}
+	if len(o.StepShares) != o.Steps {
+		return o, fmt.Errorf("newton: %d step shares for %d steps", len(o.StepShares), o.Steps)
 	}
 	var sum float64
-	for k := range o.Steps {
-		if !(o.ScoreShares[k] > 0) || !(o.HessianShares[k] > 0) {
-			return o, errors.New("newton: every share must be positive")
+	for _, s := range o.StepShares {
+		if !(s > 0) {
+			return o, errors.New("newton: every step share must be positive")
 		}
-		sum += o.ScoreShares[k] + o.HessianShares[k]
+		sum += s
 	}
 	if math.Abs(sum-1) > 1e-9 {
-		return o, fmt.Errorf("newton: shares sum to %v, want 1", sum)
+		return o, fmt.Errorf("newton: step shares sum to %v, want 1", sum)
 	}
 	return o, nil
 }
 
-// clippedSums returns, at f, the sum over records of the score vectors
-// (each scaled to norm at most cg) and the upper triangle of the sum of
-// the Hessians (each scaled to trace at most ch).
-func (m *discreteModel) clippedSums(f []float64, cg, ch float64) (score, hessUpper []float64) {
-	e, p, d := m.e, m.p, m.dim()
+// clips returns the five blocks' clips (L2 norms of a record's
+// contribution), in block order.
+func (o NewtonOptions) clips() [nBlocks]float64 {
+	return [nBlocks]float64{o.ScoreClip, o.BetaScoreClip, o.HessianClip, o.CrossHessianClip, o.BetaHessianClip}
+}
+
+// newtonSums are, at one point, the five clipped sums in block order.
+type newtonSums [nBlocks][]float64
+
+// blockDims returns the lengths of the five blocks for e baseline and p
+// covariate coefficients.
+func blockDims(e, p int) [nBlocks]int {
+	return [nBlocks]int{e, p, hessianEntries(e), e * p, hessianEntries(p)}
+}
+
+// clippedSums returns, at f, the sums over records of each block of the
+// records' score vectors and Hessians, every record's block scaled to its
+// clip: the alpha score to L2 norm cl[blkScoreA], the beta score to
+// cl[blkScoreB], the alpha-alpha and beta-beta Hessian blocks (PSD) to
+// trace cl[blkHessAA] and cl[blkHessBB], the cross block to Frobenius norm
+// cl[blkHessAB] and further to the geometric mean of the diagonal blocks'
+// factors (which keeps each record's clipped Hessian PSD). Records are
+// split between workers as in eval; each record's terms are those of
+// recordTerms (the logit product form and the cloglog prefix sums are
+// exact rewritings of the per-period sums).
+func (m *discreteModel) clippedSums(f []float64, cl [nBlocks]float64) newtonSums {
+	e, p := m.e, m.p
 	st := m.newState()
 	m.prepare(st, f[:e])
-	beta := f[e:]
 	an := make([]float64, m.q) // ||A_s||^2
 	for s := 0; s < m.q; s++ {
 		an[s] = sqNorm(m.basis[s*e : (s+1)*e])
 	}
-	gs := make([]float64, m.q) // per interval: sum of clipped score weights
-	hs := make([]float64, m.q) // per interval: sum of clipped hessian weights
-	gb := make([]float64, p)
-	hab := make([]float64, e*p)
-	hbb := make([]float64, p*p)
-	ga := make([]float64, e) // the record's alpha score
-	va := make([]float64, e) // the record's sum_s h_s A_s
-	gw := make([]float64, m.q)
-	hw := make([]float64, m.q)
-	for i := 0; i < m.n; i++ {
-		xi := m.x[i*p : (i+1)*p]
-		var u float64
-		for j, b := range beta {
-			u += b * xi[j]
-		}
-		si := int(m.s[i])
-		clear(ga)
-		clear(va)
-		var gsum, hsum, tr float64
-		for s := 0; s < si; s++ {
-			l, g, h := m.link.pair(st.a[s]+u, s == si-1 && m.event[i])
-			_ = l
-			gw[s], hw[s] = g, h
-			row := m.basis[s*e : (s+1)*e]
-			for j, b := range row {
-				ga[j] += g * b
-				va[j] += h * b
-			}
-			gsum += g
-			hsum += h
-			tr += h * an[s]
-		}
-		xn := sqNorm(xi)
-		gn := math.Sqrt(sqNorm(ga) + gsum*gsum*xn)
-		tr += hsum * xn
-		cgi, chi := 1.0, 1.0
-		if gn > cg {
-			cgi = cg / gn
-		}
-		if tr > ch {
-			chi = ch / tr
-		}
-		for s := 0; s < si; s++ {
-			gs[s] += cgi * gw[s]
-			hs[s] += chi * hw[s]
-		}
-		for j, xv := range xi {
-			gb[j] += cgi * gsum * xv
-		}
-		for a := 0; a < e; a++ {
-			c := chi * va[a]
-			for j, xv := range xi {
-				hab[a*p+j] += c * xv
-			}
-		}
-		for a, xa := range xi {
-			c := chi * hsum * xa
-			for b := 0; b < p; b++ {
-				hbb[a*p+b] += c * xi[b]
-			}
+	var pa []float64 // cloglog: pa[k] = sum_{s<k} exp(a_s) ||A_s||^2
+	if m.link == LinkCloglog {
+		pa = make([]float64, m.q+1)
+		for k := 1; k <= m.q; k++ {
+			pa[k] = pa[k-1] + st.ea[k-1]*an[k-1]
 		}
 	}
-	score = make([]float64, d)
-	full := make([]float64, d*d)
+	workers := runtime.GOMAXPROCS(0)
+	if mx := m.n / 2048; workers > mx {
+		workers = mx
+	}
+	workers = max(workers, 1)
+	acs := make([]*clipAccum, workers)
+	var wg sync.WaitGroup
+	chunk := (m.n + workers - 1) / workers
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, m.n)
+		ac := m.newClipAccum()
+		acs[w] = ac
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rt := m.newRecordTerms()
+			for i := lo; i < hi; i++ {
+				m.recordTerms(i, f[e:], st, an, pa, rt)
+				ac.add(m, rt, cl)
+			}
+		}()
+	}
+	wg.Wait()
+	tot := acs[0]
+	for _, ac := range acs[1:] {
+		addTo(tot.gs, ac.gs)
+		addTo(tot.hs, ac.hs)
+		addTo(tot.gw, ac.gw)
+		addTo(tot.hw, ac.hw)
+		addTo(tot.gb, ac.gb)
+		addTo(tot.hab, ac.hab)
+		addTo(tot.hbb, ac.hbb)
+	}
+	if m.link == LinkCloglog {
+		// survived intervals: interval s is survived by every record with
+		// k_i > s, each contributing exp(a_s) w_i times its clip factor
+		var sg, sh float64
+		for s := m.q - 1; s >= 0; s-- {
+			sg += tot.gw[s+1]
+			sh += tot.hw[s+1]
+			tot.gs[s] += st.ea[s] * sg
+			tot.hs[s] += st.ea[s] * sh
+		}
+	}
+	var out newtonSums
+	out[blkScoreA] = make([]float64, e)
+	haa := make([]float64, e*e)
 	for s := 0; s < m.q; s++ {
 		row := m.basis[s*e : (s+1)*e]
 		for a, ra := range row {
-			score[a] += gs[s] * ra
-			for b, rb := range row {
-				full[a*d+b] += hs[s] * ra * rb
+			out[blkScoreA][a] += tot.gs[s] * ra
+			for b := a; b < e; b++ {
+				haa[a*e+b] += tot.hs[s] * ra * row[b]
 			}
 		}
 	}
-	copy(score[e:], gb)
+	out[blkScoreB] = tot.gb
+	out[blkHessAA] = upperOf(haa, e)
+	out[blkHessAB] = tot.hab
+	out[blkHessBB] = upperOf(tot.hbb, p)
+	return out
+}
+
+// recordTerm holds one record's unclipped score and Hessian pieces.
+type recordTerm struct {
+	xi             []float64
+	k              int       // survived intervals 0..k-1, last interval k
+	w              float64   // cloglog: exp(beta'x)
+	gw, hw         []float64 // logit/probit: per interval 0..k, dloss/dz and d2loss/dz2
+	gLast, hLast   float64   // cloglog: the last interval's
+	ga, va         []float64 // sum_s g_s A_s and sum_s h_s A_s
+	gsum, hsum, tr float64   // sum_s g_s, sum_s h_s, sum_s h_s ||A_s||^2
+}
+
+func (m *discreteModel) newRecordTerms() *recordTerm {
+	return &recordTerm{gw: make([]float64, m.q), hw: make([]float64, m.q), ga: make([]float64, m.e), va: make([]float64, m.e)}
+}
+
+// recordTerms fills rt with record i's score and Hessian pieces at
+// (alpha of st, beta).
+func (m *discreteModel) recordTerms(i int, beta []float64, st *intervalState, an, pa []float64, rt *recordTerm) {
+	e, p := m.e, m.p
+	xi := m.x[i*p : (i+1)*p]
+	var u float64
+	for j, b := range beta {
+		u += b * xi[j]
+	}
+	k := int(m.s[i]) - 1
+	rt.xi, rt.k = xi, k
+	ga, va := rt.ga, rt.va
+	clear(ga)
+	clear(va)
+	rt.gsum, rt.hsum, rt.tr = 0, 0, 0
+	last := m.basis[k*e : (k+1)*e]
+	switch {
+	case m.link == LinkCloglog:
+		w := math.Exp(u)
+		rt.w = w
+		pr := st.p1[k*e : (k+1)*e]
+		for j := range ga {
+			ga[j] = w * pr[j]
+			va[j] = w * pr[j]
+		}
+		rt.gsum, rt.hsum, rt.tr = w*st.p0[k], w*st.p0[k], w*pa[k]
+		_, g, h := m.link.pair(st.a[k]+u, m.event[i])
+		rt.gLast, rt.hLast = g, h
+		for j, b := range last {
+			ga[j] += g * b
+			va[j] += h * b
+		}
+		rt.gsum += g
+		rt.hsum += h
+		rt.tr += h * an[k]
+		return
+	case m.link == LinkLogit && st.maxA+math.Abs(u) < fastLimit:
+		w := math.Exp(u)
+		for s := 0; s < k; s++ {
+			t := st.ea[s] * w
+			r := 1 / (1 + t)
+			rt.gw[s], rt.hw[s] = t*r, t*r*r
+		}
+	default:
+		for s := 0; s < k; s++ {
+			_, rt.gw[s], rt.hw[s] = m.link.pair(st.a[s]+u, false)
+		}
+	}
+	_, rt.gw[k], rt.hw[k] = m.link.pair(st.a[k]+u, m.event[i])
+	for s := 0; s <= k; s++ {
+		g, h := rt.gw[s], rt.hw[s]
+		row := m.basis[s*e : (s+1)*e]
+		for j, b := range row {
+			ga[j] += g * b
+			va[j] += h * b
+		}
+		rt.gsum += g
+		rt.hsum += h
+		rt.tr += h * an[s]
+	}
+}
+
+// clipAccum is one worker's share of the clipped sums.
+type clipAccum struct {
+	gs, hs []float64 // per interval: clipped alpha score and Hessian weights
+	gw, hw []float64 // cloglog: per k, sum of clipped w_i over records with k_i = k
+	gb     []float64 // p
+	hab    []float64 // e*p
+	hbb    []float64 // p*p (upper triangle used)
+}
+
+func (m *discreteModel) newClipAccum() *clipAccum {
+	return &clipAccum{
+		gs: make([]float64, m.q), hs: make([]float64, m.q),
+		gw: make([]float64, m.q+1), hw: make([]float64, m.q+1),
+		gb: make([]float64, m.p), hab: make([]float64, m.e*m.p), hbb: make([]float64, m.p*m.p),
+	}
+}
+
+// recordClips returns the record's five clip factors (see clippedSums).
+func recordClips(rt *recordTerm, cl [nBlocks]float64) (ca, cb, caa, cab, cbb float64) {
+	xn := sqNorm(rt.xi)
+	ca = clipFactor(math.Sqrt(sqNorm(rt.ga)), cl[blkScoreA])
+	cb = clipFactor(math.Abs(rt.gsum)*math.Sqrt(xn), cl[blkScoreB])
+	caa = clipFactor(rt.tr, cl[blkHessAA])
+	cbb = clipFactor(rt.hsum*xn, cl[blkHessBB])
+	cab = math.Min(clipFactor(math.Sqrt(sqNorm(rt.va)*xn), cl[blkHessAB]), math.Sqrt(caa*cbb))
+	return ca, cb, caa, cab, cbb
+}
+
+func (ac *clipAccum) add(m *discreteModel, rt *recordTerm, cl [nBlocks]float64) {
+	ca, cb, caa, cab, cbb := recordClips(rt, cl)
+	k, xi, p := rt.k, rt.xi, m.p
+	if m.link == LinkCloglog {
+		ac.gw[k] += ca * rt.w
+		ac.hw[k] += caa * rt.w
+		ac.gs[k] += ca * rt.gLast
+		ac.hs[k] += caa * rt.hLast
+	} else {
+		for s := 0; s <= k; s++ {
+			ac.gs[s] += ca * rt.gw[s]
+			ac.hs[s] += caa * rt.hw[s]
+		}
+	}
+	for j, xv := range xi {
+		ac.gb[j] += cb * rt.gsum * xv
+	}
+	for a, v := range rt.va {
+		c := cab * v
+		for j, xv := range xi {
+			ac.hab[a*p+j] += c * xv
+		}
+	}
+	for a, xa := range xi {
+		c := cbb * rt.hsum * xa
+		for b := a; b < p; b++ {
+			ac.hbb[a*p+b] += c * xi[b]
+		}
+	}
+}
+
+// clipFactor is min(1, c/norm).
+func clipFactor(norm, c float64) float64 {
+	if norm > c {
+		return c / norm
+	}
+	return 1
+}
+
+// upperOf returns the upper triangle (row by row) of the d×d row-major a.
+func upperOf(a []float64, d int) []float64 {
+	out := make([]float64, 0, hessianEntries(d))
+	for r := 0; r < d; r++ {
+		out = append(out, a[r*d+r:(r+1)*d]...)
+	}
+	return out
+}
+
+// newtonNoises returns step k's five noises (sensitivity twice each
+// block's clip: replace-one).
+func newtonNoises(o NewtonOptions, e, p int, eps float64) ([][nBlocks]LatticeNoise, error) {
+	dims := blockDims(e, p)
+	cl := o.clips()
+	out := make([][nBlocks]LatticeNoise, o.Steps)
+	for k := range o.Steps {
+		split := newtonSplit
+		if k == o.Steps-1 {
+			split = newtonLastSplit
+		}
+		for b := range nBlocks {
+			var err error
+			if out[k][b], err = OutputNoise(2*cl[b], dims[b], eps*o.StepShares[k]*split[b]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// pooledHessian is the Hessian of the steps released at points within
+// poolRadius of at (by block, weighted by inverse noise variance) and, per
+// block, the variance of its pooled noise; ok is false if no step
+// qualifies.
+func pooledHessian(steps []NewtonStep, at []float64, e, p int) (h *mat.SymDense, vars [nBlocks]float64, ok bool) {
+	dims := blockDims(e, p)
+	var pooled [nBlocks][]float64
+	for b := blkHessAA; b <= blkHessBB; b++ {
+		pooled[b] = make([]float64, dims[b])
+		var wsum float64
+		for k := range steps {
+			if dist(steps[k].At, at) > poolRadius {
+				continue
+			}
+			blk := steps[k].blocks()[b]
+			w := 1 / latticeLaplaceVar(blk.Noise)
+			wsum += w
+			for j, v := range blk.Value {
+				pooled[b][j] += w * v
+			}
+		}
+		if wsum == 0 {
+			return nil, vars, false
+		}
+		for j := range pooled[b] {
+			pooled[b][j] /= wsum
+		}
+		vars[b] = 1 / wsum
+	}
+	d := e + p
+	h = mat.NewSymDense(d, nil)
+	k := 0
+	for a := 0; a < e; a++ {
+		for c := a; c < e; c++ {
+			h.SetSym(a, c, pooled[blkHessAA][k])
+			k++
+		}
+	}
 	for a := 0; a < e; a++ {
 		for j := 0; j < p; j++ {
-			full[a*d+e+j] = hab[a*p+j]
-			full[(e+j)*d+a] = hab[a*p+j]
+			h.SetSym(a, e+j, pooled[blkHessAB][a*p+j])
 		}
 	}
+	k = 0
 	for a := 0; a < p; a++ {
-		for b := 0; b < p; b++ {
-			full[(e+a)*d+e+b] = hbb[a*p+b]
+		for c := a; c < p; c++ {
+			h.SetSym(e+a, e+c, pooled[blkHessBB][k])
+			k++
 		}
 	}
-	hessUpper = make([]float64, 0, hessianEntries(d))
+	return h, vars, true
+}
+
+// floorNoise floors h's eigenvalues in the metric of its noise: with
+// S = diag(s_j), s_j the square root of the noise SD of h's block
+// containing (j, j), the noise of S^-1 h S^-1 has entries of SD at most
+// about 1 (the cross block's SD is at most max(1, r) times the geometric
+// mean of the diagonal blocks'), so its spectral norm is about 2 sqrt(d)
+// r; the eigenvalues of S^-1 h S^-1 are floored at twice that.
+func floorNoise(h *mat.SymDense, vars [nBlocks]float64, e int) (*mat.SymDense, bool) {
+	d := h.SymmetricDim()
+	sa, sb := math.Pow(vars[blkHessAA], 0.25), math.Pow(vars[blkHessBB], 0.25)
+	r := math.Max(1, math.Sqrt(vars[blkHessAB])/(sa*sb))
+	s := make([]float64, d)
+	for j := range s {
+		s[j] = sb
+		if j < e {
+			s[j] = sa
+		}
+	}
+	scaled := mat.NewSymDense(d, nil)
 	for a := 0; a < d; a++ {
-		for b := a; b < d; b++ {
-			hessUpper = append(hessUpper, full[a*d+b])
+		for c := a; c < d; c++ {
+			scaled.SetSym(a, c, h.At(a, c)/(s[a]*s[c]))
 		}
 	}
-	return score, hessUpper
+	fl, ok := projectPD(scaled, 4*math.Sqrt(float64(d))*r)
+	if !ok {
+		return nil, false
+	}
+	out := mat.NewSymDense(d, nil)
+	for a := 0; a < d; a++ {
+		for c := a; c < d; c++ {
+			out.SetSym(a, c, fl.At(a, c)*s[a]*s[c])
+		}
+	}
+	return out, true
 }
 
 // fitNewton runs MethodNewton on the prepared problem (res carries the
@@ -241,18 +555,11 @@ func fitNewton(m *discreteModel, opts DiscreteOptions, src dp.Source, res Discre
 	if err != nil {
 		return DiscreteResult{}, err
 	}
-	d := m.dim()
-	eps := opts.Epsilon
+	e, d := m.e, m.dim()
 	// noises first: every sensitivity is public (the clips)
-	scoreNoise := make([]LatticeNoise, o.Steps)
-	hessNoise := make([]LatticeNoise, o.Steps)
-	for k := range o.Steps {
-		if scoreNoise[k], err = OutputNoise(2*o.ScoreClip, d, eps*o.ScoreShares[k]); err != nil {
-			return DiscreteResult{}, err
-		}
-		if hessNoise[k], err = OutputNoise(2*o.HessianClip, hessianEntries(d), eps*o.HessianShares[k]); err != nil {
-			return DiscreteResult{}, err
-		}
+	noises, err := newtonNoises(o, e, m.p, opts.Epsilon)
+	if err != nil {
+		return DiscreteResult{}, err
 	}
 	f := make([]float64, d)
 	h0 := o.StartHazard
@@ -264,81 +571,72 @@ func fitNewton(m *discreteModel, opts DiscreteOptions, src dp.Source, res Discre
 	default:
 		f[0] = math.Log(h0 / (1 - h0))
 	}
-	floor := newtonEigenFloor * float64(m.n)
-	var last *mat.SymDense
+	cl := o.clips()
 	steps := make([]NewtonStep, 0, o.Steps)
 	for k := range o.Steps {
-		score, hu := m.clippedSums(f, o.ScoreClip, o.HessianClip)
-		g, err := scoreNoise[k].Release(src, score)
-		if err != nil {
-			return DiscreteResult{}, fmt.Errorf("newton step %d: %w", k+1, err)
-		}
-		hn, err := hessNoise[k].Release(src, hu)
-		if err != nil {
-			return DiscreteResult{}, fmt.Errorf("newton step %d: %w", k+1, err)
-		}
-		steps = append(steps, NewtonStep{At: append([]float64(nil), f...), Score: g, ScoreNoise: scoreNoise[k], Hessian: hn, HessianNois: hessNoise[k]})
-		// From here on: post-processing of released values only. The
-		// Hessian used is the inverse-variance pool of this step's and the
-		// previous step's releases (from the second step on the iterates
-		// are close), its eigenvalues floored at the larger of a public
-		// per-record floor and twice the noise's spectral scale.
-		pooled := hn
-		vk := latticeLaplaceVar(hessNoise[k])
-		if k > 0 && dist(steps[k-1].At, f) < poolRadius {
-			vp := latticeLaplaceVar(hessNoise[k-1])
-			wk, wp := vp/(vk+vp), vk/(vk+vp)
-			pooled = make([]float64, len(hn))
-			for j := range hn {
-				pooled[j] = wk*hn[j] + wp*steps[k-1].Hessian[j]
+		sums := m.clippedSums(f, cl)
+		step := NewtonStep{At: append([]float64(nil), f...)}
+		for b, blk := range step.blocks() {
+			v, err := noises[k][b].Release(src, sums[b])
+			if err != nil {
+				// unreachable: the sums are finite sums of clipped terms
+				v = make([]float64, len(sums[b]))
 			}
-			vk = vk * vp / (vk + vp)
+			*blk = NewtonBlock{Value: v, Noise: noises[k][b]}
 		}
-		fl := math.Max(floor, 2*math.Sqrt(vk*float64(d)))
-		h, ok := projectPD(upperToSym(pooled, d), fl)
-		if !ok {
-			break // f stays: a function of released values
+		steps = append(steps, step)
+		// From here on: post-processing of released values only.
+		if next, ok := newtonMove(steps, f, e, m.p); ok {
+			f = next
 		}
-		last = h
-		var chol mat.Cholesky
-		if !chol.Factorize(h) {
-			break
-		}
-		var step mat.VecDense
-		if err := chol.SolveVecTo(&step, mat.NewVecDense(d, g)); err != nil {
-			break
-		}
-		norm := mat.Norm(&step, 2)
-		scale := 1.0
-		if norm > maxNewtonStep {
-			scale = maxNewtonStep / norm
-		}
-		next := make([]float64, d)
-		for j := range next {
-			next[j] = f[j] - scale*step.AtVec(j)
-		}
-		if !finite(next) {
-			break
-		}
-		f = next
 	}
-	res.Alpha, res.Beta = f[:m.e], f[m.e:]
+	res.Alpha, res.Beta = f[:e], f[e:]
 	res.Guarantee = GuaranteePureDP
 	res.Newton = &o
 	res.NewtonSteps = steps
-	res.EpsilonFit, res.EpsilonInterval = eps, 0
-	ln := scoreNoise[o.Steps-1]
-	res.Noise, res.NoiseScale = &ln, ln.Scale
-	if last == nil {
-		res.IntervalMethod = "none: no released Hessian was positive definite after the floor"
-		return res, nil
-	}
-	newtonIntervals(&res, last, ln, 0.95)
+	res.EpsilonFit, res.EpsilonInterval = opts.Epsilon, 0
+	last := steps[len(steps)-1]
+	res.Noise, res.NoiseScale = &last.ScoreBeta.Noise, last.ScoreBeta.Noise.Scale
+	newtonIntervals(&res, 0.95)
 	return res, nil
 }
 
-// poolRadius: a previous step's Hessian is pooled only when it was
-// released at a point this close (L2) to the current one.
+// newtonMove is the step from f after the last of steps: f - H^-1 g with g
+// the last released score and H the pooled, floored Hessian, shortened to
+// maxNewtonStep. ok is false (f stays) when no Hessian is usable.
+func newtonMove(steps []NewtonStep, f []float64, e, p int) ([]float64, bool) {
+	d := e + p
+	h, vars, ok := pooledHessian(steps, f, e, p)
+	if !ok {
+		return nil, false
+	}
+	h, ok = floorNoise(h, vars, e)
+	if !ok {
+		return nil, false
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(h) {
+		return nil, false
+	}
+	last := steps[len(steps)-1]
+	g := append(append([]float64(nil), last.ScoreAlpha.Value...), last.ScoreBeta.Value...)
+	var step mat.VecDense
+	if err := chol.SolveVecTo(&step, mat.NewVecDense(d, g)); err != nil {
+		return nil, false
+	}
+	scale := 1.0
+	if norm := mat.Norm(&step, 2); norm > maxNewtonStep {
+		scale = maxNewtonStep / norm
+	}
+	next := make([]float64, d)
+	for j := range next {
+		next[j] = f[j] - scale*step.AtVec(j)
+	}
+	return next, finite(next)
+}
+
+// poolRadius: a step's Hessian is pooled only when it was released at a
+// point this close (L2) to the current one.
 const poolRadius = 0.25
 
 func dist(a, b []float64) float64 {
@@ -365,22 +663,37 @@ func latticeLaplaceVar(n LatticeNoise) float64 {
 }
 
 // newtonIntervals sets the Wald limits of every coefficient, the standard
-// errors, z tests and hazard (odds) ratios from the last released Hessian
-// h and the last score noise (post-processing).
-func newtonIntervals(res *DiscreteResult, h *mat.SymDense, noise LatticeNoise, conf float64) {
-	d := h.SymmetricDim()
+// errors, z tests and hazard (odds) ratios of a MethodNewton release from
+// its released steps (post-processing): H is the pooled, floored Hessian
+// at the estimate and D the variances of the last score's noise.
+func newtonIntervals(res *DiscreteResult, conf float64) {
+	e, p := len(res.Alpha), len(res.Beta)
+	d := e + p
+	f := append(append([]float64{}, res.Alpha...), res.Beta...)
+	h, vars, ok := pooledHessian(res.NewtonSteps, f, e, p)
+	if ok {
+		h, ok = floorNoise(h, vars, e)
+	}
 	var inv mat.Dense
-	if err := inv.Inverse(h); err != nil {
-		res.IntervalMethod = "none: the released Hessian is singular"
+	if !ok || inv.Inverse(h) != nil {
+		res.IntervalMethod = "none: no released Hessian near the estimate is usable"
 		return
 	}
-	v := latticeLaplaceVar(noise)
+	last := res.NewtonSteps[len(res.NewtonSteps)-1]
+	dv := make([]float64, d)
+	for j := range dv {
+		if j < e {
+			dv[j] = latticeLaplaceVar(last.ScoreAlpha.Noise)
+		} else {
+			dv[j] = latticeLaplaceVar(last.ScoreBeta.Noise)
+		}
+	}
+	var hd mat.Dense
+	hd.Mul(&inv, mat.NewDiagDense(d, dv))
 	var cov mat.Dense
-	cov.Mul(&inv, &inv)
-	cov.Scale(v, &cov)
+	cov.Mul(&hd, &inv)
 	cov.Add(&cov, &inv)
 	z := probitQuantile(1 - (1-conf)/2)
-	f := append(append([]float64{}, res.Alpha...), res.Beta...)
 	se := make([]float64, d)
 	lo := make([]float64, d)
 	hi := make([]float64, d)
@@ -388,16 +701,15 @@ func newtonIntervals(res *DiscreteResult, h *mat.SymDense, noise LatticeNoise, c
 		se[j] = math.Sqrt(math.Max(cov.At(j, j), 0))
 		lo[j], hi[j] = f[j]-z*se[j], f[j]+z*se[j]
 	}
-	e := len(res.Alpha)
 	res.AlphaLower, res.AlphaUpper = lo[:e], hi[:e]
 	res.BetaLower, res.BetaUpper = lo[e:], hi[e:]
 	res.AlphaSE, res.BetaSE = se[:e], se[e:]
-	res.BetaZ = make([]float64, d-e)
-	res.BetaP = make([]float64, d-e)
-	res.HazardRatio = make([]float64, d-e)
-	res.HazardRatioLower = make([]float64, d-e)
-	res.HazardRatioUpper = make([]float64, d-e)
-	for j := range d - e {
+	res.BetaZ = make([]float64, p)
+	res.BetaP = make([]float64, p)
+	res.HazardRatio = make([]float64, p)
+	res.HazardRatioLower = make([]float64, p)
+	res.HazardRatioUpper = make([]float64, p)
+	for j := range p {
 		b := res.Beta[j]
 		res.BetaZ[j] = b / se[e+j]
 		res.BetaP[j] = 2 * normCDF(-math.Abs(res.BetaZ[j]))
