@@ -164,6 +164,9 @@ type DiscreteResult struct {
 	// steps (each a noisy score sum and Hessian sum at a public point).
 	Newton      *NewtonOptions `json:"newton,omitempty"`
 	NewtonSteps []NewtonStep   `json:"newton_steps,omitempty"`
+	// NewtonStart are the released event and person-period counts the
+	// start hazard is computed from.
+	NewtonStart []NewtonBlock `json:"newton_start,omitempty"`
 	// AlphaSE, BetaSE, BetaZ, BetaP and the hazard (odds) ratios
 	// exp(beta) with their limits: MethodNewton's Wald inference
 	// (IntervalNewton). With the cloglog link exp(beta) is the grouped-time

@@ -82,7 +82,7 @@ func TestNewtonCoverageExplore(t *testing.T) {
 		n = v
 	}
 	for _, link := range []Link{LinkLogit, LinkCloglog} {
-		for _, eps := range []float64{0.5, 1, 2} {
+		for _, eps := range epsList() {
 			cov, acov := 0, 0
 			var w, ww, bias [2]float64
 			var dt time.Duration
@@ -125,7 +125,7 @@ func TestNewtonTrajectory(t *testing.T) {
 	d := worldData(rng, 50000, LinkLogit)
 	mle, _ := mleWald(t, d, LinkLogit)
 	t.Logf("mle %.4f %.4f", mle.Alpha, mle.Beta)
-	for _, eps := range []float64{1, 1e6} {
+	for _, eps := range []float64{0.5, 1e6} {
 		t0 := time.Now()
 		res, err := FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: LinkLogit, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(5))
 		if err != nil {
@@ -136,5 +136,37 @@ func TestNewtonTrajectory(t *testing.T) {
 			t.Logf("  at %.4f", s.At)
 		}
 		t.Logf("  final %.4f %.4f se %.4f %.4f", res.Alpha, res.Beta, res.AlphaSE, res.BetaSE)
+	}
+}
+
+func epsList() []float64 {
+	if os.Getenv("EPS") == "all" {
+		return []float64{0.5, 1, 2}
+	}
+	return []float64{0.5, 1}
+}
+
+func TestNewtonBiasExplore(t *testing.T) {
+	reps := 12
+	for _, eps := range []float64{0.5} {
+		var m [4][2]float64
+		for r := 0; r < reps; r++ {
+			rng := rand.New(rand.NewPCG(uint64(r), 7))
+			d := worldData(rng, 50000, LinkLogit)
+			res, _ := FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: LinkLogit, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(uint64(r+100)))
+			mle, _ := mleWald(t, d, LinkLogit)
+			K := len(res.NewtonSteps)
+			pts := [][]float64{res.NewtonSteps[K-3].At[3:], res.NewtonSteps[K-2].At[3:], res.NewtonSteps[K-1].At[3:], res.Beta}
+			line := ""
+			for i, pt := range pts {
+				for j := range 2 {
+					m[i][j] += (pt[j] - mle.Beta[j]) / float64(reps)
+					line += strconv.FormatFloat(pt[j]-mle.Beta[j], 'f', 4, 64) + " "
+				}
+				line += "| "
+			}
+			t.Logf("rep %d: %s alpha %.3f mle %.3f", r, line, res.Alpha, mle.Alpha)
+		}
+		t.Logf("eps %v mean errors vs mle (K-2, K-1, K, final): %.4f", eps, m)
 	}
 }

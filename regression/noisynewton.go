@@ -53,23 +53,27 @@ type NewtonOptions struct {
 	// they sum to 1. Within a step the share is split between the five
 	// releases by newtonSplit (the last step by newtonLastSplit).
 	StepShares []float64 `json:"step_shares"`
-	// StartHazard is the public start's baseline hazard per interval;
-	// 0 means min(0.5, 2/q).
+	// StartHazard is the start's baseline hazard per interval when the
+	// released counts (NewtonStart) are unusable; 0 means min(0.5, 2/q).
 	StartHazard float64 `json:"start_hazard"`
 }
 
 // Defaults of NewtonOptions.
 const (
-	DefaultNewtonSteps      = 6
+	DefaultNewtonSteps      = 5
 	DefaultScoreClip        = 8.0
 	DefaultBetaScoreClip    = 4.0
 	DefaultHessianClip      = 8.0
-	DefaultBetaHessianClip  = 3.0
+	DefaultBetaHessianClip  = 1.5
 	DefaultCrossHessianClip = 4.0
 	// maxNewtonStep bounds a step's length (a trust region: the noisy
 	// early steps must not throw the iterate far from the public start).
 	maxNewtonStep = 5.0
 )
+
+// newtonStartShare is the share of epsilon spent on the start's counts
+// (events and person-periods); the steps share the rest.
+const newtonStartShare = 0.02
 
 // Block indices of a step's releases.
 const (
@@ -85,15 +89,15 @@ const (
 // its five releases (score alpha, score beta, Hessian alpha-alpha,
 // alpha-beta, beta-beta); each sums to 1.
 var (
-	newtonSplit     = [nBlocks]float64{0.2, 0.2, 0.15, 0.15, 0.3}
-	newtonLastSplit = [nBlocks]float64{0.25, 0.35, 0.1, 0.1, 0.2}
+	newtonSplit     = [nBlocks]float64{0.2, 0.3, 0.15, 0.1, 0.25}
+	newtonLastSplit = [nBlocks]float64{0.2, 0.45, 0.1, 0.05, 0.2}
 )
 
 // defaultStepShares: the early steps only need to bring the iterate near
 // the optimum; most of the budget goes to the last two (the last score's
 // noise is what the released coefficients carry; the Hessians near the
 // optimum are what the intervals use). They sum to 1 exactly.
-var defaultStepShares = []float64{0.05, 0.05, 0.1, 0.1, 0.25, 0.45}
+var defaultStepShares = []float64{0.06, 0.1, 0.16, 0.28, 0.4}
 
 // IntervalNewton describes the limits of a MethodNewton release.
 const IntervalNewton = "wald: f ± z sqrt(diag(H^-1 + H^-1 D H^-1)), H the released (noisy) Hessian sums near the estimate pooled by inverse noise variance, D the variance of the last released score's lattice Laplace noise: sampling error and the mechanism's noise; hazard_ratio limits are exp(beta limits)"
@@ -450,7 +454,7 @@ func newtonNoises(o NewtonOptions, e, p int, eps float64) ([][nBlocks]LatticeNoi
 		}
 		for b := range nBlocks {
 			var err error
-			if out[k][b], err = OutputNoise(2*cl[b], dims[b], eps*o.StepShares[k]*split[b]); err != nil {
+			if out[k][b], err = OutputNoise(2*cl[b], dims[b], eps*(1-newtonStartShare)*o.StepShares[k]*split[b]); err != nil {
 				return nil, err
 			}
 		}
@@ -534,7 +538,7 @@ func floorNoise(h *mat.SymDense, vars [nBlocks]float64, e int) (*mat.SymDense, b
 			scaled.SetSym(a, c, h.At(a, c)/(s[a]*s[c]))
 		}
 	}
-	fl, ok := projectPD(scaled, 4*math.Sqrt(float64(d))*r)
+	fl, ok := projectPD(scaled, math.Sqrt(float64(d))*r)
 	if !ok {
 		return nil, false
 	}
@@ -561,8 +565,37 @@ func fitNewton(m *discreteModel, opts DiscreteOptions, src dp.Source, res Discre
 	if err != nil {
 		return DiscreteResult{}, err
 	}
-	f := make([]float64, d)
+	// the start: the baseline hazard events / person-periods from a
+	// release of the two counts (replace-one moves the event count by at
+	// most 1 and the person-period count, each record's clamped to q, by at
+	// most q - 1), on newtonStartShare of epsilon
+	// (two releases, each on half of that share)
+	var startNoise [2]LatticeNoise
+	for j, sens := range []float64{1, float64(m.q - 1)} {
+		if startNoise[j], err = OutputNoise(math.Max(sens, 1), 1, opts.Epsilon*newtonStartShare/2); err != nil {
+			return DiscreteResult{}, err
+		}
+	}
+	var events, periods float64
+	for i := 0; i < m.n; i++ {
+		periods += float64(m.s[i])
+		if m.event[i] {
+			events++
+		}
+	}
+	counts := make([]float64, 2)
+	for j, v := range []float64{events, periods} {
+		r, err := startNoise[j].Release(src, []float64{v})
+		if err != nil {
+			r = []float64{0} // unreachable: the counts are finite
+		}
+		counts[j] = r[0]
+	}
 	h0 := o.StartHazard
+	if counts[1] >= 1 && counts[0] > 0 {
+		h0 = math.Min(math.Max(counts[0]/counts[1], 1e-4), 0.5)
+	}
+	f := make([]float64, d)
 	switch m.link {
 	case LinkCloglog:
 		f[0] = math.Log(-math.Log1p(-h0))
@@ -571,6 +604,7 @@ func fitNewton(m *discreteModel, opts DiscreteOptions, src dp.Source, res Discre
 	default:
 		f[0] = math.Log(h0 / (1 - h0))
 	}
+	res.NewtonStart = []NewtonBlock{{Value: counts[:1], Noise: startNoise[0]}, {Value: counts[1:], Noise: startNoise[1]}}
 	cl := o.clips()
 	steps := make([]NewtonStep, 0, o.Steps)
 	for k := range o.Steps {
@@ -670,7 +704,8 @@ func newtonIntervals(res *DiscreteResult, conf float64) {
 	e, p := len(res.Alpha), len(res.Beta)
 	d := e + p
 	f := append(append([]float64{}, res.Alpha...), res.Beta...)
-	h, vars, ok := pooledHessian(res.NewtonSteps, f, e, p)
+	last := res.NewtonSteps[len(res.NewtonSteps)-1]
+	h, vars, ok := pooledHessian(res.NewtonSteps, last.At, e, p)
 	if ok {
 		h, ok = floorNoise(h, vars, e)
 	}
@@ -679,7 +714,6 @@ func newtonIntervals(res *DiscreteResult, conf float64) {
 		res.IntervalMethod = "none: no released Hessian near the estimate is usable"
 		return
 	}
-	last := res.NewtonSteps[len(res.NewtonSteps)-1]
 	dv := make([]float64, d)
 	for j := range dv {
 		if j < e {
