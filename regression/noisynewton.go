@@ -521,7 +521,7 @@ func pooledHessian(steps []NewtonStep, at []float64, e, p int) (h *mat.SymDense,
 // about 1 (the cross block's SD is at most max(1, r) times the geometric
 // mean of the diagonal blocks'), so its spectral norm is about 2 sqrt(d)
 // r; the eigenvalues of S^-1 h S^-1 are floored at twice that.
-func floorNoise(h *mat.SymDense, vars [nBlocks]float64, e int) (*mat.SymDense, bool) {
+func floorNoise(h *mat.SymDense, vars [nBlocks]float64, e int, c float64) (*mat.SymDense, bool) {
 	d := h.SymmetricDim()
 	sa, sb := math.Pow(vars[blkHessAA], 0.25), math.Pow(vars[blkHessBB], 0.25)
 	r := math.Max(1, math.Sqrt(vars[blkHessAB])/(sa*sb))
@@ -538,7 +538,7 @@ func floorNoise(h *mat.SymDense, vars [nBlocks]float64, e int) (*mat.SymDense, b
 			scaled.SetSym(a, c, h.At(a, c)/(s[a]*s[c]))
 		}
 	}
-	fl, ok := projectPD(scaled, math.Sqrt(float64(d))*r)
+	fl, ok := projectPD(scaled, c*math.Sqrt(float64(d))*r)
 	if !ok {
 		return nil, false
 	}
@@ -644,7 +644,7 @@ func newtonMove(steps []NewtonStep, f []float64, e, p int) ([]float64, bool) {
 	if !ok {
 		return nil, false
 	}
-	h, ok = floorNoise(h, vars, e)
+	h, ok = floorNoise(h, vars, e, 1)
 	if !ok {
 		return nil, false
 	}
@@ -690,6 +690,12 @@ func finite(v []float64) bool {
 	return true
 }
 
+// intervalFloor is the floor of the intervals' Hessian in noise units
+// (times sqrt(d)): lower than the steps' floor, so that a direction the
+// released Hessians do not determine gets a wide interval, not the
+// floor's narrow one.
+const intervalFloor = 1.0
+
 // latticeLaplaceVar is the variance of one coordinate of n's noise.
 func latticeLaplaceVar(n LatticeNoise) float64 {
 	a := math.Exp(-n.Grid / n.Scale)
@@ -707,7 +713,7 @@ func newtonIntervals(res *DiscreteResult, conf float64) {
 	last := res.NewtonSteps[len(res.NewtonSteps)-1]
 	h, vars, ok := pooledHessian(res.NewtonSteps, last.At, e, p)
 	if ok {
-		h, ok = floorNoise(h, vars, e)
+		h, ok = floorNoise(h, vars, e, intervalFloor)
 	}
 	var inv mat.Dense
 	if !ok || inv.Inverse(h) != nil {
