@@ -412,14 +412,14 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 	if !(phi >= 0 && phi <= 0.5) {
 		return DiscreteResult{}, fmt.Errorf("interval fraction must be in [0, 0.5], got %v", phi)
 	}
+	if phi != 0 && opts.Method == MethodNewton {
+		return DiscreteResult{}, errors.New("interval fraction does not apply to newton (it releases its own Hessians): must be 0")
+	}
 	if phi > 0 && opts.Link != LinkLogit {
 		return DiscreteResult{}, fmt.Errorf("the interval release (interval fraction %v) is bounded for the logit link only, got %s", phi, opts.Link)
 	}
 	res.Epsilon = Epsilon(opts.Epsilon)
 	if opts.Method == MethodNewton {
-		if phi != 0 {
-			return DiscreteResult{}, errors.New("newton releases its own Hessians: interval fraction must be 0")
-		}
 		res.Neighbouring = NeighbouringReplaceOne
 		res.Public = PublicDiscrete(opts.Method)
 		res.N = int64(m.n)
