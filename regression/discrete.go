@@ -589,6 +589,8 @@ func PublicDiscrete(m Method) []string {
 		out = append(out, "lambda", "delta", "epsilon_prime")
 	case MethodPSGLD:
 		out = append(out, "psgld")
+	case MethodNewton:
+		out = append(out, "newton")
 	}
 	return append(out, "noise")
 }
