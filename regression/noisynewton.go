@@ -103,7 +103,7 @@ var (
 var defaultStepShares = []float64{0.06, 0.1, 0.16, 0.28, 0.4}
 
 // IntervalNewton describes the limits of a MethodNewton release.
-const IntervalNewton = "wald: f ± z sqrt(diag(H^-1 + H^-1 D H^-1)), H the released (noisy) Hessian sums near the estimate pooled by inverse noise variance, D the variance of the last released score's lattice Laplace noise: sampling error and the mechanism's noise; hazard_ratio limits are exp(beta limits)"
+const IntervalNewton = "wald: f ± z sqrt(diag(H^-1 + H^-1 D H^-1 + L H^-1 D' H^-1 L')), H the released (noisy) Hessian sums near the last step's point pooled by inverse noise variance (eigenvalues floored in noise units), D and D' the variances of the last and previous released scores' lattice Laplace noise, L = H^-1 (H - H_raw) the part of the previous step's error the floored last step leaves uncorrected: sampling error and the mechanism's noise; hazard_ratio limits are exp(beta limits)"
 
 // NewtonBlock is one released block: the noisy sum and its noise.
 type NewtonBlock struct {
@@ -693,6 +693,28 @@ func finite(v []float64) bool {
 	return true
 }
 
+// scoreNoiseVar is the diagonal of the variance of a step's score noise
+// (alpha block, then beta).
+func scoreNoiseVar(st NewtonStep, e, p int) []float64 {
+	dv := make([]float64, e+p)
+	for j := range dv {
+		if j < e {
+			dv[j] = latticeLaplaceVar(st.ScoreAlpha.Noise)
+		} else {
+			dv[j] = latticeLaplaceVar(st.ScoreBeta.Noise)
+		}
+	}
+	return dv
+}
+
+// sandwich returns a diag(dv) a^T.
+func sandwich(a *mat.Dense, dv []float64) *mat.Dense {
+	var ad, out mat.Dense
+	ad.Mul(a, mat.NewDiagDense(len(dv), dv))
+	out.Mul(&ad, a.T())
+	return &out
+}
+
 // intervalFloor is the floor of the intervals' Hessian in noise units
 // (times sqrt(d)): lower than the steps' floor, so that a direction the
 // released Hessians do not determine gets a wide interval, not the
@@ -713,29 +735,36 @@ func newtonIntervals(res *DiscreteResult, conf float64) {
 	e, p := len(res.Alpha), len(res.Beta)
 	d := e + p
 	f := append(append([]float64{}, res.Alpha...), res.Beta...)
-	last := res.NewtonSteps[len(res.NewtonSteps)-1]
-	h, vars, ok := pooledHessian(res.NewtonSteps, last.At, e, p)
+	steps := res.NewtonSteps
+	last := steps[len(steps)-1]
+	raw, vars, ok := pooledHessian(steps, last.At, e, p)
+	var h *mat.SymDense
 	if ok {
-		h, ok = floorNoise(h, vars, e, intervalFloor)
+		h, ok = floorNoise(raw, vars, e, intervalFloor)
 	}
 	var inv mat.Dense
 	if !ok || inv.Inverse(h) != nil {
 		res.IntervalMethod = "none: no released Hessian near the estimate is usable"
 		return
 	}
-	dv := make([]float64, d)
-	for j := range dv {
-		if j < e {
-			dv[j] = latticeLaplaceVar(last.ScoreAlpha.Noise)
-		} else {
-			dv[j] = latticeLaplaceVar(last.ScoreBeta.Noise)
-		}
+	// sampling error and the last score's noise: H^-1 + H^-1 D H^-1
+	cov := sandwich(&inv, scoreNoiseVar(last, e, p))
+	cov.Add(cov, &inv)
+	// the error the last step leaves uncorrected: f_K - f* = H^-1 F
+	// (f_{K-1} - f*) to first order, F = H - raw the floor's bump (the
+	// directions the released Hessians do not determine); f_{K-1} - f*
+	// carries the previous step's score noise, H^-1 D_{K-1} H^-1
+	if len(steps) > 1 {
+		var fm mat.Dense
+		fm.Sub(h, raw)
+		var leak mat.Dense
+		leak.Mul(&inv, &fm)
+		prev := sandwich(&inv, scoreNoiseVar(steps[len(steps)-2], e, p))
+		var t1, t2 mat.Dense
+		t1.Mul(&leak, prev)
+		t2.Mul(&t1, leak.T())
+		cov.Add(cov, &t2)
 	}
-	var hd mat.Dense
-	hd.Mul(&inv, mat.NewDiagDense(d, dv))
-	var cov mat.Dense
-	cov.Mul(&hd, &inv)
-	cov.Add(&cov, &inv)
 	z := probitQuantile(1 - (1-conf)/2)
 	se := make([]float64, d)
 	lo := make([]float64, d)
