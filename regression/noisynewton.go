@@ -103,7 +103,7 @@ var (
 var defaultStepShares = []float64{0.06, 0.1, 0.16, 0.28, 0.4}
 
 // IntervalNewton describes the limits of a MethodNewton release.
-const IntervalNewton = "wald: f ± z sqrt(diag(H^-1 + H^-1 D H^-1 + L H^-1 D' H^-1 L')), H the released (noisy) Hessian sums near the last step's point pooled by inverse noise variance (eigenvalues floored in noise units), D and D' the variances of the last and previous released scores' lattice Laplace noise, L = H^-1 (H - H_raw) the part of the previous step's error the floored last step leaves uncorrected: sampling error and the mechanism's noise; hazard_ratio limits are exp(beta limits)"
+const IntervalNewton = "wald: f ± z sqrt(diag(Hs^-1 + H^-1 D H^-1 + L H^-1 D' H^-1 L')), H the released (noisy) Hessian sums near the last step's point pooled by inverse noise variance with eigenvalues floored at sqrt(d) noise units (the steps' Hessian), Hs the same floored at a tenth of that (the sampling error: a direction the releases barely determine keeps a wide interval), D and D' the variances of the last and previous released scores' lattice Laplace noise, L = H^-1 (H - H_raw) the part of the previous step's error the floored last step leaves uncorrected; hazard_ratio limits are exp(beta limits)"
 
 // NewtonBlock is one released block: the noisy sum and its noise.
 type NewtonBlock struct {
@@ -715,11 +715,11 @@ func sandwich(a *mat.Dense, dv []float64) *mat.Dense {
 	return &out
 }
 
-// intervalFloor is the floor of the intervals' Hessian in noise units
-// (times sqrt(d)): lower than the steps' floor, so that a direction the
-// released Hessians do not determine gets a wide interval, not the
-// floor's narrow one.
-const intervalFloor = 1.0
+// samplingFloor is the floor (in noise units, times sqrt(d)) of the
+// Hessian whose inverse is the sampling part of the limits: lower than
+// the steps' floor (1), so that a direction the released Hessians barely
+// determine gets a wide interval, not the floor's narrow one.
+const samplingFloor = 0.1
 
 // latticeLaplaceVar is the variance of one coordinate of n's noise.
 func latticeLaplaceVar(n LatticeNoise) float64 {
@@ -738,18 +738,24 @@ func newtonIntervals(res *DiscreteResult, conf float64) {
 	steps := res.NewtonSteps
 	last := steps[len(steps)-1]
 	raw, vars, ok := pooledHessian(steps, last.At, e, p)
-	var h *mat.SymDense
+	var h, hs *mat.SymDense
 	if ok {
-		h, ok = floorNoise(raw, vars, e, intervalFloor)
+		h, ok = floorNoise(raw, vars, e, 1)
 	}
-	var inv mat.Dense
-	if !ok || inv.Inverse(h) != nil {
+	if ok {
+		hs, ok = floorNoise(raw, vars, e, samplingFloor)
+	}
+	var inv, sinv mat.Dense
+	if !ok || inv.Inverse(h) != nil || sinv.Inverse(hs) != nil {
 		res.IntervalMethod = "none: no released Hessian near the estimate is usable"
 		return
 	}
-	// sampling error and the last score's noise: H^-1 + H^-1 D H^-1
+	// the last score's noise through the step's (floored) Hessian:
+	// H^-1 D H^-1; the sampling error: Hs^-1, Hs floored lower, so that a
+	// direction the released Hessians barely determine keeps a wide
+	// sampling error instead of the floor's narrow one
 	cov := sandwich(&inv, scoreNoiseVar(last, e, p))
-	cov.Add(cov, &inv)
+	cov.Add(cov, &sinv)
 	// the error the last step leaves uncorrected: f_K - f* = H^-1 F
 	// (f_{K-1} - f*) to first order, F = H - raw the floor's bump (the
 	// directions the released Hessians do not determine); f_{K-1} - f*
