@@ -45,6 +45,7 @@ unit:
 # -short, not -race).
 stats:
 	$(GO) test -count=1 -timeout 30m ./internal/inference/
+	$(GO) test -count=1 -timeout 30m -run 'CoverageStudy' ./regression/
 
 helm:
 	@if [ -f tools/helm/go.mod ]; then cd tools/helm && $(GO) test -count=1 -timeout 20m ./...; fi

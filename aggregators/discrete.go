@@ -70,7 +70,8 @@ type DiscreteParams struct {
 	// Lambda is the ridge of output and objective perturbation (default
 	// regression.DefaultLambda).
 	Lambda float64 `json:"lambda,omitempty" yaml:"lambda" kinds:"discrete"`
-	// Link: logit (default); cloglog and probit with method psgld only.
+	// Link: logit (default); cloglog and probit with methods newton and
+	// psgld only.
 	Link string `json:"link,omitempty" yaml:"link" kinds:"discrete"`
 	// TimeMax is the public end of the model's time domain (default
 	// schema.time_max).
@@ -82,12 +83,14 @@ type DiscreteParams struct {
 	// Steps is the pSGLD chain length (0: regression's default).
 	Steps int `json:"steps,omitempty" yaml:"steps" kinds:"discrete"`
 	// IntervalEpsilonFraction is the share of epsilon spent on the
-	// interval release (regression.DiscreteOptions.IntervalFraction: noisy
-	// Hessians from which the coefficients' honest intervals are
-	// computed); in (0, 0.5], default regression.DefaultIntervalFraction
-	// with the logit link. Other links, and method psgld (whose limits
-	// under-covered and are withheld), have no interval release and must
-	// leave it unset.
+	// interval release of methods output and objective
+	// (regression.DiscreteOptions.IntervalFraction: noisy Hessians from
+	// which the coefficients' honest intervals are computed); in (0, 0.5],
+	// default regression.DefaultIntervalFraction with the logit link. It
+	// does not apply to method newton (the default), which releases its
+	// own Hessians and spends the whole epsilon on its steps, nor to psgld
+	// (whose limits under-covered and are withheld), nor to other links:
+	// leave it unset there.
 	IntervalEpsilonFraction float64 `json:"interval_epsilon_fraction,omitempty" yaml:"interval_epsilon_fraction" kinds:"discrete"`
 }
 
@@ -95,7 +98,7 @@ type DiscreteParams struct {
 func (c Config) discreteDefaults() Config {
 	p := &c.Params
 	if p.Method == "" {
-		p.Method = string(regression.MethodOutput)
+		p.Method = string(regression.MethodNewton)
 	}
 	if p.Link == "" {
 		p.Link = string(regression.LinkLogit)
@@ -115,7 +118,7 @@ func (c Config) discreteDefaults() Config {
 	if p.MaxRecords == 0 {
 		p.MaxRecords = DefaultMaxRecords
 	}
-	if p.IntervalEpsilonFraction == 0 && p.Link == string(regression.LinkLogit) && p.Method != string(regression.MethodPSGLD) {
+	if p.IntervalEpsilonFraction == 0 && p.Link == string(regression.LinkLogit) && (p.Method == string(regression.MethodOutput) || p.Method == string(regression.MethodObjective)) {
 		p.IntervalEpsilonFraction = regression.DefaultIntervalFraction
 	}
 	return c
@@ -192,17 +195,17 @@ func (c Config) checkDiscrete() []error {
 	}
 	m := regression.Method(p.Method)
 	switch m {
-	case regression.MethodOutput, regression.MethodObjective, regression.MethodPSGLD:
+	case regression.MethodNewton, regression.MethodOutput, regression.MethodObjective, regression.MethodPSGLD:
 	case regression.MethodMLE:
-		add("params.method", ErrInvalid, "mle is the non-private fit; a streaming aggregate needs output, objective or psgld")
+		add("params.method", ErrInvalid, "mle is the non-private fit; a streaming aggregate needs newton (the default), output, objective or psgld")
 	default:
-		add("params.method", ErrInvalid, "%q is not output, objective or psgld", p.Method)
+		add("params.method", ErrInvalid, "%q is not newton, output, objective or psgld", p.Method)
 	}
 	switch regression.Link(p.Link) {
 	case regression.LinkLogit:
 	case regression.LinkCloglog, regression.LinkProbit:
-		if m != regression.MethodPSGLD {
-			add("params.link", ErrInvalid, "%s is available with method psgld only (output and objective are proved for logit)", p.Link)
+		if m != regression.MethodPSGLD && m != regression.MethodNewton {
+			add("params.link", ErrInvalid, "%s is available with methods newton and psgld only (output and objective are proved for logit)", p.Link)
 		}
 	default:
 		add("params.link", ErrInvalid, "%q is not logit, cloglog or probit", p.Link)
@@ -229,6 +232,9 @@ func (c Config) checkDiscrete() []error {
 		add("params.steps", ErrInvalid, "only for method psgld")
 	}
 	switch f := p.IntervalEpsilonFraction; {
+	case f != 0 && m == regression.MethodNewton:
+		add("params.interval_epsilon_fraction", ErrInvalid, "does not apply to method newton: it releases its own Hessians and its intervals cost no extra epsilon; leave it out")
+	case m == regression.MethodNewton:
 	case f != 0 && p.Link != string(regression.LinkLogit):
 		add("params.interval_epsilon_fraction", ErrInvalid, "the interval release is bounded for the logit link only")
 	case f != 0 && m == regression.MethodPSGLD:
@@ -524,8 +530,9 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 		Scaling: regression.Scaling{Centre: p.Centre, Scale: p.Scale}, MaxRecords: p.MaxRecords,
 		Fallback: res.Fallback, Noise: res.Noise, Delta: res.Delta, EpsilonPrime: res.EpsilonPrime, PSGLD: res.PSGLD,
 		IntervalEpsilonFraction: p.IntervalEpsilonFraction, Hessians: res.Hessians,
+		Newton: res.Newton, NewtonStart: res.NewtonStart, NewtonSteps: res.NewtonSteps,
 	}
-	if res.Method != regression.MethodPSGLD {
+	if res.Method != regression.MethodPSGLD && res.Method != regression.MethodNewton {
 		df.Lambda = p.Lambda
 	}
 	discreteIntervals(df, res)
@@ -562,6 +569,8 @@ func (a *aggregate) discreteNoFit(n int, src dp.Source) (regression.DiscreteResu
 		g = regression.GuaranteeMCMC // the method's label, whatever the draw
 	case regression.MethodObjective:
 		g = regression.GuaranteeObjective
+	case regression.MethodNewton:
+		g = regression.GuaranteePureDP
 	}
 	// the budget split of a fit (the fallback's coefficients get the fit's
 	// share; the interval share is unspent: nothing to estimate)
@@ -579,6 +588,12 @@ const discreteIntervalRelease = "; with epsilon_interval > 0 (logit): three mean
 
 func discreteMechanism(m regression.Method) string {
 	switch m {
+	case regression.MethodNewton:
+		return "noisy Newton (after Avella-Medina, Bradshaw & Loh 2023): from a start computed from released event and person-period counts (newton_start), " +
+			"newton.steps steps each releasing, at a point computed from earlier releases (newton_steps[].at), the sums over records of the score and Hessian by blocks " +
+			"(alpha and beta scores, alpha-alpha, alpha-beta, beta-beta Hessian blocks), every record's block clipped to its public norm (newton.*_clip), " +
+			"each rounded to its noise.grid plus per-coordinate discrete Laplace noise of scale noise.scale = (sqrt(dim) 2 clip + dim grid)/epsilon_block (replace-one); " +
+			"the blocks' epsilons sum to epsilon (epsilon_interval 0); the coefficients, Wald intervals, z, p and hazard ratios are post-processing; n is public"
 	case regression.MethodOutput:
 		return "Ext-Out-Pert (paper 000, Algorithm 1): minimiser of the mean loss plus (lambda/2)||f||^2 (certified within 1e-9/lambda), rounded to the grid noise.grid, plus per-coordinate discrete Laplace noise of scale noise.scale = (sqrt(d) t' + d grid)/epsilon_fit, t' = GradientBound/(n lambda) + 2e-9/lambda; n is public" + discreteIntervalRelease
 	case regression.MethodObjective:
@@ -627,13 +642,27 @@ type DiscreteFields struct {
 	// interval_method says how they were computed (not interval_method:
 	// the fit message embeds the weibull fields too, and encoding/json
 	// drops a name two embedded structs share).
-	AlphaDebiased  []float64 `json:"alpha_debiased,omitempty"`
-	BetaDebiased   []float64 `json:"beta_debiased,omitempty"`
-	AlphaLower     []float64 `json:"alpha_lower,omitempty"`
-	AlphaUpper     []float64 `json:"alpha_upper,omitempty"`
-	BetaLower      []float64 `json:"beta_lower,omitempty"`
-	BetaUpper      []float64 `json:"beta_upper,omitempty"`
-	IntervalMethod string    `json:"coefficient_interval_method,omitempty"`
+	// Method newton: its settings, released start counts and steps, the
+	// standard errors, z statistics and two-sided p-values of beta, and
+	// exp(beta) with its limits (hazard ratios with the cloglog link,
+	// odds ratios with logit).
+	Newton           *regression.NewtonOptions `json:"newton,omitempty"`
+	NewtonStart      []regression.NewtonBlock  `json:"newton_start,omitempty"`
+	NewtonSteps      []regression.NewtonStep   `json:"newton_steps,omitempty"`
+	AlphaSE          []float64                 `json:"alpha_se,omitempty"`
+	BetaSE           []float64                 `json:"beta_se,omitempty"`
+	BetaZ            []float64                 `json:"beta_z,omitempty"`
+	BetaP            []float64                 `json:"beta_p,omitempty"`
+	HazardRatio      []float64                 `json:"hazard_ratio,omitempty"`
+	HazardRatioLower []float64                 `json:"hazard_ratio_lower,omitempty"`
+	HazardRatioUpper []float64                 `json:"hazard_ratio_upper,omitempty"`
+	AlphaDebiased    []float64                 `json:"alpha_debiased,omitempty"`
+	BetaDebiased     []float64                 `json:"beta_debiased,omitempty"`
+	AlphaLower       []float64                 `json:"alpha_lower,omitempty"`
+	AlphaUpper       []float64                 `json:"alpha_upper,omitempty"`
+	BetaLower        []float64                 `json:"beta_lower,omitempty"`
+	BetaUpper        []float64                 `json:"beta_upper,omitempty"`
+	IntervalMethod   string                    `json:"coefficient_interval_method,omitempty"`
 	// Noise-only 95% limits (Ext-Out-Pert and fallbacks): released ± the
 	// noise quantile; they cover the ridge minimiser on the window's
 	// records, NOT the true coefficients (kept for comparison).

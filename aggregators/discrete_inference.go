@@ -21,6 +21,8 @@ func discreteIntervals(df *DiscreteFields, res regression.DiscreteResult) {
 		}
 	}
 	df.IntervalMethod = res.IntervalMethod
+	df.AlphaSE, df.BetaSE, df.BetaZ, df.BetaP = res.AlphaSE, res.BetaSE, res.BetaZ, res.BetaP
+	df.HazardRatio, df.HazardRatioLower, df.HazardRatioUpper = res.HazardRatio, res.HazardRatioLower, res.HazardRatioUpper
 	df.AlphaDebiased, df.BetaDebiased = res.AlphaDebiased, res.BetaDebiased
 	df.AlphaLower, df.AlphaUpper = res.AlphaLower, res.AlphaUpper
 	df.BetaLower, df.BetaUpper = res.BetaLower, res.BetaUpper

@@ -94,7 +94,8 @@ func concatRows(a, b schemas.Rows) schemas.Rows {
 
 // ridgeMLE is the exact minimiser of Ext-Out-Pert's objective J (the ridge
 // MLE) on the raw rows with the aggregate's public scaling: what a release
-// at a huge epsilon must be close to.
+// at a huge epsilon must be close to (lambda 0: the plain MLE, newton's
+// target).
 func ridgeMLE(t *testing.T, rows schemas.Rows, lambda float64) regression.DiscreteResult {
 	t.Helper()
 	x := make([][]float64, len(rows.ID))
@@ -102,7 +103,7 @@ func ridgeMLE(t *testing.T, rows schemas.Rows, lambda float64) regression.Discre
 		x[i] = []float64{rows.Covariates[2][i], rows.Covariates[0][i]} // age, score
 	}
 	res, err := regression.FitDiscrete(regression.Data{Time: rows.Time, Event: rows.Event, X: x}, regression.DiscreteOptions{
-		Method: regression.MethodMLE, Ridge: true, Lambda: lambda, Intervals: discIntervals, TimeMax: discTimeMax,
+		Method: regression.MethodMLE, Ridge: lambda > 0, Lambda: lambda, Intervals: discIntervals, TimeMax: discTimeMax,
 		Scaling: regression.Scaling{Centre: discCentre, Scale: discScale}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +131,7 @@ func TestDiscreteAggregateReleases(t *testing.T) {
 		method, guarantee string
 		tol               float64 // vs the ridge MLE; NaN: not compared
 	}{
+		{"newton", regression.GuaranteePureDP, 5e-3}, // 5 steps: the weakly determined alpha_3 within 2e-3
 		{"output", regression.GuaranteePureDPCertified, 1e-4},
 		{"objective", regression.GuaranteeObjective, 1e-4},
 		{"psgld", "approximate (mcmc)", math.NaN()},
@@ -167,7 +169,7 @@ func TestDiscreteAggregateReleases(t *testing.T) {
 				}
 				// psgld publishes no limits, so spends nothing on an interval release
 				wantFit := 1e6 * (1 - regression.DefaultIntervalFraction)
-				if tc.method == "psgld" {
+				if tc.method == "psgld" || tc.method == "newton" {
 					wantFit = 1e6
 				}
 				checks := map[string][2]any{
@@ -206,7 +208,23 @@ func TestDiscreteAggregateReleases(t *testing.T) {
 						t.Errorf("window %d: release carries %q", w, f)
 					}
 				}
-				ref := ridgeMLE(t, rows, regression.DefaultLambda)
+				if tc.method == "newton" {
+					// the default method: limits of every coefficient, se,
+					// z, p and hazard (odds) ratios; no lambda
+					for _, f := range []string{"alpha_lower", "alpha_upper", "beta_lower", "beta_upper", "alpha_se", "beta_se", "beta_z", "beta_p", "hazard_ratio", "hazard_ratio_lower", "hazard_ratio_upper", "newton", "newton_steps", "newton_start"} {
+						if _, ok := raw[f]; !ok {
+							t.Errorf("window %d: newton release lacks %q", w, f)
+						}
+					}
+					if _, ok := raw["lambda"]; ok || m.DiscreteFields.IntervalMethod != regression.IntervalNewton {
+						t.Errorf("window %d: lambda published %v, interval method %q", w, ok, m.DiscreteFields.IntervalMethod)
+					}
+				}
+				lambda := regression.DefaultLambda
+				if tc.method == "newton" {
+					lambda = 0
+				}
+				ref := ridgeMLE(t, rows, lambda)
 				da, db := maxAbsDiff(m.Alpha, ref.Alpha), maxAbsDiff(m.Beta, ref.Beta)
 				if !math.IsNaN(tc.tol) && (da > tc.tol || db > tc.tol) {
 					t.Errorf("window %d: released alpha %v beta %v; ridge MLE %v %v (max diff %.2g, %.2g)", w, m.Alpha, m.Beta, ref.Alpha, ref.Beta, da, db)
@@ -480,7 +498,9 @@ func TestDiscreteConfigValidation(t *testing.T) {
 		{"zero scale", func(c *aggregators.Config) { c.Params.Scale = []float64{1, 0} }, "params.scale[1]"},
 		{"mle", func(c *aggregators.Config) { c.Params.Method = "mle" }, "non-private"},
 		{"unknown method", func(c *aggregators.Config) { c.Params.Method = "lsp" }, "params.method"},
-		{"cloglog output", func(c *aggregators.Config) { c.Params.Link = "cloglog" }, "psgld only"},
+		{"cloglog output", func(c *aggregators.Config) { c.Params.Method, c.Params.Link = "output", "cloglog" }, "newton and psgld only"},
+		{"cloglog newton (the default method)", func(c *aggregators.Config) { c.Params.Link = "cloglog" }, ""},
+		{"fraction with newton", func(c *aggregators.Config) { c.Params.IntervalEpsilonFraction = 0.3 }, "does not apply to method newton"},
 		{"intervals", func(c *aggregators.Config) { c.Params.Intervals = 200_000 }, "params.intervals"},
 		{"knots", func(c *aggregators.Config) { c.Params.Knots = 1 }, "params.knots"},
 		{"lambda", func(c *aggregators.Config) { c.Params.Lambda = -1 }, "params.lambda"},

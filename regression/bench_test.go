@@ -81,3 +81,18 @@ func BenchmarkCoxEfron1M(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFitDiscreteNewton50k: the default private release (noisy
+// Newton, epsilon 1) on the data of BenchmarkFitDiscreteMLE50k; issue 20's
+// target: at most 3x the non-private fit's time (compare the two ns/op).
+func BenchmarkFitDiscreteNewton50k(b *testing.B) {
+	data := bench50k()
+	opts := DiscreteOptions{Method: MethodNewton, Epsilon: 1, TimeMax: 1, Intervals: 200}
+	src := dp.NewSeededSource(1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := FitDiscrete(data, opts, src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

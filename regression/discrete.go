@@ -91,6 +91,8 @@ type DiscreteOptions struct {
 	// loss (the J of Algorithm 1), e.g. to see the regularisation bias.
 	Ridge bool
 	PSGLD PSGLDOptions
+	// Newton configures MethodNewton.
+	Newton NewtonOptions
 	// Covariates names the columns of X, copied into the result.
 	Covariates []string
 	// MaxIter bounds Newton iterations; 0 means 100.
@@ -159,6 +161,28 @@ type DiscreteResult struct {
 	// noise: once noise is drawn FitDiscrete returns no error.
 	Fallback bool          `json:"fallback"`
 	PSGLD    *PSGLDOptions `json:"psgld,omitempty"`
+	// Newton and NewtonSteps are MethodNewton's settings and its released
+	// steps (each a noisy score sum and Hessian sum at a public point).
+	Newton      *NewtonOptions `json:"newton,omitempty"`
+	NewtonSteps []NewtonStep   `json:"newton_steps,omitempty"`
+	// NewtonStart are the released event and person-period counts the
+	// start hazard is computed from.
+	NewtonStart []NewtonBlock `json:"newton_start,omitempty"`
+	// AlphaSE, BetaSE, BetaZ, BetaP and the hazard (odds) ratios
+	// exp(beta) with their limits: MethodNewton's Wald inference
+	// (IntervalNewton), and for the MLE the standard errors from the
+	// observed information at the estimate, the Wald z and two-sided p of
+	// each beta, as summary.glm prints them (AlphaLower ... BetaUpper then
+	// hold the Wald 95% intervals). With the cloglog link exp(beta) is the
+	// grouped-time proportional-hazards hazard ratio; with logit an odds
+	// ratio.
+	AlphaSE          []float64 `json:"alpha_se,omitempty"`
+	BetaSE           []float64 `json:"beta_se,omitempty"`
+	BetaZ            []float64 `json:"beta_z,omitempty"`
+	BetaP            []float64 `json:"beta_p,omitempty"`
+	HazardRatio      []float64 `json:"hazard_ratio,omitempty"`
+	HazardRatioLower []float64 `json:"hazard_ratio_lower,omitempty"`
+	HazardRatioUpper []float64 `json:"hazard_ratio_upper,omitempty"`
 	// Hessians is the interval release (hessian.go): noisy mean loss
 	// Hessians at points computed from the released coefficients; the
 	// last one is used by the intervals. Nil without one.
@@ -183,14 +207,6 @@ type DiscreteResult struct {
 	BetaLower      []float64 `json:"beta_lower,omitempty"`
 	BetaUpper      []float64 `json:"beta_upper,omitempty"`
 	IntervalMethod string    `json:"coefficient_interval_method,omitempty"`
-	// AlphaSE, BetaSE, BetaZ and BetaP are the non-private fit's standard
-	// errors from the observed information at the estimate, the Wald z
-	// and two-sided p of each beta, as summary.glm prints them (the MLE
-	// only; AlphaLower ... BetaUpper then hold the Wald 95% intervals).
-	AlphaSE []float64 `json:"alpha_se,omitempty"`
-	BetaSE  []float64 `json:"beta_se,omitempty"`
-	BetaZ   []float64 `json:"beta_z,omitempty"`
-	BetaP   []float64 `json:"beta_p,omitempty"`
 	// NoiseOnlyAlphaLower ... are Ext-Out-Pert's (and a fallback's) 95%
 	// noise-only limits: released ± the noise quantile; they cover the
 	// ridge minimiser on the window's records, not the true coefficient.
@@ -354,9 +370,9 @@ func FitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 
 func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult, error) {
 	switch opts.Method {
-	case MethodMLE, MethodOutput, MethodObjective, MethodPSGLD:
+	case MethodMLE, MethodOutput, MethodObjective, MethodPSGLD, MethodNewton:
 	case "":
-		return DiscreteResult{}, errors.New("method is required (mle, output, objective or psgld)")
+		return DiscreteResult{}, errors.New("method is required (mle, newton, output, objective or psgld)")
 	default:
 		return DiscreteResult{}, fmt.Errorf("unknown method %q", string(opts.Method))
 	}
@@ -422,10 +438,19 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 	if !(phi >= 0 && phi <= 0.5) {
 		return DiscreteResult{}, fmt.Errorf("interval fraction must be in [0, 0.5], got %v", phi)
 	}
+	if phi != 0 && opts.Method == MethodNewton {
+		return DiscreteResult{}, errors.New("interval fraction does not apply to newton (it releases its own Hessians): must be 0")
+	}
 	if phi > 0 && opts.Link != LinkLogit {
 		return DiscreteResult{}, fmt.Errorf("the interval release (interval fraction %v) is bounded for the logit link only, got %s", phi, opts.Link)
 	}
 	res.Epsilon = Epsilon(opts.Epsilon)
+	if opts.Method == MethodNewton {
+		res.Neighbouring = NeighbouringReplaceOne
+		res.Public = PublicDiscrete(opts.Method)
+		res.N = int64(m.n)
+		return fitNewton(m, opts, src, res)
+	}
 	// eps + epsInt == opts.Epsilon exactly: eps >= opts.Epsilon/2, so the
 	// subtraction is exact (Sterbenz)
 	eps := opts.Epsilon * (1 - phi)
@@ -591,6 +616,8 @@ func PublicDiscrete(m Method) []string {
 		out = append(out, "lambda", "delta", "epsilon_prime")
 	case MethodPSGLD:
 		out = append(out, "psgld")
+	case MethodNewton:
+		out = append(out, "newton")
 	}
 	return append(out, "noise")
 }

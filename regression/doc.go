@@ -14,6 +14,11 @@
 //     ("approximate (objective perturbation: ...)"; see below).
 //   - MethodPSGLD: Sanitized-EXP sampled by pSGLD (Algorithms 3–4),
 //     "approximate (mcmc)": exact only if the sampling were exact.
+//   - MethodNewton (noisynewton.go; the default of the CLI and the
+//     stream): noisy Newton on per-record clipped score and Hessian sums
+//     released by blocks with lattice Laplace noise, pure epsilon-DP, no
+//     ridge; Wald limits of every coefficient, z, p and exp(beta) with
+//     limits; any link.
 //
 // The likelihood is never expanded into person-period rows: a record is
 // (interval s_i, event, covariates); the per-interval baseline alpha'A_s is

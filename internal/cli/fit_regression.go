@@ -29,18 +29,18 @@ func parseFloats(flagName, s string) ([]float64, error) {
 func fitDiscrete(env Env, args []string) error {
 	fs := newFlags("fit discrete", env)
 	c := addCommonFit(fs)
-	method := fs.String("method", "", "mle (non-private; the default with --epsilon inf), output (Ext-Out-Pert), objective (Ext-Obj-Pert) or psgld")
+	method := fs.String("method", "", "newton (noisy Newton on clipped scores: the default private method; beta, baseline and hazard-ratio limits, z and p), mle (non-private; the default with --epsilon inf), or the papers' baselines output (Ext-Out-Pert), objective (Ext-Obj-Pert), psgld")
 	intervals := fs.Int("intervals", regression.DefaultIntervals, "number of discrete time intervals q")
 	knots := fs.Int("knots", regression.DefaultKnots, "spline knots e")
 	lambda := fs.Float64("lambda", regression.DefaultLambda, "ridge Lambda of Ext-Out-Pert / Ext-Obj-Pert")
 	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit; 0 with mle means the largest time): a time beyond it counts as censored at it")
-	link := fs.String("link", "logit", "logit, cloglog or probit (cloglog/probit: mle and psgld only)")
+	link := fs.String("link", "logit", "logit, cloglog or probit (cloglog/probit: newton, mle and psgld only; with cloglog exp(beta) is the grouped-time hazard ratio)")
 	centre := fs.String("centre", "", "public per-covariate centres, comma separated (required for a private fit; with --epsilon inf and no --centre/--scale: from the data, stated)")
 	scale := fs.String("scale", "", "public per-covariate scales, comma separated (required for a private fit, see --centre)")
 	dataScaling := fs.Bool("data-scaling", false, "non-private only: the paper's data-derived normalisation (the default with --epsilon inf and no --centre/--scale)")
 	ridge := fs.Bool("ridge", false, "mle only: fit with the (lambda/2)||f||^2 penalty")
 	intervalFrac := fs.Float64("interval-epsilon-fraction", regression.DefaultIntervalFraction,
-		"private logit fits: share of --epsilon spent on the noisy Hessians behind the coefficients' intervals (0: none; at most 0.5)")
+		"output and objective (logit) only: share of --epsilon spent on the noisy Hessians behind the coefficients' intervals (0: none; at most 0.5); does not apply to newton, which releases its own Hessians")
 	var ps regression.PSGLDOptions
 	fs.Float64Var(&ps.V, "psgld-v", 0, "psgld: loss bound v of C_v (0: 2 ln n)")
 	fs.Float64Var(&ps.Sigma, "psgld-sigma", 0, "psgld: Gaussian prior precision (0: 1e-2 * 2v/epsilon)")
@@ -77,7 +77,7 @@ func fitDiscrete(env Env, args []string) error {
 		if c.eps.inf() {
 			m = regression.MethodMLE
 		} else {
-			m = regression.MethodOutput
+			m = regression.MethodNewton
 		}
 	}
 	if m == regression.MethodMLE && !c.eps.inf() {
@@ -124,7 +124,11 @@ func fitDiscrete(env Env, args []string) error {
 	frac := *intervalFrac
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "interval-epsilon-fraction" })
-	if m == regression.MethodMLE || (!explicit && *link != string(regression.LinkLogit)) {
+	if m == regression.MethodNewton && explicit {
+		fmt.Fprintln(env.Stderr, "dpsurv fit discrete: --interval-epsilon-fraction does not apply to --method newton (it releases its own Hessians; its intervals cost no extra epsilon)")
+		return errUsage
+	}
+	if m == regression.MethodMLE || m == regression.MethodNewton || (!explicit && *link != string(regression.LinkLogit)) {
 		frac = 0 // no interval release: non-private, or a link without one
 	}
 	opts := regression.DiscreteOptions{

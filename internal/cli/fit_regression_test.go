@@ -127,7 +127,7 @@ func TestFitPrivateReleasesStatePublic(t *testing.T) {
 	if err := json.Unmarshal([]byte(o), &mle); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []string{"output", "objective", "psgld"} {
+	for _, m := range []string{"newton", "output", "objective", "psgld"} {
 		o, e, code := run(t, "fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2",
 			"--method", m, "--psgld-steps", "200", "--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
 		if code != 0 {
@@ -161,12 +161,13 @@ func TestFitPrivateReleasesStatePublic(t *testing.T) {
 	}
 }
 
-// TestFitDiscreteIntervalFraction: a private `fit discrete` spends the
-// default share of epsilon on the interval release and prints the true
-// coefficients' limits; --interval-epsilon-fraction 0 gives the whole
-// budget to the coefficients and only the labelled noise-only limits.
+// TestFitDiscreteIntervalFraction: a private `fit discrete --method
+// output` spends the default share of epsilon on the interval release and
+// prints the true coefficients' limits; --interval-epsilon-fraction 0
+// gives the whole budget to the coefficients and only the labelled
+// noise-only limits.
 func TestFitDiscreteIntervalFraction(t *testing.T) {
-	base := []string{"fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2",
+	base := []string{"fit", "discrete", "--method", "output", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2",
 		"--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100"}
 	for _, c := range []struct {
 		extra    []string
@@ -193,5 +194,37 @@ func TestFitDiscreteIntervalFraction(t *testing.T) {
 		if m, _ := res["coefficient_interval_method"].(string); m == "" || old || res["epsilon_interval"] != 2-c.fit {
 			t.Errorf("%v: coefficient_interval_method %q, interval_method present %v, epsilon_interval %v", c.extra, m, old, res["epsilon_interval"])
 		}
+	}
+}
+
+// TestFitDiscreteNewtonDefault: the default private method is newton; its
+// release carries beta and baseline limits, standard errors, z and p, and
+// hazard ratios with limits, spends the whole epsilon on its own steps
+// (epsilon_interval 0), works with cloglog, and refuses an explicit
+// --interval-epsilon-fraction (which does not apply to it).
+func TestFitDiscreteNewtonDefault(t *testing.T) {
+	base := []string{"fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2",
+		"--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100"}
+	for _, extra := range [][]string{nil, {"--link", "cloglog"}} {
+		o, e, code := run(t, append(append([]string(nil), base...), extra...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d %s", extra, code, e)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(o), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res["method"] != "newton" || res["epsilon_fit"] != 2.0 || res["epsilon_interval"] != 0.0 || res["coefficient_interval_method"] != regression.IntervalNewton {
+			t.Errorf("%v: method %v, epsilon_fit %v, epsilon_interval %v, interval method %v", extra, res["method"], res["epsilon_fit"], res["epsilon_interval"], res["coefficient_interval_method"])
+		}
+		for _, k := range []string{"alpha_lower", "alpha_upper", "alpha_se", "beta_lower", "beta_upper", "beta_se", "beta_z", "beta_p", "hazard_ratio", "hazard_ratio_lower", "hazard_ratio_upper"} {
+			if v, _ := res[k].([]any); len(v) == 0 {
+				t.Errorf("%v: %s missing", extra, k)
+			}
+		}
+	}
+	_, e, code := run(t, append(append([]string(nil), base...), "--interval-epsilon-fraction", "0.3")...)
+	if code != 2 || !strings.Contains(e, "does not apply to --method newton") {
+		t.Errorf("explicit fraction with newton: exit %d %s", code, e)
 	}
 }

@@ -1,0 +1,177 @@
+package regression
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/testtier"
+)
+
+// newtonWorld is the study world of docs/inference.md: q = 200 intervals,
+// a constant baseline (logit or cloglog -3), x uniform in
+// [-0.707, 0.707]^2, beta = (1, -1), censoring uniform on the intervals.
+func newtonWorld(rng *rand.Rand, n int, link Link) Data {
+	const q = DefaultIntervals
+	beta := []float64{1, -1}
+	h := 1 / math.Sqrt2
+	d := Data{Time: make([]float64, n), Event: make([]bool, n), X: make([][]float64, n)}
+	for i := 0; i < n; i++ {
+		x := []float64{(2*rng.Float64() - 1) * h, (2*rng.Float64() - 1) * h}
+		u := -3 + beta[0]*x[0] + beta[1]*x[1]
+		p := 1 / (1 + math.Exp(-u))
+		if link == LinkCloglog {
+			p = -math.Expm1(-math.Exp(u))
+		}
+		c := 1 + rng.IntN(q)
+		s, ev := c, false
+		for k := 1; k <= c; k++ {
+			if rng.Float64() < p {
+				s, ev = k, true
+				break
+			}
+		}
+		d.Time[i], d.Event[i], d.X[i] = float64(s)/q, ev, x
+	}
+	return d
+}
+
+// mleWaldSE returns the MLE and its Wald standard errors (inverse observed
+// information).
+func mleWaldSE(t *testing.T, d Data, link Link) (DiscreteResult, []float64) {
+	t.Helper()
+	opts := DiscreteOptions{Method: MethodMLE, Link: link, TimeMax: 1}
+	mle, err := FitDiscrete(d, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := append(append([]float64{}, mle.Alpha...), mle.Beta...)
+	info, err := MeanInformation(d, opts, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := len(f)
+	var inv mat.Dense
+	if err := inv.Inverse(mat.NewDense(k, k, info)); err != nil {
+		t.Fatal(err)
+	}
+	se := make([]float64, k)
+	for j := range se {
+		se[j] = math.Sqrt(inv.At(j, j) / float64(d.Len()))
+	}
+	return mle, se
+}
+
+// TestNewtonReproducesMLE: with a negligible noise (epsilon 1e6) the
+// noisy Newton iterate is the MLE and its standard errors the Wald ones.
+func TestNewtonReproducesMLE(t *testing.T) {
+	for _, link := range []Link{LinkLogit, LinkCloglog} {
+		d := newtonWorld(rand.New(rand.NewPCG(3, 7)), 20000, link)
+		mle, se := mleWaldSE(t, d, link)
+		res, err := FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: 1e6, TimeMax: 1}, dp.NewSeededSource(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range mle.Beta {
+			if math.Abs(res.Beta[j]-mle.Beta[j]) > 0.1*se[3+j] {
+				t.Errorf("%s: beta[%d] = %v, MLE %v (se %v)", link, j, res.Beta[j], mle.Beta[j], se[3+j])
+			}
+			if r := res.BetaSE[j] / se[3+j]; math.Abs(r-1) > 0.02 {
+				t.Errorf("%s: beta se[%d] %v, Wald %v", link, j, res.BetaSE[j], se[3+j])
+			}
+			if math.Abs(res.HazardRatio[j]-math.Exp(res.Beta[j])) > 1e-12 || !(res.HazardRatioLower[j] < res.HazardRatio[j] && res.HazardRatio[j] < res.HazardRatioUpper[j]) {
+				t.Errorf("%s: hazard ratio %v [%v, %v] for beta %v", link, res.HazardRatio[j], res.HazardRatioLower[j], res.HazardRatioUpper[j], res.Beta[j])
+			}
+		}
+		if res.AlphaLower == nil || res.IntervalMethod != IntervalNewton || res.Guarantee != GuaranteePureDP {
+			t.Errorf("%s: alpha limits %v, method %q, guarantee %q", link, res.AlphaLower, res.IntervalMethod, res.Guarantee)
+		}
+	}
+}
+
+// newtonCoverage runs reps releases per (link, epsilon) cell of the study
+// world and returns the counts of covering beta and alpha intervals (alpha
+// against the true (-3, 0, 0): the constant baseline is in the spline
+// span) and the mean ratio of the private beta width to the MLE's Wald
+// width.
+func newtonCoverage(t *testing.T, link Link, eps float64, n, reps int, seed uint64) (betaCov, alphaCov int, ratio float64) {
+	t.Helper()
+	trueAlpha := []float64{-3, 0, 0}
+	trueBeta := []float64{1, -1}
+	for r := 0; r < reps; r++ {
+		d := newtonWorld(rand.New(rand.NewPCG(seed+uint64(r), 7)), n, link)
+		res, err := FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(seed+uint64(r)+1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.BetaLower == nil {
+			t.Fatalf("rep %d: no intervals: %s", r, res.IntervalMethod)
+		}
+		_, se := mleWaldSE(t, d, link)
+		for j, b := range trueBeta {
+			if res.BetaLower[j] <= b && b <= res.BetaUpper[j] {
+				betaCov++
+			}
+			ratio += (res.BetaUpper[j] - res.BetaLower[j]) / (2 * 1.959963984540054 * se[3+j]) / float64(2*reps)
+		}
+		for j, a := range trueAlpha {
+			if res.AlphaLower[j] <= a && a <= res.AlphaUpper[j] {
+				alphaCov++
+			}
+		}
+	}
+	return betaCov, alphaCov, ratio
+}
+
+// TestNewtonCoverageShort is the -short version of the coverage study: n =
+// 50,000, epsilon 1, logit and cloglog, 12 releases each (48 beta
+// intervals). At a true coverage of 0.95 the count of covering intervals
+// is <= 40 with probability 0.0024 (binomial; the false-alarm rate), and
+// the mean beta width must be at most 2x the MLE's Wald width. The alpha
+// coverage is logged, not asserted: it is a known gap (0.80-0.92 in the
+// full study, 0.80 at epsilon 2: the poorly determined spline directions
+// are floored in the steps and, less, in the limits; issue 20 asks >=
+// 0.90).
+func TestNewtonCoverageShort(t *testing.T) {
+	const reps = 12
+	var cov, acov int
+	for i, link := range []Link{LinkLogit, LinkCloglog} {
+		c, a, ratio := newtonCoverage(t, link, 1, 50000, reps, uint64(100*i))
+		t.Logf("%s eps 1: beta coverage %d/%d, alpha %d/%d, width ratio %.2f", link, c, 2*reps, a, 3*reps, ratio)
+		if ratio > 2 {
+			t.Errorf("%s: mean beta width %.2f x the Wald width, want <= 2", link, ratio)
+		}
+		cov += c
+		acov += a
+	}
+	if cov <= 40 {
+		t.Errorf("beta coverage %d/48: below 0.95 (P(<= 40) = 0.0024 at 0.95)", cov)
+	}
+	t.Logf("alpha coverage %d/72 (known gap: issue 20 asks >= 0.90)", acov)
+}
+
+// TestNewtonCoverageStudy is the full study of issue 20: n = 50,000,
+// epsilon in {0.5, 1, 2}, logit and cloglog, 100 releases per cell (200
+// beta intervals): beta coverage in [0.93, 0.97] per cell (alpha coverage
+// logged: a known gap, see TestNewtonCoverageShort), mean beta width <= 2x the Wald width at epsilon 1 (the ratio is
+// logged at every epsilon). Binomial false-alarm rate of the beta band at
+// a true 0.95: about 0.05 per cell (P(<= 185) + P(>= 195)).
+func TestNewtonCoverageStudy(t *testing.T) {
+	testtier.Heavy(t, "noisy Newton coverage study")
+	const reps = 100
+	for i, link := range []Link{LinkLogit, LinkCloglog} {
+		for k, eps := range []float64{0.5, 1, 2} {
+			c, a, ratio := newtonCoverage(t, link, eps, 50000, reps, uint64(10000*(3*i+k+1)))
+			t.Logf("%s eps %v: beta coverage %d/%d, alpha %d/%d, width ratio %.2f", link, eps, c, 2*reps, a, 3*reps, ratio)
+			if f := float64(c) / (2 * reps); f < 0.93 || f > 0.97 {
+				t.Errorf("%s eps %v: beta coverage %.3f outside [0.93, 0.97]", link, eps, f)
+			}
+			if eps == 1 && ratio > 2 {
+				t.Errorf("%s eps 1: width ratio %.2f > 2", link, ratio)
+			}
+		}
+	}
+}
