@@ -396,7 +396,7 @@ func demoSanitizedSpec(curves []plots.KMCohort) plots.KMSpec {
 		Title:    "Kaplan–Meier per reported cohort on the sanitized topic (local DP)",
 		TimeUnit: "days",
 		Subtitle: []string{"Post-processing of TE-Sanitizer (times) and RRR (cohort labels): no central budget. " +
-			"Counts are of sanitized records; RRR-reported labels pull the curves toward each other."},
+			"Each cohort's curve is debiased for RRR (rrr-debiased-km); its interval includes the debiasing variance and the TE window."},
 		Conf:    0.95,
 		Cohorts: curves,
 	}
