@@ -36,15 +36,7 @@ func TestCentralOnlyServiceEndToEnd(t *testing.T) {
 			cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			cohorts := []string{"A", "B"}
-			cfg := app.DefaultConfig()
-			cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "central-e2e"}
-			cfg.Input = app.InputConfig{Topic: "in", GroupID: "central-e2e", Format: "arrow", MaxBatch: 8, Partitions: 1}
-			cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
-			cfg.Sanitizers.KeyFile = "(test)"
-			cfg.Sanitizers.Time = pipelinetest.TimeConfig()
-			cfg.Output = app.OutputConfig{SanitizedTopic: sanitized, DeadLetterTopic: "dlq", FitTopic: "fits"}
-			cfg.HTTP.Listen = ""
-			cfg.Log.Level = "debug"
+			cfg := kmE2EConfig(cl.Addrs(), "central-e2e", cohorts, sanitized)
 			cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour},
 				Params: aggregators.Params{BinWidth: 20}}}
 			cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
@@ -115,4 +107,21 @@ func TestCentralOnlyServiceEndToEnd(t *testing.T) {
 			mem.AssertSize(t, 0)
 		})
 	}
+}
+
+// kmE2EConfig is a one-partition Arrow service config on the embedded
+// broker with cohorts over [0, 400] days, the test TE settings and the
+// given sanitized topic ("" for central releases only); the caller adds
+// the aggregators and the ledger.
+func kmE2EConfig(brokers []string, name string, cohorts []string, sanitized string) app.Config {
+	cfg := app.DefaultConfig()
+	cfg.Kafka = kafkaconn.Config{Brokers: brokers, ClientID: name}
+	cfg.Input = app.InputConfig{Topic: "in", GroupID: name, Format: "arrow", MaxBatch: 8, Partitions: 1}
+	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
+	cfg.Sanitizers.KeyFile = "(test)"
+	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
+	cfg.Output = app.OutputConfig{SanitizedTopic: sanitized, DeadLetterTopic: "dlq", FitTopic: "fits"}
+	cfg.HTTP.Listen = ""
+	cfg.Log.Level = "debug"
+	return cfg
 }

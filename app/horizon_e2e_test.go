@@ -18,7 +18,6 @@ import (
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
-	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -38,15 +37,7 @@ func TestCumulativeLostCheckpointEndToEnd(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	cohorts := []string{"A", "B"}
 	dir := t.TempDir()
-	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "horizon-e2e"}
-	cfg.Input = app.InputConfig{Topic: "in", GroupID: "horizon-e2e", Format: "arrow", MaxBatch: 8, Partitions: 1}
-	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
-	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
-	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
-	cfg.HTTP.Listen = ""
-	cfg.Log.Level = "debug"
+	cfg := kmE2EConfig(cl.Addrs(), "horizon-e2e", cohorts, "out")
 	cfg.Aggregators = []app.AggregatorConfig{{Name: "cum", Kind: "km", Epsilon: 1,
 		Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 3}, Params: aggregators.Params{BinWidth: 20}}}
 	// one horizon: epsilon 1, charged 2 beside the sanitized topic

@@ -462,31 +462,7 @@ func fitKM(env Env, args []string) error {
 		out["time_unit"] = spec.TimeUnit
 		var cs []kmPrivateCohortJSON
 		for _, ck := range res.Cohorts {
-			m := kmPrivateCohortJSON{
-				kmCohortJSON:            kmCurveJSON(labels[ck.Cohort], ck.Curve),
-				N:                       ck.N,
-				TruncatedAt:             num(ck.TruncatedAt),
-				SamplingStdErr:          nums(ck.SamplingStdErr),
-				SamplingLower:           nums(ck.SamplingLower),
-				SamplingUpper:           nums(ck.SamplingUpper),
-				MedianNote:              ck.MedianNote,
-				NoiseDominatedFrom:      num(ck.NoiseDominatedFrom),
-				NoiseTailSD:             dpfit.DefaultNoiseTailSD,
-				LowInformation:          ck.LowInformation,
-				LowInformationThreshold: num(ck.LowInformationThreshold),
-				LowInformationReason:    ck.LowInformationReason,
-				BandLower:               nums(ck.BandLower),
-				BandUpper:               nums(ck.BandUpper),
-				BandFrom:                num(ck.BandFrom),
-				BandTo:                  num(ck.BandTo),
-				BandCritical:            num(ck.BandCritical),
-				BandMethod:              ck.BandMethod,
-			}
-			if ck.NoiseStdErr != nil {
-				ns := nums(ck.NoiseStdErr)
-				m.NoiseStdErr = &ns
-			}
-			cs = append(cs, m)
+			cs = append(cs, privateCohortJSON(labels[ck.Cohort], ck))
 		}
 		fig = privateKMSpec(*c.input, *unit, labels, res, *timeMax)
 		out["cohorts"] = cs
@@ -719,4 +695,34 @@ func fitWeibull(env Env, args []string) error {
 		}
 	}
 	return emitFit(env.Stdout, *c.format, "weibull", out)
+}
+
+// privateCohortJSON is one cohort of a private KM release as `fit km`
+// prints it (the fit topic's km fields).
+func privateCohortJSON(label string, ck dpfit.CohortKM) kmPrivateCohortJSON {
+	m := kmPrivateCohortJSON{
+		kmCohortJSON:            kmCurveJSON(label, ck.Curve),
+		N:                       ck.N,
+		TruncatedAt:             num(ck.TruncatedAt),
+		SamplingStdErr:          nums(ck.SamplingStdErr),
+		SamplingLower:           nums(ck.SamplingLower),
+		SamplingUpper:           nums(ck.SamplingUpper),
+		MedianNote:              ck.MedianNote,
+		NoiseDominatedFrom:      num(ck.NoiseDominatedFrom),
+		NoiseTailSD:             dpfit.DefaultNoiseTailSD,
+		LowInformation:          ck.LowInformation,
+		LowInformationThreshold: num(ck.LowInformationThreshold),
+		LowInformationReason:    ck.LowInformationReason,
+		BandLower:               nums(ck.BandLower),
+		BandUpper:               nums(ck.BandUpper),
+		BandFrom:                num(ck.BandFrom),
+		BandTo:                  num(ck.BandTo),
+		BandCritical:            num(ck.BandCritical),
+		BandMethod:              ck.BandMethod,
+	}
+	if ck.NoiseStdErr != nil {
+		ns := nums(ck.NoiseStdErr)
+		m.NoiseStdErr = &ns
+	}
+	return m
 }

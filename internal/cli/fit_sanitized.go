@@ -369,30 +369,7 @@ func fitKMSanitized(env Env, f kmSanitizedFlags) (done bool, err error) {
 		out["n"] = res.N
 		var cs []kmPrivateCohortJSON
 		for _, ck := range res.Cohorts {
-			m := kmPrivateCohortJSON{
-				kmCohortJSON:            kmCurveJSON(labels[ck.Cohort], ck.Curve),
-				N:                       ck.N,
-				TruncatedAt:             num(ck.TruncatedAt),
-				SamplingStdErr:          nums(ck.SamplingStdErr),
-				SamplingLower:           nums(ck.SamplingLower),
-				SamplingUpper:           nums(ck.SamplingUpper),
-				MedianNote:              ck.MedianNote,
-				NoiseDominatedFrom:      num(ck.NoiseDominatedFrom),
-				NoiseTailSD:             dpfit.DefaultNoiseTailSD,
-				LowInformation:          ck.LowInformation,
-				LowInformationThreshold: num(ck.LowInformationThreshold),
-				BandLower:               nums(ck.BandLower),
-				BandUpper:               nums(ck.BandUpper),
-				BandFrom:                num(ck.BandFrom),
-				BandTo:                  num(ck.BandTo),
-				BandCritical:            num(ck.BandCritical),
-				BandMethod:              ck.BandMethod,
-			}
-			if ck.NoiseStdErr != nil {
-				ns := nums(ck.NoiseStdErr)
-				m.NoiseStdErr = &ns
-			}
-			cs = append(cs, m)
+			cs = append(cs, privateCohortJSON(labels[ck.Cohort], ck))
 			cv := ck.Curve
 			curves = append(curves, plots.Curve{Label: labels[ck.Cohort] + " (debiased)", Time: cv.Time, Surv: cv.Surv, Lower: cv.Lower, Upper: cv.Upper})
 		}
