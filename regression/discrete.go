@@ -449,7 +449,11 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		res.Neighbouring = NeighbouringReplaceOne
 		res.Public = PublicDiscrete(opts.Method)
 		res.N = int64(m.n)
-		return fitNewton(m, opts, src, res)
+		r, err := fitNewton(m, opts, src, res)
+		if err == nil {
+			r.LowInformation, r.LowInformationReason = AssessInformation(r)
+		}
+		return r, err
 	}
 	// eps + epsInt == opts.Epsilon exactly: eps >= opts.Epsilon/2, so the
 	// subtraction is exact (Sterbenz)

@@ -21,6 +21,12 @@ import (
 // both of whose signs an uninformative interval contains.
 const LowInformationEffect = 1.0
 
+// NewtonStudiedRecords is the public record count below which a newton
+// release is flagged low_information whatever its limits say: its coverage
+// was measured at n = 50,000 only, and on lung (210 records, epsilon 1)
+// it released an age effect of the wrong sign with a limit excluding 0.
+const NewtonStudiedRecords = 10000
+
 // AssessInformation returns whether a private discrete release carries
 // little information about the coefficients, and why. The non-private fit
 // is never flagged; a pSGLD release without limits is not assessed (false,
@@ -31,6 +37,10 @@ func AssessInformation(res DiscreteResult) (bool, string) {
 	}
 	if res.Fallback {
 		return true, "fallback: the coefficients are noise around zero, not a fit"
+	}
+	if res.Method == MethodNewton && res.N < NewtonStudiedRecords {
+		return true, fmt.Sprintf("small sample: %d records; the newton limits' coverage is measured at n = 50,000 (docs/inference.md), "+
+			"and below %d records the clipped, floored steps can leave an error the limits do not hold: do not read effects from this release", res.N, NewtonStudiedRecords)
 	}
 	lo, hi, what := res.BetaLower, res.BetaUpper, "95% interval"
 	if lo == nil {

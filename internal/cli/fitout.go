@@ -590,7 +590,22 @@ func discreteTable(w io.Writer, m map[string]any) {
 	fmt.Fprintln(w)
 	beta, lo, hi := fvec(m, "beta"), fvec(m, "beta_lower"), fvec(m, "beta_upper")
 	tw := tab(w)
-	if private {
+	if private && fstr(m, "method") == "newton" {
+		se, z, p := fvec(m, "beta_se"), fvec(m, "beta_z"), fvec(m, "beta_p")
+		hr, hl, hu := fvec(m, "hazard_ratio"), fvec(m, "hazard_ratio_lower"), fvec(m, "hazard_ratio_upper")
+		fmt.Fprintf(tw, "\testimate\tse\tz\tp\tlower 95%%\tupper 95%%\texp(beta)\tlower 95%%\tupper 95%%\t\n")
+		for j, c := range covs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c, noisy(at(beta, j), 3), noisy(at(se, j), 3), noisy(at(z, j), 3),
+				pval(at(p, j), math.NaN()), noisy(at(lo, j), 3), noisy(at(hi, j), 3), noisy(at(hr, j), 3), noisy(at(hl, j), 3), noisy(at(hu, j), 3))
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "estimate: noisy Newton (no ridge, no shrinkage); se and the limits hold the sampling error and the")
+		fmt.Fprintln(w, "privacy noise together; exp(beta) is the hazard ratio (cloglog link) or odds ratio (logit) per scaled unit.")
+		if im := fstr(m, "coefficient_interval_method"); im != "" && len(lo) == 0 {
+			fmt.Fprintf(w, "No intervals: %s.\n", im)
+		}
+	} else if private {
 		deb := fvec(m, "beta_debiased")
 		fmt.Fprintf(tw, "\treleased\tdebiased\tlower 95%%\tupper 95%%\t\n")
 		for j, c := range covs {

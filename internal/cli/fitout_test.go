@@ -49,7 +49,7 @@ func TestFitFormatTableEveryFit(t *testing.T) {
 		"weibull/inf":  {"se(log)", "Wald intervals", "shape", "scale (days)"},
 		"weibull/1":    {"noise-aware", "sampling error and the privacy noise", "Event count (noisy)"},
 		"discrete/inf": {"Std. Error", "Pr(>|z|)", "lower .95", "observed information"},
-		"discrete/2":   {"debiased", "privacy noise", "ridge"},
+		"discrete/2":   {"estimate", "privacy noise", "exp(beta)"},
 		"cox/inf":      {"exp(coef)", "exp(-coef)", "lower .95", "upper .95", "Likelihood ratio test", "se(coef)"},
 	}
 	for name, args := range fitCommands(t) {
