@@ -38,7 +38,7 @@ func gaugeValue(g prometheus.Gauge) float64 {
 // input.stall_timeout makes the service not ready.
 func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	if testing.Short() {
-		t.Skip("consumer-group rebalance test (~20 s): full tier only")
+		t.Skip("consumer-group rebalance test (~15 s): full tier only")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -46,7 +46,12 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	cfg := reliabConfig(t, cl, "stall")
 	cfg.Input.Partitions = 2
 	cfg.Input.SessionTimeout = 6 * time.Second
-	cfg.Input.StallTimeout = 2 * time.Second
+	// The stall timeout exceeds the service's first join (the coordinator
+	// waits for the member already in the group, which heartbeats every
+	// second): a stall seen before the service holds its partition would
+	// make it restart its reader at once, and a reshuffled group can hand
+	// it both partitions, so that the held-partition state is never seen.
+	cfg.Input.StallTimeout = 6 * time.Second
 	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 2, cfg.Output.SanitizedTopic: 2, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +64,7 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	}
 	// A member of the same group that takes a partition and never commits.
 	zombie, err := sources.NewKafka(sources.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic, GroupID: cfg.Input.GroupID,
-		SessionTimeout: 6 * time.Second, HeartbeatInterval: 2 * time.Second, RebalanceTimeout: 10 * time.Second}, zap.NewNop())
+		SessionTimeout: 6 * time.Second, HeartbeatInterval: time.Second, RebalanceTimeout: 10 * time.Second}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,9 +108,13 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	}
 	stopZombie()
 	start := time.Now()
+	// At least once: a message the service read before one of its reader
+	// restarts (the monitor's heal) may be read and acknowledged again, so
+	// Acked can exceed the messages produced; lag 0 is what says all of
+	// them are committed.
 	waitUntil(t, done, 60*time.Second, "every message consumed, lag 0 and ready again", func() bool {
 		m := svc.Metrics()
-		return svc.Acked() == int64(len(msgs)) && gaugeValue(m.ConsumerLag) == 0 && gaugeValue(m.StalledPartitions) == 0 && svc.Ready()
+		return svc.Acked() >= int64(len(msgs)) && gaugeValue(m.ConsumerLag) == 0 && gaugeValue(m.StalledPartitions) == 0 && svc.Ready()
 	})
 	t.Logf("after the stuck member left: all consumed and ready in %v", time.Since(start).Round(100*time.Millisecond))
 }
