@@ -93,6 +93,7 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 		return nil, fmt.Errorf("output.fit_topic: %w", err)
 	}
 	a.closers = append(a.closers, fits.Close)
+	fits = &serialSink{Sink: fits} // the engine and republishStatements write to it
 	a.fits = fits
 	curves, err := tr.Sink(ctx, RoleCurves, 0)
 	if err != nil {

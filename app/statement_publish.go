@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -126,4 +127,18 @@ func (s *Service) republishStatements(ctx context.Context, cfg Config, fits mess
 			}
 		}
 	}
+}
+
+// serialSink serialises the writes of the fit topic's two writers (the
+// engine's releases and republishStatements), since a message.Sink need
+// not be safe for concurrent use.
+type serialSink struct {
+	message.Sink
+	mu sync.Mutex
+}
+
+func (s *serialSink) Write(ctx context.Context, msgs []message.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Sink.Write(ctx, msgs)
 }
