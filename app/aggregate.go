@@ -24,6 +24,7 @@ import (
 // aggregation is the aggregators' part of a running Service.
 type aggregation struct {
 	runner  *pipeline.AggregatorRunner
+	fits    message.Sink
 	closers []func() error
 }
 
@@ -92,6 +93,8 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 		return nil, fmt.Errorf("output.fit_topic: %w", err)
 	}
 	a.closers = append(a.closers, fits.Close)
+	fits = &serialSink{Sink: fits} // the engine and republishStatements write to it
+	a.fits = fits
 	curves, err := tr.Sink(ctx, RoleCurves, 0)
 	if err != nil {
 		return nil, fmt.Errorf("output.fit_arrow_topic: %w", err)
@@ -105,6 +108,7 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 			return nil, err
 		}
 	}
+	s.publishStatementAtStart(ctx, cfg, fits) // statement_publish.go
 	clock := s.Clock
 	if clock == nil {
 		clock = aggregators.SystemClock{}
@@ -188,6 +192,10 @@ func (s *Service) aggregatorLoop(cfg Config, validator *schemas.Validator) func(
 		defer agg.close(s.Log)
 		s.agg.Store(agg.runner)
 		defer s.agg.Store(nil)
+		sctx, scancel := context.WithCancel(ctx)
+		republished := make(chan struct{})
+		go func() { defer close(republished); s.republishStatements(sctx, cfg, agg.fits) }()
+		defer func() { scancel(); <-republished }()
 		return agg.runner.Run(ctx)
 	}
 	if cfg.Ledger.File != "" {

@@ -119,6 +119,7 @@ func (s *Service) Reload(next Config, key []byte) ReloadReport {
 				s.reload.limit.WithLabelValues(sc).Set(v)
 			}
 			rep.Applied = append(rep.Applied, fmt.Sprintf("%s: %v -> %v", path, old, v))
+			s.statementChanged() // the per-patient statement's cap may change
 		case had && has && v < old:
 			rep.Refused = append(rep.Refused, fmt.Sprintf("%s: %v is below the running %v; a budget is only raised by a reload (lowering needs a restart)", path, v, old))
 		case had != has:

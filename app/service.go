@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,9 @@ type Service struct {
 	LogLevel *zap.AtomicLevel
 
 	reload reloadState // reload.go
+
+	statementOnce sync.Once     // statement_publish.go
+	statementCh   chan struct{} // a reload changed the statement
 
 	health  atomic.Pointer[HealthServer]
 	stream  atomic.Pointer[pipeline.Stream] // set by Run, read by the health server

@@ -33,6 +33,7 @@ import (
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ops"
 	"github.com/dpsurv/dpsurv/sanitizers"
+	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -698,9 +699,19 @@ func TestCheckReleases(t *testing.T) {
 	}
 	e1, e2, e3 := entry("km", 3, 0, "10"), entry("wb", 3, 1, "null"), entry("km", 6, 1.5, "12")
 	good := []ledger.Entry{e1, e2, e3}
-	goodFits := append(fitsOf(good...), fitsOf(e1)...) // e1 re-emitted: identical duplicates
-	e1b := entry("km", 3, 0, "11")                     // the same window with other noise
-	e3x := entry("km", 6, 2, "12")                     // budget_remaining as if a charge were missing
+	statement := func(schema string, centralCap string) ops.KeyValue {
+		return ops.KeyValue{Key: []byte(schemas.PatientStatementKey), Value: []byte(fmt.Sprintf(
+			`{"schema":%q,"key":%q,"kind":%q,"statement":{"central_cap":%s}}`, schema, schemas.PatientStatementKey, schemas.PatientStatementKind, centralCap))}
+	}
+	withStatement := func(st ops.KeyValue, kv []ops.KeyValue) []ops.KeyValue {
+		return append([]ops.KeyValue{st}, kv...)
+	}
+	okStatement := statement(schemas.PatientStatementSchemaName, "10")
+	// e1 re-emitted: identical duplicates; the statement first, as the
+	// service publishes it
+	goodFits := withStatement(okStatement, append(fitsOf(good...), fitsOf(e1)...))
+	e1b := entry("km", 3, 0, "11") // the same window with other noise
+	e3x := entry("km", 6, 2, "12") // budget_remaining as if a charge were missing
 	e3x.Key = e3.Key
 	tamper := func(kv []ops.KeyValue, i int) []ops.KeyValue {
 		out := append([]ops.KeyValue(nil), kv...)
@@ -719,9 +730,14 @@ func TestCheckReleases(t *testing.T) {
 		{"consistent", goodFits, good, true, ""},
 		{"repeated identical append", goodFits, append(append([]ledger.Entry{}, good...), e1), true, ""},
 		{"window charged twice with other noise", goodFits, []ledger.Entry{e1, e2, e3, e1b}, true, "appended twice with different releases"},
-		{"fit differs from the ledger", tamper(goodFits, 0), good, true, "differs from the ledger"},
+		{"fit differs from the ledger", tamper(goodFits, 1), good, true, "differs from the ledger"},
 		{"duplicate with other bytes", tamper(goodFits, len(goodFits)-2), good, true, "published twice with different bytes"},
 		{"fit without a charge", fitsOf(good...), good[:2], false, "has no ledger entry"},
+		{"no privacy statement", append(fitsOf(good...), fitsOf(e1)...), good, true, "no per-patient privacy statement"},
+		{"no privacy statement, not required", append(fitsOf(good...), fitsOf(e1)...), good, false, ""},
+		{"statement of another schema", withStatement(statement(schemas.FitSchemaName, "10"), fitsOf(good...)), good, true, "privacy statement: schema"},
+		{"statement cap above the stream budget", withStatement(statement(schemas.PatientStatementSchemaName, "20"), fitsOf(good...)), good, true, "stream budget 10 binds"},
+		{"statement without a cap", withStatement(statement(schemas.PatientStatementSchemaName, "null"), fitsOf(good...)), good, true, "stream budget 10 binds"},
 		{"released but not published", fitsOf(e1, e2), good, true, "never reached the fit topic"},
 		{"not published, not required", fitsOf(e1, e2), good, false, ""},
 		{"charge missing from the totals", fitsOf(e1, e2, e3x), []ledger.Entry{e1, e2, e3x}, true, "budget_remaining.stream"},

@@ -18,6 +18,7 @@ import (
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
+	"github.com/dpsurv/dpsurv/schemas"
 )
 
 // ErrReleases marks a violation of the release contract found by
@@ -200,9 +201,13 @@ type ReleaseReport struct {
 	// Windows are the released window starts (Unix seconds) of each
 	// aggregate, ascending: the distinct ledger keys.
 	Windows map[string][]int64
-	// FitMessages counts fit-topic messages; FitDuplicates those whose key
+	// FitMessages counts fit-topic releases; FitDuplicates those whose key
 	// was seen before (each byte-identical to the first).
 	FitMessages, FitDuplicates int
+	// Statements counts the per-patient privacy statements on the fit topic
+	// (key schemas.PatientStatementKey: one per start of the aggregators'
+	// holder and per budget raised by a reload).
+	Statements int
 	// LedgerRecords counts ledger entries read, LedgerRepeats entries whose
 	// key was appended before (each identical to the first).
 	LedgerRecords, LedgerRepeats int
@@ -262,7 +267,11 @@ type fitHeader struct {
 // (budget_remaining.stream after the k-th entry = StreamBudget - the first
 // k charges); every fit message belongs to a ledger entry and equals the
 // stored bytes, so a key seen twice carries identical bytes; with Complete,
-// every stored message was published. A violation wraps ErrReleases.
+// every stored message was published. A per-patient privacy statement
+// (key schemas.PatientStatementKey) is no release: it must carry the
+// statement schema and state a central cap no larger than StreamBudget
+// (when set), and with Complete a fit topic with releases must hold one. A
+// violation wraps ErrReleases.
 func CheckReleases(fits []KeyValue, entries []ledger.Entry, opts ReleaseOptions) (ReleaseReport, error) {
 	rep := ReleaseReport{Windows: map[string][]int64{}, N: map[string]float64{}, LedgerRecords: len(entries)}
 	fail := func(format string, a ...any) (ReleaseReport, error) {
@@ -342,6 +351,13 @@ func CheckReleases(fits []KeyValue, entries []ledger.Entry, opts ReleaseOptions)
 	}
 	seen := map[string][]byte{}
 	for _, f := range fits {
+		if schemas.IsPatientStatementKey(f.Key) {
+			if err := checkStatement(f.Value, opts.StreamBudget); err != nil {
+				return fail("privacy statement: %v", err)
+			}
+			rep.Statements++
+			continue
+		}
 		rep.FitMessages++
 		k := string(f.Key)
 		want, ok := stored[k]
@@ -366,6 +382,9 @@ func CheckReleases(fits []KeyValue, entries []ledger.Entry, opts ReleaseOptions)
 				return fail("released window message %s never reached the fit topic", k)
 			}
 		}
+	}
+	if opts.Complete && len(stored) > 0 && rep.Statements == 0 {
+		return fail("no per-patient privacy statement (key %s) on the fit topic beside %d releases", schemas.PatientStatementKey, len(stored))
 	}
 	for _, w := range rep.Windows {
 		sort.Slice(w, func(i, j int) bool { return w[i] < w[j] })
@@ -395,4 +414,26 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// checkStatement checks a privacy statement document: its schema and
+// kind, and a central cap within the stream budget (when one is given).
+func checkStatement(value []byte, streamBudget float64) error {
+	var doc struct {
+		Schema    string `json:"schema"`
+		Kind      string `json:"kind"`
+		Statement struct {
+			CentralCap *float64 `json:"central_cap"`
+		} `json:"statement"`
+	}
+	if err := json.Unmarshal(value, &doc); err != nil {
+		return err
+	}
+	if doc.Schema != schemas.PatientStatementSchemaName || doc.Kind != schemas.PatientStatementKind {
+		return fmt.Errorf("schema %q, kind %q; want %s, %s", doc.Schema, doc.Kind, schemas.PatientStatementSchemaName, schemas.PatientStatementKind)
+	}
+	if streamBudget > 0 && (doc.Statement.CentralCap == nil || *doc.Statement.CentralCap > streamBudget+1e-9) {
+		return fmt.Errorf("central cap %v, but the stream budget %v binds", doc.Statement.CentralCap, streamBudget)
+	}
+	return nil
 }

@@ -9,11 +9,14 @@
 //     convert it with Number() (exact below 2^53, far beyond any time_max);
 //   - the fit topic (dpsurv.fit.v1): one JSON document per release, key
 //     <aggregate>/<window_start_unix>/<cohort>; null stands for R's NA;
+//     beside the releases, the per-patient privacy statement
+//     (dpsurv.patient_statement.v1, key patient_statement): dispatch on
+//     "schema";
 //   - the fit Arrow topic (dpsurv.fit.km.v1, default <fit topic>.arrow): the
 //     curve of each km release as an Arrow IPC stream.
 //
-// It prints the sanitized rows as CSV and one line per release and per
-// curve table, then stops after --idle milliseconds without a new message:
+// It prints the sanitized rows as CSV and one line per release, per
+// statement and per curve table, then stops after --idle milliseconds without a new message:
 //
 //   cd examples/consumer-js && npm ci
 //   node consume.mjs --brokers 127.0.0.1:9092 --sanitized-topic ehr.tte.sanitized --fit-topic ehr.tte.fits
@@ -69,8 +72,19 @@ function sanitized(value) {
   return table.numRows;
 }
 
+// The fit topic also carries the service's per-patient privacy statement
+// (schema dpsurv.patient_statement.v1, key patient_statement): what one
+// patient can lose across every output, computed from the configuration.
+function statement(key, s) {
+  const f = (v) => (v === null || v === undefined ? 'unbounded' : v.toFixed(2));
+  const st = s.statement;
+  const central = f(st.central_cap) + (st.central_cap_scope ? ` (budget ${st.central_cap_scope})` : '');
+  console.log(`statement ${key}: one patient loses at most ${f(st.total_one_version)} with one version of the record, ${f(st.total_two_versions)} with two; central releases ${central}; sanitized topic ${st.sanitized_loss_per_version.toFixed(2)} per version`);
+}
+
 function fit(key, value) {
   const f = JSON.parse(value.toString('utf8'));
+  if (f.schema === 'dpsurv.patient_statement.v1') return statement(key, f);
   const median = f.median === null || f.median === undefined ? 'NA' : String(f.median);
   console.log(`fit ${key}: ${f.kind} ${f.method} epsilon ${f.epsilon} (${f.guarantee}), n ${f.n}, median ${median}`);
 }

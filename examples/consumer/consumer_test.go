@@ -144,8 +144,17 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 	// Close the window: one km release per cohort, JSON and Arrow.
 	clock.set(w0.Add(61 * time.Minute))
 	fits := map[string]Fit{}
+	var statements []Statement
 	if !harness.WaitFor(ctx, 30*time.Second, func() bool {
 		_, err := ReadTopic(ctx, cl.Addrs(), "tte.fits", "analyst", 300*time.Millisecond, func(m kafka.Message) error {
+			if SchemaOf(m.Value) == StatementSchema {
+				st, err := DecodeStatement(m.Value)
+				if err != nil {
+					return err
+				}
+				statements = append(statements, st)
+				return nil
+			}
 			f, err := DecodeFit(m.Value)
 			if err != nil {
 				return err
@@ -162,6 +171,22 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 		return len(fits) >= len(cohorts)
 	}) {
 		t.Fatalf("fit messages: %d", len(fits))
+	}
+	// The privacy statement: what `dpsurv statement` computes for cfg.
+	wantMsg, err := app.StatementMessage(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := DecodeStatement(wantMsg.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(statements) == 0 {
+		t.Fatal("no privacy statement on the fit topic")
+	}
+	st := statements[0]
+	if st.Key != "patient_statement" || st.Line() != want.Line() || st.Markdown != want.Markdown || st.Statement.TotalTwoVersions == nil {
+		t.Errorf("statement %q\n%s\nwant %q", st.Line(), st.Markdown, want.Line())
 	}
 	for _, c := range cohorts {
 		k := "km/" + strconv.FormatInt(w0.Unix(), 10) + "/" + c
@@ -208,8 +233,11 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}
 	s := out.String()
-	if got := strings.Count(s, "\n") - strings.Count(s, "# ") - 1 - strings.Count(s, "fit km/") - strings.Count(s, "curve km/"); got != n {
+	if got := strings.Count(s, "\n") - strings.Count(s, "# ") - 1 - strings.Count(s, "fit km/") - strings.Count(s, "curve km/") - strings.Count(s, "statement patient_statement:"); got != n {
 		t.Errorf("CSV data lines %d, want %d", got, n)
+	}
+	if got := strings.Count(s, want.Line()+"\n"); got != 1 {
+		t.Errorf("%d statement lines %q, want 1", got, want.Line())
 	}
 	for _, want := range []string{"# tte.sanitized.v1, time unit days", `mechanism "te-sanitizer"`, "id,time,cohort,event", "fit km/", "curve km/"} {
 		if !strings.Contains(s, want) {
@@ -217,7 +245,7 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 		}
 	}
 	// The JavaScript consumer of docs/analysts.md on the same topics.
-	t.Run("javascript", func(t *testing.T) { checkJSConsumer(t, cl.Addrs(), n, cohorts) })
+	t.Run("javascript", func(t *testing.T) { checkJSConsumer(t, cl.Addrs(), n, cohorts, want.Line()) })
 }
 
 func TestDecodeRejectsWrongInput(t *testing.T) {
@@ -229,6 +257,8 @@ func TestDecodeRejectsWrongInput(t *testing.T) {
 		{"truncated arrow", func() error { _, err := DecodeCurve([]byte{0xff, 0xff, 0xff, 0xff, 8, 0, 0, 0, 1}); return err }},
 		{"garbage json", func() error { _, err := DecodeFit([]byte("{")); return err }},
 		{"wrong schema", func() error { _, err := DecodeFit([]byte(`{"schema":"other"}`)); return err }},
+		{"statement as a fit", func() error { _, err := DecodeFit([]byte(`{"schema":"dpsurv.patient_statement.v1"}`)); return err }},
+		{"fit as a statement", func() error { _, err := DecodeStatement([]byte(`{"schema":"dpsurv.fit.v1"}`)); return err }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -63,7 +63,7 @@ func jsConsumerDir(t *testing.T) string {
 // Arrow JS, as docs/analysts.md shows) on the service's topics: every
 // sanitized row, its int64 time printed as an integer (a BigInt in Arrow
 // JS), one line per release and per curve table.
-func checkJSConsumer(t *testing.T, brokers []string, n int, cohorts []string) {
+func checkJSConsumer(t *testing.T, brokers []string, n int, cohorts []string, statement string) {
 	dir := jsConsumerDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -75,7 +75,7 @@ func checkJSConsumer(t *testing.T, brokers []string, n int, cohorts []string) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("node consume.mjs: %v\n%s", err, errb.String())
 	}
-	var rows, fits, curves int
+	var rows, fits, curves, statements int
 	header := false
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		switch {
@@ -89,6 +89,11 @@ func checkJSConsumer(t *testing.T, brokers []string, n int, cohorts []string) {
 			}
 		case strings.HasPrefix(l, "curve km/"):
 			curves++
+		case strings.HasPrefix(l, "statement "):
+			statements++
+			if l != statement {
+				t.Errorf("JS statement line\n%s\nwant (the Go consumer's)\n%s", l, statement)
+			}
 		default:
 			rows++
 			f := strings.Split(l, ",")
@@ -103,8 +108,9 @@ func checkJSConsumer(t *testing.T, brokers []string, n int, cohorts []string) {
 			}
 		}
 	}
-	if !header || rows != n || fits != len(cohorts) || curves != len(cohorts) {
-		t.Errorf("JS consumer: header %v, %d rows (want %d), %d fits and %d curves (want %d)\n%s", header, rows, n, fits, curves, len(cohorts), errb.String())
+	if !header || rows != n || fits != len(cohorts) || curves != len(cohorts) || statements != 1 {
+		t.Errorf("JS consumer: header %v, %d rows (want %d), %d fits and %d curves (want %d), %d statements (want 1)\n%s",
+			header, rows, n, fits, curves, len(cohorts), statements, errb.String())
 	}
 	for _, want := range []string{"# tte.sanitized.v1, time unit days", `mechanism "te-sanitizer"`, `guarantee "local-dp"`} {
 		if !strings.Contains(out.String(), want) {

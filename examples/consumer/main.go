@@ -9,12 +9,16 @@
 //     dpsurv.worst_case_loss), the time unit in the schema metadata;
 //   - the fit topic (dpsurv.fit.v1): one JSON document per release, key
 //     <aggregate>/<window_start_unix>/<cohort>, field names as R's survfit;
-//     null stands for R's NA;
+//     null stands for R's NA; beside the releases, the service's per-patient
+//     privacy statement (dpsurv.patient_statement.v1, key
+//     patient_statement): what one patient can lose across every output,
+//     computed from the configuration. Dispatch on "schema";
 //   - the fit Arrow topic (dpsurv.fit.km.v1, default <fit topic>.arrow): the
 //     curve of each km release as an Arrow IPC stream, the release's
 //     metadata in the schema metadata.
 //
-// It prints the sanitized rows as CSV and one line per release, then stops
+// It prints the sanitized rows as CSV and one line per release and
+// statement, then stops
 // after -idle without a new message:
 //
 //	go run ./examples/consumer -brokers 127.0.0.1:9092 \
@@ -96,6 +100,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *fitTopic != "" {
 		n, err := ReadTopic(ctx, bl, *fitTopic, *group, *idle, func(m kafka.Message) error {
+			if SchemaOf(m.Value) == StatementSchema {
+				st, err := DecodeStatement(m.Value)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(stdout, st.Line())
+				return nil
+			}
 			f, err := DecodeFit(m.Value)
 			if err != nil {
 				return err
@@ -299,4 +311,65 @@ func DecodeFit(value []byte) (Fit, error) {
 		return f, fmt.Errorf("decode fit: schema %q, want dpsurv.fit.v1", f.Schema)
 	}
 	return f, nil
+}
+
+// StatementSchema names the per-patient privacy statement the service
+// publishes on the fit topic (message key patient_statement).
+const StatementSchema = "dpsurv.patient_statement.v1"
+
+// SchemaOf is the "schema" of a fit-topic JSON document ("" if none).
+func SchemaOf(value []byte) string {
+	var d struct {
+		Schema string `json:"schema"`
+	}
+	_ = json.Unmarshal(value, &d)
+	return d.Schema
+}
+
+// Statement is the part of a dpsurv.patient_statement.v1 message this
+// example uses: what one patient's record can lose across every output of
+// the service over the budget's life (docs/analysts.md). A null total is
+// unbounded (no central budget binds).
+type Statement struct {
+	Schema    string `json:"schema"`
+	Key       string `json:"key"`
+	Statement struct {
+		Relation             string   `json:"relation"`
+		SanitizedPerVersion  float64  `json:"sanitized_loss_per_version"`
+		SanitizedTwoVersions float64  `json:"sanitized_loss_two_versions"`
+		CentralCap           *float64 `json:"central_cap"`
+		CentralCapScope      string   `json:"central_cap_scope"`
+		TotalOneVersion      *float64 `json:"total_one_version"`
+		TotalTwoVersions     *float64 `json:"total_two_versions"`
+	} `json:"statement"`
+	Markdown string `json:"markdown"`
+}
+
+// DecodeStatement decodes the fit topic's privacy statement.
+func DecodeStatement(value []byte) (Statement, error) {
+	var s Statement
+	if err := json.Unmarshal(value, &s); err != nil {
+		return s, fmt.Errorf("decode statement: %w", err)
+	}
+	if s.Schema != StatementSchema {
+		return s, fmt.Errorf("decode statement: schema %q, want %s", s.Schema, StatementSchema)
+	}
+	return s, nil
+}
+
+// Line is the statement in one line.
+func (s Statement) Line() string {
+	f := func(v *float64) string {
+		if v == nil {
+			return "unbounded"
+		}
+		return strconv.FormatFloat(*v, 'f', 2, 64)
+	}
+	st := s.Statement
+	central := f(st.CentralCap)
+	if st.CentralCapScope != "" {
+		central += " (budget " + st.CentralCapScope + ")"
+	}
+	return fmt.Sprintf("statement %s: one patient loses at most %s with one version of the record, %s with two; central releases %s; sanitized topic %.2f per version",
+		s.Key, f(st.TotalOneVersion), f(st.TotalTwoVersions), central, st.SanitizedPerVersion)
 }

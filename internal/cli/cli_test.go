@@ -3,12 +3,15 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/internal/datasets"
 )
 
@@ -146,6 +149,19 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 		if !strings.Contains(o, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, o)
 		}
+	}
+	// the per-patient statement the service published, as `dpsurv
+	// statement` computes it for the demo's configuration
+	cfg := demoConfig([]string{"127.0.0.1:1"}, []string{"A", "B", "C"}, 3650)
+	demoAggregators(&cfg, 4*time.Second)
+	st, err := app.Statement(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("one patient, everything this service publishes: at most %.2f with one version of the record, %.2f with two\n",
+		*st.TotalOneVersion, *st.TotalTwoVersions)
+	if !strings.Contains(o, "per-patient privacy statement on the fit topic (key patient_statement") || !strings.Contains(o, want) {
+		t.Fatalf("demo output lacks the privacy statement %q:\n%s", want, o)
 	}
 	for _, p := range []string{"km_sanitized.png", "km_release.png"} {
 		if st, err := os.Stat(filepath.Join(dir, p)); err != nil || st.Size() < 1000 {

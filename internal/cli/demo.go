@@ -186,6 +186,7 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 	}
 	fmt.Fprintf(out, "\nplot: %s\n", plotPath)
 	if fits != nil {
+		printStatement(out, fits.statement)
 		if err := printReleases(out, releases, *outDir, cohorts); err != nil {
 			return err
 		}
@@ -194,8 +195,12 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 	return nil
 }
 
-// fitCollector reads the fit topic.
-type fitCollector struct{ c *harness.Collector }
+// fitCollector reads the fit topic: the releases, and the service's
+// per-patient privacy statement (key schemas.PatientStatementKey).
+type fitCollector struct {
+	c         *harness.Collector
+	statement *app.StatementDocument // the latest
+}
 
 func newFitCollector(cfg app.Config, log *zap.Logger) (*fitCollector, error) {
 	c, err := harness.NewCollector(cfg.Kafka, cfg.Output.FitTopic, "dpsurv-demo-fit-reader", log)
@@ -228,6 +233,14 @@ func (f *fitCollector) until(ctx context.Context, endUnix int64, perWindow int) 
 			return out, fmt.Errorf("read fit topic: %w", err)
 		}
 		for _, m := range ms {
+			if schemas.IsPatientStatementKey(m.Key) {
+				var st app.StatementDocument
+				if err := json.Unmarshal(m.Value, &st); err != nil {
+					return out, fmt.Errorf("decode privacy statement: %w", err)
+				}
+				f.statement = &st
+				continue
+			}
 			var r map[string]any
 			if err := json.Unmarshal(m.Value, &r); err != nil {
 				return out, fmt.Errorf("decode release: %w", err)
@@ -244,6 +257,27 @@ func (f *fitCollector) until(ctx context.Context, endUnix int64, perWindow int) 
 		}
 	}
 	return out, nil
+}
+
+// printStatement prints the per-patient privacy statement the service
+// published on the fit topic.
+func printStatement(w io.Writer, doc *app.StatementDocument) {
+	if doc == nil {
+		fmt.Fprintln(w, "\nno per-patient privacy statement on the fit topic")
+		return
+	}
+	st := doc.Statement
+	f := func(v *float64) string {
+		if v == nil {
+			return "unbounded"
+		}
+		return fmt.Sprintf("%.2f", *v)
+	}
+	fmt.Fprintf(w, "\nper-patient privacy statement on the fit topic (key %s, `dpsurv statement` for this config):\n", doc.Key)
+	fmt.Fprintf(w, "  one patient, everything this service publishes: at most %s with one version of the record, %s with two\n",
+		f(st.TotalOneVersion), f(st.TotalTwoVersions))
+	fmt.Fprintf(w, "  sanitized topic %.2f per version; central releases %s (%s); relation %s\n",
+		st.SanitizedPerVersion, f(st.CentralCap), st.CentralCapScope, st.Relation)
 }
 
 func printReleases(w io.Writer, releases []map[string]any, outDir string, cohorts []string) error {

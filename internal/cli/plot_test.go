@@ -442,7 +442,9 @@ func TestPlotSpecFromFitTopic(t *testing.T) {
 			"time": []any{0.0, 10.0, 20.0}, "surv": []any{0.95, 0.9, 0.8}, "n_risk": []any{50.0, 40.0, 30.0},
 			"noise_dominated_from": 20.0, "truncated_at": nil}
 	}
-	docs := []map[string]any{msg("B", 1, "km"), msg("A", 1, "km"), msg("B", 2, "km"), msg("A", 2, "km"), msg("C", 2, "other"),
+	// the fit topic's privacy statement (no release) is skipped
+	statement := map[string]any{"schema": schemas.PatientStatementSchemaName, "key": schemas.PatientStatementKey, "kind": schemas.PatientStatementKind}
+	docs := []map[string]any{statement, msg("B", 1, "km"), msg("A", 1, "km"), msg("B", 2, "km"), msg("A", 2, "km"), msg("C", 2, "other"),
 		{"kind": "weibull", "aggregate": "w"}}
 	spec, err := plotSpecFromJSON(docs, []string{"A", "B", "C"}, "", "topic.jsonl")
 	if err != nil {
