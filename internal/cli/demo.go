@@ -157,7 +157,11 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 		// Every record has been read by now; wait for the window the clock
 		// is in to close and be released.
 		until := time.Now().Truncate(*window).Add(*window)
-		releases, err = fits.until(ctx, until.Unix(), len(cohorts)*len(cfg.Aggregators))
+		names := make([]string, len(cfg.Aggregators))
+		for i, a := range cfg.Aggregators {
+			names[i] = a.Name
+		}
+		releases, err = fits.until(ctx, until.Unix(), names, len(cohorts))
 	}
 	stopSvc()
 	if serr := <-svcErr; serr != nil && err == nil {
@@ -212,20 +216,26 @@ func newFitCollector(cfg app.Config, log *zap.Logger) (*fitCollector, error) {
 
 func (f *fitCollector) close() { f.c.Close() }
 
-// until reads releases until it has seen every message (perAggregateWindow
-// of them) of the windows ending at or before endUnix, and returns the
-// releases in order.
-func (f *fitCollector) until(ctx context.Context, endUnix int64, perWindow int) ([]map[string]any, error) {
+// until reads releases until every aggregate named has released each of
+// its perWindow messages (one per cohort) of a window ending at or after
+// endUnix, and returns the releases in order. A fast aggregate's later
+// windows do not stand in for a slow one's (the Weibull fits run beside
+// the intake and may lag the Kaplan–Meier releases).
+func (f *fitCollector) until(ctx context.Context, endUnix int64, aggregates []string, perWindow int) ([]map[string]any, error) {
 	var out []map[string]any
 	seen := map[string]bool{}
-	lastWindow := map[string]int{} // aggregate -> messages of the final window
+	lastWindow := map[string]map[string]int{} // aggregate -> window -> messages of a final window
 	done := func() bool {
-		for _, n := range lastWindow {
-			if n < perWindow/max(1, len(lastWindow)) {
+		for _, a := range aggregates {
+			full := false
+			for _, n := range lastWindow[a] {
+				full = full || n >= perWindow
+			}
+			if !full {
 				return false
 			}
 		}
-		return len(lastWindow) > 0
+		return len(aggregates) > 0
 	}
 	for !done() {
 		ms, err := f.c.Next(ctx)
@@ -252,7 +262,11 @@ func (f *fitCollector) until(ctx context.Context, endUnix int64, perWindow int) 
 			seen[key] = true
 			out = append(out, r)
 			if we, ok := r["window_end_unix"].(float64); ok && int64(we) >= endUnix {
-				lastWindow[fmt.Sprint(r["aggregate"])]++
+				a := fmt.Sprint(r["aggregate"])
+				if lastWindow[a] == nil {
+					lastWindow[a] = map[string]int{}
+				}
+				lastWindow[a][fmt.Sprint(int64(we))]++
 			}
 		}
 	}
