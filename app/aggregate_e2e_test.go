@@ -51,7 +51,7 @@ func (c *fakeClock) Set(t time.Time) {
 // killableSource fails its pending and later reads once killed: the
 // aggregators stop like a killed process, with no final checkpoint.
 type killableSource struct {
-	pipeline.Source
+	message.Source
 	killed chan struct{}
 	once   sync.Once
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
@@ -65,7 +66,7 @@ func debugLogger(w *syncBuffer) *zap.Logger {
 // consumer to die: that batch's commit never happens and every later read
 // fails.
 type crashingSource struct {
-	pipeline.Source
+	message.Source
 	n       int
 	count   atomic.Int64
 	crashed atomic.Bool
@@ -214,7 +215,7 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 			t.Fatalf("collect: %v (have %d of %d)", err, len(rows), wantGood)
 		}
 		for _, m := range ms {
-			src := header(m, pipeline.HeaderSource)
+			src := header(m, sanitize.HeaderSource)
 			if prev, ok := bySource[src]; ok {
 				dupMessages++
 				if prev != string(m.Value) {

@@ -29,7 +29,7 @@ import (
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
@@ -215,7 +215,7 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 				t.Error("service not ready after the message")
 			}
 			// Issue 21: a whole-message dead letter counts its rows.
-			if in := pipelinetest.CounterValue(svc.Metrics().RecordsIn); in != float64(20+tc.rows) {
+			if in := pipelinetest.CounterValue(svc.RecordMetrics().RecordsIn); in != float64(20+tc.rows) {
 				t.Errorf("records in %v, want %d (20 good + %d in the bad message)", in, 20+tc.rows, tc.rows)
 			}
 		})
@@ -261,10 +261,10 @@ func TestLargeMessagesAreSplitAndDeadLettersBounded(t *testing.T) {
 	parts := 0
 	for _, m := range outMsgs {
 		size := len(m.Key) + len(m.Value)
-		if size > pipeline.DefaultMaxMessageBytes {
-			t.Errorf("sanitized message of %d bytes exceeds the %d limit", size, pipeline.DefaultMaxMessageBytes)
+		if size > sanitize.DefaultMaxMessageBytes {
+			t.Errorf("sanitized message of %d bytes exceeds the %d limit", size, sanitize.DefaultMaxMessageBytes)
 		}
-		if header(m, pipeline.HeaderSource) == cfg.Input.Topic+"/0/0" {
+		if header(m, sanitize.HeaderSource) == cfg.Input.Topic+"/0/0" {
 			parts++
 		}
 	}
@@ -330,7 +330,7 @@ func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 	out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
 	dlq := readTopic(t, ctx, cfg.Kafka, cfg.Output.DeadLetterTopic)
 	waitUntil(t, done, 30*time.Second, "4 failed dead-letter writes", func() bool { return fs.attempts.Load() >= 4 })
-	m := svc.Metrics()
+	m := svc.RecordMetrics()
 	if v := pipelinetest.CounterValue(m.DeadLettered.WithLabelValues(schemas.ReasonDuplicateID)); v != 0 {
 		t.Errorf("dpsurv_records_dead_lettered_total = %v while no dead letter was written", v)
 	}
@@ -341,7 +341,7 @@ func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // let any extra copy arrive
 	seen := map[string]int{}
 	for _, msg := range out.snapshot() {
-		seen[header(msg, pipeline.HeaderSource)]++
+		seen[header(msg, sanitize.HeaderSource)]++
 	}
 	for src, n := range seen {
 		if n != 1 {

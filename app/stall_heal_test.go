@@ -22,7 +22,6 @@ import (
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/internal/testtier"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
 )
@@ -32,7 +31,7 @@ import (
 // this replica while the others flow (what a reader stuck on one partition
 // looks like from the group).
 type stallPartition struct {
-	pipeline.Source
+	message.Source
 	partition int
 	released  func() bool
 	held      atomic.Int64

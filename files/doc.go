@@ -1,7 +1,7 @@
 // Package files is the file edge of the runtime: a message.Source that
 // reads a CSV, Arrow IPC or JSON-lines file and message.Sinks that write
 // the sanitized stream and its dead letters to files, so that
-// `dpsurv sanitize` runs the stream's processor (pipeline.SanitizeProcessor
+// `dpsurv sanitize` runs the stream's processor (sanitize.Processor
 // in a pipeline.Stream) instead of a loop of its own.
 //
 // Contract:

@@ -12,7 +12,7 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
@@ -108,12 +108,12 @@ func CollectExact(ctx context.Context, conn kafkaconn.Config, topic, group strin
 		for _, m := range ms {
 			src := ""
 			for _, h := range m.Headers {
-				if h.Key == pipeline.HeaderSource {
+				if h.Key == sanitize.HeaderSource {
 					src = string(h.Value)
 				}
 			}
 			if src == "" {
-				return out, fmt.Errorf("collect %s: message without %s header: %w", topic, pipeline.HeaderSource, ErrMismatch)
+				return out, fmt.Errorf("collect %s: message without %s header: %w", topic, sanitize.HeaderSource, ErrMismatch)
 			}
 			if prev, ok := bySource[src]; ok {
 				out.Duplicates++

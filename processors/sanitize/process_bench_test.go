@@ -1,7 +1,8 @@
-package pipeline_test
+package sanitize_test
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sources"
@@ -36,14 +38,15 @@ func BenchmarkProcess(b *testing.B) {
 	}
 	defer chain.Release()
 	procs := map[string]pipeline.Processor{
-		"sanitize":    &pipeline.SanitizeProcessor{Validator: v, Chain: chain, Mem: mem, Metrics: pipeline.NewMetrics(prometheus.NewRegistry())},
-		"passthrough": pipeline.PassthroughProcessor{Mem: mem},
+		"sanitize":    &sanitize.Processor{Validator: v, Chain: chain, Mem: mem, Metrics: sanitize.NewMetrics(prometheus.NewRegistry())},
+		"passthrough": sanitize.Passthrough{Mem: mem},
 	}
+	ctx := context.Background()
 	for _, name := range []string{"passthrough", "sanitize"} {
 		p := procs[name]
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := p.Process(msg); err != nil {
+				if _, err := p.Process(ctx, msg); err != nil {
 					b.Fatal(err)
 				}
 			}
