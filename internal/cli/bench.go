@@ -27,7 +27,6 @@ import (
 	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -308,7 +307,7 @@ type ioPassthrough struct {
 	bytes, records *atomic.Int64
 }
 
-func newIOPassthrough(cfg app.Config, key []byte, msgs []sinks.Message, mem memory.Allocator) (ioPassthrough, error) {
+func newIOPassthrough(cfg app.Config, key []byte, msgs []message.Message, mem memory.Allocator) (ioPassthrough, error) {
 	p := ioPassthrough{mem: mem, bytes: new(atomic.Int64), records: new(atomic.Int64)}
 	v, err := schemas.NewValidator(cfg.Spec(), mem)
 	if err != nil {
@@ -390,7 +389,7 @@ func (p ioPassthrough) Process(_ context.Context, msg message.Message) ([]pipeli
 
 // benchStages measures the validator, the sanitizer chain and AES in
 // memory, on one goroutine, from the bench's input messages.
-func benchStages(res *BenchResult, cfg app.Config, key []byte, msgs []sinks.Message, records int, mem memory.Allocator) error {
+func benchStages(res *BenchResult, cfg app.Config, key []byte, msgs []message.Message, records int, mem memory.Allocator) error {
 	v, err := schemas.NewValidator(cfg.Spec(), mem)
 	if err != nil {
 		return fmt.Errorf("bench validator: %w", err)

@@ -14,12 +14,12 @@ import (
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/internal/testtier"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/schemas/schemastest"
-	"github.com/dpsurv/dpsurv/sources"
 )
 
 // advCohorts covers both generators' labels.
@@ -169,7 +169,7 @@ func TestAdversarialClassesBounded(t *testing.T) {
 				testtier.Full(t, "a 60-million-entry dictionary")
 			}
 			p := advProcessor(t, c.public, c.format)
-			msg := sources.Message{Topic: "in", Key: c.key, Value: c.msg(t)}
+			msg := message.Message{Topic: "in", Key: c.key, Value: c.msg(t)}
 			wire := len(msg.Key) + len(msg.Value)
 			var res result
 			var err error

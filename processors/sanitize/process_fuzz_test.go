@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 	"github.com/dpsurv/dpsurv/processors/sanitize"
 
@@ -15,7 +16,6 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sources"
 )
 
 // fuzzMaxMessageBytes is small so that the fuzzer exercises the splitting
@@ -49,7 +49,7 @@ func FuzzSanitizeProcessor(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, p := range procs {
-			res, err := process(p, sources.Message{Topic: "in", Partition: 0, Offset: 7, Key: []byte("k"), Value: data})
+			res, err := process(p, message.Message{Topic: "in", Partition: 0, Offset: 7, Key: []byte("k"), Value: data})
 			if err != nil {
 				t.Fatalf("process: %v", err)
 			}

@@ -25,7 +25,6 @@ import (
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
-	"github.com/dpsurv/dpsurv/sources"
 )
 
 // limitSink refuses (sinks.ErrTooLarge) every message over max bytes, as
@@ -34,10 +33,10 @@ import (
 type limitSink struct {
 	max  int
 	mu   sync.Mutex
-	msgs []sinks.Message
+	msgs []message.Message
 }
 
-func (l *limitSink) Write(_ context.Context, msgs []sinks.Message) error {
+func (l *limitSink) Write(_ context.Context, msgs []message.Message) error {
 	for _, m := range msgs {
 		if len(m.Key)+len(m.Value) > l.max {
 			return fmt.Errorf("produce: %w", sinks.ErrTooLarge)
@@ -55,18 +54,18 @@ func (l *limitSink) Connect(context.Context) error { return nil }
 
 // oneBatchSource returns one batch, then stops the stream.
 type oneBatchSource struct {
-	msgs  []sources.Message
+	msgs  []message.Message
 	acked chan struct{}
 	done  bool
 }
 
-func (s *oneBatchSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
+func (s *oneBatchSource) ReadBatch(ctx context.Context) (message.Batch, error) {
 	if s.done {
 		<-ctx.Done()
-		return sources.Batch{}, ctx.Err()
+		return message.Batch{}, ctx.Err()
 	}
 	s.done = true
-	return sources.Batch{Messages: s.msgs, Ack: func(context.Context) error { close(s.acked); return nil }}, nil
+	return message.Batch{Messages: s.msgs, Ack: func(context.Context) error { close(s.acked); return nil }}, nil
 }
 
 func (s *oneBatchSource) Close() error { return nil }
@@ -96,7 +95,7 @@ func TestStreamTooLargeForTheBrokerIsDeadLettered(t *testing.T) {
 	proc := &sanitize.Processor{Validator: v, Chain: chain, Mem: mem, Metrics: m}
 	// 2,000 good rows (about 100 KB sanitized) and an undecodable 300 KB
 	// message: both exceed the sinks' 64 KB limit.
-	src := &oneBatchSource{acked: make(chan struct{}), msgs: []sources.Message{
+	src := &oneBatchSource{acked: make(chan struct{}), msgs: []message.Message{
 		{Topic: "in", Offset: 0, Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("big-", 2000), false)},
 		{Topic: "in", Offset: 1, Value: bytes.Repeat([]byte("z"), 300_000)},
 	}}
@@ -170,7 +169,7 @@ func TestProcessorOversizedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &sanitize.Processor{Validator: v, Chain: chain, Mem: mem, Metrics: sanitize.NewMetrics(nil), MaxMessageBytes: 16 << 10}
-	res, err := process(p, sources.Message{Topic: "in", Value: val})
+	res, err := process(p, message.Message{Topic: "in", Value: val})
 	if err != nil {
 		t.Fatal(err)
 	}

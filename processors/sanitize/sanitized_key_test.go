@@ -13,7 +13,6 @@ import (
 	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sources"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -48,7 +47,7 @@ func TestSanitizedMessageKeyAndHeaders(t *testing.T) {
 	p := &sanitize.Processor{Validator: v, Chain: chain, Mem: mem, Format: "arrow",
 		Metrics: sanitize.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
 	secrets := []string{"MRN-0042-Jane-Doe", "Jane Doe", "MRN-0042", "x-patient-name", "x-mrn"}
-	in := sources.Message{Topic: "tte.raw", Partition: 3, Offset: 17, Key: []byte("MRN-0042-Jane-Doe"), Value: msgs[0].Value,
+	in := message.Message{Topic: "tte.raw", Partition: 3, Offset: 17, Key: []byte("MRN-0042-Jane-Doe"), Value: msgs[0].Value,
 		Headers: []message.Header{{Key: "x-patient-name", Value: []byte("Jane Doe")}, {Key: "x-mrn", Value: []byte("MRN-0042")}}}
 	res, err := process(p, in)
 	if err != nil {
