@@ -649,3 +649,17 @@ func TestStreamStopsOnFatalSinkError(t *testing.T) {
 		t.Errorf("writes %d, acks %v; want 1 write and no ack", out.calls, src.acked())
 	}
 }
+
+// A stream without a failure route (or without routes) does not start:
+// it would have nowhere to put a message the processor fails on.
+func TestStreamRequiresFailuresAndRoutes(t *testing.T) {
+	for name, st := range map[string]*pipeline.Stream{
+		"no failures": {Source: newMemSource(nil), Processor: memProcessor{}, Routes: map[string]message.Sink{"out": &memSink{}}},
+		"no routes":   {Source: newMemSource(nil), Processor: memProcessor{}, Failures: memFailures{}},
+	} {
+		st.Metrics, st.Log = pipeline.NewMetrics(nil), zap.NewNop()
+		if err := st.Run(context.Background()); err == nil {
+			t.Errorf("%s: Run = nil, want an error", name)
+		}
+	}
+}
