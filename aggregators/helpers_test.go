@@ -16,8 +16,8 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sinks"
 )
 
 var cohorts = []string{"A", "B"}
@@ -49,11 +49,11 @@ func (c *fakeClock) Set(t time.Time) {
 // captureSink records what is written; Fail makes writes fail.
 type captureSink struct {
 	mu   sync.Mutex
-	msgs []sinks.Message
+	msgs []message.Message
 	Fail error
 }
 
-func (s *captureSink) Write(_ context.Context, msgs []sinks.Message) error {
+func (s *captureSink) Write(_ context.Context, msgs []message.Message) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Fail != nil {
@@ -65,10 +65,10 @@ func (s *captureSink) Write(_ context.Context, msgs []sinks.Message) error {
 
 func (s *captureSink) Close() error { return nil }
 
-func (s *captureSink) Messages() []sinks.Message {
+func (s *captureSink) Messages() []message.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]sinks.Message(nil), s.msgs...)
+	return append([]message.Message(nil), s.msgs...)
 }
 
 // fits decodes every captured message, by key.

@@ -31,8 +31,6 @@ import (
 	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sinks"
-	"github.com/dpsurv/dpsurv/sources"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -51,7 +49,7 @@ func (c *fakeClock) Set(t time.Time) {
 // killableSource fails its pending and later reads once killed: the
 // aggregators stop like a killed process, with no final checkpoint.
 type killableSource struct {
-	pipeline.Source
+	message.Source
 	killed chan struct{}
 	once   sync.Once
 }
@@ -60,7 +58,7 @@ var errKilled = fmt.Errorf("aggregator killed: %w", pipeline.ErrStop)
 
 func (k *killableSource) kill() { k.once.Do(func() { close(k.killed) }) }
 
-func (k *killableSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
+func (k *killableSource) ReadBatch(ctx context.Context) (message.Batch, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -73,16 +71,16 @@ func (k *killableSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
 	b, err := k.Source.ReadBatch(ctx)
 	select {
 	case <-k.killed:
-		return sources.Batch{}, errKilled
+		return message.Batch{}, errKilled
 	default:
 	}
 	return b, err
 }
 
 // downSink refuses every write (the fit topic unreachable).
-type downSink struct{ sinks.Sink }
+type downSink struct{ message.Sink }
 
-func (downSink) Write(context.Context, []sinks.Message) error {
+func (downSink) Write(context.Context, []message.Message) error {
 	return errors.New("fit topic unreachable")
 }
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 )
 
@@ -188,8 +188,8 @@ func DefaultConfig() Config {
 	return Config{
 		Kafka: kafkaconn.Config{ClientID: "dpsurv"},
 		Input: InputConfig{GroupID: "dpsurv", Format: "arrow", MaxBatch: 64, SessionTimeout: 10 * time.Second,
-			RebalanceTimeout: 10 * time.Second, StallTimeout: DefaultStallTimeout, MaxDeadLetterRows: pipeline.DefaultMaxDeadRows, MaxDecodedBytes: DefaultMaxDecodedBytes},
-		Output:     OutputConfig{MaxMessageBytes: pipeline.DefaultMaxMessageBytes},
+			RebalanceTimeout: 10 * time.Second, StallTimeout: DefaultStallTimeout, MaxDeadLetterRows: sanitize.DefaultMaxDeadRows, MaxDecodedBytes: DefaultMaxDecodedBytes},
+		Output:     OutputConfig{MaxMessageBytes: sanitize.DefaultMaxMessageBytes},
 		Schema:     SchemaConfig{TimeUnit: "days", Public: []string{"event"}},
 		Sanitizers: SanitizersConfig{PseudonymizeID: &yes},
 		HTTP:       HTTPConfig{Listen: DefaultListen},

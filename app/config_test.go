@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sinks"
 )
 
@@ -97,7 +97,7 @@ func TestReadKey(t *testing.T) {
 // The runtime's default message bound is the Kafka sinks' default batch
 // size (pipeline does not import sinks, so the two constants are tied here).
 func TestDefaultMaxMessageBytesIsTheSinkDefault(t *testing.T) {
-	if pipeline.DefaultMaxMessageBytes != sinks.DefaultBatchBytes {
-		t.Fatalf("pipeline.DefaultMaxMessageBytes = %d, sinks.DefaultBatchBytes = %d", pipeline.DefaultMaxMessageBytes, sinks.DefaultBatchBytes)
+	if sanitize.DefaultMaxMessageBytes != sinks.DefaultBatchBytes {
+		t.Fatalf("sanitize.DefaultMaxMessageBytes = %d, sinks.DefaultBatchBytes = %d", sanitize.DefaultMaxMessageBytes, sinks.DefaultBatchBytes)
 	}
 }

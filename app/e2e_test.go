@@ -31,9 +31,8 @@ import (
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sinks"
-	"github.com/dpsurv/dpsurv/sources"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -65,7 +64,7 @@ func debugLogger(w *syncBuffer) *zap.Logger {
 // consumer to die: that batch's commit never happens and every later read
 // fails.
 type crashingSource struct {
-	pipeline.Source
+	message.Source
 	n       int
 	count   atomic.Int64
 	crashed atomic.Bool
@@ -87,18 +86,18 @@ func (c *crashingSource) crash() {
 	c.mu.Unlock()
 }
 
-func (c *crashingSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
+func (c *crashingSource) ReadBatch(ctx context.Context) (message.Batch, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c.mu.Lock()
 	c.cancel = cancel
 	c.mu.Unlock()
 	if c.crashed.Load() {
-		return sources.Batch{}, errCrash
+		return message.Batch{}, errCrash
 	}
 	b, err := c.Source.ReadBatch(rctx)
 	if c.crashed.Load() {
-		return sources.Batch{}, errCrash
+		return message.Batch{}, errCrash
 	}
 	if err != nil {
 		return b, err
@@ -164,7 +163,7 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs = append(msgs[:10], append([]sinks.Message{
+	msgs = append(msgs[:10], append([]message.Message{
 		{Key: []byte("garbage"), Value: []byte("secret-garbage-bytes")},
 		{Key: []byte("bad"), Value: badIPC},
 	}, msgs[10:]...)...)
@@ -214,7 +213,7 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 			t.Fatalf("collect: %v (have %d of %d)", err, len(rows), wantGood)
 		}
 		for _, m := range ms {
-			src := header(m, pipeline.HeaderSource)
+			src := header(m, sanitize.HeaderSource)
 			if prev, ok := bySource[src]; ok {
 				dupMessages++
 				if prev != string(m.Value) {
@@ -340,7 +339,7 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 	mem.AssertSize(t, 0)
 }
 
-func header(m sources.Message, k string) string {
+func header(m message.Message, k string) string {
 	for _, h := range m.Headers {
 		if h.Key == k {
 			return string(h.Value)

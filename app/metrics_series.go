@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpsurv/dpsurv/aggregators"
-	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -16,7 +16,7 @@ import (
 // letter or the first withheld window would not fire an alert.
 
 // initStreamSeries creates the dead-letter series of every reason code.
-func initStreamSeries(m *pipeline.Metrics) {
+func initStreamSeries(m *sanitize.Metrics) {
 	for _, r := range schemas.Reasons {
 		m.DeadLettered.WithLabelValues(r)
 	}

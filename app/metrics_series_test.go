@@ -7,7 +7,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/dpsurv/dpsurv/aggregators"
-	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -17,7 +17,7 @@ import (
 // scope, before any event.
 func TestInitialSeries(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := pipeline.NewMetrics(reg)
+	m := sanitize.NewMetrics(reg)
 	initStreamSeries(m)
 	am := aggregators.NewMetrics(reg)
 	cfg := Config{

@@ -8,6 +8,7 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 )
 
 // initMetricsAtStart creates every series the service documents, at zero,
@@ -16,10 +17,10 @@ import (
 // sees a clamped value still exports them, so that rate() and increase()
 // see the first event and an alert on a missing series is not needed
 // (TestEveryDocumentedMetricExportedAtStart).
-func (s *Service) initMetricsAtStart(cfg Config, m *pipeline.Metrics) error {
-	initStreamSeries(m)
-	m.Clamped.WithLabelValues("time")
-	for _, sink := range []string{pipeline.SinkOutput, pipeline.SinkDeadLetter} {
+func (s *Service) initMetricsAtStart(cfg Config, m *pipeline.Metrics, records *sanitize.Metrics) error {
+	initStreamSeries(records)
+	records.Clamped.WithLabelValues("time")
+	for _, sink := range []string{sanitize.RouteOutput, sanitize.RouteDeadLetter} {
 		m.SinkErrors.WithLabelValues(sink)
 	}
 	s.reload.mu.Lock()

@@ -17,7 +17,7 @@ import (
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
-	"github.com/dpsurv/dpsurv/sinks"
+	"github.com/dpsurv/dpsurv/message"
 )
 
 // A broker that will not create the output topics (as one without the
@@ -73,7 +73,7 @@ func TestServiceWaitsForTopicsTheBrokerWillNotCreate(t *testing.T) {
 
 	// The topics can be made now: it proceeds and sanitizes.
 	refuse.Store(false)
-	if err := harness.Produce(ctx, cfg.Kafka, "in", []sinks.Message{{Value: p.plain}}, nil); err != nil {
+	if err := harness.Produce(ctx, cfg.Kafka, "in", []message.Message{{Value: p.plain}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !harness.WaitFor(ctx, 40*time.Second, func() bool { return gauge(reg, "dpsurv_records_out_total", nil) == 5 }) {

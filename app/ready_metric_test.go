@@ -19,7 +19,6 @@ import (
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
-	"github.com/dpsurv/dpsurv/sinks"
 )
 
 // dpsurv_ready is what /readyz answers. Issue 21: with partitions stalled
@@ -38,9 +37,9 @@ func TestReadyMetricEqualsReadyzWhenStalled(t *testing.T) {
 	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 2, cfg.Output.SanitizedTopic: 2, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
 		t.Fatal(err)
 	}
-	var msgs []sinks.Message
+	var msgs []message.Message
 	for i := range 20 {
-		msgs = append(msgs, sinks.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("r%d-", i), 5), false)})
+		msgs = append(msgs, message.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("r%d-", i), 5), false)})
 	}
 	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 )
 
 // Defect 6: hostile or careless configuration is refused, and every error
@@ -48,7 +48,7 @@ func TestConfigHardening(t *testing.T) {
 	if cfg.HTTP.Listen != "127.0.0.1:8080" {
 		t.Errorf("default http.listen %q, want loopback only", cfg.HTTP.Listen)
 	}
-	if cfg.Input.RebalanceTimeout != 10*time.Second || cfg.Output.MaxMessageBytes != pipeline.DefaultMaxMessageBytes || cfg.Input.MaxDeadLetterRows != pipeline.DefaultMaxDeadRows {
+	if cfg.Input.RebalanceTimeout != 10*time.Second || cfg.Output.MaxMessageBytes != sanitize.DefaultMaxMessageBytes || cfg.Input.MaxDeadLetterRows != sanitize.DefaultMaxDeadRows {
 		t.Errorf("defaults: %+v %+v", cfg.Input, cfg.Output)
 	}
 }

@@ -29,10 +29,8 @@ import (
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sinks"
-	"github.com/dpsurv/dpsurv/sources"
 )
 
 // reliabConfig is a one-partition stream (input order is output order).
@@ -58,7 +56,7 @@ var reliabKey = pipelinetest.Key
 // topicReader collects a topic in the background.
 type topicReader struct {
 	mu   sync.Mutex
-	msgs []sources.Message
+	msgs []message.Message
 }
 
 func readTopic(t *testing.T, ctx context.Context, conn kafkaconn.Config, topic string) *topicReader {
@@ -86,14 +84,14 @@ func readTopic(t *testing.T, ctx context.Context, conn kafkaconn.Config, topic s
 	return r
 }
 
-func (r *topicReader) snapshot() []sources.Message {
+func (r *topicReader) snapshot() []message.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]sources.Message(nil), r.msgs...)
+	return append([]message.Message(nil), r.msgs...)
 }
 
 // sanitizedRows counts the rows of sanitized messages.
-func sanitizedRows(t *testing.T, msgs []sources.Message) int {
+func sanitizedRows(t *testing.T, msgs []message.Message) int {
 	t.Helper()
 	n := 0
 	for _, m := range msgs {
@@ -109,7 +107,7 @@ func sanitizedRows(t *testing.T, msgs []sources.Message) int {
 	return n
 }
 
-func deadLetters(t *testing.T, msgs []sources.Message) []pipelinetest.DeadLetterJSON {
+func deadLetters(t *testing.T, msgs []message.Message) []pipelinetest.DeadLetterJSON {
 	t.Helper()
 	var out []pipelinetest.DeadLetterJSON
 	for _, m := range msgs {
@@ -192,7 +190,7 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 				t.Fatal(err)
 			}
 			site := slices.Contains(tc.public, "site")
-			msgs := []sinks.Message{{Key: []byte("bad"), Value: tc.bad}, {Key: []byte("good"), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("good-", 20), site)}}
+			msgs := []message.Message{{Key: []byte("bad"), Value: tc.bad}, {Key: []byte("good"), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("good-", 20), site)}}
 			if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
 				t.Fatal(err)
 			}
@@ -215,7 +213,7 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 				t.Error("service not ready after the message")
 			}
 			// Issue 21: a whole-message dead letter counts its rows.
-			if in := pipelinetest.CounterValue(svc.Metrics().RecordsIn); in != float64(20+tc.rows) {
+			if in := pipelinetest.CounterValue(svc.RecordMetrics().RecordsIn); in != float64(20+tc.rows) {
 				t.Errorf("records in %v, want %d (20 good + %d in the bad message)", in, 20+tc.rows, tc.rows)
 			}
 		})
@@ -236,7 +234,7 @@ func TestLargeMessagesAreSplitAndDeadLettersBounded(t *testing.T) {
 	const big = 25_000
 	bigMsg := pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("pt-", big), false)
 	garbage := bytes.Repeat([]byte("not arrow "), 95_000) // 950,000 bytes: its base64 dead letter is 1.27 MB
-	msgs := []sinks.Message{
+	msgs := []message.Message{
 		{Key: []byte("big"), Value: bigMsg},
 		{Key: []byte("garbage"), Value: garbage},
 		{Key: bytes.Repeat([]byte("k"), 900_000), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("bigkey-", 10), false)},
@@ -261,10 +259,10 @@ func TestLargeMessagesAreSplitAndDeadLettersBounded(t *testing.T) {
 	parts := 0
 	for _, m := range outMsgs {
 		size := len(m.Key) + len(m.Value)
-		if size > pipeline.DefaultMaxMessageBytes {
-			t.Errorf("sanitized message of %d bytes exceeds the %d limit", size, pipeline.DefaultMaxMessageBytes)
+		if size > sanitize.DefaultMaxMessageBytes {
+			t.Errorf("sanitized message of %d bytes exceeds the %d limit", size, sanitize.DefaultMaxMessageBytes)
 		}
-		if header(m, pipeline.HeaderSource) == cfg.Input.Topic+"/0/0" {
+		if header(m, sanitize.HeaderSource) == cfg.Input.Topic+"/0/0" {
 			parts++
 		}
 	}
@@ -283,12 +281,12 @@ func TestLargeMessagesAreSplitAndDeadLettersBounded(t *testing.T) {
 
 // failingSink fails every write while failing is set, counting attempts.
 type failingSink struct {
-	sinks.Sink
+	message.Sink
 	failing  atomic.Bool
 	attempts atomic.Int64
 }
 
-func (f *failingSink) Write(ctx context.Context, msgs []sinks.Message) error {
+func (f *failingSink) Write(ctx context.Context, msgs []message.Message) error {
 	if f.failing.Load() {
 		f.attempts.Add(1)
 		return errors.New("injected dead-letter sink failure")
@@ -308,10 +306,10 @@ func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each message: 10 good rows and one duplicate (a dead letter).
-	var msgs []sinks.Message
+	var msgs []message.Message
 	for i := range 3 {
 		ids := pipelinetest.SeqIDs(fmt.Sprintf("m%d-", i), 10)
-		msgs = append(msgs, sinks.Message{Value: pipelinetest.RowsMessage(t, append(ids, ids[0]), false)})
+		msgs = append(msgs, message.Message{Value: pipelinetest.RowsMessage(t, append(ids, ids[0]), false)})
 	}
 	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
 		t.Fatal(err)
@@ -330,7 +328,7 @@ func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 	out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
 	dlq := readTopic(t, ctx, cfg.Kafka, cfg.Output.DeadLetterTopic)
 	waitUntil(t, done, 30*time.Second, "4 failed dead-letter writes", func() bool { return fs.attempts.Load() >= 4 })
-	m := svc.Metrics()
+	m := svc.RecordMetrics()
 	if v := pipelinetest.CounterValue(m.DeadLettered.WithLabelValues(schemas.ReasonDuplicateID)); v != 0 {
 		t.Errorf("dpsurv_records_dead_lettered_total = %v while no dead letter was written", v)
 	}
@@ -341,7 +339,7 @@ func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // let any extra copy arrive
 	seen := map[string]int{}
 	for _, msg := range out.snapshot() {
-		seen[header(msg, pipeline.HeaderSource)]++
+		seen[header(msg, sanitize.HeaderSource)]++
 	}
 	for src, n := range seen {
 		if n != 1 {
@@ -389,7 +387,7 @@ func TestOutputBoundLearnedFromTopic(t *testing.T) {
 		t.Fatalf("topic max.message.bytes %v, %v", lim, err)
 	}
 	const n = 10_000
-	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, []sinks.Message{{Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("pt-", n), false)}}, zap.NewNop()); err != nil {
+	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, []message.Message{{Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("pt-", n), false)}}, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
 	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}

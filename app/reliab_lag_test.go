@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -18,7 +19,6 @@ import (
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
 )
 
@@ -55,9 +55,9 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 2, cfg.Output.SanitizedTopic: 2, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
 		t.Fatal(err)
 	}
-	var msgs []sinks.Message
+	var msgs []message.Message
 	for i := range 20 {
-		msgs = append(msgs, sinks.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("s%d-", i), 5), false)})
+		msgs = append(msgs, message.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("s%d-", i), 5), false)})
 	}
 	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 )
 
 // Reload raises the budget of the ledger the lease holder has open (and of
@@ -36,7 +37,7 @@ log: {level: info}
 	}
 	lvl := zap.NewAtomicLevelAt(zap.InfoLevel)
 	s := &Service{Config: cfg, Key: []byte("k"), Log: zap.NewNop(), LogLevel: &lvl, Registry: prometheus.NewRegistry()}
-	if err := s.initMetricsAtStart(cfg, pipeline.NewMetrics(s.Registry)); err != nil {
+	if err := s.initMetricsAtStart(cfg, pipeline.NewMetrics(s.Registry), sanitize.NewMetrics(s.Registry)); err != nil {
 		t.Fatal(err)
 	}
 	led, err := ledger.Open(context.Background(), &ledger.Memory{}, ledger.Options{Budget: s.budgetFor(cfg), Registerer: s.Registry})

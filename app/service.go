@@ -20,6 +20,7 @@ import (
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -37,7 +38,7 @@ type Service struct {
 	// topics, group lag, the lease, the Kafka ledger) uses Config.Kafka.
 	Transport Transport
 	// Processor replaces the sanitizing processor (nil: the
-	// pipeline.SanitizeProcessor of Config); `dpsurv bench` runs the
+	// sanitize.Processor of Config); `dpsurv bench` runs the
 	// passthrough through the same service to measure the sanitizer's
 	// cost.
 	Processor pipeline.Processor
@@ -59,6 +60,7 @@ type Service struct {
 	stream  atomic.Pointer[pipeline.Stream] // set by Run, read by the health server
 	chain   *sanitizers.Chain
 	metrics atomic.Pointer[pipeline.Metrics]
+	records atomic.Pointer[sanitize.Metrics]
 	agg     atomic.Pointer[pipeline.AggregatorRunner]
 	leader  atomic.Bool // this process holds the aggregator lease
 	lag     atomic.Pointer[lagMonitor]
@@ -87,7 +89,7 @@ func (c Config) maxMessageBytes() int {
 	if c.Output.MaxMessageBytes > 0 {
 		return c.Output.MaxMessageBytes
 	}
-	return pipeline.DefaultMaxMessageBytes
+	return sanitize.DefaultMaxMessageBytes
 }
 
 // Ready reports readiness for /readyz: the stream is consuming and, when
@@ -139,6 +141,10 @@ func (s *Service) transport() Transport {
 // Metrics returns the service metrics (after Run started).
 func (s *Service) Metrics() *pipeline.Metrics { return s.metrics.Load() }
 
+// RecordMetrics returns the sanitizing processor's record accounting
+// (after Run started).
+func (s *Service) RecordMetrics() *sanitize.Metrics { return s.records.Load() }
+
 // Run starts sinks first and the source last, runs until ctx is cancelled,
 // then stops in reverse order after draining. A broker that refuses the
 // connection or the credentials leaves the service running but not ready,
@@ -161,13 +167,13 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := buildinfo.Register(s.Registry); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	m := pipeline.NewMetrics(s.Registry)
+	m, sm := pipeline.NewMetrics(s.Registry), sanitize.NewMetrics(s.Registry)
 	m.SetReadiness(s.Ready) // dpsurv_ready is what /readyz answers
-	initStreamSeries(m)
-	if err := s.initMetricsAtStart(cfg, m); err != nil {
+	if err := s.initMetricsAtStart(cfg, m, sm); err != nil {
 		return err
 	}
 	s.metrics.Store(m)
+	s.records.Store(sm)
 	chain, err := sanitizers.New(cfg.SanitizerConfig(s.Key), s.Mem)
 	if err != nil {
 		return err
@@ -176,7 +182,7 @@ func (s *Service) Run(ctx context.Context) error {
 	defer chain.Release()
 	for _, g := range chain.Guarantees() {
 		if g.WorstCaseLoss != nil {
-			m.Privacy.WithLabelValues(g.Field, g.Kind).Set(*g.WorstCaseLoss)
+			sm.Privacy.WithLabelValues(g.Field, g.Kind).Set(*g.WorstCaseLoss)
 		}
 		if g.Warning != "" {
 			s.Log.Warn("privacy guarantee weaker than nominal", zap.String("field", g.Field), zap.String("warning", g.Warning))
@@ -189,7 +195,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("schema: %w", err)
 	}
-	validator.SetMaxDeadRows(cmp.Or(cfg.Input.MaxDeadLetterRows, pipeline.DefaultMaxDeadRows))
+	validator.SetMaxDeadRows(cmp.Or(cfg.Input.MaxDeadLetterRows, sanitize.DefaultMaxDeadRows))
 	validator.SetMaxDecodeBytes(cmp.Or(cfg.Input.MaxDecodedBytes, DefaultMaxDecodedBytes))
 	maxMsg := cfg.maxMessageBytes()
 
@@ -274,8 +280,8 @@ func (s *Service) Run(ctx context.Context) error {
 
 	proc := s.Processor
 	if proc == nil {
-		proc = &pipeline.SanitizeProcessor{NoTraceContext: cfg.Output.TraceContext != nil && !*cfg.Output.TraceContext,
-			Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: m, Log: s.Log,
+		proc = &sanitize.Processor{NoTraceContext: cfg.Output.TraceContext != nil && !*cfg.Output.TraceContext,
+			Validator: validator, Chain: chain, Format: cfg.Input.Format, Mem: s.Mem, Metrics: sm, Log: s.Log,
 			MaxMessageBytes: maxMsg}
 	}
 	// Lag and stalls from the group's committed offsets against the end
@@ -283,7 +289,9 @@ func (s *Service) Run(ctx context.Context) error {
 	// partitions it was assigned).
 	// A stalled partition assigned to this replica restarts the reader
 	// (leave and rejoin the group).
-	stream := &pipeline.Stream{Source: source, Processor: proc, Out: out, DeadLetter: dead, Metrics: m, Log: s.Log, MaxMessageBytes: maxMsg}
+	stream := &pipeline.Stream{Source: source, Processor: proc, Metrics: m, Log: s.Log,
+		Routes:   map[string]message.Sink{sanitize.RouteOutput: out, sanitize.RouteDeadLetter: dead},
+		Failures: sanitize.DeadLetters{MaxMessageBytes: maxMsg}, OnAck: sm.Acked}
 	lm := newLagMonitor(cfg, m, s.Log)
 	lm.reader, lm.healthy = readerOf(source), stream.Ready
 	s.lag.Store(lm)

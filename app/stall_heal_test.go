@@ -22,9 +22,6 @@ import (
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/internal/testtier"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
-	"github.com/dpsurv/dpsurv/sinks"
-	"github.com/dpsurv/dpsurv/sources"
 )
 
 // stallPartition passes batches through, but until released the batches
@@ -32,7 +29,7 @@ import (
 // this replica while the others flow (what a reader stuck on one partition
 // looks like from the group).
 type stallPartition struct {
-	pipeline.Source
+	message.Source
 	partition int
 	released  func() bool
 	held      atomic.Int64
@@ -41,7 +38,7 @@ type stallPartition struct {
 // Unwrap lets the stall monitor reach the group reader (to restart it).
 func (s *stallPartition) Unwrap() message.Source { return s.Source }
 
-func (s *stallPartition) ReadBatch(ctx context.Context) (sources.Batch, error) {
+func (s *stallPartition) ReadBatch(ctx context.Context) (message.Batch, error) {
 	b, err := s.Source.ReadBatch(ctx)
 	if err != nil || s.released() {
 		return b, err
@@ -73,9 +70,9 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 2, cfg.Output.SanitizedTopic: 2, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
 		t.Fatal(err)
 	}
-	var msgs []sinks.Message
+	var msgs []message.Message
 	for i := range 20 {
-		msgs = append(msgs, sinks.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("h%d-", i), 5), false)})
+		msgs = append(msgs, message.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("h%d-", i), 5), false)})
 	}
 	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
 		t.Fatal(err)
@@ -166,10 +163,10 @@ func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 2, cfg.Output.SanitizedTopic: 2, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
 		t.Fatal(err)
 	}
-	batch := func(prefix string) []sinks.Message {
-		var msgs []sinks.Message
+	batch := func(prefix string) []message.Message {
+		var msgs []message.Message
 		for i := range 20 {
-			msgs = append(msgs, sinks.Message{Key: []byte(fmt.Sprintf("%s-%d", prefix, i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("%s%d-", prefix, i), 5), false)})
+			msgs = append(msgs, message.Message{Key: []byte(fmt.Sprintf("%s-%d", prefix, i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("%s%d-", prefix, i), 5), false)})
 		}
 		return msgs
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sinks"
 )
 
@@ -92,7 +93,7 @@ func TestAutoCreatedTopicsUseDefaultPartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err = s.Write(ctx, []sinks.Message{{Value: []byte("x")}})
+		err = s.Write(ctx, []message.Message{{Value: []byte("x")}})
 		cancel()
 		_ = s.Close()
 		if err != nil {
@@ -117,9 +118,9 @@ func TestDataDirPersistsTopicsAndRecords(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
-	var msgs []sinks.Message
+	var msgs []message.Message
 	for i := range 30 {
-		msgs = append(msgs, sinks.Message{Key: []byte(strconv.Itoa(i)), Value: []byte("v")})
+		msgs = append(msgs, message.Message{Key: []byte(strconv.Itoa(i)), Value: []byte("v")})
 	}
 	if err := s.Write(ctx, msgs); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 // Package files is the file edge of the runtime: a message.Source that
 // reads a CSV, Arrow IPC or JSON-lines file and message.Sinks that write
 // the sanitized stream and its dead letters to files, so that
-// `dpsurv sanitize` runs the stream's processor (pipeline.SanitizeProcessor
+// `dpsurv sanitize` runs the stream's processor (sanitize.Processor
 // in a pipeline.Stream) instead of a loop of its own.
 //
 // Contract:
@@ -10,7 +10,7 @@
 //     detected across the whole file), one message per batch of rows. A
 //     message stands for its decoded batch: Topic is the file's base
 //     name, Partition 0, Offset the batch number (from 0), Value empty;
-//     Source.Decode (a pipeline.Decoder) hands the processor that batch
+//     Source.Decode (a sanitize.Decoder) hands the processor that batch
 //     once. The decoded batch rather than an Arrow IPC encoding of the
 //     rows is the message because the file-wide rules above cannot be
 //     applied one message at a time, and a CSV row that fails to parse

@@ -135,7 +135,7 @@ func (s *Source) batch(d decoded) message.Batch {
 	}
 }
 
-// Decode returns the decoded batch msg stands for (pipeline.Decoder); the
+// Decode returns the decoded batch msg stands for (sanitize.Decoder); the
 // caller releases good. A message it did not return, or one decoded
 // before, gives an unprocessable whole-message dead letter.
 func (s *Source) Decode(msg message.Message) (good arrow.Record, dead []schemas.DeadLetter) {

@@ -9,14 +9,12 @@ import (
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/message"
-	"github.com/dpsurv/dpsurv/sinks"
-	"github.com/dpsurv/dpsurv/sources"
 )
 
 // Source is what a pipeline stream reads from; it matches message.Source.
 type Source interface {
 	Connect(ctx context.Context) error
-	ReadBatch(ctx context.Context) (sources.Batch, error)
+	ReadBatch(ctx context.Context) (message.Batch, error)
 	Close() error
 }
 
@@ -27,7 +25,7 @@ var ErrInjected = errors.New("injected sink failure")
 // failures that happen after part of the batch was written (the case that
 // makes a retried write produce duplicates).
 type SlowSink struct {
-	Sink sinks.Sink
+	Sink message.Sink
 	// Delay is added before every Write; Jitter adds a uniform extra delay
 	// in [0, Jitter) drawn from Src.
 	Delay, Jitter time.Duration
@@ -43,10 +41,10 @@ type SlowSink struct {
 	messages          int
 }
 
-var _ sinks.Sink = (*SlowSink)(nil)
+var _ message.Sink = (*SlowSink)(nil)
 
 // Write delays, then writes through (or fails after a partial write).
-func (s *SlowSink) Write(ctx context.Context, msgs []sinks.Message) error {
+func (s *SlowSink) Write(ctx context.Context, msgs []message.Message) error {
 	s.mu.Lock()
 	s.writes++
 	n := s.writes
@@ -135,12 +133,12 @@ type TrackedSource struct {
 }
 
 // ReadBatch reads through and wraps the batch's Ack.
-func (s *TrackedSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
+func (s *TrackedSource) ReadBatch(ctx context.Context) (message.Batch, error) {
 	if s.Gate != nil {
 		select {
 		case <-s.Gate:
 		case <-ctx.Done():
-			return sources.Batch{}, ctx.Err()
+			return message.Batch{}, ctx.Err()
 		}
 	}
 	b, err := s.Source.ReadBatch(ctx)

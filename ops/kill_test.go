@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/internal/testtier"
+	"github.com/dpsurv/dpsurv/message"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
@@ -250,14 +251,14 @@ log: {level: info}
 }
 
 // produceEvery writes msgs one at a time, one every `every`.
-func produceEvery(ctx context.Context, conn kafkaconn.Config, topic string, msgs []sinks.Message, every time.Duration) error {
+func produceEvery(ctx context.Context, conn kafkaconn.Config, topic string, msgs []message.Message, every time.Duration) error {
 	w, err := sinks.NewKafka(sinks.KafkaConfig{Conn: conn, Topic: topic}, nil)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
 	for _, m := range msgs {
-		if err := w.Write(ctx, []sinks.Message{m}); err != nil {
+		if err := w.Write(ctx, []message.Message{m}); err != nil {
 			return fmt.Errorf("produce: %w", err)
 		}
 		select {

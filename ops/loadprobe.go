@@ -6,7 +6,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/message"
-	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 )
 
 // loadTransport is a load-test replica's transport: the service's Kafka
@@ -18,7 +18,7 @@ import (
 type loadTransport struct {
 	app.Transport
 	tracked *TrackedSource
-	keys    sync.Map // pipeline.SourcePosition -> input key, until the batch is acked
+	keys    sync.Map // sanitize.SourcePosition -> input key, until the batch is acked
 }
 
 func (t *loadTransport) Source(ctx context.Context, role app.Role) (message.Source, error) {
@@ -53,7 +53,7 @@ func (r *keyRecorder) ReadBatch(ctx context.Context) (message.Batch, error) {
 	}
 	pos := make([]string, len(b.Messages))
 	for i, m := range b.Messages {
-		pos[i] = pipeline.SourcePosition(m)
+		pos[i] = sanitize.SourcePosition(m)
 		r.keys.Store(pos[i], m.Key)
 	}
 	ack := b.Ack
@@ -81,7 +81,7 @@ func (w *keyRestorer) Write(ctx context.Context, msgs []message.Message) error {
 	for i, m := range msgs {
 		out[i] = m
 		for _, h := range m.Headers {
-			if h.Key == pipeline.HeaderSource {
+			if h.Key == sanitize.HeaderSource {
 				if k, ok := w.keys.Load(string(h.Value)); ok {
 					out[i].Key = k.([]byte)
 				}

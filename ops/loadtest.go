@@ -20,6 +20,7 @@ import (
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
@@ -307,7 +308,7 @@ func newLoadGen(spec schemas.Spec, batch int) *loadGen {
 	return g
 }
 
-func (g *loadGen) message(seq int64, at time.Time) (sinks.Message, error) {
+func (g *loadGen) message(seq int64, at time.Time) (message.Message, error) {
 	lo := int(seq*int64(g.batch)) % len(g.pool.ID)
 	times := make([]float64, g.batch)
 	events := make([]bool, g.batch)
@@ -321,15 +322,15 @@ func (g *loadGen) message(seq int64, at time.Time) (sinks.Message, error) {
 	}
 	rec, err := schemas.BuildInput(g.spec, g.ids, times, events, g.labels, nil, memory.DefaultAllocator)
 	if err != nil {
-		return sinks.Message{}, fmt.Errorf("build load message: %w", err)
+		return message.Message{}, fmt.Errorf("build load message: %w", err)
 	}
 	v, err := schemas.EncodeIPC(rec, memory.DefaultAllocator)
 	rec.Release()
 	if err != nil {
-		return sinks.Message{}, fmt.Errorf("encode load message: %w", err)
+		return message.Message{}, fmt.Errorf("encode load message: %w", err)
 	}
 	k := strconv.FormatInt(seq, 10) + "/" + strconv.Itoa(g.batch) + "/" + strconv.FormatInt(at.UnixNano(), 10)
-	return sinks.Message{Key: []byte(k), Value: v}, nil
+	return message.Message{Key: []byte(k), Value: v}, nil
 }
 
 func parseLoadKey(k []byte) (seq int64, records int, at time.Time, ok bool) {
@@ -368,7 +369,7 @@ func newTally(window int64) *tally {
 	return &tally{hashes: map[int64]uint64{}, window: max(window, 1024), hist: NewHistogram(), interval: NewHistogram()}
 }
 
-func (t *tally) add(m sources.Message, now time.Time, measure bool) {
+func (t *tally) add(m message.Message, now time.Time, measure bool) {
 	seq, n, at, ok := parseLoadKey(m.Key)
 	if !ok {
 		return
@@ -523,7 +524,7 @@ produce:
 				now = deadline
 			}
 			due := int64(now.Sub(start).Seconds()*msgsPerS) + 1
-			var batch []sinks.Message
+			var batch []message.Message
 			for ; seq < due; seq++ {
 				m, err := gen.message(seq, time.Now())
 				if err != nil {
@@ -582,7 +583,7 @@ func runMaxRate(ctx context.Context, o LoadOptions, cfg app.Config, gen *loadGen
 	defer w.Close()
 	now := time.Now()
 	for lo := int64(0); lo < nMsgs; lo += 64 {
-		batch := make([]sinks.Message, 0, 64)
+		batch := make([]message.Message, 0, 64)
 		for s := lo; s < min(lo+64, nMsgs); s++ {
 			m, err := gen.message(s, now)
 			if err != nil {

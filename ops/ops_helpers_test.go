@@ -53,7 +53,7 @@ func opsConfig(conn kafkaconn.Config, group string) app.Config {
 // each record must become (by pseudonym), computed by one chain in this
 // process with the same key (ops.Reference).
 type opsInput struct {
-	msgs []sinks.Message
+	msgs []message.Message
 	want map[string]ops.Row
 }
 
@@ -160,7 +160,7 @@ func opsRunService(t *testing.T, ctx context.Context, svc *app.Service) (stop fu
 
 // opsProduceAt writes msgs in chunks of chunk messages, one chunk every
 // every, so that consumers see a stream rather than a backlog.
-func opsProduceAt(ctx context.Context, conn kafkaconn.Config, topic string, msgs []sinks.Message, chunk int, every time.Duration) error {
+func opsProduceAt(ctx context.Context, conn kafkaconn.Config, topic string, msgs []message.Message, chunk int, every time.Duration) error {
 	w, err := sinks.NewKafka(sinks.KafkaConfig{Conn: conn, Topic: topic}, zap.NewNop())
 	if err != nil {
 		return err

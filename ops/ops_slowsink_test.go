@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/internal/testtier"
+	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,8 +93,10 @@ func TestOpsSlowSinkBackpressure(t *testing.T) {
 			}
 			t.Cleanup(chain.Release)
 			m := pipeline.NewMetrics(prometheus.NewRegistry())
-			st := &pipeline.Stream{Source: tracked, Out: slow, DeadLetter: dead, Metrics: m, Log: zap.NewNop(), Lag: src.Lag,
-				Processor: &pipeline.SanitizeProcessor{Validator: v, Chain: chain, Mem: mem, Metrics: m, Format: "arrow", Log: zap.NewNop()}}
+			st := &pipeline.Stream{Source: tracked, Metrics: m, Log: zap.NewNop(), Lag: src.Lag,
+				Routes:    map[string]message.Sink{sanitize.RouteOutput: slow, sanitize.RouteDeadLetter: dead},
+				Failures:  sanitize.DeadLetters{},
+				Processor: &sanitize.Processor{Validator: v, Chain: chain, Mem: mem, Metrics: sanitize.NewMetrics(nil), Format: "arrow", Log: zap.NewNop()}}
 			sctx, stop := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			start := time.Now()

@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/sinks"
-	"github.com/dpsurv/dpsurv/sources"
+	"github.com/dpsurv/dpsurv/message"
 )
 
 // TestHistogramQuantiles checks the histogram against exact order
@@ -112,10 +111,10 @@ func TestAnalyzeGrowth(t *testing.T) {
 // memSink records what reaches it.
 type memSink struct {
 	mu   sync.Mutex
-	msgs []sinks.Message
+	msgs []message.Message
 }
 
-func (m *memSink) Write(_ context.Context, msgs []sinks.Message) error {
+func (m *memSink) Write(_ context.Context, msgs []message.Message) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.msgs = append(m.msgs, msgs...)
@@ -127,10 +126,10 @@ func (m *memSink) Close() error { return nil }
 func (m *memSink) Connect(context.Context) error { return nil }
 
 func TestSlowSink(t *testing.T) {
-	msgs := func(n int) []sinks.Message {
-		out := make([]sinks.Message, n)
+	msgs := func(n int) []message.Message {
+		out := make([]message.Message, n)
 		for i := range out {
-			out[i] = sinks.Message{Value: []byte{byte(i)}}
+			out[i] = message.Message{Value: []byte{byte(i)}}
 		}
 		return out
 	}
@@ -187,13 +186,13 @@ type fakeSource struct {
 	next int
 }
 
-func (f *fakeSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
+func (f *fakeSource) ReadBatch(ctx context.Context) (message.Batch, error) {
 	if err := ctx.Err(); err != nil {
-		return sources.Batch{}, err
+		return message.Batch{}, err
 	}
-	var b sources.Batch
+	var b message.Batch
 	for range f.n {
-		b.Messages = append(b.Messages, sources.Message{Partition: f.next % 4, Offset: int64(f.next)})
+		b.Messages = append(b.Messages, message.Message{Partition: f.next % 4, Offset: int64(f.next)})
 		f.next++
 	}
 	b.Ack = func(context.Context) error { return nil }
@@ -214,7 +213,7 @@ func TestTrackedSource(t *testing.T) {
 	cancel()
 	close(gate)
 	ctx = context.Background()
-	var batches []sources.Batch
+	var batches []message.Batch
 	for range 4 {
 		b, err := ts.ReadBatch(ctx)
 		if err != nil {
@@ -243,8 +242,8 @@ func TestLoadKeyAndTally(t *testing.T) {
 	}
 	at := time.Unix(0, 1_700_000_000_123_456_789)
 	tal := newTally(2)
-	msg := func(seq int64, value string) sources.Message {
-		return sources.Message{Key: []byte(strings.Join([]string{strconv.FormatInt(seq, 10), "10", strconv.FormatInt(at.UnixNano(), 10)}, "/")), Value: []byte(value)}
+	msg := func(seq int64, value string) message.Message {
+		return message.Message{Key: []byte(strings.Join([]string{strconv.FormatInt(seq, 10), "10", strconv.FormatInt(at.UnixNano(), 10)}, "/")), Value: []byte(value)}
 	}
 	now := at.Add(25 * time.Millisecond)
 	tal.add(msg(0, "a"), now, true)

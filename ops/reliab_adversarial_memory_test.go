@@ -15,8 +15,8 @@ import (
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/schemas/schemastest"
-	"github.com/dpsurv/dpsurv/sinks"
 )
 
 // Issue 21, defect 2, through a real `dpsurv run` process and the embedded
@@ -36,7 +36,7 @@ func TestAdversarialInputsPeakMemory(t *testing.T) {
 	for _, run := range []struct {
 		name, format string
 		msgs         func(t *testing.T) [][]byte
-		rows         func(msgs []sinks.Message) int
+		rows         func(msgs []message.Message) int
 		maxRSS       int64
 	}{
 		{"arrow", "arrow", func(t *testing.T) [][]byte {
@@ -51,14 +51,14 @@ func TestAdversarialInputsPeakMemory(t *testing.T) {
 				m = append(m, schemastest.HugeCohortDict(t))
 			}
 			return m
-		}, func([]sinks.Message) int { return 2*20_000 + 10*100 + 2*1000 }, 150 << 20},
+		}, func([]message.Message) int { return 2*20_000 + 10*100 + 2*1000 }, 150 << 20},
 		{"json", "json", func(t *testing.T) [][]byte {
 			var m [][]byte
 			for range 16 {
 				m = append(m, schemastest.JSONLines(990_000, 0))
 			}
 			return m
-		}, func(msgs []sinks.Message) int {
+		}, func(msgs []message.Message) int {
 			n := 0
 			for _, m := range msgs {
 				n += strings.Count(string(m.Value), "\n")
@@ -95,10 +95,10 @@ log: {level: warn}
 			if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			var msgs []sinks.Message
+			var msgs []message.Message
 			wire := 0
 			for _, v := range run.msgs(t) {
-				msgs = append(msgs, sinks.Message{Value: v})
+				msgs = append(msgs, message.Message{Value: v})
 				wire += len(v)
 			}
 			if err := harness.Produce(ctx, conn, "adv.in", msgs, zap.NewNop()); err != nil {

@@ -23,8 +23,8 @@ import (
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sinks"
 )
 
 // duplicateIDMessage is a zstd-compressed Arrow message of n rows that all
@@ -136,7 +136,7 @@ log: {level: warn}
 	}
 	spec := schemas.Spec{Cohorts: cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
 	const rows, copies = 110_000, 4
-	var msgs []sinks.Message
+	var msgs []message.Message
 	for i := range copies {
 		v := duplicateIDMessage(t, spec, fmt.Sprintf("same-patient-%d", i), rows)
 		if len(v) >= 1_000_000 {
@@ -145,7 +145,7 @@ log: {level: warn}
 		if i == 0 {
 			t.Logf("each message: %d rows, %d bytes (zstd)", rows, len(v))
 		}
-		msgs = append(msgs, sinks.Message{Value: v})
+		msgs = append(msgs, message.Message{Value: v})
 	}
 	if err := harness.Produce(ctx, conn, "mem.in", msgs, zap.NewNop()); err != nil {
 		t.Fatal(err)

@@ -12,10 +12,10 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sinks"
 )
 
 // Row is one sanitized record as the fault tests compare it.
@@ -30,7 +30,7 @@ type Row struct {
 // Every replica of a service with the same config and key must produce
 // exactly these rows, however often a record is redelivered. Messages with
 // dead letters are an error (the fault tests use clean input).
-func Reference(cfg app.Config, key []byte, msgs []sinks.Message) (map[string]Row, error) {
+func Reference(cfg app.Config, key []byte, msgs []message.Message) (map[string]Row, error) {
 	mem := memory.NewGoAllocator()
 	v, err := schemas.NewValidator(cfg.Spec(), mem)
 	if err != nil {
@@ -108,12 +108,12 @@ func CollectExact(ctx context.Context, conn kafkaconn.Config, topic, group strin
 		for _, m := range ms {
 			src := ""
 			for _, h := range m.Headers {
-				if h.Key == pipeline.HeaderSource {
+				if h.Key == sanitize.HeaderSource {
 					src = string(h.Value)
 				}
 			}
 			if src == "" {
-				return out, fmt.Errorf("collect %s: message without %s header: %w", topic, pipeline.HeaderSource, ErrMismatch)
+				return out, fmt.Errorf("collect %s: message without %s header: %w", topic, sanitize.HeaderSource, ErrMismatch)
 			}
 			if prev, ok := bySource[src]; ok {
 				out.Duplicates++

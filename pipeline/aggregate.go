@@ -8,12 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow"
 	"go.uber.org/zap"
 
-	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/message"
-	"github.com/dpsurv/dpsurv/schemas"
 )
 
 // DefaultAggregatorTick is how often the aggregators look at the clock to
@@ -24,16 +21,30 @@ const DefaultAggregatorTick = 250 * time.Millisecond
 // and commit their input offsets when no window closes.
 const DefaultCheckpointInterval = 5 * time.Second
 
-// AggregatorRunner feeds an aggregators.Engine from the input topic in its
-// own consumer group. Offsets are committed only after a checkpoint that
+// Aggregator is what AggregatorRunner feeds (aggregators.Feed in the
+// service): a windowed state that checkpoints what it counted.
+type Aggregator interface {
+	// Consume counts one input message; a message the restored checkpoint
+	// already counted must be skipped (a redelivery). An error ends the
+	// run.
+	Consume(msg message.Message) error
+	// Tick closes and releases the windows due; saved reports whether it
+	// saved a checkpoint.
+	Tick(ctx context.Context) (saved bool, err error)
+	// Checkpoint saves everything consumed so far.
+	Checkpoint(ctx context.Context) error
+	// Drain publishes the released windows not yet published.
+	Drain(ctx context.Context) error
+}
+
+// AggregatorRunner feeds an Aggregator from the input topic in its own
+// consumer group. Offsets are committed only after a checkpoint that
 // covers them; messages the restored checkpoint already counted are
-// skipped, so a lost commit never double-counts.
+// skipped (Aggregator.Consume), so a lost commit never double-counts.
 type AggregatorRunner struct {
-	Source    Source
-	Validator *schemas.Validator
-	Format    string // arrow | json
-	Engine    *aggregators.Engine
-	Log       *zap.Logger
+	Source message.Source
+	Engine Aggregator
+	Log    *zap.Logger
 	// Tick is how often windows are checked (default DefaultAggregatorTick);
 	// CheckpointInterval how often a checkpoint is saved and offsets
 	// committed when no window closes (default DefaultCheckpointInterval).
@@ -163,20 +174,7 @@ func (r *AggregatorRunner) Run(ctx context.Context) error {
 
 func (r *AggregatorRunner) observe(b message.Batch) error {
 	for _, m := range b.Messages {
-		if r.Engine.Skip(m.Partition, m.Offset) {
-			_ = r.Engine.Observe(m.Partition, m.Offset, nil) // counts the redelivery
-			continue
-		}
-		var good arrow.Record
-		if r.Format == "json" {
-			good, _ = r.Validator.DecodeJSON(m.Value)
-		} else {
-			good, _ = r.Validator.DecodeIPC(m.Value)
-		}
-		// Bad rows are the sanitizing stream's to dead-letter.
-		err := r.Engine.Observe(m.Partition, m.Offset, good)
-		good.Release()
-		if err != nil {
+		if err := r.Engine.Consume(m); err != nil {
 			return fmt.Errorf("aggregators: %w", err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -102,7 +103,8 @@ func TestAggregatorRunnerStopPublishesChargedWindow(t *testing.T) {
 	}
 	src := &oneBatch{b: message.Batch{Messages: []message.Message{{Partition: 0, Offset: 0,
 		Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("drain-", 50), false)}}, Ack: func(context.Context) error { return nil }}}
-	r := &pipeline.AggregatorRunner{Source: src, Validator: v, Engine: eng, Tick: 5 * time.Millisecond, DrainTimeout: 10 * time.Second}
+	decode := func(b []byte) arrow.Record { good, _ := v.DecodeIPC(b); return good }
+	r := &pipeline.AggregatorRunner{Source: src, Engine: aggregators.Feed{Engine: eng, Decode: decode}, Tick: 5 * time.Millisecond, DrainTimeout: 10 * time.Second}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)

@@ -44,15 +44,13 @@ func Connect(ctx context.Context, log *zap.Logger, what string, c interface{ Con
 	}
 }
 
-// connectSinks connects the stream's sinks, before its source (which
-// readLoop connects). It returns nil once both are connected or when ctx
-// ends first (a shutdown while connecting is clean).
+// connectSinks connects the stream's sinks (in the order of their route
+// names), before its source (which readLoop connects). It returns nil once
+// all are connected or when ctx ends first (a shutdown while connecting is
+// clean).
 func (s *Stream) connectSinks(ctx context.Context) error {
-	for _, x := range []struct {
-		what string
-		sink message.Sink
-	}{{"output", s.Out}, {"dead-letter sink", s.DeadLetter}} {
-		if err := Connect(ctx, s.Log, x.what, x.sink); err != nil {
+	for _, route := range s.routeNames() {
+		if err := Connect(ctx, s.Log, route+" sink", s.Routes[route]); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

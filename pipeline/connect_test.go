@@ -93,15 +93,15 @@ func TestStreamConnectsSinksThenSource(t *testing.T) {
 		errs: []error{message.Mark(errors.New("refused"), message.ErrNotConnected), errors.New("timeout")}}
 	out := &connectingSink{memSink: &memSink{}, name: "out", log: log}
 	dead := &connectingSink{memSink: &memSink{}, name: "dead", log: log}
-	st := &pipeline.Stream{Source: src, Processor: memProcessor{}, Out: out, DeadLetter: dead,
-		Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
+	st := &pipeline.Stream{Source: src, Processor: memProcessor{}, Failures: memFailures{},
+		Routes: map[string]message.Sink{"out": out, "dead": dead}, Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
 	stop := runStream(t, st)
 	waitFor(t, "both batches acknowledged", func() bool { return len(src.acked()) == 2 })
 	if err := stop(); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
 	got := log.get()
-	want := []string{"connect out", "connect dead", "connect source", "connect source", "connect source", "read",
+	want := []string{"connect dead", "connect out", "connect source", "connect source", "connect source", "read",
 		"read: not connected", "connect source", "read"}
 	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
 		t.Fatalf("events %q, want them to start with %q", got, want)
@@ -126,9 +126,10 @@ func TestStreamFatalConnectEndsTheRun(t *testing.T) {
 				src.errs = []error{tc.sourceErr}
 			}
 			st := &pipeline.Stream{Source: src, Processor: memProcessor{},
-				Out:        &connectingSink{memSink: &memSink{}, name: "out", log: log, err: tc.sinkErr},
-				DeadLetter: &connectingSink{memSink: &memSink{}, name: "dead", log: log},
-				Metrics:    pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
+				Failures: memFailures{}, Routes: map[string]message.Sink{
+					"out":  &connectingSink{memSink: &memSink{}, name: "out", log: log, err: tc.sinkErr},
+					"dead": &connectingSink{memSink: &memSink{}, name: "dead", log: log}},
+				Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
 			errc := make(chan error, 1)
 			go func() { errc <- st.Run(context.Background()) }()
 			select {

@@ -7,26 +7,20 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// Metrics are the stream's Prometheus metrics, registered on an injected
-// registry. Labels never carry record values.
+// Metrics are the runtime's Prometheus metrics (messages, batches, sinks,
+// acknowledgements, lag, readiness), registered on an injected registry.
+// What a processor counts of the records is its own (the sanitizing
+// processor's: package processors/sanitize). Labels never carry record
+// values.
 type Metrics struct {
 	MessagesIn    prometheus.Counter
-	RecordsIn     prometheus.Counter
-	RecordsOut    prometheus.Counter
-	DeadLettered  *prometheus.CounterVec // by reason
-	Clamped       *prometheus.CounterVec // by field
 	ConsumerLag   prometheus.Gauge
 	BatchLatency  prometheus.Histogram
-	SinkErrors    *prometheus.CounterVec // by sink
+	SinkErrors    *prometheus.CounterVec // by route
 	CommitErrors  prometheus.Counter
 	ReadErrors    prometheus.Counter
 	Ready         prometheus.Gauge
-	Privacy       *prometheus.GaugeVec // configured per-record loss by field and kind
-	RecordUpdates prometheus.Counter
-	// DeadLetterRows counts decoded rows dead-lettered (acknowledged):
-	// records_in = records_out + dead_letter_rows.
-	DeadLetterRows prometheus.Counter
-	ProcessErrors  prometheus.Counter
+	ProcessErrors prometheus.Counter
 	// StalledPartitions counts input partitions with lag whose committed
 	// offset has not moved for input.stall_timeout.
 	StalledPartitions prometheus.Gauge
@@ -35,27 +29,12 @@ type Metrics struct {
 	ReaderRestarts prometheus.Counter
 }
 
-// Values of the sink label of dpsurv_sink_errors_total.
-const (
-	SinkOutput     = "output"
-	SinkDeadLetter = "dead_letter"
-)
-
 // NewMetrics creates and registers the metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		MessagesIn: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_messages_in_total", Help: "Input messages consumed."}),
-		RecordsIn: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_records_in_total",
-			Help: "Input records decoded (good and bad) in acknowledged messages."}),
-		RecordsOut: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_records_out_total", Help: "Sanitized records written and acknowledged."}),
-		DeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_records_dead_lettered_total",
-			Help: "Records (or whole undecoded messages) acknowledged by the dead-letter topic, by reason."}, []string{"reason"}),
-		DeadLetterRows: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_dead_letter_rows_total",
-			Help: "Decoded input records acknowledged by the dead-letter topic (records_in = records_out + this)."}),
 		ProcessErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_process_errors_total",
 			Help: "Messages a processing stage failed on (dead-lettered as unprocessable)."}),
-		Clamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpsurv_values_clamped_total",
-			Help: "Values moved into their public bounds before a mechanism, by field."}, []string{"field"}),
 		ConsumerLag: deprecatedAlias{
 			Gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_consumer_lag_messages",
 				Help: "Input messages (Kafka offsets) not yet committed by the consumer group: end offsets minus committed offsets over every input partition, assigned or not."}),
@@ -76,15 +55,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Failed source reads (retried with backoff while not ready)."}),
 		Ready: &readyGauge{Gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_ready",
 			Help: "1 when the service is ready: exactly what /readyz answers (200: 1, 503: 0)."})},
-		Privacy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_record_privacy_loss",
-			Help: "Configured worst-case loss per record and field (epsilon for local-dp, L for time-indistinguishability)."}, []string{"field", "kind"}),
-		RecordUpdates: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_record_versions_total",
-			Help: "Records whose id was seen before with a different value in this process (each is a further release about that patient)."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.MessagesIn, m.RecordsIn, m.RecordsOut, m.DeadLettered, m.Clamped, m.ConsumerLag, m.ConsumerLag.(deprecatedAlias).old,
-			m.BatchLatency, m.SinkErrors, m.CommitErrors, m.ReadErrors, m.Ready, m.Privacy, m.RecordUpdates,
-			m.DeadLetterRows, m.ProcessErrors, m.StalledPartitions, m.ReaderRestarts)
+		reg.MustRegister(m.MessagesIn, m.ConsumerLag, m.ConsumerLag.(deprecatedAlias).old,
+			m.BatchLatency, m.SinkErrors, m.CommitErrors, m.ReadErrors, m.Ready,
+			m.ProcessErrors, m.StalledPartitions, m.ReaderRestarts)
 	}
 	return m
 }

@@ -33,7 +33,7 @@ type readHooks struct {
 // transient: nothing was acknowledged, so it waits with exponential
 // backoff and tries again; after a read error marked
 // message.ErrNotConnected it connects again before the next read.
-func readLoop(ctx context.Context, src Source, h readHooks) error {
+func readLoop(ctx context.Context, src message.Source, h readHooks) error {
 	bo := retry.New(readBackoffMin, readBackoffMax)
 	failing, connected := false, false
 	for {

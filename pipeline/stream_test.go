@@ -149,26 +149,41 @@ func (s *memSink) values() []string {
 	return out
 }
 
-// memProcessor copies each message to the output; a value "fail" makes
-// Process return an error, "panic" makes it panic, and a value starting
-// "dead:" also yields a dead letter.
+// memProcessor copies each message to route "out"; a value "fail" makes
+// Process return an error, "panic" makes it panic, "lost" routes it to a
+// route the stream does not have, and a value starting "dead:" also routes
+// a dead letter to "dead".
 type memProcessor struct{}
 
-func (memProcessor) Process(msg message.Message) (pipeline.Result, error) {
+func (memProcessor) Process(_ context.Context, msg message.Message) ([]pipeline.Routed, error) {
 	v := string(msg.Value)
 	switch {
 	case v == "fail":
-		return pipeline.Result{}, errors.New("cannot process")
+		return nil, errors.New("cannot process")
 	case v == "panic":
 		panic("processor bug")
+	case v == "lost":
+		return []pipeline.Routed{{Route: "nowhere", Msg: msg}}, nil
 	}
-	res := pipeline.Result{Out: []message.Message{{Key: msg.Key, Value: msg.Value}}, OutRows: []int{1}, Records: 1, RecordsIn: 1}
+	res := []pipeline.Routed{{Route: "out", Msg: message.Message{Key: msg.Key, Value: msg.Value}, Rows: 1}}
 	if strings.HasPrefix(v, "dead:") {
-		res.Dead = []message.Message{{Value: []byte("dl-" + v)}}
-		res.DeadInfo = []pipeline.DeadInfo{{Reason: "bad_row", Rows: 1}}
-		res.RecordsIn++
+		res = append(res, pipeline.Routed{Route: "dead", Msg: message.Message{Value: []byte("dl-" + v)}, Rows: 1, Reason: "bad_row"})
 	}
 	return res, nil
+}
+
+// memFailures routes a failed message to "dead" as {"error", "offset"};
+// a message rejected as too large becomes "small:" and its offset on the
+// same route.
+type memFailures struct{}
+
+func (memFailures) Failed(src message.Message, err error) []pipeline.Routed {
+	v, _ := json.Marshal(map[string]any{"error": err.Error(), "offset": src.Offset})
+	return []pipeline.Routed{{Route: "dead", Msg: message.Message{Value: v}, Reason: "failed"}}
+}
+
+func (memFailures) Rejected(src message.Message, r pipeline.Routed) []pipeline.Routed {
+	return []pipeline.Routed{{Route: r.Route, Msg: message.Message{Value: []byte(fmt.Sprint("small:", src.Offset))}, Rows: r.Rows, Reason: "too_large"}}
 }
 
 func memCounter(t *testing.T, c prometheus.Counter) float64 {
@@ -204,9 +219,9 @@ func runStream(t *testing.T, st *pipeline.Stream) (stop func() error) {
 	return stop
 }
 
-func newMemStream(src *memSource, out, dead *memSink) *pipeline.Stream {
-	return &pipeline.Stream{Source: src, Processor: memProcessor{}, Out: out, DeadLetter: dead,
-		Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop(), Workers: 4}
+func newMemStream(src *memSource, out, dead message.Sink) *pipeline.Stream {
+	return &pipeline.Stream{Source: src, Processor: memProcessor{}, Routes: map[string]message.Sink{"out": out, "dead": dead},
+		Failures: memFailures{}, Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop(), Workers: 4}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -275,8 +290,8 @@ func TestStreamAcksInOrderAfterOutputs(t *testing.T) {
 	if st.Acked() != n*size {
 		t.Errorf("Acked = %d, want %d", st.Acked(), n*size)
 	}
-	if in, o := memCounter(t, st.Metrics.RecordsIn), memCounter(t, st.Metrics.RecordsOut); in != n*size || o != n*size {
-		t.Errorf("records in %v, out %v; want %d each", in, o, n*size)
+	if got := memCounter(t, st.Metrics.MessagesIn); got != n*size {
+		t.Errorf("messages in %v, want %d", got, n*size)
 	}
 }
 
@@ -325,17 +340,19 @@ func TestStreamDrainOnCancel(t *testing.T) {
 	}
 }
 
-// A message the processor fails on (an error or a panic) does not stop the
-// stream: it is dead-lettered as unprocessable with its source position,
-// the rest of its batch goes out, and the batch is acknowledged.
-func TestStreamProcessingErrorIsDeadLettered(t *testing.T) {
+// A message the processor fails on (an error, a panic, an output to a
+// route the stream does not have) does not stop the stream: Failures
+// routes it, the rest of its batch goes out, and the batch is
+// acknowledged.
+func TestStreamProcessingErrorIsRouted(t *testing.T) {
 	batch := []message.Message{
 		{Topic: "in", Partition: 2, Offset: 10, Value: []byte("ok1")},
 		{Topic: "in", Partition: 2, Offset: 11, Value: []byte("fail")},
 		{Topic: "in", Partition: 2, Offset: 12, Value: []byte("panic")},
-		{Topic: "in", Partition: 2, Offset: 13, Value: []byte("ok2")},
+		{Topic: "in", Partition: 2, Offset: 13, Value: []byte("lost")},
+		{Topic: "in", Partition: 2, Offset: 14, Value: []byte("ok2")},
 	}
-	src := newMemSource([][]message.Message{batch, {{Topic: "in", Partition: 2, Offset: 14, Value: []byte("ok3")}}})
+	src := newMemSource([][]message.Message{batch, {{Topic: "in", Partition: 2, Offset: 15, Value: []byte("ok3")}}})
 	out, dead := &memSink{}, &memSink{}
 	st := newMemStream(src, out, dead)
 	stop := runStream(t, st)
@@ -349,36 +366,96 @@ func TestStreamProcessingErrorIsDeadLettered(t *testing.T) {
 	dead.mu.Lock()
 	dls := slices.Clone(dead.msgs)
 	dead.mu.Unlock()
-	if len(dls) != 2 {
-		t.Fatalf("%d dead letters, want 2", len(dls))
+	wantErr := []string{"cannot process", "panic: processor bug", `unknown route "nowhere"`}
+	if len(dls) != len(wantErr) {
+		t.Fatalf("%d failed messages routed, want %d", len(dls), len(wantErr))
 	}
 	for i, d := range dls {
 		var x struct {
-			Reason string `json:"reason"`
-			Detail string `json:"detail"`
-			Source struct {
-				Topic     string `json:"topic"`
-				Partition int    `json:"partition"`
-				Offset    int64  `json:"offset"`
-			} `json:"source"`
+			Error  string `json:"error"`
+			Offset int64  `json:"offset"`
 		}
 		if err := json.Unmarshal(d.Value, &x); err != nil {
-			t.Fatalf("dead letter %d: %v", i, err)
+			t.Fatalf("failed message %d: %v", i, err)
 		}
-		wantOff := int64(11 + i)
-		if x.Reason != pipeline.ReasonUnprocessable || x.Source.Topic != "in" || x.Source.Partition != 2 || x.Source.Offset != wantOff {
-			t.Errorf("dead letter %d: reason %q source %+v, want %q at in/2/%d", i, x.Reason, x.Source, pipeline.ReasonUnprocessable, wantOff)
-		}
-		if !strings.Contains(x.Detail, "processing failed") {
-			t.Errorf("dead letter %d: detail %q does not say processing failed", i, x.Detail)
-		}
-		if len(d.Headers) != 1 || d.Headers[0].Key != pipeline.HeaderSource || string(d.Headers[0].Value) != fmt.Sprint("in/2/", wantOff) {
-			t.Errorf("dead letter %d: headers %v, want only %s=in/2/%d", i, d.Headers, pipeline.HeaderSource, wantOff)
+		if x.Offset != int64(11+i) || !strings.Contains(x.Error, wantErr[i]) {
+			t.Errorf("failed message %d: %+v, want offset %d and an error containing %q", i, x, 11+i, wantErr[i])
 		}
 	}
-	if got := memCounter(t, st.Metrics.ProcessErrors); got != 2 {
-		t.Errorf("process errors %v, want 2", got)
+	if got := memCounter(t, st.Metrics.ProcessErrors); got != 3 {
+		t.Errorf("process errors %v, want 3", got)
 	}
+}
+
+// OnAck sees every message written for a batch, after the batch is
+// acknowledged and only then; a message a sink rejects as too large is
+// replaced by what Failures.Rejected routes (written once, acknowledged
+// with its batch); a substitute the sink rejects too is retried, never
+// dropped.
+func TestStreamRoutesRejectedAndReportsAcked(t *testing.T) {
+	src := newMemSource([][]message.Message{{
+		{Topic: "in", Offset: 0, Value: []byte("a")},
+		{Topic: "in", Offset: 1, Value: []byte("dead:" + strings.Repeat("x", 100))},
+	}})
+	out := &memSink{}
+	dead := &limitedSink{memSink: &memSink{}, max: 50}
+	st := newMemStream(src, out, dead)
+	var mu sync.Mutex
+	var acked []pipeline.Routed
+	st.OnAck = func(w []pipeline.Routed) {
+		if len(src.acked()) != 1 {
+			t.Errorf("OnAck before the batch was acknowledged")
+		}
+		mu.Lock()
+		acked = append(acked, w...)
+		mu.Unlock()
+	}
+	stop := runStream(t, st)
+	waitFor(t, "the batch acknowledged", func() bool { return len(src.acked()) == 1 })
+	waitFor(t, "OnAck", func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) > 0 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	if got := dead.values(); !slices.Equal(got, []string{"small:1"}) {
+		t.Errorf("dead route %v, want the substitute of the rejected dead letter only: [small:1]", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var got []string
+	for _, r := range acked {
+		got = append(got, fmt.Sprintf("%s:%s:%d:%s", r.Route, r.Msg.Value, r.Rows, r.Reason))
+	}
+	slices.Sort(got)
+	want := []string{"dead:small:1:1:too_large", "out:a:1:", "out:dead:" + strings.Repeat("x", 100) + ":1:"}
+	if !slices.Equal(got, want) {
+		t.Errorf("OnAck saw %q, want %q", got, want)
+	}
+
+	// A sink that rejects even the substitute: retried, not acknowledged.
+	src = newMemSource([][]message.Message{{{Topic: "in", Offset: 0, Value: []byte("dead:" + strings.Repeat("x", 100))}}})
+	st = newMemStream(src, &memSink{}, &limitedSink{memSink: &memSink{}, max: 1})
+	st.DrainTimeout = 50 * time.Millisecond
+	stop = runStream(t, st)
+	waitFor(t, "two sink errors", func() bool { return memCounter(t, st.Metrics.SinkErrors.WithLabelValues("dead")) >= 2 })
+	if n := len(src.acked()); n != 0 {
+		t.Errorf("%d batches acknowledged with a dead letter never written", n)
+	}
+	_ = stop()
+}
+
+// limitedSink rejects a message longer than max with message.ErrTooLarge.
+type limitedSink struct {
+	*memSink
+	max int
+}
+
+func (s *limitedSink) Write(ctx context.Context, msgs []message.Message) error {
+	for _, m := range msgs {
+		if len(m.Value) > s.max {
+			return fmt.Errorf("%d bytes: %w", len(m.Value), message.ErrTooLarge)
+		}
+	}
+	return s.memSink.Write(ctx, msgs)
 }
 
 // When one sink fails, only that sink is written again: the other one's
@@ -390,8 +467,8 @@ func TestStreamRetriesOnlyTheFailedSink(t *testing.T) {
 		failOut   bool
 		failLabel string
 	}{
-		{"output fails", true, "output"},
-		{"dead letter fails", false, "dead_letter"},
+		{"output fails", true, "out"},
+		{"dead letter fails", false, "dead"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			batch := []message.Message{
@@ -511,7 +588,7 @@ func TestStreamReadErrors(t *testing.T) {
 			errors.New("coordinator moved"),
 		}}
 		out := &memSink{}
-		st := &pipeline.Stream{Source: src, Processor: memProcessor{}, Out: out, DeadLetter: &memSink{},
+		st := &pipeline.Stream{Source: src, Processor: memProcessor{}, Failures: memFailures{}, Routes: map[string]message.Sink{"out": out, "dead": &memSink{}},
 			Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
 		stop := runStream(t, st)
 		waitFor(t, "both batches acknowledged", func() bool { return len(src.acked()) == 2 })
@@ -533,7 +610,7 @@ func TestStreamReadErrors(t *testing.T) {
 			src := &errSource{memSource: newMemSource(nil), errs: []error{
 				message.Mark(errors.New("source says stop"), sentinel),
 			}}
-			st := &pipeline.Stream{Source: src, Processor: memProcessor{}, Out: &memSink{}, DeadLetter: &memSink{},
+			st := &pipeline.Stream{Source: src, Processor: memProcessor{}, Failures: memFailures{}, Routes: map[string]message.Sink{"out": &memSink{}, "dead": &memSink{}},
 				Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
 			errc := make(chan error, 1)
 			go func() { errc <- st.Run(context.Background()) }()
@@ -570,5 +647,19 @@ func TestStreamStopsOnFatalSinkError(t *testing.T) {
 	}
 	if out.calls != 1 || len(src.acked()) != 0 {
 		t.Errorf("writes %d, acks %v; want 1 write and no ack", out.calls, src.acked())
+	}
+}
+
+// A stream without a failure route (or without routes) does not start:
+// it would have nowhere to put a message the processor fails on.
+func TestStreamRequiresFailuresAndRoutes(t *testing.T) {
+	for name, st := range map[string]*pipeline.Stream{
+		"no failures": {Source: newMemSource(nil), Processor: memProcessor{}, Routes: map[string]message.Sink{"out": &memSink{}}},
+		"no routes":   {Source: newMemSource(nil), Processor: memProcessor{}, Failures: memFailures{}},
+	} {
+		st.Metrics, st.Log = pipeline.NewMetrics(nil), zap.NewNop()
+		if err := st.Run(context.Background()); err == nil {
+			t.Errorf("%s: Run = nil, want an error", name)
+		}
 	}
 }

@@ -51,7 +51,7 @@ type Kafka struct {
 	closeOnce sync.Once
 }
 
-var _ Sink = (*Kafka)(nil)
+var _ message.Sink = (*Kafka)(nil)
 
 // NewKafka creates a Kafka sink with its own Transport.
 func NewKafka(cfg KafkaConfig, log *zap.Logger) (*Kafka, error) {
@@ -122,7 +122,7 @@ func NewKafka(cfg KafkaConfig, log *zap.Logger) (*Kafka, error) {
 
 // Write sends msgs and returns once all are acknowledged by all in-sync
 // replicas, or the first error.
-func (k *Kafka) Write(ctx context.Context, msgs []Message) error {
+func (k *Kafka) Write(ctx context.Context, msgs []message.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}

@@ -38,7 +38,7 @@ func newSink(t *testing.T, cfg sinks.KafkaConfig) *sinks.Kafka {
 }
 
 // readAll reads n messages from topic with a fresh consumer group.
-func readAll(ctx context.Context, t *testing.T, conn kafkaconn.Config, topic string, n int) []sources.Message {
+func readAll(ctx context.Context, t *testing.T, conn kafkaconn.Config, topic string, n int) []message.Message {
 	t.Helper()
 	k, err := sources.NewKafka(sources.KafkaConfig{Conn: conn, Topic: topic, GroupID: "reader-" + topic,
 		MaxBatch: 256, FetchMaxWait: 100 * time.Millisecond}, nil)
@@ -46,7 +46,7 @@ func readAll(ctx context.Context, t *testing.T, conn kafkaconn.Config, topic str
 		t.Fatal(err)
 	}
 	defer k.Close()
-	var out []sources.Message
+	var out []message.Message
 	for len(out) < n {
 		b, err := k.ReadBatch(ctx)
 		if err != nil {
@@ -77,10 +77,10 @@ func TestKafkaWriteDurableAndKeyed(t *testing.T) {
 	const writes, per, keys = 20, 25, 13
 	total := 0
 	for w := range writes {
-		msgs := make([]sinks.Message, per)
+		msgs := make([]message.Message, per)
 		for i := range msgs {
 			id := w*per + i
-			msgs[i] = sinks.Message{
+			msgs[i] = message.Message{
 				Key:     []byte(fmt.Sprintf("key-%d", id%keys)),
 				Value:   []byte(fmt.Sprintf("value-%d", id)),
 				Headers: []message.Header{{Key: "h", Value: []byte(fmt.Sprint(id))}},
@@ -140,11 +140,11 @@ func TestKafkaCompression(t *testing.T) {
 			ctx := testCtx(t, 20*time.Second)
 			s := newSink(t, sinks.KafkaConfig{Conn: conn, Topic: topic, Compression: comp})
 			want := map[string]bool{}
-			var msgs []sinks.Message
+			var msgs []message.Message
 			for i := range 50 {
 				v := fmt.Sprintf("%s-%d-%s", comp, i, strings.Repeat("x", 200))
 				want[v] = true
-				msgs = append(msgs, sinks.Message{Key: []byte(fmt.Sprint(i)), Value: []byte(v)})
+				msgs = append(msgs, message.Message{Key: []byte(fmt.Sprint(i)), Value: []byte(v)})
 			}
 			if err := s.Write(ctx, msgs); err != nil {
 				t.Fatal(err)
@@ -168,7 +168,7 @@ func TestKafkaWriteErrors(t *testing.T) {
 	t.Run("message too large", func(t *testing.T) {
 		s := newSink(t, sinks.KafkaConfig{Conn: conn, Topic: "out"})
 		secret := bytes.Repeat([]byte("S"), 2<<20)
-		err := s.Write(testCtx(t, 10*time.Second), []sinks.Message{{Value: []byte("ok")}, {Value: secret}})
+		err := s.Write(testCtx(t, 10*time.Second), []message.Message{{Value: []byte("ok")}, {Value: secret}})
 		if err == nil {
 			t.Fatal("2 MiB message accepted")
 		}
@@ -179,7 +179,7 @@ func TestKafkaWriteErrors(t *testing.T) {
 	t.Run("broker limit", func(t *testing.T) {
 		// BatchBytes above the broker's 1 MB limit: the broker refuses.
 		s := newSink(t, sinks.KafkaConfig{Conn: conn, Topic: "out", BatchBytes: 4 << 20})
-		err := s.Write(testCtx(t, 20*time.Second), []sinks.Message{{Value: bytes.Repeat([]byte("x"), 1100_000)}})
+		err := s.Write(testCtx(t, 20*time.Second), []message.Message{{Value: bytes.Repeat([]byte("x"), 1100_000)}})
 		if err == nil {
 			t.Fatal("1.1 MB message accepted by a broker with a 1 MB limit")
 		}
@@ -195,14 +195,14 @@ func TestKafkaWriteErrors(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Write(testCtx(t, 5*time.Second), []sinks.Message{{Value: []byte("x")}}); err == nil {
+		if err := s.Write(testCtx(t, 5*time.Second), []message.Message{{Value: []byte("x")}}); err == nil {
 			t.Fatal("write after close succeeded")
 		}
 	})
 	t.Run("unknown topic without auto-create", func(t *testing.T) {
 		s := newSink(t, sinks.KafkaConfig{Conn: conn, Topic: "missing"})
 		start := time.Now()
-		err := s.Write(testCtx(t, 3*time.Second), []sinks.Message{{Value: []byte("x")}})
+		err := s.Write(testCtx(t, 3*time.Second), []message.Message{{Value: []byte("x")}})
 		if err == nil {
 			t.Fatal("write to a missing topic succeeded")
 		}
@@ -220,7 +220,7 @@ func TestKafkaWriteErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		if err := s.Write(testCtx(t, 3*time.Second), []sinks.Message{{Value: []byte("x")}}); err == nil {
+		if err := s.Write(testCtx(t, 3*time.Second), []message.Message{{Value: []byte("x")}}); err == nil {
 			t.Fatal("write to a stopped broker succeeded")
 		}
 		if d := time.Since(start); d > 5*time.Second {
@@ -262,7 +262,7 @@ func TestWriter(t *testing.T) {
 			defer wg.Done()
 			for i := range 50 {
 				v := fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)
-				if err := w.Write(ctx, []sinks.Message{{Value: []byte(v)}, {Value: []byte(v)}}); err != nil {
+				if err := w.Write(ctx, []message.Message{{Value: []byte(v)}, {Value: []byte(v)}}); err != nil {
 					t.Errorf("write: %v", err)
 				}
 			}
@@ -284,10 +284,10 @@ func TestWriter(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(ctx, []sinks.Message{{Value: []byte("x")}}); !errors.Is(err, sinks.ErrClosed) {
+	if err := w.Write(ctx, []message.Message{{Value: []byte("x")}}); !errors.Is(err, sinks.ErrClosed) {
 		t.Errorf("write after close = %v, want ErrClosed", err)
 	}
-	if err := sinks.NewWriter(failingWriter{}).Write(ctx, []sinks.Message{{Value: []byte("x")}}); err == nil {
+	if err := sinks.NewWriter(failingWriter{}).Write(ctx, []message.Message{{Value: []byte("x")}}); err == nil {
 		t.Error("write error swallowed")
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
 )
@@ -32,9 +33,9 @@ func BenchmarkPassthrough(b *testing.B) {
 	}
 	n := b.N
 	for i := 0; i < n; {
-		chunk := make([]sinks.Message, 0, 256)
+		chunk := make([]message.Message, 0, 256)
 		for ; i < n && len(chunk) < cap(chunk); i++ {
-			chunk = append(chunk, sinks.Message{Key: []byte(fmt.Sprint(i)), Value: value})
+			chunk = append(chunk, message.Message{Key: []byte(fmt.Sprint(i)), Value: value})
 		}
 		if err := in.Write(ctx, chunk); err != nil {
 			b.Fatal(err)
@@ -62,9 +63,9 @@ func BenchmarkPassthrough(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		msgs := make([]sinks.Message, len(batch.Messages))
+		msgs := make([]message.Message, len(batch.Messages))
 		for i, m := range batch.Messages {
-			msgs[i] = sinks.Message{Key: m.Key, Value: m.Value, Headers: m.Headers}
+			msgs[i] = message.Message{Key: m.Key, Value: m.Value, Headers: m.Headers}
 		}
 		if err := out.Write(ctx, msgs); err != nil {
 			b.Fatal(err)

@@ -10,12 +10,6 @@ import (
 	"github.com/dpsurv/dpsurv/message"
 )
 
-// Message is one record to write (its position fields are ignored).
-type Message = message.Message
-
-// Sink is a destination for messages.
-type Sink = message.Sink
-
 // Writer is a Sink onto an io.Writer: one line per message value.
 type Writer struct {
 	mu     sync.Mutex
@@ -24,7 +18,7 @@ type Writer struct {
 	closed bool
 }
 
-var _ Sink = (*Writer)(nil)
+var _ message.Sink = (*Writer)(nil)
 
 // NewWriter returns a Sink writing message values, one per line, to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
@@ -34,7 +28,7 @@ var ErrClosed = errors.New("sink closed")
 
 // Write writes the values of msgs, each followed by a newline, in one call
 // to the underlying writer.
-func (w *Writer) Write(ctx context.Context, msgs []Message) error {
+func (w *Writer) Write(ctx context.Context, msgs []message.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/internal/retry"
+	"github.com/dpsurv/dpsurv/message"
 )
 
 // fetchTimeout bounds one fetch round trip beyond the broker's wait.
@@ -34,7 +35,7 @@ const reportAfter = 3
 type chunk struct {
 	version int64 // the generation the fetch belongs to (Kafka.versions)
 	part    int
-	msgs    []Message
+	msgs    []message.Message
 	// next is the offset after everything the fetch held (delivered,
 	// aborted or control).
 	next int64

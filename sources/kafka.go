@@ -25,14 +25,6 @@ const (
 	DefaultFetchMaxWait  = 500 * time.Millisecond
 )
 
-// Message is one record read from a source.
-type Message = message.Message
-
-// Batch is a group of messages with the function that acknowledges them
-// (for Kafka: per partition, the offset after the batch's last message;
-// later batches' commits imply earlier ones per partition).
-type Batch = message.Batch
-
 var _ message.Source = (*Kafka)(nil)
 
 // KafkaConfig configures a Kafka source.
@@ -321,8 +313,8 @@ func (k *Kafka) next(ctx context.Context, timer <-chan time.Time) (chunk, bool, 
 }
 
 // ReadBatch returns the next batch: at least one message, at most MaxBatch.
-func (k *Kafka) ReadBatch(ctx context.Context) (Batch, error) {
-	var msgs []Message
+func (k *Kafka) ReadBatch(ctx context.Context) (message.Batch, error) {
+	var msgs []message.Message
 	last := make(map[int]int64, 4) // partition -> offset to commit after its last message
 	var timer <-chan time.Time
 	for len(msgs) < k.maxBatch {
@@ -335,7 +327,7 @@ func (k *Kafka) ReadBatch(ctx context.Context) (Batch, error) {
 				if len(msgs) > 0 {
 					break // return what we have; the error shows on the next call
 				}
-				return Batch{}, err
+				return message.Batch{}, err
 			}
 			if !ok {
 				break // MaxWait after the first message
@@ -368,7 +360,7 @@ func (k *Kafka) ReadBatch(ctx context.Context) (Batch, error) {
 			timer = t.C
 		}
 	}
-	return Batch{Messages: msgs, Ack: func(ctx context.Context) error { return k.ack(ctx, last) }}, nil
+	return message.Batch{Messages: msgs, Ack: func(ctx context.Context) error { return k.ack(ctx, last) }}, nil
 }
 
 // skipTo handles a fetch that held only skipped records (an aborted

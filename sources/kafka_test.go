@@ -31,9 +31,9 @@ func produce(t *testing.T, conn kafkaconn.Config, topic, prefix string, from, to
 		t.Fatalf("new sink: %v", err)
 	}
 	defer s.Close()
-	msgs := make([]sinks.Message, 0, to-from)
+	msgs := make([]message.Message, 0, to-from)
 	for i := from; i < to; i++ {
-		msgs = append(msgs, sinks.Message{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("%s-%d", prefix, i))})
+		msgs = append(msgs, message.Message{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("%s-%d", prefix, i))})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

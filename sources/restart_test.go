@@ -7,6 +7,7 @@ import (
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sources"
 )
 
@@ -37,7 +38,7 @@ func TestRestartRejoinsAndResumes(t *testing.T) {
 
 	// A read blocked on the old reader while it is replaced.
 	type res struct {
-		b   sources.Batch
+		b   message.Batch
 		err error
 	}
 	blocked := make(chan res, 1)

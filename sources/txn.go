@@ -23,7 +23,7 @@ const (
 // deliver, in offset order, and the offset to fetch (and commit) after
 // everything the response held — delivered or skipped.
 type decoded struct {
-	msgs []Message
+	msgs []message.Message
 	// next is the offset after the last record the response held, at
 	// least the fetch offset: records skipped as aborted or control move it
 	// on too, so that the group's commits pass them.
@@ -108,7 +108,7 @@ func decodeCommitted(p *fetchAPI.ResponsePartition, topic string, fetchOffset in
 			if r.offset < fetchOffset {
 				continue
 			}
-			out.msgs = append(out.msgs, Message{Topic: topic, Partition: part, Offset: r.offset,
+			out.msgs = append(out.msgs, message.Message{Topic: topic, Partition: part, Offset: r.offset,
 				Key: r.key, Value: r.value, Headers: r.headers, Time: r.time})
 		}
 	}

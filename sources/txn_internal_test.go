@@ -7,6 +7,8 @@ import (
 
 	"github.com/segmentio/kafka-go/protocol"
 	fetchAPI "github.com/segmentio/kafka-go/protocol/fetch"
+
+	"github.com/dpsurv/dpsurv/message"
 )
 
 // batch is a test record batch: records at offsets [base, base+n) with
@@ -36,7 +38,7 @@ func marker(pid int64, offset int64, commit bool) protocol.RecordReader {
 		Records: protocol.NewRecordReader(cr.Record())}
 }
 
-func values(ms []Message) []string {
+func values(ms []message.Message) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = string(m.Value)

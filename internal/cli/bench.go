@@ -24,9 +24,9 @@ import (
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -200,9 +200,9 @@ func Bench(ctx context.Context, records, batch, rounds int, log *zap.Logger) (Be
 		svc := &app.Service{Config: c, Key: key, Log: log, Mem: mem}
 		switch mode {
 		case "pass":
-			svc.Processor = pipeline.PassthroughProcessor{Mem: mem}
+			svc.Processor = sanitize.Passthrough{Mem: mem}
 		case "raw":
-			svc.Processor = pipeline.PassthroughProcessor{Raw: true}
+			svc.Processor = sanitize.Passthrough{Raw: true}
 		case "io":
 			svc.Processor = iop
 		}
@@ -307,7 +307,7 @@ type ioPassthrough struct {
 	bytes, records *atomic.Int64
 }
 
-func newIOPassthrough(cfg app.Config, key []byte, msgs []sinks.Message, mem memory.Allocator) (ioPassthrough, error) {
+func newIOPassthrough(cfg app.Config, key []byte, msgs []message.Message, mem memory.Allocator) (ioPassthrough, error) {
 	p := ioPassthrough{mem: mem, bytes: new(atomic.Int64), records: new(atomic.Int64)}
 	v, err := schemas.NewValidator(cfg.Spec(), mem)
 	if err != nil {
@@ -355,20 +355,20 @@ func (p ioPassthrough) release() {
 }
 
 // Process implements pipeline.Processor.
-func (p ioPassthrough) Process(msg message.Message) (pipeline.Result, error) {
+func (p ioPassthrough) Process(_ context.Context, msg message.Message) ([]pipeline.Routed, error) {
 	recs, err := schemas.DecodeIPCRecords(msg.Value, p.mem)
 	if err != nil {
-		return pipeline.Result{}, fmt.Errorf("io passthrough decode: %w", err)
+		return nil, fmt.Errorf("io passthrough decode: %w", err)
 	}
 	defer func() {
 		for _, r := range recs {
 			r.Release()
 		}
 	}()
-	key := pipeline.SanitizedKey(msg.Partition)
-	hdr := []message.Header{{Key: pipeline.HeaderSource,
+	key := sanitize.SanitizedKey(msg.Partition)
+	hdr := []message.Header{{Key: sanitize.HeaderSource,
 		Value: []byte(msg.Topic + "/" + strconv.Itoa(msg.Partition) + "/" + strconv.FormatInt(msg.Offset, 10))}}
-	var res pipeline.Result
+	var res []pipeline.Routed
 	tn := p.tmpl.NumRows()
 	for _, r := range recs {
 		for left := r.NumRows(); left > 0; left -= min(left, tn) {
@@ -377,12 +377,9 @@ func (p ioPassthrough) Process(msg message.Message) (pipeline.Result, error) {
 			b, err := schemas.EncodeIPC(s, p.mem)
 			s.Release()
 			if err != nil {
-				return pipeline.Result{}, fmt.Errorf("io passthrough encode: %w", err)
+				return nil, fmt.Errorf("io passthrough encode: %w", err)
 			}
-			res.Out = append(res.Out, message.Message{Key: key, Value: b, Headers: hdr})
-			res.OutRows = append(res.OutRows, int(n))
-			res.Records += int(n)
-			res.RecordsIn += int(n)
+			res = append(res, pipeline.Routed{Route: sanitize.RouteOutput, Msg: message.Message{Key: key, Value: b, Headers: hdr}, Rows: int(n)})
 			p.bytes.Add(int64(len(b)))
 			p.records.Add(n)
 		}
@@ -392,7 +389,7 @@ func (p ioPassthrough) Process(msg message.Message) (pipeline.Result, error) {
 
 // benchStages measures the validator, the sanitizer chain and AES in
 // memory, on one goroutine, from the bench's input messages.
-func benchStages(res *BenchResult, cfg app.Config, key []byte, msgs []sinks.Message, records int, mem memory.Allocator) error {
+func benchStages(res *BenchResult, cfg app.Config, key []byte, msgs []message.Message, records int, mem memory.Allocator) error {
 	v, err := schemas.NewValidator(cfg.Spec(), mem)
 	if err != nil {
 		return fmt.Errorf("bench validator: %w", err)

@@ -21,9 +21,9 @@ import (
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -379,7 +379,7 @@ func printGuarantees(w io.Writer, gs []sanitizers.Guarantee) {
 // demoBadMessages builds the bad input the demo shows being dead-lettered:
 // one undecodable message and a batch with a negative time, an unknown
 // cohort and a duplicate id (its good row is sanitized).
-func demoBadMessages(spec schemas.Spec, mem memory.Allocator) ([]sinks.Message, int, error) {
+func demoBadMessages(spec schemas.Spec, mem memory.Allocator) ([]message.Message, int, error) {
 	rec, err := schemas.BuildInput(spec,
 		[]string{"bad-1", "bad-2", "bad-3", "bad-3"},
 		[]float64{-5, 10, 20, 30},
@@ -393,7 +393,7 @@ func demoBadMessages(spec schemas.Spec, mem memory.Allocator) ([]sinks.Message, 
 	if err != nil {
 		return nil, 0, err
 	}
-	return []sinks.Message{{Key: []byte("bad"), Value: v}, {Key: []byte("garbage"), Value: []byte("this is not arrow")}}, 3, nil
+	return []message.Message{{Key: []byte("bad"), Value: v}, {Key: []byte("garbage"), Value: []byte("this is not arrow")}}, 3, nil
 }
 
 func collectOutputs(ctx context.Context, cfg app.Config, wantGood, wantDead int, log *zap.Logger, mem memory.Allocator) (harness.Sanitized, int, map[string]int, error) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -18,6 +17,7 @@ import (
 	"github.com/dpsurv/dpsurv/files"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -157,8 +157,8 @@ func removeRefusedOutput(path string) error {
 	return errors.Join(errs...)
 }
 
-// SanitizeFile runs the stream's processor (pipeline.SanitizeProcessor in
-// a pipeline.Stream) over a file: a file source (package files) decodes and
+// SanitizeFile runs the stream's processor (sanitize.Processor in a
+// pipeline.Stream) over a file: a file source (package files) decodes and
 // validates the input in batches, a file sink writes the sanitized records
 // with the input's column names, and bad rows go to the dead-letter file,
 // one JSON line each, encoded as on the dead-letter topic (with the source
@@ -187,13 +187,12 @@ func SanitizeFile(input, output, deadPath string, spec schemas.Spec, cfg sanitiz
 	defer src.Close()
 	out := files.NewRecordSink(output, spec.RenameToInput(), mem)
 	dead := files.NewLineSink(deadPath)
-	metrics := pipeline.NewMetrics(nil)
-	proc := &summingProcessor{sum: &sum, inner: &pipeline.SanitizeProcessor{
-		Decoder: src, Chain: chain, Mem: mem, Metrics: metrics, Log: zap.NewNop(),
-	}}
-	stream := &pipeline.Stream{Source: src, Processor: proc, Out: out, DeadLetter: dead,
-		Metrics: metrics, Log: zap.NewNop(), Workers: 1}
+	proc := &sanitize.Processor{Decoder: src, Chain: chain, Mem: mem, Metrics: sanitize.NewMetrics(nil), Log: zap.NewNop()}
+	stream := &pipeline.Stream{Source: src, Processor: proc, Metrics: pipeline.NewMetrics(nil), Log: zap.NewNop(), Workers: 1,
+		Routes:   map[string]message.Sink{sanitize.RouteOutput: out, sanitize.RouteDeadLetter: dead},
+		Failures: sanitize.DeadLetters{}, OnAck: sum.add}
 	err = stream.Run(context.Background())
+	sum.ClampedTimes = int(proc.Clamped())
 	if errors.Is(err, message.ErrEndOfInput) {
 		err = nil
 	}
@@ -226,25 +225,15 @@ func ensureOutput(out *files.RecordSink, chain *sanitizers.Chain, empty arrow.Re
 	return out.Ensure(rec)
 }
 
-// summingProcessor adds each result to the summary.
-type summingProcessor struct {
-	inner pipeline.Processor
-	mu    sync.Mutex
-	sum   *SanitizeSummary
-}
-
-func (p *summingProcessor) Process(msg message.Message) (pipeline.Result, error) {
-	res, err := p.inner.Process(msg)
-	if err != nil {
-		return res, err
+// add counts the messages written for an acknowledged batch (the
+// stream's OnAck, called by its one write stage): every one stands for its
+// Rows input records, and each dead letter is one.
+func (sum *SanitizeSummary) add(written []pipeline.Routed) {
+	for _, r := range written {
+		sum.RecordsIn += r.Rows
+		if r.Route == sanitize.RouteDeadLetter {
+			sum.DeadLettered++
+			sum.DeadLetterReasons[r.Reason]++
+		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.sum.RecordsIn += res.RecordsIn
-	p.sum.ClampedTimes += res.Clamped
-	for _, d := range res.DeadInfo {
-		p.sum.DeadLettered++
-		p.sum.DeadLetterReasons[d.Reason]++
-	}
-	return res, nil
 }

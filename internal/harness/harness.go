@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
@@ -19,8 +20,8 @@ import (
 )
 
 // Messages encodes a cohort as tte.v1 Arrow IPC messages of batch records.
-func Messages(spec schemas.Spec, d synth.Data, batch int, mem memory.Allocator) ([]sinks.Message, error) {
-	var out []sinks.Message
+func Messages(spec schemas.Spec, d synth.Data, batch int, mem memory.Allocator) ([]message.Message, error) {
+	var out []message.Message
 	for lo := 0; lo < len(d.ID); lo += batch {
 		hi := min(lo+batch, len(d.ID))
 		labels := make([]string, hi-lo)
@@ -40,13 +41,13 @@ func Messages(spec schemas.Spec, d synth.Data, batch int, mem memory.Allocator) 
 		if err != nil {
 			return nil, fmt.Errorf("encode batch: %w", err)
 		}
-		out = append(out, sinks.Message{Key: []byte("batch-" + strconv.Itoa(lo/batch)), Value: b})
+		out = append(out, message.Message{Key: []byte("batch-" + strconv.Itoa(lo/batch)), Value: b})
 	}
 	return out, nil
 }
 
 // Produce writes messages to topic, durably.
-func Produce(ctx context.Context, conn kafkaconn.Config, topic string, msgs []sinks.Message, log *zap.Logger) error {
+func Produce(ctx context.Context, conn kafkaconn.Config, topic string, msgs []message.Message, log *zap.Logger) error {
 	w, err := sinks.NewKafka(sinks.KafkaConfig{Conn: conn, Topic: topic}, log)
 	if err != nil {
 		return err
@@ -76,7 +77,7 @@ func NewCollector(conn kafkaconn.Config, topic, group string, log *zap.Logger) (
 }
 
 // Next returns the next batch of messages, or an error when ctx ends.
-func (c *Collector) Next(ctx context.Context) ([]sources.Message, error) {
+func (c *Collector) Next(ctx context.Context) ([]message.Message, error) {
 	b, err := c.src.ReadBatch(ctx)
 	if err != nil {
 		return nil, err

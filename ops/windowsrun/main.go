@@ -30,6 +30,7 @@ import (
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/ops"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/sinks"
@@ -239,7 +240,7 @@ func run(rate float64, duration, window time.Duration, batch int, drain time.Dur
 	start := time.Now()
 	next := start
 	for i, m := range msgs {
-		if err := w.Write(ctx, []sinks.Message{m}); err != nil {
+		if err := w.Write(ctx, []message.Message{m}); err != nil {
 			return fmt.Errorf("produce: %w", err)
 		}
 		next = start.Add(time.Duration(i+1) * every)

@@ -33,6 +33,7 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/synth"
 	"github.com/dpsurv/dpsurv/tools/helm/internal/chartrender"
@@ -127,7 +128,7 @@ func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs = append(msgs[:1], append([]sinks.Message{{Key: []byte("garbage"), Value: []byte("not an arrow stream")}}, msgs[1:]...)...)
+	msgs = append(msgs[:1], append([]message.Message{{Key: []byte("garbage"), Value: []byte("not an arrow stream")}}, msgs[1:]...)...)
 	produced := make(chan error, 1)
 	go func() {
 		w, err := sinks.NewKafka(sinks.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic}, zap.NewNop())

@@ -1,17 +1,19 @@
-package pipeline_test
+package sanitize_test
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sources"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -26,7 +28,7 @@ func BenchmarkProcess(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	msg := sources.Message{Topic: "t", Value: msgs[0].Value}
+	msg := message.Message{Topic: "t", Value: msgs[0].Value}
 	v, _ := schemas.NewValidator(spec, mem)
 	chain, err := sanitizers.New(sanitizers.Config{Key: bytes.Repeat([]byte{1}, 32), Cohorts: spec.Cohorts, TimeMax: 3650, TimeUnit: "days",
 		PseudonymizeID: true, Time: sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10},
@@ -36,14 +38,15 @@ func BenchmarkProcess(b *testing.B) {
 	}
 	defer chain.Release()
 	procs := map[string]pipeline.Processor{
-		"sanitize":    &pipeline.SanitizeProcessor{Validator: v, Chain: chain, Mem: mem, Metrics: pipeline.NewMetrics(prometheus.NewRegistry())},
-		"passthrough": pipeline.PassthroughProcessor{Mem: mem},
+		"sanitize":    &sanitize.Processor{Validator: v, Chain: chain, Mem: mem, Metrics: sanitize.NewMetrics(prometheus.NewRegistry())},
+		"passthrough": sanitize.Passthrough{Mem: mem},
 	}
+	ctx := context.Background()
 	for _, name := range []string{"passthrough", "sanitize"} {
 		p := procs[name]
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := p.Process(msg); err != nil {
+				if _, err := p.Process(ctx, msg); err != nil {
 					b.Fatal(err)
 				}
 			}

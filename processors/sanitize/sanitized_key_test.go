@@ -1,4 +1,4 @@
-package pipeline_test
+package sanitize_test
 
 import (
 	"bytes"
@@ -10,10 +10,9 @@ import (
 
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/message"
-	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sources"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -45,12 +44,12 @@ func TestSanitizedMessageKeyAndHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(chain.Release)
-	p := &pipeline.SanitizeProcessor{Validator: v, Chain: chain, Mem: mem, Format: "arrow",
-		Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
+	p := &sanitize.Processor{Validator: v, Chain: chain, Mem: mem, Format: "arrow",
+		Metrics: sanitize.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
 	secrets := []string{"MRN-0042-Jane-Doe", "Jane Doe", "MRN-0042", "x-patient-name", "x-mrn"}
-	in := sources.Message{Topic: "tte.raw", Partition: 3, Offset: 17, Key: []byte("MRN-0042-Jane-Doe"), Value: msgs[0].Value,
+	in := message.Message{Topic: "tte.raw", Partition: 3, Offset: 17, Key: []byte("MRN-0042-Jane-Doe"), Value: msgs[0].Value,
 		Headers: []message.Header{{Key: "x-patient-name", Value: []byte("Jane Doe")}, {Key: "x-mrn", Value: []byte("MRN-0042")}}}
-	res, err := p.Process(in)
+	res, err := process(p, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +60,8 @@ func TestSanitizedMessageKeyAndHeaders(t *testing.T) {
 	if string(out.Key) != "p3" {
 		t.Fatalf("sanitized key %q, want the input partition p3", out.Key)
 	}
-	if len(out.Headers) != 1 || out.Headers[0].Key != pipeline.HeaderSource || string(out.Headers[0].Value) != "tte.raw/3/17" {
-		t.Fatalf("sanitized headers %+v, want only %s", out.Headers, pipeline.HeaderSource)
+	if len(out.Headers) != 1 || out.Headers[0].Key != sanitize.HeaderSource || string(out.Headers[0].Value) != "tte.raw/3/17" {
+		t.Fatalf("sanitized headers %+v, want only %s", out.Headers, sanitize.HeaderSource)
 	}
 	for _, s := range secrets {
 		for _, b := range [][]byte{out.Key, out.Value, []byte(out.Headers[0].Key), out.Headers[0].Value} {
@@ -75,7 +74,7 @@ func TestSanitizedMessageKeyAndHeaders(t *testing.T) {
 	// hence their order); another partition gets another key.
 	in2 := in
 	in2.Offset, in2.Partition = 18, 4
-	res2, err := p.Process(in2)
+	res2, err := process(p, in2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pipeline_test
+package sanitize_test
 
 import (
 	"bytes"
@@ -6,16 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sources"
 )
 
 // fuzzMaxMessageBytes is small so that the fuzzer exercises the splitting
@@ -31,7 +31,7 @@ const fuzzMaxMessageBytes = 16 << 10
 // dead-lettered. The seed corpus holds the crash class the adversarial run
 // found (a negative null count on `event`). Run it for a bounded time:
 //
-//	go test -run '^$' -fuzz FuzzSanitizeProcessor -fuzztime 30s ./pipeline/
+//	go test -run '^$' -fuzz FuzzSanitizeProcessor -fuzztime 30s ./processors/sanitize/
 func FuzzSanitizeProcessor(f *testing.F) {
 	spec := schemas.Spec{Cohorts: pipelinetest.Cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
 	f.Add(pipelinetest.NegativeNullCountMessage(f, spec, "nc-", 13))
@@ -43,13 +43,13 @@ func FuzzSanitizeProcessor(f *testing.F) {
 	f.Add([]byte("not arrow at all"))
 	// Two services' wiring (Config.Spec, Config.SanitizerConfig): event
 	// public, and event and the optional site public.
-	var procs []*pipeline.SanitizeProcessor
+	var procs []*sanitize.Processor
 	for _, public := range [][]string{{"event"}, {"event", "site"}} {
 		procs = append(procs, fuzzProcessor(f, public))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, p := range procs {
-			res, err := p.Process(sources.Message{Topic: "in", Partition: 0, Offset: 7, Key: []byte("k"), Value: data})
+			res, err := process(p, message.Message{Topic: "in", Partition: 0, Offset: 7, Key: []byte("k"), Value: data})
 			if err != nil {
 				t.Fatalf("process: %v", err)
 			}
@@ -60,7 +60,7 @@ func FuzzSanitizeProcessor(f *testing.F) {
 	})
 }
 
-func fuzzProcessor(f *testing.F, public []string) *pipeline.SanitizeProcessor {
+func fuzzProcessor(f *testing.F, public []string) *sanitize.Processor {
 	cfg := app.DefaultConfig()
 	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: pipelinetest.Cohorts, Public: public}
 	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
@@ -70,19 +70,19 @@ func fuzzProcessor(f *testing.F, public []string) *pipeline.SanitizeProcessor {
 	if err != nil {
 		f.Fatal(err)
 	}
-	v.SetMaxDeadRows(pipeline.DefaultMaxDeadRows)
+	v.SetMaxDeadRows(sanitize.DefaultMaxDeadRows)
 	v.SetMaxDecodeBytes(16 << 20)
 	chain, err := sanitizers.New(cfg.SanitizerConfig(bytes.Repeat([]byte{3}, 32)), mem)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(chain.Release)
-	return &pipeline.SanitizeProcessor{Validator: v, Chain: chain, Mem: mem, Metrics: pipeline.NewMetrics(prometheus.NewRegistry()),
+	return &sanitize.Processor{Validator: v, Chain: chain, Mem: mem, Metrics: sanitize.NewMetrics(prometheus.NewRegistry()),
 		MaxMessageBytes: fuzzMaxMessageBytes}
 }
 
 // checkResult checks the invariants of one processed message.
-func checkResult(res pipeline.Result, maxBytes int) error {
+func checkResult(res result, maxBytes int) error {
 	rows := 0
 	for i, m := range res.Out {
 		if size := len(m.Key) + len(m.Value); size > maxBytes {
@@ -110,7 +110,7 @@ func checkResult(res pipeline.Result, maxBytes int) error {
 	}
 	dead := 0
 	for i, d := range res.DeadInfo {
-		if d.Reason == pipeline.ReasonUnprocessable {
+		if d.Reason == sanitize.ReasonUnprocessable {
 			return fmt.Errorf("unprocessable dead letter (a stage failed after validation): %.300s", res.Dead[i].Value)
 		}
 		if size := len(res.Dead[i].Key) + len(res.Dead[i].Value); size > maxBytes {

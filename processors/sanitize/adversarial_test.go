@@ -1,4 +1,4 @@
-package pipeline_test
+package sanitize_test
 
 import (
 	"bytes"
@@ -14,12 +14,12 @@ import (
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/internal/testtier"
-	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/schemas/schemastest"
-	"github.com/dpsurv/dpsurv/sources"
 )
 
 // advCohorts covers both generators' labels.
@@ -27,7 +27,7 @@ var advCohorts = []string{"rel-a", "rel-b", "1", "2"}
 
 // advProcessor is the service's processor for a config with the given
 // public fields and input format (the validator as app.Service builds it).
-func advProcessor(t *testing.T, public []string, format string) *pipeline.SanitizeProcessor {
+func advProcessor(t *testing.T, public []string, format string) *sanitize.Processor {
 	t.Helper()
 	mem := memory.NewGoAllocator()
 	cfg := app.DefaultConfig()
@@ -39,14 +39,14 @@ func advProcessor(t *testing.T, public []string, format string) *pipeline.Saniti
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.SetMaxDeadRows(pipeline.DefaultMaxDeadRows)
+	v.SetMaxDeadRows(sanitize.DefaultMaxDeadRows)
 	v.SetMaxDecodeBytes(app.DefaultMaxDecodedBytes)
 	chain, err := sanitizers.New(cfg.SanitizerConfig(pipelinetest.Key), mem)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(chain.Release)
-	return &pipeline.SanitizeProcessor{Validator: v, Chain: chain, Format: format, Mem: mem, Metrics: pipeline.NewMetrics(nil)}
+	return &sanitize.Processor{Validator: v, Chain: chain, Format: format, Mem: mem, Metrics: sanitize.NewMetrics(nil)}
 }
 
 // sameIDMessage is n rows all with one id (zstd).
@@ -169,14 +169,14 @@ func TestAdversarialClassesBounded(t *testing.T) {
 				testtier.Full(t, "a 60-million-entry dictionary")
 			}
 			p := advProcessor(t, c.public, c.format)
-			msg := sources.Message{Topic: "in", Key: c.key, Value: c.msg(t)}
+			msg := message.Message{Topic: "in", Key: c.key, Value: c.msg(t)}
 			wire := len(msg.Key) + len(msg.Value)
-			var res pipeline.Result
+			var res result
 			var err error
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			res, err = p.Process(msg)
+			res, err = process(p, msg)
 			runtime.ReadMemStats(&after)
 			if err != nil {
 				t.Fatalf("process: %v (the partition would not flow)", err)

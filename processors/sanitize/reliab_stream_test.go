@@ -1,4 +1,4 @@
-package pipeline_test
+package sanitize_test
 
 import (
 	"bytes"
@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -23,7 +25,6 @@ import (
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
-	"github.com/dpsurv/dpsurv/sources"
 )
 
 // limitSink refuses (sinks.ErrTooLarge) every message over max bytes, as
@@ -32,10 +33,10 @@ import (
 type limitSink struct {
 	max  int
 	mu   sync.Mutex
-	msgs []sinks.Message
+	msgs []message.Message
 }
 
-func (l *limitSink) Write(_ context.Context, msgs []sinks.Message) error {
+func (l *limitSink) Write(_ context.Context, msgs []message.Message) error {
 	for _, m := range msgs {
 		if len(m.Key)+len(m.Value) > l.max {
 			return fmt.Errorf("produce: %w", sinks.ErrTooLarge)
@@ -53,18 +54,18 @@ func (l *limitSink) Connect(context.Context) error { return nil }
 
 // oneBatchSource returns one batch, then stops the stream.
 type oneBatchSource struct {
-	msgs  []sources.Message
+	msgs  []message.Message
 	acked chan struct{}
 	done  bool
 }
 
-func (s *oneBatchSource) ReadBatch(ctx context.Context) (sources.Batch, error) {
+func (s *oneBatchSource) ReadBatch(ctx context.Context) (message.Batch, error) {
 	if s.done {
 		<-ctx.Done()
-		return sources.Batch{}, ctx.Err()
+		return message.Batch{}, ctx.Err()
 	}
 	s.done = true
-	return sources.Batch{Messages: s.msgs, Ack: func(context.Context) error { close(s.acked); return nil }}, nil
+	return message.Batch{Messages: s.msgs, Ack: func(context.Context) error { close(s.acked); return nil }}, nil
 }
 
 func (s *oneBatchSource) Close() error { return nil }
@@ -84,22 +85,24 @@ func TestStreamTooLargeForTheBrokerIsDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.SetMaxDeadRows(pipeline.DefaultMaxDeadRows)
+	v.SetMaxDeadRows(sanitize.DefaultMaxDeadRows)
 	chain, err := sanitizers.New(cfg.SanitizerConfig(pipelinetest.Key), mem)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer chain.Release()
-	m := pipeline.NewMetrics(prometheus.NewRegistry())
-	proc := &pipeline.SanitizeProcessor{Validator: v, Chain: chain, Mem: mem, Metrics: m}
+	m := sanitize.NewMetrics(prometheus.NewRegistry())
+	proc := &sanitize.Processor{Validator: v, Chain: chain, Mem: mem, Metrics: m}
 	// 2,000 good rows (about 100 KB sanitized) and an undecodable 300 KB
 	// message: both exceed the sinks' 64 KB limit.
-	src := &oneBatchSource{acked: make(chan struct{}), msgs: []sources.Message{
+	src := &oneBatchSource{acked: make(chan struct{}), msgs: []message.Message{
 		{Topic: "in", Offset: 0, Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("big-", 2000), false)},
 		{Topic: "in", Offset: 1, Value: bytes.Repeat([]byte("z"), 300_000)},
 	}}
 	out, dead := &limitSink{max: 64 << 10}, &limitSink{max: 64 << 10}
-	st := &pipeline.Stream{Source: src, Processor: proc, Out: out, DeadLetter: dead, Metrics: m, Log: zap.NewNop()}
+	st := &pipeline.Stream{Source: src, Processor: proc, Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop(),
+		Routes:   map[string]message.Sink{sanitize.RouteOutput: out, sanitize.RouteDeadLetter: dead},
+		Failures: sanitize.DeadLetters{}, OnAck: m.Acked}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- st.Run(ctx) }()
@@ -121,7 +124,7 @@ func TestStreamTooLargeForTheBrokerIsDeadLettered(t *testing.T) {
 		}
 		reasons[x.Reason] += max(x.Count, 1)
 	}
-	if reasons[pipeline.ReasonOutputTooLarge] != 2000 || reasons[schemas.ReasonUndecodable] != 1 || len(out.msgs) != 0 {
+	if reasons[sanitize.ReasonOutputTooLarge] != 2000 || reasons[schemas.ReasonUndecodable] != 1 || len(out.msgs) != 0 {
 		t.Errorf("dead letters by reason %v, outputs %d; want 2000 output_too_large rows and 1 undecodable", reasons, len(out.msgs))
 	}
 	in, o, d := pipelinetest.CounterValue(m.RecordsIn), pipelinetest.CounterValue(m.RecordsOut), pipelinetest.CounterValue(m.DeadLetterRows)
@@ -165,15 +168,15 @@ func TestProcessorOversizedRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pipeline.SanitizeProcessor{Validator: v, Chain: chain, Mem: mem, Metrics: pipeline.NewMetrics(nil), MaxMessageBytes: 16 << 10}
-	res, err := p.Process(sources.Message{Topic: "in", Value: val})
+	p := &sanitize.Processor{Validator: v, Chain: chain, Mem: mem, Metrics: sanitize.NewMetrics(nil), MaxMessageBytes: 16 << 10}
+	res, err := process(p, message.Message{Topic: "in", Value: val})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := checkResult(res, 16<<10); err != nil {
 		t.Fatal(err)
 	}
-	if res.Records != 2 || len(res.DeadInfo) != 1 || res.DeadInfo[0].Reason != pipeline.ReasonOutputTooLarge || res.DeadInfo[0].Rows != 1 {
+	if res.Records != 2 || len(res.DeadInfo) != 1 || res.DeadInfo[0].Reason != sanitize.ReasonOutputTooLarge || res.DeadInfo[0].Rows != 1 {
 		t.Fatalf("records %d, dead %+v; want 2 out and one output_too_large row", res.Records, res.DeadInfo)
 	}
 }

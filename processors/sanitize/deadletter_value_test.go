@@ -1,4 +1,4 @@
-package pipeline
+package sanitize
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package pipeline_test
+package sanitize_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/message"
-	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
@@ -57,7 +57,7 @@ func TestTraceContext(t *testing.T) {
 		{"no headers", nil, "", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := pipeline.TraceContext(tc.in)
+			got := sanitize.TraceContext(tc.in)
 			if tc.parent == "" {
 				if len(got) != 0 {
 					t.Fatalf("propagated %v", got)
@@ -103,23 +103,23 @@ func TestSanitizedMessageCarriesTraceContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(chain.Release)
-	p := &pipeline.SanitizeProcessor{Validator: v, Chain: chain, Mem: mem, Format: "arrow",
-		Metrics: pipeline.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
+	p := &sanitize.Processor{Validator: v, Chain: chain, Mem: mem, Format: "arrow",
+		Metrics: sanitize.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
 	for _, tc := range []struct {
 		name   string
 		parent string
 		want   []string
 	}{ // output.trace_context: false turns it off
-		{"well-formed", validParent, []string{pipeline.HeaderSource + "=in/0/1", "traceparent=" + validParent, "tracestate=vendor=abc"}},
-		{"malformed", "00-" + strings.Repeat("a", 31) + "-00f067aa0ba902b7-01", []string{pipeline.HeaderSource + "=in/0/1"}},
-		{"turned off", validParent, []string{pipeline.HeaderSource + "=in/0/1"}},
+		{"well-formed", validParent, []string{sanitize.HeaderSource + "=in/0/1", "traceparent=" + validParent, "tracestate=vendor=abc"}},
+		{"malformed", "00-" + strings.Repeat("a", 31) + "-00f067aa0ba902b7-01", []string{sanitize.HeaderSource + "=in/0/1"}},
+		{"turned off", validParent, []string{sanitize.HeaderSource + "=in/0/1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p.NoTraceContext = tc.name == "turned off"
 			in := message.Message{Topic: "in", Partition: 0, Offset: 1, Value: msgs[0].Value, Headers: []message.Header{
 				{Key: "x-mrn", Value: []byte("MRN-0042")}, {Key: "traceparent", Value: []byte(tc.parent)},
 				{Key: "tracestate", Value: []byte("vendor=abc")}, {Key: "baggage", Value: []byte("patient=MRN-0042")}}}
-			res, err := p.Process(in)
+			res, err := process(p, in)
 			if err != nil {
 				t.Fatal(err)
 			}
