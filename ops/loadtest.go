@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -323,7 +324,7 @@ func (g *loadGen) message(seq int64, at time.Time) (sinks.Message, error) {
 	if err != nil {
 		return sinks.Message{}, fmt.Errorf("build load message: %w", err)
 	}
-	v, err := schemas.EncodeIPC(rec, memory.DefaultAllocator)
+	v, err := arrowipc.Encode(rec, memory.DefaultAllocator)
 	rec.Release()
 	if err != nil {
 		return sinks.Message{}, fmt.Errorf("encode load message: %w", err)

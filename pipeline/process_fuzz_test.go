@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -88,7 +89,7 @@ func checkResult(res pipeline.Result, maxBytes int) error {
 		if size := len(m.Key) + len(m.Value); size > maxBytes {
 			return fmt.Errorf("output %d: %d bytes exceed %d", i, size, maxBytes)
 		}
-		recs, err := schemas.DecodeIPCRecords(m.Value, memory.NewGoAllocator())
+		recs, err := arrowipc.DecodeRecords(m.Value, memory.NewGoAllocator())
 		if err != nil {
 			return fmt.Errorf("output %d does not decode: %w", i, err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/sanitizers"
@@ -259,7 +260,7 @@ func encodeSplit(rec arrow.Record, mem memory.Allocator, budget int) ([][]byte, 
 	var walk func(r arrow.Record) error
 	walk = func(r arrow.Record) error {
 		n := int(r.NumRows())
-		b, err := schemas.EncodeIPC(r, mem)
+		b, err := arrowipc.Encode(r, mem)
 		if err != nil {
 			return err
 		}
@@ -315,13 +316,13 @@ func (p PassthroughProcessor) Process(msg message.Message) (Result, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	recs, err := schemas.DecodeIPCRecords(msg.Value, mem)
+	recs, err := arrowipc.DecodeRecords(msg.Value, mem)
 	if err != nil {
 		return Result{}, fmt.Errorf("passthrough decode: %w", err)
 	}
 	var res Result
 	for _, r := range recs {
-		b, err := schemas.EncodeIPC(r, mem)
+		b, err := arrowipc.Encode(r, mem)
 		res.Records += int(r.NumRows())
 		r.Release()
 		if err != nil {

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 )
 
 // ipcSeeds returns valid and interesting messages for the fuzz corpus.
@@ -149,7 +151,7 @@ func FuzzDecodeIPC(f *testing.F) {
 			t.Fatalf("%d bytes still allocated", n)
 		}
 		// DecodeIPCRecords must not panic either.
-		recs, err := DecodeIPCRecords(data, memory.NewGoAllocator())
+		recs, err := arrowipc.DecodeRecords(data, memory.NewGoAllocator())
 		if err == nil {
 			for _, r := range recs {
 				r.Release()

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 )
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -79,7 +81,7 @@ func (v *Validator) decodeJSON(data []byte, rowBase int, set *idSet, wholeOnFail
 	// Decoding counts against the decode bound, as an Arrow message's
 	// buffers do (input.max_decoded_bytes; at most 1 MiB + 256 x the
 	// message size): the text, and a slot of each configured key a row.
-	if bound, cost := decodeBound(v.maxDecode, len(data)), v.jsonCost(len(data), len(elems)); cost > bound {
+	if bound, cost := arrowipc.DecodeBound(v.maxDecode, len(data)), v.jsonCost(len(data), len(elems)); cost > bound {
 		return whole(fmt.Sprintf("json: %d rows take about %d bytes decoded, over the decode bound of %d (input.max_decoded_bytes)", len(elems), cost, bound))
 	}
 	b, decoded := v.parseJSONRows(elems)

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/bitutil"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 )
 
 // Internal reason codes (index into reasonNames).
@@ -60,7 +62,7 @@ const (
 // the decoded message (protects against compression bombs and forged
 // lengths). The effective bound is also at most 1 MiB + 256 x the message
 // size.
-const DefaultMaxDecodeBytes = 256 << 20
+const DefaultMaxDecodeBytes = arrowipc.DefaultMaxDecodeBytes
 
 // Validator checks tte.v1 batches against a Spec and converts the good rows
 // into the canonical schema. It is safe for concurrent use.
@@ -413,7 +415,7 @@ func (v *Validator) validate(rec arrow.Record, rowBase int, set *idSet, checked 
 		return v.empty(false, false), dead
 	}
 	if !checked {
-		if err := checkRecord(rec, p.used()); err != nil {
+		if err := arrowipc.CheckColumns(rec, p.used()); err != nil {
 			return v.empty(p.withSite, p.withObs), []DeadLetter{{Reason: ReasonUndecodable, RowIndex: -1,
 				Detail: err.Error()}}
 		}
