@@ -27,7 +27,8 @@ import (
 //
 //   - the file is read in chunks cut at record boundaries (at the last
 //     newline when the chunk has no quote, by a record scan otherwise), so
-//     that the raw text held is a few chunks whatever the file size;
+//     that the raw text held is a few chunks whatever the file size (the
+//     chunker and the record splitting are codecs/csvrec's);
 //   - each chunk is split and validated by a worker (one per core), straight
 //     into the validator's scratch columns: no per-row map, no per-cell
 //     string; integers take a fast exact path, other numbers go through

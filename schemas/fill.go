@@ -131,7 +131,7 @@ func (v *Validator) fillSite(col arrow.Array, st *scratch) {
 		st.siteDict = dict
 		st.siteIdx = resize(st.siteIdx, n)
 		for i := range n {
-			j, _ := ig(i) // in range: checkRecord checked every index
+			j, _ := ig(i) // in range: arrowipc.CheckColumns checked every index
 			st.siteIdx[i] = int32(j)
 			if a.IsNull(i) || dict.IsNull(int(j)) {
 				missing(i)

@@ -150,7 +150,7 @@ func FuzzDecodeIPC(f *testing.F) {
 		if n := mem.CurrentAlloc(); n != 0 {
 			t.Fatalf("%d bytes still allocated", n)
 		}
-		// DecodeIPCRecords must not panic either.
+		// arrowipc.DecodeRecords must not panic either.
 		recs, err := arrowipc.DecodeRecords(data, memory.NewGoAllocator())
 		if err == nil {
 			for _, r := range recs {

@@ -18,7 +18,7 @@ func encode(t testing.TB, rec arrow.Record, mem memory.Allocator) []byte {
 	t.Helper()
 	b, err := arrowipc.Encode(rec, mem)
 	if err != nil {
-		t.Fatalf("EncodeIPC: %v", err)
+		t.Fatalf("arrowipc.Encode: %v", err)
 	}
 	return b
 }
@@ -37,7 +37,7 @@ func TestIPCRoundTrip(t *testing.T) {
 	data := encode(t, in, mem)
 	// Deterministic: the same record gives the same bytes.
 	if again := encode(t, in, mem); !bytes.Equal(data, again) {
-		t.Error("EncodeIPC is not deterministic")
+		t.Error("arrowipc.Encode is not deterministic")
 	}
 	out, dead := v.DecodeIPC(data)
 	defer out.Release()

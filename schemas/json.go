@@ -19,7 +19,7 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // DecodeJSON decodes one message value holding JSON lines (one object per
 // line; blank lines are skipped) or a JSON array of objects, keyed by the
 // input column names, and validates it. Each row is read strictly (RFC
-// 8259, jsonparse.go): a JSON number or a string holding exactly one for
+// 8259, codecs/jsonrec): a JSON number or a string holding exactly one for
 // time and covariates; true, false, 0, 1, "0" or "1" for event; a label
 // string (or an integer literal matching a label) for cohort; a valid
 // Unicode string or an integer literal for id; an RFC 3339 string for
@@ -111,7 +111,7 @@ type jsonBatch struct {
 	present []bool // per slot: any row has the key
 }
 
-// parseJSONRows reads each element as a row object (jsonparse.go), keeping
+// parseJSONRows reads each element as a row object (jsonrec.ParseSlots), keeping
 // the values of the configured keys only. It returns the batch and the
 // number of elements that were valid JSON.
 func (v *Validator) parseJSONRows(elems []string) (*jsonBatch, int) {

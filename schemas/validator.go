@@ -161,7 +161,8 @@ func (v *Validator) Validate(rec arrow.Record) (arrow.Record, []DeadLetter) {
 
 // validate is Validate of rows rowBase... of a message or file, sharing the
 // id set (nil: one batch). checked says the caller has already run
-// checkRecord on rec's used columns (DecodeIPC does, as it decodes).
+// arrowipc.CheckColumns on rec's used columns (DecodeIPC does, as it
+// decodes).
 func (v *Validator) validate(rec arrow.Record, rowBase int, set *idSet, checked bool) (out arrow.Record, dead []DeadLetter) {
 	defer func() {
 		if p := recover(); p != nil {
