@@ -1,80 +1,17 @@
 package schemas
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc/arrowipctest"
 )
-
-// zcTestRecord is an n-row tte.v1 record with bad rows (negative and null
-// times, unknown cohorts, repeated ids) and a dictionary cohort column.
-func zcTestRecord(t testing.TB, n int, mem memory.Allocator) arrow.Record {
-	t.Helper()
-	spec := testSpec()
-	b := array.NewRecordBuilder(mem, InputSchema(spec))
-	defer b.Release()
-	for i := range n {
-		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("p%d", i%(n-n/10)))
-		if i%17 == 5 {
-			b.Field(1).(*array.Float64Builder).AppendNull()
-		} else {
-			b.Field(1).(*array.Float64Builder).Append(float64(i%300) - float64(i%23/22))
-		}
-		b.Field(2).(*array.BooleanBuilder).Append(i%3 == 0)
-		if err := b.Field(3).(*array.BinaryDictionaryBuilder).AppendString([]string{"1", "2", "control", "x"}[i%4]); err != nil {
-			t.Fatal(err)
-		}
-		b.Field(4).(*array.Float64Builder).Append(40 + float64(i%50))
-	}
-	return b.NewRecord()
-}
-
-// writeArrowFile writes recs to path with the given IPC writer options.
-func writeArrowFile(t testing.TB, path string, stream bool, recs []arrow.Record, opts ...ipc.Option) {
-	t.Helper()
-	var buf bytes.Buffer
-	opts = append(opts, ipc.WithSchema(recs[0].Schema()))
-	if stream {
-		w := ipc.NewWriter(&buf, opts...)
-		for _, r := range recs {
-			if err := w.Write(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w, err := ipc.NewFileWriter(f, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func readArrowPath(t testing.TB, path string, v *Validator, batch int, zeroCopy bool) csvResult {
 	t.Helper()
@@ -99,7 +36,7 @@ func TestArrowZeroCopyMatchesReader(t *testing.T) {
 	v := newTestValidator(t, testSpec(), mem)
 	// The inputs are Go-allocated: Arrow's writers keep a dictionary they
 	// never release.
-	a, b := zcTestRecord(t, 500, memory.NewGoAllocator()), zcTestRecord(t, 70, memory.NewGoAllocator())
+	a, b := arrowipctest.Record(t, InputSchema(testSpec()), 500, memory.NewGoAllocator()), arrowipctest.Record(t, InputSchema(testSpec()), 70, memory.NewGoAllocator())
 	defer a.Release()
 	defer b.Release()
 	dir := t.TempDir()
@@ -117,7 +54,7 @@ func TestArrowZeroCopyMatchesReader(t *testing.T) {
 		{"stream-zstd", true, false, []ipc.Option{ipc.WithZstd()}, []arrow.Record{b, a}, 33},
 	} {
 		path := filepath.Join(dir, tc.name+".arrow")
-		writeArrowFile(t, path, tc.stream, tc.recs, tc.opts...)
+		arrowipctest.WriteFile(t, path, tc.stream, tc.recs, tc.opts...)
 		got := readArrowPath(t, path, v, tc.batchLen, true)
 		want := readArrowPath(t, path, v, tc.batchLen, false)
 		if got.err != "" || want.err != "" {
@@ -139,7 +76,7 @@ func TestReadTableMatchesReadFile(t *testing.T) {
 	mem := checkedMem(t)
 	spec := testSpec()
 	v := newTestValidator(t, spec, mem)
-	rec := zcTestRecord(t, 300, memory.NewGoAllocator())
+	rec := arrowipctest.Record(t, InputSchema(testSpec()), 300, memory.NewGoAllocator())
 	defer rec.Release()
 	dir := t.TempDir()
 	for _, ext := range []string{".csv", ".arrow", ".arrows", ".jsonl"} {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/codecs/arrowipc"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc/arrowipctest"
 )
 
 // benchInput builds an n-row tte.v1 record (canonical-compatible types);
@@ -213,7 +214,7 @@ func BenchmarkReadFileArrow(b *testing.B) {
 		recs = append(recs, r)
 	}
 	path := filepath.Join(b.TempDir(), "bench.arrow")
-	writeArrowFile(b, path, false, recs)
+	arrowipctest.WriteFile(b, path, false, recs)
 	fi, err := os.Stat(path)
 	if err != nil {
 		b.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc/arrowipctest"
 )
 
 // The zero-copy loader gives the records Arrow's reader gives, in both IPC
@@ -21,7 +23,7 @@ import (
 func TestZeroCopyAliasesFile(t *testing.T) {
 	t.Parallel()
 	// Go-allocated: Arrow's writers keep a dictionary they never release.
-	a, b := testRecord(t, 500, memory.NewGoAllocator()), testRecord(t, 70, memory.NewGoAllocator())
+	a, b := arrowipctest.Record(t, arrowipctest.Schema(), 500, memory.NewGoAllocator()), arrowipctest.Record(t, arrowipctest.Schema(), 70, memory.NewGoAllocator())
 	defer a.Release()
 	defer b.Release()
 	dir := t.TempDir()
@@ -38,7 +40,7 @@ func TestZeroCopyAliasesFile(t *testing.T) {
 		{"stream-zstd", true, false, []ipc.Option{ipc.WithZstd()}, []arrow.Record{b, a}},
 	} {
 		path := filepath.Join(dir, tc.name+".arrow")
-		writeArrowFile(t, path, tc.stream, tc.recs, tc.opts...)
+		arrowipctest.WriteFile(t, path, tc.stream, tc.recs, tc.opts...)
 		got, err := readAll(t, path, true)
 		if err != nil {
 			t.Fatalf("%s: zero-copy: %v", tc.name, err)

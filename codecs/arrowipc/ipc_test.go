@@ -6,6 +6,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc/arrowipctest"
 )
 
 func TestDecodeRecordsErrors(t *testing.T) {
@@ -24,7 +26,7 @@ func TestDecodeRecordsErrors(t *testing.T) {
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	t.Parallel()
 	mem := checkedMem(t)
-	in := testRecord(t, 300, mem)
+	in := arrowipctest.Record(t, arrowipctest.Schema(), 300, mem)
 	defer in.Release()
 	data, err := Encode(in, mem)
 	if err != nil {
@@ -49,7 +51,7 @@ func TestIPCSizeHint(t *testing.T) {
 	t.Parallel()
 	mem := checkedMem(t)
 	n := 3000
-	in := testRecord(t, n, mem)
+	in := arrowipctest.Record(t, arrowipctest.Schema(), n, mem)
 	defer in.Release()
 	for _, c := range []struct {
 		name   string
@@ -75,7 +77,7 @@ func TestIPCSizeHint(t *testing.T) {
 // rows.
 func FuzzDecodeRecords(f *testing.F) {
 	mem := memory.NewGoAllocator()
-	rec := testRecord(f, 40, mem)
+	rec := arrowipctest.Record(f, arrowipctest.Schema(), 40, mem)
 	defer rec.Release()
 	for _, opts := range [][]ipc.Option{nil, {ipc.WithLZ4()}, {ipc.WithZstd()}} {
 		var w bytesWriter

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/codecs/arrowipc"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc/arrowipctest"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -34,7 +34,7 @@ func FuzzZeroCopyArrow(f *testing.F) {
 	defer a.Release()
 	for _, stream := range []bool{true, false} {
 		path := filepath.Join(dir, fmt.Sprintf("seed-%v.arrow", stream))
-		writeFile(f, path, stream, []arrow.Record{a, a.NewSlice(3, 9)})
+		arrowipctest.WriteFile(f, path, stream, []arrow.Record{a, a.NewSlice(3, 9)})
 		data, err := os.ReadFile(path)
 		if err != nil {
 			f.Fatal(err)
@@ -95,30 +95,4 @@ func validated(t *testing.T, path string, v *schemas.Validator, zeroCopy bool) (
 		good.Release()
 	}
 	return out, sr.Err()
-}
-
-func writeFile(t testing.TB, path string, stream bool, recs []arrow.Record) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var w interface {
-		Write(arrow.Record) error
-		Close() error
-	}
-	if stream {
-		w = ipc.NewWriter(f, ipc.WithSchema(recs[0].Schema()))
-	} else if w, err = ipc.NewFileWriter(f, ipc.WithSchema(recs[0].Schema())); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -27,7 +27,7 @@ var floors = []struct {
 		"internal/testtier", "internal/datasets", "internal/privacy", "internal/budgetfile",
 	}},
 	{"codecs", []string{
-		"codecs/arrowipc", "codecs/csvrec", "codecs/csvrec/csvrectest", "codecs/jsonrec",
+		"codecs/arrowipc", "codecs/arrowipc/arrowipctest", "codecs/csvrec", "codecs/csvrec/csvrectest", "codecs/jsonrec",
 	}},
 	{"contracts and numeric core", []string{
 		"schemas", "schemas/schemastest", "dp", "survival", "projection", "synth", "plots", "plots/plotstest",
