@@ -25,9 +25,22 @@ func CheckLengths(rec arrow.Record) error {
 }
 
 // CheckColumns verifies that the used columns' buffers are consistent with
-// their lengths, so that reading them cannot go out of bounds.
-func CheckColumns(rec arrow.Record, used []int) error {
-	for _, c := range used {
+// their lengths, so that reading them cannot go out of bounds. A column
+// that makes Arrow's array constructors panic while it is checked (a
+// dictionary whose buffers contradict its length) is malformed too: the
+// panic is returned as an error.
+func CheckColumns(rec arrow.Record, used []int) (err error) {
+	c := -1
+	defer func() {
+		if p := recover(); p != nil {
+			name := "?"
+			if c >= 0 {
+				name = rec.Schema().Field(c).Name
+			}
+			err = fmt.Errorf("column %q is malformed: %v", name, p)
+		}
+	}()
+	for _, c = range used {
 		if err := checkArray(rec.Column(c), 0); err != nil {
 			return fmt.Errorf("column %q is malformed: %w", rec.Schema().Field(c).Name, err)
 		}
