@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -80,7 +81,7 @@ func CurveTable(value []byte, mem memory.Allocator) ([]byte, error) {
 	}
 	rec := b.NewRecord()
 	defer rec.Release()
-	out, err := schemas.EncodeIPC(rec, mem)
+	out, err := arrowipc.Encode(rec, mem)
 	if err != nil {
 		return nil, fmt.Errorf("curve table: %w", err)
 	}

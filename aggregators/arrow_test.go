@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -64,7 +65,7 @@ func TestCurveTableColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := schemas.DecodeIPCRecords(tab, mem)
+	recs, err := arrowipc.DecodeRecords(tab, mem)
 	if err != nil {
 		t.Fatal(err)
 	}

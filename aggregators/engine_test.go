@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/survival"
@@ -582,7 +583,7 @@ func TestCurveTable(t *testing.T) {
 	}
 	var f aggregators.FitMessage
 	json.Unmarshal(msgs[0].Value, &f)
-	recs, err := schemas.DecodeIPCRecords(tab, mem)
+	recs, err := arrowipc.DecodeRecords(tab, mem)
 	if err != nil {
 		t.Fatal(err)
 	}

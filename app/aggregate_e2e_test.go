@@ -24,6 +24,7 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
@@ -402,7 +403,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := schemas.DecodeIPCRecords(ms[0].Value, mem)
+	recs, err := arrowipc.DecodeRecords(ms[0].Value, mem)
 	if err != nil {
 		t.Fatal(err)
 	}

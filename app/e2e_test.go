@@ -28,6 +28,7 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline"
@@ -158,7 +159,7 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	badIPC, err := schemas.EncodeIPC(badRec, mem)
+	badIPC, err := arrowipc.Encode(badRec, mem)
 	badRec.Release()
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/processors/sanitize"
@@ -95,7 +96,7 @@ func sanitizedRows(t *testing.T, msgs []message.Message) int {
 	t.Helper()
 	n := 0
 	for _, m := range msgs {
-		recs, err := schemas.DecodeIPCRecords(m.Value, memory.NewGoAllocator())
+		recs, err := arrowipc.DecodeRecords(m.Value, memory.NewGoAllocator())
 		if err != nil {
 			t.Fatalf("sanitized message does not decode: %v", err)
 		}

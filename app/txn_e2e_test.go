@@ -22,6 +22,7 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/internal/testtier"
 	"github.com/dpsurv/dpsurv/kafkaconn"
@@ -64,7 +65,7 @@ func makeTxnPayloads(t *testing.T, cfg app.Config, mem memory.Allocator) txnPayl
 			t.Fatal(err)
 		}
 		defer rec.Release()
-		b, err := schemas.EncodeIPC(rec, mem)
+		b, err := arrowipc.Encode(rec, mem)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
+	"github.com/dpsurv/dpsurv/codecs/csvrec"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -199,7 +200,7 @@ func sortLabels(seen map[string]bool) []string {
 }
 
 func scanCSV(r io.Reader, column string, seen map[string]bool) error {
-	return schemas.ScanCSVColumn(r, column, func(cell []byte) {
+	return csvrec.ScanColumn(r, column, func(cell []byte) {
 		if s := bytes.TrimSpace(cell); len(s) > 0 && string(s) != "NA" && !seen[string(s)] {
 			seen[string(s)] = true
 		}

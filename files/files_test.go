@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/files"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -158,7 +159,7 @@ func record(t *testing.T, mem memory.Allocator, ids []string, times []float64) a
 
 func ipcMessage(t *testing.T, rec arrow.Record) message.Message {
 	t.Helper()
-	b, err := schemas.EncodeIPC(rec, memory.DefaultAllocator)
+	b, err := arrowipc.Encode(rec, memory.DefaultAllocator)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -47,7 +48,7 @@ func (s *RecordSink) Write(_ context.Context, msgs []message.Message) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, m := range msgs {
-		recs, err := schemas.DecodeIPCRecords(m.Value, s.mem)
+		recs, err := arrowipc.DecodeRecords(m.Value, s.mem)
 		if err != nil {
 			return message.Mark(fmt.Errorf("record sink %s: decode: %w", s.path, err), message.ErrFatal)
 		}

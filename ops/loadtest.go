@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
@@ -324,7 +325,7 @@ func (g *loadGen) message(seq int64, at time.Time) (message.Message, error) {
 	if err != nil {
 		return message.Message{}, fmt.Errorf("build load message: %w", err)
 	}
-	v, err := schemas.EncodeIPC(rec, memory.DefaultAllocator)
+	v, err := arrowipc.Encode(rec, memory.DefaultAllocator)
 	rec.Release()
 	if err != nil {
 		return message.Message{}, fmt.Errorf("encode load message: %w", err)

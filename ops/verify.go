@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
@@ -55,7 +56,7 @@ func Reference(cfg app.Config, key []byte, msgs []message.Message) (map[string]R
 		if err != nil {
 			return nil, fmt.Errorf("reference: %w", err)
 		}
-		b, err := schemas.EncodeIPC(out, mem)
+		b, err := arrowipc.Encode(out, mem)
 		out.Release()
 		if err != nil {
 			return nil, fmt.Errorf("reference: %w", err)

@@ -1,82 +1,17 @@
 package schemas
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
-	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc/arrowipctest"
 )
-
-// zcTestRecord is an n-row tte.v1 record with bad rows (negative and null
-// times, unknown cohorts, repeated ids) and a dictionary cohort column.
-func zcTestRecord(t testing.TB, n int, mem memory.Allocator) arrow.Record {
-	t.Helper()
-	spec := testSpec()
-	b := array.NewRecordBuilder(mem, InputSchema(spec))
-	defer b.Release()
-	for i := range n {
-		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("p%d", i%(n-n/10)))
-		if i%17 == 5 {
-			b.Field(1).(*array.Float64Builder).AppendNull()
-		} else {
-			b.Field(1).(*array.Float64Builder).Append(float64(i%300) - float64(i%23/22))
-		}
-		b.Field(2).(*array.BooleanBuilder).Append(i%3 == 0)
-		if err := b.Field(3).(*array.BinaryDictionaryBuilder).AppendString([]string{"1", "2", "control", "x"}[i%4]); err != nil {
-			t.Fatal(err)
-		}
-		b.Field(4).(*array.Float64Builder).Append(40 + float64(i%50))
-	}
-	return b.NewRecord()
-}
-
-// writeArrowFile writes recs to path with the given IPC writer options.
-func writeArrowFile(t testing.TB, path string, stream bool, recs []arrow.Record, opts ...ipc.Option) {
-	t.Helper()
-	var buf bytes.Buffer
-	opts = append(opts, ipc.WithSchema(recs[0].Schema()))
-	if stream {
-		w := ipc.NewWriter(&buf, opts...)
-		for _, r := range recs {
-			if err := w.Write(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w, err := ipc.NewFileWriter(f, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func readArrowPath(t testing.TB, path string, v *Validator, batch int, zeroCopy bool) csvResult {
 	t.Helper()
@@ -92,15 +27,16 @@ func readArrowPath(t testing.TB, path string, v *Validator, batch int, zeroCopy 
 
 // The zero-copy loader gives what Arrow's reader gives (rows, dead
 // letters, errors), in both IPC formats, compressed files going through
-// Arrow's reader; its column buffers are slices of the file's bytes; and
-// the validator's checked allocator gets all its memory back.
+// Arrow's reader, and the validator's checked allocator gets all its
+// memory back (arrowipc's TestZeroCopyAliasesFile checks that the column
+// buffers are slices of the file's bytes).
 func TestArrowZeroCopyMatchesReader(t *testing.T) {
 	t.Parallel()
 	mem := checkedMem(t)
 	v := newTestValidator(t, testSpec(), mem)
 	// The inputs are Go-allocated: Arrow's writers keep a dictionary they
 	// never release.
-	a, b := zcTestRecord(t, 500, memory.NewGoAllocator()), zcTestRecord(t, 70, memory.NewGoAllocator())
+	a, b := arrowipctest.Record(t, InputSchema(testSpec()), 500, memory.NewGoAllocator()), arrowipctest.Record(t, InputSchema(testSpec()), 70, memory.NewGoAllocator())
 	defer a.Release()
 	defer b.Release()
 	dir := t.TempDir()
@@ -118,7 +54,7 @@ func TestArrowZeroCopyMatchesReader(t *testing.T) {
 		{"stream-zstd", true, false, []ipc.Option{ipc.WithZstd()}, []arrow.Record{b, a}, 33},
 	} {
 		path := filepath.Join(dir, tc.name+".arrow")
-		writeArrowFile(t, path, tc.stream, tc.recs, tc.opts...)
+		arrowipctest.WriteFile(t, path, tc.stream, tc.recs, tc.opts...)
 		got := readArrowPath(t, path, v, tc.batchLen, true)
 		want := readArrowPath(t, path, v, tc.batchLen, false)
 		if got.err != "" || want.err != "" {
@@ -130,91 +66,7 @@ func TestArrowZeroCopyMatchesReader(t *testing.T) {
 		if len(got.rows) == 0 || len(got.dead) == 0 {
 			t.Fatalf("%s: %d rows, %d dead: the test needs both", tc.name, len(got.rows), len(got.dead))
 		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		region := data
-		if !tc.stream {
-			footer := int(int32(uint32(data[len(data)-10]) | uint32(data[len(data)-9])<<8 | uint32(data[len(data)-8])<<16 | uint32(data[len(data)-7])<<24))
-			region = data[8 : len(data)-10-footer]
-		}
-		z, err := newZCRecords(region)
-		if !tc.zc {
-			if !errors.Is(err, errZCUnsupported) {
-				t.Fatalf("%s: newZCRecords: %v, want errZCUnsupported", tc.name, err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%s: newZCRecords: %v", tc.name, err)
-		}
-		lo, hi := uintptr(unsafe.Pointer(&region[0])), uintptr(unsafe.Pointer(&region[0]))+uintptr(len(region))
-		nbuf := 0
-		for z.Next() {
-			for c, col := range z.Record().Columns() {
-				d := col.Data()
-				if col.DataType().ID() == arrow.DICTIONARY {
-					d = col.Data().Dictionary()
-					for _, buf := range col.Data().Buffers() {
-						nbuf += checkAliases(t, tc.name, c, buf, lo, hi)
-					}
-				}
-				for _, buf := range d.Buffers() {
-					nbuf += checkAliases(t, tc.name, c, buf, lo, hi)
-				}
-			}
-		}
-		z.Release()
-		if z.Err() != nil || nbuf < 10 {
-			t.Fatalf("%s: %v after %d buffers checked", tc.name, z.Err(), nbuf)
-		}
 	}
-}
-
-func checkAliases(t *testing.T, name string, col int, buf *memory.Buffer, lo, hi uintptr) int {
-	t.Helper()
-	if buf == nil || buf.Len() == 0 {
-		return 0
-	}
-	p := uintptr(unsafe.Pointer(&buf.Bytes()[0]))
-	if p < lo || p+uintptr(buf.Len()) > hi {
-		t.Fatalf("%s: column %d has a buffer outside the file's bytes", name, col)
-	}
-	return 1
-}
-
-// FuzzZeroCopyArrow: on any bytes read as an Arrow IPC file, the zero-copy
-// loader and Arrow's reader agree whenever both read the file (same rows,
-// same dead letters), neither crashes, and no memory is left allocated.
-func FuzzZeroCopyArrow(f *testing.F) {
-	dir := f.TempDir()
-	a := zcTestRecord(f, 40, memory.NewGoAllocator())
-	defer a.Release()
-	for _, stream := range []bool{true, false} {
-		path := filepath.Join(dir, fmt.Sprintf("seed-%v.arrow", stream))
-		writeArrowFile(f, path, stream, []arrow.Record{a, a.NewSlice(3, 9)})
-		data, err := os.ReadFile(path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		mem := checkedMem(t)
-		v := newTestValidator(t, testSpec(), mem)
-		path := filepath.Join(t.TempDir(), "f.arrow")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		got := readArrowPath(t, path, v, 7, true)
-		want := readArrowPath(t, path, v, 7, false)
-		// Compared as printed: a NaN cell in a dead letter's row is
-		// not DeepEqual to itself.
-		if got.err == "" && want.err == "" && fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
-			t.Fatalf("zero-copy read\n%+v\nArrow's reader\n%+v", got, want)
-		}
-	})
 }
 
 // ReadTable gives ReadFile's good rows as columns and its dead letters
@@ -224,7 +76,7 @@ func TestReadTableMatchesReadFile(t *testing.T) {
 	mem := checkedMem(t)
 	spec := testSpec()
 	v := newTestValidator(t, spec, mem)
-	rec := zcTestRecord(t, 300, memory.NewGoAllocator())
+	rec := arrowipctest.Record(t, InputSchema(testSpec()), 300, memory.NewGoAllocator())
 	defer rec.Release()
 	dir := t.TempDir()
 	for _, ext := range []string{".csv", ".arrow", ".arrows", ".jsonl"} {

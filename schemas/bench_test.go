@@ -1,11 +1,8 @@
 package schemas
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +11,9 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc/arrowipctest"
 )
 
 // benchInput builds an n-row tte.v1 record (canonical-compatible types);
@@ -53,7 +53,7 @@ func BenchmarkValidateIPC(b *testing.B) {
 			}
 			rec := benchInput(b, 1000, bad, mem)
 			defer rec.Release()
-			data, err := EncodeIPC(rec, mem)
+			data, err := arrowipc.Encode(rec, mem)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -214,7 +214,7 @@ func BenchmarkReadFileArrow(b *testing.B) {
 		recs = append(recs, r)
 	}
 	path := filepath.Join(b.TempDir(), "bench.arrow")
-	writeArrowFile(b, path, false, recs)
+	arrowipctest.WriteFile(b, path, false, recs)
 	fi, err := os.Stat(path)
 	if err != nil {
 		b.Fatal(err)
@@ -261,30 +261,10 @@ func BenchmarkReadFileArrow(b *testing.B) {
 
 // loadArrow reads the record batches of an Arrow IPC file (file format)
 // and counts their rows.
-func loadArrow(f *os.File, size int64, zc bool) (int, error) {
-	var sr ipcRecords
-	if zc {
-		data := make([]byte, size)
-		if _, err := io.ReadFull(f, data); err != nil {
-			return 0, err
-		}
-		footer := int64(binary.LittleEndian.Uint32(data[size-10:]))
-		z, err := newZCRecords(data[8 : size-10-footer])
-		if err != nil {
-			return 0, err
-		}
-		sr = z
-	} else {
-		tail := make([]byte, 10)
-		if _, err := f.ReadAt(tail, size-10); err != nil {
-			return 0, err
-		}
-		footer := int64(binary.LittleEndian.Uint32(tail))
-		var err error
-		sr, err = arrowStream(bufio.NewReaderSize(io.NewSectionReader(f, 8, size-18-footer), 1<<16), size-18-footer)
-		if err != nil {
-			return 0, err
-		}
+func loadArrow(f *os.File, _ int64, zc bool) (int, error) {
+	sr, _, err := arrowipc.OpenFile(f, zc)
+	if err != nil {
+		return 0, err
 	}
 	defer sr.Release()
 	rows := 0

@@ -2,20 +2,20 @@ package schemas
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"math"
-	"math/bits"
 	"runtime"
 	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
+
+	"github.com/dpsurv/dpsurv/codecs/csvrec"
 )
 
 // The CSV file reader. It gives exactly the records encoding/csv gives with
@@ -27,7 +27,8 @@ import (
 //
 //   - the file is read in chunks cut at record boundaries (at the last
 //     newline when the chunk has no quote, by a record scan otherwise), so
-//     that the raw text held is a few chunks whatever the file size;
+//     that the raw text held is a few chunks whatever the file size (the
+//     chunker and the record splitting are codecs/csvrec's);
 //   - each chunk is split and validated by a worker (one per core), straight
 //     into the validator's scratch columns: no per-row map, no per-cell
 //     string; integers take a fast exact path, other numbers go through
@@ -40,12 +41,8 @@ import (
 // csvread_test.go checks it against the encoding/csv + validateRaw reader it
 // replaced, on generated and hostile inputs.
 
-// csvChunkSize is the size of one read; a record longer than that grows the
-// buffer.
-const csvChunkSize = 2 << 20
-
 func readCSV(r io.Reader, size int64, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error) error {
-	return readCSVWith(r, size, v, batchSize, fn, csvChunkSize, min(runtime.GOMAXPROCS(0), 8))
+	return readCSVWith(r, size, v, batchSize, fn, csvrec.ChunkSize, min(runtime.GOMAXPROCS(0), 8))
 }
 
 // csvLayout maps the header to the validator's slots.
@@ -153,6 +150,15 @@ func readCSVWith(r io.Reader, size int64, v *Validator, batchSize int, fn func(a
 	})
 }
 
+// nextChunk is ck's next chunk, to be parsed.
+func nextChunk(ck *csvrec.Chunker, done <-chan struct{}) (*csvChunk, error) {
+	c, err := ck.Next(done)
+	if err != nil {
+		return nil, err
+	}
+	return &csvChunk{buf: c.Buf, data: c.Data, quotes: c.Quotes}, nil
+}
+
 // chunkMerger takes the parsed chunks in file order.
 type chunkMerger interface {
 	merge(c *csvChunk) error
@@ -163,25 +169,25 @@ type chunkMerger interface {
 // several) and hands them in file order to the merger newMerger makes for
 // the file's header and estimated row count.
 func readCSVChunks(r io.Reader, size int64, v *Validator, batchSize, chunkSize, workers int, newMerger func(l *csvLayout, rows int, pool *scratchList) chunkMerger) error {
-	ck := newChunker(r, chunkSize, workers+3)
-	first, err := ck.next(nil)
+	ck := csvrec.NewChunker(r, chunkSize, workers+3)
+	first, err := nextChunk(ck, nil)
 	if errors.Is(err, io.EOF) {
 		return errors.New("no header")
 	}
 	if err != nil {
 		return fmt.Errorf("header: %w", err)
 	}
-	header, pos := csvHeader(first.data)
+	header, pos := csvrec.Header(first.data)
 	for header == nil { // only empty lines so far
-		ck.put(first.buf)
-		first, err = ck.next(nil)
+		ck.Put(first.buf)
+		first, err = nextChunk(ck, nil)
 		if errors.Is(err, io.EOF) {
 			return errors.New("no header")
 		}
 		if err != nil {
 			return fmt.Errorf("header: %w", err)
 		}
-		header, pos = csvHeader(first.data)
+		header, pos = csvrec.Header(first.data)
 	}
 	// Estimate the rows from the first chunk's line lengths.
 	rows := 0
@@ -198,7 +204,7 @@ func readCSVChunks(r io.Reader, size int64, v *Validator, batchSize, chunkSize, 
 	l := v.csvLayout(header)
 	m := newMerger(l, rows, pool)
 	p := &csvParser{v: v, l: l, batchSize: batchSize, pool: pool}
-	if ck.eof || workers == 1 {
+	if ck.Drained() || workers == 1 {
 		// One chunk, or one core: parse and merge in turn.
 		c := first
 		for {
@@ -206,11 +212,11 @@ func readCSVChunks(r io.Reader, size int64, v *Validator, batchSize, chunkSize, 
 			if err := m.merge(c); err != nil {
 				return err
 			}
-			ck.put(c.buf)
-			if ck.eof && len(ck.carry) == 0 {
+			ck.Put(c.buf)
+			if ck.Drained() {
 				return nil
 			}
-			c, err = ck.next(nil)
+			c, err = nextChunk(ck, nil)
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
@@ -223,12 +229,12 @@ func readCSVChunks(r io.Reader, size int64, v *Validator, batchSize, chunkSize, 
 }
 
 // readCSVParallel reads chunks on one goroutine, parses them on workers and
-// merges them in order on the caller's goroutine. At most cap(ck.slots)
+// merges them in order on the caller's goroutine. At most ck.InFlight()
 // chunks are in flight.
-func readCSVParallel(ck *chunker, first *csvChunk, p *csvParser, m chunkMerger, workers int) error {
+func readCSVParallel(ck *csvrec.Chunker, first *csvChunk, p *csvParser, m chunkMerger, workers int) error {
 	done := make(chan struct{})
 	jobs := make(chan *csvChunk, workers)
-	results := make(chan *csvChunk, cap(ck.slots))
+	results := make(chan *csvChunk, ck.InFlight())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // reader
@@ -243,12 +249,12 @@ func readCSVParallel(ck *chunker, first *csvChunk, p *csvParser, m chunkMerger, 
 			case <-done:
 				return
 			}
-			if ck.eof && len(ck.carry) == 0 {
+			if ck.Drained() {
 				return
 			}
 			var err error
-			c, err = ck.next(done)
-			if errors.Is(err, io.EOF) || errors.Is(err, errChunkerDone) {
+			c, err = nextChunk(ck, done)
+			if errors.Is(err, io.EOF) || errors.Is(err, csvrec.ErrCancelled) {
 				return
 			}
 			if err != nil {
@@ -297,263 +303,13 @@ func readCSVParallel(ck *chunker, first *csvChunk, p *csvParser, m chunkMerger, 
 				return fmt.Errorf("row %d: %w", m.rows(), c.err)
 			}
 			err := m.merge(c)
-			ck.put(c.buf)
+			ck.Put(c.buf)
 			if err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-// csvHeader parses the first record of data; nil when data has none.
-func csvHeader(data []byte) ([]string, int) {
-	pos := 0
-	for pos < len(data) {
-		line, next, nl := csvLine(data, pos)
-		if len(line) == 0 {
-			if !nl {
-				break
-			}
-			pos = next
-			continue
-		}
-		f, _, next := parseRecord(data, pos, nil, nil)
-		h := make([]string, len(f))
-		for k, b := range f {
-			h[k] = string(b)
-		}
-		return h, next
-	}
-	return nil, 0
-}
-
-// csvLine returns the line at pos without its line end ("\n" or "\r\n"; a
-// '\r' ending the data is dropped as encoding/csv does), the start of the
-// next line and whether the line had a '\n'.
-func csvLine(data []byte, pos int) (line []byte, next int, nl bool) {
-	rest := data[pos:]
-	i := bytes.IndexByte(rest, '\n')
-	if i < 0 {
-		line = rest
-		next = len(data)
-	} else {
-		line = rest[:i]
-		next = pos + i + 1
-		nl = true
-	}
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
-	return line, next, nl
-}
-
-// parseRecord parses the record starting at pos (not an empty line) as
-// encoding/csv does with LazyQuotes, appending its fields to f. Quoted
-// fields are unescaped into arena; unquoted fields alias data.
-func parseRecord(data []byte, pos int, f [][]byte, arena []byte) ([][]byte, []byte, int) {
-	line, next, nl := csvLine(data, pos)
-	for {
-		if len(line) == 0 || line[0] != '"' {
-			i := bytes.IndexByte(line, ',')
-			if i < 0 {
-				return append(f, line), arena, next
-			}
-			f = append(f, line[:i])
-			line = line[i+1:]
-			continue
-		}
-		// Quoted field.
-		line = line[1:]
-		start := len(arena)
-		for {
-			i := bytes.IndexByte(line, '"')
-			if i >= 0 {
-				arena = append(arena, line[:i]...)
-				line = line[i+1:]
-				switch {
-				case len(line) > 0 && line[0] == '"':
-					arena = append(arena, '"')
-					line = line[1:]
-				case len(line) > 0 && line[0] == ',':
-					line = line[1:]
-					f = append(f, arena[start:len(arena):len(arena)])
-					goto nextField
-				case len(line) == 0:
-					return append(f, arena[start:len(arena):len(arena)]), arena, next
-				default: // a bare quote is kept (LazyQuotes)
-					arena = append(arena, '"')
-				}
-			} else if len(line) > 0 || nl {
-				arena = append(arena, line...)
-				if nl {
-					arena = append(arena, '\n')
-				}
-				if next >= len(data) { // end of data inside quotes
-					return append(f, arena[start:len(arena):len(arena)]), arena, next
-				}
-				line, next, nl = csvLine(data, next)
-			} else { // end of data inside quotes
-				return append(f, arena[start:len(arena):len(arena)]), arena, next
-			}
-		}
-	nextField:
-	}
-}
-
-// scanRecord returns the length of the record at the start of b (its line
-// end included), or false when b ends before the record does (b is not the
-// end of the file).
-func scanRecord(b []byte) (int, bool) {
-	i := 0
-	for {
-		if i < len(b) && b[i] == '"' {
-			i++
-		quoted:
-			for {
-				q := bytes.IndexByte(b[i:], '"')
-				if q < 0 {
-					return 0, false
-				}
-				i += q + 1
-				if i >= len(b) {
-					return 0, false
-				}
-				switch b[i] {
-				case '"':
-					i++
-				case ',':
-					i++
-					break quoted
-				case '\n':
-					return i + 1, true
-				case '\r':
-					if i+1 >= len(b) {
-						return 0, false
-					}
-					if b[i+1] == '\n' {
-						return i + 2, true
-					}
-				}
-			}
-			continue
-		}
-		for i < len(b) && b[i] != ',' && b[i] != '\n' {
-			i++
-		}
-		if i >= len(b) {
-			return 0, false
-		}
-		if b[i] == '\n' {
-			return i + 1, true
-		}
-		i++
-	}
-}
-
-var errChunkerDone = errors.New("chunker: cancelled")
-
-// chunker cuts a reader into runs of complete records.
-type chunker struct {
-	r     io.Reader
-	size  int
-	slots chan struct{} // one token per chunk in flight: bounds the chunks held
-	mu    sync.Mutex
-	spare [][]byte // buffers given back, reused before new ones are allocated
-	carry []byte   // the incomplete record at the end of the last read
-	eof   bool
-}
-
-func newChunker(r io.Reader, size, inFlight int) *chunker {
-	return &chunker{r: r, size: size, slots: make(chan struct{}, inFlight)}
-}
-
-// put gives back the buffer of a chunk that is no longer used.
-func (c *chunker) put(buf []byte) {
-	c.mu.Lock()
-	if buf != nil {
-		c.spare = append(c.spare, buf)
-	}
-	c.mu.Unlock()
-	<-c.slots
-}
-
-// take waits for a free slot and returns a spare buffer (nil if none).
-func (c *chunker) take(done <-chan struct{}) ([]byte, bool) {
-	select {
-	case c.slots <- struct{}{}:
-	case <-done:
-		return nil, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var buf []byte
-	if n := len(c.spare); n > 0 {
-		buf = c.spare[n-1]
-		c.spare = c.spare[:n-1]
-	}
-	return buf, true
-}
-
-func (c *chunker) next(done <-chan struct{}) (*csvChunk, error) {
-	for {
-		if c.eof && len(c.carry) == 0 {
-			return nil, io.EOF
-		}
-		buf, ok := c.take(done)
-		if !ok {
-			return nil, errChunkerDone
-		}
-		want := max(c.size, 2*len(c.carry))
-		if cap(buf) < want {
-			buf = make([]byte, want)
-		}
-		buf = buf[:cap(buf)]
-		n := copy(buf, c.carry)
-		for n < len(buf) && !c.eof {
-			m, err := c.r.Read(buf[n:])
-			n += m
-			if errors.Is(err, io.EOF) {
-				c.eof = true
-			} else if err != nil {
-				c.put(buf)
-				return nil, err
-			}
-		}
-		data := buf[:n]
-		cut := len(data)
-		quotes := bytes.IndexByte(data, '"') >= 0
-		if !c.eof {
-			if !quotes {
-				cut = bytes.LastIndexByte(data, '\n') + 1
-			} else {
-				cut = lastRecordEnd(data)
-			}
-			if cut == 0 { // a record longer than the buffer
-				c.carry = append(c.carry[:0], data...)
-				c.put(buf[:0])
-				continue
-			}
-		}
-		c.carry = append(c.carry[:0], data[cut:]...)
-		data = data[:cut]
-		if quotes && cut < n {
-			quotes = bytes.IndexByte(data, '"') >= 0
-		}
-		return &csvChunk{buf: buf, data: data, quotes: quotes}, nil
-	}
-}
-
-func lastRecordEnd(data []byte) int {
-	pos := 0
-	for pos < len(data) {
-		n, ok := scanRecord(data[pos:])
-		if !ok {
-			break
-		}
-		pos += n
-	}
-	return pos
 }
 
 // csvParser splits and validates the records of chunks.
@@ -587,7 +343,7 @@ func (p *csvParser) parse(c *csvChunk) {
 		if c.quotes {
 			var next int
 			var nl bool
-			line, next, nl = csvLine(data, pos)
+			line, next, nl = csvrec.Line(data, pos)
 			if len(line) == 0 {
 				pos = next
 				if !nl {
@@ -599,7 +355,7 @@ func (p *csvParser) parse(c *csvChunk) {
 				// Unescape the record, then lay its fields out in the
 				// chunk's arena, one comma after each: bounds as below.
 				var f [][]byte
-				f, p.qarena, next = parseRecord(data, pos, p.fields[:0], p.qarena[:0])
+				f, p.qarena, next = csvrec.ParseRecord(data, pos, p.fields[:0], p.qarena[:0])
 				p.fields = f
 				base := len(c.arena)
 				for _, x := range f {
@@ -623,7 +379,7 @@ func (p *csvParser) parse(c *csvChunk) {
 			// One pass over the line: field starts, then its end.
 			bd = append(bd, 0)
 			var j int
-			bd, j = scanLine(data, pos, bd)
+			bd, j = csvrec.ScanLine(data, pos, bd)
 			end := j
 			if j < len(data) {
 				pos = j + 1
@@ -669,42 +425,6 @@ func (p *csvParser) parse(c *csvChunk) {
 		i++
 	}
 	finish()
-}
-
-// scanLine appends to bd the start (relative to pos) of each field after
-// the first of the unquoted line at pos, and returns the position of its
-// '\n' (len(data) when there is none). Eight bytes at a time: a byte of
-// w is zero exactly when the high bit of zeroBytes(w) is set in it.
-func scanLine(data []byte, pos int, bd []int32) ([]int32, int) {
-	const commas, newlines = 0x2c2c2c2c2c2c2c2c, 0x0a0a0a0a0a0a0a0a
-	j := pos
-	for ; j+8 <= len(data); j += 8 {
-		w := binary.LittleEndian.Uint64(data[j:])
-		m := zeroBytes(w^commas) | zeroBytes(w^newlines)
-		for m != 0 {
-			k := j + bits.TrailingZeros64(m)>>3
-			if data[k] == '\n' {
-				return bd, k
-			}
-			bd = append(bd, int32(k+1-pos))
-			m &= m - 1
-		}
-	}
-	for ; j < len(data); j++ {
-		switch data[j] {
-		case ',':
-			bd = append(bd, int32(j+1-pos))
-		case '\n':
-			return bd, j
-		}
-	}
-	return bd, j
-}
-
-// zeroBytes has the high bit of each zero byte of x set, and no other bit.
-func zeroBytes(x uint64) uint64 {
-	const low7 = 0x7f7f7f7f7f7f7f7f
-	return ^((x&low7 + low7) | x | low7)
 }
 
 // prepare readies a pooled scratch for up to n rows written by index (the
@@ -818,61 +538,6 @@ func csvCell(line []byte, bd []int32, k int) ([]byte, bool) {
 	return b, !csvNull(bstr(b))
 }
 
-// csvFloat is rawFloat of the cell text with an exact fast path for plain
-// decimals ([-]digits[.digits], at most 15 digits): the digits m < 2^53
-// and 10^k (k <= 15) are exact doubles, so m / 10^k is the correctly
-// rounded value strconv.ParseFloat gives (Clinger's fast path). Anything
-// else goes to strconv.ParseFloat.
-func csvFloat(b []byte) (float64, bool) {
-	n := len(b)
-	if n == 0 || n > 17 {
-		return rawFloat(bstr(b))
-	}
-	i, neg := 0, b[0] == '-'
-	if neg {
-		i = 1
-	}
-	var m uint64
-	start := i
-	for ; i < n; i++ {
-		d := b[i] - '0'
-		if d > 9 {
-			break
-		}
-		m = m*10 + uint64(d)
-	}
-	ints := i - start
-	if ints == 0 || ints > 15 {
-		return rawFloat(bstr(b))
-	}
-	x := float64(m)
-	if i < n {
-		if b[i] != '.' {
-			return rawFloat(bstr(b))
-		}
-		i++
-		fs := i
-		for ; i < n; i++ {
-			d := b[i] - '0'
-			if d > 9 {
-				return rawFloat(bstr(b))
-			}
-			m = m*10 + uint64(d)
-		}
-		frac := i - fs
-		if frac == 0 || ints+frac > 15 {
-			return rawFloat(bstr(b))
-		}
-		x = float64(m) / pow10[frac]
-	}
-	if neg {
-		x = -x
-	}
-	return x, true
-}
-
-var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
-
 // label is v.labels[string(b)]: a linear search for short label lists.
 func (p *csvParser) label(b []byte) (int32, bool) {
 	if labels := p.v.spec.Cohorts; len(labels) <= 16 {
@@ -903,7 +568,7 @@ func (p *csvParser) fillRow(f []byte, bd []int32, i int, st *scratch) {
 	// time
 	if b, ok := csvCell(f, bd, l.time); !ok {
 		st.fail(i, rMissing, slotTime)
-	} else if t, ok := csvFloat(b); !ok || !(t >= 0) || t > math.MaxFloat64 {
+	} else if t, ok := csvrec.ParseFloat(b); !ok || !(t >= 0) || t > math.MaxFloat64 {
 		st.fail(i, rTime, slotTime)
 	} else {
 		st.times[i] = t
@@ -928,7 +593,7 @@ func (p *csvParser) fillRow(f []byte, bd []int32, i int, st *scratch) {
 	}
 	for k, col := range l.cov {
 		b, present := csvCell(f, bd, col)
-		x, ok := csvFloat(b)
+		x, ok := csvrec.ParseFloat(b)
 		if !present || !ok || math.IsNaN(x) || math.IsInf(x, 0) {
 			st.fail(i, rCov, slotCov0+k)
 			continue
@@ -978,7 +643,7 @@ func (m *csvMerger) merge(c *csvChunk) error {
 			if f, bad := b.rowErr[i]; bad {
 				return f.row
 			}
-			fs, _, _ := parseRecord(c.data, int(b.start[i]), nil, nil)
+			fs, _, _ := csvrec.ParseRecord(c.data, int(b.start[i]), nil, nil)
 			rec := make([]string, len(fs))
 			for k, x := range fs {
 				rec[k] = string(x)
@@ -1004,119 +669,4 @@ func (m *csvMerger) merge(c *csvChunk) error {
 		return fmt.Errorf("row %d: %w", m.rowBase, c.err)
 	}
 	return nil
-}
-
-// fileIDs is the file-wide set of claimed ids: an open-addressing table
-// (load at most 3/4) of 8-byte slots, a 24-bit hash tag and the offset of
-// the id's entry in an arena (the claiming row as 4 bytes, the id's length
-// as a uvarint, the id's bytes). About 24 bytes per id of 9 bytes, and one
-// hash per row.
-type fileIDs struct {
-	table []uint64 // tag<<40 | (offset+1); 0 is empty
-	mask  uint64
-	arena []byte
-	n     int
-}
-
-const idOffBits = 40
-
-// newFileIDs sizes the set for about rows ids.
-func newFileIDs(rows int) *fileIDs {
-	n := 1 << 12
-	for 3*n < 4*rows && n < 1<<31 {
-		n <<= 1
-	}
-	return &fileIDs{table: make([]uint64, n), mask: uint64(n - 1), arena: make([]byte, 0, min(rows, 1<<26)*16)}
-}
-
-// entry returns the row and id stored at arena offset off.
-func (s *fileIDs) entry(off int) (int32, []byte) {
-	row := int32(binary.LittleEndian.Uint32(s.arena[off:]))
-	l, k := binary.Uvarint(s.arena[off+4:])
-	start := off + 4 + k
-	return row, s.arena[start : start+int(l)]
-}
-
-// claim returns the row that claimed id (hash h) first, or claims it for
-// row.
-func (s *fileIDs) claim(id string, h uint64, row int32) (int32, bool) {
-	tag := h >> idOffBits << idOffBits
-	for j := h & s.mask; ; j = (j + 1) & s.mask {
-		x := s.table[j]
-		if x == 0 {
-			off := len(s.arena)
-			s.arena = binary.LittleEndian.AppendUint32(s.arena, uint32(row))
-			s.arena = binary.AppendUvarint(s.arena, uint64(len(id)))
-			s.arena = append(s.arena, id...)
-			s.table[j] = tag | uint64(off+1)
-			s.n++
-			if 4*s.n > 3*len(s.table) {
-				s.rehash()
-			}
-			return row, false
-		}
-		if x>>idOffBits<<idOffBits == tag {
-			if first, key := s.entry(int(x&(1<<idOffBits-1)) - 1); bstr(key) == id {
-				return first, true
-			}
-		}
-	}
-}
-
-func (s *fileIDs) rehash() {
-	s.table = make([]uint64, 2*len(s.table))
-	s.mask = uint64(len(s.table) - 1)
-	for off := 0; off < len(s.arena); {
-		_, key := s.entry(off)
-		h := maphash.Bytes(dedupeSeed, key)
-		j := h & s.mask
-		for s.table[j] != 0 {
-			j = (j + 1) & s.mask
-		}
-		s.table[j] = h>>idOffBits<<idOffBits | uint64(off+1)
-		l, k := binary.Uvarint(s.arena[off+4:])
-		off += 4 + k + int(l)
-	}
-}
-
-// dedupe is scratch.dedupe with the file-wide set: only good rows claim
-// ids; a later good row with a claimed id is a duplicate of the first.
-// The parser hashed the good rows' ids (st.hashes), on its workers. The
-// rows are claimed in the order of their table slots, not of the file (a
-// stable counting sort on the slot's top bits, so rows of one id keep
-// their file order and the first still claims it): the probes then sweep
-// the table once instead of missing the cache at random.
-func (s *fileIDs) dedupe(st *scratch, rowBase int) {
-	const bits = 12
-	shift := uint(0)
-	for len(s.table)>>shift > 1<<bits {
-		shift++
-	}
-	var count [1<<bits + 1]int32
-	good := 0
-	for i := 0; i < st.n; i++ {
-		if st.reason[i] == rOK {
-			count[(st.hashes[i]&s.mask)>>shift+1]++
-			good++
-		}
-	}
-	for k := 1; k < len(count); k++ {
-		count[k] += count[k-1]
-	}
-	order := resize(st.keep, good)
-	for i := 0; i < st.n; i++ {
-		if st.reason[i] == rOK {
-			k := (st.hashes[i] & s.mask) >> shift
-			order[count[k]] = int32(i)
-			count[k]++
-		}
-	}
-	st.keep = order[:0]
-	for _, i := range order {
-		if first, dup := s.claim(st.ids[i], st.hashes[i], int32(rowBase)+i); dup {
-			st.reason[i] = rDup
-			st.slot[i] = slotID
-			st.dupOf[i] = first
-		}
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
+
+	"github.com/dpsurv/dpsurv/codecs/csvrec/csvrectest"
 )
 
 // csvResult is everything a CSV read gives, batch boundaries aside.
@@ -118,65 +119,6 @@ func tableOf(r csvResult, spec Spec) *Table {
 	return t
 }
 
-var csvCells = []string{
-	"", "NA", " NA ", "0", "1", "2", "1.0", "0.0", "true", "FALSE", " 17 ", "abc", "-3", "Inf", "NaN", "1e2",
-	"0x1p3", "007", "123456789012345678", "9007199254740993", "3.14159", "1_000", "control", "p0001", "p0002",
-	`"a,b"`, `"a""b"`, "\"multi\nline\"", `x"y`, `"1"`, `"control"`, "\t5", "\u00a05", "é", "\xff", " ",
-	`""`, `"2"x`, "\"3\"\r", "1\r",
-}
-
-func randomCSV(r *rand.Rand, header []string) []byte {
-	var b bytes.Buffer
-	if r.IntN(4) == 0 {
-		b.WriteString("\uFEFF")
-	}
-	b.WriteString(strings.Join(header, ","))
-	b.WriteString("\n")
-	n := r.IntN(40)
-	for range n {
-		switch r.IntN(12) {
-		case 0:
-			b.WriteString("\n") // empty line
-			continue
-		case 1:
-			b.WriteString("\r\n")
-			continue
-		}
-		nf := len(header)
-		if r.IntN(10) == 0 {
-			nf += r.IntN(3) - 1
-		}
-		for k := range nf {
-			if k > 0 {
-				b.WriteByte(',')
-			}
-			if r.IntN(3) == 0 {
-				b.WriteString(csvCells[r.IntN(len(csvCells))])
-				continue
-			}
-			switch k {
-			case 0:
-				fmt.Fprintf(&b, "p%03d", r.IntN(30))
-			case 3:
-				b.WriteString([]string{"1", "2", "control"}[r.IntN(3)])
-			case 2:
-				b.WriteString([]string{"0", "1"}[r.IntN(2)])
-			default:
-				fmt.Fprintf(&b, "%d", r.IntN(5000))
-			}
-		}
-		if r.IntN(5) == 0 {
-			b.WriteString("\r\n")
-		} else {
-			b.WriteString("\n")
-		}
-	}
-	if r.IntN(3) == 0 && b.Len() > 0 {
-		b.Truncate(b.Len() - 1) // no final newline
-	}
-	return b.Bytes()
-}
-
 func TestReadCSVMatchesEncodingCSV(t *testing.T) {
 	t.Parallel()
 	headers := [][]string{
@@ -190,7 +132,7 @@ func TestReadCSVMatchesEncodingCSV(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for trial := range 150 {
 		h := headers[trial%len(headers)]
-		data := randomCSV(r, h)
+		data := csvrectest.RandomCSV(r, h)
 		compareCSV(t, data, testSpec(), 1+r.IntN(9))
 	}
 	fixed := []string{
@@ -316,37 +258,6 @@ func TestDropRows(t *testing.T) {
 		}
 		if got := dropRows(x, drop); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
 			t.Errorf("drop %v: %v, want %v", drop, got, want)
-		}
-	}
-}
-
-// csvFloat's fast path gives exactly rawFloat's value (bit for bit, -0
-// included) on every input.
-func TestCSVFloatMatchesRawFloat(t *testing.T) {
-	t.Parallel()
-	in := []string{"", "-", ".", "-.", "0", "-0", "00", "0.0", "-0.0", "5.", ".5", "-.5", "1.5.", "1..5", "1e5", "+5", " 5", "5 ",
-		"123456789012345", "1234567890123456", "12345678901234.5", "1234567890123.45", "123456789012345.6", "-123456789012345",
-		"0.000000000000001", "0.0000000000000001", "9007199254740993", "1_0", "0x10", "NaN", "Inf", "-Inf", "1.7976931348623157e308"}
-	r := rand.New(rand.NewPCG(9, 10))
-	for range 200000 {
-		var b []byte
-		if r.IntN(4) == 0 {
-			b = append(b, '-')
-		}
-		for range r.IntN(18) {
-			b = append(b, byte('0'+r.IntN(10)))
-		}
-		if r.IntN(2) == 0 {
-			k := r.IntN(len(b) + 1)
-			b = append(b[:k], append([]byte{'.'}, b[k:]...)...)
-		}
-		in = append(in, string(b))
-	}
-	for _, s := range in {
-		got, gok := csvFloat([]byte(s))
-		want, wok := rawFloat(s)
-		if gok != wok || (gok && math.Float64bits(got) != math.Float64bits(want)) {
-			t.Fatalf("csvFloat(%q) = %v, %v; rawFloat %v, %v", s, got, gok, want, wok)
 		}
 	}
 }

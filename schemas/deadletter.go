@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/dpsurv/dpsurv/codecs/jsonrec"
 )
 
 // Reason codes of dead letters. They are stable: metrics and dashboards key
@@ -120,13 +122,13 @@ func jsonSafe(v any) any {
 		// A literal Go's encoding/json (and others) cannot read back
 		// into a float64, such as 1e400, is written as a string: a dead
 		// letter is JSON every consumer can parse.
-		if _, err := strconv.ParseFloat(string(x), 64); err != nil || !isJSONNumber(string(x)) {
+		if _, err := strconv.ParseFloat(string(x), 64); err != nil || !jsonrec.IsNumber(string(x)) {
 			return string(x)
 		}
 		return x
-	case badText:
-		return x.s
-	case rawJSON:
+	case jsonrec.BadText:
+		return x.S
+	case jsonrec.RawJSON:
 		return string(x)
 	case nil, string, bool, []byte,
 		int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:

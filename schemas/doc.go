@@ -1,9 +1,13 @@
 // Package schemas defines the Arrow schemas of dpsurv's topics and files
 // (tte.v1 input, tte.sanitized.v1 output, the km curve table
-// dpsurv.fit.km.v1), their codecs (Arrow IPC stream per
-// Kafka message, CSV, JSON lines) and the validation that splits a batch into
-// good rows in canonical form and dead-letter rows with a reason. Decoding and
-// validation never panic on input.
+// dpsurv.fit.km.v1), their metadata, reason codes and dead letters, and the
+// validation that splits a batch into good rows in canonical form and
+// dead-letter rows with a reason, with its entry point per format
+// (DecodeIPC and DecodeJSON per Kafka message, ReadFile and ReadTable per
+// file). The codecs it validates on top of live in codecs/arrowipc (Arrow
+// IPC, with the flatbuffer verifier and the zero-copy loader),
+// codecs/csvrec (CSV records) and codecs/jsonrec (strict JSON rows).
+// Decoding and validation never panic on input.
 //
 // Contract:
 //
@@ -46,12 +50,13 @@
 //   - Decoding is hardened against hostile bytes: the IPC framing and
 //     flatbuffer metadata are verified before Arrow reads them (forged
 //     lengths and cyclic schemas would otherwise be fatal), decoded memory is
-//     bounded, and buffers are checked against lengths before they are read.
-//     FuzzDecodeIPC and FuzzDecodeJSON exercise this.
+//     bounded, and buffers are checked against lengths before they are read
+//     (codecs/arrowipc). FuzzDecodeIPC and FuzzDecodeJSON exercise this with
+//     the validation; the codecs' own fuzz targets exercise them alone.
 //   - ReadTable reads a whole file into Go columns (Table), the fits'
 //     input: exactly the rows and dead-letter reasons of ReadFile, counted
 //     instead of kept. Arrow IPC files are loaded without copying their
-//     buffers when their layout allows (zero-copy, arrowload.go), with the
+//     buffers when their layout allows (zero-copy, arrowipc.OpenFile), with the
 //     same verification.
 //   - Records are reference counted: every returned record is owned by the
 //     caller (Release it), except the one ReadFile passes to its callback,

@@ -3,7 +3,6 @@ package schemas
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 )
 
 // FileFormat is a file codec, chosen by extension.
@@ -152,14 +153,8 @@ func readJSONLines(r io.Reader, v *Validator, batchSize int, fn func(arrow.Recor
 	return flush()
 }
 
-var arrowFileMagic = []byte("ARROW1")
-
-// readArrow reads an Arrow IPC file (file or stream format, told apart by the
-// magic bytes): the messages of the file format are read as a stream from
-// the region before the footer, every message's metadata checked before it
-// is decoded. A file of up to arrowInMemoryMax bytes is read at once and
-// its columns are slices of it (zcRecords) when its layout allows,
-// otherwise it goes through verifyingReader and Arrow's reader.
+// readArrow reads an Arrow IPC file (arrowipc.OpenFile) and validates
+// its batches.
 func readArrow(f *os.File, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error) error {
 	return readArrowWith(f, v, batchSize, fn, true)
 }
@@ -171,89 +166,22 @@ func readArrowWith(f *os.File, v *Validator, batchSize int, fn func(arrow.Record
 			err = fmt.Errorf("arrow: corrupt file: %v", p)
 		}
 	}()
-	fi, err := f.Stat()
+	sr, maxRows, err := arrowipc.OpenFile(f, zeroCopy)
 	if err != nil {
 		return err
 	}
-	size := fi.Size()
-	start, end := int64(0), size
-	magic := make([]byte, len(arrowFileMagic))
-	if n, _ := f.ReadAt(magic, 0); n == len(magic) && bytes.Equal(magic, arrowFileMagic) {
-		// File format: magic, padding to 8, stream messages, footer,
-		// int32 footer length, magic.
-		tail := make([]byte, 10)
-		if size < 18 {
-			return errors.New("arrow: file too short")
-		}
-		if _, err := f.ReadAt(tail, size-10); err != nil {
-			return fmt.Errorf("arrow: %w", err)
-		}
-		if !bytes.Equal(tail[4:], arrowFileMagic) {
-			return errors.New("arrow: file does not end with the arrow magic")
-		}
-		footer := int64(int32(binary.LittleEndian.Uint32(tail)))
-		start, end = 8, size-10-footer
-		if footer < 0 || end < start {
-			return errors.New("arrow: corrupt footer length")
-		}
-	}
-	var sr ipcRecords
-	if zeroCopy && size <= arrowInMemoryMax {
-		// One read of the file; the columns are slices of it.
-		data := make([]byte, size)
-		if _, err := io.ReadFull(io.NewSectionReader(f, 0, size), data); err != nil {
-			return fmt.Errorf("arrow: %w", err)
-		}
-		z, err := newZCRecords(data[start:end])
-		switch {
-		case err == nil:
-			sr = z
-		case errors.Is(err, errZCUnsupported):
-			sr, err = arrowStream(bytes.NewReader(data[start:end]), end-start)
-			if err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("arrow: %w", err)
-		}
-	} else {
-		sr, err = arrowStream(bufio.NewReaderSize(io.NewSectionReader(f, start, end-start), 1<<16), end-start)
-		if err != nil {
-			return err
-		}
-	}
 	defer sr.Release()
-	// A batch's rows are backed by the file's bytes: at least a bit each
-	// once decompressed (at most 256 x the file, limitAllocator).
-	return validateArrow(sr, v, batchSize, fn, 2048*size+maxBodilessRows)
-}
-
-// arrowInMemoryMax is the largest Arrow file read into memory and loaded
-// without copying its buffers (zcRecords); a larger one is streamed through
-// Arrow's reader, which copies each buffer but holds one batch at a time.
-const arrowInMemoryMax = 4 << 30
-
-// arrowStream reads the IPC messages of r (size bytes) through
-// verifyingReader and Arrow's stream reader.
-func arrowStream(r io.Reader, size int64) (ipcRecords, error) {
-	mem := &limitAllocator{mem: memory.NewGoAllocator(), max: min(8<<30, 1<<20+256*size)}
-	mr := newVerifyingReader(r, size, mem)
-	sr, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(mem))
-	if err != nil {
-		mr.Release()
-		return nil, fmt.Errorf("arrow: %w", err)
-	}
-	return sr, nil
+	return validateArrow(sr, v, batchSize, fn, maxRows)
 }
 
 // validateArrow validates the batches of sr in slices of batchSize rows;
 // more than maxRows rows in all is an error.
-func validateArrow(sr ipcRecords, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error, maxRows int64) error {
+func validateArrow(sr arrowipc.Records, v *Validator, batchSize int, fn func(arrow.Record, []DeadLetter) error, maxRows int64) error {
 	set := &idSet{file: newFileIDs(0)}
 	rowBase := 0
 	for sr.Next() {
 		rec := sr.Record()
-		if err := checkLengths(rec); err != nil {
+		if err := arrowipc.CheckLengths(rec); err != nil {
 			return fmt.Errorf("arrow: batch at row %d: %w", rowBase, err)
 		}
 		rows := rec.NumRows()

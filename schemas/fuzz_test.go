@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 )
 
 // ipcSeeds returns valid and interesting messages for the fuzz corpus.
@@ -148,8 +150,8 @@ func FuzzDecodeIPC(f *testing.F) {
 		if n := mem.CurrentAlloc(); n != 0 {
 			t.Fatalf("%d bytes still allocated", n)
 		}
-		// DecodeIPCRecords must not panic either.
-		recs, err := DecodeIPCRecords(data, memory.NewGoAllocator())
+		// arrowipc.DecodeRecords must not panic either.
+		recs, err := arrowipc.DecodeRecords(data, memory.NewGoAllocator())
 		if err == nil {
 			for _, r := range recs {
 				r.Release()

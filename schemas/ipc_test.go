@@ -10,13 +10,15 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 )
 
 func encode(t testing.TB, rec arrow.Record, mem memory.Allocator) []byte {
 	t.Helper()
-	b, err := EncodeIPC(rec, mem)
+	b, err := arrowipc.Encode(rec, mem)
 	if err != nil {
-		t.Fatalf("EncodeIPC: %v", err)
+		t.Fatalf("arrowipc.Encode: %v", err)
 	}
 	return b
 }
@@ -35,7 +37,7 @@ func TestIPCRoundTrip(t *testing.T) {
 	data := encode(t, in, mem)
 	// Deterministic: the same record gives the same bytes.
 	if again := encode(t, in, mem); !bytes.Equal(data, again) {
-		t.Error("EncodeIPC is not deterministic")
+		t.Error("arrowipc.Encode is not deterministic")
 	}
 	out, dead := v.DecodeIPC(data)
 	defer out.Release()
@@ -53,7 +55,7 @@ func TestIPCRoundTrip(t *testing.T) {
 	}
 	// The canonical output itself round-trips through IPC unchanged.
 	b2 := encode(t, out, mem)
-	recs, err := DecodeIPCRecords(b2, mem)
+	recs, err := arrowipc.DecodeRecords(b2, mem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +197,7 @@ func lz4Bomb(t testing.TB, data []byte) []byte {
 			break
 		}
 		meta := out[pos+8 : pos+8+mlen]
-		body, err := flatbufBodyLength(meta)
+		body, err := arrowipc.BodyLength(meta)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,52 +248,6 @@ func TestDecodeIPCCorruptedBytesNeverPanic(t *testing.T) {
 	}
 }
 
-func TestDecodeIPCRecordsErrors(t *testing.T) {
-	t.Parallel()
-	mem := checkedMem(t)
-	if _, err := DecodeIPCRecords([]byte("nope"), mem); err == nil {
-		t.Error("no error for garbage")
-	}
-	if _, err := EncodeIPC(nil, mem); err == nil {
-		t.Error("no error for nil record")
-	}
-}
-
-// The encoder's buffer is sized from ipcSizeHint: it must cover the
-// stream (or the buffer regrows) without overshooting it (a slice of a
-// large record counts only its own rows).
-func TestIPCSizeHint(t *testing.T) {
-	t.Parallel()
-	mem := checkedMem(t)
-	spec := testSpec()
-	n := 3000
-	ids, times, events, cohorts, cov := make([]string, n), make([]float64, n), make([]bool, n), make([]string, n), make([]float64, n)
-	for i := range n {
-		ids[i] = "patient-" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676))
-		times[i] = float64(i)
-		events[i] = i%3 != 0
-		cohorts[i] = []string{"control", "1", "2"}[i%3]
-		cov[i] = float64(i % 90)
-	}
-	in, err := BuildInput(spec, ids, times, events, cohorts, [][]float64{cov}, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Release()
-	for _, c := range []struct {
-		name   string
-		lo, hi int64
-	}{{"whole", 0, int64(n)}, {"head", 0, 100}, {"middle", 1000, 1500}, {"one row", 2999, 3000}} {
-		s := in.NewSlice(c.lo, c.hi)
-		got := len(encode(t, s, mem))
-		hint := ipcSizeHint(s)
-		s.Release()
-		if hint < got || hint > 2*got+4096 {
-			t.Errorf("%s: hint %d for a stream of %d bytes", c.name, hint, got)
-		}
-	}
-}
-
 // legacyFraming rewrites a modern IPC stream (continuation token, length)
 // into the pre-0.15 framing (length only), dropping the end-of-stream
 // marker when noEOS is set.
@@ -310,7 +266,7 @@ func legacyFraming(t *testing.T, data []byte, noEOS bool) []byte {
 			}
 			break
 		}
-		body, err := flatbufBodyLength(data[pos : pos+mlen])
+		body, err := arrowipc.BodyLength(data[pos : pos+mlen])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,14 +1,17 @@
 package schemas
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
+	"github.com/dpsurv/dpsurv/codecs/jsonrec"
 )
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -16,7 +19,7 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // DecodeJSON decodes one message value holding JSON lines (one object per
 // line; blank lines are skipped) or a JSON array of objects, keyed by the
 // input column names, and validates it. Each row is read strictly (RFC
-// 8259, jsonparse.go): a JSON number or a string holding exactly one for
+// 8259, codecs/jsonrec): a JSON number or a string holding exactly one for
 // time and covariates; true, false, 0, 1, "0" or "1" for event; a label
 // string (or an integer literal matching a label) for cohort; a valid
 // Unicode string or an integer literal for id; an RFC 3339 string for
@@ -59,7 +62,7 @@ func (v *Validator) decodeJSON(data []byte, rowBase int, set *idSet, wholeOnFail
 	var elems []string
 	if body[0] == '[' {
 		var err error
-		if elems, err = splitArray(body); err != nil {
+		if elems, err = jsonrec.SplitArray(body); err != nil {
 			return whole("json: " + err.Error())
 		}
 	} else {
@@ -79,7 +82,7 @@ func (v *Validator) decodeJSON(data []byte, rowBase int, set *idSet, wholeOnFail
 	// Decoding counts against the decode bound, as an Arrow message's
 	// buffers do (input.max_decoded_bytes; at most 1 MiB + 256 x the
 	// message size): the text, and a slot of each configured key a row.
-	if bound, cost := decodeBound(v.maxDecode, len(data)), v.jsonCost(len(data), len(elems)); cost > bound {
+	if bound, cost := arrowipc.DecodeBound(v.maxDecode, len(data)), v.jsonCost(len(data), len(elems)); cost > bound {
 		return whole(fmt.Sprintf("json: %d rows take about %d bytes decoded, over the decode bound of %d (input.max_decoded_bytes)", len(elems), cost, bound))
 	}
 	b, decoded := v.parseJSONRows(elems)
@@ -94,7 +97,7 @@ func (v *Validator) decodeJSON(data []byte, rowBase int, set *idSet, wholeOnFail
 // validation scratch.
 func (v *Validator) jsonCost(size, rows int) int64 {
 	ns := int64(slotCov0 + len(v.spec.Covariates))
-	return int64(size) + int64(rows)*(16+ns*int64(unsafe.Sizeof(jval{}))+160)
+	return int64(size) + int64(rows)*(16+ns*int64(unsafe.Sizeof(jsonrec.Value{}))+160)
 }
 
 // jsonBatch is a message's rows as slots: row i's configured values are
@@ -103,17 +106,17 @@ func (v *Validator) jsonCost(size, rows int) int64 {
 type jsonBatch struct {
 	elems   []string
 	ns      int
-	vals    []jval
+	vals    []jsonrec.Value
 	rowErr  map[int]rowFailure
 	present []bool // per slot: any row has the key
 }
 
-// parseJSONRows reads each element as a row object (jsonparse.go), keeping
+// parseJSONRows reads each element as a row object (jsonrec.ParseSlots), keeping
 // the values of the configured keys only. It returns the batch and the
 // number of elements that were valid JSON.
 func (v *Validator) parseJSONRows(elems []string) (*jsonBatch, int) {
 	ns := slotCov0 + len(v.spec.Covariates)
-	b := &jsonBatch{elems: elems, ns: ns, vals: make([]jval, ns*len(elems)), rowErr: map[int]rowFailure{}, present: make([]bool, ns)}
+	b := &jsonBatch{elems: elems, ns: ns, vals: make([]jsonrec.Value, ns*len(elems)), rowErr: map[int]rowFailure{}, present: make([]bool, ns)}
 	slots := make(map[string]int, ns)
 	for k, name := range v.slotNames() {
 		slots[name] = k
@@ -134,9 +137,9 @@ func (v *Validator) parseJSONRows(elems []string) (*jsonBatch, int) {
 	decoded := 0
 	for i, e := range elems {
 		vals := b.vals[i*ns : (i+1)*ns]
-		err := parseSlots(e, slotOf, vals, seen)
-		var dup errDupKey
-		var notObj errNotObject
+		err := jsonrec.ParseSlots(e, slotOf, vals, seen)
+		var dup jsonrec.DupKeyError
+		var notObj jsonrec.NotObjectError
 		switch {
 		case err == nil:
 		case errors.As(err, &dup), errors.As(err, &notObj):
@@ -151,7 +154,7 @@ func (v *Validator) parseJSONRows(elems []string) (*jsonBatch, int) {
 		}
 		decoded++
 		for k, x := range vals {
-			if x.kind != jAbsent {
+			if x.Kind != jsonrec.Absent {
 				b.present[k] = true
 			}
 		}
@@ -169,7 +172,7 @@ func (v *Validator) deadRow(b *jsonBatch, i int) map[string]any {
 		}
 		return MaxDeadValueBytes
 	}
-	row, _, err := parseObject(b.elems[i], func(string) bool { return true }, lim, map[string]struct{}{})
+	row, _, err := jsonrec.ParseObject(b.elems[i], func(string) bool { return true }, lim, map[string]struct{}{})
 	if err != nil {
 		return nil
 	}
@@ -205,8 +208,8 @@ func (v *Validator) validateJSON(b *jsonBatch, rowBase int, set *idSet) (arrow.R
 	return out, dead
 }
 
-func (v *Validator) fillJSONRow(vals []jval, i int, st *scratch, withSite, withObs bool) {
-	null := func(x jval) bool { return x.kind == jAbsent || x.kind == jNull }
+func (v *Validator) fillJSONRow(vals []jsonrec.Value, i int, st *scratch, withSite, withObs bool) {
+	null := func(x jsonrec.Value) bool { return x.Kind == jsonrec.Absent || x.Kind == jsonrec.Null }
 	if x := vals[slotID]; null(x) {
 		st.fail(i, rMissing, slotID)
 	} else {
@@ -263,10 +266,10 @@ func (v *Validator) fillJSONRow(vals []jval, i int, st *scratch, withSite, withO
 			st.nullObs(i)
 		case null(x):
 			st.fail(i, rMissing, slotObs)
-		case x.kind != jString:
+		case x.Kind != jsonrec.String:
 			st.fail(i, rObs, slotObs)
 		default:
-			if us, ok := parseTimestamp(x.s); ok {
+			if us, ok := parseTimestamp(x.S); ok {
 				st.obs[i] = us
 			} else {
 				st.fail(i, rObs, slotObs)
@@ -275,18 +278,85 @@ func (v *Validator) fillJSONRow(vals []jval, i int, st *scratch, withSite, withO
 	}
 }
 
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	case string, badText:
-		return "a string"
-	case rawJSON:
-		return "an array"
+// jsonFloat parses a time or covariate value: a JSON number, or a string
+// holding exactly one JSON number literal.
+func jsonFloat(x jsonrec.Value) (float64, bool) {
+	switch {
+	case x.Kind == jsonrec.Number, x.Kind == jsonrec.String && jsonrec.IsNumber(x.S):
+		f, err := strconv.ParseFloat(x.S, 64)
+		return f, err == nil
 	}
-	return fmt.Sprintf("%T", v)
+	return 0, false
+}
+
+// jsonEvent accepts true/false, the numbers 0 and 1 and the strings "0"
+// and "1", as docs/producers.md states.
+func jsonEvent(x jsonrec.Value) (bool, bool) {
+	switch x.Kind {
+	case jsonrec.True:
+		return true, true
+	case jsonrec.False:
+		return false, true
+	case jsonrec.Number, jsonrec.String:
+		switch x.S {
+		case "0":
+			return false, true
+		case "1":
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// jsonID: a string (valid Unicode text) as it is, an integer literal as
+// its decimal text.
+func jsonID(x jsonrec.Value) (string, bool) {
+	switch x.Kind {
+	case jsonrec.String:
+		return x.S, true
+	case jsonrec.Number:
+		if !jsonrec.IsInteger(x.S) {
+			return "", false
+		}
+		if n, err := strconv.ParseInt(x.S, 10, 64); err == nil {
+			return strconv.FormatInt(n, 10), true
+		}
+		if n, err := strconv.ParseUint(x.S, 10, 64); err == nil {
+			return strconv.FormatUint(n, 10), true
+		}
+	}
+	return "", false
+}
+
+// jsonCohort matches a label exactly: a string, or an integer literal by
+// its decimal text.
+func (v *Validator) jsonCohort(x jsonrec.Value) (int32, bool) {
+	switch x.Kind {
+	case jsonrec.String:
+		c, ok := v.labels[x.S]
+		return c, ok
+	case jsonrec.Number:
+		if !jsonrec.IsInteger(x.S) {
+			return 0, false
+		}
+		if c, ok := v.labels[x.S]; ok {
+			return c, true
+		}
+		if n, err := strconv.ParseInt(x.S, 10, 64); err == nil {
+			c, ok := v.intLabels[n]
+			return c, ok
+		}
+	}
+	return 0, false
+}
+
+// jsonText is a site value's text.
+func jsonText(x jsonrec.Value) string {
+	switch x.Kind {
+	case jsonrec.True:
+		return "true"
+	case jsonrec.False:
+		return "false"
+	}
+	return x.S
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 )
 
 // Issue 21, defect 5: a declared-public optional column that a message
@@ -31,7 +33,7 @@ func TestOptionalColumns(t *testing.T) {
 		col{"observed_at", arrow.BinaryTypes.String, []any{"not a time", "2024-01-01", nil}})
 	defer withSite.Release()
 	encode := func(rec arrow.Record) []byte {
-		b, err := EncodeIPC(rec, mem)
+		b, err := arrowipc.Encode(rec, mem)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +128,7 @@ func TestDeadLetterRowBounded(t *testing.T) {
 		col{"site", arrow.BinaryTypes.String, []any{big}},
 		col{"note", arrow.BinaryTypes.String, []any{big}})
 	defer rec.Release()
-	msg, err := EncodeIPC(rec, mem)
+	msg, err := arrowipc.Encode(rec, mem)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
+
+	"github.com/dpsurv/dpsurv/codecs/jsonrec"
 )
 
 // rawBatch is a batch of untyped rows (CSV cells or decoded JSON objects).
@@ -238,9 +240,9 @@ func rawText(x any) string {
 		return y
 	case json.Number:
 		return string(y)
-	case badText:
-		return y.s
-	case rawJSON:
+	case jsonrec.BadText:
+		return y.S
+	case jsonrec.RawJSON:
 		return string(y)
 	}
 	b, err := json.Marshal(x)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+
+	"github.com/dpsurv/dpsurv/codecs/csvrec"
 )
 
 // Table is the good rows of a whole file as columns: the input of the fits.
@@ -68,7 +70,7 @@ func ReadTable(path string, v *Validator) (*Table, error) {
 	if fi, serr := f.Stat(); serr == nil {
 		size = fi.Size()
 	}
-	t, err := readCSVTable(f, size, v, csvChunkSize, min(runtime.GOMAXPROCS(0), 8))
+	t, err := readCSVTable(f, size, v, csvrec.ChunkSize, min(runtime.GOMAXPROCS(0), 8))
 	if err != nil {
 		return nil, fmt.Errorf("schemas: read table %s: %w", filepath.Base(path), err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
@@ -323,7 +324,7 @@ func newIOPassthrough(cfg app.Config, key []byte, msgs []message.Message, mem me
 	// answers it by one batch.
 	big, most := 0, int64(-1)
 	for i, m := range msgs {
-		recs, err := schemas.DecodeIPCRecords(m.Value, mem)
+		recs, err := arrowipc.DecodeRecords(m.Value, mem)
 		if err != nil {
 			return p, fmt.Errorf("bench io passthrough: %w", err)
 		}
@@ -356,7 +357,7 @@ func (p ioPassthrough) release() {
 
 // Process implements pipeline.Processor.
 func (p ioPassthrough) Process(_ context.Context, msg message.Message) ([]pipeline.Routed, error) {
-	recs, err := schemas.DecodeIPCRecords(msg.Value, p.mem)
+	recs, err := arrowipc.DecodeRecords(msg.Value, p.mem)
 	if err != nil {
 		return nil, fmt.Errorf("io passthrough decode: %w", err)
 	}
@@ -374,7 +375,7 @@ func (p ioPassthrough) Process(_ context.Context, msg message.Message) ([]pipeli
 		for left := r.NumRows(); left > 0; left -= min(left, tn) {
 			n := min(left, tn)
 			s := p.tmpl.NewSlice(0, n)
-			b, err := schemas.EncodeIPC(s, p.mem)
+			b, err := arrowipc.Encode(s, p.mem)
 			s.Release()
 			if err != nil {
 				return nil, fmt.Errorf("io passthrough encode: %w", err)
@@ -406,7 +407,7 @@ func benchStages(res *BenchResult, cfg app.Config, key []byte, msgs []message.Me
 		}
 	}()
 	for _, m := range msgs {
-		recs, err := schemas.DecodeIPCRecords(m.Value, mem)
+		recs, err := arrowipc.DecodeRecords(m.Value, mem)
 		if err != nil {
 			return fmt.Errorf("bench decode: %w", err)
 		}
@@ -464,7 +465,7 @@ func benchStages(res *BenchResult, cfg app.Config, key []byte, msgs []message.Me
 		if err != nil {
 			return fmt.Errorf("bench chain: %w", err)
 		}
-		b, err := schemas.EncodeIPC(out, mem)
+		b, err := arrowipc.Encode(out, mem)
 		out.Release()
 		if err != nil {
 			return fmt.Errorf("bench encode: %w", err)

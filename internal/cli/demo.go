@@ -19,6 +19,7 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
@@ -389,7 +390,7 @@ func demoBadMessages(spec schemas.Spec, mem memory.Allocator) ([]message.Message
 		return nil, 0, err
 	}
 	defer rec.Release()
-	v, err := schemas.EncodeIPC(rec, mem)
+	v, err := arrowipc.Encode(rec, mem)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -36,7 +37,7 @@ func Messages(spec schemas.Spec, d synth.Data, batch int, mem memory.Allocator) 
 		if err != nil {
 			return nil, fmt.Errorf("build batch: %w", err)
 		}
-		b, err := schemas.EncodeIPC(rec, mem)
+		b, err := arrowipc.Encode(rec, mem)
 		rec.Release()
 		if err != nil {
 			return nil, fmt.Errorf("encode batch: %w", err)
@@ -101,7 +102,7 @@ type Sanitized struct {
 
 // DecodeSanitized appends the rows of one tte.sanitized.v1 message.
 func (s *Sanitized) DecodeSanitized(value []byte, mem memory.Allocator) error {
-	recs, err := schemas.DecodeIPCRecords(value, mem)
+	recs, err := arrowipc.DecodeRecords(value, mem)
 	if err != nil {
 		return fmt.Errorf("decode sanitized message: %w", err)
 	}

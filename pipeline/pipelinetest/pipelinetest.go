@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -54,7 +55,7 @@ func RowsMessage(t testing.TB, ids []string, site bool) []byte {
 	}
 	rec := b.NewRecord()
 	defer rec.Release()
-	v, err := schemas.EncodeIPC(rec, mem)
+	v, err := arrowipc.Encode(rec, mem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func NegativeNullCountMessage(t testing.TB, spec schemas.Spec, idPrefix string, 
 		t.Fatal(err)
 	}
 	defer rec.Release()
-	b, err := schemas.EncodeIPC(rec, mem)
+	b, err := arrowipc.Encode(rec, mem)
 	if err != nil {
 		t.Fatal(err)
 	}

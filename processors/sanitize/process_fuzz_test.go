@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 	"github.com/dpsurv/dpsurv/processors/sanitize"
@@ -88,7 +89,7 @@ func checkResult(res result, maxBytes int) error {
 		if size := len(m.Key) + len(m.Value); size > maxBytes {
 			return fmt.Errorf("output %d: %d bytes exceed %d", i, size, maxBytes)
 		}
-		recs, err := schemas.DecodeIPCRecords(m.Value, memory.NewGoAllocator())
+		recs, err := arrowipc.DecodeRecords(m.Value, memory.NewGoAllocator())
 		if err != nil {
 			return fmt.Errorf("output %d does not decode: %w", i, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
@@ -188,7 +189,7 @@ func encodeSplit(rec arrow.Record, mem memory.Allocator, budget int) ([][]byte, 
 	var walk func(r arrow.Record) error
 	walk = func(r arrow.Record) error {
 		n := int(r.NumRows())
-		b, err := schemas.EncodeIPC(r, mem)
+		b, err := arrowipc.Encode(r, mem)
 		if err != nil {
 			return err
 		}
@@ -244,13 +245,13 @@ func (p Passthrough) Process(_ context.Context, msg message.Message) ([]pipeline
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	recs, err := schemas.DecodeIPCRecords(msg.Value, mem)
+	recs, err := arrowipc.DecodeRecords(msg.Value, mem)
 	if err != nil {
 		return nil, fmt.Errorf("passthrough decode: %w", err)
 	}
 	var res []pipeline.Routed
 	for _, r := range recs {
-		b, err := schemas.EncodeIPC(r, mem)
+		b, err := arrowipc.Encode(r, mem)
 		n := int(r.NumRows())
 		r.Release()
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -164,7 +165,7 @@ func TestProcessorOversizedRecord(t *testing.T) {
 	}
 	rec := b.NewRecord()
 	defer rec.Release()
-	val, err := schemas.EncodeIPC(rec, mem)
+	val, err := arrowipc.Encode(rec, mem)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package schemas
+package arrowipc
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package schemas
+package csvrec
 
 import (
 	"bytes"
@@ -8,31 +8,31 @@ import (
 	"strings"
 )
 
-// ScanCSVColumn calls fn with the cell of column in every record of a CSV
+// ScanColumn calls fn with the cell of column in every record of a CSV
 // file that has that many fields, in file order: the records encoding/csv
 // gives with LazyQuotes and a variable field count (the reader ReadFile
 // uses), the header's first cell without its byte-order mark, the last
 // column of that name when there are several. The cell is only valid
 // during the call. An error is returned for a missing header or column
 // and for I/O errors.
-func ScanCSVColumn(r io.Reader, column string, fn func(cell []byte)) error {
-	return scanCSVColumn(r, column, csvChunkSize, fn)
+func ScanColumn(r io.Reader, column string, fn func(cell []byte)) error {
+	return scanColumn(r, column, ChunkSize, fn)
 }
 
-func scanCSVColumn(r io.Reader, column string, chunkSize int, fn func(cell []byte)) error {
-	ck := newChunker(r, chunkSize, 1)
-	var c *csvChunk
+func scanColumn(r io.Reader, column string, chunkSize int, fn func(cell []byte)) error {
+	ck := NewChunker(r, chunkSize, 1)
+	var c Chunk
 	var header []string
 	pos := 0
 	for header == nil {
-		if c != nil {
-			ck.put(c.buf)
+		if c.Buf != nil {
+			ck.Put(c.Buf)
 		}
 		var err error
-		if c, err = ck.next(nil); err != nil {
+		if c, err = ck.Next(nil); err != nil {
 			return fmt.Errorf("header: %w", err)
 		}
-		header, pos = csvHeader(c.data)
+		header, pos = Header(c.Data)
 	}
 	header[0] = strings.TrimPrefix(header[0], "\uFEFF")
 	k := -1
@@ -47,9 +47,9 @@ func scanCSVColumn(r io.Reader, column string, chunkSize int, fn func(cell []byt
 	var fields [][]byte
 	var arena []byte
 	for {
-		data := c.data
+		data := c.Data
 		for pos < len(data) {
-			line, next, nl := csvLine(data, pos)
+			line, next, nl := Line(data, pos)
 			if len(line) == 0 {
 				pos = next
 				if !nl {
@@ -57,8 +57,8 @@ func scanCSVColumn(r io.Reader, column string, chunkSize int, fn func(cell []byt
 				}
 				continue
 			}
-			if c.quotes && bytes.IndexByte(line, '"') >= 0 {
-				fields, arena, next = parseRecord(data, pos, fields[:0], arena[:0])
+			if c.Quotes && bytes.IndexByte(line, '"') >= 0 {
+				fields, arena, next = ParseRecord(data, pos, fields[:0], arena[:0])
 				if k < len(fields) {
 					fn(fields[k])
 				}
@@ -83,12 +83,12 @@ func scanCSVColumn(r io.Reader, column string, chunkSize int, fn func(cell []byt
 			}
 			fn(line)
 		}
-		ck.put(c.buf)
-		if ck.eof && len(ck.carry) == 0 {
+		ck.Put(c.Buf)
+		if ck.Drained() {
 			return nil
 		}
 		var err error
-		c, err = ck.next(nil)
+		c, err = ck.Next(nil)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}

@@ -1,4 +1,4 @@
-package schemas
+package csvrec
 
 import (
 	"bufio"
@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/codecs/csvrec/csvrectest"
 )
 
-// scanOracle is ScanCSVColumn with encoding/csv (what audit.ScanLabels
+// scanOracle is ScanColumn with encoding/csv (what audit.ScanLabels
 // did).
 func scanOracle(r io.Reader, column string) ([]string, error) {
 	cr := csv.NewReader(bufio.NewReader(r))
@@ -47,7 +49,7 @@ func scanOracle(r io.Reader, column string) ([]string, error) {
 	}
 }
 
-// ScanCSVColumn gives the cells encoding/csv gives, on the hostile inputs
+// ScanColumn gives the cells encoding/csv gives, on the hostile inputs
 // of TestReadCSVMatchesEncodingCSV, for every column and several chunk
 // sizes.
 func TestScanCSVColumnMatchesEncodingCSV(t *testing.T) {
@@ -59,14 +61,14 @@ func TestScanCSVColumnMatchesEncodingCSV(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	inputs := [][]byte{nil, []byte("\n\r\n"), []byte("id,cohort\n\"a\nb\",\"c,d\"\r\n\n1,2,3\n4\n"), []byte("\n\nid,cohort\r\n1,\"x\"\"y\"")}
 	for trial := range 200 {
-		inputs = append(inputs, randomCSV(r, headers[trial%len(headers)]))
+		inputs = append(inputs, csvrectest.RandomCSV(r, headers[trial%len(headers)]))
 	}
 	for _, data := range inputs {
 		for _, col := range []string{"id", "cohort", "age", "x"} {
 			want, werr := scanOracle(bytes.NewReader(data), col)
 			for _, chunk := range []int{1 << 20, 5, 64} {
 				var got []string
-				err := scanCSVColumn(bytes.NewReader(data), col, chunk, func(b []byte) { got = append(got, string(b)) })
+				err := scanColumn(bytes.NewReader(data), col, chunk, func(b []byte) { got = append(got, string(b)) })
 				if (err == nil) != (werr == nil) || !slices.Equal(got, want) {
 					t.Fatalf("column %q chunk %d: %q, %v; encoding/csv %q, %v\ninput %q", col, chunk, got, err, want, werr, data)
 				}

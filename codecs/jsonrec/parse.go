@@ -1,10 +1,10 @@
-package schemas
+package jsonrec
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -13,23 +13,23 @@ import (
 // row; every value is checked against the grammar (numbers, literals,
 // strings and their escapes, nesting); a key repeated in an object fails
 // the row (wrong_schema, as a column twice in an Arrow schema); a string
-// holding invalid UTF-8 or an escaped lone surrogate is kept as badText, so
+// holding invalid UTF-8 or an escaped lone surrogate is kept as BadText, so
 // that an id is invalid_id rather than silently rewritten to U+FFFD. Only
 // the configured keys are kept (the others are skipped: they cost nothing
 // but their bytes on the wire); a dead-lettered row is parsed again with
 // every key, the others bounded (MaxDeadValueBytes).
 
-// badText is a JSON string that is not valid Unicode text: invalid UTF-8
-// or an escaped lone surrogate. s is the text with each bad part replaced
+// BadText is a JSON string that is not valid Unicode text: invalid UTF-8
+// or an escaped lone surrogate. S is the text with each bad part replaced
 // by U+FFFD (what a dead letter shows).
-type badText struct{ s string }
+type BadText struct{ S string }
 
 // MarshalJSON renders the replaced text (dead-letter path).
-func (b badText) MarshalJSON() ([]byte, error) { return json.Marshal(b.s) }
+func (b BadText) MarshalJSON() ([]byte, error) { return json.Marshal(b.S) }
 
-// rawJSON is a nested value (object or array) of a configured key: kept as
+// RawJSON is a nested value (object or array) of a configured key: kept as
 // its text (bounded), which no field accepts.
-type rawJSON string
+type RawJSON string
 
 // maxJSONDepth bounds nesting (objects and arrays) in a row.
 const maxJSONDepth = 64
@@ -229,12 +229,12 @@ func jsonNumberLen(b string) int {
 }
 
 // isJSONNumber reports whether s is exactly one JSON number literal.
-func isJSONNumber(s string) bool { return s != "" && jsonNumberLen(s) == len(s) }
+func IsNumber(s string) bool { return s != "" && jsonNumberLen(s) == len(s) }
 
 // isJSONInteger reports whether s is a JSON number literal without
 // fraction or exponent.
-func isJSONInteger(s string) bool {
-	if !isJSONNumber(s) {
+func IsInteger(s string) bool {
+	if !IsNumber(s) {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -254,8 +254,8 @@ func (r *jsonReader) literal(word string) error {
 }
 
 // value reads one value. keep false skips it (nil); otherwise strings are
-// string or badText, numbers json.Number, literals bool or nil, nested
-// values rawJSON of their text cut to limit bytes (limit <= 0: whole).
+// string or BadText, numbers json.Number, literals bool or nil, nested
+// values RawJSON of their text cut to limit bytes (limit <= 0: whole).
 func (r *jsonReader) value(depth int, keep bool, limit int) (any, error) {
 	r.ws()
 	if r.pos >= len(r.b) {
@@ -268,7 +268,7 @@ func (r *jsonReader) value(depth int, keep bool, limit int) (any, error) {
 			return nil, err
 		}
 		if !ok {
-			return badText{s}, nil
+			return BadText{S: s}, nil
 		}
 		return s, nil
 	case c == '-' || '0' <= c && c <= '9':
@@ -293,9 +293,9 @@ func (r *jsonReader) value(depth int, keep bool, limit int) (any, error) {
 		}
 		text := r.b[start:r.pos]
 		if limit > 0 && len(text) > limit {
-			return rawJSON(cutString(text[:limit], limit) + fmt.Sprintf("… (%d bytes, cut)", len(text))), nil
+			return RawJSON(cutString(text[:limit], limit) + fmt.Sprintf("… (%d bytes, cut)", len(text))), nil
 		}
-		return rawJSON(text), nil
+		return RawJSON(text), nil
 	}
 	return nil, r.errorf("unexpected character %q", r.b[r.pos])
 }
@@ -350,22 +350,22 @@ func (r *jsonReader) skipNested(depth int) error {
 	}
 }
 
-// errDupKey is a row with a key twice (RFC 8259 leaves its meaning to the
+// DupKeyError is a row with a key twice (RFC 8259 leaves its meaning to the
 // reader; dpsurv refuses the row).
-type errDupKey struct{ key string }
+type DupKeyError struct{ Key string }
 
-func (e errDupKey) Error() string { return fmt.Sprintf("key %q appears twice in the object", e.key) }
+func (e DupKeyError) Error() string { return fmt.Sprintf("key %q appears twice in the object", e.Key) }
 
-// errNotObject is a row whose JSON value is not an object.
-type errNotObject struct{ kind string }
+// NotObjectError is a row whose JSON value is not an object.
+type NotObjectError struct{ Kind string }
 
-func (e errNotObject) Error() string { return fmt.Sprintf("row is %s, not an object", e.kind) }
+func (e NotObjectError) Error() string { return fmt.Sprintf("row is %s, not an object", e.Kind) }
 
 // parseObject reads one row: a JSON object, the whole of b (surrounding
 // whitespace allowed). keep says which keys to keep (with values cut to
 // limit(key) bytes when nested); seen is scratch for duplicate keys.
 // The returned cost is about what the kept values take in memory.
-func parseObject(b string, keep func(string) bool, limit func(string) int, seen map[string]struct{}) (map[string]any, int, error) {
+func ParseObject(b string, keep func(string) bool, limit func(string) int, seen map[string]struct{}) (map[string]any, int, error) {
 	r := &jsonReader{b: b}
 	r.ws()
 	if r.pos >= len(b) {
@@ -380,7 +380,7 @@ func parseObject(b string, keep func(string) bool, limit func(string) int, seen 
 		if r.pos != len(b) {
 			return nil, 0, errors.New("trailing data after the value")
 		}
-		return nil, 0, errNotObject{jsonKind(v)}
+		return nil, 0, NotObjectError{Kind: kindOf(v)}
 	}
 	clear(seen)
 	row := map[string]any{}
@@ -404,7 +404,7 @@ func parseObject(b string, keep func(string) bool, limit func(string) int, seen 
 				if err := r.rest(); err != nil {
 					return nil, 0, err
 				}
-				return nil, 0, errDupKey{key}
+				return nil, 0, DupKeyError{Key: key}
 			}
 			seen[key] = struct{}{}
 			r.ws()
@@ -490,9 +490,9 @@ func valueBytes(v any) int {
 		return len(x)
 	case json.Number:
 		return len(x)
-	case badText:
-		return len(x.s)
-	case rawJSON:
+	case BadText:
+		return len(x.S)
+	case RawJSON:
 		return len(x)
 	}
 	return 0
@@ -500,7 +500,7 @@ func valueBytes(v any) int {
 
 // splitArray returns the elements of a top-level JSON array (b trimmed,
 // starting with '['), checked against the grammar.
-func splitArray(b string) ([]string, error) {
+func SplitArray(b string) ([]string, error) {
 	r := &jsonReader{b: b}
 	r.pos++
 	var elems []string
@@ -537,60 +537,63 @@ func splitArray(b string) ([]string, error) {
 	return elems, nil
 }
 
-// jval is one configured value of a JSON row, its text a substring of the
-// row (no copy) unless it had escapes.
-type jval struct {
-	kind uint8
-	s    string // string text, number literal, nested value's text
+// Value is one configured value of a JSON row, its text a substring of
+// the row (no copy) unless it had escapes.
+type Value struct {
+	Kind Kind
+	S    string // string text, number literal, nested value's text
 }
 
-// jval kinds.
+// Kind is what a Value holds.
+type Kind uint8
+
+// Value kinds.
 const (
-	jAbsent uint8 = iota
-	jNull
-	jString
-	jBad // a string that is not valid Unicode text; s has U+FFFD there
-	jNumber
-	jTrue
-	jFalse
-	jNested
+	Absent Kind = iota // the key is not in the row
+	Null
+	String
+	Bad // a string that is not valid Unicode text; S has U+FFFD there
+	Number
+	True
+	False
+	Nested // an object or array: S is its text
 )
 
-// jvalue reads one value as a jval.
-func (r *jsonReader) jvalue(depth int) (jval, error) {
+// jvalue reads one value as a Value.
+func (r *jsonReader) jvalue(depth int) (Value, error) {
 	r.ws()
 	if r.pos >= len(r.b) {
-		return jval{}, r.errorf("unexpected end of input")
+		return Value{}, r.errorf("unexpected end of input")
 	}
 	switch c := r.b[r.pos]; {
 	case c == '"':
 		s, ok, err := r.str()
 		if !ok {
-			return jval{jBad, s}, err
+			return Value{Bad, s}, err
 		}
-		return jval{jString, s}, err
+		return Value{String, s}, err
 	case c == '-' || '0' <= c && c <= '9':
 		s, err := r.number()
-		return jval{jNumber, s}, err
+		return Value{Number, s}, err
 	case c == 't':
-		return jval{kind: jTrue}, r.literal("true")
+		return Value{Kind: True}, r.literal("true")
 	case c == 'f':
-		return jval{kind: jFalse}, r.literal("false")
+		return Value{Kind: False}, r.literal("false")
 	case c == 'n':
-		return jval{kind: jNull}, r.literal("null")
+		return Value{Kind: Null}, r.literal("null")
 	case c == '{' || c == '[':
 		start := r.pos
 		err := r.skipNested(depth + 1)
-		return jval{jNested, r.b[start:r.pos]}, err
+		return Value{Nested, r.b[start:r.pos]}, err
 	}
-	return jval{}, r.errorf("unexpected character %q", r.b[r.pos])
+	return Value{}, r.errorf("unexpected character %q", r.b[r.pos])
 }
 
 // parseSlots reads one row, a JSON object (the whole of b), into vals: the
 // value of each configured key at its slot (slotOf; -1 for a key outside
 // the configuration, whose value is checked and skipped). seen is scratch
 // for duplicate keys.
-func parseSlots(b string, slotOf func(string) int, vals []jval, seen map[string]struct{}) error {
+func ParseSlots(b string, slotOf func(string) int, vals []Value, seen map[string]struct{}) error {
 	r := &jsonReader{b: b}
 	r.ws()
 	if r.pos >= len(b) {
@@ -605,7 +608,7 @@ func parseSlots(b string, slotOf func(string) int, vals []jval, seen map[string]
 		if r.pos != len(b) {
 			return errors.New("trailing data after the value")
 		}
-		return errNotObject{jsonKind(v)}
+		return NotObjectError{Kind: kindOf(v)}
 	}
 	clear(seen)
 	r.pos++
@@ -626,7 +629,7 @@ func parseSlots(b string, slotOf func(string) int, vals []jval, seen map[string]
 				if err := r.rest(); err != nil {
 					return err
 				}
-				return errDupKey{key}
+				return DupKeyError{Key: key}
 			}
 			seen[key] = struct{}{}
 			r.ws()
@@ -663,85 +666,33 @@ func parseSlots(b string, slotOf func(string) int, vals []jval, seen map[string]
 	return nil
 }
 
-// jsonFloat parses a time or covariate value: a JSON number, or a string
-// holding exactly one JSON number literal.
-func jsonFloat(x jval) (float64, bool) {
-	switch {
-	case x.kind == jNumber, x.kind == jString && isJSONNumber(x.s):
-		f, err := strconv.ParseFloat(x.s, 64)
-		return f, err == nil
+// kindOf names the kind of a parsed value (for errors).
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	case string, BadText:
+		return "a string"
+	case RawJSON:
+		return "an array"
 	}
-	return 0, false
+	return fmt.Sprintf("%T", v)
 }
 
-// jsonEvent accepts true/false, the numbers 0 and 1 and the strings "0"
-// and "1", as docs/producers.md states.
-func jsonEvent(x jval) (bool, bool) {
-	switch x.kind {
-	case jTrue:
-		return true, true
-	case jFalse:
-		return false, true
-	case jNumber, jString:
-		switch x.s {
-		case "0":
-			return false, true
-		case "1":
-			return true, true
-		}
+// cutString copies s (never aliasing input memory), cut to at most limit
+// bytes on a rune boundary and marked with its length when cut: the marker
+// of schemas' dead-letter cells, which show these values.
+func cutString(s string, limit int) string {
+	if len(s) <= limit {
+		return strings.Clone(s)
 	}
-	return false, false
-}
-
-// jsonID: a string (valid Unicode text) as it is, an integer literal as
-// its decimal text.
-func jsonID(x jval) (string, bool) {
-	switch x.kind {
-	case jString:
-		return x.s, true
-	case jNumber:
-		if !isJSONInteger(x.s) {
-			return "", false
-		}
-		if n, err := strconv.ParseInt(x.s, 10, 64); err == nil {
-			return strconv.FormatInt(n, 10), true
-		}
-		if n, err := strconv.ParseUint(x.s, 10, 64); err == nil {
-			return strconv.FormatUint(n, 10), true
-		}
+	k := limit
+	for k > 0 && k > limit-utf8.UTFMax && !utf8.RuneStart(s[k]) {
+		k--
 	}
-	return "", false
-}
-
-// jsonCohort matches a label exactly: a string, or an integer literal by
-// its decimal text.
-func (v *Validator) jsonCohort(x jval) (int32, bool) {
-	switch x.kind {
-	case jString:
-		c, ok := v.labels[x.s]
-		return c, ok
-	case jNumber:
-		if !isJSONInteger(x.s) {
-			return 0, false
-		}
-		if c, ok := v.labels[x.s]; ok {
-			return c, true
-		}
-		if n, err := strconv.ParseInt(x.s, 10, 64); err == nil {
-			c, ok := v.intLabels[n]
-			return c, ok
-		}
-	}
-	return 0, false
-}
-
-// jsonText is a site value's text.
-func jsonText(x jval) string {
-	switch x.kind {
-	case jTrue:
-		return "true"
-	case jFalse:
-		return "false"
-	}
-	return x.s
+	return strings.ToValidUTF8(s[:k], "\uFFFD") + fmt.Sprintf("… (%d bytes, cut)", len(s))
 }

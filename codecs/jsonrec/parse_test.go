@@ -1,4 +1,4 @@
-package schemas
+package jsonrec
 
 import (
 	"encoding/json"
@@ -44,9 +44,9 @@ func TestJSONReaderGrammarMatchesEncodingJSON(t *testing.T) {
 			continue
 		}
 		checked++
-		err := parseSlots(s, func(string) int { return -1 }, nil, map[string]struct{}{})
-		var dup errDupKey
-		var notObj errNotObject
+		err := ParseSlots(s, func(string) int { return -1 }, nil, map[string]struct{}{})
+		var dup DupKeyError
+		var notObj NotObjectError
 		grammarOK := err == nil || errors.As(err, &dup) || errors.As(err, &notObj)
 		if want := json.Valid(b); grammarOK != want {
 			t.Fatalf("%q: strict reader grammar ok %v (err %v), encoding/json %v", s, grammarOK, err, want)
