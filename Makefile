@@ -36,15 +36,22 @@ check:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-# unit: every package under -race but the simulation studies, which have
-# no concurrency to check and run tenfold slower under -race (stats).
-unit:
-	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /internal/inference$$)
+# SEQUENTIAL: the number-crunching packages that start no goroutine, in
+# their code or their tests (internal/archtest checks it): the race
+# detector has nothing to find there and slows them tenfold, so they run
+# once, without -race, in stats.
+SEQUENTIAL := dp dpfit internal/eval internal/inference
+SEQUENTIAL_RE := /($(subst $(eval) ,|,$(SEQUENTIAL)))$$
 
-# stats: the coverage and size studies at full size (testtier.Long: not
-# -short, not -race).
+# unit: every other package under -race.
+unit:
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v -E '$(SEQUENTIAL_RE)')
+
+# stats: the sequential packages without -race, their coverage and size
+# studies at full size (testtier.Long: not -short, not -race), and the
+# regression coverage study.
 stats:
-	$(GO) test -count=1 -timeout 30m ./internal/inference/
+	$(GO) test -count=1 -timeout 30m $(addprefix ./,$(addsuffix /,$(SEQUENTIAL)))
 	$(GO) test -count=1 -timeout 30m -run 'CoverageStudy' ./regression/
 
 helm:
