@@ -2,7 +2,6 @@ package regression
 
 import (
 	"math"
-	"math/bits"
 	"runtime"
 	"sync"
 )
@@ -54,50 +53,74 @@ func groupPatterns(m *discreteModel) *patternGroups {
 	if maxG < 1 {
 		return nil
 	}
-	size := 1 << bits.Len(uint(2*maxG)) // load factor at most 1/2
-	table := make([]int32, size)        // pattern index + 1; 0 is empty
+	// open addressing, load factor at most 1/2, grown by doubling: the
+	// table stays the size of the patterns (in the cache), not of n. A
+	// slot holds the pattern's index + 1 (0: empty) in its low 32 bits and
+	// its hash's top 32 bits above, so a probe rarely reads a pattern.
+	size := 1024
+	table := make([]uint64, size)
+	hashes := make([]uint64, 0, 512)
 	mask := uint64(size - 1)
 	gid := make([]int32, n)
 	var x []float64
 	g := 0
 	for i := 0; i < n; i++ {
 		xi := m.x[i*p : (i+1)*p]
-		h := uint64(0x9e3779b97f4a7c15)
-		for _, v := range xi {
-			h = (h ^ math.Float64bits(v)) * 0xff51afd7ed558ccd
-			h ^= h >> 29
-		}
-		slot := (h ^ h>>32) & mask
+		h := patternHash(xi)
+		tag := h &^ (1<<32 - 1)
+		slot := h & mask
 		for {
-			k := table[slot]
-			if k == 0 {
+			e := table[slot]
+			if e == 0 {
 				if int64(g) == maxG {
 					return nil
 				}
 				g++
-				table[slot] = int32(g)
+				table[slot] = tag | uint64(g)
 				x = append(x, xi...)
+				hashes = append(hashes, h)
 				gid[i] = int32(g - 1)
+				if 2*g > size {
+					size *= 2
+					table, mask = make([]uint64, size), uint64(size-1)
+					for k, hk := range hashes {
+						sl := hk & mask
+						for table[sl] != 0 {
+							sl = (sl + 1) & mask
+						}
+						table[sl] = hk&^(1<<32-1) | uint64(k+1)
+					}
+				}
 				break
 			}
-			if sameBits(x[int(k-1)*p:int(k)*p], xi) {
-				gid[i] = k - 1
-				break
+			if e&^(1<<32-1) == tag {
+				if k := int(uint32(e)) - 1; sameBits(x[k*p:(k+1)*p], xi) {
+					gid[i] = int32(k)
+					break
+				}
 			}
 			slot = (slot + 1) & mask
 		}
 	}
-	pg := &patternGroups{g: g, x: x, r: make([]float64, g*q), d: make([]float64, g*q), last: make([]int32, g)}
+	// per (pattern, interval): the records ending there and the events, side
+	// by side (one cache line per record)
+	cnt := make([]int32, 2*g*q)
+	last := make([]int32, g)
 	for i, k := range gid {
 		s := m.s[i]
-		c := int(k)*q + int(s) - 1
-		pg.r[c]++ // records ending in s, made at-risk counts below
+		c := 2 * (int(k)*q + int(s) - 1)
+		cnt[c]++
 		if m.event[i] {
-			pg.d[c]++
+			cnt[c+1]++
 		}
-		if s > pg.last[k] {
-			pg.last[k] = s
+		if s > last[k] {
+			last[k] = s
 		}
+	}
+	pg := &patternGroups{g: g, x: x, r: make([]float64, g*q), d: make([]float64, g*q), last: last}
+	for c := range pg.r {
+		pg.r[c] = float64(cnt[2*c])
+		pg.d[c] = float64(cnt[2*c+1])
 	}
 	for k := 0; k < g; k++ {
 		row := pg.r[k*q : (k+1)*q]
@@ -110,6 +133,22 @@ func groupPatterns(m *discreteModel) *patternGroups {
 		return nil
 	}
 	return pg
+}
+
+// patternHash mixes the bit patterns of a covariate row (each word through
+// murmur3's 64-bit finaliser: the low bits, which index the table, depend
+// on every bit of every value, sign and exponent included).
+func patternHash(xi []float64) uint64 {
+	h := uint64(0x9e3779b97f4a7c15)
+	for _, v := range xi {
+		h ^= math.Float64bits(v)
+		h ^= h >> 33
+		h *= 0xff51afd7ed558ccd
+		h ^= h >> 33
+		h *= 0xc4ceb9fe1a85ec53
+		h ^= h >> 33
+	}
+	return h
 }
 
 // sameBits reports whether a and b hold the same float64 bit patterns.
