@@ -320,19 +320,24 @@ func newCoxData(time []float64, event []bool, rows [][]float64, flat []float64, 
 		}
 		return flat[i*p : (i+1)*p]
 	}
-	idx, keys := sortDescending(time, event)
 	m := 1 + p + p*(p+1)/2
 	cd := &coxData{n: n, p: p, m: m, x: make([]float64, n*p), sumXEv: make([]float64, p),
 		eta: make([]float64, n), s: make([]float64, m), d: make([]float64, m)}
+	// the means (in row order) beside the sort
 	mean := make([]float64, p)
-	for i := 0; i < n; i++ {
-		for j, v := range row(i) {
-			mean[j] += v
+	meanDone := make(chan struct{})
+	go func() {
+		defer close(meanDone)
+		for i := 0; i < n; i++ {
+			for j, v := range row(i) {
+				mean[j] += v
+			}
 		}
-	}
-	for j := range mean {
-		mean[j] /= float64(n)
-	}
+		for j := range mean {
+			mean[j] /= float64(n)
+		}
+	}()
+	idx, keys := sortDescending(time, event)
 	// the runs of equal keys, events first in each (the sort put them so)
 	for k := 0; k < n; {
 		e, nd := k, 0
@@ -353,16 +358,8 @@ func newCoxData(time []float64, event []bool, rows [][]float64, flat []float64, 
 	for k, i := range idx {
 		pos[i] = uint64(k)
 	}
-	for i := 0; i < n; i++ {
-		xk := cd.x[pos[i]*uint64(p) : (pos[i]+1)*uint64(p)]
-		for j, v := range row(i) {
-			v -= mean[j]
-			xk[j] = v
-			if event[i] {
-				cd.sumXEv[j] += v
-			}
-		}
-	}
+	<-meanDone
+	cd.scatter(pos, row, event, mean)
 	return cd
 }
 

@@ -215,3 +215,44 @@ func (cd *coxData) efronTerms(s, d []float64, nd int, efron bool, u, imat []floa
 	}
 	return -(math.Log(prod) + float64(exp2)*math.Ln2)
 }
+
+// coxScatterChunk is the rows of one share of newCoxData's scatter: the
+// events' centred sums are added per share, then in share order, so they
+// do not depend on the number of cores.
+const coxScatterChunk = 1 << 16
+
+// scatter writes row i, centred, to sorted position pos[i] and sums the
+// centred covariates over the events (cd.sumXEv), shares of rows on every
+// core.
+func (cd *coxData) scatter(pos []uint64, row func(int) []float64, event []bool, mean []float64) {
+	n, p := cd.n, cd.p
+	chunks := (n + coxScatterChunk - 1) / coxScatterChunk
+	sums := make([]float64, chunks*p)
+	workers := max(1, min(runtime.GOMAXPROCS(0), chunks))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := w; c < chunks; c += workers {
+				sum := sums[c*p : (c+1)*p]
+				for i := c * coxScatterChunk; i < min(n, (c+1)*coxScatterChunk); i++ {
+					xk := cd.x[pos[i]*uint64(p) : (pos[i]+1)*uint64(p)]
+					for j, v := range row(i) {
+						v -= mean[j]
+						xk[j] = v
+						if event[i] {
+							sum[j] += v
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for c := range chunks {
+		for j, v := range sums[c*p : (c+1)*p] {
+			cd.sumXEv[j] += v
+		}
+	}
+}
