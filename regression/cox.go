@@ -301,6 +301,12 @@ type coxData struct {
 	// s accumulates the risk set (s0, s1, lower s2); d the tied events of
 	// the current group
 	s, d []float64
+	// with few groups (coxGroupSumsMax), each group's sums are formed apart
+	// (gt: the group's rows, gd: its events; m each), split between
+	// workers at the group bounds wb, then scanned in time order
+	gt, gd  []float64
+	wb      []int // len workers+1, group indices
+	workers int
 }
 
 // newCoxData sorts the rows by time descending (events first among equal
@@ -314,19 +320,24 @@ func newCoxData(time []float64, event []bool, rows [][]float64, flat []float64, 
 		}
 		return flat[i*p : (i+1)*p]
 	}
-	idx, keys := sortDescending(time, event)
 	m := 1 + p + p*(p+1)/2
 	cd := &coxData{n: n, p: p, m: m, x: make([]float64, n*p), sumXEv: make([]float64, p),
 		eta: make([]float64, n), s: make([]float64, m), d: make([]float64, m)}
+	// the means (in row order) beside the sort
 	mean := make([]float64, p)
-	for i := 0; i < n; i++ {
-		for j, v := range row(i) {
-			mean[j] += v
+	meanDone := make(chan struct{})
+	go func() {
+		defer close(meanDone)
+		for i := 0; i < n; i++ {
+			for j, v := range row(i) {
+				mean[j] += v
+			}
 		}
-	}
-	for j := range mean {
-		mean[j] /= float64(n)
-	}
+		for j := range mean {
+			mean[j] /= float64(n)
+		}
+	}()
+	idx, keys := sortDescending(time, event)
 	// the runs of equal keys, events first in each (the sort put them so)
 	for k := 0; k < n; {
 		e, nd := k, 0
@@ -340,22 +351,15 @@ func newCoxData(time []float64, event []bool, rows [][]float64, flat []float64, 
 		cd.nEvents += nd
 		k = e
 	}
+	cd.splitWork()
 	// The covariates are scattered to their sorted positions, the rows read
 	// in order: independent stores, where a gather would chain its loads.
 	pos := keys[:n] // the keys are not needed any more
 	for k, i := range idx {
 		pos[i] = uint64(k)
 	}
-	for i := 0; i < n; i++ {
-		xk := cd.x[pos[i]*uint64(p) : (pos[i]+1)*uint64(p)]
-		for j, v := range row(i) {
-			v -= mean[j]
-			xk[j] = v
-			if event[i] {
-				cd.sumXEv[j] += v
-			}
-		}
-	}
+	<-meanDone
+	cd.scatter(pos, row, event, mean)
 	return cd
 }
 
@@ -517,105 +521,23 @@ func accumulate(acc, x []float64, r float64) {
 // and the information imat (p*p). It is two linear passes: the linear
 // predictors (and their maximum, the shift that keeps exp finite), then
 // one exp per row (none at beta = 0) summed into the risk set, a run of
-// tied times at a time. A run's Efron terms (k = 0..nd-1, weight
-// f = k/nd; f = 0 for Breslow) enter through five scalar sums over k,
-//
-//	A = sum 1/t, B = sum f/t, C = sum 1/t², E = sum f/t², F = sum f²/t²
-//	with t = s0 - f d0,
-//
-// since sum (s1 - f d1)/t = s1 A - d1 B and
-// sum (s1 - f d1)(s1 - f d1)'/t² = s1 s1' C - (s1 d1' + d1 s1') E + d1 d1' F:
-// O(p²) per run, not per tied event.
+// tied times at a time, each run's Efron terms in O(p²) (efronTerms). Both
+// passes are split between cores when the runs are few (integer times):
+// each run's sums are formed apart, then added up in time order, so the
+// result does not depend on the number of cores.
 func (cd *coxData) eval(beta []float64, ties Ties, u, imat []float64) float64 {
-	n, p, m := cd.n, cd.p, cd.m
-	eta := cd.eta[:n]
+	p := cd.p
 	zero := true
 	for _, b := range beta {
 		zero = zero && b == 0
 	}
 	maxEta := 0.0
 	if !zero {
-		maxEta = math.Inf(-1)
-		x := cd.x[:n*p]
-		for i := range eta {
-			var v float64
-			for j, xj := range x[i*p : (i+1)*p] {
-				v += beta[j] * xj
-			}
-			eta[i] = v
-			if v > maxEta {
-				maxEta = v
-			}
-		}
+		maxEta = cd.predictors(beta)
 	}
-	s, d := cd.s[:m], cd.d[:m]
-	clear(s)
 	clear(u)
 	clear(imat)
-	s1, s2 := s[1:1+p], s[1+p:]
-	d1, d2 := d[1:1+p], d[1+p:]
-	efron := ties == TiesEfron
-	var ll float64
-	for _, g := range cd.groups {
-		clear(d)
-		mid := int(g.start + g.nd)
-		for i := int(g.start); i < mid; i++ {
-			r := 1.0
-			if !zero {
-				r = math.Exp(eta[i] - maxEta)
-			}
-			accumulate(d, cd.x[i*p:(i+1)*p], r)
-		}
-		for i := mid; i < int(g.end); i++ {
-			r := 1.0
-			if !zero {
-				r = math.Exp(eta[i] - maxEta)
-			}
-			accumulate(s, cd.x[i*p:(i+1)*p], r)
-		}
-		for k, v := range d {
-			s[k] += v
-		}
-		nd := int(g.nd)
-		if nd == 0 {
-			continue
-		}
-		s0, d0 := s[0], d[0]
-		var sA, sB, sC, sE, sF float64
-		// The nd terms log(t) are summed as one log of their product, kept
-		// within 1e±150 by moving its binary exponent out (exact).
-		prod, exp2 := 1.0, 0
-		for k := 0; k < nd; k++ {
-			f := 0.0
-			if efron {
-				f = float64(k) / float64(nd)
-			}
-			t := s0 - f*d0
-			inv := 1 / t
-			inv2 := inv * inv
-			sA += inv
-			sB += f * inv
-			sC += inv2
-			sE += f * inv2
-			sF += f * f * inv2
-			prod *= t
-			if !(prod > 1e-150 && prod < 1e150) {
-				var e int
-				prod, e = math.Frexp(prod)
-				exp2 += e
-			}
-		}
-		ll -= math.Log(prod) + float64(exp2)*math.Ln2
-		q := 0
-		for a := 0; a < p; a++ {
-			u[a] -= s1[a]*sA - d1[a]*sB
-			for b := 0; b <= a; b++ {
-				imat[a*p+b] += s2[q]*sA - d2[q]*sB -
-					(s1[a]*s1[b]*sC - (s1[a]*d1[b]+d1[a]*s1[b])*sE + d1[a]*d1[b]*sF)
-				q++
-			}
-		}
-	}
+	ll := cd.groupTerms(zero, maxEta, ties == TiesEfron, u, imat)
 	// the events' own terms: sum of eta - maxEta and of x over the events
 	for j, v := range cd.sumXEv {
 		ll += beta[j] * v

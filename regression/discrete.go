@@ -399,6 +399,10 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 	n := float64(m.n)
 
 	if opts.Method == MethodMLE {
+		// the non-private fit only: sufficient statistics per (covariate
+		// pattern, interval) when the covariates are discrete (the private
+		// methods keep the per-record sums their releases were built on)
+		m.groups = groupPatternsFn(m)
 		o := objective{m: m, scale: 1 / n}
 		if opts.Ridge {
 			o.reg = opts.Lambda

@@ -23,6 +23,10 @@ type discreteModel struct {
 	x          []float64 // n*p, preprocessed covariates
 	link       Link
 	workers    int
+	// groups, when set, holds the records grouped by covariate pattern
+	// (groupPatterns): eval then visits (pattern, interval) cells instead
+	// of records.
+	groups *patternGroups
 }
 
 func (m *discreteModel) dim() int { return m.e + m.p }
@@ -221,49 +225,11 @@ func (m *discreteModel) eval(f, grad, hess []float64) float64 {
 	m.prepare(st, alpha)
 	wantGrad := grad != nil || hess != nil
 	wantHess := hess != nil
-
-	workers := m.workers
-	if workers < 1 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	if max := m.n / 2048; workers > max {
-		workers = max
-	}
-	if workers < 1 {
-		workers = 1
-	}
-	acs := make([]*accum, workers)
-	var wg sync.WaitGroup
-	chunk := (m.n + workers - 1) / workers
-	for w := 0; w < workers; w++ {
-		lo, hi := w*chunk, min((w+1)*chunk, m.n)
-		ac := m.newAccum(wantHess)
-		acs[w] = ac
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := lo; i < hi; i++ {
-				m.record(i, beta, st, ac, wantGrad, wantHess)
-			}
-		}()
-	}
-	wg.Wait()
-	tot := acs[0]
-	for _, ac := range acs[1:] {
-		tot.loss += ac.loss
-		if !wantGrad {
-			continue
-		}
-		addTo(tot.gs, ac.gs)
-		addTo(tot.hs, ac.hs)
-		addTo(tot.gb, ac.gb)
-		if ac.ws != nil {
-			addTo(tot.ws, ac.ws)
-		}
-		if wantHess {
-			addTo(tot.hab, ac.hab)
-			addTo(tot.hbb, ac.hbb)
-		}
+	var tot *accum
+	if m.groups != nil {
+		tot = m.accumulateGroups(beta, st, wantGrad, wantHess)
+	} else {
+		tot = m.accumulateRecords(beta, st, wantGrad, wantHess)
 	}
 	if !wantGrad {
 		return tot.loss
@@ -319,6 +285,56 @@ func (m *discreteModel) eval(f, grad, hess []float64) float64 {
 		}
 	}
 	return tot.loss
+}
+
+// accumulateRecords sums every record's loss and derivatives (one worker
+// per core, each over a contiguous share of the records; the shares are
+// added in worker order).
+func (m *discreteModel) accumulateRecords(beta []float64, st *intervalState, wantGrad, wantHess bool) *accum {
+	workers := m.workers
+	if workers < 1 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if max := m.n / 2048; workers > max {
+		workers = max
+	}
+	if workers < 1 {
+		workers = 1
+	}
+	acs := make([]*accum, workers)
+	var wg sync.WaitGroup
+	chunk := (m.n + workers - 1) / workers
+	for w := 0; w < workers; w++ {
+		lo, hi := w*chunk, min((w+1)*chunk, m.n)
+		ac := m.newAccum(wantHess)
+		acs[w] = ac
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				m.record(i, beta, st, ac, wantGrad, wantHess)
+			}
+		}()
+	}
+	wg.Wait()
+	tot := acs[0]
+	for _, ac := range acs[1:] {
+		tot.loss += ac.loss
+		if !wantGrad {
+			continue
+		}
+		addTo(tot.gs, ac.gs)
+		addTo(tot.hs, ac.hs)
+		addTo(tot.gb, ac.gb)
+		if ac.ws != nil {
+			addTo(tot.ws, ac.ws)
+		}
+		if wantHess {
+			addTo(tot.hab, ac.hab)
+			addTo(tot.hbb, ac.hbb)
+		}
+	}
+	return tot
 }
 
 func addTo(dst, src []float64) {

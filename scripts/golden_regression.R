@@ -39,7 +39,12 @@ sets <- list(
                 centre = c(45, 0.5), scale = c(30, 1)),
   flchain = list(file = "flchain_tte.csv", time_max = 5200,
                  cov = c("age", "male", "kappa", "lambda", "creatinine", "mgus"),
-                 centre = c(65, 0.5, 1.5, 1.5, 1, 0), scale = c(25, 1, 3, 3, 2, 1))
+                 centre = c(65, 0.5, 1.5, 1.5, 1, 0), scale = c(25, 1, 3, 3, 2, 1)),
+  # discrete covariates only (a few dozen patterns): the Go MLE fits it
+  # from sufficient statistics per (covariate pattern, interval)
+  lung_ecog = list(file = "lung_tte.csv", time_max = 1100,
+                   cov = c("ph.ecog", "ph.karno"),
+                   centre = c(1, 80), scale = c(2, 40))
 )
 
 spline_basis <- function(t, e) {

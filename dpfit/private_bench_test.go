@@ -1,0 +1,126 @@
+package dpfit
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/survival"
+)
+
+// Private fits beside their non-private twins on the same 1 M records, run
+// in turn in every iteration so that the ratio private ÷ non-private comes
+// from one run and holds when the machine's speed drifts (issue 24: every
+// private fit within 3x of its twin). Each reports exact-ms/op and
+// private-ms/op (wall), exact-cpu-ms/op and private-cpu-ms/op (the
+// process's CPU while each ran) and the ratios private/exact (wall) and
+// private/exact-cpu. The data are generated here (nothing large is
+// committed):
+//
+//	go test -run XXX -bench 'PrivateVsExact' -benchtime 3x ./dpfit
+
+// pairedRatio runs exact, then private, b.N times and reports their mean
+// wall and CPU times and the ratios.
+func pairedRatio(b *testing.B, exact, private func() error) {
+	b.Helper()
+	var wall, cpu [2]time.Duration
+	for b.Loop() {
+		for k, f := range []func() error{exact, private} {
+			c0, t0 := processCPU(), time.Now()
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+			wall[k] += time.Since(t0)
+			cpu[k] += time.Duration(processCPU() - c0)
+		}
+	}
+	n := float64(b.N)
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 / n }
+	b.ReportMetric(ms(wall[0]), "exact-ms/op")
+	b.ReportMetric(ms(wall[1]), "private-ms/op")
+	b.ReportMetric(ms(cpu[0]), "exact-cpu-ms/op")
+	b.ReportMetric(ms(cpu[1]), "private-cpu-ms/op")
+	b.ReportMetric(float64(wall[1])/float64(wall[0]), "private/exact")
+	if cpu[0] > 0 {
+		b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "private/exact-cpu")
+	}
+}
+
+// BenchmarkKMPrivateVsExact1M: the private KM of `dpsurv fit km --epsilon
+// 1` (HierarchicalKM at the defaults: its noise-aware intervals and bands
+// and the calibrated log-rank with its null simulations), from the
+// records (histogram build included), beside the non-private KM of
+// `--epsilon inf` (survival.KaplanMeier per cohort with Greenwood
+// intervals, the log-rank test and the pairwise tests). 1 M records, 3
+// cohorts, integer days in [0, 3650), time max 3650 (bins of 24.3 days,
+// the CLI's default time max / 150).
+func BenchmarkKMPrivateVsExact1M(b *testing.B) {
+	const cohorts = 3
+	tm, ev, co := benchRecords(1_000_000, cohorts)
+	for i := range tm {
+		tm[i] = math.Mod(tm[i], 3650)
+	}
+	src := dp.NewSeededSource(1)
+	exact := func() error {
+		for k := range cohorts {
+			var tt []float64
+			var ee []bool
+			for i := range tm {
+				if co[i] == k {
+					tt = append(tt, tm[i])
+					ee = append(ee, ev[i])
+				}
+			}
+			if _, err := survival.KaplanMeier(tt, ee, 0.95); err != nil {
+				return err
+			}
+		}
+		if _, err := survival.LogRankTest(tm, ev, co, cohorts); err != nil {
+			return err
+		}
+		_, err := survival.PairwiseLogRank(tm, ev, co, cohorts)
+		return err
+	}
+	private := func() error {
+		h, err := NewHistogram(3650.0/150, 3650, cohorts)
+		if err != nil {
+			return err
+		}
+		for i := range tm {
+			if err := h.Add(tm[i], ev[i], co[i]); err != nil {
+				return err
+			}
+		}
+		_, err = HierarchicalKM(h, src, KMOptions{Epsilon: 1})
+		return err
+	}
+	pairedRatio(b, exact, private)
+}
+
+// BenchmarkWeibullPrivateVsExact1M: the private Weibull release with its
+// noise-aware shape and scale intervals (LSP + TLL, WeibullIntervals at
+// the defaults) beside the non-private MLE, both from the records
+// (compression included): the pair BenchmarkWeibullLSPIntervals1M and
+// BenchmarkWeibullMLE1M time apart.
+func BenchmarkWeibullPrivateVsExact1M(b *testing.B) {
+	weibullBenchData()
+	exactCfg := WeibullConfig{Epsilon: math.Inf(1), TimeMax: 5000}.WithDefaults()
+	privCfg := WeibullConfig{Epsilon: 1, TimeMax: 5000}
+	src := dp.NewSeededSource(1)
+	exact := func() error {
+		c := survival.Compress(weibullBench.time, weibullBench.event)
+		_, err := FitWeibull(nil, c, exactCfg, "")
+		return err
+	}
+	private := func() error {
+		c := survival.Compress(weibullBench.time, weibullBench.event)
+		fit, err := FitWeibullLSP(src, c, privCfg)
+		if err != nil {
+			return err
+		}
+		_, err = WeibullIntervals(fit, WeibullIntervalOptions{})
+		return err
+	}
+	pairedRatio(b, exact, private)
+}
