@@ -94,8 +94,8 @@ type DiscreteParams struct {
 	IntervalEpsilonFraction float64 `json:"interval_epsilon_fraction,omitempty" yaml:"interval_epsilon_fraction" kinds:"discrete"`
 }
 
-// discreteDefaults fills the defaults of a discrete aggregate's params.
-func (c Config) discreteDefaults() Config {
+// defaults fills the defaults of a discrete aggregate's params.
+func (discreteKind) defaults(c *Config) {
 	p := &c.Params
 	if p.Method == "" {
 		p.Method = string(regression.MethodNewton)
@@ -121,7 +121,6 @@ func (c Config) discreteDefaults() Config {
 	if p.IntervalEpsilonFraction == 0 && p.Link == string(regression.LinkLogit) && (p.Method == string(regression.MethodOutput) || p.Method == string(regression.MethodObjective)) {
 		p.IntervalEpsilonFraction = regression.DefaultIntervalFraction
 	}
-	return c
 }
 
 // scalingExample is the worked example of the discrete scaling errors (the
@@ -141,8 +140,8 @@ func scalingTemplate(what string, covs []string) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// checkDiscrete validates a discrete aggregate (after defaults).
-func (c Config) checkDiscrete() []error {
+// check validates a discrete aggregate (after defaults).
+func (discreteKind) check(c Config) []error {
 	var errs []error
 	add := func(path string, sentinel error, format string, a ...any) {
 		errs = append(errs, fieldErr(path, sentinel, format, a...))
@@ -369,9 +368,9 @@ func discreteInterval(t, timeMax float64, q int) (s int, beyond bool) {
 	return min(max(s, 1), q), t > timeMax
 }
 
-// addDiscrete keeps the rows of a canonical record in their windows'
+// add keeps the rows of a canonical record in their windows'
 // record state (up to max_records per window).
-func (a *aggregate) addDiscrete(rec arrow.Record, now int64) (AddStats, error) {
+func (discreteKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
 	var st AddStats
 	n := int(rec.NumRows())
 	p := a.cfg.Params
@@ -483,14 +482,14 @@ rows:
 	return st, nil
 }
 
-// discreteMessages draws the window's fit: FitDiscrete on the included
+// release draws the window's fit: FitDiscrete on the included
 // records with the configured method, or, with fewer than two records
 // (where the mechanisms are undefined), the fallback release (zero plus
 // output-perturbation noise at n = 1, a draw that does not depend on the
 // data). n is public (replace-one) and released exactly either way. A fit
 // that fails numerically is released as FitDiscrete's fallback; it is
 // never retried with fresh noise.
-func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+func (k discreteKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
 	p := a.cfg.Params
 	opts := regression.DiscreteOptions{
 		Method: regression.Method(p.Method), Link: regression.Link(p.Link), Epsilon: a.cfg.Epsilon,
@@ -507,7 +506,7 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 	if w.len() >= 2 {
 		res, err = regression.FitDiscrete(w.data(p.Intervals, p.TimeMax), opts, src)
 	} else {
-		res, err = a.discreteNoFit(w.len(), src)
+		res, err = k.noFit(a.cfg, w.len(), src)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
@@ -542,11 +541,11 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 	return []FitMessage{m}, nil
 }
 
-// discreteNoFit is the release of a window with fewer than two records:
+// noFit is the release of a window with fewer than two records:
 // alpha and beta are the zero vector plus Ext-Out-Pert noise at n = 1 (a
 // draw that does not depend on the data), n exact (public), fallback true.
-func (a *aggregate) discreteNoFit(n int, src dp.Source) (regression.DiscreteResult, error) {
-	p := a.cfg.Params
+func (discreteKind) noFit(c Config, n int, src dp.Source) (regression.DiscreteResult, error) {
+	p := c.Params
 	basis, err := regression.SplineBasis(p.Intervals, p.Knots)
 	if err != nil {
 		return regression.DiscreteResult{}, err
@@ -555,7 +554,7 @@ func (a *aggregate) discreteNoFit(n int, src dp.Source) (regression.DiscreteResu
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
-	noise, err := regression.OutputNoise(t+2*regression.CertificateTolerance/p.Lambda, p.Knots+len(p.Covariates), a.cfg.Epsilon*(1-p.IntervalEpsilonFraction))
+	noise, err := regression.OutputNoise(t+2*regression.CertificateTolerance/p.Lambda, p.Knots+len(p.Covariates), c.Epsilon*(1-p.IntervalEpsilonFraction))
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
@@ -574,9 +573,9 @@ func (a *aggregate) discreteNoFit(n int, src dp.Source) (regression.DiscreteResu
 	}
 	// the budget split of a fit (the fallback's coefficients get the fit's
 	// share; the interval share is unspent: nothing to estimate)
-	epsFit := a.cfg.Epsilon * (1 - p.IntervalEpsilonFraction)
+	epsFit := c.Epsilon * (1 - p.IntervalEpsilonFraction)
 	return regression.DiscreteResult{Method: regression.Method(p.Method), Guarantee: g,
-		EpsilonFit: epsFit, EpsilonInterval: a.cfg.Epsilon - epsFit, N: int64(n), Fallback: true, Noise: &noise, NoiseScale: noise.Scale,
+		EpsilonFit: epsFit, EpsilonInterval: c.Epsilon - epsFit, N: int64(n), Fallback: true, Noise: &noise, NoiseScale: noise.Scale,
 		Alpha: f[:p.Knots], Beta: f[p.Knots:]}, nil
 }
 
@@ -676,11 +675,6 @@ type DiscreteFields struct {
 // window pooling every cohort (replace-one, n public and released exactly).
 type discreteKind struct{}
 
-func (discreteKind) defaults(c *Config)     { *c = c.discreteDefaults() }
-func (discreteKind) check(c Config) []error { return c.checkDiscrete() }
-func (discreteKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
-	return a.discreteMessages(c, src, remaining)
-}
 func (discreteKind) exactCount(Params) bool { return true }
 
 // plan: a window's fit (a pSGLD window can take a minute) may run on its
@@ -692,9 +686,6 @@ func (discreteKind) plan(a *aggregate) plan {
 }
 func (discreteKind) open(a *aggregate) window {
 	return &discreteWindow{d: len(a.cfg.Params.Covariates)}
-}
-func (discreteKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
-	return a.addDiscrete(rec, now)
 }
 func (discreteKind) restore(a *aggregate, _, records []byte) (window, error) {
 	p := a.cfg.Params

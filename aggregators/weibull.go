@@ -44,10 +44,6 @@ func (weibullKind) check(c Config) []error {
 	return errs
 }
 
-func (weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
-	return a.weibullMessages(c, src, remaining)
-}
-
 // plan: a window's fit (noise-aware intervals: tens of seconds) may run on
 // its own goroutine.
 func (weibullKind) plan(a *aggregate) plan {
@@ -63,7 +59,9 @@ func (c Config) weibull() dpfit.WeibullConfig {
 		Gamma: c.Params.Gamma, Rungs: c.Params.Rungs}.WithDefaults()
 }
 
-func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+// release fits each cohort's Weibull model on the closing window's
+// histogram (each record at the start of its bin).
+func (weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
 	h := histOf(c.w)
 	wc := a.cfg.weibull()
 	out := make([]FitMessage, len(a.cfg.Cohorts))
