@@ -58,30 +58,30 @@ const compositionDiscrete = "one fit pooling the records of every cohort in the 
 type DiscreteParams struct {
 	// Covariates are the input covariates of the model (each one of
 	// schema.covariates), in the order of beta.
-	Covariates []string `json:"covariates,omitempty" yaml:"covariates" kinds:"discrete"`
+	Covariates []string `json:"covariates,omitempty" yaml:"covariates"`
 	// Centre and Scale are the public per-covariate centre and scale
 	// (required, one per covariate): x -> (x - centre) / scale, then
 	// projection onto the unit ball.
-	Centre []float64 `json:"centre,omitempty" yaml:"centre" kinds:"discrete"`
-	Scale  []float64 `json:"scale,omitempty" yaml:"scale" kinds:"discrete"`
+	Centre []float64 `json:"centre,omitempty" yaml:"centre"`
+	Scale  []float64 `json:"scale,omitempty" yaml:"scale"`
 	// Intervals q (default 200) and Knots e (default 3) of the model.
-	Intervals int `json:"intervals,omitempty" yaml:"intervals" kinds:"discrete"`
-	Knots     int `json:"knots,omitempty" yaml:"knots" kinds:"discrete"`
+	Intervals int `json:"intervals,omitempty" yaml:"intervals"`
+	Knots     int `json:"knots,omitempty" yaml:"knots"`
 	// Lambda is the ridge of output and objective perturbation (default
 	// regression.DefaultLambda).
-	Lambda float64 `json:"lambda,omitempty" yaml:"lambda" kinds:"discrete"`
+	Lambda float64 `json:"lambda,omitempty" yaml:"lambda"`
 	// Link: logit (default); cloglog and probit with methods newton and
 	// psgld only.
-	Link string `json:"link,omitempty" yaml:"link" kinds:"discrete"`
+	Link string `json:"link,omitempty" yaml:"link"`
 	// TimeMax is the public end of the model's time domain (default
 	// schema.time_max).
-	TimeMax float64 `json:"time_max,omitempty" yaml:"time_max" kinds:"discrete"`
+	TimeMax float64 `json:"time_max,omitempty" yaml:"time_max"`
 	// MaxRecords is the public cap on the records a window keeps (default
 	// DefaultMaxRecords); later records of the window are counted in
 	// dpsurv_aggregator_records_skipped_total{reason="window_cap"}.
-	MaxRecords int `json:"max_records,omitempty" yaml:"max_records" kinds:"discrete"`
+	MaxRecords int `json:"max_records,omitempty" yaml:"max_records"`
 	// Steps is the pSGLD chain length (0: regression's default).
-	Steps int `json:"steps,omitempty" yaml:"steps" kinds:"discrete"`
+	Steps int `json:"steps,omitempty" yaml:"steps"`
 	// IntervalEpsilonFraction is the share of epsilon spent on the
 	// interval release of methods output and objective
 	// (regression.DiscreteOptions.IntervalFraction: noisy Hessians from
@@ -91,7 +91,30 @@ type DiscreteParams struct {
 	// own Hessians and spends the whole epsilon on its steps, nor to psgld
 	// (whose limits under-covered and are withheld), nor to other links:
 	// leave it unset there.
-	IntervalEpsilonFraction float64 `json:"interval_epsilon_fraction,omitempty" yaml:"interval_epsilon_fraction" kinds:"discrete"`
+	IntervalEpsilonFraction float64 `json:"interval_epsilon_fraction,omitempty" yaml:"interval_epsilon_fraction"`
+}
+
+// params reads the discrete keys (DiscreteParams, and method).
+func (discreteKind) params(d *paramDecoder, p *Params) {
+	d.str("method", &p.Method)
+	d.names("covariates", &p.Covariates)
+	d.floats("centre", &p.Centre)
+	d.floats("scale", &p.Scale)
+	d.int("intervals", &p.Intervals, defaultIntLimit, "")
+	d.int("knots", &p.Knots, defaultIntLimit, "")
+	d.float("lambda", &p.Lambda)
+	d.str("link", &p.Link)
+	d.float("time_max", &p.TimeMax)
+	d.int("max_records", &p.MaxRecords, defaultIntLimit, "")
+	d.int("steps", &p.Steps, defaultIntLimit, "")
+	// an explicit 0 would otherwise be the zero value, i.e. the default:
+	// with the logit link the service releases intervals on every window,
+	// so 0 is refused rather than silently read as 0.5
+	zero := d.float("interval_epsilon_fraction", &p.IntervalEpsilonFraction)
+	if zero && (p.Link == "" || p.Link == string(regression.LinkLogit)) && p.Method != string(regression.MethodPSGLD) {
+		d.late = append(d.late, fieldErr("params.interval_epsilon_fraction", ErrInvalid,
+			"must be in (0, 0.5] with the logit link (leave it out for the default %v)", regression.DefaultIntervalFraction))
+	}
 }
 
 // defaults fills the defaults of a discrete aggregate's params.

@@ -11,11 +11,15 @@ import (
 // engine and the aggregate never ask which kind they hold: they call these
 // methods and the optional capabilities below, each looked up once when
 // the aggregate is built (newAggregate). A new kind implements kind, adds
-// its params (tagged with the kind) to Params and is returned by kindOf.
+// its params' fields to Params (its params method decodes its keys) and is
+// returned by kindOf.
 type kind interface {
 	// defaults fills the kind's params defaults (the window's are set);
 	// check validates them after defaults, each error a *FieldError
 	// relative to the aggregate.
+	// params reads the kind's keys of a YAML params mapping into p
+	// (DecodeParams), each with its type.
+	params(d *paramDecoder, p *Params)
 	defaults(c *Config)
 	check(c Config) []error
 	// open returns the empty state of a new window.
@@ -146,6 +150,13 @@ func (otherKind) defaults(c *Config) {
 	if c.Params.BinWidth == 0 {
 		c.Params.BinWidth = 1
 	}
+}
+
+// params: bin_width and method, so that the kind's error is the one
+// Check reports rather than the keys'.
+func (otherKind) params(d *paramDecoder, p *Params) {
+	d.float("bin_width", &p.BinWidth)
+	d.str("method", &p.Method)
 }
 func (otherKind) check(c Config) []error { return checkBinWidth(c) }
 func (otherKind) release(a *aggregate, _ *closing, _ dp.Source, _ map[string]float64) ([]FitMessage, error) {

@@ -33,6 +33,15 @@ func (kmKind) defaults(c *Config) {
 	}
 }
 
+func (kmKind) params(d *paramDecoder, p *Params) {
+	d.float("bin_width", &p.BinWidth)
+	d.str("method", &p.Method)
+	d.float("conf", &p.Conf)
+	d.float("max_noise_std_err", &p.MaxNoiseStdErr)
+	d.int("logrank_sims", &p.LogRankSims, 1e6, "1e6")
+	d.int("interval_sims", &p.IntervalSims, 1e6, "1e6")
+}
+
 func (kmKind) check(c Config) []error {
 	errs := checkBinWidth(c)
 	p := c.Params

@@ -25,6 +25,15 @@ func (weibullKind) defaults(c *Config) {
 	p.Omega, p.Gamma, p.Rungs = w.Omega, w.Gamma, w.Rungs
 }
 
+func (weibullKind) params(d *paramDecoder, p *Params) {
+	d.float("bin_width", &p.BinWidth)
+	d.str("method", &p.Method)
+	d.int("interval_sims", &p.IntervalSims, 1e6, "1e6")
+	d.float("omega", &p.Omega)
+	d.float("gamma", &p.Gamma)
+	d.int("rungs", &p.Rungs, defaultIntLimit, "")
+}
+
 func (weibullKind) check(c Config) []error {
 	errs := checkBinWidth(c)
 	switch c.Params.Method {
