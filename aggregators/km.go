@@ -8,6 +8,18 @@ import (
 	"github.com/dpsurv/dpsurv/survival"
 )
 
+// KMParams are the params of a km aggregate (embedded in Params).
+type KMParams struct {
+	// Conf is the KM confidence level (default 0.95); MaxNoiseStdErr its
+	// truncation (default dpfit.DefaultMaxNoiseStdErr).
+	Conf           float64 `json:"conf" yaml:"conf"`
+	MaxNoiseStdErr float64 `json:"max_noise_std_err" yaml:"max_noise_std_err"`
+	// LogRankSims (not cumulative): simulated releases behind the
+	// calibrated log-rank p-values (dpfit.KMOptions; 0 = the default 199;
+	// negative disables: null p-values).
+	LogRankSims int `json:"logrank_sims,omitempty" yaml:"logrank_sims"`
+}
+
 // kmKind is the windowed Kaplan–Meier curve: one histogram of the window's
 // records per cohort, released with tree noise (hierarchical, default) or
 // flat cell noise (noisy-histogram). Add/remove-one; n is protected.

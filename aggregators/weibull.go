@@ -9,6 +9,14 @@ import (
 	"github.com/dpsurv/dpsurv/survival"
 )
 
+// WeibullParams are the Weibull bounds of a weibull aggregate (embedded in
+// Params; defaults 6, 10, 500: dpfit.WeibullConfig).
+type WeibullParams struct {
+	Omega float64 `json:"omega" yaml:"omega"`
+	Gamma float64 `json:"gamma" yaml:"gamma"`
+	Rungs int     `json:"rungs" yaml:"rungs"`
+}
+
 // weibullKind is the per-cohort Weibull fit on the window's histogram:
 // lsp (default) and laplace (add/remove-one), saa (replace-one, n public).
 type weibullKind struct{ histKind }
