@@ -21,7 +21,7 @@ type WeibullParams struct {
 // lsp (default) and laplace (add/remove-one), saa (replace-one, n public).
 type weibullKind struct{ histKind }
 
-func (weibullKind) defaults(c *Config) {
+func (k weibullKind) defaults(c *Config) {
 	p := &c.Params
 	if p.BinWidth == 0 {
 		p.BinWidth = 1
@@ -29,7 +29,7 @@ func (weibullKind) defaults(c *Config) {
 	if p.Method == "" {
 		p.Method = dpfit.WeibullMethodLSP
 	}
-	w := c.weibull()
+	w := k.config(*c)
 	p.Omega, p.Gamma, p.Rungs = w.Omega, w.Gamma, w.Rungs
 }
 
@@ -42,7 +42,7 @@ func (weibullKind) params(d *paramDecoder, p *Params) {
 	d.int("rungs", &p.Rungs, defaultIntLimit, "")
 }
 
-func (weibullKind) check(c Config) []error {
+func (k weibullKind) check(c Config) []error {
 	errs := checkBinWidth(c)
 	switch c.Params.Method {
 	case dpfit.WeibullMethodLSP, dpfit.WeibullMethodLaplace, dpfit.WeibullMethodSAA:
@@ -54,7 +54,7 @@ func (weibullKind) check(c Config) []error {
 			dpfit.DefaultWeibullIntervalSims, p))
 	}
 	if c.Epsilon > 0 && c.TimeMax > 0 {
-		if err := c.weibull().Validate(); err != nil {
+		if err := k.config(c).Validate(); err != nil {
 			errs = append(errs, fieldErr("params", ErrInvalid, "%v", err))
 		}
 	}
@@ -71,16 +71,18 @@ func (weibullKind) plan(a *aggregate) plan {
 
 func (weibullKind) exactCount(p Params) bool { return p.Method == dpfit.WeibullMethodSAA }
 
-func (c Config) weibull() dpfit.WeibullConfig {
+// config is the estimator's configuration of c's params (with dpfit's
+// defaults).
+func (weibullKind) config(c Config) dpfit.WeibullConfig {
 	return dpfit.WeibullConfig{Epsilon: c.Epsilon, TimeMax: c.TimeMax, Omega: c.Params.Omega,
 		Gamma: c.Params.Gamma, Rungs: c.Params.Rungs}.WithDefaults()
 }
 
 // release fits each cohort's Weibull model on the closing window's
 // histogram (each record at the start of its bin).
-func (weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+func (k weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
 	h := histOf(c.w)
-	wc := a.cfg.weibull()
+	wc := k.config(a.cfg)
 	out := make([]FitMessage, len(a.cfg.Cohorts))
 	for k := range a.cfg.Cohorts {
 		var comp survival.Compressed
