@@ -1,6 +1,7 @@
 package aggregators
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 
 	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/internal/varint"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -54,6 +56,55 @@ func (histKind) restore(a *aggregate, cells, _ []byte) (window, error) {
 		return nil, err
 	}
 	return histWindow{h}, nil
+}
+
+// encodeHist writes the non-zero cells as (index delta, count) uvarint
+// pairs; cell index = (cohort*2 + kind)*bins + bin, kind 0 = events.
+func encodeHist(h *dpfit.Histogram) []byte {
+	out := []byte{}
+	last := -1
+	for c := range h.Events {
+		for k, row := range [2][]int64{h.Events[c], h.Censor[c]} {
+			for b, v := range row {
+				if v == 0 {
+					continue
+				}
+				idx := (c*2+k)*h.Bins + b
+				out = binary.AppendUvarint(out, uint64(idx-last))
+				out = binary.AppendUvarint(out, uint64(v))
+				last = idx
+			}
+		}
+	}
+	return out
+}
+
+// decodeHist fills an empty histogram of the right layout.
+func decodeHist(h *dpfit.Histogram, data []byte) error {
+	total := 2 * h.Bins * len(h.Events)
+	idx := -1
+	r := varint.NewDecoder(data)
+	for r.Len() > 0 {
+		d := r.Uvarint()
+		if r.Err() != nil || d == 0 || d > uint64(total) {
+			return errors.New("malformed histogram cells")
+		}
+		v := r.Uvarint()
+		if r.Err() != nil || v > 1<<62 {
+			return errors.New("malformed histogram cells")
+		}
+		idx += int(d)
+		if idx >= total {
+			return errors.New("histogram cell out of range")
+		}
+		c, rest := idx/(2*h.Bins), idx%(2*h.Bins)
+		if rest < h.Bins {
+			h.Events[c][rest] = int64(v)
+		} else {
+			h.Censor[c][rest-h.Bins] = int64(v)
+		}
+	}
+	return nil
 }
 
 // newHist returns an empty window histogram of c's layout.
