@@ -78,16 +78,6 @@ func (d *paramDecoder) each(key string, set func(path string, n *yaml.Node) erro
 	}
 }
 
-// has reports whether the mapping holds key.
-func (d *paramDecoder) has(key string) bool {
-	for _, e := range d.entries {
-		if e.key == key {
-			return true
-		}
-	}
-	return false
-}
-
 // str reads a string.
 func (d *paramDecoder) str(key string, dst *string) {
 	d.each(key, func(path string, n *yaml.Node) error {
