@@ -8,11 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
-	"github.com/dpsurv/dpsurv/schemas"
 )
 
 // Clock is the time source of window assignment and closing (injected in
@@ -93,10 +90,6 @@ type aggregate struct {
 	foreign bool
 	prf     *dp.PRF // fingerprint key (from the checkpoint)
 	rs      dp.RecordState
-	// last window used by add (hot path cache)
-	lastStart int64
-	lastHist  *dpfit.Histogram
-	lastTable patientTable
 }
 
 func newAggregate(cfg Config) (*aggregate, error) {
@@ -117,15 +110,6 @@ func newAggregate(cfg Config) (*aggregate, error) {
 		a.counter = c
 	}
 	return a, nil
-}
-
-func (a *aggregate) newHist() *dpfit.Histogram {
-	h, err := dpfit.NewHistogram(a.cfg.Params.BinWidth, a.cfg.TimeMax, len(a.cfg.Cohorts))
-	if err != nil {
-		// The layout was validated in newAggregate.
-		panic(fmt.Sprintf("aggregate %q: histogram layout: %v", a.cfg.Name, err))
-	}
-	return h
 }
 
 // windowStart returns the start (ns) of the epoch-aligned window holding t.
@@ -171,143 +155,6 @@ func (a *aggregate) add(rec arrow.Record, now int64) (AddStats, error) {
 	}
 	a.register(now)
 	return a.kind.add(a, rec, now)
-}
-
-// addHist counts the rows of a canonical record into the histograms of
-// their windows (km, cumulative km, weibull). horizon, when not nil, maps
-// every patient counted in a cumulative horizon to the start (ns, as
-// uint64) of the one window that counts them: a patient in it is not
-// counted again.
-func (a *aggregate) addHist(rec arrow.Record, now int64, horizon patientTable) (AddStats, error) {
-	var st AddStats
-	n := int(rec.NumRows())
-	ids, ok0 := rec.Column(schemas.ColID).(*array.String)
-	times, ok1 := rec.Column(schemas.ColTime).(*array.Float64)
-	events, ok2 := rec.Column(schemas.ColEvent).(*array.Boolean)
-	dict, ok3 := rec.Column(schemas.ColCohort).(*array.Dictionary)
-	if !ok0 || !ok1 || !ok2 || !ok3 {
-		return st, errors.New("record is not in the canonical schema")
-	}
-	codes, ok := dict.Indices().(*array.Int32)
-	if !ok {
-		return st, errors.New("cohort column is not int32-indexed")
-	}
-	var obs *array.Timestamp
-	if a.cfg.Window.Time == TimeEvent {
-		if i := schemas.ObservedAtIndex(rec.Schema()); i >= 0 {
-			obs, _ = rec.Column(i).(*array.Timestamp)
-		}
-		if obs == nil {
-			st.Skipped = map[string]int{SkipNoObservedAt: n}
-			return st, nil
-		}
-	}
-	cur := a.windowStart(now)
-	for i := range n {
-		s := cur
-		if obs != nil {
-			s = a.windowStart(int64(obs.Value(i)) * int64(time.Microsecond)) // canonical unit: microseconds
-		}
-		h, tbl := a.lastHist, a.lastTable
-		if s != a.lastStart || h == nil {
-			h = histOf(a.open[s])
-			tbl = a.patients[s]
-			if h != nil && tbl == nil {
-				tbl = patientTable{}
-				a.patients[s] = tbl
-			}
-			a.lastStart, a.lastHist, a.lastTable = s, h, tbl
-		}
-		if h == nil {
-			switch {
-			case s+a.size+a.late <= now || s < a.closedBefore:
-				st.Late++
-			default: // a window that has not started yet by our clock
-				if st.Skipped == nil {
-					st.Skipped = map[string]int{}
-				}
-				st.Skipped[SkipFutureObservedAt]++
-			}
-			continue
-		}
-		t := times.Value(i)
-		cohort := int(codes.Value(i))
-		if math.IsNaN(t) || cohort < 0 || cohort >= h.Cohorts() {
-			return st, fmt.Errorf("row %d: time or cohort out of range", i)
-		}
-		fp, err := a.fingerprint(ids.Value(i))
-		if err != nil {
-			return st, fmt.Errorf("row %d: %w", i, err)
-		}
-		bin, _ := h.Bin(t)
-		// The patient's cell is the one Histogram.Add counts: beyond the
-		// horizon, a censoring in the last bin.
-		ev, _ := dpfit.CensorAtHorizon(t, events.Value(i), h.TMax)
-		v := packCell(bin, cohort, ev)
-		if prev, ok := tbl[fp]; ok {
-			// One patient, one record per window: the latest version
-			// replaces the one counted.
-			if prev == v {
-				st.Repeated++
-				continue
-			}
-			old, err := cell(h, prev)
-			if err != nil {
-				return st, err
-			}
-			nw, _ := cell(h, v)
-			*old--
-			*nw++
-			tbl[fp] = v
-			st.Replaced++
-			continue
-		}
-		if horizon != nil {
-			// Cumulative: one contribution per patient for the whole
-			// horizon (the tree counter's sensitivity 1), not per window.
-			if _, seen := horizon[fp]; seen {
-				if st.Skipped == nil {
-					st.Skipped = map[string]int{}
-				}
-				st.Skipped[SkipCumulativeSeen]++
-				continue
-			}
-			if len(horizon) >= maxPatientsPerHorizon {
-				if st.Skipped == nil {
-					st.Skipped = map[string]int{}
-				}
-				st.Skipped[SkipMaxPatients]++
-				a.capped[s] = true
-				continue
-			}
-		}
-		if len(tbl) >= maxPatientsPerWindow {
-			if st.Skipped == nil {
-				st.Skipped = map[string]int{}
-			}
-			st.Skipped[SkipMaxPatients]++
-			// The bound binds: the window is withheld (closeDue), and in a
-			// cumulative horizon the excluded patient has used its one
-			// contribution, so it cannot displace another later.
-			a.capped[s] = true
-			if horizon != nil {
-				horizon[fp] = uint64(s)
-			}
-			continue
-		}
-		if t > h.TMax {
-			st.CensoredAtHorizon++
-		}
-		if err := h.Add(t, ev, cohort); err != nil {
-			return st, err
-		}
-		tbl[fp] = v
-		if horizon != nil {
-			horizon[fp] = uint64(s)
-		}
-		st.Counted++
-	}
-	return st, nil
 }
 
 // due returns the open windows whose end + lateness has passed, oldest
@@ -356,7 +203,6 @@ func (a *aggregate) drop(s int64) {
 	delete(a.open, s)
 	delete(a.patients, s)
 	delete(a.capped, s)
-	a.lastHist, a.lastTable = nil, nil
 	a.closedBefore = max(a.closedBefore, s+a.size)
 }
 

@@ -107,35 +107,33 @@ type Window struct {
 	Horizon    int  `yaml:"horizon"`
 }
 
-// Params are the kind-specific settings (the YAML "params" map).
+// Params are the kind-specific settings (the YAML "params" map): the
+// histogram layout and method the kinds share, and each kind's own typed
+// params (KMParams, WeibullParams, DiscreteParams), each kind decoding its
+// keys (its params method, DecodeParams). The JSON of Params (part of the
+// fingerprint) is flat, in the order of the fields.
 type Params struct {
 	// BinWidth is the histogram bin width in time units (default: km
 	// time_max/150, dpfit.DefaultBinWidth; weibull 1); the
 	// Weibull fits see each record's time as the start of its bin.
-	BinWidth float64 `json:"bin_width" yaml:"bin_width" kinds:"km,weibull,other"`
+	BinWidth float64 `json:"bin_width" yaml:"bin_width"`
 	// Method: km "hierarchical" (default: tree noise with consistent
 	// inference, dpfit.HierarchicalKM) or "noisy-histogram" (flat cell
 	// noise, dpfit.NoisyHistogramKM); weibull "lsp" (default), "laplace" or
 	// "saa". Cumulative km aggregates use the binary-tree counter whatever
 	// the method.
-	Method string `json:"method" yaml:"method" kinds:"km,weibull,discrete,other"`
-	// Conf is the KM confidence level (default 0.95); MaxNoiseStdErr its
-	// truncation (default dpfit.DefaultMaxNoiseStdErr).
-	Conf           float64 `json:"conf" yaml:"conf" kinds:"km"`
-	MaxNoiseStdErr float64 `json:"max_noise_std_err" yaml:"max_noise_std_err" kinds:"km"`
-	// LogRankSims and IntervalSims (km, not cumulative): simulated releases
-	// behind the calibrated log-rank p-values and the intervals' noise SD
-	// (dpfit.KMOptions; 0 = the defaults 199 and 100; negative disables:
-	// null p-values, first-order analytic noise SD). For weibull,
-	// IntervalSims is the simulated releases per candidate shape of the
-	// noise-aware intervals (dpfit.WeibullIntervalOptions; 0 = default,
-	// negative = null intervals).
-	LogRankSims  int `json:"logrank_sims,omitempty" yaml:"logrank_sims" kinds:"km" limit:"1e6"`
-	IntervalSims int `json:"interval_sims,omitempty" yaml:"interval_sims" kinds:"km,weibull" limit:"1e6"`
-	// Omega, Gamma, Rungs: Weibull bounds (defaults 6, 10, 500).
-	Omega float64 `json:"omega" yaml:"omega" kinds:"weibull"`
-	Gamma float64 `json:"gamma" yaml:"gamma" kinds:"weibull"`
-	Rungs int     `json:"rungs" yaml:"rungs" kinds:"weibull"`
+	Method string `json:"method" yaml:"method"`
+	// KMParams are the km kind's own params (km.go).
+	KMParams
+	// IntervalSims (km, not cumulative): simulated releases behind the
+	// intervals' noise SD (dpfit.KMOptions; 0 = the default 100; negative
+	// disables: first-order analytic noise SD). For weibull, the simulated
+	// releases per candidate shape of the noise-aware intervals
+	// (dpfit.WeibullIntervalOptions; 0 = default, negative = null
+	// intervals).
+	IntervalSims int `json:"interval_sims,omitempty" yaml:"interval_sims"`
+	// WeibullParams are the weibull kind's own params (weibull.go).
+	WeibullParams
 	// DiscreteParams are the discrete regression's settings (discrete.go);
 	// Method is then output (default), objective or psgld.
 	DiscreteParams

@@ -31,7 +31,7 @@ type cumulativeKind struct {
 }
 
 func (k *cumulativeKind) init(a *aggregate) error {
-	t, err := dpfit.NewContinualKM(a.cfg.Params.BinWidth, a.cfg.TimeMax, len(a.cfg.Cohorts), a.cfg.Window.Horizon, a.kmOptions())
+	t, err := dpfit.NewContinualKM(a.cfg.Params.BinWidth, a.cfg.TimeMax, len(a.cfg.Cohorts), a.cfg.Window.Horizon, k.options(a.cfg))
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,9 @@ func (k *cumulativeKind) init(a *aggregate) error {
 // its node noise then public too), one window at a time.
 func (k *cumulativeKind) plan(a *aggregate) plan {
 	return plan{epsilon: 0, superseded: a.cfg.ChargedEpsilon(), serial: true,
-		charge: cumulativeKey(a.cfg.Name, 1), chargeDoc: a.cumulativeChargeDoc}
+		charge: cumulativeKey(a.cfg.Name, 1), chargeDoc: func(remaining map[string]float64) ([]byte, error) {
+			return k.chargeDoc(a, remaining)
+		}}
 }
 
 // horizonKey is the ledger key of the charge this tree's horizon needs.
@@ -73,7 +75,7 @@ func (k *cumulativeKind) horizonKey(a *aggregate, charged func(key string) bool)
 // add counts the rows into their windows' histograms, each patient once
 // for the horizon.
 func (k *cumulativeKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
-	return a.addHist(rec, now, k.horizon)
+	return k.count(a, rec, now, k.horizon)
 }
 
 // step steps the tree counter with window s's histogram (drawing that
@@ -155,7 +157,7 @@ func (k *cumulativeKind) release(a *aggregate, c *closing, _ dp.Source, remainin
 	if err != nil {
 		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
 	}
-	msgs := a.fromKM(c, res, remaining, 0, compositionCumulative)
+	msgs := k.messages(a, c, res, remaining, 0, compositionCumulative)
 	for i := range msgs {
 		msgs[i].ReleaseIndex, msgs[i].Horizon, msgs[i].HorizonEpoch = c.step, a.cfg.Window.Horizon, k.epoch
 		msgs[i].Contribution = ContributionCumulative
@@ -164,11 +166,11 @@ func (k *cumulativeKind) release(a *aggregate, c *closing, _ dp.Source, remainin
 	return msgs, nil
 }
 
-// cumulativeChargeDoc is the ledger release of a cumulative aggregate's one
-// charge (nothing is published from it).
-func (a *aggregate) cumulativeChargeDoc(remaining map[string]float64) ([]byte, error) {
+// chargeDoc is the ledger release of a cumulative aggregate's one charge
+// (nothing is published from it).
+func (k *cumulativeKind) chargeDoc(a *aggregate, remaining map[string]float64) ([]byte, error) {
 	epoch := 1
-	if k, ok := a.kind.(*cumulativeKind); ok && k.epoch > 0 {
+	if k.epoch > 0 {
 		epoch = k.epoch
 	}
 	doc := map[string]any{

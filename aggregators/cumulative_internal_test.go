@@ -47,7 +47,7 @@ func TestCumulativeOnePatientOneContributionPerHorizon(t *testing.T) {
 			a.register(now)
 			s := a.windowStart(now)
 			h := histOf(a.open[s])
-			cp := a.newHist()
+			cp := newHist(a.cfg)
 			for c := range h.Events {
 				copy(cp.Events[c], h.Events[c])
 				copy(cp.Censor[c], h.Censor[c])

@@ -1,7 +1,6 @@
 package aggregators
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -58,30 +57,30 @@ const compositionDiscrete = "one fit pooling the records of every cohort in the 
 type DiscreteParams struct {
 	// Covariates are the input covariates of the model (each one of
 	// schema.covariates), in the order of beta.
-	Covariates []string `json:"covariates,omitempty" yaml:"covariates" kinds:"discrete"`
+	Covariates []string `json:"covariates,omitempty" yaml:"covariates"`
 	// Centre and Scale are the public per-covariate centre and scale
 	// (required, one per covariate): x -> (x - centre) / scale, then
 	// projection onto the unit ball.
-	Centre []float64 `json:"centre,omitempty" yaml:"centre" kinds:"discrete"`
-	Scale  []float64 `json:"scale,omitempty" yaml:"scale" kinds:"discrete"`
+	Centre []float64 `json:"centre,omitempty" yaml:"centre"`
+	Scale  []float64 `json:"scale,omitempty" yaml:"scale"`
 	// Intervals q (default 200) and Knots e (default 3) of the model.
-	Intervals int `json:"intervals,omitempty" yaml:"intervals" kinds:"discrete"`
-	Knots     int `json:"knots,omitempty" yaml:"knots" kinds:"discrete"`
+	Intervals int `json:"intervals,omitempty" yaml:"intervals"`
+	Knots     int `json:"knots,omitempty" yaml:"knots"`
 	// Lambda is the ridge of output and objective perturbation (default
 	// regression.DefaultLambda).
-	Lambda float64 `json:"lambda,omitempty" yaml:"lambda" kinds:"discrete"`
+	Lambda float64 `json:"lambda,omitempty" yaml:"lambda"`
 	// Link: logit (default); cloglog and probit with methods newton and
 	// psgld only.
-	Link string `json:"link,omitempty" yaml:"link" kinds:"discrete"`
+	Link string `json:"link,omitempty" yaml:"link"`
 	// TimeMax is the public end of the model's time domain (default
 	// schema.time_max).
-	TimeMax float64 `json:"time_max,omitempty" yaml:"time_max" kinds:"discrete"`
+	TimeMax float64 `json:"time_max,omitempty" yaml:"time_max"`
 	// MaxRecords is the public cap on the records a window keeps (default
 	// DefaultMaxRecords); later records of the window are counted in
 	// dpsurv_aggregator_records_skipped_total{reason="window_cap"}.
-	MaxRecords int `json:"max_records,omitempty" yaml:"max_records" kinds:"discrete"`
+	MaxRecords int `json:"max_records,omitempty" yaml:"max_records"`
 	// Steps is the pSGLD chain length (0: regression's default).
-	Steps int `json:"steps,omitempty" yaml:"steps" kinds:"discrete"`
+	Steps int `json:"steps,omitempty" yaml:"steps"`
 	// IntervalEpsilonFraction is the share of epsilon spent on the
 	// interval release of methods output and objective
 	// (regression.DiscreteOptions.IntervalFraction: noisy Hessians from
@@ -91,11 +90,34 @@ type DiscreteParams struct {
 	// own Hessians and spends the whole epsilon on its steps, nor to psgld
 	// (whose limits under-covered and are withheld), nor to other links:
 	// leave it unset there.
-	IntervalEpsilonFraction float64 `json:"interval_epsilon_fraction,omitempty" yaml:"interval_epsilon_fraction" kinds:"discrete"`
+	IntervalEpsilonFraction float64 `json:"interval_epsilon_fraction,omitempty" yaml:"interval_epsilon_fraction"`
 }
 
-// discreteDefaults fills the defaults of a discrete aggregate's params.
-func (c Config) discreteDefaults() Config {
+// params reads the discrete keys (DiscreteParams, and method).
+func (discreteKind) params(d *paramDecoder, p *Params) {
+	d.str("method", &p.Method)
+	d.names("covariates", &p.Covariates)
+	d.floats("centre", &p.Centre)
+	d.floats("scale", &p.Scale)
+	d.int("intervals", &p.Intervals, defaultIntLimit, "")
+	d.int("knots", &p.Knots, defaultIntLimit, "")
+	d.float("lambda", &p.Lambda)
+	d.str("link", &p.Link)
+	d.float("time_max", &p.TimeMax)
+	d.int("max_records", &p.MaxRecords, defaultIntLimit, "")
+	d.int("steps", &p.Steps, defaultIntLimit, "")
+	// an explicit 0 would otherwise be the zero value, i.e. the default:
+	// with the logit link the service releases intervals on every window,
+	// so 0 is refused rather than silently read as 0.5
+	zero := d.float("interval_epsilon_fraction", &p.IntervalEpsilonFraction)
+	if zero && (p.Link == "" || p.Link == string(regression.LinkLogit)) && p.Method != string(regression.MethodPSGLD) {
+		d.late = append(d.late, fieldErr("params.interval_epsilon_fraction", ErrInvalid,
+			"must be in (0, 0.5] with the logit link (leave it out for the default %v)", regression.DefaultIntervalFraction))
+	}
+}
+
+// defaults fills the defaults of a discrete aggregate's params.
+func (discreteKind) defaults(c *Config) {
 	p := &c.Params
 	if p.Method == "" {
 		p.Method = string(regression.MethodNewton)
@@ -121,7 +143,6 @@ func (c Config) discreteDefaults() Config {
 	if p.IntervalEpsilonFraction == 0 && p.Link == string(regression.LinkLogit) && (p.Method == string(regression.MethodOutput) || p.Method == string(regression.MethodObjective)) {
 		p.IntervalEpsilonFraction = regression.DefaultIntervalFraction
 	}
-	return c
 }
 
 // scalingExample is the worked example of the discrete scaling errors (the
@@ -141,8 +162,8 @@ func scalingTemplate(what string, covs []string) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// checkDiscrete validates a discrete aggregate (after defaults).
-func (c Config) checkDiscrete() []error {
+// check validates a discrete aggregate (after defaults).
+func (discreteKind) check(c Config) []error {
 	var errs []error
 	add := func(path string, sentinel error, format string, a ...any) {
 		errs = append(errs, fieldErr(path, sentinel, format, a...))
@@ -246,132 +267,9 @@ func (c Config) checkDiscrete() []error {
 	return errs
 }
 
-// discreteWindow is a discrete window's record state: per record its
-// interval and event bit packed as s<<1 | event, and its covariates already
-// centred, scaled and projected onto the unit ball, as float32. 4 + 4d
-// bytes per record; at most max_records records.
-type discreteWindow struct {
-	d      int
-	packed []uint32
-	x      []float32
-}
-
-func (w *discreteWindow) len() int { return len(w.packed) }
-
-func (w *discreteWindow) bytes() int { return 4*cap(w.packed) + 4*cap(w.x) }
-
-// recordBytes is the state one record takes.
-func (w *discreteWindow) recordBytes() int { return 4 + 4*w.d }
-
-// push appends a record, growing the storage geometrically but never past
-// limit records.
-func (w *discreteWindow) push(s int, event bool, x []float32, limit int) {
-	if len(w.packed) == cap(w.packed) {
-		n := min(max(2*cap(w.packed), 1024), limit)
-		p := make([]uint32, len(w.packed), n)
-		copy(p, w.packed)
-		xs := make([]float32, len(w.x), n*w.d)
-		copy(xs, w.x)
-		w.packed, w.x = p, xs
-	}
-	v := uint32(s) << 1
-	if event {
-		v |= 1
-	}
-	w.packed = append(w.packed, v)
-	w.x = append(w.x, x...)
-}
-
-// set overwrites record i (a newer version of its patient).
-func (w *discreteWindow) set(i, s int, event bool, x []float32) {
-	v := uint32(s) << 1
-	if event {
-		v |= 1
-	}
-	w.packed[i] = v
-	copy(w.x[i*w.d:(i+1)*w.d], x)
-}
-
-// encode writes the records little-endian: per record the packed uint32
-// then d float32 bits.
-func (w *discreteWindow) encode() []byte {
-	out := make([]byte, 0, w.len()*w.recordBytes())
-	for i, v := range w.packed {
-		out = binary.LittleEndian.AppendUint32(out, v)
-		for _, f := range w.x[i*w.d : (i+1)*w.d] {
-			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(f))
-		}
-	}
-	return out
-}
-
-// decodeDiscrete reads an encoded window of d covariates, q intervals.
-func decodeDiscrete(data []byte, d, q, limit int) (*discreteWindow, error) {
-	w := &discreteWindow{d: d}
-	rb := w.recordBytes()
-	if len(data)%rb != 0 {
-		return nil, fmt.Errorf("malformed discrete window: %d bytes is not a multiple of %d", len(data), rb)
-	}
-	n := len(data) / rb
-	if n > limit {
-		return nil, fmt.Errorf("malformed discrete window: %d records above the cap %d", n, limit)
-	}
-	w.packed = make([]uint32, n)
-	w.x = make([]float32, n*d)
-	for i := range n {
-		rec := data[i*rb : (i+1)*rb]
-		v := binary.LittleEndian.Uint32(rec)
-		if s := int(v >> 1); s < 1 || s > q {
-			return nil, fmt.Errorf("malformed discrete window: interval %d out of [1, %d]", s, q)
-		}
-		w.packed[i] = v
-		for j := range d {
-			f := math.Float32frombits(binary.LittleEndian.Uint32(rec[4+4*j:]))
-			if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-				return nil, errors.New("malformed discrete window: covariate not finite")
-			}
-			w.x[i*d+j] = f
-		}
-	}
-	return w, nil
-}
-
-// data rebuilds the window as regression.Data: each record's time is the
-// middle of its interval (so FitDiscrete maps it back to the same
-// interval) and its covariates are the stored, already scaled ones (fit
-// with identity scaling; FitDiscrete re-projects rows whose float32
-// rounding left them a hair outside the unit ball).
-func (w *discreteWindow) data(q int, timeMax float64) regression.Data {
-	n := w.len()
-	d := regression.Data{Time: make([]float64, n), Event: make([]bool, n), X: make([][]float64, n)}
-	flat := make([]float64, n*w.d)
-	for i, v := range w.packed {
-		s := float64(v >> 1)
-		d.Time[i] = (s - 0.5) / float64(q) * timeMax
-		d.Event[i] = v&1 == 1
-		row := flat[i*w.d : (i+1)*w.d : (i+1)*w.d]
-		for j := range row {
-			row[j] = float64(w.x[i*w.d+j])
-		}
-		d.X[i] = row
-	}
-	return d
-}
-
-// discreteInterval maps a time to the model's interval s = min(q, max(1,
-// ceil(t/time_max q))) (mechanisms.md section 5), t taken into [0,
-// time_max]; beyond reports a time past the horizon, which the caller
-// counts as censored in the last interval (administrative censoring,
-// mechanisms.md section 0), never as an event there.
-func discreteInterval(t, timeMax float64, q int) (s int, beyond bool) {
-	tc := math.Min(math.Max(t, 0), timeMax)
-	s = int(math.Ceil(tc / timeMax * float64(q)))
-	return min(max(s, 1), q), t > timeMax
-}
-
-// addDiscrete keeps the rows of a canonical record in their windows'
+// add keeps the rows of a canonical record in their windows'
 // record state (up to max_records per window).
-func (a *aggregate) addDiscrete(rec arrow.Record, now int64) (AddStats, error) {
+func (discreteKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
 	var st AddStats
 	n := int(rec.NumRows())
 	p := a.cfg.Params
@@ -483,14 +381,14 @@ rows:
 	return st, nil
 }
 
-// discreteMessages draws the window's fit: FitDiscrete on the included
+// release draws the window's fit: FitDiscrete on the included
 // records with the configured method, or, with fewer than two records
 // (where the mechanisms are undefined), the fallback release (zero plus
 // output-perturbation noise at n = 1, a draw that does not depend on the
 // data). n is public (replace-one) and released exactly either way. A fit
 // that fails numerically is released as FitDiscrete's fallback; it is
 // never retried with fresh noise.
-func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+func (k discreteKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
 	p := a.cfg.Params
 	opts := regression.DiscreteOptions{
 		Method: regression.Method(p.Method), Link: regression.Link(p.Link), Epsilon: a.cfg.Epsilon,
@@ -507,7 +405,7 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 	if w.len() >= 2 {
 		res, err = regression.FitDiscrete(w.data(p.Intervals, p.TimeMax), opts, src)
 	} else {
-		res, err = a.discreteNoFit(w.len(), src)
+		res, err = k.noFit(a.cfg, w.len(), src)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
@@ -542,11 +440,11 @@ func (a *aggregate) discreteMessages(c *closing, src dp.Source, remaining map[st
 	return []FitMessage{m}, nil
 }
 
-// discreteNoFit is the release of a window with fewer than two records:
+// noFit is the release of a window with fewer than two records:
 // alpha and beta are the zero vector plus Ext-Out-Pert noise at n = 1 (a
 // draw that does not depend on the data), n exact (public), fallback true.
-func (a *aggregate) discreteNoFit(n int, src dp.Source) (regression.DiscreteResult, error) {
-	p := a.cfg.Params
+func (discreteKind) noFit(c Config, n int, src dp.Source) (regression.DiscreteResult, error) {
+	p := c.Params
 	basis, err := regression.SplineBasis(p.Intervals, p.Knots)
 	if err != nil {
 		return regression.DiscreteResult{}, err
@@ -555,7 +453,7 @@ func (a *aggregate) discreteNoFit(n int, src dp.Source) (regression.DiscreteResu
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
-	noise, err := regression.OutputNoise(t+2*regression.CertificateTolerance/p.Lambda, p.Knots+len(p.Covariates), a.cfg.Epsilon*(1-p.IntervalEpsilonFraction))
+	noise, err := regression.OutputNoise(t+2*regression.CertificateTolerance/p.Lambda, p.Knots+len(p.Covariates), c.Epsilon*(1-p.IntervalEpsilonFraction))
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
@@ -574,9 +472,9 @@ func (a *aggregate) discreteNoFit(n int, src dp.Source) (regression.DiscreteResu
 	}
 	// the budget split of a fit (the fallback's coefficients get the fit's
 	// share; the interval share is unspent: nothing to estimate)
-	epsFit := a.cfg.Epsilon * (1 - p.IntervalEpsilonFraction)
+	epsFit := c.Epsilon * (1 - p.IntervalEpsilonFraction)
 	return regression.DiscreteResult{Method: regression.Method(p.Method), Guarantee: g,
-		EpsilonFit: epsFit, EpsilonInterval: a.cfg.Epsilon - epsFit, N: int64(n), Fallback: true, Noise: &noise, NoiseScale: noise.Scale,
+		EpsilonFit: epsFit, EpsilonInterval: c.Epsilon - epsFit, N: int64(n), Fallback: true, Noise: &noise, NoiseScale: noise.Scale,
 		Alpha: f[:p.Knots], Beta: f[p.Knots:]}, nil
 }
 
@@ -676,11 +574,6 @@ type DiscreteFields struct {
 // window pooling every cohort (replace-one, n public and released exactly).
 type discreteKind struct{}
 
-func (discreteKind) defaults(c *Config)     { *c = c.discreteDefaults() }
-func (discreteKind) check(c Config) []error { return c.checkDiscrete() }
-func (discreteKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
-	return a.discreteMessages(c, src, remaining)
-}
 func (discreteKind) exactCount(Params) bool { return true }
 
 // plan: a window's fit (a pSGLD window can take a minute) may run on its
@@ -693,13 +586,7 @@ func (discreteKind) plan(a *aggregate) plan {
 func (discreteKind) open(a *aggregate) window {
 	return &discreteWindow{d: len(a.cfg.Params.Covariates)}
 }
-func (discreteKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
-	return a.addDiscrete(rec, now)
-}
 func (discreteKind) restore(a *aggregate, _, records []byte) (window, error) {
 	p := a.cfg.Params
 	return decodeDiscrete(records, len(p.Covariates), p.Intervals, p.MaxRecords)
 }
-
-// snapshot implements window: no cells, the records (encode).
-func (w *discreteWindow) snapshot() (cells, records []byte) { return []byte{}, w.encode() }

@@ -6,7 +6,7 @@ import "github.com/dpsurv/dpsurv/regression"
 // into its release: the honest ones (regression.CoefficientIntervals,
 // computed by FitDiscrete from the released coefficients and Hessians) and
 // the labelled noise-only limits. For a window without a fit (the
-// fallback of discreteNoFit) they are computed here, from the release
+// fallback of discreteKind.noFit) they are computed here, from the release
 // alone (post-processing).
 func discreteIntervals(df *DiscreteFields, res regression.DiscreteResult) {
 	if res.IntervalMethod == "" {

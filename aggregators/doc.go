@@ -78,16 +78,21 @@
 //     ErrWrongType or ErrInvalid; Prefix moves them under a parent path.
 //
 // Layout: one type per kind behind the internal kind interface (kind.go):
-// params (defaults, check), window state (open, add, restore; a window
-// snapshots itself) and release. Optional capabilities are looked up once
-// when the aggregate is built: exactCounter (n public), planner (how the
-// engine releases: async fits, a one-time charge, one window at a time)
-// and counter (state that outlives the windows). km.go (kmKind),
+// params (params reads the kind's YAML keys, each with its type, through
+// DecodeParams' paramDecoder; defaults, check), window state (open, add,
+// restore; a window snapshots itself) and release. Optional capabilities
+// are looked up once when the aggregate is built: exactCounter (n public),
+// planner (how the engine releases: async fits, a one-time charge, one
+// window at a time), counter (state that outlives the windows) and
+// horizonKeyer (a charge keyed by the ledger). km.go (kmKind, KMParams),
 // cumulative.go (cumulativeKind: km with window.cumulative, a counter),
-// weibull.go (weibullKind), discrete.go (discreteKind). The engine
-// (engine.go) releases every kind through its plan and never asks which
-// kind it holds. A new kind: a type implementing kind (embedding histKind
-// if its state is the window histogram), its params in Params tagged with
-// the kind, a case in kindOf, and its release text; the engine, the ledger
-// protocol and the checkpoint format need no change.
+// weibull.go (weibullKind, WeibullParams), discrete.go (discreteKind,
+// DiscreteParams; its window state in discrete_window.go); hist.go holds
+// the histogram window state the km and weibull kinds embed (histKind).
+// The engine (engine.go) releases every kind through its plan and never
+// asks which kind it holds. A new kind: a type implementing kind
+// (embedding histKind if its state is the window histogram), its typed
+// params embedded in Params and read by its params method, a case in
+// kindOf, and its release text; the engine, the ledger protocol and the
+// checkpoint format need no change.
 package aggregators

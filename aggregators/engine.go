@@ -348,7 +348,7 @@ func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
 		// The plan's one charge comes before any window noise.
 		if p.charge != "" {
 			charge := p.charge
-			if hk, ok := a.kind.(*cumulativeKind); ok {
+			if hk, ok := a.kind.(horizonKeyer); ok {
 				var restarted bool
 				charge, restarted = hk.horizonKey(a, func(k string) bool { _, ok := e.cfg.Ledger.Lookup(k); return ok })
 				if restarted {

@@ -1,12 +1,9 @@
 package aggregators
 
 import (
-	"math"
-
 	"github.com/apache/arrow/go/v15/arrow"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
 )
 
 // kind is what differs between aggregate kinds: one type per kind, one
@@ -14,11 +11,15 @@ import (
 // engine and the aggregate never ask which kind they hold: they call these
 // methods and the optional capabilities below, each looked up once when
 // the aggregate is built (newAggregate). A new kind implements kind, adds
-// its params (tagged with the kind) to Params and is returned by kindOf.
+// its params' fields to Params (its params method decodes its keys) and is
+// returned by kindOf.
 type kind interface {
 	// defaults fills the kind's params defaults (the window's are set);
 	// check validates them after defaults, each error a *FieldError
 	// relative to the aggregate.
+	// params reads the kind's keys of a YAML params mapping into p
+	// (DecodeParams), each with its type.
+	params(d *paramDecoder, p *Params)
 	defaults(c *Config)
 	check(c Config) []error
 	// open returns the empty state of a new window.
@@ -76,6 +77,13 @@ type counter interface {
 	bytes(a *aggregate) int
 }
 
+// horizonKeyer is implemented by kinds whose plan charge is keyed by an
+// epoch the ledger decides (cumulative km: a horizon whose state was lost
+// is charged anew under the next epoch, cumulativeKind.horizonKey).
+type horizonKeyer interface {
+	horizonKey(a *aggregate, charged func(key string) bool) (key string, restarted bool)
+}
+
 // plan is how the engine releases an aggregate's closing windows.
 type plan struct {
 	// epsilon is charged to each window's ledger key; superseded is what
@@ -97,51 +105,23 @@ type plan struct {
 // windowPlan is the default plan: each window charged epsilon, inline.
 func windowPlan(a *aggregate) plan { return plan{epsilon: a.cfg.ChargedEpsilon()} }
 
-// histWindow is a histogram kind's window state.
-type histWindow struct{ *dpfit.Histogram }
-
-func (w histWindow) snapshot() (cells, records []byte) { return encodeHist(w.Histogram), nil }
-func (w histWindow) bytes() int                        { return w.MemoryBytes() }
-
-// histOf returns the histogram of a histogram kind's window (nil for
-// none).
-func histOf(w window) *dpfit.Histogram {
-	h, _ := w.(histWindow)
-	return h.Histogram
-}
-
-// histKind is the window state of the histogram kinds (km, weibull): one
-// dpfit.Histogram per window, counted by addHist.
-type histKind struct{}
-
-func (histKind) open(a *aggregate) window { return histWindow{a.newHist()} }
-func (histKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
-	return a.addHist(rec, now, nil)
-}
-func (histKind) restore(a *aggregate, cells, _ []byte) (window, error) {
-	h := a.newHist()
-	if err := decodeHist(h, cells); err != nil {
-		return nil, err
-	}
-	return histWindow{h}, nil
-}
-
 // kindOf returns the kind of c: km (cumulative when c.Window.Cumulative),
 // weibull, discrete, or otherKind for a kind that does not exist (Check
-// reports it). A cumulative kind holds state: each call returns a new one.
+// reports it). Kinds hold state (a histogram kind its add cache, a
+// cumulative kind its counter): each call returns a new one.
 func kindOf(c Config) kind {
 	switch c.Kind {
 	case KindKM:
 		if c.Window.Cumulative {
-			return &cumulativeKind{}
+			return &cumulativeKind{kmKind: kmKind{newHistKind()}}
 		}
-		return kmKind{}
+		return kmKind{newHistKind()}
 	case KindWeibull:
-		return weibullKind{}
+		return weibullKind{newHistKind()}
 	case KindDiscrete:
 		return discreteKind{}
 	}
-	return otherKind{}
+	return otherKind{newHistKind()}
 }
 
 // kindNames lists the kinds of kindOf for error messages.
@@ -171,21 +151,14 @@ func (otherKind) defaults(c *Config) {
 		c.Params.BinWidth = 1
 	}
 }
+
+// params: bin_width and method, so that the kind's error is the one
+// Check reports rather than the keys'.
+func (otherKind) params(d *paramDecoder, p *Params) {
+	d.float("bin_width", &p.BinWidth)
+	d.str("method", &p.Method)
+}
 func (otherKind) check(c Config) []error { return checkBinWidth(c) }
 func (otherKind) release(a *aggregate, _ *closing, _ dp.Source, _ map[string]float64) ([]FitMessage, error) {
 	return nil, fieldErr("kind", ErrInvalid, "%q is not %s", a.cfg.Kind, kindNames)
-}
-
-// checkBinWidth checks the histogram layout of the km and weibull kinds.
-func checkBinWidth(c Config) []error {
-	p := c.Params
-	if !(p.BinWidth > 0) || math.IsInf(p.BinWidth, 0) {
-		return []error{fieldErr("params.bin_width", ErrInvalid, "must be positive and finite, got %v", p.BinWidth)}
-	}
-	if c.TimeMax > 0 && !math.IsInf(c.TimeMax, 0) && len(c.Cohorts) > 0 {
-		if bins := math.Floor(c.TimeMax/p.BinWidth) + 1; bins*float64(len(c.Cohorts)) > 1<<22 {
-			return []error{fieldErr("params.bin_width", ErrInvalid, "%v bins x %d cohorts is too many cells per window (raise the bin width)", bins, len(c.Cohorts))}
-		}
-	}
-	return nil
 }

@@ -8,6 +8,18 @@ import (
 	"github.com/dpsurv/dpsurv/survival"
 )
 
+// KMParams are the params of a km aggregate (embedded in Params).
+type KMParams struct {
+	// Conf is the KM confidence level (default 0.95); MaxNoiseStdErr its
+	// truncation (default dpfit.DefaultMaxNoiseStdErr).
+	Conf           float64 `json:"conf" yaml:"conf"`
+	MaxNoiseStdErr float64 `json:"max_noise_std_err" yaml:"max_noise_std_err"`
+	// LogRankSims (not cumulative): simulated releases behind the
+	// calibrated log-rank p-values (dpfit.KMOptions; 0 = the default 199;
+	// negative disables: null p-values).
+	LogRankSims int `json:"logrank_sims,omitempty" yaml:"logrank_sims"`
+}
+
 // kmKind is the windowed Kaplan–Meier curve: one histogram of the window's
 // records per cohort, released with tree noise (hierarchical, default) or
 // flat cell noise (noisy-histogram). Add/remove-one; n is protected.
@@ -33,6 +45,15 @@ func (kmKind) defaults(c *Config) {
 	}
 }
 
+func (kmKind) params(d *paramDecoder, p *Params) {
+	d.float("bin_width", &p.BinWidth)
+	d.str("method", &p.Method)
+	d.float("conf", &p.Conf)
+	d.float("max_noise_std_err", &p.MaxNoiseStdErr)
+	d.int("logrank_sims", &p.LogRankSims, 1e6, "1e6")
+	d.int("interval_sims", &p.IntervalSims, 1e6, "1e6")
+}
+
 func (kmKind) check(c Config) []error {
 	errs := checkBinWidth(c)
 	p := c.Params
@@ -48,35 +69,36 @@ func (kmKind) check(c Config) []error {
 	return errs
 }
 
-func (kmKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
-	return a.kmMessages(c, src, remaining)
-}
-
-func (a *aggregate) kmOptions() dpfit.KMOptions {
-	return dpfit.KMOptions{Epsilon: a.cfg.Epsilon, Conf: a.cfg.Params.Conf, MaxNoiseStdErr: a.cfg.Params.MaxNoiseStdErr,
-		LogRankSims: a.cfg.Params.LogRankSims, IntervalSims: a.cfg.Params.IntervalSims}
-}
-
-func (a *aggregate) kmMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+// release fits the closing window's histogram with the configured
+// method.
+func (k kmKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
 	fit := dpfit.HierarchicalKM
 	if a.cfg.Params.Method == MethodNoisyHistogram {
 		fit = dpfit.NoisyHistogramKM
 	}
-	res, err := fit(histOf(c.w), src, a.kmOptions())
+	res, err := fit(histOf(c.w), src, k.options(a.cfg))
 	if err != nil {
 		return nil, fmt.Errorf("aggregate %q: %w", a.cfg.Name, err)
 	}
-	return a.fromKM(c, res, remaining, a.cfg.ChargedEpsilon(), compositionWindow), nil
+	return k.messages(a, c, res, remaining, a.cfg.ChargedEpsilon(), compositionWindow), nil
 }
 
-func (a *aggregate) fromKM(c *closing, res dpfit.KMResult, remaining map[string]float64, charged float64, composition string) []FitMessage {
+// options are the estimator's options of c's params.
+func (kmKind) options(c Config) dpfit.KMOptions {
+	return dpfit.KMOptions{Epsilon: c.Epsilon, Conf: c.Params.Conf, MaxNoiseStdErr: c.Params.MaxNoiseStdErr,
+		LogRankSims: c.Params.LogRankSims, IntervalSims: c.Params.IntervalSims}
+}
+
+// messages are the release of a KM result (windowed, or the cumulative
+// counter's): one message per cohort.
+func (kmKind) messages(a *aggregate, c *closing, res dpfit.KMResult, remaining map[string]float64, charged float64, composition string) []FitMessage {
 	lr := logRankDoc(res, a.cfg.Cohorts)
 	out := make([]FitMessage, len(res.Cohorts))
 	for i, ck := range res.Cohorts {
 		m := a.header(c.start, i, remaining, charged)
 		m.Method, m.Mechanism = res.Method, res.Mechanism
 		m.Guarantee, m.Neighbouring = res.Guarantee, res.Neighbouring
-		m.Public = a.publicKM()
+		m.Public = publicKM()
 		m.Composition = composition
 		m.N = F(ck.N)
 		m.KMFields = kmFields(ck.Curve)
@@ -106,6 +128,6 @@ func kmFields(cv survival.KMCurve) *KMFields {
 
 // publicKM is the "public" list of a km release: configuration only. The
 // record count is protected (add/remove-one); n is the sum of noisy cells.
-func (a *aggregate) publicKM() []string {
+func publicKM() []string {
 	return []string{"time_max", "time_unit", "bin_width", "cohorts", "window"}
 }

@@ -4,53 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
-	"slices"
 	"sort"
-	"strconv"
-	"strings"
 
-	"github.com/dpsurv/dpsurv/regression"
 	"gopkg.in/yaml.v3"
 )
 
-// paramField is one settable field of Params: its YAML key, the kinds that
-// accept it (struct tag kinds; "other" is any kind that is not known, so
-// that the kind's own error is the one reported) and its integer limit.
-type paramField struct {
-	index     []int
-	typ       reflect.Type
-	kinds     []string
-	limit     float64 // integers: the largest magnitude accepted
-	limitText string
-}
-
-// paramFields maps each params key to its field, read once from the
-// struct tags of Params (and the DiscreteParams it embeds).
-var paramFields = func() map[string]paramField {
-	out := map[string]paramField{}
-	for _, f := range reflect.VisibleFields(reflect.TypeOf(Params{})) {
-		key := f.Tag.Get("yaml")
-		if key == "" || f.Anonymous {
-			continue
-		}
-		pf := paramField{index: f.Index, typ: f.Type, kinds: strings.Split(f.Tag.Get("kinds"), ","), limit: 1 << 40}
-		if l := f.Tag.Get("limit"); l != "" {
-			v, err := strconv.ParseFloat(l, 64)
-			if err != nil {
-				panic(fmt.Sprintf("aggregators: params field %s: limit %q: %v", f.Name, l, err))
-			}
-			pf.limit, pf.limitText = v, l
-		}
-		out[key] = pf
-	}
-	return out
-}()
-
 // DecodeParams decodes an aggregate's YAML params mapping into Params,
-// accepting the keys of kind only. Every problem is a *FieldError at
-// "params.<key>" (or "params.<key>[i]"), wrapping ErrUnknownField or
-// ErrWrongType; values are range-checked later, by Config.Check.
+// accepting the keys of kind only: the kind's params method names each key
+// it reads and its type (km.go, weibull.go, discrete.go; an unknown kind
+// reads bin_width and method, so that the kind's own error is the one
+// reported). Every problem is a *FieldError at "params.<key>" (or
+// "params.<key>[i]"), wrapping ErrUnknownField or ErrWrongType, in the
+// order of the keys; values are range-checked later, by Config.Check.
 func DecodeParams(kind string, n *yaml.Node) (Params, error) {
 	var p Params
 	if n == nil || n.Kind == 0 {
@@ -65,99 +30,140 @@ func DecodeParams(kind string, n *yaml.Node) (Params, error) {
 	if n.Kind != yaml.MappingNode {
 		return p, fieldErr("params", ErrWrongType, "want a mapping, got %s", goType(n))
 	}
-	kindKey := kind
-	if !knownKind(kind) {
-		kindKey = "other"
-	}
-	type entry struct {
-		key string
-		val *yaml.Node
-	}
-	entries := make([]entry, 0, len(n.Content)/2)
+	d := &paramDecoder{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		entries = append(entries, entry{n.Content[i].Value, n.Content[i+1]})
+		d.entries = append(d.entries, paramEntry{key: n.Content[i].Value, val: n.Content[i+1]})
 	}
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].key < entries[j].key })
+	sort.SliceStable(d.entries, func(i, j int) bool { return d.entries[i].key < d.entries[j].key })
+	kindOf(Config{Kind: kind}).params(d, &p)
 	var errs []error
-	var zeroFraction bool
-	v := reflect.ValueOf(&p).Elem()
-	for _, e := range entries {
-		path := "params." + e.key
-		f, ok := paramFields[e.key]
-		if !ok || !slices.Contains(f.kinds, kindKey) {
-			errs = append(errs, fieldErr(path, ErrUnknownField, "unknown for kind %s", kind))
-			continue
+	for _, e := range d.entries {
+		if !e.read {
+			errs = append(errs, fieldErr("params."+e.key, ErrUnknownField, "unknown for kind %s", kind))
 		}
-		errs = append(errs, decodeParam(v.FieldByIndex(f.index), f, path, e.val)...)
-		if e.key == "interval_epsilon_fraction" && p.IntervalEpsilonFraction == 0 {
-			zeroFraction = true
-		}
+		errs = append(errs, e.errs...)
 	}
-	// an explicit 0 would otherwise be the zero value, i.e. the default:
-	// with the logit link the service releases intervals on every window,
-	// so 0 is refused rather than silently read as 0.5
-	if zeroFraction && (p.Link == "" || p.Link == string(regression.LinkLogit)) && p.Method != string(regression.MethodPSGLD) {
-		errs = append(errs, fieldErr("params.interval_epsilon_fraction", ErrInvalid,
-			"must be in (0, 0.5] with the logit link (leave it out for the default %v)", regression.DefaultIntervalFraction))
-	}
-	return p, errors.Join(errs...)
+	return p, errors.Join(append(errs, d.late...)...)
 }
 
-// decodeParam sets one field from its YAML value, by the field's type.
-func decodeParam(dst reflect.Value, f paramField, path string, n *yaml.Node) []error {
-	switch f.typ.Kind() {
-	case reflect.String:
-		if !isScalar(n, "!!str") {
-			return []error{fieldErr(path, ErrWrongType, "want a string, got %s", goType(n))}
+// paramDecoder hands a kind the entries of a params mapping by key: each
+// typed read (float, str, int, floats, names) decodes every entry of its
+// key into the kind's field, in order (the last one wins). An entry no
+// read asked for is an unknown key.
+type paramDecoder struct {
+	entries []paramEntry // sorted by key
+	// late are errors about the params as a whole, reported after the
+	// keys' own.
+	late []error
+}
+
+type paramEntry struct {
+	key  string
+	val  *yaml.Node
+	read bool
+	errs []error
+}
+
+// each calls set with the path and value of every entry of key.
+func (d *paramDecoder) each(key string, set func(path string, n *yaml.Node) error) {
+	for i := range d.entries {
+		e := &d.entries[i]
+		if e.key != key {
+			continue
 		}
-		dst.SetString(n.Value)
-	case reflect.Float64:
+		e.read = true
+		if err := set("params."+key, e.val); err != nil {
+			e.errs = append(e.errs, Errors(err)...)
+		}
+	}
+}
+
+// str reads a string.
+func (d *paramDecoder) str(key string, dst *string) {
+	d.each(key, func(path string, n *yaml.Node) error {
+		if !isScalar(n, "!!str") {
+			return fieldErr(path, ErrWrongType, "want a string, got %s", goType(n))
+		}
+		*dst = n.Value
+		return nil
+	})
+}
+
+// float reads a number; zero reports whether the field was 0 after any
+// entry of key (an explicit 0, or a bad value left at 0).
+func (d *paramDecoder) float(key string, dst *float64) (zero bool) {
+	d.each(key, func(path string, n *yaml.Node) error {
 		x, ok := number(n)
 		if !ok {
-			return []error{fieldErr(path, ErrWrongType, "want a number, got %s", goType(n))}
+			zero = zero || *dst == 0
+			return fieldErr(path, ErrWrongType, "want a number, got %s", goType(n))
 		}
-		dst.SetFloat(x)
-	case reflect.Int:
+		*dst = x
+		zero = zero || x == 0
+		return nil
+	})
+	return zero
+}
+
+// defaultIntLimit bounds an integer param read by int without a limit.
+const defaultIntLimit = 1 << 40
+
+// int reads an integer of at most limit in magnitude (limitText in the
+// error; "" for defaultIntLimit).
+func (d *paramDecoder) int(key string, dst *int, limit float64, limitText string) {
+	d.each(key, func(path string, n *yaml.Node) error {
 		x, ok := number(n)
 		switch {
 		case !ok || x != math.Trunc(x):
-			return []error{fieldErr(path, ErrWrongType, "want an integer, got %s", n.Value)}
-		case math.Abs(x) > f.limit:
-			return []error{fieldErr(path, ErrInvalid, "want an integer of at most %s in size, got %s", f.limitText, n.Value)}
+			return fieldErr(path, ErrWrongType, "want an integer, got %s", n.Value)
+		case math.Abs(x) > limit:
+			return fieldErr(path, ErrInvalid, "want an integer of at most %s in size, got %s", limitText, n.Value)
 		}
-		dst.SetInt(int64(x))
-	case reflect.Slice:
+		*dst = int(x)
+		return nil
+	})
+}
+
+// floats reads a list of numbers (a bad element is an error at its index
+// and reads as 0).
+func (d *paramDecoder) floats(key string, dst *[]float64) {
+	d.each(key, func(path string, n *yaml.Node) error {
 		if n.Kind != yaml.SequenceNode {
-			what := "numbers"
-			if f.typ.Elem().Kind() == reflect.String {
-				what = "names"
-			}
-			return []error{fieldErr(path, ErrWrongType, "want a list of %s, got %s", what, goType(n))}
+			return fieldErr(path, ErrWrongType, "want a list of numbers, got %s", goType(n))
 		}
 		var errs []error
-		out := reflect.MakeSlice(f.typ, len(n.Content), len(n.Content))
+		out := make([]float64, len(n.Content))
 		for i, c := range n.Content {
-			ep := fmt.Sprintf("%s[%d]", path, i)
-			if f.typ.Elem().Kind() == reflect.String {
-				if !isScalar(c, "!!str") {
-					errs = append(errs, fieldErr(ep, ErrWrongType, "want a name, got %s", goType(c)))
-					continue
-				}
-				out.Index(i).SetString(c.Value)
-				continue
-			}
 			x, ok := number(c)
 			if !ok {
-				errs = append(errs, fieldErr(ep, ErrWrongType, "want a number, got %s", goType(c)))
+				errs = append(errs, fieldErr(fmt.Sprintf("%s[%d]", path, i), ErrWrongType, "want a number, got %s", goType(c)))
 			}
-			out.Index(i).SetFloat(x)
+			out[i] = x
 		}
-		dst.Set(out)
-		return errs
-	default:
-		panic(fmt.Sprintf("aggregators: params field of type %v", f.typ))
-	}
-	return nil
+		*dst = out
+		return errors.Join(errs...)
+	})
+}
+
+// names reads a list of strings (a bad element is an error at its index
+// and reads as "").
+func (d *paramDecoder) names(key string, dst *[]string) {
+	d.each(key, func(path string, n *yaml.Node) error {
+		if n.Kind != yaml.SequenceNode {
+			return fieldErr(path, ErrWrongType, "want a list of names, got %s", goType(n))
+		}
+		var errs []error
+		out := make([]string, len(n.Content))
+		for i, c := range n.Content {
+			if !isScalar(c, "!!str") {
+				errs = append(errs, fieldErr(fmt.Sprintf("%s[%d]", path, i), ErrWrongType, "want a name, got %s", goType(c)))
+				continue
+			}
+			out[i] = c.Value
+		}
+		*dst = out
+		return errors.Join(errs...)
+	})
 }
 
 func isScalar(n *yaml.Node, tag string) bool {

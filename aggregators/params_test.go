@@ -2,6 +2,7 @@ package aggregators_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -48,11 +49,43 @@ func TestDecodeParamsFromYAML(t *testing.T) {
 		{"discrete", "{scale: [1, x]}", "params.scale[1]", aggregators.ErrWrongType, "params.scale[1]: want a number, got string"},
 		{"discrete", "{covariates: age}", "params.covariates", aggregators.ErrWrongType, "params.covariates: want a list of names, got string"},
 		{"km", "[1, 2]", "params", aggregators.ErrWrongType, "params: want a mapping, got []interface {}"},
+		// each kind reads only its own keys; a kind that does not exist
+		// reads bin_width and method (its kind error is Check's)
+		{"weibull", "{conf: 0.9}", "params.conf", aggregators.ErrUnknownField, "params.conf: unknown for kind weibull"},
+		{"discrete", "{bin_width: 1}", "params.bin_width", aggregators.ErrUnknownField, "params.bin_width: unknown for kind discrete"},
+		{"km", "{knots: 3}", "params.knots", aggregators.ErrUnknownField, "params.knots: unknown for kind km"},
+		{"nope", "{bin_width: x}", "params.bin_width", aggregators.ErrWrongType, "params.bin_width: want a number, got string"},
+		{"nope", "{omega: 1}", "params.omega", aggregators.ErrUnknownField, "params.omega: unknown for kind nope"},
+		{"discrete", "{interval_epsilon_fraction: 0}", "params.interval_epsilon_fraction", aggregators.ErrInvalid,
+			"params.interval_epsilon_fraction: must be in (0, 0.5] with the logit link (leave it out for the default 0.5)"},
 	} {
 		_, err := decode(tc.kind, tc.src)
 		var fe *aggregators.FieldError
 		if !errors.As(err, &fe) || fe.Path != tc.path || !errors.Is(fe, tc.sentinel) || fe.Error() != tc.msg {
 			t.Errorf("%s %s: error %v, want %q", tc.kind, tc.src, err, tc.msg)
 		}
+	}
+}
+
+// The errors of several bad keys come in the order of the keys, whichever
+// kind reads them, and the whole-params check after them.
+func TestDecodeParamsErrorOrder(t *testing.T) {
+	var n yaml.Node
+	src := "{steps: x, interval_epsilon_fraction: 0, bogus: 1, centre: [1, y], covariates: 3}"
+	if err := yaml.Unmarshal([]byte(src), &n); err != nil {
+		t.Fatal(err)
+	}
+	_, err := aggregators.DecodeParams("discrete", &n)
+	var paths []string
+	for _, e := range aggregators.Errors(err) {
+		var fe *aggregators.FieldError
+		if !errors.As(e, &fe) {
+			t.Fatalf("%v is not a FieldError", e)
+		}
+		paths = append(paths, fe.Path)
+	}
+	want := []string{"params.bogus", "params.centre[1]", "params.covariates", "params.steps", "params.interval_epsilon_fraction"}
+	if strings.Join(paths, " ") != strings.Join(want, " ") {
+		t.Fatalf("error paths %v, want %v", paths, want)
 	}
 }

@@ -1,15 +1,10 @@
 package aggregators
 
 import (
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
-
-	"github.com/dpsurv/dpsurv/dpfit"
-	"github.com/dpsurv/dpsurv/internal/varint"
 )
 
 const snapshotVersion = 1
@@ -65,55 +60,6 @@ type closingSnap struct {
 	Records []byte `json:"records,omitempty"`
 	// Withhold is closing.withhold (a window withheld unfitted).
 	Withhold string `json:"withhold,omitempty"`
-}
-
-// encodeHist writes the non-zero cells as (index delta, count) uvarint
-// pairs; cell index = (cohort*2 + kind)*bins + bin, kind 0 = events.
-func encodeHist(h *dpfit.Histogram) []byte {
-	out := []byte{}
-	last := -1
-	for c := range h.Events {
-		for k, row := range [2][]int64{h.Events[c], h.Censor[c]} {
-			for b, v := range row {
-				if v == 0 {
-					continue
-				}
-				idx := (c*2+k)*h.Bins + b
-				out = binary.AppendUvarint(out, uint64(idx-last))
-				out = binary.AppendUvarint(out, uint64(v))
-				last = idx
-			}
-		}
-	}
-	return out
-}
-
-// decodeHist fills an empty histogram of the right layout.
-func decodeHist(h *dpfit.Histogram, data []byte) error {
-	total := 2 * h.Bins * len(h.Events)
-	idx := -1
-	r := varint.NewDecoder(data)
-	for r.Len() > 0 {
-		d := r.Uvarint()
-		if r.Err() != nil || d == 0 || d > uint64(total) {
-			return errors.New("malformed histogram cells")
-		}
-		v := r.Uvarint()
-		if r.Err() != nil || v > 1<<62 {
-			return errors.New("malformed histogram cells")
-		}
-		idx += int(d)
-		if idx >= total {
-			return errors.New("histogram cell out of range")
-		}
-		c, rest := idx/(2*h.Bins), idx%(2*h.Bins)
-		if rest < h.Bins {
-			h.Events[c][rest] = int64(v)
-		} else {
-			h.Censor[c][rest-h.Bins] = int64(v)
-		}
-	}
-	return nil
 }
 
 func (a *aggregate) snapshot() (*aggSnapshot, error) {

@@ -9,11 +9,19 @@ import (
 	"github.com/dpsurv/dpsurv/survival"
 )
 
+// WeibullParams are the Weibull bounds of a weibull aggregate (embedded in
+// Params; defaults 6, 10, 500: dpfit.WeibullConfig).
+type WeibullParams struct {
+	Omega float64 `json:"omega" yaml:"omega"`
+	Gamma float64 `json:"gamma" yaml:"gamma"`
+	Rungs int     `json:"rungs" yaml:"rungs"`
+}
+
 // weibullKind is the per-cohort Weibull fit on the window's histogram:
 // lsp (default) and laplace (add/remove-one), saa (replace-one, n public).
 type weibullKind struct{ histKind }
 
-func (weibullKind) defaults(c *Config) {
+func (k weibullKind) defaults(c *Config) {
 	p := &c.Params
 	if p.BinWidth == 0 {
 		p.BinWidth = 1
@@ -21,11 +29,20 @@ func (weibullKind) defaults(c *Config) {
 	if p.Method == "" {
 		p.Method = dpfit.WeibullMethodLSP
 	}
-	w := c.weibull()
+	w := k.config(*c)
 	p.Omega, p.Gamma, p.Rungs = w.Omega, w.Gamma, w.Rungs
 }
 
-func (weibullKind) check(c Config) []error {
+func (weibullKind) params(d *paramDecoder, p *Params) {
+	d.float("bin_width", &p.BinWidth)
+	d.str("method", &p.Method)
+	d.int("interval_sims", &p.IntervalSims, 1e6, "1e6")
+	d.float("omega", &p.Omega)
+	d.float("gamma", &p.Gamma)
+	d.int("rungs", &p.Rungs, defaultIntLimit, "")
+}
+
+func (k weibullKind) check(c Config) []error {
 	errs := checkBinWidth(c)
 	switch c.Params.Method {
 	case dpfit.WeibullMethodLSP, dpfit.WeibullMethodLaplace, dpfit.WeibullMethodSAA:
@@ -37,15 +54,11 @@ func (weibullKind) check(c Config) []error {
 			dpfit.DefaultWeibullIntervalSims, p))
 	}
 	if c.Epsilon > 0 && c.TimeMax > 0 {
-		if err := c.weibull().Validate(); err != nil {
+		if err := k.config(c).Validate(); err != nil {
 			errs = append(errs, fieldErr("params", ErrInvalid, "%v", err))
 		}
 	}
 	return errs
-}
-
-func (weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
-	return a.weibullMessages(c, src, remaining)
 }
 
 // plan: a window's fit (noise-aware intervals: tens of seconds) may run on
@@ -58,14 +71,18 @@ func (weibullKind) plan(a *aggregate) plan {
 
 func (weibullKind) exactCount(p Params) bool { return p.Method == dpfit.WeibullMethodSAA }
 
-func (c Config) weibull() dpfit.WeibullConfig {
+// config is the estimator's configuration of c's params (with dpfit's
+// defaults).
+func (weibullKind) config(c Config) dpfit.WeibullConfig {
 	return dpfit.WeibullConfig{Epsilon: c.Epsilon, TimeMax: c.TimeMax, Omega: c.Params.Omega,
 		Gamma: c.Params.Gamma, Rungs: c.Params.Rungs}.WithDefaults()
 }
 
-func (a *aggregate) weibullMessages(c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
+// release fits each cohort's Weibull model on the closing window's
+// histogram (each record at the start of its bin).
+func (k weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
 	h := histOf(c.w)
-	wc := a.cfg.weibull()
+	wc := k.config(a.cfg)
 	out := make([]FitMessage, len(a.cfg.Cohorts))
 	for k := range a.cfg.Cohorts {
 		var comp survival.Compressed

@@ -651,7 +651,7 @@ func aggRestartConfig(conn kafkaconn.Config, size time.Duration, kmEps, wbEps, b
 		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: app.WindowConfig{Size: size},
 			// no noise-aware intervals: hundreds of mechanism runs per
 			// window, not what this tests
-			Params: aggregators.Params{BinWidth: 50, Rungs: 200, IntervalSims: -1}},
+			Params: aggregators.Params{BinWidth: 50, IntervalSims: -1, WeibullParams: aggregators.WeibullParams{Rungs: 200}}},
 	}
 	cfg.Ledger = app.LedgerConfig{Topic: "ar.ledger", CheckpointInterval: time.Second,
 		LeaseSessionTimeout: 6 * time.Second, Budget: map[string]float64{"stream": budget}}

@@ -25,7 +25,7 @@ func opsAggConfig(conn kafkaconn.Config, group string, size time.Duration, kmEps
 		{Name: "km", Kind: "km", Epsilon: kmEps, Window: app.WindowConfig{Size: size},
 			Params: aggregators.Params{Method: "noisy-histogram", BinWidth: 1000}},
 		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: app.WindowConfig{Size: size},
-			Params: aggregators.Params{BinWidth: 50, Rungs: 200, IntervalSims: -1}}, // intervals: hundreds of mechanism runs per window, not what this tests
+			Params: aggregators.Params{BinWidth: 50, IntervalSims: -1, WeibullParams: aggregators.WeibullParams{Rungs: 200}}}, // intervals: hundreds of mechanism runs per window, not what this tests
 	}
 	cfg.Ledger = app.LedgerConfig{Topic: "ops.ledger", CheckpointInterval: time.Second,
 		LeaseSessionTimeout: 6 * time.Second, Budget: map[string]float64{"stream": budget}}
