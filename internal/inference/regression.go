@@ -125,7 +125,7 @@ func regressionWorld(rng *rand.Rand, n int) regression.Data {
 				break
 			}
 		}
-		d.Time[i], d.Event[i], d.X[i] = float64(s)/q, ev, x
+		d.Time[i], d.Event[i], d.X[i] = (float64(s)-0.5)/q, ev, x // mid-interval: s/q rounds into interval s+1 at s = 7, 14, 28, ...
 	}
 	return d
 }
