@@ -928,16 +928,17 @@ func contraction(h, raw *mat.SymDense, c float64) (*mat.Dense, *mat.Dense, bool)
 // hessNoiseStepVar is, to first order, the variance of dH s, s = H^-1 g
 // the step, for dH the change the noise E of the pooled Hessian raw makes
 // in the floored H = S F(S^-1 raw S^-1) S of floorNoise (c = 1). In the
-// scaled metric E has entries of variance 1 (diagonal blocks) and at most
-// r^2 (cross block); it is taken as r^2 throughout, and as 2 r^2 on the
-// diagonal in the eigenbasis Q of the scaled raw (a rotation spreads the
-// entries' variance), the rotated entries independent. F floors the
-// eigenvalues l_i at t, so its derivative is dF = Q (G o Q'EQ) Q' with G_ij
-// = (F(l_i) - F(l_j)) / (l_i - l_j): 1 where both are above the floor, 0
-// where both are floored (the noise there does not reach H), between for a
-// mixed pair. With u = Q' S s, (G o Q'EQ) u has the variance C~_ii =
-// sum_j G_ij^2 v_ij u_j^2, C~_ik = G_ik^2 v_ik u_i u_k, and dH s = S Q
-// (G o Q'EQ) u.
+// scaled metric E's entries have variance 1 (diagonal blocks) and rho^2
+// (cross block), independent on the upper triangle; in the eigenbasis Q
+// of the scaled raw the rotated entry (i, j) has the variance vt_ij =
+// sum_a nu_aa Q_ai^2 Q_aj^2 + sum_a<b nu_ab (Q_ai Q_bj + Q_bi Q_aj)^2 (the
+// rotated entries' covariances are neglected). F floors the eigenvalues
+// l_i at t, so its derivative is dF = Q (G o Q'EQ) Q' with G_ij = (F(l_i)
+// - F(l_j)) / (l_i - l_j): 1 where both are above the floor, 0 where both
+// are floored (the noise there does not reach H), between for a mixed
+// pair. With u = Q' S s, (G o Q'EQ) u has the variance C~_ii = sum_j
+// G_ij^2 vt_ij u_j^2, C~_ik = G_ik^2 vt_ik u_i u_k, and dH s = S Q (G o
+// Q'EQ) u.
 func hessNoiseStepVar(raw *mat.SymDense, vars [nBlocks]float64, e int, s []float64) (*mat.Dense, bool) {
 	d := raw.SymmetricDim()
 	sa, sb := math.Pow(vars[blkHessAA], 0.25), math.Pow(vars[blkHessBB], 0.25)
@@ -979,22 +980,38 @@ func hessNoiseStepVar(raw *mat.SymDense, vars [nBlocks]float64, e int, s []float
 	}
 	var u mat.VecDense
 	u.MulVec(q.T(), mat.NewVecDense(d, ss))
-	v := r * r
+	// nu: the variance of the scaled noise's entry (a, b); vt: that of
+	// the rotated noise's entry (i, j), the upper triangle's entries
+	// independent
+	rho2 := vars[blkHessAB] / (sa * sa * sb * sb)
+	nu := func(a, b int) float64 {
+		if (a < e) != (b < e) {
+			return rho2
+		}
+		return 1
+	}
+	vt := func(i, j int) float64 {
+		var v float64
+		for a := 0; a < d; a++ {
+			v += nu(a, a) * q.At(a, i) * q.At(a, i) * q.At(a, j) * q.At(a, j)
+			for b := a + 1; b < d; b++ {
+				w := q.At(a, i)*q.At(b, j) + q.At(b, i)*q.At(a, j)
+				v += nu(a, b) * w * w
+			}
+		}
+		return v
+	}
 	ct := mat.NewDense(d, d, nil)
 	for i := 0; i < d; i++ {
 		for k := 0; k < d; k++ {
 			if i == k {
 				var sum float64
 				for j := 0; j < d; j++ {
-					w := v
-					if j == i {
-						w = 2 * v
-					}
-					sum += g(i, j) * g(i, j) * w * u.AtVec(j) * u.AtVec(j)
+					sum += g(i, j) * g(i, j) * vt(i, j) * u.AtVec(j) * u.AtVec(j)
 				}
 				ct.Set(i, i, sum)
 			} else {
-				ct.Set(i, k, g(i, k)*g(i, k)*v*u.AtVec(i)*u.AtVec(k))
+				ct.Set(i, k, g(i, k)*g(i, k)*vt(i, k)*u.AtVec(i)*u.AtVec(k))
 			}
 		}
 	}

@@ -109,6 +109,13 @@ const regressionBaseline = -3
 
 // regressionWorld draws one data set of the study's world.
 func regressionWorld(rng *rand.Rand, n int) regression.Data {
+	return regressionWorldLink(rng, n, regression.LinkLogit)
+}
+
+// regressionWorldLink draws one data set of the study's world with the
+// per-interval hazard g^-1(baseline + beta'x), g the link (logit or
+// cloglog).
+func regressionWorldLink(rng *rand.Rand, n int, link regression.Link) regression.Data {
 	const q = regression.DefaultIntervals
 	beta := []float64{1, -1}
 	h := 1 / math.Sqrt2
@@ -117,6 +124,9 @@ func regressionWorld(rng *rand.Rand, n int) regression.Data {
 		x := []float64{(2*rng.Float64() - 1) * h, (2*rng.Float64() - 1) * h}
 		u := regressionBaseline + beta[0]*x[0] + beta[1]*x[1]
 		p := 1 / (1 + math.Exp(-u))
+		if link == regression.LinkCloglog {
+			p = -math.Expm1(-math.Exp(u))
+		}
 		c := 1 + rng.IntN(q)
 		s, ev := c, false
 		for k := 1; k <= c; k++ {
