@@ -106,7 +106,7 @@ var (
 var defaultStepShares = []float64{0.03, 0.05, 0.08, 0.24, 0.6}
 
 // IntervalNewton describes the limits of a MethodNewton release.
-const IntervalNewton = "wald: f ± z sqrt(diag(V + B G B')), replaying the released steps k = 1..K (f_k+1 = f_k - c_k H_k^-1 g_k, H_k the released Hessian sums near f_k pooled by inverse noise variance with eigenvalues floored at sqrt(d) noise units, c_k the trust region's factor): V is the noise the steps leave in f, V_k+1 = L_k V_k L_k' + c_k^2 H_k^-1 (D_k + C_k) H_k^-1, D_k the variance of step k's score noise, C_k that of the step's change by the noise of the floored Hessian (to first order; noise in floored directions does not reach H_k), L_k = I - c_k H_k^-1 G_k the part of f_k's error step k leaves uncorrected, G_k the pooled Hessian with its eigenvalues (in H_k's metric) clipped to [0, 1]; B G B' the sampling error the moves carry, B_k+1 = L_k B_k + c_k H_k^-1, G the last step's G_k; hazard_ratio limits are exp(beta limits)"
+const IntervalNewton = "wald: f ± z sqrt(diag(V + B G B')), replaying the released steps k = 1..K (f_k+1 = f_k - c_k H_k^-1 g_k, H_k the released Hessian sums near f_k pooled by inverse noise variance with eigenvalues floored at sqrt(d) noise units, c_k the trust region's factor): V is the noise the steps leave in f, V_k+1 = L_k V_k L_k' + c_k^2 H_k^-1 (D_k + C_k) H_k^-1, D_k the variance of step k's score noise, C_k that of the step's change by the noise of the floored Hessian (to first order; noise in floored directions does not reach H_k), L_k = I - c_k H_k^-1 G_k the part of f_k's error step k leaves uncorrected, G_k the pooled Hessian in the directions the floor left alone and 0 in the floored ones (not determined by the releases: no contraction assumed); B G B' the sampling error the moves carry, B_k+1 = L_k B_k + c_k H_k^-1, G the last step's G_k; hazard_ratio limits are exp(beta limits)"
 
 // NewtonBlock is one released block: the noisy sum and its noise.
 type NewtonBlock struct {
@@ -815,16 +815,20 @@ func newtonIntervals(res *DiscreteResult, conf float64) {
 // clipping mild) into f as (I - L_K-1 ... L_0) (f* - f_true) = b G0 (f* -
 // f_true), b = B_K, B_k+1 = L_k B_k + c_k H_k^-1, B_0 = 0: its variance is
 // b G0 b', which needs G0, not its inverse (the directions the releases do
-// not determine get a small gain b, not a large G0^-1). G0 is estimated by
-// step k's pooled unfloored Hessian R_k, whose noise can push H_k^-1 R_k
-// outside [0, 1]: L_k = I - c_k R^-1 clip(S) R with H_k = R'R, S = R'^-1
-// R_k R^-1 and clip bounding S's eigenvalues to [0, 1] (G0 is positive
-// semi-definite and H_k >= G0 where the floor acts); g0 is the last step's
-// R' clip(S) R. The start's own error in the directions the releases do
-// not determine (L close to I there) is not in the limits: f_0 is the
-// released constant hazard with beta 0, and the baseline's shape away from
-// it is not determined by the releases. ok is false when the replay does
-// not reach f.
+// not determine get a small gain b, not a large G0^-1). G0 is estimated
+// from step k's pooled unfloored Hessian R_k: with H_k = R'R, S = R'^-1
+// R_k R^-1 has the eigenvalue 1 in the directions the floor left alone
+// (H_k = R_k there) and l / t < 1 in the floored ones (l the scaled
+// eigenvalue, t the floor), where R_k is mostly noise; those are taken as
+// not determined: L_k = I - c_k R^-1 P R, P the projection on the
+// eigenvalue-1 directions of S (no contraction assumed where the floor
+// acts: clipping l / t to [0, 1] instead kept the noise's positive half
+// as contraction, and the weakly determined spline directions' limits
+// came out 15% short, alpha coverage 0.89 at epsilon 2); g0 is the last
+// step's R' P R. The start's own error in the directions the releases do
+// not determine is not in the limits: f_0 is the released constant hazard
+// with beta 0, and the baseline's shape away from it is not determined by
+// the releases. ok is false when the replay does not reach f.
 func newtonNoiseCov(steps []NewtonStep, f []float64, e, p int) (v, b, g0 *mat.Dense, ok bool) {
 	d := e + p
 	v = mat.NewDense(d, d, nil)
@@ -873,8 +877,8 @@ func newtonNoiseCov(steps []NewtonStep, f []float64, e, p int) (v, b, g0 *mat.De
 	return v, b, g0, true
 }
 
-// contraction is L = I - c R^-1 clip(S) R of newtonNoiseCov and the
-// estimate R' clip(S) R of G0.
+// contraction is L = I - c R^-1 P R of newtonNoiseCov and the estimate
+// R' P R of G0.
 func contraction(h, raw *mat.SymDense, c float64) (*mat.Dense, *mat.Dense, bool) {
 	d := h.SymmetricDim()
 	var chol mat.Cholesky
@@ -901,7 +905,14 @@ func contraction(h, raw *mat.SymDense, c float64) (*mat.Dense, *mat.Dense, bool)
 	}
 	vals := eig.Values(nil)
 	for j, x := range vals {
-		vals[j] = math.Min(math.Max(x, 0), 1)
+		// 1: a direction the floor left alone (H_k = R_k there); below
+		// 1: a floored one, whose R_k is mostly noise: taken as not
+		// determined (no contraction, L = I there)
+		if x >= 1-1e-9 {
+			vals[j] = 1
+		} else {
+			vals[j] = 0
+		}
 	}
 	var q mat.Dense
 	eig.VectorsTo(&q)

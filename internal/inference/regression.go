@@ -107,15 +107,10 @@ func (c RegressionCoverage) WaldCoverage() float64 {
 // an event before their censoring).
 const regressionBaseline = -3
 
-// regressionWorld draws one data set of the study's world.
-func regressionWorld(rng *rand.Rand, n int) regression.Data {
-	return regressionWorldLink(rng, n, regression.LinkLogit)
-}
-
-// regressionWorldLink draws one data set of the study's world with the
+// regressionWorld draws one data set of the study's world with the
 // per-interval hazard g^-1(baseline + beta'x), g the link (logit or
 // cloglog).
-func regressionWorldLink(rng *rand.Rand, n int, link regression.Link) regression.Data {
+func regressionWorld(rng *rand.Rand, n int, link regression.Link) regression.Data {
 	const q = regression.DefaultIntervals
 	beta := []float64{1, -1}
 	h := 1 / math.Sqrt2
@@ -160,7 +155,7 @@ func RunRegression(cfg RegressionConfig) (RegressionCoverage, error) {
 	out := RegressionCoverage{AlphaCovered: make([]int, len(alpha)), BetaBias: make([]float64, len(beta))}
 	base := regression.DiscreteOptions{TimeMax: 1, Intervals: regression.DefaultIntervals, Knots: regression.DefaultKnots, Lambda: regression.DefaultLambda}
 	for r := 0; r < cfg.Reps; r++ {
-		data := regressionWorld(rng, cfg.Records)
+		data := regressionWorld(rng, cfg.Records, regression.LinkLogit)
 		if cfg.Wald {
 			o := base
 			o.Method = regression.MethodMLE

@@ -117,7 +117,7 @@ func RunCompare(cfg CompareConfig) (CompareCell, error) {
 		Knots: regression.DefaultKnots, Lambda: regression.DefaultLambda}
 	const z = 1.959963984540054
 	for r := 0; r < cfg.Reps; r++ {
-		data := regressionWorldLink(rng, cfg.Records, cfg.Link)
+		data := regressionWorld(rng, cfg.Records, cfg.Link)
 		f, se, err := waldFit(data, base)
 		if err != nil {
 			return out, fmt.Errorf("regression comparison: %w", err)
