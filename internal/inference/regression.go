@@ -107,8 +107,10 @@ func (c RegressionCoverage) WaldCoverage() float64 {
 // an event before their censoring).
 const regressionBaseline = -3
 
-// regressionWorld draws one data set of the study's world.
-func regressionWorld(rng *rand.Rand, n int) regression.Data {
+// regressionWorld draws one data set of the study's world with the
+// per-interval hazard g^-1(baseline + beta'x), g the link (logit or
+// cloglog).
+func regressionWorld(rng *rand.Rand, n int, link regression.Link) regression.Data {
 	const q = regression.DefaultIntervals
 	beta := []float64{1, -1}
 	h := 1 / math.Sqrt2
@@ -117,6 +119,9 @@ func regressionWorld(rng *rand.Rand, n int) regression.Data {
 		x := []float64{(2*rng.Float64() - 1) * h, (2*rng.Float64() - 1) * h}
 		u := regressionBaseline + beta[0]*x[0] + beta[1]*x[1]
 		p := 1 / (1 + math.Exp(-u))
+		if link == regression.LinkCloglog {
+			p = -math.Expm1(-math.Exp(u))
+		}
 		c := 1 + rng.IntN(q)
 		s, ev := c, false
 		for k := 1; k <= c; k++ {
@@ -125,7 +130,7 @@ func regressionWorld(rng *rand.Rand, n int) regression.Data {
 				break
 			}
 		}
-		d.Time[i], d.Event[i], d.X[i] = float64(s)/q, ev, x
+		d.Time[i], d.Event[i], d.X[i] = (float64(s)-0.5)/q, ev, x // mid-interval: s/q rounds into interval s+1 at s = 7, 14, 28, ...
 	}
 	return d
 }
@@ -150,7 +155,7 @@ func RunRegression(cfg RegressionConfig) (RegressionCoverage, error) {
 	out := RegressionCoverage{AlphaCovered: make([]int, len(alpha)), BetaBias: make([]float64, len(beta))}
 	base := regression.DiscreteOptions{TimeMax: 1, Intervals: regression.DefaultIntervals, Knots: regression.DefaultKnots, Lambda: regression.DefaultLambda}
 	for r := 0; r < cfg.Reps; r++ {
-		data := regressionWorld(rng, cfg.Records)
+		data := regressionWorld(rng, cfg.Records, regression.LinkLogit)
 		if cfg.Wald {
 			o := base
 			o.Method = regression.MethodMLE

@@ -46,6 +46,7 @@ var floatNoiseAllowed = map[string]string{
 	"internal/inference/weibull.go:RunWeibull":            "evaluation: coverage study of the Weibull intervals (bootstrap world), no release",
 	"internal/inference/regression.go:RunRegression":      "evaluation: coverage study of the regression coefficient intervals (synthetic world), no release",
 	"internal/inference/regression.go:regressionWorld":    "evaluation: the synthetic world of the regression study, no release",
+	"internal/inference/compare.go:RunCompare":            "evaluation: side-by-side coverage study of the regression methods (synthetic world), no release",
 	"internal/inference/logrank.go:RunLogRank":            "evaluation: coverage and size studies (permuted labels), no release",
 }
 
