@@ -1,0 +1,250 @@
+package regression
+
+import (
+	"math"
+	"runtime"
+	"sync"
+)
+
+// The clipped per-record sums a MethodNewton step releases.
+
+// clippedSums returns, at f, the sums over records of each block of the
+// records' score vectors and Hessians, every record's block scaled to its
+// clip: the alpha score to L2 norm cl[blkScoreA], the beta score to
+// cl[blkScoreB], the alpha-alpha and beta-beta Hessian blocks (PSD) to
+// trace cl[blkHessAA] and cl[blkHessBB], the cross block to Frobenius norm
+// cl[blkHessAB] and further to the geometric mean of the diagonal blocks'
+// factors (which keeps each record's clipped Hessian PSD). Records are
+// split between workers as in eval; each record's terms are those of
+// recordTerms (the logit product form and the cloglog prefix sums are
+// exact rewritings of the per-period sums).
+func (m *discreteModel) clippedSums(f []float64, cl [nBlocks]float64) newtonSums {
+	e, p := m.e, m.p
+	st := m.newState()
+	m.prepare(st, f[:e])
+	an := make([]float64, m.q) // ||A_s||^2
+	for s := 0; s < m.q; s++ {
+		an[s] = sqNorm(m.basis[s*e : (s+1)*e])
+	}
+	var pa []float64 // cloglog: pa[k] = sum_{s<k} exp(a_s) ||A_s||^2
+	if m.link == LinkCloglog {
+		pa = make([]float64, m.q+1)
+		for k := 1; k <= m.q; k++ {
+			pa[k] = pa[k-1] + st.ea[k-1]*an[k-1]
+		}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if mx := m.n / 2048; workers > mx {
+		workers = mx
+	}
+	workers = max(workers, 1)
+	acs := make([]*clipAccum, workers)
+	var wg sync.WaitGroup
+	chunk := (m.n + workers - 1) / workers
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, m.n)
+		ac := m.newClipAccum()
+		acs[w] = ac
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rt := m.newRecordTerms()
+			for i := lo; i < hi; i++ {
+				m.recordTerms(i, f[e:], st, an, pa, rt)
+				ac.add(m, rt, cl)
+			}
+		}()
+	}
+	wg.Wait()
+	tot := acs[0]
+	for _, ac := range acs[1:] {
+		addTo(tot.gs, ac.gs)
+		addTo(tot.hs, ac.hs)
+		addTo(tot.gw, ac.gw)
+		addTo(tot.hw, ac.hw)
+		addTo(tot.gb, ac.gb)
+		addTo(tot.hab, ac.hab)
+		addTo(tot.hbb, ac.hbb)
+	}
+	if m.link == LinkCloglog {
+		// survived intervals: interval s is survived by every record with
+		// k_i > s, each contributing exp(a_s) w_i times its clip factor
+		var sg, sh float64
+		for s := m.q - 1; s >= 0; s-- {
+			sg += tot.gw[s+1]
+			sh += tot.hw[s+1]
+			tot.gs[s] += st.ea[s] * sg
+			tot.hs[s] += st.ea[s] * sh
+		}
+	}
+	var out newtonSums
+	out[blkScoreA] = make([]float64, e)
+	haa := make([]float64, e*e)
+	for s := 0; s < m.q; s++ {
+		row := m.basis[s*e : (s+1)*e]
+		for a, ra := range row {
+			out[blkScoreA][a] += tot.gs[s] * ra
+			for b := a; b < e; b++ {
+				haa[a*e+b] += tot.hs[s] * ra * row[b]
+			}
+		}
+	}
+	out[blkScoreB] = tot.gb
+	out[blkHessAA] = upperOf(haa, e)
+	out[blkHessAB] = tot.hab
+	out[blkHessBB] = upperOf(tot.hbb, p)
+	return out
+}
+
+// recordTerm holds one record's unclipped score and Hessian pieces.
+type recordTerm struct {
+	xi             []float64
+	k              int       // survived intervals 0..k-1, last interval k
+	w              float64   // cloglog: exp(beta'x)
+	gw, hw         []float64 // logit/probit: per interval 0..k, dloss/dz and d2loss/dz2
+	gLast, hLast   float64   // cloglog: the last interval's
+	ga, va         []float64 // sum_s g_s A_s and sum_s h_s A_s
+	gsum, hsum, tr float64   // sum_s g_s, sum_s h_s, sum_s h_s ||A_s||^2
+}
+
+func (m *discreteModel) newRecordTerms() *recordTerm {
+	return &recordTerm{gw: make([]float64, m.q), hw: make([]float64, m.q), ga: make([]float64, m.e), va: make([]float64, m.e)}
+}
+
+// recordTerms fills rt with record i's score and Hessian pieces at
+// (alpha of st, beta).
+func (m *discreteModel) recordTerms(i int, beta []float64, st *intervalState, an, pa []float64, rt *recordTerm) {
+	e, p := m.e, m.p
+	xi := m.x[i*p : (i+1)*p]
+	var u float64
+	for j, b := range beta {
+		u += b * xi[j]
+	}
+	k := int(m.s[i]) - 1
+	rt.xi, rt.k = xi, k
+	ga, va := rt.ga, rt.va
+	clear(ga)
+	clear(va)
+	rt.gsum, rt.hsum, rt.tr = 0, 0, 0
+	last := m.basis[k*e : (k+1)*e]
+	switch {
+	case m.link == LinkCloglog:
+		w := math.Exp(u)
+		rt.w = w
+		pr := st.p1[k*e : (k+1)*e]
+		for j := range ga {
+			ga[j] = w * pr[j]
+			va[j] = w * pr[j]
+		}
+		rt.gsum, rt.hsum, rt.tr = w*st.p0[k], w*st.p0[k], w*pa[k]
+		_, g, h := m.link.pair(st.a[k]+u, m.event[i])
+		rt.gLast, rt.hLast = g, h
+		for j, b := range last {
+			ga[j] += g * b
+			va[j] += h * b
+		}
+		rt.gsum += g
+		rt.hsum += h
+		rt.tr += h * an[k]
+		return
+	case m.link == LinkLogit && st.maxA+math.Abs(u) < fastLimit:
+		w := math.Exp(u)
+		for s := 0; s < k; s++ {
+			t := st.ea[s] * w
+			r := 1 / (1 + t)
+			rt.gw[s], rt.hw[s] = t*r, t*r*r
+		}
+	default:
+		for s := 0; s < k; s++ {
+			_, rt.gw[s], rt.hw[s] = m.link.pair(st.a[s]+u, false)
+		}
+	}
+	_, rt.gw[k], rt.hw[k] = m.link.pair(st.a[k]+u, m.event[i])
+	for s := 0; s <= k; s++ {
+		g, h := rt.gw[s], rt.hw[s]
+		row := m.basis[s*e : (s+1)*e]
+		for j, b := range row {
+			ga[j] += g * b
+			va[j] += h * b
+		}
+		rt.gsum += g
+		rt.hsum += h
+		rt.tr += h * an[s]
+	}
+}
+
+// clipAccum is one worker's share of the clipped sums.
+type clipAccum struct {
+	gs, hs []float64 // per interval: clipped alpha score and Hessian weights
+	gw, hw []float64 // cloglog: per k, sum of clipped w_i over records with k_i = k
+	gb     []float64 // p
+	hab    []float64 // e*p
+	hbb    []float64 // p*p (upper triangle used)
+}
+
+func (m *discreteModel) newClipAccum() *clipAccum {
+	return &clipAccum{
+		gs: make([]float64, m.q), hs: make([]float64, m.q),
+		gw: make([]float64, m.q+1), hw: make([]float64, m.q+1),
+		gb: make([]float64, m.p), hab: make([]float64, m.e*m.p), hbb: make([]float64, m.p*m.p),
+	}
+}
+
+// recordClips returns the record's five clip factors (see clippedSums).
+func recordClips(rt *recordTerm, cl [nBlocks]float64) (ca, cb, caa, cab, cbb float64) {
+	xn := sqNorm(rt.xi)
+	ca = clipFactor(math.Sqrt(sqNorm(rt.ga)), cl[blkScoreA])
+	cb = clipFactor(math.Abs(rt.gsum)*math.Sqrt(xn), cl[blkScoreB])
+	caa = clipFactor(rt.tr, cl[blkHessAA])
+	cbb = clipFactor(rt.hsum*xn, cl[blkHessBB])
+	cab = math.Min(clipFactor(math.Sqrt(sqNorm(rt.va)*xn), cl[blkHessAB]), math.Sqrt(caa*cbb))
+	return ca, cb, caa, cab, cbb
+}
+
+func (ac *clipAccum) add(m *discreteModel, rt *recordTerm, cl [nBlocks]float64) {
+	ca, cb, caa, cab, cbb := recordClips(rt, cl)
+	k, xi, p := rt.k, rt.xi, m.p
+	if m.link == LinkCloglog {
+		ac.gw[k] += ca * rt.w
+		ac.hw[k] += caa * rt.w
+		ac.gs[k] += ca * rt.gLast
+		ac.hs[k] += caa * rt.hLast
+	} else {
+		for s := 0; s <= k; s++ {
+			ac.gs[s] += ca * rt.gw[s]
+			ac.hs[s] += caa * rt.hw[s]
+		}
+	}
+	for j, xv := range xi {
+		ac.gb[j] += cb * rt.gsum * xv
+	}
+	for a, v := range rt.va {
+		c := cab * v
+		for j, xv := range xi {
+			ac.hab[a*p+j] += c * xv
+		}
+	}
+	for a, xa := range xi {
+		c := cbb * rt.hsum * xa
+		for b := a; b < p; b++ {
+			ac.hbb[a*p+b] += c * xi[b]
+		}
+	}
+}
+
+// clipFactor is min(1, c/norm).
+func clipFactor(norm, c float64) float64 {
+	if norm > c {
+		return c / norm
+	}
+	return 1
+}
+
+// upperOf returns the upper triangle (row by row) of the d×d row-major a.
+func upperOf(a []float64, d int) []float64 {
+	out := make([]float64, 0, hessianEntries(d))
+	for r := 0; r < d; r++ {
+		out = append(out, a[r*d+r:(r+1)*d]...)
+	}
+	return out
+}
