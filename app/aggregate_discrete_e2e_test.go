@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -36,8 +37,8 @@ import (
 func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	logs := &syncBuffer{}
-	log := debugLogger(logs)
+	logs := &apptest.Logs{}
+	log := logs.Logger()
 	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 
@@ -66,11 +67,11 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	w0 := time.Unix(1_700_002_800, 0).UTC() // an hour boundary
-	clock := &fakeClock{now: w0.Add(time.Minute)}
+	clock := apptest.NewClock(w0.Add(time.Minute))
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		if !harness.WaitFor(ctx, 30*time.Second, cond) {
-			t.Fatalf("timed out waiting for %s\n%s", what, logTail(logs.String()))
+			t.Fatalf("timed out waiting for %s\n%s", what, logs.Tail())
 		}
 	}
 	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{"in": 2}, nil); err != nil {
@@ -96,8 +97,8 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(runCtx) }()
 	waitFor("the window's records counted", func() bool {
-		return gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt"}) == n &&
-			gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt-mcmc"}) == n
+		return apptest.Metric(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt"}) == n &&
+			apptest.Metric(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt-mcmc"}) == n
 	})
 	clock.Set(w0.Add(61 * time.Minute))
 
@@ -114,7 +115,7 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	for len(byKey) < len(want) {
 		ms, err := col.Next(ctx)
 		if err != nil {
-			t.Fatalf("collect fits: %v (have %d)\n%s", err, len(byKey), logTail(logs.String()))
+			t.Fatalf("collect fits: %v (have %d)\n%s", err, len(byKey), logs.Tail())
 		}
 		for _, m := range ms {
 			if schemas.IsPatientStatementKey(m.Key) {

@@ -35,18 +35,6 @@ import (
 	"github.com/dpsurv/dpsurv/synth"
 )
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
 // killableSource fails its pending and later reads once killed: the
 // aggregators stop like a killed process, with no final checkpoint.
 type killableSource struct {
@@ -85,37 +73,6 @@ func (downSink) Write(context.Context, []message.Message) error {
 	return errors.New("fit topic unreachable")
 }
 
-func gauge(reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	mfs, err := reg.Gather()
-	if err != nil {
-		return math.NaN()
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue next
-				}
-			}
-			if m.GetCounter() != nil {
-				sum += m.GetCounter().GetValue()
-			} else {
-				sum += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
-}
-
 // Records in, releases on the fit topic with the right keys and metadata;
 // the aggregators are killed mid-window after a release reached the ledger
 // but not the fit topic; the restart re-emits that release from the ledger
@@ -130,8 +87,8 @@ func TestAggregatorsEndToEndKillRestartReleaseOnce(t *testing.T) {
 func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	logs := &syncBuffer{}
-	log := debugLogger(logs)
+	logs := &apptest.Logs{}
+	log := logs.Logger()
 	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 
@@ -158,7 +115,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	}
 	key := bytes.Repeat([]byte{7}, 32)
 	w0 := time.Unix(1_700_002_800, 0).UTC() // an hour boundary
-	clock := &fakeClock{now: w0.Add(time.Minute)}
+	clock := apptest.NewClock(w0.Add(time.Minute))
 
 	const perWindow = 600
 	produce := func(seed uint64, prefix string) {
@@ -177,7 +134,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		if !harness.WaitFor(ctx, 30*time.Second, cond) {
-			t.Fatalf("timed out waiting for %s\n%s", what, logTail(logs.String()))
+			t.Fatalf("timed out waiting for %s\n%s", what, logs.Tail())
 		}
 	}
 	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{"in": 2}, nil); err != nil {
@@ -208,14 +165,14 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	go func() { done1 <- svc1.Run(ctx) }()
 	counted := func(reg *prometheus.Registry, n float64) func() bool {
 		return func() bool {
-			return gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
+			return apptest.Metric(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
 		}
 	}
 	waitFor("window 0 counted", counted(reg1, perWindow))
 	clock.Set(w0.Add(61 * time.Minute))
 	waitFor("window 0 in the ledger", func() bool {
-		return gauge(reg1, "dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1 &&
-			gauge(reg1, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}) == 1
+		return apptest.Metric(reg1, "dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1 &&
+			apptest.Metric(reg1, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}) == 1
 	})
 	produce(2, "secret-patient-b-")
 	waitFor("window 1 counted", counted(reg1, 2*perWindow))
@@ -223,7 +180,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	if err := <-done1; !errors.Is(err, errKilled) {
 		t.Fatalf("run 1: %v, want the kill", err)
 	}
-	if got := gauge(reg1, "dpsurv_fit_messages_total", nil); got != 0 {
+	if got := apptest.Metric(reg1, "dpsurv_fit_messages_total", nil); got != 0 {
 		t.Fatalf("run 1 published %v messages through a down fit topic", got)
 	}
 
@@ -236,8 +193,8 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	waitFor("window 1 recounted", counted(reg2, perWindow))
 	clock.Set(w0.Add(121 * time.Minute))
 	waitFor("window 1 released", func() bool {
-		return gauge(reg2, "dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1 &&
-			gauge(reg2, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}) == 1
+		return apptest.Metric(reg2, "dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1 &&
+			apptest.Metric(reg2, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}) == 1
 	})
 
 	// Collect the fit topic: 2 aggregates x 2 windows x 3 cohorts.
@@ -259,7 +216,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	for len(byKey) < len(want) {
 		ms, err := col.Next(ctx)
 		if err != nil {
-			t.Fatalf("collect fits: %v (have %d)\n%s", err, len(byKey), logTail(logs.String()))
+			t.Fatalf("collect fits: %v (have %d)\n%s", err, len(byKey), logs.Tail())
 		}
 		for _, m := range ms {
 			k := string(m.Key)
@@ -353,7 +310,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 
 	// Run 2 re-emitted window 0 from the ledger and drew window 1 only.
 	for _, agg := range []string{"km", "cum"} {
-		if v := gauge(reg2, "dpsurv_releases_replayed_total", map[string]string{"aggregate": agg}); v != 1 {
+		if v := apptest.Metric(reg2, "dpsurv_releases_replayed_total", map[string]string{"aggregate": agg}); v != 1 {
 			t.Errorf("%s: %v replays in run 2, want 1", agg, v)
 		}
 	}
@@ -423,11 +380,4 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	t.Logf("%d distinct releases, %d byte-identical duplicates on the fit topic; released n: km window 0 %.0f, window 1 %.0f, cumulative %.0f then %.0f (true 600, 600, 600, 1200)",
 		len(byKey), dups, sumN("km", 0), sumN("km", 1), sumN("cum", 0), sumN("cum", 1))
 	mem.AssertSize(t, 0)
-}
-
-func logTail(s string) string {
-	if len(s) > 3000 {
-		return s[len(s)-3000:]
-	}
-	return s
 }

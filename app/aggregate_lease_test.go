@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/dpsurv/dpsurv/aggregators"
@@ -33,8 +34,8 @@ func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
 	testtier.Full(t, "replica test")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	logs := &syncBuffer{}
-	log := debugLogger(logs)
+	logs := &apptest.Logs{}
+	log := logs.Logger()
 	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	cohorts := []string{"A", "B"}
@@ -51,11 +52,11 @@ func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
 	cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
 	key := bytes.Repeat([]byte{3}, 32)
 	w0 := time.Unix(1_700_002_800, 0).UTC()
-	clock := &fakeClock{now: w0.Add(time.Minute)}
+	clock := apptest.NewClock(w0.Add(time.Minute))
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		if !harness.WaitFor(ctx, 40*time.Second, cond) {
-			t.Fatalf("timed out waiting for %s\n%s", what, logTail(logs.String()))
+			t.Fatalf("timed out waiting for %s\n%s", what, logs.Tail())
 		}
 	}
 
@@ -92,7 +93,7 @@ func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
 		t.Fatal(err)
 	}
 	records := func(reg *prometheus.Registry) float64 {
-		return gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"})
+		return apptest.Metric(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"})
 	}
 	waitFor("replica 1 to count the records", func() bool { return records(reg1) == n })
 	if records(reg2) != 0 {
@@ -106,8 +107,8 @@ func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
 	waitFor("replica 2 to take over", func() bool { return svc2.AggregatorLeader() && svc2.Ready() })
 	clock.Set(w0.Add(61 * time.Minute))
 	waitFor("the window to be released and published by replica 2", func() bool {
-		return gauge(reg2, "dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1 &&
-			gauge(reg2, "dpsurv_fit_messages_total", map[string]string{"aggregate": "km"}) == float64(len(cohorts))
+		return apptest.Metric(reg2, "dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1 &&
+			apptest.Metric(reg2, "dpsurv_fit_messages_total", map[string]string{"aggregate": "km"}) == float64(len(cohorts))
 	})
 	stop2()
 	if err := <-done2; err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
@@ -32,8 +33,8 @@ func TestCentralOnlyServiceEndToEnd(t *testing.T) {
 		t.Run("sanitized_topic="+sanitized, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 			defer cancel()
-			logs := &syncBuffer{}
-			log := debugLogger(logs)
+			logs := &apptest.Logs{}
+			log := logs.Logger()
 			cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			cohorts := []string{"A", "B"}
@@ -45,7 +46,7 @@ func TestCentralOnlyServiceEndToEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			w0 := time.Unix(1_700_002_800, 0).UTC()
-			clock := &fakeClock{now: w0.Add(time.Minute)}
+			clock := apptest.NewClock(w0.Add(time.Minute))
 			if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{"in": 1}, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -68,9 +69,9 @@ func TestCentralOnlyServiceEndToEnd(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- svc.Run(runCtx) }()
 			if !harness.WaitFor(ctx, 30*time.Second, func() bool {
-				return gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
+				return apptest.Metric(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
 			}) {
-				t.Fatalf("records not counted\n%s", logTail(logs.String()))
+				t.Fatalf("records not counted\n%s", logs.Tail())
 			}
 			clock.Set(w0.Add(61 * time.Minute))
 			col, err := harness.NewCollector(cfg.Kafka, "fits", "fit-reader", log)
@@ -82,7 +83,7 @@ func TestCentralOnlyServiceEndToEnd(t *testing.T) {
 			for fit.Aggregate == "" {
 				ms, err := col.Next(ctx)
 				if err != nil {
-					t.Fatalf("collect fits: %v\n%s", err, logTail(logs.String()))
+					t.Fatalf("collect fits: %v\n%s", err, logs.Tail())
 				}
 				for _, m := range ms {
 					if schemas.IsPatientStatementKey(m.Key) {

@@ -22,8 +22,6 @@ import (
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
@@ -36,29 +34,6 @@ import (
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
 )
-
-// syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func debugLogger(w *syncBuffer) *zap.Logger {
-	enc := zap.NewProductionEncoderConfig()
-	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(w), zapcore.DebugLevel))
-}
 
 // crashingSource dies at its n-th batch after the batch's outputs were
 // written and before its offsets are committed — the worst moment for a
@@ -119,8 +94,8 @@ type outRow struct {
 func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	logs := &syncBuffer{}
-	log := debugLogger(logs)
+	logs := &apptest.Logs{}
+	log := logs.Logger()
 	cl, _ := brokertest.Start(t, broker.Options{Partitions: 3})
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
@@ -31,8 +32,8 @@ import (
 func TestCumulativeLostCheckpointEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	logs := &syncBuffer{}
-	log := debugLogger(logs)
+	logs := &apptest.Logs{}
+	log := logs.Logger()
 	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	cohorts := []string{"A", "B"}
@@ -63,7 +64,7 @@ func TestCumulativeLostCheckpointEndToEnd(t *testing.T) {
 		}
 		return len(d.Time)
 	}
-	run := func(clock *fakeClock, wait func(reg *prometheus.Registry) bool, what string) *prometheus.Registry {
+	run := func(clock *apptest.Clock, wait func(reg *prometheus.Registry) bool, what string) *prometheus.Registry {
 		reg := prometheus.NewRegistry()
 		svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock,
 			AggregatorTick: 20 * time.Millisecond}
@@ -73,7 +74,7 @@ func TestCumulativeLostCheckpointEndToEnd(t *testing.T) {
 		if !harness.WaitFor(ctx, 40*time.Second, func() bool { return wait(reg) }) {
 			stop()
 			<-done
-			t.Fatalf("timed out waiting for %s\n%s", what, logTail(logs.String()))
+			t.Fatalf("timed out waiting for %s\n%s", what, logs.Tail())
 		}
 		stop()
 		if err := <-done; err != nil {
@@ -84,12 +85,12 @@ func TestCumulativeLostCheckpointEndToEnd(t *testing.T) {
 
 	// Run 1: window 0 released, the horizon charged.
 	n := produce("secret-a-", 1)
-	clock := &fakeClock{now: w0.Add(time.Minute)}
+	clock := apptest.NewClock(w0.Add(time.Minute))
 	run(clock, func(reg *prometheus.Registry) bool {
-		if gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "cum"}) == float64(n) {
+		if apptest.Metric(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "cum"}) == float64(n) {
 			clock.Set(w0.Add(61 * time.Minute))
 		}
-		return gauge(reg, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}) == 1
+		return apptest.Metric(reg, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}) == 1
 	}, "window 0 released")
 
 	// The checkpoint is lost; the ledger is kept.
@@ -99,18 +100,18 @@ func TestCumulativeLostCheckpointEndToEnd(t *testing.T) {
 
 	// Run 2: new patients, a new window.
 	n2 := produce("secret-b-", 2)
-	clock2 := &fakeClock{now: w0.Add(2*time.Hour + time.Minute)}
+	clock2 := apptest.NewClock(w0.Add(2*time.Hour + time.Minute))
 	reg := run(clock2, func(reg *prometheus.Registry) bool {
-		if gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "cum"}) >= float64(n2) {
+		if apptest.Metric(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "cum"}) >= float64(n2) {
 			clock2.Set(w0.Add(3*time.Hour + time.Minute))
 		}
-		return gauge(reg, "dpsurv_releases_withheld_total", map[string]string{"aggregate": "cum", "reason": aggregators.ReasonBudgetExceeded}) >= 1 ||
-			gauge(reg, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}) >= 1
+		return apptest.Metric(reg, "dpsurv_releases_withheld_total", map[string]string{"aggregate": "cum", "reason": aggregators.ReasonBudgetExceeded}) >= 1 ||
+			apptest.Metric(reg, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}) >= 1
 	}, "the new window released or withheld")
-	if v := gauge(reg, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}); v != 0 {
+	if v := apptest.Metric(reg, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}); v != 0 {
 		t.Fatalf("a second horizon was released under the first one's charge (%v releases after the checkpoint was lost)", v)
 	}
-	if v := gauge(reg, "dpsurv_aggregator_horizons_restarted_total", map[string]string{"aggregate": "cum"}); v != 1 {
+	if v := apptest.Metric(reg, "dpsurv_aggregator_horizons_restarted_total", map[string]string{"aggregate": "cum"}); v != 1 {
 		t.Fatalf("horizons restarted %v, want 1", v)
 	}
 	lb, err := ledger.OpenFile(cfg.Ledger.File, nil)

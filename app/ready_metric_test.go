@@ -58,11 +58,11 @@ func TestReadyMetricEqualsReadyzWhenStalled(t *testing.T) {
 	done, _ := startService(t, ctx, svc)
 	waitUntil(t, done, 40*time.Second, "a stalled partition", func() bool {
 		m := svc.Metrics()
-		return m != nil && gauge(reg, "dpsurv_stalled_partitions", nil) > 0
+		return m != nil && apptest.Metric(reg, "dpsurv_stalled_partitions", nil) > 0
 	})
 	for range 10 {
 		rz, m := readyzAndMetric(t, svc.HealthAddr(), reg)
-		if stalled := gauge(reg, "dpsurv_stalled_partitions", nil); stalled > 0 && (rz || m != 0) {
+		if stalled := apptest.Metric(reg, "dpsurv_stalled_partitions", nil); stalled > 0 && (rz || m != 0) {
 			t.Fatalf("%v stalled partitions: /readyz ready=%v, dpsurv_ready=%v; want not ready and 0", stalled, rz, m)
 		}
 		if rz != (m == 1) {

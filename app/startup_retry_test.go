@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
@@ -30,7 +31,7 @@ func readyzAndMetric(t *testing.T, addr string, reg *prometheus.Registry) (ready
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK, gauge(reg, "dpsurv_ready", nil)
+	return resp.StatusCode == http.StatusOK, apptest.Metric(reg, "dpsurv_ready", nil)
 }
 
 // A broker fault while the aggregators start (here every read of the
@@ -75,9 +76,9 @@ func TestAggregatorsStartRetriedWhileNotReady(t *testing.T) {
 		return nil, nil, false
 	})
 
-	logs := &syncBuffer{}
+	logs := &apptest.Logs{}
 	reg := prometheus.NewRegistry()
-	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{3}, 32), Log: debugLogger(logs), Registry: reg, AggregatorTick: 20 * time.Millisecond}
+	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{3}, 32), Log: logs.Logger(), Registry: reg, AggregatorTick: 20 * time.Millisecond}
 	done, _ := startService(t, ctx, svc)
 	waitUntil(t, done, 30*time.Second, "three failed starts of the aggregators", func() bool { return refused.Load() >= 3 })
 	waitUntil(t, done, 10*time.Second, "the health server", func() bool { return svc.HealthAddr() != "" })
@@ -89,7 +90,7 @@ func TestAggregatorsStartRetriedWhileNotReady(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !strings.Contains(logs.String(), "aggregators could not start; not ready, retrying") {
-		t.Errorf("no retry logged:\n%s", logTail(logs.String()))
+		t.Errorf("no retry logged:\n%s", logs.Tail())
 	}
 	down.Store(false)
 	waitUntil(t, done, 40*time.Second, "the service to be ready after the outage", svc.Ready)
