@@ -155,10 +155,14 @@ func (f *Fixture) Run(edit ...func(*app.Service)) *Service {
 // Stop cancels the service and returns Run's error (nil on a clean
 // stop); later calls return the same error.
 func (s *Service) Stop() error {
-	s.once.Do(func() {
-		s.cancel()
-		s.err = <-s.done
-	})
+	s.cancel()
+	return s.Wait()
+}
+
+// Wait waits for Run to return by itself (a failure, a simulated crash)
+// and returns its error; later calls return the same error.
+func (s *Service) Wait() error {
+	s.once.Do(func() { s.err = <-s.done })
 	return s.err
 }
 
