@@ -54,7 +54,7 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	const n = 600
 	d := produceCohort(f, synth.Options{N: n, Cohorts: cohorts, TimeMax: timeMax, Seed: 5, IDPrefix: "secret-patient-"}, 25)
 	svc := f.Run()
-	f.WaitFor("the window's records counted", 30*time.Second, func() bool {
+	f.WaitFor(30*time.Second, "the window's records counted", func() bool {
 		return svc.Metric("dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt"}) == n &&
 			svc.Metric("dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt-mcmc"}) == n
 	})

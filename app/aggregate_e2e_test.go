@@ -107,7 +107,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		f.WaitFor(what, 30*time.Second, cond)
+		f.WaitFor(30*time.Second, what, cond)
 	}
 
 	// Run 1: window 0 fills; at its end its release goes to the ledger but

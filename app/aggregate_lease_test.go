@@ -42,7 +42,7 @@ func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
 		apptest.FakeClock(w0.Add(time.Minute)), apptest.NoValidate())
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		f.WaitFor(what, 40*time.Second, cond)
+		f.WaitFor(40*time.Second, what, cond)
 	}
 
 	svc1 := f.Run()

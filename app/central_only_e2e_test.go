@@ -34,7 +34,7 @@ func TestCentralOnlyServiceEndToEnd(t *testing.T) {
 			const n = 200
 			produceCohort(f, synth.Options{N: n, Cohorts: cohorts, TimeMax: 400, Seed: 3, IDPrefix: "secret-patient-"}, 50)
 			svc := f.Run()
-			f.WaitFor("records counted", 30*time.Second, func() bool {
+			f.WaitFor(30*time.Second, "records counted", func() bool {
 				return svc.Metric("dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
 			})
 			f.Clock.Set(w0.Add(61 * time.Minute))

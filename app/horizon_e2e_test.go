@@ -35,7 +35,7 @@ func TestCumulativeLostCheckpointEndToEnd(t *testing.T) {
 	}
 	run := func(clock *apptest.Clock, wait func(svc *apptest.Service) bool, what string) *apptest.Service {
 		svc := f.Run(func(s *app.Service) { s.Clock = clock })
-		f.WaitFor(what, 40*time.Second, func() bool { return wait(svc) })
+		f.WaitFor(40*time.Second, what, func() bool { return wait(svc) })
 		svc.StopOK()
 		return svc
 	}

@@ -128,14 +128,14 @@ type Service struct {
 	*app.Service
 	f      *Fixture
 	cancel context.CancelFunc
-	done   chan error // Run's error, once
+	exited chan struct{} // closed when Run has returned err
 	err    error
-	once   sync.Once
 }
 
 // Run starts a service on the fixture's config, key, log, allocator and
 // clock with a new registry; edit, when given, adjusts it before it runs
-// (a transport, a processor). Cleanup stops it.
+// (a transport, a processor). Cleanup stops it and fails the test if it
+// does not stop within 30 s.
 func (f *Fixture) Run(edit ...func(*app.Service)) *Service {
 	f.T.Helper()
 	svc := &app.Service{Config: f.Config, Key: f.Key, Log: f.Log, Mem: f.Mem, Registry: prometheus.NewRegistry()}
@@ -146,9 +146,16 @@ func (f *Fixture) Run(edit ...func(*app.Service)) *Service {
 		e(svc)
 	}
 	ctx, cancel := context.WithCancel(f.Ctx)
-	s := &Service{Service: svc, f: f, cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- svc.Run(ctx) }()
-	f.T.Cleanup(func() { _ = s.Stop() })
+	s := &Service{Service: svc, f: f, cancel: cancel, exited: make(chan struct{})}
+	go func() { s.err = svc.Run(ctx); close(s.exited) }()
+	f.T.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.exited:
+		case <-time.After(30 * time.Second):
+			f.T.Error("service did not stop")
+		}
+	})
 	return s
 }
 
@@ -162,7 +169,7 @@ func (s *Service) Stop() error {
 // Wait waits for Run to return by itself (a failure, a simulated crash)
 // and returns its error; later calls return the same error.
 func (s *Service) Wait() error {
-	s.once.Do(func() { s.err = <-s.done })
+	<-s.exited
 	return s.err
 }
 
@@ -174,6 +181,23 @@ func (s *Service) StopOK() {
 	}
 }
 
+// WaitFor polls cond every 20 ms until it holds; it fails the test when
+// the service exits first or the timeout passes.
+func (s *Service) WaitFor(timeout time.Duration, what string, cond func() bool) {
+	s.f.T.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		select {
+		case <-s.exited:
+			s.f.T.Fatalf("service exited while waiting for %s: %v", what, s.err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.f.T.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+	}
+}
+
 // Metric is the sum of the service's series of the named counter or gauge
 // whose labels include labels.
 func (s *Service) Metric(name string, labels map[string]string) float64 {
@@ -182,7 +206,7 @@ func (s *Service) Metric(name string, labels map[string]string) float64 {
 
 // WaitFor polls cond every 10 ms until it holds; it fails the test with
 // the log's tail when the timeout passes or the fixture's context ends.
-func (f *Fixture) WaitFor(what string, timeout time.Duration, cond func() bool) {
+func (f *Fixture) WaitFor(timeout time.Duration, what string, cond func() bool) {
 	f.T.Helper()
 	if !waitFor(f.Ctx, timeout, cond) {
 		f.T.Fatalf("timed out waiting for %s\n%s", what, f.Logs.Tail())
