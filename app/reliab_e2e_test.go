@@ -57,16 +57,17 @@ func reliabConfig(t *testing.T, cl *broker.Cluster, group string) app.Config {
 
 var reliabKey = pipelinetest.Key
 
-// reliabFixture is a fixture on reliabConfig(group), adjusted by edit,
-// with its input, sanitized and dead-letter topics of one partition.
+// reliabFixture is a fixture on reliabConfig(group), adjusted by edit: a
+// broker of input.partitions partitions, the input and sanitized topics
+// of as many, a dead-letter topic of one.
 func reliabFixture(t *testing.T, group string, timeout time.Duration, edit func(*app.Config)) *apptest.Fixture {
 	t.Helper()
 	cfg := reliabConfig(t, nil, group)
 	if edit != nil {
 		edit(&cfg)
 	}
-	return apptest.New(t, cfg, apptest.Timeout(timeout), apptest.Key(reliabKey), apptest.NoValidate(),
-		apptest.Topics(map[string]int{cfg.Output.SanitizedTopic: 1, cfg.Output.DeadLetterTopic: 1}))
+	return apptest.New(t, cfg, apptest.Timeout(timeout), apptest.Key(reliabKey), apptest.NoValidate(), apptest.Partitions(cfg.Input.Partitions),
+		apptest.Topics(map[string]int{cfg.Output.SanitizedTopic: cfg.Input.Partitions, cfg.Output.DeadLetterTopic: 1}))
 }
 
 // runQuiet runs a service of f as the reliability tests do: no log, an
