@@ -144,41 +144,6 @@ func deadLetters(t *testing.T, msgs []message.Message) []pipelinetest.DeadLetter
 	return out
 }
 
-// startService runs svc; the returned channel yields Run's error.
-func startService(t *testing.T, ctx context.Context, svc *app.Service) (<-chan error, context.CancelFunc) {
-	t.Helper()
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	fin := make(chan struct{})
-	go func() { done <- svc.Run(sctx); close(fin) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-fin:
-		case <-time.After(30 * time.Second):
-			t.Error("service did not stop")
-		}
-	})
-	return done, cancel
-}
-
-// waitUntil polls cond; it fails the test when the service exits first or
-// the timeout passes.
-func waitUntil(t *testing.T, done <-chan error, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		select {
-		case err := <-done:
-			t.Fatalf("service exited while waiting for %s: %v", what, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-	}
-}
-
 // Defect 2: messages that pass validation but that a later stage could
 // not handle used to stop `dpsurv run` (exit 1, again after every
 // restart). Each is now dead-lettered and the partition keeps flowing.

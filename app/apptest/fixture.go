@@ -173,6 +173,9 @@ func (s *Service) Wait() error {
 	return s.err
 }
 
+// Exited is closed when Run has returned (Wait then returns its error).
+func (s *Service) Exited() <-chan struct{} { return s.exited }
+
 // StopOK stops the service and fails the test if Run returned an error.
 func (s *Service) StopOK() {
 	s.f.T.Helper()
