@@ -184,20 +184,15 @@ func (s *Service) StopOK() {
 	}
 }
 
-// WaitFor polls cond every 20 ms until it holds; it fails the test when
-// the service exits first or the timeout passes.
+// WaitFor polls cond until it holds; it fails the test when the service
+// exits first, the timeout passes or the fixture's context ends.
 func (s *Service) WaitFor(timeout time.Duration, what string, cond func() bool) {
 	s.f.T.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		select {
-		case <-s.exited:
-			s.f.T.Fatalf("service exited while waiting for %s: %v", what, s.err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.f.T.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
+	switch poll(s.f.Ctx, timeout, s.exited, cond) {
+	case exited:
+		s.f.T.Fatalf("service exited while waiting for %s: %v", what, s.err)
+	case timedOut:
+		s.f.T.Fatalf("timed out after %v waiting for %s", timeout, what)
 	}
 }
 
@@ -207,28 +202,45 @@ func (s *Service) Metric(name string, labels map[string]string) float64 {
 	return Metric(s.Service.Registry, name, labels)
 }
 
-// WaitFor polls cond every 10 ms until it holds; it fails the test with
-// the log's tail when the timeout passes or the fixture's context ends.
+// WaitFor polls cond until it holds; it fails the test with the log's
+// tail when the timeout passes or the fixture's context ends.
 func (f *Fixture) WaitFor(timeout time.Duration, what string, cond func() bool) {
 	f.T.Helper()
-	if !waitFor(f.Ctx, timeout, cond) {
+	if poll(f.Ctx, timeout, nil, cond) != held {
 		f.T.Fatalf("timed out waiting for %s\n%s", what, f.Logs.Tail())
 	}
 }
 
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
+type pollResult int
+
+const (
+	held pollResult = iota
+	timedOut
+	exited
+)
+
+// poll checks cond every 10 ms until it holds, the timeout passes, ctx
+// ends or stop is closed (nil: never).
+func poll(ctx context.Context, timeout time.Duration, stop <-chan struct{}, cond func() bool) pollResult {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
 		select {
+		case <-stop:
+			return exited
 		case <-ctx.Done():
-			return false
-		case <-time.After(10 * time.Millisecond):
+			return timedOut
+		case <-deadline.C:
+			if cond() {
+				return held
+			}
+			return timedOut
+		case <-tick.C:
 		}
 	}
-	return cond()
+	return held
 }
 
 // Produce writes msgs to topic, durably.
