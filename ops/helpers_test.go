@@ -1,6 +1,6 @@
 package ops_test
 
-// Helpers shared by the operations tests (ops_*_test.go): a config, an
+// Helpers shared by the operations tests (package ops_test): a config, an
 // input cohort with the rows a single in-process chain makes of it, and a
 // collector that checks the sanitized topic against those rows exactly.
 
