@@ -48,6 +48,21 @@ func (s *stallPartition) ReadBatch(ctx context.Context) (message.Batch, error) {
 	return b, err
 }
 
+// committedToEnd reports whether cfg's group has committed every input
+// partition to its end.
+func committedToEnd(ctx context.Context, cfg app.Config) bool {
+	pl, err := kafkaconn.GroupLag(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
+	if err != nil {
+		return false
+	}
+	for _, p := range pl {
+		if p.Lag() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // A partition assigned to this replica that stops moving for
 // input.stall_timeout makes the replica restart its reader (leave and
 // rejoin the group), after which the partition is consumed from its
@@ -88,16 +103,7 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 		if pipelinetest.CounterValue(m.ReaderRestarts) < 1 || gaugeValue(m.StalledPartitions) != 0 || !svc.Ready() {
 			return false
 		}
-		pl, err := kafkaconn.GroupLag(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
-		if err != nil {
-			return false
-		}
-		for _, p := range pl {
-			if p.Lag() > 0 {
-				return false
-			}
-		}
-		return true
+		return committedToEnd(ctx, cfg)
 	})
 	if n := pipelinetest.CounterValue(svc.Metrics().ReaderRestarts); n != 1 {
 		t.Errorf("dpsurv_reader_restarts_total = %v, want 1", n)
@@ -197,16 +203,7 @@ func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 		if pipelinetest.CounterValue(svc.Metrics().ReaderRestarts) <= restarts || gaugeValue(svc.Metrics().StalledPartitions) != 0 || !svc.Ready() {
 			return false
 		}
-		pl, err := kafkaconn.GroupLag(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
-		if err != nil {
-			return false
-		}
-		for _, p := range pl {
-			if p.Lag() > 0 {
-				return false
-			}
-		}
-		return true
+		return committedToEnd(ctx, cfg)
 	})
 	st, _ := kafkaconn.DescribeGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
 	for _, m := range st.Members {
