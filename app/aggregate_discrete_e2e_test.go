@@ -2,23 +2,17 @@ package app_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
-
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/broker/brokertest"
-	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
@@ -34,17 +28,10 @@ import (
 // the output-perturbation release equals (within 1e-4) the ridge MLE of
 // regression.FitDiscrete on the same window's records.
 func TestDiscreteAggregatorEndToEnd(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
-	defer cancel()
-	logs := &syncBuffer{}
-	log := debugLogger(logs)
-	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-
 	cohorts := []string{"A", "B"}
 	const timeMax, intervals = 400.0, 40
 	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "disc-e2e"}
+	cfg.Kafka = kafkaconn.Config{ClientID: "disc-e2e"}
 	cfg.Input = app.InputConfig{Topic: "in", GroupID: "disc-e2e", Format: "arrow", MaxBatch: 8, Partitions: 2}
 	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: timeMax, Cohorts: cohorts, Covariates: []string{"age"}, Public: []string{"event"}}
 	cfg.Sanitizers.KeyFile = "(test)"
@@ -62,60 +49,25 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 			Params: aggregators.Params{Method: "psgld", DiscreteParams: mcmc}},
 	}
 	cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 1e7}, CheckpointInterval: time.Hour}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
 	w0 := time.Unix(1_700_002_800, 0).UTC() // an hour boundary
-	clock := &fakeClock{now: w0.Add(time.Minute)}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		if !harness.WaitFor(ctx, 30*time.Second, cond) {
-			t.Fatalf("timed out waiting for %s\n%s", what, logTail(logs.String()))
-		}
-	}
-	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{"in": 2}, nil); err != nil {
-		t.Fatal(err)
-	}
+	f := apptest.New(t, cfg, apptest.Partitions(2), apptest.Timeout(50*time.Second), apptest.FakeClock(w0.Add(time.Minute)))
 	const n = 600
-	d, err := synth.Generate(synth.Options{N: n, Cohorts: cohorts, TimeMax: timeMax, Seed: 5, IDPrefix: "secret-patient-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := harness.Messages(cfg.Spec(), d, 25, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := harness.Produce(ctx, cfg.Kafka, "in", msgs, log); err != nil {
-		t.Fatal(err)
-	}
-
-	reg := prometheus.NewRegistry()
-	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock,
-		AggregatorTick: 20 * time.Millisecond}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(runCtx) }()
-	waitFor("the window's records counted", func() bool {
-		return gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt"}) == n &&
-			gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt-mcmc"}) == n
+	d := produceCohort(f, synth.Options{N: n, Cohorts: cohorts, TimeMax: timeMax, Seed: 5, IDPrefix: "secret-patient-"}, 25)
+	svc := f.Run()
+	f.WaitFor(30*time.Second, "the window's records counted", func() bool {
+		return svc.Metric("dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt"}) == n &&
+			svc.Metric("dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt-mcmc"}) == n
 	})
-	clock.Set(w0.Add(61 * time.Minute))
+	f.Clock.Set(w0.Add(61 * time.Minute))
 
 	want := map[string]bool{
 		aggregators.MessageKey("dt", w0.Unix(), "all"):      true,
 		aggregators.MessageKey("dt-mcmc", w0.Unix(), "all"): true,
 	}
-	col, err := harness.NewCollector(cfg.Kafka, "fits", "fit-reader", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer col.Close()
+	col := f.Read("fits", "fit-reader")
 	byKey := map[string][]byte{}
 	for len(byKey) < len(want) {
-		ms, err := col.Next(ctx)
-		if err != nil {
-			t.Fatalf("collect fits: %v (have %d)\n%s", err, len(byKey), logTail(logs.String()))
-		}
+		ms := col.Next()
 		for _, m := range ms {
 			if schemas.IsPatientStatementKey(m.Key) {
 				continue // the privacy statement (statement_e2e_test.go)
@@ -126,18 +78,15 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 			byKey[string(m.Key)] = m.Value
 		}
 	}
-	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	svc.StopOK()
 
 	fits := map[string]aggregators.FitMessage{}
 	for k, v := range byKey {
-		var f aggregators.FitMessage
-		if err := json.Unmarshal(v, &f); err != nil {
+		var fit aggregators.FitMessage
+		if err := json.Unmarshal(v, &fit); err != nil {
 			t.Fatal(err)
 		}
-		fits[k] = f
+		fits[k] = fit
 	}
 	out, mc := fits[aggregators.MessageKey("dt", w0.Unix(), "all")], fits[aggregators.MessageKey("dt-mcmc", w0.Unix(), "all")]
 	for _, c := range []struct {
@@ -185,11 +134,11 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	}
 
 	// The ledger holds the two releases; the published bytes are the stored ones.
-	lb, err := kafkaledger.Open(ctx, cfg.Kafka, "dpsurv.ledger", nil)
+	lb, err := kafkaledger.Open(f.Ctx, f.Config.Kafka, "dpsurv.ledger", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	led, err := ledger.Open(ctx, lb, ledger.Options{Budget: cfg.Ledger.Budget})
+	led, err := ledger.Open(f.Ctx, lb, ledger.Options{Budget: f.Config.Ledger.Budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,12 +158,12 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 			t.Fatalf("%s: the published release is not the stored one (%v)", agg, err)
 		}
 	}
-	if strings.Contains(logs.String(), "secret-patient") {
+	if strings.Contains(f.Logs.String(), "secret-patient") {
 		t.Fatal("logs contain raw record ids")
 	}
 	t.Logf("discrete releases: output beta %.4f (ridge MLE %.4f, n %v); psgld/cloglog at epsilon 1: beta %.3f, n %v",
 		float64(out.Beta[0]), ref.Beta[0], out.N, float64(mc.Beta[0]), mc.N)
-	mem.AssertSize(t, 0)
+	f.Mem.AssertSize(t, 0)
 }
 
 func column(x []float64) [][]float64 {

@@ -17,16 +17,10 @@ import (
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/dpfit"
-	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
@@ -34,18 +28,6 @@ import (
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
 )
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
 
 // killableSource fails its pending and later reads once killed: the
 // aggregators stop like a killed process, with no final checkpoint.
@@ -85,37 +67,6 @@ func (downSink) Write(context.Context, []message.Message) error {
 	return errors.New("fit topic unreachable")
 }
 
-func gauge(reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	mfs, err := reg.Gather()
-	if err != nil {
-		return math.NaN()
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue next
-				}
-			}
-			if m.GetCounter() != nil {
-				sum += m.GetCounter().GetValue()
-			} else {
-				sum += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
-}
-
 // Records in, releases on the fit topic with the right keys and metadata;
 // the aggregators are killed mid-window after a release reached the ledger
 // but not the fit topic; the restart re-emits that release from the ledger
@@ -128,16 +79,9 @@ func TestAggregatorsEndToEndKillRestartReleaseOnce(t *testing.T) {
 }
 
 func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
-	defer cancel()
-	logs := &syncBuffer{}
-	log := debugLogger(logs)
-	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-
 	cohorts := []string{"A", "B", "C"}
 	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "agg-e2e"}
+	cfg.Kafka = kafkaconn.Config{ClientID: "agg-e2e"}
 	cfg.Input = app.InputConfig{Topic: "in", GroupID: "agg-e2e", Format: "arrow", MaxBatch: 8, Partitions: 2}
 	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
 	cfg.Sanitizers.KeyFile = "(test)"
@@ -153,45 +97,26 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	if fileLedger {
 		cfg.Ledger.Topic, cfg.Ledger.File = "", filepath.Join(t.TempDir(), "ledger.jsonl")
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	key := bytes.Repeat([]byte{7}, 32)
 	w0 := time.Unix(1_700_002_800, 0).UTC() // an hour boundary
-	clock := &fakeClock{now: w0.Add(time.Minute)}
+	f := apptest.New(t, cfg, apptest.Partitions(2), apptest.Timeout(50*time.Second), apptest.FakeClock(w0.Add(time.Minute)))
+	clock := f.Clock
 
 	const perWindow = 600
 	produce := func(seed uint64, prefix string) {
-		d, err := synth.Generate(synth.Options{N: perWindow, Cohorts: cohorts, TimeMax: 400, Seed: seed, IDPrefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		msgs, err := harness.Messages(cfg.Spec(), d, 25, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := harness.Produce(ctx, cfg.Kafka, "in", msgs, log); err != nil {
-			t.Fatal(err)
-		}
+		produceCohort(f, synth.Options{N: perWindow, Cohorts: cohorts, TimeMax: 400, Seed: seed, IDPrefix: prefix}, 25)
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		if !harness.WaitFor(ctx, 30*time.Second, cond) {
-			t.Fatalf("timed out waiting for %s\n%s", what, logTail(logs.String()))
-		}
-	}
-	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{"in": 2}, nil); err != nil {
-		t.Fatal(err)
+		f.WaitFor(30*time.Second, what, cond)
 	}
 
 	// Run 1: window 0 fills; at its end its release goes to the ledger but
 	// the fit topic is down; window 1's records arrive; then the
 	// aggregators are killed (no final checkpoint).
 	produce(1, "secret-patient-a-")
-	reg1 := prometheus.NewRegistry()
 	var src1 *killableSource
-	svc1 := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem, Registry: reg1, Clock: clock, AggregatorTick: 20 * time.Millisecond,
-		Transport: apptest.Kafka(cfg, func(role app.Role, s message.Source) message.Source {
+	svc1 := f.Run(func(s *app.Service) {
+		s.Transport = apptest.Kafka(f.Config, func(role app.Role, s message.Source) message.Source {
 			if role != app.RoleAggregatorInput {
 				return s
 			}
@@ -202,42 +127,36 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 				return s
 			}
 			return downSink{s}
-		}),
-	}
-	done1 := make(chan error, 1)
-	go func() { done1 <- svc1.Run(ctx) }()
-	counted := func(reg *prometheus.Registry, n float64) func() bool {
+		})
+	})
+	counted := func(svc *apptest.Service, n float64) func() bool {
 		return func() bool {
-			return gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
+			return svc.Metric("dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
 		}
 	}
-	waitFor("window 0 counted", counted(reg1, perWindow))
+	waitFor("window 0 counted", counted(svc1, perWindow))
 	clock.Set(w0.Add(61 * time.Minute))
 	waitFor("window 0 in the ledger", func() bool {
-		return gauge(reg1, "dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1 &&
-			gauge(reg1, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}) == 1
+		return svc1.Metric("dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1 &&
+			svc1.Metric("dpsurv_releases_total", map[string]string{"aggregate": "cum"}) == 1
 	})
 	produce(2, "secret-patient-b-")
-	waitFor("window 1 counted", counted(reg1, 2*perWindow))
+	waitFor("window 1 counted", counted(svc1, 2*perWindow))
 	src1.kill()
-	if err := <-done1; !errors.Is(err, errKilled) {
+	if err := svc1.Wait(); !errors.Is(err, errKilled) {
 		t.Fatalf("run 1: %v, want the kill", err)
 	}
-	if got := gauge(reg1, "dpsurv_fit_messages_total", nil); got != 0 {
+	if got := svc1.Metric("dpsurv_fit_messages_total", nil); got != 0 {
 		t.Fatalf("run 1 published %v messages through a down fit topic", got)
 	}
 
 	// Run 2: same clock (still in window 1), working fit topic.
-	reg2 := prometheus.NewRegistry()
-	svc2 := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem, Registry: reg2, Clock: clock, AggregatorTick: 20 * time.Millisecond}
-	ctx2, stop2 := context.WithCancel(ctx)
-	done2 := make(chan error, 1)
-	go func() { done2 <- svc2.Run(ctx2) }()
-	waitFor("window 1 recounted", counted(reg2, perWindow))
+	svc2 := f.Run()
+	waitFor("window 1 recounted", counted(svc2, perWindow))
 	clock.Set(w0.Add(121 * time.Minute))
 	waitFor("window 1 released", func() bool {
-		return gauge(reg2, "dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1 &&
-			gauge(reg2, "dpsurv_releases_total", map[string]string{"aggregate": "cum"}) == 1
+		return svc2.Metric("dpsurv_releases_total", map[string]string{"aggregate": "km"}) == 1 &&
+			svc2.Metric("dpsurv_releases_total", map[string]string{"aggregate": "cum"}) == 1
 	})
 
 	// Collect the fit topic: 2 aggregates x 2 windows x 3 cohorts.
@@ -251,16 +170,9 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	}
 	byKey := map[string][]byte{}
 	dups := 0
-	col, err := harness.NewCollector(cfg.Kafka, "fits", "fit-reader", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer col.Close()
+	col := f.Read("fits", "fit-reader")
 	for len(byKey) < len(want) {
-		ms, err := col.Next(ctx)
-		if err != nil {
-			t.Fatalf("collect fits: %v (have %d)\n%s", err, len(byKey), logTail(logs.String()))
-		}
+		ms := col.Next()
 		for _, m := range ms {
 			k := string(m.Key)
 			if schemas.IsPatientStatementKey(m.Key) {
@@ -279,18 +191,17 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 			byKey[k] = m.Value
 		}
 	}
-	stop2()
-	if err := <-done2; err != nil {
+	if err := svc2.Stop(); err != nil {
 		t.Fatalf("run 2: %v", err)
 	}
 
 	fits := map[string]aggregators.FitMessage{}
 	for k, v := range byKey {
-		var f aggregators.FitMessage
-		if err := json.Unmarshal(v, &f); err != nil {
+		var fit aggregators.FitMessage
+		if err := json.Unmarshal(v, &fit); err != nil {
 			t.Fatal(err)
 		}
-		fits[k] = f
+		fits[k] = fit
 	}
 	sumN := func(agg string, w int) float64 {
 		s := 0.0
@@ -353,7 +264,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 
 	// Run 2 re-emitted window 0 from the ledger and drew window 1 only.
 	for _, agg := range []string{"km", "cum"} {
-		if v := gauge(reg2, "dpsurv_releases_replayed_total", map[string]string{"aggregate": agg}); v != 1 {
+		if v := svc2.Metric("dpsurv_releases_replayed_total", map[string]string{"aggregate": agg}); v != 1 {
 			t.Errorf("%s: %v replays in run 2, want 1", agg, v)
 		}
 	}
@@ -361,15 +272,16 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	// charge), the published bytes are the stored ones, 6 epsilon spent
 	// (3 releases at their replace-one cost 2).
 	var lb ledger.Backend
+	var err error
 	if fileLedger {
-		lb, err = ledger.OpenFile(cfg.Ledger.File, nil)
+		lb, err = ledger.OpenFile(f.Config.Ledger.File, nil)
 	} else {
-		lb, err = kafkaledger.Open(ctx, cfg.Kafka, "dpsurv.ledger", nil)
+		lb, err = kafkaledger.Open(f.Ctx, f.Config.Kafka, "dpsurv.ledger", nil)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	led, err := ledger.Open(ctx, lb, ledger.Options{Budget: cfg.Ledger.Budget})
+	led, err := ledger.Open(f.Ctx, lb, ledger.Options{Budget: f.Config.Ledger.Budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,16 +306,8 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	}
 
 	// The Arrow curve tables.
-	acol, err := harness.NewCollector(cfg.Kafka, "fits.arrow", "curve-reader", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer acol.Close()
-	ms, err := acol.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := arrowipc.DecodeRecords(ms[0].Value, mem)
+	ms := f.Read("fits.arrow", "curve-reader").Next()
+	recs, err := arrowipc.DecodeRecords(ms[0].Value, f.Mem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +318,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 		r.Release()
 	}
 
-	out := logs.String()
+	out := f.Logs.String()
 	for _, needle := range []string{"secret-patient"} {
 		if strings.Contains(out, needle) {
 			t.Fatalf("logs contain raw value %q", needle)
@@ -422,12 +326,5 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	}
 	t.Logf("%d distinct releases, %d byte-identical duplicates on the fit topic; released n: km window 0 %.0f, window 1 %.0f, cumulative %.0f then %.0f (true 600, 600, 600, 1200)",
 		len(byKey), dups, sumN("km", 0), sumN("km", 1), sumN("cum", 0), sumN("cum", 1))
-	mem.AssertSize(t, 0)
-}
-
-func logTail(s string) string {
-	if len(s) > 3000 {
-		return s[len(s)-3000:]
-	}
-	return s
+	f.Mem.AssertSize(t, 0)
 }

@@ -1,21 +1,15 @@
 package app_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
@@ -30,92 +24,40 @@ import (
 func TestCentralOnlyServiceEndToEnd(t *testing.T) {
 	for _, sanitized := range []string{"", "out"} {
 		t.Run("sanitized_topic="+sanitized, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
-			defer cancel()
-			logs := &syncBuffer{}
-			log := debugLogger(logs)
-			cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			cohorts := []string{"A", "B"}
-			cfg := kmE2EConfig(cl.Addrs(), "central-e2e", cohorts, sanitized)
+			cfg := kmE2EConfig(nil, "central-e2e", cohorts, sanitized)
 			cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour},
 				Params: aggregators.Params{BinWidth: 20}}}
 			cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
-			if err := cfg.Validate(); err != nil {
-				t.Fatal(err)
-			}
 			w0 := time.Unix(1_700_002_800, 0).UTC()
-			clock := &fakeClock{now: w0.Add(time.Minute)}
-			if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{"in": 1}, nil); err != nil {
-				t.Fatal(err)
-			}
+			f := apptest.New(t, cfg, apptest.Timeout(50*time.Second), apptest.FakeClock(w0.Add(time.Minute)))
 			const n = 200
-			d, err := synth.Generate(synth.Options{N: n, Cohorts: cohorts, TimeMax: 400, Seed: 3, IDPrefix: "secret-patient-"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs, err := harness.Messages(cfg.Spec(), d, 50, mem)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := harness.Produce(ctx, cfg.Kafka, "in", msgs, log); err != nil {
-				t.Fatal(err)
-			}
-			reg := prometheus.NewRegistry()
-			svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock,
-				AggregatorTick: 20 * time.Millisecond}
-			runCtx, stop := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- svc.Run(runCtx) }()
-			if !harness.WaitFor(ctx, 30*time.Second, func() bool {
-				return gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
-			}) {
-				t.Fatalf("records not counted\n%s", logTail(logs.String()))
-			}
-			clock.Set(w0.Add(61 * time.Minute))
-			col, err := harness.NewCollector(cfg.Kafka, "fits", "fit-reader", log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer col.Close()
-			var fit aggregators.FitMessage
-			for fit.Aggregate == "" {
-				ms, err := col.Next(ctx)
-				if err != nil {
-					t.Fatalf("collect fits: %v\n%s", err, logTail(logs.String()))
-				}
-				for _, m := range ms {
-					if schemas.IsPatientStatementKey(m.Key) {
-						continue // the privacy statement (statement_e2e_test.go)
-					}
-					if err := json.Unmarshal(m.Value, &fit); err != nil {
-						t.Fatal(err)
-					}
-					break
-				}
-			}
-			stop()
-			if err := <-done; err != nil {
-				t.Fatalf("run: %v", err)
-			}
+			produceCohort(f, synth.Options{N: n, Cohorts: cohorts, TimeMax: 400, Seed: 3, IDPrefix: "secret-patient-"}, 50)
+			svc := f.Run()
+			f.WaitFor(30*time.Second, "records counted", func() bool {
+				return svc.Metric("dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
+			})
+			f.Clock.Set(w0.Add(61 * time.Minute))
+			fit := nextRelease(t, f.Read("fits", "fit-reader"))
+			svc.StopOK()
 			listed := slices.Contains(fit.Public, aggregators.PublicViaSanitized)
 			if listed != (sanitized != "") || strings.Contains(fit.Neighbouring, "sanitized topic") != (sanitized != "") {
 				t.Fatalf("sanitized topic %q: release public %v, neighbouring %q", sanitized, fit.Public, fit.Neighbouring)
 			}
-			central := strings.Contains(logs.String(), "central releases only")
+			central := strings.Contains(f.Logs.String(), "central releases only")
 			if central != (sanitized == "") {
 				t.Fatalf("sanitized topic %q: central-only logged %v", sanitized, central)
 			}
-			if strings.Contains(logs.String(), "secret-patient") {
+			if strings.Contains(f.Logs.String(), "secret-patient") {
 				t.Fatal("logs contain raw record ids")
 			}
-			mem.AssertSize(t, 0)
+			f.Mem.AssertSize(t, 0)
 		})
 	}
 }
 
-// kmE2EConfig is a one-partition Arrow service config on the embedded
-// broker with cohorts over [0, 400] days, the test TE settings and the
+// kmE2EConfig is a one-partition Arrow service config on brokers (nil:
+// apptest.New fills in its broker) with cohorts over [0, 400] days, the test TE settings and the
 // given sanitized topic ("" for central releases only); the caller adds
 // the aggregators and the ledger.
 func kmE2EConfig(brokers []string, name string, cohorts []string, sanitized string) app.Config {
@@ -129,4 +71,37 @@ func kmE2EConfig(brokers []string, name string, cohorts []string, sanitized stri
 	cfg.HTTP.Listen = ""
 	cfg.Log.Level = "debug"
 	return cfg
+}
+
+// produceCohort writes a synthetic cohort to the input topic as Arrow
+// messages of batch records; it returns the cohort.
+func produceCohort(f *apptest.Fixture, o synth.Options, batch int) synth.Data {
+	f.T.Helper()
+	d, err := synth.Generate(o)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	msgs, err := harness.Messages(f.Config.Spec(), d, batch, f.Mem)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	f.Produce(f.Config.Input.Topic, msgs)
+	return d
+}
+
+// nextRelease reads the fit topic until a release (not the privacy
+// statement, statement_e2e_test.go) comes, and decodes it.
+func nextRelease(t testing.TB, r *apptest.Reader) aggregators.FitMessage {
+	for {
+		for _, m := range r.Next() {
+			if schemas.IsPatientStatementKey(m.Key) {
+				continue
+			}
+			var fit aggregators.FitMessage
+			if err := json.Unmarshal(m.Value, &fit); err != nil {
+				t.Fatal(err)
+			}
+			return fit
+		}
+	}
 }

@@ -21,13 +21,7 @@ import (
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
@@ -36,29 +30,6 @@ import (
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
 )
-
-// syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func debugLogger(w *syncBuffer) *zap.Logger {
-	enc := zap.NewProductionEncoderConfig()
-	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(w), zapcore.DebugLevel))
-}
 
 // crashingSource dies at its n-th batch after the batch's outputs were
 // written and before its offsets are committed — the worst moment for a
@@ -117,16 +88,9 @@ type outRow struct {
 }
 
 func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	logs := &syncBuffer{}
-	log := debugLogger(logs)
-	cl, _ := brokertest.Start(t, broker.Options{Partitions: 3})
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-
 	cohorts := []string{"label-alpha-secret", "label-beta-secret", "label-gamma-secret"}
 	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "e2e"}
+	cfg.Kafka = kafkaconn.Config{ClientID: "e2e"}
 	cfg.Input = app.InputConfig{Topic: "in", GroupID: "e2e", Format: "arrow", MaxBatch: 4, Partitions: 3}
 	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: cohorts, Public: []string{"event"}}
 	cfg.Sanitizers.KeyFile = "(test)"
@@ -136,7 +100,9 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq"}
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Log.Level = "debug"
-	key := bytes.Repeat([]byte{9}, 32)
+	f := apptest.New(t, cfg, apptest.Partitions(3), apptest.Timeout(30*time.Second), apptest.Key(bytes.Repeat([]byte{9}, 32)),
+		apptest.Topics(map[string]int{"out": 3, "dlq": 1}), apptest.NoValidate())
+	cfg, logs, mem := f.Config, f.Logs, f.Mem
 
 	const n = 3000
 	spec := cfg.Spec()
@@ -171,44 +137,38 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 	wantDead := map[string]int{"undecodable": 1, "invalid_time": 1, "unknown_cohort": 1, "duplicate_id": 1}
 	wantGood := n + 2 // secret-bad-3's first row and secret-good-9
 
-	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{"in": 3, "out": 3, "dlq": 1}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := harness.Produce(ctx, cfg.Kafka, "in", msgs, log); err != nil {
-		t.Fatal(err)
-	}
+	f.Produce("in", msgs)
 
 	// First consumer dies between writing its 3rd batch and committing it.
-	svc1 := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem,
-		Transport: apptest.Kafka(cfg, func(role app.Role, s message.Source) message.Source {
+	svc1 := f.Run(func(svc *app.Service) {
+		svc.Registry = nil
+		svc.Transport = apptest.Kafka(cfg, func(role app.Role, s message.Source) message.Source {
 			if role != app.RoleInput {
 				return s
 			}
 			return &crashingSource{Source: s, n: 3}
-		}, nil)}
-	if err := svc1.Run(ctx); !errors.Is(err, errCrash) {
+		}, nil)
+	})
+	if err := svc1.Wait(); !errors.Is(err, errCrash) {
 		t.Fatalf("first run: want simulated crash, got %v", err)
 	}
 	if svc1.Acked() == 0 {
 		t.Fatal("first run committed nothing before the crash")
 	}
 	// Restart in the same group: it must resume from the last commit.
-	svc2 := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem}
-	ctx2, stop2 := context.WithCancel(ctx)
-	done2 := make(chan error, 1)
-	go func() { done2 <- svc2.Run(ctx2) }()
+	svc2 := f.Run(func(svc *app.Service) { svc.Registry = nil })
 
 	// Collect outputs.
 	rows := map[string][]outRow{} // pseudonym -> rows seen
 	bySource := map[string]string{}
 	dupMessages, distinctMessages := 0, 0
-	col, err := harness.NewCollector(cfg.Kafka, "out", "e2e-reader", log)
+	col, err := harness.NewCollector(cfg.Kafka, "out", "e2e-reader", f.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer col.Close()
 	for len(rows) < wantGood {
-		ms, err := col.Next(ctx)
+		ms, err := col.Next(f.Ctx)
 		if err != nil {
 			os.WriteFile("/tmp/e2e.log", []byte(logs.String()), 0o644)
 			t.Fatalf("collect: %v (have %d of %d)", err, len(rows), wantGood)
@@ -234,7 +194,7 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 		}
 	}
 	// Dead letters.
-	dcol, err := harness.NewCollector(cfg.Kafka, "dlq", "e2e-dlq-reader", log)
+	dcol, err := harness.NewCollector(cfg.Kafka, "dlq", "e2e-dlq-reader", f.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +202,7 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 	gotDead := map[string]int{}
 	seenDead := map[string]bool{}
 	for total := 0; total < 4; {
-		ms, err := dcol.Next(ctx)
+		ms, err := dcol.Next(f.Ctx)
 		if err != nil {
 			t.Fatalf("collect dead letters: %v (have %v)", err, gotDead)
 		}
@@ -301,8 +261,7 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 	if loss, err := strconv.ParseFloat(v, 64); err != nil || math.Abs(loss-5) > 1e-12 {
 		t.Fatalf("time privacy loss %q, want 5", v)
 	}
-	stop2()
-	if err := <-done2; err != nil {
+	if err := svc2.Stop(); err != nil {
 		t.Fatalf("second run: %v", err)
 	}
 	for k, v := range wantDead {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
@@ -42,9 +43,9 @@ func TestServiceWaitsForTopicsTheBrokerWillNotCreate(t *testing.T) {
 	cfg := txnConfig(c.Addrs())
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	p := makeTxnPayloads(t, cfg, mem)
-	logs := &syncBuffer{}
+	logs := &apptest.Logs{}
 	reg := prometheus.NewRegistry()
-	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: debugLogger(logs), Mem: mem, Registry: reg}
+	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: logs.Logger(), Mem: mem, Registry: reg}
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(sctx) }()
@@ -76,8 +77,8 @@ func TestServiceWaitsForTopicsTheBrokerWillNotCreate(t *testing.T) {
 	if err := harness.Produce(ctx, cfg.Kafka, "in", []message.Message{{Value: p.plain}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if !harness.WaitFor(ctx, 40*time.Second, func() bool { return gauge(reg, "dpsurv_records_out_total", nil) == 5 }) {
-		t.Fatalf("records out %v, want 5 once the topics exist", gauge(reg, "dpsurv_records_out_total", nil))
+	if !harness.WaitFor(ctx, 40*time.Second, func() bool { return apptest.Metric(reg, "dpsurv_records_out_total", nil) == 5 }) {
+		t.Fatalf("records out %v, want 5 once the topics exist", apptest.Metric(reg, "dpsurv_records_out_total", nil))
 	}
 	if !harness.WaitFor(ctx, 10*time.Second, svc.Ready) {
 		t.Error("not ready once the topics exist and the stream flows")

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/internal/testtier"
@@ -68,9 +69,9 @@ func TestSanitizerOnLibrdkafkaMockCluster(t *testing.T) {
 	}
 	files = append(files, garbage)
 
-	logs := &syncBuffer{}
+	logs := &apptest.Logs{}
 	reg := prometheus.NewRegistry()
-	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: debugLogger(logs), Mem: mem, Registry: reg}
+	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: logs.Logger(), Mem: mem, Registry: reg}
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(sctx) }()
@@ -97,13 +98,13 @@ func TestSanitizerOnLibrdkafkaMockCluster(t *testing.T) {
 	mock.Produce(t, "in", files...)
 
 	ok := harness.WaitFor(ctx, 60*time.Second, func() bool {
-		return gauge(reg, "dpsurv_records_out_total", nil) == n &&
-			gauge(reg, "dpsurv_records_dead_lettered_total", map[string]string{"reason": "undecodable"}) == 1
+		return apptest.Metric(reg, "dpsurv_records_out_total", nil) == n &&
+			apptest.Metric(reg, "dpsurv_records_dead_lettered_total", map[string]string{"reason": "undecodable"}) == 1
 	})
 	if !ok {
 		t.Fatalf("records out %v (want %d), undecodable dead letters %v (want 1); log tail:\n%s",
-			gauge(reg, "dpsurv_records_out_total", nil), n,
-			gauge(reg, "dpsurv_records_dead_lettered_total", map[string]string{"reason": "undecodable"}), tail(logs.String(), 30))
+			apptest.Metric(reg, "dpsurv_records_out_total", nil), n,
+			apptest.Metric(reg, "dpsurv_records_dead_lettered_total", map[string]string{"reason": "undecodable"}), tail(logs.String(), 30))
 	}
 	var lag []kafkaconn.PartitionLag
 	if !harness.WaitFor(ctx, 20*time.Second, func() bool {

@@ -12,14 +12,9 @@ import (
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/broker/brokertest"
-	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/internal/testtier"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 )
@@ -53,62 +48,62 @@ func (s *stallPartition) ReadBatch(ctx context.Context) (message.Batch, error) {
 	return b, err
 }
 
+// committedToEnd reports whether cfg's group has committed every input
+// partition to its end.
+func committedToEnd(ctx context.Context, cfg app.Config) bool {
+	pl, err := kafkaconn.GroupLag(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
+	if err != nil {
+		return false
+	}
+	for _, p := range pl {
+		if p.Lag() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // A partition assigned to this replica that stops moving for
 // input.stall_timeout makes the replica restart its reader (leave and
 // rejoin the group), after which the partition is consumed from its
 // committed offset: it recovers without a restart of the service.
 func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
-	cfg := reliabConfig(t, cl, "heal")
-	cfg.Input.Partitions = 2
-	cfg.Input.MaxBatch = 1 // a batch never mixes partitions
-	cfg.Input.SessionTimeout = 6 * time.Second
-	cfg.Input.RebalanceTimeout = 6 * time.Second
-	cfg.Input.StallTimeout = 2 * time.Second
-	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 2, cfg.Output.SanitizedTopic: 2, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	f := reliabFixture(t, "heal", 90*time.Second, func(cfg *app.Config) {
+		cfg.Input.Partitions = 2
+		cfg.Input.MaxBatch = 1 // a batch never mixes partitions
+		cfg.Input.SessionTimeout = 6 * time.Second
+		cfg.Input.RebalanceTimeout = 6 * time.Second
+		cfg.Input.StallTimeout = 2 * time.Second
+	})
+	ctx, cfg := f.Ctx, f.Config
 	var msgs []message.Message
 	for i := range 20 {
 		msgs = append(msgs, message.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("h%d-", i), 5), false)})
 	}
-	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
-		t.Fatal(err)
-	}
+	f.Produce(cfg.Input.Topic, msgs)
 
-	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
 	var wrapped atomic.Pointer[stallPartition] // set on the service's goroutine
-	svc.Transport = apptest.Kafka(cfg, func(role app.Role, s message.Source) message.Source {
-		if role != app.RoleInput {
-			return s
-		}
-		st := &stallPartition{Source: s, partition: 1, released: func() bool { return pipelinetest.CounterValue(svc.Metrics().ReaderRestarts) > 0 }}
-		wrapped.Store(st)
-		return st
-	}, nil)
-	done, _ := startService(t, ctx, svc)
+	svc := runQuiet(f, func(svc *app.Service) {
+		svc.Transport = apptest.Kafka(cfg, func(role app.Role, s message.Source) message.Source {
+			if role != app.RoleInput {
+				return s
+			}
+			st := &stallPartition{Source: s, partition: 1, released: func() bool { return pipelinetest.CounterValue(svc.Metrics().ReaderRestarts) > 0 }}
+			wrapped.Store(st)
+			return st
+		}, nil)
+	})
 	start := time.Now()
-	waitUntil(t, done, 40*time.Second, "every message read, partition 1 held", func() bool {
+	svc.WaitFor(40*time.Second, "every message read, partition 1 held", func() bool {
 		st := wrapped.Load()
 		return st != nil && st.held.Load() > 0 && svc.Acked() == int64(len(msgs))
 	})
-	waitUntil(t, done, 40*time.Second, "a reader restart, then both partitions committed to their end, nothing stalled, ready", func() bool {
+	svc.WaitFor(40*time.Second, "a reader restart, then both partitions committed to their end, nothing stalled, ready", func() bool {
 		m := svc.Metrics()
 		if pipelinetest.CounterValue(m.ReaderRestarts) < 1 || gaugeValue(m.StalledPartitions) != 0 || !svc.Ready() {
 			return false
 		}
-		pl, err := kafkaconn.GroupLag(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
-		if err != nil {
-			return false
-		}
-		for _, p := range pl {
-			if p.Lag() > 0 {
-				return false
-			}
-		}
-		return true
+		return committedToEnd(ctx, cfg)
 	})
 	if n := pipelinetest.CounterValue(svc.Metrics().ReaderRestarts); n != 1 {
 		t.Errorf("dpsurv_reader_restarts_total = %v, want 1", n)
@@ -152,17 +147,13 @@ func joinAndVanish(t *testing.T, addr, group, topic string) {
 // member, and every partition is consumed again.
 func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 	testtier.Full(t, "consumer-group stall recovery test (~20-80 s)")
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
-	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
-	cfg := reliabConfig(t, cl, "kept")
-	cfg.Input.Partitions = 2
-	cfg.Input.SessionTimeout = 6 * time.Second
-	cfg.Input.RebalanceTimeout = 6 * time.Second
-	cfg.Input.StallTimeout = 2 * time.Second
-	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 2, cfg.Output.SanitizedTopic: 2, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	f := reliabFixture(t, "kept", 150*time.Second, func(cfg *app.Config) {
+		cfg.Input.Partitions = 2
+		cfg.Input.SessionTimeout = 6 * time.Second
+		cfg.Input.RebalanceTimeout = 6 * time.Second
+		cfg.Input.StallTimeout = 2 * time.Second
+	})
+	ctx, cfg := f.Ctx, f.Config
 	batch := func(prefix string) []message.Message {
 		var msgs []message.Message
 		for i := range 20 {
@@ -170,19 +161,16 @@ func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 		}
 		return msgs
 	}
-	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, batch("a"), zap.NewNop()); err != nil {
-		t.Fatal(err)
-	}
-	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
-	done, _ := startService(t, ctx, svc)
-	waitUntil(t, done, 40*time.Second, "the first messages consumed", func() bool { return svc.Acked() == 20 })
+	f.Produce(cfg.Input.Topic, batch("a"))
+	svc := runQuiet(f)
+	svc.WaitFor(40*time.Second, "the first messages consumed", func() bool { return svc.Acked() == 20 })
 
 	// A member that joins and dies mid-rebalance stays in the group with
 	// no session timer when kfake fails to deliver its JoinGroup reply
 	// (about half the time: kfake's reply races the closed connection).
 	var zombie string
 	for attempt := 1; zombie == "" && attempt <= 8; attempt++ {
-		joinAndVanish(t, cl.Addrs()[0], cfg.Input.GroupID, cfg.Input.Topic)
+		joinAndVanish(t, f.Cluster.Addrs()[0], cfg.Input.GroupID, cfg.Input.Topic)
 		st, err := kafkaconn.WaitForGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic, 2, 20*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -210,23 +198,12 @@ func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 	}
 	restarts := pipelinetest.CounterValue(svc.Metrics().ReaderRestarts)
 	start := time.Now()
-	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, batch("b"), zap.NewNop()); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, done, 60*time.Second, "a reader restart, the dead member dropped and every partition committed to its end", func() bool {
+	f.Produce(cfg.Input.Topic, batch("b"))
+	svc.WaitFor(60*time.Second, "a reader restart, the dead member dropped and every partition committed to its end", func() bool {
 		if pipelinetest.CounterValue(svc.Metrics().ReaderRestarts) <= restarts || gaugeValue(svc.Metrics().StalledPartitions) != 0 || !svc.Ready() {
 			return false
 		}
-		pl, err := kafkaconn.GroupLag(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
-		if err != nil {
-			return false
-		}
-		for _, p := range pl {
-			if p.Lag() > 0 {
-				return false
-			}
-		}
-		return true
+		return committedToEnd(ctx, cfg)
 	})
 	st, _ := kafkaconn.DescribeGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic)
 	for _, m := range st.Members {

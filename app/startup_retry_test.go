@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -15,8 +14,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 )
@@ -30,7 +28,7 @@ func readyzAndMetric(t *testing.T, addr string, reg *prometheus.Registry) (ready
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK, gauge(reg, "dpsurv_ready", nil)
+	return resp.StatusCode == http.StatusOK, apptest.Metric(reg, "dpsurv_ready", nil)
 }
 
 // A broker fault while the aggregators start (here every read of the
@@ -39,11 +37,8 @@ func readyzAndMetric(t *testing.T, addr string, reg *prometheus.Registry) (ready
 // with backoff, and the aggregators start once the broker answers.
 // dpsurv_ready equals /readyz throughout.
 func TestAggregatorsStartRetriedWhileNotReady(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "startretry"}
+	cfg.Kafka = kafkaconn.Config{ClientID: "startretry"}
 	cfg.Input = app.InputConfig{Topic: "in", GroupID: "startretry", Format: "arrow", MaxBatch: 8, Partitions: 1}
 	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: pipelinetest.Cohorts, Public: []string{"event"}}
 	cfg.Sanitizers.KeyFile = "(test)"
@@ -53,14 +48,15 @@ func TestAggregatorsStartRetriedWhileNotReady(t *testing.T) {
 	cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1,
 		Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 20, Method: "noisy-histogram"}}}
 	cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
-	state := cfg.LedgerStateTopic()
+	f := apptest.New(t, cfg, apptest.Timeout(90*time.Second), apptest.Key(bytes.Repeat([]byte{3}, 32)), apptest.NoValidate())
+	state := f.Config.LedgerStateTopic()
 
 	// The outage: the broker drops the connection of every ListOffsets
 	// that names the checkpoint topic.
 	var down atomic.Bool
 	var refused atomic.Int64
 	down.Store(true)
-	kf := cl.Kfake()
+	kf := f.Cluster.Kfake()
 	kf.ControlKey(kmsg.ListOffsets.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		kf.KeepControl()
 		if !down.Load() {
@@ -75,12 +71,11 @@ func TestAggregatorsStartRetriedWhileNotReady(t *testing.T) {
 		return nil, nil, false
 	})
 
-	logs := &syncBuffer{}
-	reg := prometheus.NewRegistry()
-	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{3}, 32), Log: debugLogger(logs), Registry: reg, AggregatorTick: 20 * time.Millisecond}
-	done, _ := startService(t, ctx, svc)
-	waitUntil(t, done, 30*time.Second, "three failed starts of the aggregators", func() bool { return refused.Load() >= 3 })
-	waitUntil(t, done, 10*time.Second, "the health server", func() bool { return svc.HealthAddr() != "" })
+	logs := f.Logs
+	svc := f.Run(func(s *app.Service) { s.Mem, s.AggregatorTick = nil, 20*time.Millisecond })
+	reg := svc.Registry
+	svc.WaitFor(30*time.Second, "three failed starts of the aggregators", func() bool { return refused.Load() >= 3 })
+	svc.WaitFor(10*time.Second, "the health server", func() bool { return svc.HealthAddr() != "" })
 	for range 5 {
 		rz, m := readyzAndMetric(t, svc.HealthAddr(), reg)
 		if rz || m != 0 {
@@ -89,17 +84,17 @@ func TestAggregatorsStartRetriedWhileNotReady(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !strings.Contains(logs.String(), "aggregators could not start; not ready, retrying") {
-		t.Errorf("no retry logged:\n%s", logTail(logs.String()))
+		t.Errorf("no retry logged:\n%s", logs.Tail())
 	}
 	down.Store(false)
-	waitUntil(t, done, 40*time.Second, "the service to be ready after the outage", svc.Ready)
-	waitUntil(t, done, 10*time.Second, "/readyz and dpsurv_ready to agree on ready", func() bool {
+	svc.WaitFor(40*time.Second, "the service to be ready after the outage", svc.Ready)
+	svc.WaitFor(10*time.Second, "/readyz and dpsurv_ready to agree on ready", func() bool {
 		rz, m := readyzAndMetric(t, svc.HealthAddr(), reg)
 		return rz && m == 1
 	})
 	select {
-	case err := <-done:
-		t.Fatalf("the service exited: %v", err)
+	case <-svc.Exited():
+		t.Fatalf("the service exited: %v", svc.Wait())
 	default:
 	}
 	t.Logf("%d checkpoint reads refused before the outage ended", refused.Load())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
@@ -34,8 +35,8 @@ func TestStatementPublishedOnFitTopic(t *testing.T) {
 		t.Run("sanitized_topic="+sanitized, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			logs := &syncBuffer{}
-			log := debugLogger(logs)
+			logs := &apptest.Logs{}
+			log := logs.Logger()
 			cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			cohorts := []string{"A", "B"}
@@ -66,7 +67,7 @@ func TestStatementPublishedOnFitTopic(t *testing.T) {
 				t.Fatal(err)
 			}
 			w0 := time.Unix(1_700_002_800, 0).UTC()
-			clock := &fakeClock{now: w0.Add(time.Minute)}
+			clock := apptest.NewClock(w0.Add(time.Minute))
 			reg := prometheus.NewRegistry()
 			svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock,
 				AggregatorTick: 20 * time.Millisecond}
@@ -81,9 +82,9 @@ func TestStatementPublishedOnFitTopic(t *testing.T) {
 				mem.AssertSize(t, 0)
 			}()
 			if !harness.WaitFor(ctx, 40*time.Second, func() bool {
-				return gauge(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
+				return apptest.Metric(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
 			}) {
-				t.Fatalf("records not counted\n%s", logTail(logs.String()))
+				t.Fatalf("records not counted\n%s", logs.Tail())
 			}
 			clock.Set(w0.Add(61 * time.Minute))
 
@@ -102,7 +103,7 @@ func TestStatementPublishedOnFitTopic(t *testing.T) {
 				for !until() {
 					ms, err := col.Next(ctx)
 					if err != nil {
-						t.Fatalf("read the fit topic: %v (order %v)\n%s", err, order, logTail(logs.String()))
+						t.Fatalf("read the fit topic: %v (order %v)\n%s", err, order, logs.Tail())
 					}
 					for _, m := range ms {
 						order = append(order, string(m.Key))

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/codecs/arrowipc"
@@ -125,27 +126,27 @@ func runTxnScenario(t *testing.T, cfg app.Config, p txnPayloads, mem memory.Allo
 	})
 	if !ok {
 		t.Fatalf("the input group never committed offset 5 (past the abort marker and the plain message): %+v; records in %v",
-			lag, gauge(reg, "dpsurv_records_in_total", nil))
+			lag, apptest.Metric(reg, "dpsurv_records_in_total", nil))
 	}
 	time.Sleep(300 * time.Millisecond) // anything late would show now
 
-	if got := gauge(reg, "dpsurv_records_in_total", nil); got != 25 {
+	if got := apptest.Metric(reg, "dpsurv_records_in_total", nil); got != 25 {
 		t.Errorf("dpsurv_records_in_total = %v, want 25 (20 committed + 5 plain; the 25 aborted never counted)", got)
 	}
-	if got := gauge(reg, "dpsurv_records_out_total", nil); got != 25 {
+	if got := apptest.Metric(reg, "dpsurv_records_out_total", nil); got != 25 {
 		t.Errorf("dpsurv_records_out_total = %v, want 25", got)
 	}
-	if got := gauge(reg, "dpsurv_dead_letter_rows_total", nil); got != 0 {
+	if got := apptest.Metric(reg, "dpsurv_dead_letter_rows_total", nil); got != 0 {
 		t.Errorf("dpsurv_dead_letter_rows_total = %v, want 0 (transaction markers are not messages)", got)
 	}
-	if a, m := gauge(reg, "dpsurv_input_transaction_messages_skipped_total", map[string]string{"kind": "aborted"}),
-		gauge(reg, "dpsurv_input_transaction_messages_skipped_total", map[string]string{"kind": "marker"}); a != 1 || m != 2 {
+	if a, m := apptest.Metric(reg, "dpsurv_input_transaction_messages_skipped_total", map[string]string{"kind": "aborted"}),
+		apptest.Metric(reg, "dpsurv_input_transaction_messages_skipped_total", map[string]string{"kind": "marker"}); a != 1 || m != 2 {
 		t.Errorf("dpsurv_input_transaction_messages_skipped_total aborted %v, marker %v; want 1 and 2", a, m)
 	}
 	if mfs, err := reg.Gather(); err != nil || !slices.ContainsFunc(mfs, func(mf *dto.MetricFamily) bool { return mf.GetName() == "dpsurv_input_unstable_messages" }) {
 		t.Errorf("dpsurv_input_unstable_messages not exported (%v)", err)
 	}
-	if u := gauge(reg, "dpsurv_input_unstable_messages", nil); u != 0 {
+	if u := apptest.Metric(reg, "dpsurv_input_unstable_messages", nil); u != 0 {
 		t.Errorf("dpsurv_input_unstable_messages = %v with no transaction open, want 0", u)
 	}
 	if end := endOffset(ctx, t, addrs, "dlq"); end != 0 {

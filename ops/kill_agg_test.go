@@ -19,9 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/internal/testtier"
-
-	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
@@ -142,21 +141,9 @@ log: {level: info}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{cfg.Input.Topic: 4, cfg.Output.SanitizedTopic: 4, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	opsEnsureTopics(t, ctx, conn, cfg)
 	const perMsg, every = 25, 50 * time.Millisecond // 500 records/s
-	d, err := synth.Generate(synth.Options{N: 8500, Cohorts: cfg.Schema.Cohorts, TimeMax: 4000, Seed: 61, IDPrefix: "rawid-killagg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := harness.Messages(cfg.Spec(), d, perMsg, memory.NewGoAllocator())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range msgs {
-		msgs[i].Key = []byte("killagg-" + strconv.Itoa(i))
-	}
+	d, msgs := opsCohortMessages(t, cfg, synth.Options{N: 8500, Cohorts: cfg.Schema.Cohorts, TimeMax: 4000, Seed: 61, IDPrefix: "rawid-killagg"}, perMsg, "killagg-")
 
 	// midWindow waits for the middle of a 3 s window (wall clock, as the
 	// processes' windows).
@@ -468,22 +455,10 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{cfg.Input.Topic: 4, cfg.Output.SanitizedTopic: 4, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
-	d, err := synth.Generate(synth.Options{N: 5000, Cohorts: cfg.Schema.Cohorts, TimeMax: 4000, Seed: 71, IDPrefix: "rawidar"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := harness.Messages(cfg.Spec(), d, 25, memory.NewGoAllocator())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range msgs {
-		msgs[i].Key = []byte("aggrestart-" + strconv.Itoa(i))
-	}
+	opsEnsureTopics(t, ctx, conn, cfg)
+	d, msgs := opsCohortMessages(t, cfg, synth.Options{N: 5000, Cohorts: cfg.Schema.Cohorts, TimeMax: 4000, Seed: 71, IDPrefix: "rawidar"}, 25, "aggrestart-")
 	half := len(msgs) / 2
-	logs := &opsLogs{}
+	logs := &apptest.Logs{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("service log tail:\n%s", opsLogTail(logs.String()))
@@ -491,7 +466,7 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 	})
 	key := bytes.Repeat([]byte{0x5e}, 32)
 	sv := opsSupervise(t, ctx, func() *app.Service {
-		return &app.Service{Config: cfg, Key: key, Log: logs.logger(), AggregatorTick: 50 * time.Millisecond}
+		return &app.Service{Config: cfg, Key: key, Log: logs.Logger(), AggregatorTick: 50 * time.Millisecond}
 	})
 	waitFor := func(what string, timeout time.Duration, cond func() bool) {
 		t.Helper()

@@ -17,10 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/internal/testtier"
 	"github.com/dpsurv/dpsurv/message"
-
-	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
@@ -58,7 +57,7 @@ func TestHelperProcess(t *testing.T) {
 // dpsurvProcess is a `dpsurv` child process with its stderr captured.
 type dpsurvProcess struct {
 	cmd  *exec.Cmd
-	logs *opsLogs
+	logs *apptest.Logs
 	done chan struct{}
 	err  error
 }
@@ -75,7 +74,7 @@ func startDpsurv(t *testing.T, args ...string) *dpsurvProcess {
 // test ends.
 func startProcess(t *testing.T, cmd *exec.Cmd, args []string) *dpsurvProcess {
 	t.Helper()
-	p := &dpsurvProcess{cmd: cmd, logs: &opsLogs{}, done: make(chan struct{})}
+	p := &dpsurvProcess{cmd: cmd, logs: &apptest.Logs{}, done: make(chan struct{})}
 	cmd.Stdout = io.Discard
 	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {
@@ -173,20 +172,8 @@ log: {level: info}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{cfg.Input.Topic: 4, cfg.Output.SanitizedTopic: 4, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
-	d, err := synth.Generate(synth.Options{N: 6000, Cohorts: cfg.Schema.Cohorts, TimeMax: 4000, Seed: 60, IDPrefix: "rawid-kill"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := harness.Messages(cfg.Spec(), d, 25, memory.NewGoAllocator())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range msgs {
-		msgs[i].Key = []byte("kill-" + strconv.Itoa(i)) // spread over partitions
-	}
+	opsEnsureTopics(t, ctx, conn, cfg)
+	_, msgs := opsCohortMessages(t, cfg, synth.Options{N: 6000, Cohorts: cfg.Schema.Cohorts, TimeMax: 4000, Seed: 60, IDPrefix: "rawid-kill"}, 25, "kill-")
 	want, err := ops.Reference(cfg, key, msgs)
 	if err != nil {
 		t.Fatal(err)

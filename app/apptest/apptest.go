@@ -1,6 +1,10 @@
-// Package apptest helps tests of the service (package app) see and alter
-// its traffic through the app.Transport interface, as a caller would,
-// instead of through hooks on app.Service. It is imported by tests only.
+// Package apptest is the end-to-end fixture of the service (package app):
+// Start (or New, Produce, Run) gives a test an in-process broker, its
+// topics, a searchable debug log, a checked allocator, a fake clock and
+// running services with their own metrics, all closed by t.Cleanup; and
+// Transport lets a test see and alter a service's traffic through the
+// app.Transport interface, as a caller would, instead of through hooks on
+// app.Service. It is imported by tests only.
 package apptest
 
 import (

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/internal/harness"
@@ -60,8 +61,8 @@ func TestOpsServiceTLSAndSASL(t *testing.T) {
 			cfg.Input.Topic = "ops.sec.in." + string(rune('a'+i))
 			cfg.Output.SanitizedTopic = "ops.sec.out." + string(rune('a'+i))
 			cfg.HTTP.Listen = opsFreeAddr(t)
-			logs := &opsLogs{}
-			svc := &app.Service{Config: cfg, Key: opsKey, Log: logs.logger()}
+			logs := &apptest.Logs{}
+			svc := &app.Service{Config: cfg, Key: opsKey, Log: logs.Logger()}
 			stop, done := opsRunService(t, ctx, svc)
 			get := func(path string) (int, string) {
 				resp, err := http.Get("http://" + cfg.HTTP.Listen + path)

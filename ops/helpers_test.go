@@ -1,6 +1,6 @@
 package ops_test
 
-// Helpers shared by the operations tests (ops_*_test.go): a config, an
+// Helpers shared by the operations tests (package ops_test): a config, an
 // input cohort with the rows a single in-process chain makes of it, and a
 // collector that checks the sanitized topic against those rows exactly.
 
@@ -9,13 +9,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/app/apptest"
@@ -59,17 +59,7 @@ type opsInput struct {
 
 func opsNewInput(t *testing.T, cfg app.Config, key []byte, n, batch int, seed uint64, prefix string) opsInput {
 	t.Helper()
-	d, err := synth.Generate(synth.Options{N: n, Cohorts: opsCohorts, TimeMax: 4000, Seed: seed, IDPrefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := harness.Messages(cfg.Spec(), d, batch, memory.NewGoAllocator())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range msgs {
-		msgs[i].Key = []byte(fmt.Sprintf("%s-%d", prefix, i)) // spread over partitions
-	}
+	_, msgs := opsCohortMessages(t, cfg, synth.Options{N: n, Cohorts: opsCohorts, TimeMax: 4000, Seed: seed, IDPrefix: prefix}, batch, prefix+"-")
 	want, err := ops.Reference(cfg, key, msgs)
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +83,33 @@ func opsCollectExact(t *testing.T, ctx context.Context, conn kafkaconn.Config, t
 	return out
 }
 
+// opsCohortMessages is a synthetic cohort and its Arrow messages of batch
+// records, keyed keyPrefix0, keyPrefix1, ... (spread over partitions).
+func opsCohortMessages(t *testing.T, cfg app.Config, o synth.Options, batch int, keyPrefix string) (synth.Data, []message.Message) {
+	t.Helper()
+	d, err := synth.Generate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := harness.Messages(cfg.Spec(), d, batch, memory.NewGoAllocator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range msgs {
+		msgs[i].Key = []byte(keyPrefix + strconv.Itoa(i))
+	}
+	return d, msgs
+}
+
+// opsEnsureTopics makes cfg's input and sanitized topics of four
+// partitions and its dead-letter topic of one.
+func opsEnsureTopics(t *testing.T, ctx context.Context, conn kafkaconn.Config, cfg app.Config) {
+	t.Helper()
+	if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{cfg.Input.Topic: 4, cfg.Output.SanitizedTopic: 4, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // opsFreeAddr returns a loopback address with a port that was free a
 // moment ago. Tests set http.listen to it instead of reading
 // Service.HealthAddr while Run may still be starting (HealthAddr is not
@@ -108,29 +125,6 @@ func opsFreeAddr(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return addr
-}
-
-// opsLogs collects JSON logs from several goroutines.
-type opsLogs struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *opsLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *opsLogs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *opsLogs) logger() *zap.Logger {
-	enc := zap.NewProductionEncoderConfig()
-	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(l), zapcore.DebugLevel))
 }
 
 // opsRunService starts svc in a goroutine; the returned function cancels it

@@ -18,7 +18,6 @@ import (
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/internal/harness"
-	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/sanitizers"
@@ -57,9 +56,7 @@ func TestOpsSlowSinkBackpressure(t *testing.T) {
 			conn.ClientID = "ops-slow"
 			cfg := opsConfig(conn, "ops-slow")
 			const maxBatch = 2
-			if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{cfg.Input.Topic: 4, cfg.Output.SanitizedTopic: 4, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
-				t.Fatal(err)
-			}
+			opsEnsureTopics(t, ctx, conn, cfg)
 			in := opsNewInput(t, cfg, opsKey, 3000, 25, uint64(30+i), "slow")
 			if err := harness.Produce(ctx, conn, cfg.Input.Topic, in.msgs, nil); err != nil {
 				t.Fatal(err)

@@ -9,15 +9,11 @@ import (
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/broker/brokertest"
-	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/sources"
 )
@@ -40,28 +36,22 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("consumer-group rebalance test (~15 s): full tier only")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
-	cfg := reliabConfig(t, cl, "stall")
-	cfg.Input.Partitions = 2
-	cfg.Input.SessionTimeout = 6 * time.Second
-	// The stall timeout exceeds the service's first join (the coordinator
-	// waits for the member already in the group, which heartbeats every
-	// second): a stall seen before the service holds its partition would
-	// make it restart its reader at once, and a reshuffled group can hand
-	// it both partitions, so that the held-partition state is never seen.
-	cfg.Input.StallTimeout = 6 * time.Second
-	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 2, cfg.Output.SanitizedTopic: 2, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	f := reliabFixture(t, "stall", 90*time.Second, func(cfg *app.Config) {
+		cfg.Input.Partitions = 2
+		cfg.Input.SessionTimeout = 6 * time.Second
+		// The stall timeout exceeds the service's first join (the coordinator
+		// waits for the member already in the group, which heartbeats every
+		// second): a stall seen before the service holds its partition would
+		// make it restart its reader at once, and a reshuffled group can hand
+		// it both partitions, so that the held-partition state is never seen.
+		cfg.Input.StallTimeout = 6 * time.Second
+	})
+	ctx, cfg := f.Ctx, f.Config
 	var msgs []message.Message
 	for i := range 20 {
 		msgs = append(msgs, message.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("s%d-", i), 5), false)})
 	}
-	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
-		t.Fatal(err)
-	}
+	f.Produce(cfg.Input.Topic, msgs)
 	// A member of the same group that takes a partition and never commits.
 	zombie, err := sources.NewKafka(sources.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic, GroupID: cfg.Input.GroupID,
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: time.Second, RebalanceTimeout: 10 * time.Second}, zap.NewNop())
@@ -87,13 +77,12 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	if _, err := kafkaconn.WaitForGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic, 1, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
-	done, _ := startService(t, ctx, svc)
-	waitUntil(t, done, 40*time.Second, "the service to consume its own partition", func() bool { return svc.Acked() > 0 })
+	svc := runQuiet(f)
+	svc.WaitFor(40*time.Second, "the service to consume its own partition", func() bool { return svc.Acked() > 0 })
 	// Once the service has committed its own partition, what remains is
 	// exactly the held partition: lag > 0 but below the total, one stalled
 	// partition, not ready.
-	waitUntil(t, done, 30*time.Second, "lag of the held partition only, one stalled partition and not ready", func() bool {
+	svc.WaitFor(30*time.Second, "lag of the held partition only, one stalled partition and not ready", func() bool {
 		m := svc.Metrics()
 		lag := gaugeValue(m.ConsumerLag)
 		return lag > 0 && lag < float64(len(msgs)) && gaugeValue(m.StalledPartitions) == 1 && !svc.Ready()
@@ -112,7 +101,7 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	// restarts (the monitor's heal) may be read and acknowledged again, so
 	// Acked can exceed the messages produced; lag 0 is what says all of
 	// them are committed.
-	waitUntil(t, done, 60*time.Second, "every message consumed, lag 0 and ready again", func() bool {
+	svc.WaitFor(60*time.Second, "every message consumed, lag 0 and ready again", func() bool {
 		m := svc.Metrics()
 		return svc.Acked() >= int64(len(msgs)) && gaugeValue(m.ConsumerLag) == 0 && gaugeValue(m.StalledPartitions) == 0 && svc.Ready()
 	})

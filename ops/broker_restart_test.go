@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/internal/testtier"
 
 	"github.com/dpsurv/dpsurv/app"
@@ -40,22 +41,20 @@ func TestOpsBrokerRestartMidStream(t *testing.T) {
 	conn := kafkaconn.Config{Brokers: []string{addr}, ClientID: "ops-restart"}
 	cfg := opsConfig(conn, "ops-restart")
 	cfg.HTTP.Listen = opsFreeAddr(t)
-	if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{cfg.Input.Topic: 4, cfg.Output.SanitizedTopic: 4, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	opsEnsureTopics(t, ctx, conn, cfg)
 	in := opsNewInput(t, cfg, opsKey, 8000, 25, 50, "restart")
 	half := len(in.msgs) / 2
 	if err := harness.Produce(ctx, conn, cfg.Input.Topic, in.msgs[:half], nil); err != nil {
 		t.Fatal(err)
 	}
-	logs := &opsLogs{}
+	logs := &apptest.Logs{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("service log tail:\n%s", opsLogTail(logs.String()))
 		}
 	})
 	sv := opsSupervise(t, ctx, func() *app.Service {
-		return &app.Service{Config: cfg, Key: opsKey, Log: logs.logger()}
+		return &app.Service{Config: cfg, Key: opsKey, Log: logs.Logger()}
 	})
 
 	// Mid-stream: some of the first half acknowledged, not all of it.

@@ -26,7 +26,6 @@ import (
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
@@ -35,10 +34,14 @@ import (
 )
 
 // reliabConfig is a one-partition stream (input order is output order).
+// With a nil cluster it names no broker (apptest.New starts one).
 func reliabConfig(t *testing.T, cl *broker.Cluster, group string) app.Config {
 	t.Helper()
 	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: group}
+	cfg.Kafka = kafkaconn.Config{ClientID: group}
+	if cl != nil {
+		cfg.Kafka.Brokers = cl.Addrs()
+	}
 	cfg.Input = app.DefaultConfig().Input
 	cfg.Input.Topic, cfg.Input.GroupID, cfg.Input.MaxBatch, cfg.Input.Partitions = group+".in", group, 4, 1
 	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: pipelinetest.Cohorts, Public: []string{"event"}}
@@ -53,6 +56,26 @@ func reliabConfig(t *testing.T, cl *broker.Cluster, group string) app.Config {
 }
 
 var reliabKey = pipelinetest.Key
+
+// reliabFixture is a fixture on reliabConfig(group), adjusted by edit: a
+// broker of input.partitions partitions, the input and sanitized topics
+// of as many, a dead-letter topic of one.
+func reliabFixture(t *testing.T, group string, timeout time.Duration, edit func(*app.Config)) *apptest.Fixture {
+	t.Helper()
+	cfg := reliabConfig(t, nil, group)
+	if edit != nil {
+		edit(&cfg)
+	}
+	return apptest.New(t, cfg, apptest.Timeout(timeout), apptest.Key(reliabKey), apptest.NoValidate(), apptest.Partitions(cfg.Input.Partitions),
+		apptest.Topics(map[string]int{cfg.Output.SanitizedTopic: cfg.Input.Partitions, cfg.Output.DeadLetterTopic: 1}))
+}
+
+// runQuiet runs a service of f as the reliability tests do: no log, an
+// unchecked allocator, the default registry.
+func runQuiet(f *apptest.Fixture, edit ...func(*app.Service)) *apptest.Service {
+	quiet := func(s *app.Service) { s.Log, s.Mem, s.Registry = zap.NewNop(), memory.NewGoAllocator(), nil }
+	return f.Run(append([]func(*app.Service){quiet}, edit...)...)
+}
 
 // topicReader collects a topic in the background.
 type topicReader struct {
@@ -121,41 +144,6 @@ func deadLetters(t *testing.T, msgs []message.Message) []pipelinetest.DeadLetter
 	return out
 }
 
-// startService runs svc; the returned channel yields Run's error.
-func startService(t *testing.T, ctx context.Context, svc *app.Service) (<-chan error, context.CancelFunc) {
-	t.Helper()
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	fin := make(chan struct{})
-	go func() { done <- svc.Run(sctx); close(fin) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-fin:
-		case <-time.After(30 * time.Second):
-			t.Error("service did not stop")
-		}
-	})
-	return done, cancel
-}
-
-// waitUntil polls cond; it fails the test when the service exits first or
-// the timeout passes.
-func waitUntil(t *testing.T, done <-chan error, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		select {
-		case err := <-done:
-			t.Fatalf("service exited while waiting for %s: %v", what, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-	}
-}
-
 // Defect 2: messages that pass validation but that a later stage could
 // not handle used to stop `dpsurv run` (exit 1, again after every
 // restart). Each is now dead-lettered and the partition keeps flowing.
@@ -179,28 +167,21 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 		{"public site missing", []string{"event", "site"}, pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("nosite-", 5), false), schemas.ReasonMissingField, 0, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
-			cfg := reliabConfig(t, cl, "crash")
-			cfg.Schema.Public = tc.public
-			if slices.Contains(tc.public, "site") {
-				cfg.Schema.Required = []string{"site"}
-			}
-			if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 1, cfg.Output.SanitizedTopic: 1, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
-				t.Fatal(err)
-			}
+			f := reliabFixture(t, "crash", 60*time.Second, func(cfg *app.Config) {
+				cfg.Schema.Public = tc.public
+				if slices.Contains(tc.public, "site") {
+					cfg.Schema.Required = []string{"site"}
+				}
+			})
+			ctx, cfg := f.Ctx, f.Config
 			site := slices.Contains(tc.public, "site")
 			msgs := []message.Message{{Key: []byte("bad"), Value: tc.bad}, {Key: []byte("good"), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("good-", 20), site)}}
-			if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
-				t.Fatal(err)
-			}
-			svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
-			done, _ := startService(t, ctx, svc)
+			f.Produce(cfg.Input.Topic, msgs)
+			svc := runQuiet(f)
 			out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
 			dlq := readTopic(t, ctx, cfg.Kafka, cfg.Output.DeadLetterTopic)
 			want := 20 + tc.good
-			waitUntil(t, done, 45*time.Second, fmt.Sprintf("%d sanitized rows and a dead letter", want), func() bool {
+			svc.WaitFor(45*time.Second, fmt.Sprintf("%d sanitized rows and a dead letter", want), func() bool {
 				return sanitizedRows(t, out.snapshot()) >= want && len(dlq.snapshot()) >= 1 && svc.Acked() == 2
 			})
 			if n := sanitizedRows(t, out.snapshot()); n != want {
@@ -225,13 +206,8 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 // exceeds it, an undecodable message whose dead letter would (base64), and
 // a huge key used to block the partition forever (retried, never ready).
 func TestLargeMessagesAreSplitAndDeadLettersBounded(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
-	cfg := reliabConfig(t, cl, "large")
-	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 1, cfg.Output.SanitizedTopic: 1, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	f := reliabFixture(t, "large", 90*time.Second, nil)
+	ctx, cfg := f.Ctx, f.Config
 	const big = 25_000
 	bigMsg := pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("pt-", big), false)
 	garbage := bytes.Repeat([]byte("not arrow "), 95_000) // 950,000 bytes: its base64 dead letter is 1.27 MB
@@ -241,16 +217,13 @@ func TestLargeMessagesAreSplitAndDeadLettersBounded(t *testing.T) {
 		{Key: bytes.Repeat([]byte("k"), 900_000), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("bigkey-", 10), false)},
 		{Key: []byte("after"), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("after-", 10), false)},
 	}
-	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
-		t.Fatal(err)
-	}
+	f.Produce(cfg.Input.Topic, msgs)
 	t.Logf("input message of %d rows: %d bytes", big, len(bigMsg))
-	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
-	done, _ := startService(t, ctx, svc)
+	svc := runQuiet(f)
 	out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
 	dlq := readTopic(t, ctx, cfg.Kafka, cfg.Output.DeadLetterTopic)
 	want := big + 20
-	waitUntil(t, done, 75*time.Second, fmt.Sprintf("%d sanitized rows and 1 dead letter", want), func() bool {
+	svc.WaitFor(75*time.Second, fmt.Sprintf("%d sanitized rows and 1 dead letter", want), func() bool {
 		return sanitizedRows(t, out.snapshot()) >= want && len(dlq.snapshot()) >= 1
 	})
 	outMsgs := out.snapshot()
@@ -299,42 +272,35 @@ func (f *failingSink) Write(ctx context.Context, msgs []message.Message) error {
 // sanitized batch again, and dead letters were counted before they were
 // written.
 func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
-	cfg := reliabConfig(t, cl, "retry")
-	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 1, cfg.Output.SanitizedTopic: 1, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	f := reliabFixture(t, "retry", 60*time.Second, nil)
+	ctx, cfg := f.Ctx, f.Config
 	// Each message: 10 good rows and one duplicate (a dead letter).
 	var msgs []message.Message
 	for i := range 3 {
 		ids := pipelinetest.SeqIDs(fmt.Sprintf("m%d-", i), 10)
 		msgs = append(msgs, message.Message{Value: pipelinetest.RowsMessage(t, append(ids, ids[0]), false)})
 	}
-	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, msgs, zap.NewNop()); err != nil {
-		t.Fatal(err)
-	}
+	f.Produce(cfg.Input.Topic, msgs)
 	fs := &failingSink{}
 	fs.failing.Store(true)
-	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator(),
-		Transport: apptest.Kafka(cfg, nil, func(role app.Role, s message.Sink) message.Sink {
+	svc := runQuiet(f, func(svc *app.Service) {
+		svc.Transport = apptest.Kafka(cfg, nil, func(role app.Role, s message.Sink) message.Sink {
 			if role != app.RoleDeadLetter {
 				return s
 			}
 			fs.Sink = s
 			return fs
-		})}
-	done, _ := startService(t, ctx, svc)
+		})
+	})
 	out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
 	dlq := readTopic(t, ctx, cfg.Kafka, cfg.Output.DeadLetterTopic)
-	waitUntil(t, done, 30*time.Second, "4 failed dead-letter writes", func() bool { return fs.attempts.Load() >= 4 })
+	svc.WaitFor(30*time.Second, "4 failed dead-letter writes", func() bool { return fs.attempts.Load() >= 4 })
 	m := svc.RecordMetrics()
 	if v := pipelinetest.CounterValue(m.DeadLettered.WithLabelValues(schemas.ReasonDuplicateID)); v != 0 {
 		t.Errorf("dpsurv_records_dead_lettered_total = %v while no dead letter was written", v)
 	}
 	fs.failing.Store(false)
-	waitUntil(t, done, 30*time.Second, "30 sanitized rows and the dead letters", func() bool {
+	svc.WaitFor(30*time.Second, "30 sanitized rows and the dead letters", func() bool {
 		return sanitizedRows(t, out.snapshot()) >= 30 && len(dlq.snapshot()) >= 3 && svc.Acked() == 3
 	})
 	time.Sleep(500 * time.Millisecond) // let any extra copy arrive
@@ -356,15 +322,11 @@ func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 	}
 }
 
-// counterValue reads a counter.
-
 // Defect 1: the bound is learned from the output topics' max.message.bytes
 // when that is lower than output.max_message_bytes.
 func TestOutputBoundLearnedFromTopic(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
-	cfg := reliabConfig(t, cl, "learn")
+	f := apptest.New(t, reliabConfig(t, nil, "learn"), apptest.Timeout(60*time.Second), apptest.Key(reliabKey), apptest.NoValidate())
+	ctx, cfg := f.Ctx, f.Config
 	const topicMax = 200_000
 	tr, err := cfg.Kafka.Transport()
 	if err != nil {
@@ -380,21 +342,15 @@ func TestOutputBoundLearnedFromTopic(t *testing.T) {
 	if _, err := kc.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: topics}); err != nil {
 		t.Fatal(err)
 	}
-	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{cfg.Input.Topic: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
 	lim, err := kafkaconn.TopicMaxMessageBytes(ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
 	if err != nil || lim[cfg.Output.SanitizedTopic] != topicMax {
 		t.Fatalf("topic max.message.bytes %v, %v", lim, err)
 	}
 	const n = 10_000
-	if err := harness.Produce(ctx, cfg.Kafka, cfg.Input.Topic, []message.Message{{Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("pt-", n), false)}}, zap.NewNop()); err != nil {
-		t.Fatal(err)
-	}
-	svc := &app.Service{Config: cfg, Key: reliabKey, Log: zap.NewNop(), Mem: memory.NewGoAllocator()}
-	done, _ := startService(t, ctx, svc)
+	f.Produce(cfg.Input.Topic, []message.Message{{Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("pt-", n), false)}})
+	svc := runQuiet(f)
 	out := readTopic(t, ctx, cfg.Kafka, cfg.Output.SanitizedTopic)
-	waitUntil(t, done, 45*time.Second, fmt.Sprintf("%d sanitized rows", n), func() bool { return sanitizedRows(t, out.snapshot()) >= n })
+	svc.WaitFor(45*time.Second, fmt.Sprintf("%d sanitized rows", n), func() bool { return sanitizedRows(t, out.snapshot()) >= n })
 	msgs := out.snapshot()
 	for _, m := range msgs {
 		if size := len(m.Key) + len(m.Value); size > topicMax-1024 {

@@ -42,9 +42,7 @@ func TestOpsReplicasSharePartitions(t *testing.T) {
 			conn.ClientID = "ops-replicas"
 			group := "ops-replicas"
 			cfg := opsConfig(conn, group)
-			if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{cfg.Input.Topic: 4, cfg.Output.SanitizedTopic: 4, cfg.Output.DeadLetterTopic: 1}, nil); err != nil {
-				t.Fatal(err)
-			}
+			opsEnsureTopics(t, ctx, conn, cfg)
 			in := opsNewInput(t, cfg, opsKey, 6000, 25, uint64(20+i), "rep")
 
 			tracked := [2]*ops.TrackedSource{{}, {}}

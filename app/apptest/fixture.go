@@ -1,0 +1,378 @@
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/sinks"
+	"github.com/dpsurv/dpsurv/sources"
+)
+
+// Fixture is one end-to-end test's world: an in-process broker (unless the
+// config names brokers), the topics, a debug log the test can search, a
+// checked allocator, a fake clock and the services it runs on them. Every
+// part is closed by t.Cleanup, services before the broker.
+type Fixture struct {
+	T       testing.TB
+	Ctx     context.Context // ends at the fixture's timeout or cleanup
+	Cluster *broker.Cluster // nil when the config named brokers
+	Config  app.Config      // with the broker's addresses, validated
+	Key     []byte
+	Logs    *Logs
+	Log     *zap.Logger
+	Mem     *memory.CheckedAllocator
+	Clock   *Clock // nil unless the Clock option was given
+	tick    time.Duration
+}
+
+// Option adjusts Start and New.
+type Option func(*settings)
+
+type settings struct {
+	partitions int
+	topics     map[string]int
+	timeout    time.Duration
+	key        []byte
+	clock      *Clock
+	tick       time.Duration
+	noValidate bool
+}
+
+// Partitions is the in-process broker's default partition count (1).
+func Partitions(n int) Option { return func(s *settings) { s.partitions = n } }
+
+// Topics are made besides the input topic (name → partitions).
+func Topics(topics map[string]int) Option {
+	return func(s *settings) {
+		for k, v := range topics {
+			s.topics[k] = v
+		}
+	}
+}
+
+// Timeout bounds the fixture's context (default 60 s).
+func Timeout(d time.Duration) Option { return func(s *settings) { s.timeout = d } }
+
+// Key is the sanitizers' PRF key (default 32 bytes of 7).
+func Key(k []byte) Option { return func(s *settings) { s.key = k } }
+
+// FakeClock drives the aggregators' windows from a clock set to start,
+// checked every 20 ms; the test moves it with Fixture.Clock.Set.
+func FakeClock(start time.Time) Option {
+	return func(s *settings) { s.clock, s.tick = &Clock{now: start}, 20*time.Millisecond }
+}
+
+// NoValidate skips cfg.Validate (for tests of what the service does with
+// a config that validation would refuse).
+func NoValidate() Option { return func(s *settings) { s.noValidate = true } }
+
+// New prepares a fixture without a service: the broker (when
+// cfg.Kafka.Brokers is empty; its addresses are written into the config),
+// the input topic with cfg.Input.Partitions and the Topics option's topics.
+// A test produces its input with Produce and then calls Run.
+func New(t testing.TB, cfg app.Config, opts ...Option) *Fixture {
+	t.Helper()
+	s := settings{partitions: 1, topics: map[string]int{}, timeout: 60 * time.Second, key: bytes.Repeat([]byte{7}, 32)}
+	for _, o := range opts {
+		o(&s)
+	}
+	f := &Fixture{T: t, Config: cfg, Key: s.key, Logs: &Logs{}, Clock: s.clock, tick: s.tick,
+		Mem: memory.NewCheckedAllocator(memory.NewGoAllocator())}
+	f.Log = f.Logs.Logger()
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	t.Cleanup(cancel)
+	f.Ctx = ctx
+	if len(f.Config.Kafka.Brokers) == 0 {
+		f.Cluster, _ = brokertest.Start(t, broker.Options{Partitions: s.partitions})
+		f.Config.Kafka.Brokers = f.Cluster.Addrs()
+	}
+	if !s.noValidate {
+		if err := f.Config.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.Config.Input.Topic != "" && f.Config.Input.Partitions > 0 {
+		if _, ok := s.topics[f.Config.Input.Topic]; !ok {
+			s.topics[f.Config.Input.Topic] = f.Config.Input.Partitions
+		}
+	}
+	if err := kafkaconn.EnsureTopics(ctx, f.Config.Kafka, s.topics, nil); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Start is New and Run: a running service on a fresh broker.
+func Start(t testing.TB, cfg app.Config, opts ...Option) (*Fixture, *Service) {
+	t.Helper()
+	f := New(t, cfg, opts...)
+	return f, f.Run()
+}
+
+// Service is a running app.Service with its own metrics registry.
+type Service struct {
+	*app.Service
+	f      *Fixture
+	cancel context.CancelFunc
+	exited chan struct{} // closed when Run has returned err
+	err    error
+}
+
+// Run starts a service on the fixture's config, key, log, allocator and
+// clock with a new registry; edit, when given, adjusts it before it runs
+// (a transport, a processor). Cleanup stops it and fails the test if it
+// does not stop within 30 s.
+func (f *Fixture) Run(edit ...func(*app.Service)) *Service {
+	f.T.Helper()
+	svc := &app.Service{Config: f.Config, Key: f.Key, Log: f.Log, Mem: f.Mem, Registry: prometheus.NewRegistry()}
+	if f.Clock != nil {
+		svc.Clock, svc.AggregatorTick = f.Clock, f.tick
+	}
+	for _, e := range edit {
+		e(svc)
+	}
+	ctx, cancel := context.WithCancel(f.Ctx)
+	s := &Service{Service: svc, f: f, cancel: cancel, exited: make(chan struct{})}
+	go func() { s.err = svc.Run(ctx); close(s.exited) }()
+	f.T.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.exited:
+		case <-time.After(30 * time.Second):
+			f.T.Error("service did not stop")
+		}
+	})
+	return s
+}
+
+// Stop cancels the service and returns Run's error (nil on a clean
+// stop); later calls return the same error.
+func (s *Service) Stop() error {
+	s.cancel()
+	return s.Wait()
+}
+
+// Wait waits for Run to return by itself (a failure, a simulated crash)
+// and returns its error; later calls return the same error.
+func (s *Service) Wait() error {
+	<-s.exited
+	return s.err
+}
+
+// Exited is closed when Run has returned (Wait then returns its error).
+func (s *Service) Exited() <-chan struct{} { return s.exited }
+
+// StopOK stops the service and fails the test if Run returned an error.
+func (s *Service) StopOK() {
+	s.f.T.Helper()
+	if err := s.Stop(); err != nil {
+		s.f.T.Fatalf("run: %v", err)
+	}
+}
+
+// WaitFor polls cond until it holds; it fails the test when the service
+// exits first, the timeout passes or the fixture's context ends.
+func (s *Service) WaitFor(timeout time.Duration, what string, cond func() bool) {
+	s.f.T.Helper()
+	switch poll(s.f.Ctx, timeout, s.exited, cond) {
+	case exited:
+		s.f.T.Fatalf("service exited while waiting for %s: %v", what, s.err)
+	case timedOut:
+		s.f.T.Fatalf("timed out after %v waiting for %s", timeout, what)
+	}
+}
+
+// Metric is the sum of the service's series of the named counter or gauge
+// whose labels include labels.
+func (s *Service) Metric(name string, labels map[string]string) float64 {
+	return Metric(s.Service.Registry, name, labels)
+}
+
+// WaitFor polls cond until it holds; it fails the test with the log's
+// tail when the timeout passes or the fixture's context ends.
+func (f *Fixture) WaitFor(timeout time.Duration, what string, cond func() bool) {
+	f.T.Helper()
+	if poll(f.Ctx, timeout, nil, cond) != held {
+		f.T.Fatalf("timed out waiting for %s\n%s", what, f.Logs.Tail())
+	}
+}
+
+type pollResult int
+
+const (
+	held pollResult = iota
+	timedOut
+	exited
+)
+
+// poll checks cond every 10 ms until it holds, the timeout passes, ctx
+// ends or stop is closed (nil: never).
+func poll(ctx context.Context, timeout time.Duration, stop <-chan struct{}, cond func() bool) pollResult {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-stop:
+			return exited
+		case <-ctx.Done():
+			return timedOut
+		case <-deadline.C:
+			if cond() {
+				return held
+			}
+			return timedOut
+		case <-tick.C:
+		}
+	}
+	return held
+}
+
+// Produce writes msgs to topic, durably.
+func (f *Fixture) Produce(topic string, msgs []message.Message) {
+	f.T.Helper()
+	w, err := sinks.NewKafka(sinks.KafkaConfig{Conn: f.Config.Kafka, Topic: topic}, f.Log)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	defer w.Close()
+	const chunk = 64
+	for lo := 0; lo < len(msgs); lo += chunk {
+		if err := w.Write(f.Ctx, msgs[lo:min(lo+chunk, len(msgs))]); err != nil {
+			f.T.Fatalf("produce to %s: %v", topic, err)
+		}
+	}
+}
+
+// Reader reads a topic from its start with its own consumer group.
+type Reader struct {
+	f   *Fixture
+	src *sources.Kafka
+}
+
+// Read opens a reader of topic in consumer group group, closed by cleanup.
+func (f *Fixture) Read(topic, group string) *Reader {
+	f.T.Helper()
+	src, err := sources.NewKafka(sources.KafkaConfig{Conn: f.Config.Kafka, Topic: topic, GroupID: group}, f.Log)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	f.T.Cleanup(func() { _ = src.Close() })
+	return &Reader{f: f, src: src}
+}
+
+// Next returns the next batch of messages, acknowledged; it fails the test
+// (with the log's tail) when none comes before the fixture's context ends.
+func (r *Reader) Next() []message.Message {
+	r.f.T.Helper()
+	b, err := r.src.ReadBatch(r.f.Ctx)
+	if err == nil {
+		err = b.Ack(r.f.Ctx)
+	}
+	if err != nil {
+		r.f.T.Fatalf("read: %v\n%s", err, r.f.Logs.Tail())
+	}
+	return b.Messages
+}
+
+// Metric is the sum of reg's series of the named counter or gauge whose
+// labels include labels (NaN when reg cannot be gathered).
+func Metric(reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return math.NaN()
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue next
+				}
+			}
+			if m.GetCounter() != nil {
+				sum += m.GetCounter().GetValue()
+			} else {
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// Clock is a settable aggregators.Clock.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock is a clock at now.
+func NewClock(now time.Time) *Clock { return &Clock{now: now} }
+
+// Now implements aggregators.Clock.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// Logs collects JSON log lines from several goroutines.
+type Logs struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write implements io.Writer.
+func (l *Logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String is everything logged so far.
+func (l *Logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Tail is the last 3000 bytes logged, for a failure message.
+func (l *Logs) Tail() string {
+	s := l.String()
+	if len(s) > 3000 {
+		return s[len(s)-3000:]
+	}
+	return s
+}
+
+// Logger is a debug-level JSON logger writing to l.
+func (l *Logs) Logger() *zap.Logger {
+	enc := zap.NewProductionEncoderConfig()
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(l), zapcore.DebugLevel))
+}
