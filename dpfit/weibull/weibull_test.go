@@ -1,4 +1,4 @@
-package dpfit
+package weibull
 
 import (
 	"encoding/csv"
@@ -45,7 +45,7 @@ func (r wbRecords) subset(cohort string) wbRecords {
 // scripts/golden_weibull.R) and returns it with its maximum time.
 func loadWB(t testing.TB, name string) (wbRecords, float64) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "survival", "testdata", "weibull_"+name+".csv"))
+	f, err := os.Open(filepath.Join("..", "..", "survival", "testdata", "weibull_"+name+".csv"))
 	if err != nil {
 		t.Fatalf("open %s: %v", name, err)
 	}
@@ -830,7 +830,7 @@ func TestWeibullFitDispatchAndErrors(t *testing.T) {
 			Shape, Scale             float64
 		} `json:"cases"`
 	}
-	raw, err := os.ReadFile(filepath.Join("..", "survival", "testdata", "weibull_golden.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "survival", "testdata", "weibull_golden.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
