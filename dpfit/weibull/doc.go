@@ -2,9 +2,9 @@
 // mechanisms.md section 4): LSP + TLL (FitWeibullLSP), with the Laplace and
 // sample-and-aggregate baselines and the non-private MLE (FitWeibull picks
 // by method); the noise-aware shape and scale intervals (WeibullIntervals);
-// the low-information rule of a release (WeibullLowInformation); and the
-// utility study of the mechanisms against the MLE (WeibullUtility, used by
-// the evaluation only).
+// the low-information rule of a release (WeibullLowInformation); and
+// Prepared, one sample normalised once for many releases (the evaluation's
+// utility study, internal/eval, runs on it).
 //
 // Contract: input is survival.Compressed records with the public TimeMax,
 // Omega and Gamma of WeibullConfig (no bound derived from the data); a time

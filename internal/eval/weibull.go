@@ -78,7 +78,7 @@ func wbEvaluate(w io.Writer, d *fitsData, cfg wbEvalConfig, command string) erro
 	wc := weibull.WeibullConfig{TimeMax: cfg.timeMax}.WithDefaults()
 	all := survival.Compress(d.Time, d.Event)
 	src := dp.NewSeededSource(cfg.seed)
-	res, err := weibull.WeibullUtility(src, all, wc, cfg.eps, cfg.reps)
+	res, err := weibullUtility(src, all, wc, cfg.eps, cfg.reps)
 	if err != nil {
 		return fmt.Errorf("whole data set: %w", err)
 	}
@@ -132,9 +132,9 @@ func wbEvaluate(w io.Writer, d *fitsData, cfg wbEvalConfig, command string) erro
 	skipped := 0
 	for c := range d.Labels {
 		t, e := d.cohort(c)
-		r, err := weibull.WeibullUtility(src, survival.Compress(t, e), wc, cfg.eps, cfg.cohortReps)
+		r, err := weibullUtility(src, survival.Compress(t, e), wc, cfg.eps, cfg.cohortReps)
 		if err != nil {
-			if errors.Is(err, weibull.ErrWeibullNoReference) {
+			if errors.Is(err, errWeibullNoReference) {
 				skipped++
 				continue
 			}
