@@ -129,7 +129,7 @@ type Params struct {
 	// intervals' noise SD (dpfit.KMOptions; 0 = the default 100; negative
 	// disables: first-order analytic noise SD). For weibull, the simulated
 	// releases per candidate shape of the noise-aware intervals
-	// (dpfit.WeibullIntervalOptions; 0 = default, negative = null
+	// (weibull.WeibullIntervalOptions; 0 = default, negative = null
 	// intervals).
 	IntervalSims int `json:"interval_sims,omitempty" yaml:"interval_sims"`
 	// WeibullParams are the weibull kind's own params (weibull.go).

@@ -96,7 +96,7 @@ type FitMessage struct {
 	// every kind, and LowInformationReason says why ("" if not flagged):
 	// km, a cohort whose noisy record count is below
 	// KMFields.LowInformationThreshold (no median released); weibull,
-	// dpfit.WeibullLowInformation (shape interval at the public range's
+	// weibull.WeibullLowInformation (shape interval at the public range's
 	// edge, noise dominating, or a noisy event count below its threshold);
 	// discrete, regression.AssessInformation.
 	LowInformation       bool   `json:"low_information"`
@@ -213,7 +213,7 @@ type WeibullFields struct {
 	Scale     F                  `json:"scale"`
 	ScaleUnit string             `json:"scale_unit"`
 	Params    map[string]float64 `json:"params"`
-	// Noise-aware intervals (dpfit.WeibullIntervals; post-processing of
+	// Noise-aware intervals (weibull.WeibullIntervals; post-processing of
 	// the release): null when disabled (params.interval_sims < 0).
 	ShapeLower     F      `json:"shape_lower"`
 	ShapeUpper     F      `json:"shape_upper"`
@@ -222,7 +222,7 @@ type WeibullFields struct {
 	IntervalConf   F      `json:"interval_conf"`
 	IntervalMethod string `json:"interval_method"`
 	// ScaleLimitNote says why a scale limit is null although intervals
-	// were computed (dpfit.WeibullScaleLimitMax); omitted otherwise.
+	// were computed (weibull.WeibullScaleLimitMax); omitted otherwise.
 	ScaleLimitNote string `json:"scale_limit_note,omitempty"`
 }
 

@@ -5,12 +5,12 @@ import (
 	"math"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/weibull"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
 // WeibullParams are the Weibull bounds of a weibull aggregate (embedded in
-// Params; defaults 6, 10, 500: dpfit.WeibullConfig).
+// Params; defaults 6, 10, 500: weibull.WeibullConfig).
 type WeibullParams struct {
 	Omega float64 `json:"omega" yaml:"omega"`
 	Gamma float64 `json:"gamma" yaml:"gamma"`
@@ -27,7 +27,7 @@ func (k weibullKind) defaults(c *Config) {
 		p.BinWidth = 1
 	}
 	if p.Method == "" {
-		p.Method = dpfit.WeibullMethodLSP
+		p.Method = weibull.WeibullMethodLSP
 	}
 	w := k.config(*c)
 	p.Omega, p.Gamma, p.Rungs = w.Omega, w.Gamma, w.Rungs
@@ -45,13 +45,13 @@ func (weibullKind) params(d *paramDecoder, p *Params) {
 func (k weibullKind) check(c Config) []error {
 	errs := checkBinWidth(c)
 	switch c.Params.Method {
-	case dpfit.WeibullMethodLSP, dpfit.WeibullMethodLaplace, dpfit.WeibullMethodSAA:
+	case weibull.WeibullMethodLSP, weibull.WeibullMethodLaplace, weibull.WeibullMethodSAA:
 	default:
 		errs = append(errs, fieldErr("params.method", ErrInvalid, "%q is not lsp, laplace or saa", c.Params.Method))
 	}
-	if p := c.Params.IntervalSims; p > 0 && p < dpfit.DefaultWeibullIntervalSims {
+	if p := c.Params.IntervalSims; p > 0 && p < weibull.DefaultWeibullIntervalSims {
 		errs = append(errs, fieldErr("params.interval_sims", ErrInvalid, "want 0 (default), negative (no intervals) or at least %d for 95%% intervals, got %d",
-			dpfit.DefaultWeibullIntervalSims, p))
+			weibull.DefaultWeibullIntervalSims, p))
 	}
 	if c.Epsilon > 0 && c.TimeMax > 0 {
 		if err := k.config(c).Validate(); err != nil {
@@ -69,12 +69,12 @@ func (weibullKind) plan(a *aggregate) plan {
 	return p
 }
 
-func (weibullKind) exactCount(p Params) bool { return p.Method == dpfit.WeibullMethodSAA }
+func (weibullKind) exactCount(p Params) bool { return p.Method == weibull.WeibullMethodSAA }
 
 // config is the estimator's configuration of c's params (with dpfit's
 // defaults).
-func (weibullKind) config(c Config) dpfit.WeibullConfig {
-	return dpfit.WeibullConfig{Epsilon: c.Epsilon, TimeMax: c.TimeMax, Omega: c.Params.Omega,
+func (weibullKind) config(c Config) weibull.WeibullConfig {
+	return weibull.WeibullConfig{Epsilon: c.Epsilon, TimeMax: c.TimeMax, Omega: c.Params.Omega,
 		Gamma: c.Params.Gamma, Rungs: c.Params.Rungs}.WithDefaults()
 }
 
@@ -95,7 +95,7 @@ func (k weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining 
 			comp.Events = append(comp.Events, float64(e))
 			comp.Count = append(comp.Count, float64(n))
 		}
-		fit, err := dpfit.FitWeibull(src, comp, wc, a.cfg.Params.Method)
+		fit, err := weibull.FitWeibull(src, comp, wc, a.cfg.Params.Method)
 		if err != nil {
 			return nil, fmt.Errorf("aggregate %q: cohort %d: %w", a.cfg.Name, k, err)
 		}
@@ -103,9 +103,9 @@ func (k weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining 
 		m.Method, m.Guarantee = fit.Method, fit.Guarantee
 		m.Mechanism = weibullMechanism(fit.Method)
 		m.Neighbouring, m.Composition = weibullNeighbouring(fit.Method), weibullComposition(fit.Method)
-		m.Public = weibullPublic(fit.Method)
+		m.Public = weibullWindowPublic(fit.Method)
 		m.N = F(math.NaN())
-		if fit.Method == dpfit.WeibullMethodLSP {
+		if fit.Method == weibull.WeibullMethodLSP {
 			// TLL's noisy event count (the record count is not released),
 			// clamped at 0: a count is never negative (post-processing)
 			m.N = F(math.Max(fit.N, 0))
@@ -115,19 +115,19 @@ func (k weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining 
 			return nil, fmt.Errorf("aggregate %q: cohort %d: %w", a.cfg.Name, k, err)
 		}
 		wf := m.WeibullFields
-		iv := &dpfit.WeibullInterval{ShapeLower: float64(wf.ShapeLower), ShapeUpper: float64(wf.ShapeUpper)}
-		m.LowInformation, m.LowInformationReason = dpfit.WeibullLowInformation(fit, iv)
+		iv := &weibull.WeibullInterval{ShapeLower: float64(wf.ShapeLower), ShapeUpper: float64(wf.ShapeUpper)}
+		m.LowInformation, m.LowInformationReason = weibull.WeibullLowInformation(fit, iv)
 		out[k] = m
 	}
 	return out, nil
 }
 
 // weibullNeighbouring is the relation of a weibull release: add/remove-one
-// for LSP+TLL and the Laplace baseline (dpfit.WeibullNeighbouringAddRemove);
+// for LSP+TLL and the Laplace baseline (weibull.WeibullNeighbouringAddRemove);
 // SAA's block count is a function of the record count, analysed for a
 // fixed count only (replace-one).
 func weibullNeighbouring(method string) string {
-	if method == dpfit.WeibullMethodSAA {
+	if method == weibull.WeibullMethodSAA {
 		return NeighbouringReplaceInCohort
 	}
 	return NeighbouringAddRemoveInCohort
@@ -136,16 +136,18 @@ func weibullNeighbouring(method string) string {
 // weibullComposition is the composition text of a weibull release: it
 // names the same relation as weibullNeighbouring.
 func weibullComposition(method string) string {
-	if method == dpfit.WeibullMethodSAA {
+	if method == weibull.WeibullMethodSAA {
 		return compositionWindowWeibullSAA
 	}
 	return compositionWindowWeibull
 }
 
-// weibullPublic is the "public" list of a weibull release.
-func weibullPublic(method string) []string {
+// weibullWindowPublic is the "public" list of a windowed weibull release
+// (the stream's time bounds, cohorts, window and params; the one-shot CLI
+// fit lists its configuration instead: cli.weibullConfigPublic).
+func weibullWindowPublic(method string) []string {
 	out := []string{"time_max", "time_unit", "bin_width", "cohorts", "window", "params"}
-	if method == dpfit.WeibullMethodSAA {
+	if method == weibull.WeibullMethodSAA {
 		out = append(out, "n (the cohort's record count in the window)")
 	}
 	return out
@@ -153,11 +155,11 @@ func weibullPublic(method string) []string {
 
 func weibullMechanism(method string) string {
 	switch method {
-	case dpfit.WeibullMethodLSP:
+	case weibull.WeibullMethodLSP:
 		return "LSP (ladder exponential mechanism, epsilon/2, sampled exactly on the shape grid params.shape_grid) for the shape; TLL (discrete Laplace on the grid params.tll_grid, sensitivity inflated by one grid step, on the event count and on sum t^p, epsilon/4 each) for the scale; n is the noisy event count"
-	case dpfit.WeibullMethodLaplace:
+	case weibull.WeibullMethodLaplace:
 		return "baseline: discrete Laplace on a grid (params.shape_grid, params.scale_grid; sensitivity inflated by one grid step) on the clamped MLE shape and scale (sensitivity gamma and scale_bound, epsilon/2 each)"
-	case dpfit.WeibullMethodSAA:
+	case weibull.WeibullMethodSAA:
 		return "baseline: sample and aggregate (block MLEs, clamped mean, Laplace)"
 	}
 	return method

@@ -12,7 +12,7 @@ import (
 )
 
 // A weibull release carries noise-aware shape and scale intervals
-// (dpfit.WeibullIntervals) around its estimates; with params.interval_sims
+// (weibull.WeibullIntervals) around its estimates; with params.interval_sims
 // negative they are null and interval_method says why.
 func TestWeibullAggregateIntervals(t *testing.T) {
 	for _, sims := range []int{39, -1} {

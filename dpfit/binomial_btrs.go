@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 )
 
-// binomialSim draws Binomial(n, p) for the interval simulations (never a
+// BinomialSim draws Binomial(n, p) for interval simulations (never a
 // release): binomial's waiting-time method for small means, otherwise
 // Hörmann's BTRS (transformed rejection with squeeze, "The generation of
 // binomial random variates", J. Stat. Comput. Simul. 46, 1993), whose
@@ -13,14 +13,14 @@ import (
 // faster than the Cauchy-proposal rejection of gonum's sampler that
 // binomial uses. Exact in distribution (rejection against the exact pmf);
 // TestBinomialSim checks it against the pmf.
-func binomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
+func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 	switch {
 	case n <= 0 || !(p > 0):
 		return 0
 	case p >= 1:
 		return n
 	case p > 0.5:
-		return n - binomialSim(src, n, 1-p)
+		return n - BinomialSim(src, n, 1-p)
 	case float64(n)*p < binomialWaitingMean:
 		return binomial(src, n, p)
 	}

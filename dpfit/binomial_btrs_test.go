@@ -8,7 +8,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// binomialSim follows the binomial pmf: chi-square over the values with
+// BinomialSim follows the binomial pmf: chi-square over the values with
 // expected count >= 5 (tails pooled), 40,000 draws per case, fixed seed,
 // false alarm 0.1% per case; the cases cover the waiting-time branch, the
 // BTRS branch at moderate and large n, and p above 1/2.
@@ -21,7 +21,7 @@ func TestBinomialSim(t *testing.T) {
 		const draws = 40000
 		obs := map[int64]float64{}
 		for i := 0; i < draws; i++ {
-			obs[binomialSim(src, tc.n, tc.p)]++
+			obs[BinomialSim(src, tc.n, tc.p)]++
 		}
 		d := distuv.Binomial{N: float64(tc.n), P: tc.p}
 		mean, sd := float64(tc.n)*tc.p, math.Sqrt(float64(tc.n)*tc.p*(1-tc.p))

@@ -1,9 +1,9 @@
 // Package dpfit holds the central differentially private fits: the
 // noisy-histogram Kaplan–Meier (and the LNTE baseline), KM on a locally
 // sanitized stream (RRR-debiased), log-rank from noisy counts, the
-// binary-tree counter for continual release, and the DP Weibull fits
-// (LSP + TLL, with the Laplace and sample-and-aggregate baselines). Each
-// result states its epsilon, neighbouring relation and kind of guarantee.
+// binary-tree counter for continual release. Each result states its
+// epsilon, neighbouring relation and kind of guarantee. The DP Weibull fits
+// are the family package dpfit/weibull.
 //
 // Kaplan–Meier contract:
 //

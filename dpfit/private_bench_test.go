@@ -97,30 +97,3 @@ func BenchmarkKMPrivateVsExact1M(b *testing.B) {
 	}
 	pairedRatio(b, exact, private)
 }
-
-// BenchmarkWeibullPrivateVsExact1M: the private Weibull release with its
-// noise-aware shape and scale intervals (LSP + TLL, WeibullIntervals at
-// the defaults) beside the non-private MLE, both from the records
-// (compression included): the pair BenchmarkWeibullLSPIntervals1M and
-// BenchmarkWeibullMLE1M time apart.
-func BenchmarkWeibullPrivateVsExact1M(b *testing.B) {
-	weibullBenchData()
-	exactCfg := WeibullConfig{Epsilon: math.Inf(1), TimeMax: 5000}.WithDefaults()
-	privCfg := WeibullConfig{Epsilon: 1, TimeMax: 5000}
-	src := dp.NewSeededSource(1)
-	exact := func() error {
-		c := survival.Compress(weibullBench.time, weibullBench.event)
-		_, err := FitWeibull(nil, c, exactCfg, "")
-		return err
-	}
-	private := func() error {
-		c := survival.Compress(weibullBench.time, weibullBench.event)
-		fit, err := FitWeibullLSP(src, c, privCfg)
-		if err != nil {
-			return err
-		}
-		_, err = WeibullIntervals(fit, WeibullIntervalOptions{})
-		return err
-	}
-	pairedRatio(b, exact, private)
-}

@@ -18,7 +18,7 @@ go test -run XXX -benchtime 5x -bench 'BenchmarkWeibullCompress1M|BenchmarkWeibu
 go test -run XXX -benchtime 3x -bench 'BenchmarkFitDiscreteMLE50k' ./regression
 go test -run XXX -benchtime 3x -cpu 1 -bench 'BenchmarkCoxEfron1M' ./regression
 go test -run XXX -benchtime 3x -bench 'BenchmarkCoxEfron1M|BenchmarkFitDiscreteMLE1M' ./regression
-go test -run XXX -benchtime 3x -bench 'PrivateVsExact' ./dpfit ./regression
+go test -run XXX -benchtime 3x -bench 'PrivateVsExact' ./dpfit ./dpfit/weibull ./regression
 go test -run XXX -benchtime 1x -bench 'BenchmarkAggregatorBytesPerRecord' ./aggregators
 go test -run XXX -benchtime 1x -timeout 15m -bench 'BenchmarkReleaseLatency' ./aggregators
 go test -run XXX -benchtime 1x -bench 'BenchmarkStreamCPU' ./internal/cli

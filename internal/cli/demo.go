@@ -47,7 +47,7 @@ func demoAggregators(cfg *app.Config, window time.Duration) {
 			Params: aggregators.Params{Method: "hierarchical", BinWidth: 30}},
 		{Name: "weibull-demo", Kind: "weibull", Epsilon: 1, Window: app.WindowConfig{Size: window},
 			// no noise-aware intervals: each costs about 600 runs of the
-			// mechanism per cohort (dpfit.WeibullIntervals), longer than
+			// mechanism per cohort (weibull.WeibullIntervals), longer than
 			// the demo's windows
 			Params: aggregators.Params{Method: "lsp", IntervalSims: -1}},
 	}

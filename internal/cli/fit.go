@@ -15,6 +15,7 @@ import (
 	"github.com/dpsurv/dpsurv/audit"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/weibull"
 	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/survival"
@@ -515,16 +516,17 @@ func kmPublic(method string) []string {
 	return out
 }
 
-// weibullPublic is the "public" list of a private `fit weibull` release:
+// weibullConfigPublic is the "public" list of a private `fit weibull` release
+// (the windowed release lists its window instead: weibullWindowPublic):
 // the configuration (the params fields) and, for SAA (replace-one: its
 // block count is a function of n), the record count. LSP+TLL and the
 // Laplace baseline are add/remove-one ("n" is TLL's noisy event count).
-func weibullPublic(method string) []string {
+func weibullConfigPublic(method string) []string {
 	out := []string{"time_max", "omega", "gamma", "rungs", "tolerance"}
 	switch method {
-	case dpfit.WeibullMethodLaplace:
+	case weibull.WeibullMethodLaplace:
 		out = append(out, "scale_bound")
-	case dpfit.WeibullMethodSAA:
+	case weibull.WeibullMethodSAA:
 		out = append(out, "scale_bound", "block_size", "record count")
 	}
 	return out
@@ -612,8 +614,8 @@ func fitWeibull(env Env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("weibull: %w", err)
 		}
-		cfg := dpfit.WeibullConfig{Epsilon: math.Inf(1), TimeMax: tmax, Omega: *omega, Gamma: *gamma, Rungs: *rungs}.WithDefaults()
-		fit, err := dpfit.FitWeibull(nil, cm, cfg, "")
+		cfg := weibull.WeibullConfig{Epsilon: math.Inf(1), TimeMax: tmax, Omega: *omega, Gamma: *gamma, Rungs: *rungs}.WithDefaults()
+		fit, err := weibull.FitWeibull(nil, cm, cfg, "")
 		if err != nil {
 			return fmt.Errorf("weibull mle: %w", err)
 		}
@@ -661,19 +663,19 @@ func fitWeibull(env Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("weibull: %w", err)
 	}
-	cfg := dpfit.WeibullConfig{Epsilon: c.eps.v, TimeMax: *timeMax, Omega: *omega, Gamma: *gamma, Rungs: *rungs}.WithDefaults()
+	cfg := weibull.WeibullConfig{Epsilon: c.eps.v, TimeMax: *timeMax, Omega: *omega, Gamma: *gamma, Rungs: *rungs}.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("weibull flags: %w", err)
 	}
 	prog.setPhase("private fit", 0)
-	fit, err := dpfit.FitWeibull(dp.NewSecureSource(), cm, cfg, *method)
+	fit, err := weibull.FitWeibull(dp.NewSecureSource(), cm, cfg, *method)
 	if err != nil {
 		return fmt.Errorf("private weibull: %w", err)
 	}
 	out["method"] = fit.Method
 	out["guarantee"] = fit.Guarantee
 	out["neighbouring"] = fit.Neighbouring
-	out["public"] = weibullPublic(fit.Method)
+	out["public"] = weibullConfigPublic(fit.Method)
 	out["n"] = num(math.Max(fit.N, 0)) // a noisy count, clamped at 0 (post-processing)
 	out["shape"] = fit.Shape
 	out["scale"] = fit.Scale

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/weibull"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
@@ -17,13 +17,13 @@ const weibullWaldMethod = "wald (non-private): exp(log estimate -/+ 1.96 se), se
 	"at the MLE (R: vcov(survreg), whose (Intercept) is log scale and Log(scale) is -log shape); sampling error only"
 
 // weibullIntervalFields adds the noise-aware intervals of a private Weibull
-// release (dpfit.WeibullIntervals, post-processing of the release) to out:
+// release (weibull.WeibullIntervals, post-processing of the release) to out:
 // shape_lower, shape_upper, scale_lower, scale_upper (null when not
-// computed, or when a scale limit is beyond dpfit.WeibullScaleLimitMax:
+// computed, or when a scale limit is beyond weibull.WeibullScaleLimitMax:
 // then scale_limit_note says so), interval_conf, interval_method, and
 // params.interval_sims. sims < 0 disables them (null, with the reason in
 // interval_method).
-func weibullIntervalFields(out map[string]any, fit dpfit.WeibullFit, sims int, prog *progress) error {
+func weibullIntervalFields(out map[string]any, fit weibull.WeibullFit, sims int, prog *progress) error {
 	if fit.Params == nil {
 		fit.Params = map[string]float64{}
 	}
@@ -35,8 +35,8 @@ func weibullIntervalFields(out map[string]any, fit dpfit.WeibullFit, sims int, p
 		fit.Params["interval_sims"] = 0
 		return nil
 	}
-	prog.setPhase("noise-aware intervals, simulated releases of the mechanism", dpfit.WeibullIntervalSteps(sims))
-	iv, err := dpfit.WeibullIntervals(fit, dpfit.WeibullIntervalOptions{Sims: sims, Progress: func(int) { prog.step() }})
+	prog.setPhase("noise-aware intervals, simulated releases of the mechanism", weibull.WeibullIntervalSteps(sims))
+	iv, err := weibull.WeibullIntervals(fit, weibull.WeibullIntervalOptions{Sims: sims, Progress: func(int) { prog.step() }})
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func weibullIntervalFields(out map[string]any, fit dpfit.WeibullFit, sims int, p
 // log_scale_se, log_shape_se, and the 95% limits under the private
 // release's names shape_lower ... scale_upper (normalised units),
 // interval_conf and interval_method.
-func weibullWaldFields(out map[string]any, c survival.Compressed, cfg dpfit.WeibullConfig, fit dpfit.WeibullFit) error {
+func weibullWaldFields(out map[string]any, c survival.Compressed, cfg weibull.WeibullConfig, fit weibull.WeibullFit) error {
 	// the MLE's view of the data: t / time_max clamped into
 	// [exp(-omega), 1]; the map is non-decreasing, so equal values are
 	// neighbours and merge

@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/dpsurv/dpsurv/aggregators"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/weibull"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -61,16 +61,16 @@ func horizonFields(out map[string]any, tMax float64, censored int, private bool)
 	out["censored_at_horizon"] = censored
 }
 
-// weibullLowInformation applies dpfit.WeibullLowInformation to a private
+// weibullLowInformation applies weibull.WeibullLowInformation to a private
 // `fit weibull` release, with the shape interval as out holds it (null when
 // --interval-sims is negative).
-func weibullLowInformation(out map[string]any, fit dpfit.WeibullFit) (bool, string) {
+func weibullLowInformation(out map[string]any, fit weibull.WeibullFit) (bool, string) {
 	get := func(k string) float64 {
 		if v, ok := out[k].(schemas.NullableFloat); ok {
 			return float64(v)
 		}
 		return math.NaN()
 	}
-	iv := &dpfit.WeibullInterval{ShapeLower: get("shape_lower"), ShapeUpper: get("shape_upper")}
-	return dpfit.WeibullLowInformation(fit, iv)
+	iv := &weibull.WeibullInterval{ShapeLower: get("shape_lower"), ShapeUpper: get("shape_upper")}
+	return weibull.WeibullLowInformation(fit, iv)
 }

@@ -17,7 +17,7 @@ type lowInfoOut struct {
 // A small-sample private Weibull (lung, epsilon 1: shapes 7.2, 4.5, 6.9,
 // 3.5, 8.8 over five runs on main, true 1.37, interval [0, 10]) is flagged
 // low_information with a reason; at a large epsilon the same fit is not.
-// The flag's rule (dpfit.WeibullLowInformation) is tested there; here the
+// The flag's rule (weibull.WeibullLowInformation) is tested there; here the
 // CLI field, JSON key exactly "low_information".
 func TestFitWeibullSmallSampleFlagged(t *testing.T) {
 	lung := datasets.Path(t, "lung_tte.csv")

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/weibull"
 	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/regression"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -215,7 +216,7 @@ func unitOK(unit string) error {
 // plotWeibullNonPrivate draws `fit weibull --epsilon inf --plot`: the
 // Kaplan–Meier curve of the same records with its pointwise interval, and
 // the fitted Weibull curve with its 95% delta-method band over it.
-func plotWeibullNonPrivate(path, input, unit, only string, pos int, tt []float64, ee []bool, fit dpfit.WeibullFit, timeMax, omega float64, out map[string]any) error {
+func plotWeibullNonPrivate(path, input, unit, only string, pos int, tt []float64, ee []bool, fit weibull.WeibullFit, timeMax, omega float64, out map[string]any) error {
 	// the fit's data: administrative censoring at the horizon
 	tt, ee, _ = censorAtHorizon(tt, ee, timeMax)
 	km, err := survival.KaplanMeier(tt, ee, 0.95)
@@ -257,12 +258,12 @@ func plotWeibullNonPrivate(path, input, unit, only string, pos int, tt []float64
 // over the rectangle of its shape and scale intervals. No Kaplan–Meier
 // curve: the exact one would publish the private data and a private one
 // would spend more budget; the figure says so.
-func plotWeibullPrivate(path, input, unit, only string, pos int, fit dpfit.WeibullFit, timeMax float64, out map[string]any) error {
+func plotWeibullPrivate(path, input, unit, only string, pos int, fit weibull.WeibullFit, timeMax float64, out map[string]any) error {
 	return writeFigure(path, weibullPrivateSpec(input, unit, only, pos, fit, timeMax, out))
 }
 
 // weibullPrivateSpec is the figure plotWeibullPrivate draws.
-func weibullPrivateSpec(input, unit, only string, pos int, fit dpfit.WeibullFit, timeMax float64, out map[string]any) plots.KMSpec {
+func weibullPrivateSpec(input, unit, only string, pos int, fit weibull.WeibullFit, timeMax float64, out map[string]any) plots.KMSpec {
 	label := plotLabel(only)
 	var band func(float64) (float64, float64)
 	bandName := ""

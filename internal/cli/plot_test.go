@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/weibull"
 	"github.com/dpsurv/dpsurv/internal/datasets"
 	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/plots/plotstest"
@@ -180,8 +181,8 @@ func TestWeibullWaldBandMatchesR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := dpfit.WeibullConfig{Epsilon: math.Inf(1), TimeMax: 1022, Omega: 6, Gamma: 10, Rungs: 500}.WithDefaults()
-	fit, err := dpfit.FitWeibull(nil, cm, cfg, "")
+	cfg := weibull.WeibullConfig{Epsilon: math.Inf(1), TimeMax: 1022, Omega: 6, Gamma: 10, Rungs: 500}.WithDefaults()
+	fit, err := weibull.FitWeibull(nil, cm, cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +360,7 @@ func TestDocsFiguresRegenerated(t *testing.T) {
 // figure's subtitle; without the field, or false, it is not. The band is
 // the interval rectangle's envelope when the intervals are present.
 func TestWeibullFigureLowInformation(t *testing.T) {
-	fit := dpfit.WeibullFit{Shape: 1.3, Scale: 0.4, Method: "lsp", Epsilon: 1, Guarantee: "pure-dp", Neighbouring: "add/remove-one"}
+	fit := weibull.WeibullFit{Shape: 1.3, Scale: 0.4, Method: "lsp", Epsilon: 1, Guarantee: "pure-dp", Neighbouring: "add/remove-one"}
 	for _, tc := range []struct {
 		out  map[string]any
 		flag bool

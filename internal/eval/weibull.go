@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/weibull"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
@@ -69,16 +69,16 @@ func runWeibull(args []string, stdout, stderr io.Writer) error {
 }
 
 var wbMethodNames = map[string]string{
-	dpfit.WeibullMethodLSP:     "LSP (shape) + TLL (scale)",
-	dpfit.WeibullMethodLaplace: "Laplace (baseline)",
-	dpfit.WeibullMethodSAA:     "sample-and-aggregate (baseline)",
+	weibull.WeibullMethodLSP:     "LSP (shape) + TLL (scale)",
+	weibull.WeibullMethodLaplace: "Laplace (baseline)",
+	weibull.WeibullMethodSAA:     "sample-and-aggregate (baseline)",
 }
 
 func wbEvaluate(w io.Writer, d *fitsData, cfg wbEvalConfig, command string) error {
-	wc := dpfit.WeibullConfig{TimeMax: cfg.timeMax}.WithDefaults()
+	wc := weibull.WeibullConfig{TimeMax: cfg.timeMax}.WithDefaults()
 	all := survival.Compress(d.Time, d.Event)
 	src := dp.NewSeededSource(cfg.seed)
-	res, err := dpfit.WeibullUtility(src, all, wc, cfg.eps, cfg.reps)
+	res, err := weibullUtility(src, all, wc, cfg.eps, cfg.reps)
 	if err != nil {
 		return fmt.Errorf("whole data set: %w", err)
 	}
@@ -90,7 +90,7 @@ func wbEvaluate(w io.Writer, d *fitsData, cfg wbEvalConfig, command string) erro
 	}
 	pc := wc
 	pc.TimeMax, pc.Epsilon = maxT, math.Inf(1)
-	paperMLE, err := dpfit.FitWeibull(nil, all, pc, dpfit.WeibullMethodLSP)
+	paperMLE, err := weibull.FitWeibull(nil, all, pc, weibull.WeibullMethodLSP)
 	if err != nil {
 		return fmt.Errorf("mle with data-derived normalisation: %w", err)
 	}
@@ -132,9 +132,9 @@ func wbEvaluate(w io.Writer, d *fitsData, cfg wbEvalConfig, command string) erro
 	skipped := 0
 	for c := range d.Labels {
 		t, e := d.cohort(c)
-		r, err := dpfit.WeibullUtility(src, survival.Compress(t, e), wc, cfg.eps, cfg.cohortReps)
+		r, err := weibullUtility(src, survival.Compress(t, e), wc, cfg.eps, cfg.cohortReps)
 		if err != nil {
-			if errors.Is(err, dpfit.ErrWeibullNoReference) {
+			if errors.Is(err, errWeibullNoReference) {
 				skipped++
 				continue
 			}

@@ -9,12 +9,12 @@ import (
 	"strconv"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/weibull"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
 // WeibullConfig is one coverage study of the noise-aware Weibull intervals
-// (dpfit.WeibullIntervals) of LSP+TLL releases: Reps bootstrap replicates of
+// (weibull.WeibullIntervals) of LSP+TLL releases: Reps bootstrap replicates of
 // every cohort of the data (the world: each cohort's records; the truth:
 // the non-private MLE of the full cohort, times divided by TimeMax and
 // clamped as the release does), each released at Epsilon.
@@ -23,7 +23,7 @@ type WeibullConfig struct {
 	TimeMax float64
 	Reps    int
 	Seed    uint64
-	// Sims is passed to dpfit.WeibullIntervalOptions (0: the default).
+	// Sims is passed to weibull.WeibullIntervalOptions (0: the default).
 	Sims int
 	// Cohorts limits the study to the first Cohorts cohorts (0: all).
 	Cohorts int
@@ -68,21 +68,21 @@ func (c WeibullCoverage) NonPrivateScaleCoverage() float64 {
 // RunWeibull runs a Weibull coverage study.
 func RunWeibull(d Data, cfg WeibullConfig) (WeibullCoverage, error) {
 	var out WeibullCoverage
-	wc := dpfit.WeibullConfig{Epsilon: cfg.Epsilon, TimeMax: cfg.TimeMax}.WithDefaults()
+	wc := weibull.WeibullConfig{Epsilon: cfg.Epsilon, TimeMax: cfg.TimeMax}.WithDefaults()
 	inf := wc
 	inf.Epsilon = math.Inf(1)
 	groups := d.byCohort()
 	if cfg.Cohorts > 0 && cfg.Cohorts < len(groups) {
 		groups = groups[:cfg.Cohorts]
 	}
-	truth := make([]dpfit.WeibullFit, len(groups))
+	truth := make([]weibull.WeibullFit, len(groups))
 	for c, idx := range groups {
 		tt, ee := subset(d, idx)
 		cm, err := survival.CompressChecked(tt, ee)
 		if err != nil {
 			return out, fmt.Errorf("truth of cohort %d: %w", c, err)
 		}
-		if truth[c], err = dpfit.FitWeibull(nil, cm, inf, ""); err != nil {
+		if truth[c], err = weibull.FitWeibull(nil, cm, inf, ""); err != nil {
 			return out, fmt.Errorf("truth of cohort %d: %w", c, err)
 		}
 	}
@@ -102,11 +102,11 @@ func RunWeibull(d Data, cfg WeibullConfig) (WeibullCoverage, error) {
 				return out, err
 			}
 			src := dp.NewSeededSource(cfg.Seed*1_000_003 + uint64(r*len(groups)+c))
-			fit, err := dpfit.FitWeibullLSP(src, cm, wc)
+			fit, err := weibull.FitWeibullLSP(src, cm, wc)
 			if err != nil {
 				return out, fmt.Errorf("replicate %d cohort %d: %w", r, c, err)
 			}
-			iv, err := dpfit.WeibullIntervals(fit, dpfit.WeibullIntervalOptions{Sims: cfg.Sims})
+			iv, err := weibull.WeibullIntervals(fit, weibull.WeibullIntervalOptions{Sims: cfg.Sims})
 			if err != nil {
 				return out, fmt.Errorf("replicate %d cohort %d: %w", r, c, err)
 			}
@@ -121,7 +121,7 @@ func RunWeibull(d Data, cfg WeibullConfig) (WeibullCoverage, error) {
 			ws = append(ws, iv.ShapeUpper-iv.ShapeLower)
 			wl = append(wl, iv.ScaleUpper-iv.ScaleLower)
 			// non-private: Wald on the log scale from the observed information
-			m, err := dpfit.FitWeibull(nil, cm, inf, "")
+			m, err := weibull.FitWeibull(nil, cm, inf, "")
 			if err != nil {
 				continue
 			}
@@ -150,7 +150,7 @@ func RunWeibull(d Data, cfg WeibullConfig) (WeibullCoverage, error) {
 // weibullLogSE returns the standard errors of ln(shape) and ln(scale) from
 // the observed information of the Weibull log-likelihood on the normalised,
 // clamped times (central finite differences in (ln p, ln lambda)).
-func weibullLogSE(c survival.Compressed, cfg dpfit.WeibullConfig, p, lambda float64) (sa, sb float64, ok bool) {
+func weibullLogSE(c survival.Compressed, cfg weibull.WeibullConfig, p, lambda float64) (sa, sb float64, ok bool) {
 	lo := math.Exp(-cfg.Omega)
 	ll := func(a, b float64) float64 {
 		p, l := math.Exp(a), math.Exp(b)
@@ -232,7 +232,7 @@ func WriteWeibullReport(w io.Writer, d Data, cfg WeibullReportConfig) error {
 
 func simsLabel(s int) string {
 	if s == 0 {
-		return strconv.Itoa(dpfit.DefaultWeibullIntervalSims)
+		return strconv.Itoa(weibull.DefaultWeibullIntervalSims)
 	}
 	return strconv.Itoa(s)
 }

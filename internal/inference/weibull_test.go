@@ -26,7 +26,7 @@ func weibullWorld(n int, shape, scale float64, seed uint64) Data {
 }
 
 // TestWeibullIntervalCoverage: the noise-aware 95% shape and scale
-// intervals of LSP+TLL releases (dpfit.WeibullIntervals) cover the truth.
+// intervals of LSP+TLL releases (weibull.WeibullIntervals) cover the truth.
 // The world's censoring (uniform random plus administrative) differs from
 // the interval's simulation model (administrative only), on purpose.
 //

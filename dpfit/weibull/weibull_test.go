@@ -1,4 +1,4 @@
-package dpfit
+package weibull
 
 import (
 	"encoding/csv"
@@ -45,7 +45,7 @@ func (r wbRecords) subset(cohort string) wbRecords {
 // scripts/golden_weibull.R) and returns it with its maximum time.
 func loadWB(t testing.TB, name string) (wbRecords, float64) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "survival", "testdata", "weibull_"+name+".csv"))
+	f, err := os.Open(filepath.Join("..", "..", "survival", "testdata", "weibull_"+name+".csv"))
 	if err != nil {
 		t.Fatalf("open %s: %v", name, err)
 	}
@@ -830,7 +830,7 @@ func TestWeibullFitDispatchAndErrors(t *testing.T) {
 			Shape, Scale             float64
 		} `json:"cases"`
 	}
-	raw, err := os.ReadFile(filepath.Join("..", "survival", "testdata", "weibull_golden.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "survival", "testdata", "weibull_golden.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -910,42 +910,36 @@ func TestWeibullNoEvents(t *testing.T) {
 	}
 }
 
-// TestWeibullUtilityFlchain runs the evaluation on flchain with a few
-// repetitions: LSP+TLL beats both baselines on both parameters (paper 002,
-// figures 3 and 4), and its errors shrink as epsilon grows.
-func TestWeibullUtilityFlchain(t *testing.T) {
+// TestPreparedReleaseMatchesFit: a release from Prepare is FitWeibull's
+// release (same mechanism, same draws from the same seed) for every
+// private method; Release refuses a non-finite epsilon and an unknown
+// method.
+func TestPreparedReleaseMatchesFit(t *testing.T) {
 	fl, flMax := loadWB(t, "flchain")
-	res, err := WeibullUtility(dp.NewSeededSource(2024), fl.compress(), WeibullConfig{TimeMax: flMax}, []float64{0.2, 1, 3.2}, 25)
+	cfg := WeibullConfig{TimeMax: flMax}
+	prep, err := Prepare(fl.compress(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	get := func(eps float64, m string) WeibullUtilityRow {
-		for _, r := range res.Rows {
-			if r.Epsilon == eps && r.Method == m {
-				return r
-			}
+	for _, m := range []string{WeibullMethodLSP, WeibullMethodLaplace, WeibullMethodSAA} {
+		c := cfg
+		c.Epsilon = 0.7
+		want, err := FitWeibull(dp.NewSeededSource(11), fl.compress(), c, m)
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Fatalf("no row %v %s", eps, m)
-		return WeibullUtilityRow{}
-	}
-	for _, eps := range []float64{0.2, 1, 3.2} {
-		l, lp, sa := get(eps, "lsp"), get(eps, "laplace"), get(eps, "saa")
-		t.Logf("eps %.1f  MdAE shape: lsp %.4g laplace %.4g saa %.4g | scale: lsp %.4g laplace %.4g saa %.4g",
-			eps, l.MdAEShape, lp.MdAEShape, sa.MdAEShape, l.MdAEScale, lp.MdAEScale, sa.MdAEScale)
-		if !(l.MdAEShape < sa.MdAEShape && l.MdAEShape < lp.MdAEShape) {
-			t.Errorf("eps %v: LSP shape MdAE %v not below baselines %v, %v", eps, l.MdAEShape, sa.MdAEShape, lp.MdAEShape)
+		got, err := prep.Release(dp.NewSeededSource(11), m, 0.7)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !(l.MdAEScale < sa.MdAEScale && l.MdAEScale < lp.MdAEScale) {
-			t.Errorf("eps %v: TLL scale MdAE %v not below baselines %v, %v", eps, l.MdAEScale, sa.MdAEScale, lp.MdAEScale)
+		if got.Shape != want.Shape || got.Scale != want.Scale || got.Method != want.Method || got.Epsilon != want.Epsilon {
+			t.Errorf("%s: prepared release %v/%v (%s, eps %v), fit %v/%v (%s, eps %v)", m, got.Shape, got.Scale, got.Method, got.Epsilon, want.Shape, want.Scale, want.Method, want.Epsilon)
 		}
 	}
-	if !(get(3.2, "lsp").MdAEShape < get(0.2, "lsp").MdAEShape) {
-		t.Errorf("LSP error does not shrink with epsilon")
+	if _, err := prep.Release(dp.NewSeededSource(1), WeibullMethodLSP, math.Inf(1)); err == nil {
+		t.Error("epsilon +Inf accepted")
 	}
-	if _, err := WeibullUtility(dp.NewSeededSource(1), fl.compress(), WeibullConfig{TimeMax: flMax}, []float64{0}, 3); err == nil {
-		t.Error("epsilon 0 accepted")
-	}
-	if _, err := WeibullUtility(dp.NewSeededSource(1), survival.Compress([]float64{1}, []bool{false}), WeibullConfig{TimeMax: 2}, []float64{1}, 3); err == nil {
-		t.Error("sample without MLE accepted")
+	if _, err := prep.Release(dp.NewSeededSource(1), "mle", 1); err == nil {
+		t.Error("unknown method accepted")
 	}
 }

@@ -1,6 +1,8 @@
-package dpfit
+package weibull
 
 import (
+	"github.com/dpsurv/dpsurv/dpfit"
+
 	"math"
 	"testing"
 )
@@ -35,16 +37,16 @@ func TestBoundScaleLimits(t *testing.T) {
 // estimate.
 func TestPValueBound(t *testing.T) {
 	floor := 1.0 / 200
-	if p, u := PValueBound(1.0/200, floor); !math.IsNaN(p) || u != floor {
+	if p, u := dpfit.PValueBound(1.0/200, floor); !math.IsNaN(p) || u != floor {
 		t.Errorf("at the floor: p %v upper %v", p, u)
 	}
-	if p, u := PValueBound(2.0/200, floor); p != 0.01 || !math.IsNaN(u) {
+	if p, u := dpfit.PValueBound(2.0/200, floor); p != 0.01 || !math.IsNaN(u) {
 		t.Errorf("above the floor: p %v upper %v", p, u)
 	}
-	if p, u := PValueBound(1e-9, 0); p != 1e-9 || !math.IsNaN(u) {
+	if p, u := dpfit.PValueBound(1e-9, 0); p != 1e-9 || !math.IsNaN(u) {
 		t.Errorf("no calibration: p %v upper %v", p, u)
 	}
-	if p, u := PValueBound(math.NaN(), floor); !math.IsNaN(p) || !math.IsNaN(u) {
+	if p, u := dpfit.PValueBound(math.NaN(), floor); !math.IsNaN(p) || !math.IsNaN(u) {
 		t.Errorf("no test: p %v upper %v", p, u)
 	}
 }

@@ -1,6 +1,8 @@
-package dpfit
+package weibull
 
 import (
+	"github.com/dpsurv/dpsurv/dpfit"
+
 	"fmt"
 	"math"
 )
@@ -41,10 +43,10 @@ func WeibullLowInformation(fit WeibullFit, iv *WeibullInterval) (bool, string) {
 	if fit.Method == WeibullMethodLSP {
 		// TLL's count noise: discrete Laplace of scale 4/epsilon (epsilon/4,
 		// sensitivity 1), SD sqrt(2) 4/epsilon.
-		thr := LowInformationThreshold(math.Sqrt2 * 4 / fit.Epsilon)
+		thr := dpfit.LowInformationThreshold(math.Sqrt2 * 4 / fit.Epsilon)
 		if !(fit.N >= thr) {
 			return true, fmt.Sprintf("noisy event count below the public threshold %.3g (max(%d, %d SD of the count's noise)): shape and scale are dominated by noise",
-				thr, MinInformativeN, LowInformationSDs)
+				thr, dpfit.MinInformativeN, dpfit.LowInformationSDs)
 		}
 	}
 	if iv == nil || math.IsNaN(iv.ShapeLower) || math.IsNaN(iv.ShapeUpper) {

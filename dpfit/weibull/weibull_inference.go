@@ -1,6 +1,8 @@
-package dpfit
+package weibull
 
 import (
+	"github.com/dpsurv/dpsurv/dpfit"
+
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -467,7 +469,7 @@ func weibullReleaseSeed(fit WeibullFit) [32]byte {
 // weibullSim simulates data sets from a released fit (normalised units).
 // The event times of a data set are drawn already binned: the counts of
 // the public time cells are a multinomial draw (sequential conditional
-// binomials by binomialSim, each O(1) or O(mean) with mean at most
+// binomials by dpfit.BinomialSim, each O(1) or O(mean) with mean at most
 // binomialWaitingMean),
 // so a data set costs O(cells), whatever the record count (issue 19: at
 // 1 M records the per-event draws made a private fit with intervals 300
@@ -524,12 +526,12 @@ func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *
 // returns the number of events.
 func (s *weibullSim) counts(src *rand.ChaCha8) int64 {
 	clear(s.cnt)
-	e := binomialSim(src, s.n, s.f1)
+	e := dpfit.BinomialSim(src, s.n, s.f1)
 	left := e
 	for j := 0; j < s.res && left > 0; j++ {
 		k := left
 		if j < s.res-1 {
-			k = binomialSim(src, left, s.cond[j])
+			k = dpfit.BinomialSim(src, left, s.cond[j])
 		}
 		s.cnt[j] = float64(k)
 		left -= k

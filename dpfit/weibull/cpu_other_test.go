@@ -1,0 +1,6 @@
+//go:build !unix
+
+package weibull
+
+// processCPU is not measured here (cpu-ns/op reads 0).
+func processCPU() int64 { return 0 }
