@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -33,13 +32,10 @@ func runInferenceWeibull(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	err = inference.WriteWeibullReport(&buf, d, inference.WeibullReportConfig{
-		DataName: filepath.Base(*data), TimeMax: *timeMax, Epsilons: []float64{0.5, 1, 2},
-		Reps: *reps, Sims: *sims, Seed: *seed, Command: fitsCommand("inference-weibull", args),
+	return fitsReport("inference-weibull", *write, args, stdout, stderr, func(w io.Writer, command string) error {
+		return inference.WriteWeibullReport(w, d, inference.WeibullReportConfig{
+			DataName: filepath.Base(*data), TimeMax: *timeMax, Epsilons: []float64{0.5, 1, 2},
+			Reps: *reps, Sims: *sims, Seed: *seed, Command: command,
+		})
 	})
-	if err != nil {
-		return fmt.Errorf("inference-weibull: %w", err)
-	}
-	return fitsEmit("inference-weibull", *write, buf.Bytes(), stdout, stderr)
 }

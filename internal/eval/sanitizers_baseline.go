@@ -38,11 +38,8 @@ func runSanitizersBaseline(args []string, stdout, stderr io.Writer) error {
 	timeCol := fs.String("time-col", "time", "time column")
 	eventCol := fs.String("event-col", "event", "event column")
 	cohortCol := fs.String("cohort-col", "cohort", "cohort column")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if *method == "" || *input == "" || *output == "" || !(*timeMax > 0) {
 		return fmt.Errorf("-method, -input, -output and -time-max are required")

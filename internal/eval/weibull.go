@@ -5,7 +5,6 @@ package eval
 // on the whole data set (the paper's setting) and per cohort.
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -44,11 +43,8 @@ func runWeibull(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.cohortReps, "cohort-reps", 100, "repetitions per budget, method and cohort (0: no per-cohort table)")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of dp.NewSeededSource (evaluation only)")
 	fs.StringVar(&cfg.write, "write", "", "replace this command's block in the markdown page instead of printing")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
 	if cfg.eps, err = fitsFloatList(eps, false); err != nil {
@@ -61,11 +57,9 @@ func runWeibull(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("weibull: %w", err)
 	}
-	var buf bytes.Buffer
-	if err := wbEvaluate(&buf, d, cfg, fitsCommand("weibull", args)); err != nil {
-		return fmt.Errorf("weibull: %w", err)
-	}
-	return fitsEmit("weibull", cfg.write, buf.Bytes(), stdout, stderr)
+	return fitsReport("weibull", cfg.write, args, stdout, stderr, func(w io.Writer, command string) error {
+		return wbEvaluate(w, d, cfg, command)
+	})
 }
 
 var wbMethodNames = map[string]string{
