@@ -81,16 +81,7 @@ func TestReadTableMatchesReadFile(t *testing.T) {
 	dir := t.TempDir()
 	for _, ext := range []string{".csv", ".arrow", ".arrows", ".jsonl"} {
 		path := filepath.Join(dir, "in"+ext)
-		w, err := NewFileWriter(path, rec.Schema(), nil, memory.NewGoAllocator())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, path, rec, memory.NewGoAllocator())
 		want := collectCSV(t, len(spec.Covariates), func(fn func(arrow.Record, []DeadLetter) error) error {
 			return ReadFile(path, v, 64, fn)
 		})

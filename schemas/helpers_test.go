@@ -19,6 +19,22 @@ func checkedMem(t testing.TB) *memory.CheckedAllocator {
 	return mem
 }
 
+// writeFile writes rec to path with NewFileWriter (the format by path's
+// extension), failing the test on any error.
+func writeFile(t testing.TB, path string, rec arrow.Record, mem memory.Allocator) {
+	t.Helper()
+	w, err := NewFileWriter(path, rec.Schema(), nil, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func testSpec() Spec {
 	return Spec{
 		Cohorts:    []string{"1", "2", "control"},
