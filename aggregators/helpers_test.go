@@ -173,6 +173,20 @@ func canonical(t testing.TB, rows schemas.Rows) arrow.Record {
 	return rec
 }
 
+// observeWindow observes n records (patients "w<w>-…") in the 5-second
+// window w, the clock at its second 1, and moves the clock to the window's
+// end.
+func observeWindow(t *testing.T, e *aggregators.Engine, clock *fakeClock, w, n int) {
+	t.Helper()
+	clock.Set(at(5*w + 1))
+	r := canonical(t, rowsOf(fmt.Sprintf("w%d", w), n))
+	if err := e.Observe(0, int64(w), r); err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	clock.Set(at(5*w + 5))
+}
+
 // rowsOf builds n rows with distinct ids (prefix p), integer times cycling
 // over [1, 9], every third censored, cohorts alternating.
 func rowsOf(p string, n int) schemas.Rows {
