@@ -47,10 +47,7 @@ func BenchmarkValidateIPC(b *testing.B) {
 	for _, bad := range []int{0, 100} {
 		b.Run(fmt.Sprintf("bad_every_%d", bad), func(b *testing.B) {
 			mem := memory.NewGoAllocator()
-			v, err := NewValidator(testSpec(), mem)
-			if err != nil {
-				b.Fatal(err)
-			}
+			v := newTestValidator(b, testSpec(), mem)
 			rec := benchInput(b, 1000, bad, mem)
 			defer rec.Release()
 			data, err := arrowipc.Encode(rec, mem)
@@ -69,10 +66,7 @@ func BenchmarkValidate(b *testing.B) {
 	for _, bad := range []int{0, 100} {
 		b.Run(fmt.Sprintf("bad_every_%d", bad), func(b *testing.B) {
 			mem := memory.NewGoAllocator()
-			v, err := NewValidator(testSpec(), mem)
-			if err != nil {
-				b.Fatal(err)
-			}
+			v := newTestValidator(b, testSpec(), mem)
 			rec := benchInput(b, 1000, bad, mem)
 			defer rec.Release()
 			b.ReportAllocs()
@@ -214,10 +208,7 @@ func BenchmarkReadFileArrow(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, err := NewValidator(testSpec(), mem)
-	if err != nil {
-		b.Fatal(err)
-	}
+	v := newTestValidator(b, testSpec(), mem)
 	for _, stage := range []string{"load", "read"} {
 		for _, zc := range []bool{true, false} {
 			name := stage + "/arrow_reader"

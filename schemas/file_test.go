@@ -236,16 +236,7 @@ func TestFileRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Release()
-	w, err := NewFileWriter(out, rec.Schema(), nil, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	w := writeFile(t, out, rec, mem)
 	b, _ := os.ReadFile(out)
 	if string(b) != "id,time,event,cohort,age\na,0.1,1,control,1e+21\n" {
 		t.Errorf("csv text %q", b)

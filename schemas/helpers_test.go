@@ -20,8 +20,8 @@ func checkedMem(t testing.TB) *memory.CheckedAllocator {
 }
 
 // writeFile writes rec to path with NewFileWriter (the format by path's
-// extension), failing the test on any error.
-func writeFile(t testing.TB, path string, rec arrow.Record, mem memory.Allocator) {
+// extension), failing the test on any error, and returns the closed writer.
+func writeFile(t testing.TB, path string, rec arrow.Record, mem memory.Allocator) *FileWriter {
 	t.Helper()
 	w, err := NewFileWriter(path, rec.Schema(), nil, mem)
 	if err != nil {
@@ -33,6 +33,7 @@ func writeFile(t testing.TB, path string, rec arrow.Record, mem memory.Allocator
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return w
 }
 
 func testSpec() Spec {
