@@ -15,6 +15,14 @@ type subcommand struct {
 
 var subcommands = map[string]subcommand{}
 
+// newFlagSet is a subcommand's flag set: errors are returned, messages and
+// -h's usage go to stderr.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
 // parseArgs parses a subcommand's flags and refuses positional arguments.
 func parseArgs(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {

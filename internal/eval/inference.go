@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -14,8 +13,7 @@ func init() {
 }
 
 func runInference(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("inference", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("inference", stderr)
 	data := fs.String("data", "data/flchain_tte.csv", "dataset (time, event, cohort columns)")
 	write := fs.String("write", "", "replace the generated block of this markdown file (default: print to stdout)")
 	figure := fs.String("figure", "", "write the error-vs-bin-width figure to this .png/.svg (linked relative to -write's directory)")

@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -14,8 +13,7 @@ func init() {
 }
 
 func runInferenceWeibull(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("inference-weibull", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("inference-weibull", stderr)
 	data := fs.String("data", "data/flchain_tte.csv", "dataset (time, event, cohort columns)")
 	write := fs.String("write", "", "replace the generated block of this markdown file (default: print to stdout)")
 	timeMax := fs.Float64("time-max", 5400, "public time bound (days)")

@@ -20,7 +20,6 @@ package eval
 // hierarchical method left the other numbers of the page unchanged.
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -56,8 +55,7 @@ type kmEvalConfig struct {
 }
 
 func runKM(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("km", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("km", stderr)
 	var cfg kmEvalConfig
 	var eps, widths, plotEps, plotCohorts string
 	fs.StringVar(&cfg.data, "data", "data/flchain_tte.csv", "CSV with id,time,event,cohort")

@@ -5,7 +5,6 @@ package eval
 // 5) and the discrete-time vs Cox relative error of its Table 3.
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -73,8 +72,7 @@ type regEvalConfig struct {
 }
 
 func runRegression(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("regression", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("regression", stderr)
 	var cfg regEvalConfig
 	var eps, lambdas, cox string
 	fs.StringVar(&cfg.data, "data", "data/flchain_tte.csv", "CSV of a data set with a preset (flchain, lung, kidney)")

@@ -10,7 +10,6 @@ package eval
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -41,8 +40,7 @@ type sanConfig struct {
 }
 
 func runSanitizers(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sanitizers", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sanitizers", stderr)
 	var cfg sanConfig
 	fs.StringVar(&cfg.data, "data", "data", "directory of flchain_tte.csv, lung_tte.csv, kidney_tte.csv")
 	fs.StringVar(&cfg.out, "out", "docs", "output directory (the page, and its figures under img/)")

@@ -7,7 +7,6 @@ package eval
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 
@@ -22,8 +21,7 @@ func init() {
 }
 
 func runSanitizersBaseline(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sanitizers-baseline", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sanitizers-baseline", stderr)
 	method := fs.String("method", "", "binsup or dptime (required)")
 	input := fs.String("input", "", "input file (.csv, .arrow, .jsonl)")
 	output := fs.String("output", "", "output file (.csv, .arrow, .arrows, .jsonl)")

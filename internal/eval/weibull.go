@@ -6,7 +6,6 @@ package eval
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -32,8 +31,7 @@ type wbEvalConfig struct {
 }
 
 func runWeibull(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("weibull", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weibull", stderr)
 	var cfg wbEvalConfig
 	var eps string
 	fs.StringVar(&cfg.data, "data", "data/flchain_tte.csv", "CSV with id,time,event,cohort")
