@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/message"
@@ -185,6 +186,23 @@ func observeWindow(t *testing.T, e *aggregators.Engine, clock *fakeClock, w, n i
 	}
 	r.Release()
 	clock.Set(at(5*w + 5))
+}
+
+// decodeTable decodes a curve table (an Arrow IPC stream), failing the test
+// on an error; the caller releases the records (releaseAll).
+func decodeTable(t *testing.T, tab []byte, mem memory.Allocator) []arrow.Record {
+	t.Helper()
+	recs, err := arrowipc.DecodeRecords(tab, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+func releaseAll(recs []arrow.Record) {
+	for _, rec := range recs {
+		rec.Release()
+	}
 }
 
 // rowsOf builds n rows with distinct ids (prefix p), integer times cycling
