@@ -32,8 +32,11 @@
 #    upper, and print(survfit)'s n, events, median and its limits.
 suppressPackageStartupMessages(library(survival))
 
+# the shared configuration beside this script (run by Rscript, or sourced
+# from the repository root)
 script_arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
-source(file.path(dirname(sub("^--file=", "", script_arg[1])), "golden_common.R"))
+script_dir <- if (length(script_arg) > 0) dirname(sub("^--file=", "", script_arg[1])) else "scripts"
+source(file.path(script_dir, "golden_common.R"))
 
 args <- commandArgs(trailingOnly = TRUE)
 data_dir <- if (length(args) >= 1) args[1] else "data"
