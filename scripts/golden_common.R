@@ -3,6 +3,8 @@
 # (round numbers, not derived from the data) and its person-period
 # expansion -- exactly what the Go code does. Sourced, not run.
 
+suppressPackageStartupMessages(library(survival))
+
 num <- function(x) {
   if (length(x) == 0) return("[]")
   paste0("[", paste(sprintf("%.17g", x), collapse = ", "), "]")

@@ -19,10 +19,8 @@
 # Convergence tolerances are tightened (glm epsilon 1e-14, coxph eps 1e-12)
 # so that both sides report the optimum rather than a stopping point.
 
-suppressPackageStartupMessages(library(survival))
-
-# the shared configuration beside this script (run by Rscript, or sourced
-# from the repository root)
+# the shared set-up (survival, the configuration) beside this script (run
+# by Rscript, or sourced from the repository root)
 script_arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
 script_dir <- if (length(script_arg) > 0) dirname(sub("^--file=", "", script_arg[1])) else "scripts"
 source(file.path(script_dir, "golden_common.R"))

@@ -30,10 +30,8 @@
 #    kidney (200, 400), the times `dpsurv fit km --format table` reports
 #    (conf.type "log", R's default): n.risk, survival, std.err, lower,
 #    upper, and print(survfit)'s n, events, median and its limits.
-suppressPackageStartupMessages(library(survival))
-
-# the shared configuration beside this script (run by Rscript, or sourced
-# from the repository root)
+# the shared set-up (survival, the configuration) beside this script (run
+# by Rscript, or sourced from the repository root)
 script_arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
 script_dir <- if (length(script_arg) > 0) dirname(sub("^--file=", "", script_arg[1])) else "scripts"
 source(file.path(script_dir, "golden_common.R"))
