@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/aggregators"
-	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -65,15 +64,8 @@ func TestCurveTableColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := arrowipc.DecodeRecords(tab, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, rec := range recs {
-			rec.Release()
-		}
-	}()
+	recs := decodeTable(t, tab, mem)
+	defer releaseAll(recs)
 	if len(recs) != 1 {
 		t.Fatalf("%d records", len(recs))
 	}

@@ -2,7 +2,6 @@ package aggregators_test
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sort"
 	"sync/atomic"
@@ -78,13 +77,7 @@ func TestAsyncWeibullReleasesEveryWindowBesideKM(t *testing.T) {
 	e, l := asyncEngine(t, true, clock, fits, wbConfig("weibull", 5*time.Second, 0.5), kmConfig("km", 5*time.Second, 1))
 	ctx := context.Background()
 	for w := range windows {
-		clock.Set(at(5*w + 1))
-		r := canonical(t, rowsOf(fmt.Sprintf("w%d", w), 200))
-		if err := e.Observe(0, int64(w), r); err != nil {
-			t.Fatal(err)
-		}
-		r.Release()
-		clock.Set(at(5*w + 5))
+		observeWindow(t, e, clock, w, 200)
 		if _, err := e.Tick(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/aggregators"
-	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/survival"
@@ -583,15 +582,8 @@ func TestCurveTable(t *testing.T) {
 	}
 	var f aggregators.FitMessage
 	json.Unmarshal(msgs[0].Value, &f)
-	recs, err := arrowipc.DecodeRecords(tab, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, rec := range recs {
-			rec.Release()
-		}
-	}()
+	recs := decodeTable(t, tab, mem)
+	defer releaseAll(recs)
 	rec := recs[0]
 	if v, _ := rec.Schema().Metadata().GetValue("dpsurv.key"); v != f.Key {
 		t.Fatalf("metadata key %q, want %q", v, f.Key)

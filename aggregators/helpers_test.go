@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/message"
@@ -171,6 +172,37 @@ func canonical(t testing.TB, rows schemas.Rows) arrow.Record {
 		t.Fatal(err)
 	}
 	return rec
+}
+
+// observeWindow observes n records (patients "w<w>-…") in the 5-second
+// window w, the clock at its second 1, and moves the clock to the window's
+// end.
+func observeWindow(t *testing.T, e *aggregators.Engine, clock *fakeClock, w, n int) {
+	t.Helper()
+	clock.Set(at(5*w + 1))
+	r := canonical(t, rowsOf(fmt.Sprintf("w%d", w), n))
+	if err := e.Observe(0, int64(w), r); err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	clock.Set(at(5*w + 5))
+}
+
+// decodeTable decodes a curve table (an Arrow IPC stream), failing the test
+// on an error; the caller releases the records (releaseAll).
+func decodeTable(t *testing.T, tab []byte, mem memory.Allocator) []arrow.Record {
+	t.Helper()
+	recs, err := arrowipc.DecodeRecords(tab, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+func releaseAll(recs []arrow.Record) {
+	for _, rec := range recs {
+		rec.Release()
+	}
 }
 
 // rowsOf builds n rows with distinct ids (prefix p), integer times cycling

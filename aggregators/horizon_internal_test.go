@@ -47,13 +47,7 @@ func TestKMAggregateCensorsBeyondHorizon(t *testing.T) {
 func TestDiscreteAggregateCensorsBeyondHorizon(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	cfg := Config{Name: "dt", Kind: KindDiscrete, Window: Window{Size: time.Minute}, Epsilon: 1,
-		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Covariates: []string{"age"},
-		Params: Params{Method: "output", DiscreteParams: DiscreteParams{Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: 9}}}
-	a, err := newAggregate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := discreteAgeAggregate(t)
 	now := time.Unix(600, 0).UnixNano()
 	st := addRows(t, a, mem, withAge(patientBatch(t, mem, []string{"p1", "p2"}, []float64{40, 9}, []bool{true, true}, []int32{0, 1})), now)
 	if st.CensoredAtHorizon != 1 {

@@ -43,6 +43,20 @@ func keyedAggregate(t *testing.T, cfg Config, key []byte, snap *aggSnapshot) *ag
 	return a
 }
 
+// discreteAgeAggregate is a discrete-time aggregate ("dt", cohorts A and B,
+// time_max 9 days in 9 intervals, 1-minute windows) on covariate age.
+func discreteAgeAggregate(t *testing.T) *aggregate {
+	t.Helper()
+	cfg := Config{Name: "dt", Kind: KindDiscrete, Window: Window{Size: time.Minute}, Epsilon: 1,
+		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Covariates: []string{"age"},
+		Params: Params{Method: "output", DiscreteParams: DiscreteParams{Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: 9}}}
+	a, err := newAggregate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 func addRows(t *testing.T, a *aggregate, mem memory.Allocator, rows *schemas.Rows, now int64) AddStats {
 	t.Helper()
 	spec := schemas.Spec{Cohorts: []string{"A", "B"}, TimeUnit: "days", Columns: schemas.DefaultColumns()}
@@ -131,13 +145,7 @@ func TestOnePatientOneRecordPerWindow(t *testing.T) {
 func TestOnePatientOneRecordPerDiscreteWindow(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	cfg := Config{Name: "dt", Kind: KindDiscrete, Window: Window{Size: time.Minute}, Epsilon: 1,
-		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Covariates: []string{"age"},
-		Params: Params{Method: "output", DiscreteParams: DiscreteParams{Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: 9}}}
-	a, err := newAggregate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := discreteAgeAggregate(t)
 	now := time.Unix(600, 0).UnixNano()
 	s := a.windowStart(now)
 	addRows(t, a, mem, withAge(patientBatch(t, mem, []string{"p1", "p2"}, []float64{3, 4}, []bool{false, true}, []int32{0, 1})), now)

@@ -3,7 +3,6 @@ package aggregators_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -61,13 +60,7 @@ func TestPendingWindowsBounded(t *testing.T) {
 		return metric(t, reg, "dpsurv_aggregator_pending_windows", map[string]string{"aggregate": "weibull"})
 	}
 	for w := range 5 {
-		clock.Set(at(5*w + 1))
-		r := canonical(t, rowsOf(fmt.Sprintf("w%d", w), 100))
-		if err := e.Observe(0, int64(w), r); err != nil {
-			t.Fatal(err)
-		}
-		r.Release()
-		clock.Set(at(5*w + 5))
+		observeWindow(t, e, clock, w, 100)
 		if _, err := e.Tick(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -143,13 +136,7 @@ func TestAsyncFitNotStartedWhenBudgetSpent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for w := range 2 {
-		clock.Set(at(5*w + 1))
-		r := canonical(t, rowsOf(fmt.Sprintf("w%d", w), 50))
-		if err := e.Observe(0, int64(w), r); err != nil {
-			t.Fatal(err)
-		}
-		r.Release()
-		clock.Set(at(5*w + 5))
+		observeWindow(t, e, clock, w, 50)
 		for range 3 {
 			if _, err := e.Tick(ctx); err != nil {
 				t.Fatal(err)

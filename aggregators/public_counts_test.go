@@ -13,28 +13,8 @@ import (
 // release lists the exact record count as public and says presence is not
 // protected (review finding 2); without it, it does neither.
 func TestCountsPublicElsewhereStatedInRelease(t *testing.T) {
-	for _, marked := range []bool{false, true} {
-		km := kmConfig("km", time.Minute, 1)
-		km.CountsPublicElsewhere = marked
-		wb := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1,
-			Cohorts: cohorts, TimeMax: 9, TimeUnit: "days", CountsPublicElsewhere: marked}
-		r := newRig(t, at(1), map[string]float64{"stream": 100}, km, wb)
-		r.observe(0, rowsOf("p", 40))
-		r.clock.Set(at(61))
-		r.tick()
-		got := r.fits.fits(t)
-		for _, k := range []string{key("km", 0, "A"), key("wb", 0, "A")} {
-			m, ok := got[k]
-			if !ok {
-				t.Fatalf("no release %s: %v", k, keys(got))
-			}
-			listed := slices.Contains(m.Public, aggregators.PublicCountElsewhere)
-			stated := strings.Contains(m.Neighbouring, "presence is NOT protected")
-			if listed != marked || stated != marked {
-				t.Errorf("%s marked %v: public lists the count %v, relation states it %v (%q)", k, marked, listed, stated, m.Neighbouring)
-			}
-		}
-	}
+	checkPublicElsewhere(t, aggregators.PublicCountElsewhere, "presence is NOT protected",
+		func(c *aggregators.Config, on bool) { c.CountsPublicElsewhere = on })
 }
 
 // Issue 22 finding 2: a service that publishes a sanitized topic from the
@@ -43,11 +23,21 @@ func TestCountsPublicElsewhereStatedInRelease(t *testing.T) {
 // says presence is not protected; a central-only service (no sanitized
 // topic) does neither.
 func TestSanitizedTopicPresenceStatedInRelease(t *testing.T) {
+	checkPublicElsewhere(t, aggregators.PublicViaSanitized, "presence and the record count are NOT protected",
+		func(c *aggregators.Config, on bool) { c.PresencePublicViaSanitized = on })
+}
+
+// checkPublicElsewhere releases one window of a km and a weibull aggregate,
+// both marked by mark or neither, and checks that every release lists public
+// and states statement in its relation exactly when marked.
+func checkPublicElsewhere(t *testing.T, public, statement string, mark func(c *aggregators.Config, on bool)) {
+	t.Helper()
 	for _, marked := range []bool{false, true} {
 		km := kmConfig("km", time.Minute, 1)
-		km.PresencePublicViaSanitized = marked
 		wb := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1,
-			Cohorts: cohorts, TimeMax: 9, TimeUnit: "days", PresencePublicViaSanitized: marked}
+			Cohorts: cohorts, TimeMax: 9, TimeUnit: "days"}
+		mark(&km, marked)
+		mark(&wb, marked)
 		r := newRig(t, at(1), map[string]float64{"stream": 100}, km, wb)
 		r.observe(0, rowsOf("p", 40))
 		r.clock.Set(at(61))
@@ -58,10 +48,10 @@ func TestSanitizedTopicPresenceStatedInRelease(t *testing.T) {
 			if !ok {
 				t.Fatalf("no release %s: %v", k, keys(got))
 			}
-			listed := slices.Contains(m.Public, aggregators.PublicViaSanitized)
-			stated := strings.Contains(m.Neighbouring, "presence and the record count are NOT protected")
+			listed := slices.Contains(m.Public, public)
+			stated := strings.Contains(m.Neighbouring, statement)
 			if listed != marked || stated != marked {
-				t.Errorf("%s beside a sanitized topic %v: public lists presence %v, relation states it %v (%q)", k, marked, listed, stated, m.Neighbouring)
+				t.Errorf("%s marked %v: public lists %q %v, relation states it %v (%q)", k, marked, public, listed, stated, m.Neighbouring)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/dpsurv/dpsurv/dp"
@@ -22,7 +23,7 @@ func Scores(orig, san Data, k Kernel) ([][]float64, error) {
 	if err := san.Validate(); err != nil {
 		return nil, fmt.Errorf("attack scores: sanitized: %w", err)
 	}
-	if !sameLabels(orig.Cohorts, san.Cohorts) {
+	if !slices.Equal(orig.Cohorts, san.Cohorts) {
 		return nil, errors.New("attack scores: original and sanitized cohort label lists differ")
 	}
 	if k == nil {
@@ -81,18 +82,6 @@ func Scores(orig, san Data, k Kernel) ([][]float64, error) {
 // (paper 001: CL(c, t) = P(c | t) estimated from the original data).
 func NonPrivateScores(orig Data) ([][]float64, error) {
 	return Scores(orig, orig, IdentityKernel{})
-}
-
-func sameLabels(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // AttackOptions configures CohortInference; zero values take paper 001's

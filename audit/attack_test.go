@@ -15,15 +15,9 @@ func TestScoresByHand(t *testing.T) {
 	labels := []string{"A", "B"}
 	san := makeData(labels, []int64{5, 5, 5, 6}, []int{0, 0, 1, 1})
 	orig := makeData(labels, []int64{5, 7, 100}, []int{0, 1, 0})
-	k, err := NewTEKernel(1, 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := teKernel(t, 1, 1, 0)
 	p := k.pmf // p[0] = P(D=-1), p[1] = P(D=0), p[2] = P(D=1)
-	got, err := Scores(orig, san, k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := scores(t, orig, san, k)
 	cases := []struct {
 		name string
 		c, i int
@@ -111,22 +105,10 @@ func TestCohortInferenceAssignmentRule(t *testing.T) {
 // deterministic (false-alarm rate of the bound under fresh seeds < 1e-4).
 func TestAttackInterleavedCohortsTE(t *testing.T) {
 	labels := []string{"A", "B"}
-	var times []int64
-	var coh []int
-	for i := range 600 {
-		times = append(times, int64(i))
-		coh = append(coh, i%2)
-	}
-	orig := makeData(labels, times, coh)
+	orig := interleaved(labels, 600)
 	san := sanitizeTE(t, orig, 0.5, 10, 700, testKey)
-	k, err := NewTEKernel(0.5, 10, 700)
-	if err != nil {
-		t.Fatal(err)
-	}
-	priv, err := Scores(orig, san, k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := teKernel(t, 0.5, 10, 700)
+	priv := scores(t, orig, san, k)
 	np, err := NonPrivateScores(orig)
 	if err != nil {
 		t.Fatal(err)
@@ -151,10 +133,7 @@ func TestAttackInterleavedCohortsTE(t *testing.T) {
 	}
 	// The identity kernel on the sanitized data is a wrong adversary but
 	// must not restore precision 1 either: the mixing is in the data.
-	wrong, err := Scores(orig, san, IdentityKernel{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wrong := scores(t, orig, san, IdentityKernel{})
 	run2, err := CohortInference(orig, dp.NewSeededSource(7), AttackOptions{}, wrong)
 	if err != nil {
 		t.Fatal(err)
@@ -172,17 +151,8 @@ func TestAttackInterleavedCohortsTE(t *testing.T) {
 // always more private against this adversary; the evaluation shows it.
 func TestAttackParityLeakSmallEpsilon(t *testing.T) {
 	labels := []string{"A", "B"}
-	var times []int64
-	var coh []int
-	for i := range 600 {
-		times = append(times, int64(i))
-		coh = append(coh, i%2)
-	}
-	orig := makeData(labels, times, coh)
-	k, err := NewTEKernel(0.1, 10, 700)
-	if err != nil {
-		t.Fatal(err)
-	}
+	orig := interleaved(labels, 600)
+	k := teKernel(t, 0.1, 10, 700)
 	even := 0.0
 	for d, p := range k.pmf {
 		if (d-10)%2 == 0 {
@@ -193,10 +163,7 @@ func TestAttackParityLeakSmallEpsilon(t *testing.T) {
 		t.Fatalf("P(D even) = %v, P(|D| = W) = %v", even, k.pmf[0]+k.pmf[20])
 	}
 	san := sanitizeTE(t, orig, 0.1, 10, 700, testKey)
-	priv, err := Scores(orig, san, k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	priv := scores(t, orig, san, k)
 	run, err := CohortInference(orig, dp.NewSeededSource(7), AttackOptions{}, priv)
 	if err != nil {
 		t.Fatal(err)
@@ -222,14 +189,8 @@ func TestAttackFarApartCohortsTE(t *testing.T) {
 	}
 	orig := makeData(labels, times, coh)
 	san := sanitizeTE(t, orig, 0.1, 10, 1300, testKey)
-	k, err := NewTEKernel(0.1, 10, 1300)
-	if err != nil {
-		t.Fatal(err)
-	}
-	priv, err := Scores(orig, san, k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := teKernel(t, 0.1, 10, 1300)
+	priv := scores(t, orig, san, k)
 	run, err := CohortInference(orig, dp.NewSeededSource(3), AttackOptions{}, priv)
 	if err != nil {
 		t.Fatal(err)

@@ -90,6 +90,38 @@ func makeData(labels []string, times []int64, cohorts []int) Data {
 	return d
 }
 
+// interleaved is n records (all events) at times 0 to n-1 whose cohorts
+// alternate between the two labels: day i belongs to cohort i%2 alone.
+func interleaved(labels []string, n int) Data {
+	var times []int64
+	var coh []int
+	for i := range n {
+		times = append(times, int64(i))
+		coh = append(coh, i%2)
+	}
+	return makeData(labels, times, coh)
+}
+
+// teKernel is NewTEKernel, failing the test on an error.
+func teKernel(t *testing.T, eps float64, w int, tmax int64) *TEKernel {
+	t.Helper()
+	k, err := NewTEKernel(eps, w, tmax)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// scores is Scores, failing the test on an error.
+func scores(t *testing.T, orig, san Data, k Kernel) [][]float64 {
+	t.Helper()
+	s, err := Scores(orig, san, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func near(a, b, tol float64) bool {
 	if math.IsNaN(a) || math.IsNaN(b) {
 		return math.IsNaN(a) && math.IsNaN(b)

@@ -98,7 +98,7 @@ func Measure(orig, san Data, opts UtilityOptions) (Utility, error) {
 	if err := san.Validate(); err != nil {
 		return Utility{}, fmt.Errorf("utility: sanitized: %w", err)
 	}
-	if !sameLabels(orig.Cohorts, san.Cohorts) {
+	if !slices.Equal(orig.Cohorts, san.Cohorts) {
 		return Utility{}, errors.New("utility: original and sanitized cohort label lists differ")
 	}
 	tmax := o.TimeMax

@@ -193,18 +193,9 @@ func itoa(i int) string {
 // values, and the text form names every cohort.
 func TestReportJSONAndText(t *testing.T) {
 	labels := []string{"early", "late"}
-	var times []int64
-	var coh []int
-	for i := range 400 {
-		times = append(times, int64(i))
-		coh = append(coh, i%2)
-	}
-	orig := makeData(labels, times, coh)
+	orig := interleaved(labels, 400)
 	san := sanitizeTE(t, orig, 0.5, 10, 500, testKey)
-	k, err := NewTEKernel(0.5, 10, 500)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := teKernel(t, 0.5, 10, 500)
 	if _, err := Run(orig, san, Config{Kernel: k, Attack: AttackOptions{Resamples: 20}, Key: testKey}, dp.NewSeededSource(5)); err == nil {
 		t.Fatal("a key without original ids must fail (nothing to join)")
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/codecs/arrowipc/arrowipctest"
@@ -40,31 +39,21 @@ func TestArrowZeroCopyMatchesReader(t *testing.T) {
 	defer a.Release()
 	defer b.Release()
 	dir := t.TempDir()
-	for _, tc := range []struct {
-		name     string
-		stream   bool
-		zc       bool // loadable without a copy
-		opts     []ipc.Option
-		recs     []arrow.Record
-		batchLen int
-	}{
-		{"file", false, true, nil, []arrow.Record{a, b}, 64},
-		{"stream", true, true, nil, []arrow.Record{a, b, a}, 1000},
-		{"file-lz4", false, false, []ipc.Option{ipc.WithLZ4()}, []arrow.Record{a}, 100},
-		{"stream-zstd", true, false, []ipc.Option{ipc.WithZstd()}, []arrow.Record{b, a}, 33},
-	} {
-		path := filepath.Join(dir, tc.name+".arrow")
-		arrowipctest.WriteFile(t, path, tc.stream, tc.recs, tc.opts...)
-		got := readArrowPath(t, path, v, tc.batchLen, true)
-		want := readArrowPath(t, path, v, tc.batchLen, false)
+	// Batch lengths that cut the records at different places.
+	batchLen := map[string]int{"file": 64, "stream": 1000, "file-lz4": 100, "stream-zstd": 33}
+	for _, tc := range arrowipctest.FileCases(a, b) {
+		path := filepath.Join(dir, tc.Name+".arrow")
+		arrowipctest.WriteFile(t, path, tc.Stream, tc.Recs, tc.Opts...)
+		got := readArrowPath(t, path, v, batchLen[tc.Name], true)
+		want := readArrowPath(t, path, v, batchLen[tc.Name], false)
 		if got.err != "" || want.err != "" {
-			t.Fatalf("%s: errors %q, %q", tc.name, got.err, want.err)
+			t.Fatalf("%s: errors %q, %q", tc.Name, got.err, want.err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s: zero-copy read\n%+v\nArrow's reader\n%+v", tc.name, got, want)
+			t.Fatalf("%s: zero-copy read\n%+v\nArrow's reader\n%+v", tc.Name, got, want)
 		}
 		if len(got.rows) == 0 || len(got.dead) == 0 {
-			t.Fatalf("%s: %d rows, %d dead: the test needs both", tc.name, len(got.rows), len(got.dead))
+			t.Fatalf("%s: %d rows, %d dead: the test needs both", tc.Name, len(got.rows), len(got.dead))
 		}
 	}
 }
@@ -81,16 +70,7 @@ func TestReadTableMatchesReadFile(t *testing.T) {
 	dir := t.TempDir()
 	for _, ext := range []string{".csv", ".arrow", ".arrows", ".jsonl"} {
 		path := filepath.Join(dir, "in"+ext)
-		w, err := NewFileWriter(path, rec.Schema(), nil, memory.NewGoAllocator())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, path, rec, memory.NewGoAllocator())
 		want := collectCSV(t, len(spec.Covariates), func(fn func(arrow.Record, []DeadLetter) error) error {
 			return ReadFile(path, v, 64, fn)
 		})

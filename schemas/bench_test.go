@@ -47,10 +47,7 @@ func BenchmarkValidateIPC(b *testing.B) {
 	for _, bad := range []int{0, 100} {
 		b.Run(fmt.Sprintf("bad_every_%d", bad), func(b *testing.B) {
 			mem := memory.NewGoAllocator()
-			v, err := NewValidator(testSpec(), mem)
-			if err != nil {
-				b.Fatal(err)
-			}
+			v := newTestValidator(b, testSpec(), mem)
 			rec := benchInput(b, 1000, bad, mem)
 			defer rec.Release()
 			data, err := arrowipc.Encode(rec, mem)
@@ -59,13 +56,7 @@ func BenchmarkValidateIPC(b *testing.B) {
 			}
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
-			rows := 0
-			for b.Loop() {
-				out, _ := v.DecodeIPC(data)
-				rows += int(rec.NumRows())
-				out.Release()
-			}
-			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+			benchRows(b, int(rec.NumRows()), func() (arrow.Record, []DeadLetter) { return v.DecodeIPC(data) })
 		})
 	}
 }
@@ -75,20 +66,11 @@ func BenchmarkValidate(b *testing.B) {
 	for _, bad := range []int{0, 100} {
 		b.Run(fmt.Sprintf("bad_every_%d", bad), func(b *testing.B) {
 			mem := memory.NewGoAllocator()
-			v, err := NewValidator(testSpec(), mem)
-			if err != nil {
-				b.Fatal(err)
-			}
+			v := newTestValidator(b, testSpec(), mem)
 			rec := benchInput(b, 1000, bad, mem)
 			defer rec.Release()
 			b.ReportAllocs()
-			rows := 0
-			for b.Loop() {
-				out, _ := v.Validate(rec)
-				rows += int(rec.NumRows())
-				out.Release()
-			}
-			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+			benchRows(b, int(rec.NumRows()), func() (arrow.Record, []DeadLetter) { return v.Validate(rec) })
 		})
 	}
 }
@@ -102,10 +84,17 @@ func BenchmarkDecodeJSON(b *testing.B) {
 	for i := 0; i < 1000; i++ {
 		data = fmt.Appendf(data, `{"id":"p%d","time":%d,"event":%d,"cohort":"%d","age":%d}`+"\n", i, i%3650, i%2, 1+i%2, 40+i%50)
 	}
+	benchRows(b, 1000, func() (arrow.Record, []DeadLetter) { return v.DecodeJSON(data) })
+}
+
+// benchRows times call, which decodes or validates n rows, releasing the
+// record it returns, and reports rows/s.
+func benchRows(b *testing.B, n int, call func() (arrow.Record, []DeadLetter)) {
+	b.Helper()
 	rows := 0
 	for b.Loop() {
-		out, _ := v.DecodeJSON(data)
-		rows += 1000
+		out, _ := call()
+		rows += n
 		out.Release()
 	}
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
@@ -219,10 +208,7 @@ func BenchmarkReadFileArrow(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, err := NewValidator(testSpec(), mem)
-	if err != nil {
-		b.Fatal(err)
-	}
+	v := newTestValidator(b, testSpec(), mem)
 	for _, stage := range []string{"load", "read"} {
 		for _, zc := range []bool{true, false} {
 			name := stage + "/arrow_reader"

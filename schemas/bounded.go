@@ -2,13 +2,13 @@ package schemas
 
 import (
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/bitutil"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/codecs/jsonrec"
 )
 
 // Memory bounded by the bytes on the wire (issue 21): the helpers that keep
@@ -77,13 +77,13 @@ func boundedCell(arr arrow.Array, i, limit int) (val any) {
 	}
 	switch a := arr.(type) {
 	case *array.String:
-		return cutString(a.Value(i), limit)
+		return jsonrec.CutString(a.Value(i), limit)
 	case *array.LargeString:
-		return cutString(a.Value(i), limit)
+		return jsonrec.CutString(a.Value(i), limit)
 	case *array.Binary:
 		b := a.Value(i)
 		if len(b) > limit {
-			return cutString(string(b[:limit]), limit) + fmt.Sprintf("… (%d bytes, cut)", len(b))
+			return jsonrec.CutString(string(b[:limit]), limit) + fmt.Sprintf("… (%d bytes, cut)", len(b))
 		}
 		return append([]byte(nil), b...)
 	case *array.LargeBinary:
@@ -99,19 +99,6 @@ func boundedCell(arr arrow.Array, i, limit int) (val any) {
 		return fmt.Sprintf("<%s value not shown>", arr.DataType())
 	}
 	return cellValue(arr, i)
-}
-
-// cutString copies s (never aliasing input memory), cut to at most limit
-// bytes on a rune boundary and marked with its length when cut.
-func cutString(s string, limit int) string {
-	if len(s) <= limit {
-		return strings.Clone(s)
-	}
-	k := limit
-	for k > 0 && k > limit-utf8.UTFMax && !utf8.RuneStart(s[k]) {
-		k--
-	}
-	return strings.ToValidUTF8(s[:k], "\uFFFD") + fmt.Sprintf("… (%d bytes, cut)", len(s))
 }
 
 // sparseCodes maps the cohort of each row (-1: no label) for a dictionary

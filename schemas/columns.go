@@ -105,33 +105,6 @@ func stringGetter(arr arrow.Array) func(int) (string, bool) {
 	return func(int) (string, bool) { return "", false }
 }
 
-// intGetter returns a per-row accessor for int columns; exact is false when
-// a uint64 value does not fit in int64.
-func intGetter(arr arrow.Array) func(int) (int64, bool) {
-	switch a := arr.(type) {
-	case *array.Int8:
-		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
-	case *array.Int16:
-		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
-	case *array.Int32:
-		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
-	case *array.Int64:
-		return func(i int) (int64, bool) { return a.Value(i), true }
-	case *array.Uint8:
-		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
-	case *array.Uint16:
-		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
-	case *array.Uint32:
-		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
-	case *array.Uint64:
-		return func(i int) (int64, bool) {
-			x := a.Value(i)
-			return int64(x), x <= math.MaxInt64
-		}
-	}
-	return func(int) (int64, bool) { return 0, false }
-}
-
 func conv[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64 | float32](dst []float64, src []T) {
 	for i, x := range src[:len(dst)] {
 		dst[i] = float64(x)

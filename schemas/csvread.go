@@ -650,13 +650,7 @@ func (m *csvMerger) merge(c *csvChunk) error {
 			}
 			return m.l.rowMap(rec)
 		})
-		for k := range dead {
-			if f, bad := b.rowErr[dead[k].RowIndex-m.rowBase]; bad {
-				dead[k].Detail = f.detail
-				dead[k].Raw = f.raw
-				dead[k].Row = f.row
-			}
-		}
+		withRowFailures(dead, b.rowErr, m.rowBase)
 		m.rowBase += st.n
 		st.release()
 		m.pool.put(st)

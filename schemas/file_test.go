@@ -236,16 +236,7 @@ func TestFileRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Release()
-	w, err := NewFileWriter(out, rec.Schema(), nil, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	w := writeFile(t, out, rec, mem)
 	b, _ := os.ReadFile(out)
 	if string(b) != "id,time,event,cohort,age\na,0.1,1,control,1e+21\n" {
 		t.Errorf("csv text %q", b)
@@ -323,16 +314,7 @@ func TestReadFileArrowWrongSchema(t *testing.T) {
 	rec := mkRecord(t, mem, nil, ids("a", "b", "c"), times(1.0, 2.0, 3.0), events(true, true, true), ages(1.0, 1.0, 1.0))
 	defer rec.Release()
 	path := filepath.Join(t.TempDir(), "x.arrow")
-	w, err := NewFileWriter(path, rec.Schema(), nil, memory.NewGoAllocator())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, rec, memory.NewGoAllocator())
 	rows, dead, batches := readAll(t, path, v, 2)
 	if len(rows) != 0 || len(dead) != 3 || batches != 2 || dead[2].RowIndex != 2 || dead[2].Reason != ReasonMissingField {
 		t.Errorf("%d rows, %d batches, dead %+v", len(rows), batches, dead)
@@ -374,16 +356,7 @@ func TestReadFileCorruptArrowNeverCrash(t *testing.T) {
 	dir := t.TempDir()
 	for _, ext := range []string{".arrow", ".arrows"} {
 		clean := filepath.Join(dir, "clean"+ext)
-		w, err := NewFileWriter(clean, rec.Schema(), nil, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, clean, rec, mem)
 		if rows, dead, _ := readAll(t, clean, v, 10); len(rows) != 3 || len(dead) != 0 {
 			t.Fatalf("%s: clean file gave %d rows, %d dead", ext, len(rows), len(dead))
 		}

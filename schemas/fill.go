@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 )
 
 // Reading an input record's columns into the scratch, row checks in the
@@ -127,7 +129,7 @@ func (v *Validator) fillSite(col arrow.Array, st *scratch) {
 	}
 	if a, ok := col.(*array.Dictionary); ok {
 		dict := a.Dictionary()
-		ig := intGetter(a.Indices())
+		ig := arrowipc.IntGetter(a.Indices())
 		st.siteDict = dict
 		st.siteIdx = resize(st.siteIdx, n)
 		for i := range n {
@@ -232,7 +234,7 @@ func (v *Validator) fillCohort(col arrow.Array, st *scratch) {
 		}
 	default:
 		if isInt(a.DataType().ID()) {
-			ig := intGetter(a)
+			ig := arrowipc.IntGetter(a)
 			for i := 0; i < n; i++ {
 				if a.IsNull(i) {
 					st.fail(i, rMissing, slotCohort)

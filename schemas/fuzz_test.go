@@ -138,18 +138,7 @@ func FuzzDecodeIPC(f *testing.F) {
 	}
 	spec := testSpec()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		v, err := NewValidator(spec, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, dead := v.DecodeIPC(data)
-		checkCanonicalInvariants(t, spec, out)
-		checkDeadInvariants(t, data, out, dead)
-		out.Release()
-		if n := mem.CurrentAlloc(); n != 0 {
-			t.Fatalf("%d bytes still allocated", n)
-		}
+		checkDecode(t, spec, data, (*Validator).DecodeIPC)
 		// arrowipc.DecodeRecords must not panic either.
 		recs, err := arrowipc.DecodeRecords(data, memory.NewGoAllocator())
 		if err == nil {
@@ -160,6 +149,24 @@ func FuzzDecodeIPC(f *testing.F) {
 	})
 }
 
+// checkDecode decodes data with a fresh validator of spec and checks the
+// invariants of what decode returns, and that nothing stays allocated.
+func checkDecode(t *testing.T, spec Spec, data []byte, decode func(*Validator, []byte) (arrow.Record, []DeadLetter)) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	v, err := NewValidator(spec, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, dead := decode(v, data)
+	checkCanonicalInvariants(t, spec, out)
+	checkDeadInvariants(t, data, out, dead)
+	out.Release()
+	if n := mem.CurrentAlloc(); n != 0 {
+		t.Fatalf("%d bytes still allocated", n)
+	}
+}
+
 func FuzzDecodeJSON(f *testing.F) {
 	f.Add([]byte(`{"id":"a","time":1,"event":1,"cohort":"1","age":50}`))
 	f.Add([]byte("{\"id\":\"a\",\"time\":\"2\",\"event\":true,\"cohort\":2,\"age\":\"50\"}\n{\"id\":\"a\",\"time\":-1}\nnot json\n[1,2]"))
@@ -168,17 +175,6 @@ func FuzzDecodeJSON(f *testing.F) {
 	f.Add([]byte(""))
 	spec := testSpec()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		v, err := NewValidator(spec, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, dead := v.DecodeJSON(data)
-		checkCanonicalInvariants(t, spec, out)
-		checkDeadInvariants(t, data, out, dead)
-		out.Release()
-		if n := mem.CurrentAlloc(); n != 0 {
-			t.Fatalf("%d bytes still allocated", n)
-		}
+		checkDecode(t, spec, data, (*Validator).DecodeJSON)
 	})
 }

@@ -8,15 +8,32 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/dpsurv/dpsurv/codecs/arrowipc/arrowipctest"
 )
 
 // checkedMem returns a checked allocator that must be back at zero when the
 // test ends.
 func checkedMem(t testing.TB) *memory.CheckedAllocator {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	return mem
+	return arrowipctest.CheckedMem(t)
+}
+
+// writeFile writes rec to path with NewFileWriter (the format by path's
+// extension), failing the test on any error, and returns the closed writer.
+func writeFile(t testing.TB, path string, rec arrow.Record, mem memory.Allocator) *FileWriter {
+	t.Helper()
+	w, err := NewFileWriter(path, rec.Schema(), nil, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 func testSpec() Spec {

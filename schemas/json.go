@@ -198,13 +198,7 @@ func (v *Validator) validateJSON(b *jsonBatch, rowBase int, set *idSet) (arrow.R
 	st.dedupe(set, rowBase)
 	out := v.build(st, withSite, withObs, nil)
 	dead := v.deadLetters(st, rowBase, v.slotNames(), func(i int) map[string]any { return v.deadRow(b, i) })
-	for k := range dead {
-		if f, bad := b.rowErr[dead[k].RowIndex-rowBase]; bad {
-			dead[k].Detail = f.detail
-			dead[k].Raw = f.raw
-			dead[k].Row = f.row
-		}
-	}
+	withRowFailures(dead, b.rowErr, rowBase)
 	return out, dead
 }
 

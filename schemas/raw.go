@@ -33,6 +33,19 @@ type rowFailure struct {
 	row    map[string]any
 }
 
+// withRowFailures gives the dead letters of rows that failed before
+// validation (rowErr, by row index within the batch; rowBase is the
+// batch's first row) the detail, raw bytes and row their failure recorded.
+func withRowFailures(dead []DeadLetter, rowErr map[int]rowFailure, rowBase int) {
+	for k := range dead {
+		if f, bad := rowErr[dead[k].RowIndex-rowBase]; bad {
+			dead[k].Detail = f.detail
+			dead[k].Raw = f.raw
+			dead[k].Row = f.row
+		}
+	}
+}
+
 func csvNull(s string) bool {
 	t := strings.TrimSpace(s)
 	return t == "" || t == "NA"
@@ -71,13 +84,7 @@ func (v *Validator) validateRaw(b *rawBatch, rowBase int, set *idSet) (arrow.Rec
 	out := v.build(st, withSite, withObs, nil)
 	names := v.slotNames()
 	dead := v.deadLetters(st, rowBase, names, func(i int) map[string]any { return b.rows[i] })
-	for k := range dead {
-		if f, bad := b.rowErr[dead[k].RowIndex-rowBase]; bad {
-			dead[k].Detail = f.detail
-			dead[k].Raw = f.raw
-			dead[k].Row = f.row
-		}
-	}
+	withRowFailures(dead, b.rowErr, rowBase)
 	return out, dead
 }
 

@@ -19,47 +19,17 @@
 # Convergence tolerances are tightened (glm epsilon 1e-14, coxph eps 1e-12)
 # so that both sides report the optimum rather than a stopping point.
 
-suppressPackageStartupMessages(library(survival))
+# the shared set-up (survival, the configuration) beside this script (run
+# by Rscript, or sourced from the repository root)
+script_arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
+script_dir <- if (length(script_arg) > 0) dirname(sub("^--file=", "", script_arg[1])) else "scripts"
+source(file.path(script_dir, "golden_common.R"))
 
 args <- commandArgs(trailingOnly = TRUE)
 data_dir <- if (length(args) >= 1) args[1] else "data"
 out_dir <- if (length(args) >= 2) args[2] else "regression/testdata"
 dir.create(out_dir, showWarnings = FALSE, recursive = TRUE)
 
-q <- 200L
-e <- 3L
-
-# public configuration (round numbers, not derived from the data)
-sets <- list(
-  lung = list(file = "lung_tte.csv", time_max = 1100,
-              cov = c("age", "ph.ecog", "ph.karno", "wt.loss"),
-              centre = c(60, 1, 80, 10), scale = c(20, 2, 40, 30)),
-  kidney = list(file = "kidney_tte.csv", time_max = 600,
-                cov = c("age", "female"),
-                centre = c(45, 0.5), scale = c(30, 1)),
-  flchain = list(file = "flchain_tte.csv", time_max = 5200,
-                 cov = c("age", "male", "kappa", "lambda", "creatinine", "mgus"),
-                 centre = c(65, 0.5, 1.5, 1.5, 1, 0), scale = c(25, 1, 3, 3, 2, 1)),
-  # discrete covariates only (a few dozen patterns): the Go MLE fits it
-  # from sufficient statistics per (covariate pattern, interval)
-  lung_ecog = list(file = "lung_tte.csv", time_max = 1100,
-                   cov = c("ph.ecog", "ph.karno"),
-                   centre = c(1, 80), scale = c(2, 40))
-)
-
-spline_basis <- function(t, e) {
-  k <- (seq_len(e) - 1) / (e - 1)
-  d <- function(j, t) (pmax(t - k[j], 0)^3 - pmax(t - k[e], 0)^3) / (k[e] - k[j])
-  B <- cbind(1, t)
-  if (e > 2) for (j in 1:(e - 2)) B <- cbind(B, d(j, t) - d(e - 1, t))
-  colnames(B) <- paste0("b", seq_len(e))
-  B
-}
-
-num <- function(x) {
-  if (length(x) == 0) return("[]")
-  paste0("[", paste(sprintf("%.17g", x), collapse = ", "), "]")
-}
 str <- function(x) paste0("[", paste0('"', x, '"', collapse = ", "), "]")
 
 for (name in names(sets)) {
@@ -67,20 +37,11 @@ for (name in names(sets)) {
   d <- read.csv(file.path(data_dir, cfg$file), check.names = FALSE)
   d <- d[complete.cases(d[, c("time", "event", cfg$cov)]), ]
   n <- nrow(d)
-  X <- as.matrix(d[, cfg$cov])
-  Z <- sweep(sweep(X, 2, cfg$centre, "-"), 2, cfg$scale, "/")
-  nrm <- sqrt(rowSums(Z^2))
-  Z <- Z / pmax(1, nrm)
-  tc <- pmin(pmax(d$time, 0), cfg$time_max)
-  s <- pmin(q, pmax(1L, as.integer(ceiling((tc / cfg$time_max) * q))))
-
   # person-period expansion
-  id <- rep(seq_len(n), s)
-  per <- sequence(s)
-  y <- as.integer(per == s[id] & d$event[id] == 1)
-  A <- spline_basis(per / q, e)
-  Zp <- Z[id, , drop = FALSE]
-  colnames(Zp) <- paste0("x", seq_along(cfg$cov))
+  ppx <- person_period(d, cfg)
+  y <- ppx$y
+  A <- ppx$A
+  Zp <- ppx$Zp
   pp <- data.frame(y = y, A, Zp)
   form <- as.formula(paste("y ~ 0 +", paste(c(colnames(A), colnames(Zp)), collapse = " + ")))
 
@@ -121,7 +82,7 @@ for (name in names(sets)) {
     sprintf('  "intervals": %d,\n', q),
     sprintf('  "knots": %d,\n', e),
     sprintf('  "n": %d,\n', n),
-    sprintf('  "clipped_rows": %d,\n', sum(nrm > 1)),
+    sprintf('  "clipped_rows": %d,\n', ppx$clipped),
     sprintf('  "r_version": "%s",\n', R.version.string),
     sprintf('  "survival_version": "%s",\n', as.character(packageVersion("survival"))),
     '  "discrete": [\n', paste(fits, collapse = ",\n"), "\n  ],\n",

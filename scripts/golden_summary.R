@@ -30,42 +30,19 @@
 #    kidney (200, 400), the times `dpsurv fit km --format table` reports
 #    (conf.type "log", R's default): n.risk, survival, std.err, lower,
 #    upper, and print(survfit)'s n, events, median and its limits.
-suppressPackageStartupMessages(library(survival))
+# the shared set-up (survival, the configuration) beside this script (run
+# by Rscript, or sourced from the repository root)
+script_arg <- grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)
+script_dir <- if (length(script_arg) > 0) dirname(sub("^--file=", "", script_arg[1])) else "scripts"
+source(file.path(script_dir, "golden_common.R"))
 
 args <- commandArgs(trailingOnly = TRUE)
 data_dir <- if (length(args) >= 1) args[1] else "data"
 
-num <- function(x) {
-  if (length(x) == 0) return("[]")
-  paste0("[", paste(sprintf("%.17g", x), collapse = ", "), "]")
-}
 one <- function(x) sprintf("%.17g", x)
 z95 <- qnorm(0.975)
 
-q <- 200L
-e <- 3L
-sets <- list(
-  lung = list(file = "lung_tte.csv", time_max = 1100,
-              cov = c("age", "ph.ecog", "ph.karno", "wt.loss"),
-              centre = c(60, 1, 80, 10), scale = c(20, 2, 40, 30)),
-  kidney = list(file = "kidney_tte.csv", time_max = 600,
-                cov = c("age", "female"),
-                centre = c(45, 0.5), scale = c(30, 1)),
-  flchain = list(file = "flchain_tte.csv", time_max = 5200,
-                 cov = c("age", "male", "kappa", "lambda", "creatinine", "mgus"),
-                 centre = c(65, 0.5, 1.5, 1.5, 1, 0), scale = c(25, 1, 3, 3, 2, 1))
-)
-
-spline_basis <- function(t, e) {
-  k <- (seq_len(e) - 1) / (e - 1)
-  d <- function(j, t) (pmax(t - k[j], 0)^3 - pmax(t - k[e], 0)^3) / (k[e] - k[j])
-  B <- cbind(1, t)
-  if (e > 2) for (j in 1:(e - 2)) B <- cbind(B, d(j, t) - d(e - 1, t))
-  colnames(B) <- paste0("b", seq_len(e))
-  B
-}
-
-for (name in names(sets)) {
+for (name in c("lung", "kidney", "flchain")) {
   cfg <- sets[[name]]
   d <- read.csv(file.path(data_dir, cfg$file), check.names = FALSE)
   d <- d[complete.cases(d[, c("time", "event", cfg$cov)]), ]
@@ -86,18 +63,9 @@ for (name in names(sets)) {
     num(unname(ci[, "lower .95"])), num(unname(ci[, "upper .95"])),
     one(unname(lr["test"])), as.integer(lr["df"]), one(unname(lr["pvalue"])))
 
-  X <- as.matrix(d[, cfg$cov])
-  Z <- sweep(sweep(X, 2, cfg$centre, "-"), 2, cfg$scale, "/")
-  Z <- Z / pmax(1, sqrt(rowSums(Z^2)))
-  tc <- pmin(pmax(d$time, 0), cfg$time_max)
-  s <- pmin(q, pmax(1L, as.integer(ceiling((tc / cfg$time_max) * q))))
-  id <- rep(seq_len(n), s)
-  per <- sequence(s)
-  y <- as.integer(per == s[id] & d$event[id] == 1)
-  A <- spline_basis(per / q, e)
-  Zp <- Z[id, , drop = FALSE]
-  colnames(Zp) <- paste0("x", seq_along(cfg$cov))
-  M <- cbind(A, Zp)
+  ppx <- person_period(d, cfg)
+  y <- ppx$y
+  M <- cbind(ppx$A, ppx$Zp)
   pp <- data.frame(y = y, M)
   form <- as.formula(paste("y ~ 0 +", paste(colnames(M), collapse = " + ")))
 

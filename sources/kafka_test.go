@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -483,38 +482,14 @@ func TestReadBatchWrongPassword(t *testing.T) {
 // one marked message.ErrNotConnected when no broker answers.
 func TestConnect(t *testing.T) {
 	c, _ := brokertest.Start(t, broker.Options{
-		SASL:   []broker.SASLUser{{Mechanism: "SCRAM-SHA-512", User: "u", Password: "right"}},
+		SASL:   []broker.SASLUser{brokertest.ConnectUser},
 		Topics: map[string]int{"in": 1},
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := ln.Addr().String()
-	ln.Close()
-	sasl := func(pw string) kafkaconn.SASLConfig {
-		return kafkaconn.SASLConfig{Mechanism: "scram-sha-512", Username: "u", Password: pw}
-	}
-	for _, tc := range []struct {
-		name string
-		conn kafkaconn.Config
-		want error // nil: connects
-	}{
-		{"right password", kafkaconn.Config{Brokers: c.Addrs(), SASL: sasl("right")}, nil},
-		{"wrong password", kafkaconn.Config{Brokers: c.Addrs(), SASL: sasl("wrong")}, message.ErrFatal},
-		{"no broker", kafkaconn.Config{Brokers: []string{down}}, message.ErrNotConnected},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			k := newSource(t, sources.KafkaConfig{Topic: "in", GroupID: "g", Conn: tc.conn})
+	for _, tc := range brokertest.ConnectCases(t, c.Addrs()) {
+		t.Run(tc.Name, func(t *testing.T) {
+			k := newSource(t, sources.KafkaConfig{Topic: "in", GroupID: "g", Conn: tc.Conn})
 			err := k.Connect(testCtx(t, 20*time.Second))
-			switch {
-			case tc.want == nil && err != nil:
-				t.Fatalf("Connect = %v, want nil", err)
-			case tc.want != nil && !errors.Is(err, tc.want):
-				t.Fatalf("Connect = %v, want an error marked %v", err, tc.want)
-			case tc.want == message.ErrNotConnected && errors.Is(err, message.ErrFatal):
-				t.Fatalf("Connect = %v: an unreachable broker is not fatal", err)
-			}
+			brokertest.CheckConnect(t, err, tc.Want)
 			if err != nil && strings.Contains(err.Error(), "wrong") {
 				t.Errorf("error leaks the password: %v", err)
 			}

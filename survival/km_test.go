@@ -128,6 +128,21 @@ func (d tteData) labels() []string {
 	return out
 }
 
+// groups returns the sorted cohort labels and each record's index among
+// them (the group argument of LogRankTest).
+func (d tteData) groups() (labels []string, group []int) {
+	labels = d.labels()
+	index := map[string]int{}
+	for i, l := range labels {
+		index[l] = i
+	}
+	group = make([]int, len(d.cohort))
+	for i, c := range d.cohort {
+		group[i] = index[c]
+	}
+	return labels, group
+}
+
 // maxDev tracks the largest relative deviation seen per kind of quantity.
 type maxDev map[string]float64
 

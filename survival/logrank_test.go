@@ -17,15 +17,7 @@ func TestLogRankMatchesR(t *testing.T) {
 	for _, ds := range []string{"flchain", "kidney", "lung"} {
 		t.Run(ds, func(t *testing.T) {
 			d := loadTTE(t, ds)
-			labels := d.labels()
-			index := map[string]int{}
-			for i, l := range labels {
-				index[l] = i
-			}
-			group := make([]int, len(d.cohort))
-			for i, c := range d.cohort {
-				group[i] = index[c]
-			}
+			labels, group := d.groups()
 			lr, err := LogRankTest(d.time, d.event, group, len(labels))
 			if err != nil {
 				t.Fatal(err)
@@ -128,15 +120,7 @@ func TestLogRankEdgeMatchesR(t *testing.T) {
 
 func TestLogRankFromCountsMatchesRecords(t *testing.T) {
 	d := loadTTE(t, "kidney")
-	labels := d.labels()
-	index := map[string]int{}
-	for i, l := range labels {
-		index[l] = i
-	}
-	group := make([]int, len(d.cohort))
-	for i, c := range d.cohort {
-		group[i] = index[c]
-	}
+	labels, group := d.groups()
 	want, err := LogRankTest(d.time, d.event, group, len(labels))
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -215,7 +216,7 @@ func TestCompress(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Compress(tc.time, tc.event)
-			if !weibullSlicesEqual(got.Time, tc.want.Time) || !weibullSlicesEqual(got.Events, tc.want.Events) || !weibullSlicesEqual(got.Count, tc.want.Count) {
+			if !slices.Equal(got.Time, tc.want.Time) || !slices.Equal(got.Events, tc.want.Events) || !slices.Equal(got.Count, tc.want.Count) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 			if err := got.Validate(); err != nil {
@@ -229,18 +230,6 @@ func TestCompress(t *testing.T) {
 	if _, err := CompressChecked([]float64{1, math.NaN()}, []bool{true, true}); err == nil {
 		t.Error("CompressChecked accepted NaN")
 	}
-}
-
-func weibullSlicesEqual(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestFitWeibullIgnoresEmptyGroups: a group with count 0 (even at the

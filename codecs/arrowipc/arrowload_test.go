@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/codecs/arrowipc/arrowipctest"
@@ -27,34 +26,23 @@ func TestZeroCopyAliasesFile(t *testing.T) {
 	defer a.Release()
 	defer b.Release()
 	dir := t.TempDir()
-	for _, tc := range []struct {
-		name   string
-		stream bool
-		zc     bool // loadable without a copy
-		opts   []ipc.Option
-		recs   []arrow.Record
-	}{
-		{"file", false, true, nil, []arrow.Record{a, b}},
-		{"stream", true, true, nil, []arrow.Record{a, b, a}},
-		{"file-lz4", false, false, []ipc.Option{ipc.WithLZ4()}, []arrow.Record{a}},
-		{"stream-zstd", true, false, []ipc.Option{ipc.WithZstd()}, []arrow.Record{b, a}},
-	} {
-		path := filepath.Join(dir, tc.name+".arrow")
-		arrowipctest.WriteFile(t, path, tc.stream, tc.recs, tc.opts...)
+	for _, tc := range arrowipctest.FileCases(a, b) {
+		path := filepath.Join(dir, tc.Name+".arrow")
+		arrowipctest.WriteFile(t, path, tc.Stream, tc.Recs, tc.Opts...)
 		got, err := readAll(t, path, true)
 		if err != nil {
-			t.Fatalf("%s: zero-copy: %v", tc.name, err)
+			t.Fatalf("%s: zero-copy: %v", tc.Name, err)
 		}
 		want, err := readAll(t, path, false)
 		if err != nil {
-			t.Fatalf("%s: Arrow's reader: %v", tc.name, err)
+			t.Fatalf("%s: Arrow's reader: %v", tc.Name, err)
 		}
-		if len(got) != len(tc.recs) || len(want) != len(tc.recs) {
-			t.Fatalf("%s: %d and %d batches, want %d", tc.name, len(got), len(want), len(tc.recs))
+		if len(got) != len(tc.Recs) || len(want) != len(tc.Recs) {
+			t.Fatalf("%s: %d and %d batches, want %d", tc.Name, len(got), len(want), len(tc.Recs))
 		}
 		for i := range got {
-			if !array.RecordEqual(got[i], want[i]) || !array.RecordEqual(got[i], tc.recs[i]) {
-				t.Fatalf("%s: batch %d differs between the loaders or from what was written", tc.name, i)
+			if !array.RecordEqual(got[i], want[i]) || !array.RecordEqual(got[i], tc.Recs[i]) {
+				t.Fatalf("%s: batch %d differs between the loaders or from what was written", tc.Name, i)
 			}
 			got[i].Release()
 			want[i].Release()
@@ -64,19 +52,19 @@ func TestZeroCopyAliasesFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		region := data
-		if !tc.stream {
+		if !tc.Stream {
 			footer := int(int32(uint32(data[len(data)-10]) | uint32(data[len(data)-9])<<8 | uint32(data[len(data)-8])<<16 | uint32(data[len(data)-7])<<24))
 			region = data[8 : len(data)-10-footer]
 		}
 		z, err := newZCRecords(region)
-		if !tc.zc {
+		if !tc.ZeroCopy {
 			if !errors.Is(err, errZCUnsupported) {
-				t.Fatalf("%s: newZCRecords: %v, want errZCUnsupported", tc.name, err)
+				t.Fatalf("%s: newZCRecords: %v, want errZCUnsupported", tc.Name, err)
 			}
 			continue
 		}
 		if err != nil {
-			t.Fatalf("%s: newZCRecords: %v", tc.name, err)
+			t.Fatalf("%s: newZCRecords: %v", tc.Name, err)
 		}
 		lo, hi := uintptr(unsafe.Pointer(&region[0])), uintptr(unsafe.Pointer(&region[0]))+uintptr(len(region))
 		nbuf := 0
@@ -86,17 +74,17 @@ func TestZeroCopyAliasesFile(t *testing.T) {
 				if col.DataType().ID() == arrow.DICTIONARY {
 					d = col.Data().Dictionary()
 					for _, buf := range col.Data().Buffers() {
-						nbuf += checkAliases(t, tc.name, c, buf, lo, hi)
+						nbuf += checkAliases(t, tc.Name, c, buf, lo, hi)
 					}
 				}
 				for _, buf := range d.Buffers() {
-					nbuf += checkAliases(t, tc.name, c, buf, lo, hi)
+					nbuf += checkAliases(t, tc.Name, c, buf, lo, hi)
 				}
 			}
 		}
 		z.Release()
 		if z.Err() != nil || nbuf < 10 {
-			t.Fatalf("%s: %v after %d buffers checked", tc.name, z.Err(), nbuf)
+			t.Fatalf("%s: %v after %d buffers checked", tc.Name, z.Err(), nbuf)
 		}
 	}
 }

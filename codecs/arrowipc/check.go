@@ -161,7 +161,7 @@ func checkArray(arr arrow.Array, depth int) error {
 			}
 			return nil
 		}
-		ig := intGetter(a.Indices())
+		ig := IntGetter(a.Indices())
 		for i := 0; i < n; i++ {
 			if a.IsNull(i) {
 				continue
@@ -225,9 +225,10 @@ func (b *DictBudget) Add(rec arrow.Record, max int64) error {
 	return nil
 }
 
-// intGetter returns a per-row accessor for int columns; exact is false when
-// a uint64 value does not fit in int64.
-func intGetter(arr arrow.Array) func(int) (int64, bool) {
+// IntGetter returns a per-row accessor for an integer column of any width
+// (a dictionary's indices, an int id or cohort column); its second result is
+// false when a uint64 value does not fit in int64, and for any other type.
+func IntGetter(arr arrow.Array) func(int) (int64, bool) {
 	switch a := arr.(type) {
 	case *array.Int8:
 		return func(i int) (int64, bool) { return int64(a.Value(i)), true }

@@ -193,14 +193,7 @@ func prescanIPC(data []byte) (sum Summary, err error) {
 		if body < 0 || body > int64(len(data)-pos) {
 			return sum, fmt.Errorf("message %d: body length %d exceeds the %d bytes left", msgs, body, len(data)-pos)
 		}
-		if ht, n, err := batchLength(meta); err == nil && n > 0 && n < 1<<40 {
-			switch ht {
-			case fbMsgRecordBatch:
-				sum.Rows += n
-			case fbMsgDictionary:
-				sum.DictEntries += n
-			}
-		}
+		sum.count(meta)
 		pos += int(body)
 		msgs++
 	}
@@ -226,6 +219,20 @@ func BodyLength(b []byte) (int64, error) {
 // an entry (the offset each takes as text, a floor of what reading them
 // costs), exceed the decode bound: before Arrow decodes (or decompresses)
 // any of them.
+// count adds the rows or dictionary entries a message declares in its
+// metadata; a length that cannot be read, is not positive or is
+// implausibly large (2^40 or more) is not counted.
+func (s *Summary) count(meta []byte) {
+	if ht, n, err := batchLength(meta); err == nil && n > 0 && n < 1<<40 {
+		switch ht {
+		case fbMsgRecordBatch:
+			s.Rows += n
+		case fbMsgDictionary:
+			s.DictEntries += n
+		}
+	}
+}
+
 func (s Summary) checkDicts(max int64) error {
 	if 4*s.DictEntries > max {
 		return fmt.Errorf("the dictionary batches declare %d entries, over the decode bound of %d bytes (input.max_decoded_bytes) at 4 bytes an entry", s.DictEntries, max)
@@ -493,14 +500,7 @@ func Open(data []byte, mem memory.Allocator, max int64) (Records, Summary, error
 		if err != nil {
 			return nil, sum, fmt.Errorf("%s: %w", errFile, err)
 		}
-		if ht, n, err := batchLength(meta); err == nil && n > 0 && n < 1<<40 {
-			switch ht {
-			case fbMsgRecordBatch:
-				sum.Rows += n
-			case fbMsgDictionary:
-				sum.DictEntries += n
-			}
-		}
+		sum.count(meta)
 	}
 	if err := sum.checkDicts(max); err != nil {
 		return nil, sum, fmt.Errorf("%s: %w", errFile, err)

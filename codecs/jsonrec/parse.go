@@ -293,7 +293,7 @@ func (r *jsonReader) value(depth int, keep bool, limit int) (any, error) {
 		}
 		text := r.b[start:r.pos]
 		if limit > 0 && len(text) > limit {
-			return RawJSON(cutString(text[:limit], limit) + fmt.Sprintf("… (%d bytes, cut)", len(text))), nil
+			return RawJSON(CutString(text[:limit], limit) + fmt.Sprintf("… (%d bytes, cut)", len(text))), nil
 		}
 		return RawJSON(text), nil
 	}
@@ -419,7 +419,7 @@ func ParseObject(b string, keep func(string) bool, limit func(string) int, seen 
 			}
 			if k {
 				if s, ok := val.(string); ok && limit(key) > 0 {
-					val = cutString(s, limit(key))
+					val = CutString(s, limit(key))
 				}
 				row[key] = val
 				cost += 48 + len(key) + valueBytes(val)
@@ -683,10 +683,11 @@ func kindOf(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// cutString copies s (never aliasing input memory), cut to at most limit
-// bytes on a rune boundary and marked with its length when cut: the marker
-// of schemas' dead-letter cells, which show these values.
-func cutString(s string, limit int) string {
+// CutString copies s (never aliasing input memory), cut to at most limit
+// bytes on a rune boundary and marked with its length when cut ("… (N
+// bytes, cut)"): the marker of schemas' dead-letter cells too, which show
+// these values.
+func CutString(s string, limit int) string {
 	if len(s) <= limit {
 		return strings.Clone(s)
 	}

@@ -98,6 +98,26 @@ type BenchResult struct {
 	Rounds                  int     `json:"rounds"`
 }
 
+// startCPUProfile starts a CPU profile written to path (none when path is
+// empty); stop ends it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
 func runBench(ctx context.Context, env Env, args []string) error {
 	fs := newFlags("bench", env)
 	records := fs.Int("records", 400000, "records to stream in each round")
@@ -108,17 +128,11 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	if *records < *batch || *batch < 1 || *rounds < 1 {
 		fmt.Fprintln(env.Stderr, "dpsurv bench: need records >= batch >= 1 and rounds >= 1")
 		return errUsage

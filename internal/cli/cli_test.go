@@ -15,6 +15,21 @@ import (
 	"github.com/dpsurv/dpsurv/internal/datasets"
 )
 
+// runJSON runs a command that prints one JSON object and returns it,
+// failing the test unless the command exits 0 with such an object.
+func runJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	o, e, code := run(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, e)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(o), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer

@@ -171,14 +171,7 @@ func TestFitJSONUsesTopicNames(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			o, e, code := run(t, args...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, e)
-			}
-			var doc map[string]any
-			if err := json.Unmarshal([]byte(o), &doc); err != nil {
-				t.Fatal(err)
-			}
+			doc := runJSON(t, args...)
 			for k := range doc {
 				if !topic[k] && !cliOnly[k] {
 					t.Errorf("field %q is not a fit-topic field (nor a documented CLI-only one)", k)
@@ -281,14 +274,7 @@ func TestFitWeibullInfWaldMatchesR(t *testing.T) {
 		if s := c["subset"].(string); s != "all" {
 			args = append(args, "--cohorts", "1,2", "--cohort", strings.TrimPrefix(s, "cohort="))
 		}
-		o, e, code := run(t, args...)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, e)
-		}
-		var doc map[string]any
-		if err := json.Unmarshal([]byte(o), &doc); err != nil {
-			t.Fatal(err)
-		}
+		doc := runJSON(t, args...)
 		for k, r := range map[string]string{"log_scale_se": "se_intercept", "log_shape_se": "se_log_sigma", "shape": "shape", "scale": "scale",
 			"shape_lower": "shape_lower", "shape_upper": "shape_upper", "scale_lower": "scale_lower", "scale_upper": "scale_upper"} {
 			got, want := doc[k].(float64), c[r].(float64)
@@ -323,14 +309,7 @@ func TestFitKMPValueFloorIsBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"fit", "km", "--input", in, "--epsilon", "4", "--cohorts", "1,2", "--time-max", "600"}
-	o, e, code := run(t, args...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal([]byte(o), &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := runJSON(t, args...)
 	lr := doc["logrank"].(map[string]any)
 	if v, ok := lr["p"]; !ok || v != nil || lr["p_upper"] != 0.005 {
 		t.Fatalf("p %v p_upper %v: want null and 0.005 (a bound)", lr["p"], lr["p_upper"])
@@ -339,7 +318,7 @@ func TestFitKMPValueFloorIsBound(t *testing.T) {
 	if len(pw) != 1 || pw[0]["p"] != nil || pw[0]["p_upper"] != 0.005 {
 		t.Fatalf("pairwise %v", pw)
 	}
-	o, _, _ = run(t, append(args, "--format", "table")...)
+	o, _, _ := run(t, append(args, "--format", "table")...)
 	if !strings.Contains(o, "p < 0.0050") && !strings.Contains(o, "p < 0.005") {
 		t.Fatalf("table does not print the bound:\n%s", o)
 	}

@@ -39,17 +39,11 @@ func runLoadtest(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintln(env.Stderr, "dpsurv loadtest: --rounds must be in [1, 100]")
 		return errUsage
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	log, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {
 		return err

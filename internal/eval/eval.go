@@ -15,6 +15,25 @@ type subcommand struct {
 
 var subcommands = map[string]subcommand{}
 
+// newFlagSet is a subcommand's flag set: errors are returned, messages and
+// -h's usage go to stderr.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseArgs parses a subcommand's flags and refuses positional arguments.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
+}
+
 // register adds a subcommand; called from init() in each subcommand's file.
 func register(name, usage string, run func(args []string, stdout, stderr io.Writer) error) {
 	if _, dup := subcommands[name]; dup {

@@ -1,8 +1,6 @@
 package eval
 
 import (
-	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -15,8 +13,7 @@ func init() {
 }
 
 func runInference(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("inference", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("inference", stderr)
 	data := fs.String("data", "data/flchain_tte.csv", "dataset (time, event, cohort columns)")
 	write := fs.String("write", "", "replace the generated block of this markdown file (default: print to stdout)")
 	figure := fs.String("figure", "", "write the error-vs-bin-width figure to this .png/.svg (linked relative to -write's directory)")
@@ -49,15 +46,12 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 			link = rel
 		}
 	}
-	var buf bytes.Buffer
-	err = inference.WriteReport(&buf, d, inference.ReportConfig{
-		DataName: filepath.Base(*data), TimeMax: *timeMax, Epsilons: []float64{0.5, 1, 2},
-		KMReps: *kmReps, SizeReps: *sizeReps, PowerReps: *powerReps, Sims: *sims, SizeRecords: *records,
-		Widths: []float64{1, 7, 14, 36, 60, 90, 180}, WidthReps: *widthReps, RegReps: *regReps, RegRecords: *regRecords, Seed: *seed,
-		Figure: *figure, FigureLink: link, Command: fitsCommand("inference", args),
+	return fitsReport("inference", *write, args, stdout, stderr, func(w io.Writer, command string) error {
+		return inference.WriteReport(w, d, inference.ReportConfig{
+			DataName: filepath.Base(*data), TimeMax: *timeMax, Epsilons: []float64{0.5, 1, 2},
+			KMReps: *kmReps, SizeReps: *sizeReps, PowerReps: *powerReps, Sims: *sims, SizeRecords: *records,
+			Widths: []float64{1, 7, 14, 36, 60, 90, 180}, WidthReps: *widthReps, RegReps: *regReps, RegRecords: *regRecords, Seed: *seed,
+			Figure: *figure, FigureLink: link, Command: command,
+		})
 	})
-	if err != nil {
-		return fmt.Errorf("inference: %w", err)
-	}
-	return fitsEmit("inference", *write, buf.Bytes(), stdout, stderr)
 }

@@ -1,8 +1,6 @@
 package eval
 
 import (
-	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -15,8 +13,7 @@ func init() {
 }
 
 func runInferenceWeibull(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("inference-weibull", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("inference-weibull", stderr)
 	data := fs.String("data", "data/flchain_tte.csv", "dataset (time, event, cohort columns)")
 	write := fs.String("write", "", "replace the generated block of this markdown file (default: print to stdout)")
 	timeMax := fs.Float64("time-max", 5400, "public time bound (days)")
@@ -33,13 +30,10 @@ func runInferenceWeibull(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	err = inference.WriteWeibullReport(&buf, d, inference.WeibullReportConfig{
-		DataName: filepath.Base(*data), TimeMax: *timeMax, Epsilons: []float64{0.5, 1, 2},
-		Reps: *reps, Sims: *sims, Seed: *seed, Command: fitsCommand("inference-weibull", args),
+	return fitsReport("inference-weibull", *write, args, stdout, stderr, func(w io.Writer, command string) error {
+		return inference.WriteWeibullReport(w, d, inference.WeibullReportConfig{
+			DataName: filepath.Base(*data), TimeMax: *timeMax, Epsilons: []float64{0.5, 1, 2},
+			Reps: *reps, Sims: *sims, Seed: *seed, Command: command,
+		})
 	})
-	if err != nil {
-		return fmt.Errorf("inference-weibull: %w", err)
-	}
-	return fitsEmit("inference-weibull", *write, buf.Bytes(), stdout, stderr)
 }

@@ -20,8 +20,6 @@ package eval
 // hierarchical method left the other numbers of the page unchanged.
 
 import (
-	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -57,8 +55,7 @@ type kmEvalConfig struct {
 }
 
 func runKM(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("km", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("km", stderr)
 	var cfg kmEvalConfig
 	var eps, widths, plotEps, plotCohorts string
 	fs.StringVar(&cfg.data, "data", "data/flchain_tte.csv", "CSV with id,time,event,cohort")
@@ -74,11 +71,8 @@ func runKM(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&plotCohorts, "plot-cohorts", "1,5,10", "cohort labels of the figures")
 	fs.Float64Var(&cfg.early, "early", 1000, "early domain [0, early) (days) of the untruncated comparison (0: none)")
 	fs.StringVar(&cfg.write, "write", "", "replace this command's block in the markdown page instead of printing")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
 	if cfg.eps, err = fitsFloatList(eps, false); err != nil {
@@ -108,11 +102,9 @@ func runKM(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("km: %w", err)
 	}
-	var buf bytes.Buffer
-	if err := kmEvaluate(&buf, d, cfg, fitsCommand("km", args)); err != nil {
-		return fmt.Errorf("km: %w", err)
-	}
-	return fitsEmit("km", cfg.write, buf.Bytes(), stdout, stderr)
+	return fitsReport("km", cfg.write, args, stdout, stderr, func(w io.Writer, command string) error {
+		return kmEvaluate(w, d, cfg, command)
+	})
 }
 
 // kmExact is one cohort's exact curve.

@@ -270,6 +270,17 @@ func fitsWriteBlock(path, name string, body []byte) error {
 	return nil
 }
 
+// fitsReport runs a study whose output is a page block: evaluate writes the
+// block (given the command line that regenerates it), which fitsEmit prints
+// or puts in the page named by write. Errors are prefixed with name.
+func fitsReport(name, write string, args []string, stdout, stderr io.Writer, evaluate func(w io.Writer, command string) error) error {
+	var buf bytes.Buffer
+	if err := evaluate(&buf, fitsCommand(name, args)); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return fitsEmit(name, write, buf.Bytes(), stdout, stderr)
+}
+
 // fitsEmit prints body to stdout, or replaces the block in the page named
 // by write (then only a one-line note goes to stderr).
 func fitsEmit(name, write string, body []byte, stdout, stderr io.Writer) error {

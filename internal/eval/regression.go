@@ -5,8 +5,6 @@ package eval
 // 5) and the discrete-time vs Cox relative error of its Table 3.
 
 import (
-	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -74,8 +72,7 @@ type regEvalConfig struct {
 }
 
 func runRegression(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("regression", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("regression", stderr)
 	var cfg regEvalConfig
 	var eps, lambdas, cox string
 	fs.StringVar(&cfg.data, "data", "data/flchain_tte.csv", "CSV of a data set with a preset (flchain, lung, kidney)")
@@ -91,11 +88,8 @@ func runRegression(args []string, stdout, stderr io.Writer) error {
 		"data sets of the Cox comparison (empty: none)")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of dp.NewSeededSource (evaluation only)")
 	fs.StringVar(&cfg.write, "write", "", "replace this command's block in the markdown page instead of printing")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
 	if cfg.eps, err = fitsFloatList(eps, false); err != nil {
@@ -125,11 +119,9 @@ func runRegression(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("regression: ridge %v must be positive", l)
 		}
 	}
-	var buf bytes.Buffer
-	if err := regEvaluate(&buf, cfg, fitsCommand("regression", args)); err != nil {
-		return fmt.Errorf("regression: %w", err)
-	}
-	return fitsEmit("regression", cfg.write, buf.Bytes(), stdout, stderr)
+	return fitsReport("regression", cfg.write, args, stdout, stderr, func(w io.Writer, command string) error {
+		return regEvaluate(w, cfg, command)
+	})
 }
 
 // regLoad reads a data set with its preset preprocessing.

@@ -10,7 +10,6 @@ package eval
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -41,8 +40,7 @@ type sanConfig struct {
 }
 
 func runSanitizers(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sanitizers", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sanitizers", stderr)
 	var cfg sanConfig
 	fs.StringVar(&cfg.data, "data", "data", "directory of flchain_tte.csv, lung_tte.csv, kidney_tte.csv")
 	fs.StringVar(&cfg.out, "out", "docs", "output directory (the page, and its figures under img/)")
@@ -50,11 +48,8 @@ func runSanitizers(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.perCohort, "per-cohort", 100, "attack: targets per cohort in a test set")
 	fs.IntVar(&cfg.draws, "draws", 200, "RRR vs LNTE: repetitions of each mechanism for the summary table")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of dp.NewSeededSource (evaluation only)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if cfg.resamples < 1 || cfg.perCohort < 1 || cfg.draws < 1 || cfg.seed == 0 {
 		return fmt.Errorf("resamples, per-cohort, draws and seed must be positive")

@@ -7,7 +7,6 @@ package eval
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 
@@ -22,8 +21,7 @@ func init() {
 }
 
 func runSanitizersBaseline(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sanitizers-baseline", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sanitizers-baseline", stderr)
 	method := fs.String("method", "", "binsup or dptime (required)")
 	input := fs.String("input", "", "input file (.csv, .arrow, .jsonl)")
 	output := fs.String("output", "", "output file (.csv, .arrow, .arrows, .jsonl)")
@@ -38,11 +36,8 @@ func runSanitizersBaseline(args []string, stdout, stderr io.Writer) error {
 	timeCol := fs.String("time-col", "time", "time column")
 	eventCol := fs.String("event-col", "event", "event column")
 	cohortCol := fs.String("cohort-col", "cohort", "cohort column")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if *method == "" || *input == "" || *output == "" || !(*timeMax > 0) {
 		return fmt.Errorf("-method, -input, -output and -time-max are required")

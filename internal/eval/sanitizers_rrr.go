@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/dpsurv/dpsurv/audit"
@@ -314,7 +313,7 @@ func sanSectionRRR(w io.Writer, cfg sanConfig, ds *sanDataset) error {
 				return sanF(float64(k)/float64(n), 2)
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.name, sanF(e, 2), share(r.a.reached, r.a.total),
-				sanF(sanQuantile(r.a.errs, 0.5), 0), share(r.a.covered, r.a.withCI), share(r.a.agree, r.a.tests))
+				sanF(fitsQuantile(r.a.errs, 0.5), 0), share(r.a.covered, r.a.withCI), share(r.a.agree, r.a.tests))
 		}
 	}
 	fmt.Fprintln(w)
@@ -336,19 +335,4 @@ func sanSectionRRR(w io.Writer, cfg sanConfig, ds *sanDataset) error {
 	}
 	fmt.Fprintln(w)
 	return nil
-}
-
-// sanQuantile is the type-7 sample quantile (NaN when empty).
-func sanQuantile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	h := p * float64(len(s)-1)
-	lo := int(math.Floor(h))
-	if lo >= len(s)-1 {
-		return s[len(s)-1]
-	}
-	return s[lo] + (h-float64(lo))*(s[lo+1]-s[lo])
 }

@@ -5,9 +5,7 @@ package eval
 // on the whole data set (the paper's setting) and per cohort.
 
 import (
-	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -33,8 +31,7 @@ type wbEvalConfig struct {
 }
 
 func runWeibull(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("weibull", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weibull", stderr)
 	var cfg wbEvalConfig
 	var eps string
 	fs.StringVar(&cfg.data, "data", "data/flchain_tte.csv", "CSV with id,time,event,cohort")
@@ -44,11 +41,8 @@ func runWeibull(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.cohortReps, "cohort-reps", 100, "repetitions per budget, method and cohort (0: no per-cohort table)")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of dp.NewSeededSource (evaluation only)")
 	fs.StringVar(&cfg.write, "write", "", "replace this command's block in the markdown page instead of printing")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
 	if cfg.eps, err = fitsFloatList(eps, false); err != nil {
@@ -61,11 +55,9 @@ func runWeibull(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("weibull: %w", err)
 	}
-	var buf bytes.Buffer
-	if err := wbEvaluate(&buf, d, cfg, fitsCommand("weibull", args)); err != nil {
-		return fmt.Errorf("weibull: %w", err)
-	}
-	return fitsEmit("weibull", cfg.write, buf.Bytes(), stdout, stderr)
+	return fitsReport("weibull", cfg.write, args, stdout, stderr, func(w io.Writer, command string) error {
+		return wbEvaluate(w, d, cfg, command)
+	})
 }
 
 var wbMethodNames = map[string]string{

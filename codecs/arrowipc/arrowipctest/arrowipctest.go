@@ -91,3 +91,35 @@ func WriteFile(t testing.TB, path string, stream bool, recs []arrow.Record, opts
 		t.Fatal(err)
 	}
 }
+
+// CheckedMem returns a checked allocator that must be back at zero when the
+// test ends.
+func CheckedMem(t testing.TB) *memory.CheckedAllocator {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return mem
+}
+
+// FileCase is one IPC file the loaders are checked on: its name, its
+// format (stream or file), whether the zero-copy loader takes it without a
+// copy, the writer's options and the records WriteFile writes.
+type FileCase struct {
+	Name     string
+	Stream   bool
+	ZeroCopy bool
+	Opts     []ipc.Option
+	Recs     []arrow.Record
+}
+
+// FileCases are the files of records a and b that the zero-copy loader and
+// Arrow's reader must read alike: both formats uncompressed (loaded without
+// a copy) and compressed (LZ4, Zstd: through Arrow's reader).
+func FileCases(a, b arrow.Record) []FileCase {
+	return []FileCase{
+		{"file", false, true, nil, []arrow.Record{a, b}},
+		{"stream", true, true, nil, []arrow.Record{a, b, a}},
+		{"file-lz4", false, false, []ipc.Option{ipc.WithLZ4()}, []arrow.Record{a}},
+		{"stream-zstd", true, false, []ipc.Option{ipc.WithZstd()}, []arrow.Record{b, a}},
+	}
+}
