@@ -546,6 +546,7 @@ func (e *Engine) WaitFits(ctx context.Context) error {
 func (e *Engine) Drain(ctx context.Context) error {
 	bo := retry.New(100*time.Millisecond, time.Second)
 	for {
+		e.settleUncertain(ctx)
 		e.publish(ctx)
 		e.updateGauges()
 		if len(e.unpublished) == 0 {
@@ -554,6 +555,41 @@ func (e *Engine) Drain(ctx context.Context) error {
 		if !bo.Wait(ctx) {
 			return fmt.Errorf("drain: %d released windows not published (left in the checkpoint for the next holder): %w", len(e.unpublished), ctx.Err())
 		}
+	}
+}
+
+// errNoBuildAtShutdown refuses to build a release while draining: the
+// drain settles what was charged, it charges nothing new.
+var errNoBuildAtShutdown = errors.New("not built while draining")
+
+// settleUncertain asks the ledger about every closing window whose release
+// attempt failed: a failure after the append (its read-back cut short by
+// the stop, say) leaves the window charged but not known here as released.
+// A stored release is replayed into the windows to publish; a window the
+// ledger does not hold stays closing (in the final checkpoint, for the next
+// holder), since nothing new is built or charged at shutdown.
+func (e *Engine) settleUncertain(ctx context.Context) {
+	for _, a := range e.aggs {
+		kept := a.closing[:0]
+		for _, c := range a.closing {
+			if c.fails == 0 {
+				kept = append(kept, c)
+				continue
+			}
+			key := WindowKey(a.cfg.Name, time.Unix(0, c.start).Unix())
+			_, replay, err := e.cfg.Ledger.Release(ctx, key, a.scopes(), a.plan.epsilon, func(map[string]float64) ([]byte, error) {
+				return nil, errNoBuildAtShutdown
+			})
+			if err != nil || !replay {
+				kept = append(kept, c)
+				continue
+			}
+			e.m.Replayed.WithLabelValues(a.cfg.Name).Inc()
+			e.log.Info("window charged before the stop found in the ledger; publishing it", zap.String("key", key))
+			e.unpublished = append(e.unpublished, key)
+		}
+		clear(a.closing[len(kept):])
+		a.closing = kept
 	}
 }
 
