@@ -11,7 +11,7 @@ package main
 import (
 	"os"
 
-	"github.com/dpsurv/dpsurv/internal/eval"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-eval/eval"
 )
 
 func main() { os.Exit(eval.Main(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/dpsurv/dpsurv/internal/buildinfo"
+	"github.com/dpsurv/dpsurv/buildinfo"
 )
 
 // runVersion prints the build's version line, or its JSON object with

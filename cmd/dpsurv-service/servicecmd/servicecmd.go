@@ -19,7 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/internal/buildinfo"
+	"github.com/dpsurv/dpsurv/buildinfo"
 )
 
 // Main runs the slim command line and returns the exit code: `run --config

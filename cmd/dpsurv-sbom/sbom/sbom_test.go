@@ -11,7 +11,7 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/dpsurv/dpsurv"
-	"github.com/dpsurv/dpsurv/internal/sbom"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-sbom/sbom"
 )
 
 // moduleRoot is the repository root (this package is internal/sbom).

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/dpsurv/dpsurv/internal/budgetfile"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv/budgetfile"
 )
 
 // budgetNoteText is what a private fit without --budget-file says about

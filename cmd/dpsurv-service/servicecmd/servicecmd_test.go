@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/dpsurv/dpsurv"
-	"github.com/dpsurv/dpsurv/internal/servicecmd"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-service/servicecmd"
 )
 
 func main(args ...string) (string, string, int) {
@@ -71,7 +71,7 @@ func TestSlimBinaryLinksNoBrokerOrPlots(t *testing.T) {
 	if !strings.Contains(deps, "github.com/dpsurv/dpsurv/app\n") {
 		t.Fatalf("go list output lacks the app package:\n%.500s", deps)
 	}
-	for _, banned := range []string{"github.com/twmb/franz-go/pkg/kfake", "gonum.org/v1/plot", "github.com/dpsurv/dpsurv/plots", "github.com/dpsurv/dpsurv/broker", "github.com/dpsurv/dpsurv/internal/cli"} {
+	for _, banned := range []string{"github.com/twmb/franz-go/pkg/kfake", "gonum.org/v1/plot", "github.com/dpsurv/dpsurv/plots", "github.com/dpsurv/dpsurv/broker", "github.com/dpsurv/dpsurv/cmd/dpsurv/cli"} {
 		if strings.Contains(deps, banned) {
 			t.Errorf("cmd/dpsurv-service links %s", banned)
 		}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpsurv/dpsurv/internal/inference"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-eval/inference"
 	"github.com/dpsurv/dpsurv/regression"
 )
 

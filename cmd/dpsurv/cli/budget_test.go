@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dpsurv/dpsurv/internal/budgetfile"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv/budgetfile"
 )
 
 func budgetOf(t *testing.T, out string) map[string]any {

@@ -11,7 +11,7 @@ import (
 	"github.com/dpsurv/dpsurv/audit"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit"
-	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/dpsurv/dpsurv"
-	"github.com/dpsurv/dpsurv/internal/buildinfo"
+	"github.com/dpsurv/dpsurv/buildinfo"
 )
 
 func root(t *testing.T) string {

@@ -5,7 +5,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/dpsurv/dpsurv/internal/inference"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-eval/inference"
 )
 
 func init() {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 )

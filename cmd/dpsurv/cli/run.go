@@ -9,7 +9,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/internal/servicecmd"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-service/servicecmd"
 )
 
 func runService(ctx context.Context, env Env, args []string) error {

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/processors/sanitize"
 	"github.com/dpsurv/dpsurv/sanitizers"

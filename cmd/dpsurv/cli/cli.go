@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/dpsurv/dpsurv/internal/buildinfo"
+	"github.com/dpsurv/dpsurv/buildinfo"
 )
 
 // Env is what a subcommand gets from the process.
