@@ -5,8 +5,8 @@
 // The release build (make build, the Dockerfile) stamps version and
 // revision with the linker:
 //
-//	go build -ldflags "-X github.com/dpsurv/dpsurv/internal/buildinfo.version=0.1.0 \
-//	  -X github.com/dpsurv/dpsurv/internal/buildinfo.revision=$(git rev-parse HEAD)"
+//	go build -ldflags "-X github.com/dpsurv/dpsurv/buildinfo.version=0.1.0 \
+//	  -X github.com/dpsurv/dpsurv/buildinfo.revision=$(git rev-parse HEAD)"
 //
 // A plain `go build` or `go run` falls back to the VERSION file embedded in
 // the module root package and to the VCS stamp of runtime/debug's build

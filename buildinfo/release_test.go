@@ -18,7 +18,7 @@ import (
 
 func root(t *testing.T) string {
 	t.Helper()
-	r, err := filepath.Abs("../..")
+	r, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestBinaryReportsVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sym := range []string{"buildinfo.version=${VERSION}", "buildinfo.revision=${REVISION}"} {
-		if !strings.Contains(string(df), "github.com/dpsurv/dpsurv/internal/"+sym) {
+		if !strings.Contains(string(df), "github.com/dpsurv/dpsurv/"+sym) {
 			t.Errorf("Dockerfile does not stamp %s", sym)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 func TestRegressionPresetsMatchGolden(t *testing.T) {
 	for name, p := range regPresets {
 		t.Run(name, func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join("..", "..", "regression", "testdata", name+".json"))
+			b, err := os.ReadFile(filepath.Join("..", "..", "..", "regression", "testdata", name+".json"))
 			if err != nil {
 				t.Fatal(err)
 			}

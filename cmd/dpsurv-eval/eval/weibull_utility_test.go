@@ -17,7 +17,7 @@ import (
 // largest time.
 func wbLoadFlchain(t *testing.T) (survival.Compressed, float64) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "survival", "testdata", "weibull_flchain.csv"))
+	f, err := os.Open(filepath.Join("..", "..", "..", "survival", "testdata", "weibull_flchain.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

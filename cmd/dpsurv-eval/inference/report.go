@@ -167,7 +167,7 @@ func WriteReport(w io.Writer, d Data, cfg ReportConfig) error {
 
 // writeRegression runs RegressionPlan and writes its table.
 func writeRegression(w io.Writer, cfg ReportConfig) error {
-	fmt.Fprintf(w, "\n### Regression coefficients (discrete-time)\n\nSynthetic world (`internal/inference/regression.go`): "+
+	fmt.Fprintf(w, "\n### Regression coefficients (discrete-time)\n\nSynthetic world (`cmd/dpsurv-eval/inference/regression.go`): "+
 		"n records per data set (below), two covariates uniform in the unit disc's inscribed square (no row clipped), "+
 		"%d intervals on [0, 1] (the default), constant baseline logit %d per interval, β = (1, −1) (true α = (%d, 0, 0) in the "+
 		"%d-knot spline basis), uniform censoring; a fresh data set per release; the production defaults: λ = %g, "+

@@ -14,10 +14,10 @@ import (
 	"github.com/dpsurv/dpsurv/cmd/dpsurv-sbom/sbom"
 )
 
-// moduleRoot is the repository root (this package is internal/sbom).
+// moduleRoot is the repository root (this package is cmd/dpsurv-sbom/sbom).
 func moduleRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ output: {sanitized_topic: out, dead_letter_topic: dlq}
 // stack: that is what makes it smaller (docs/deploy.md has the sizes).
 func TestSlimBinaryLinksNoBrokerOrPlots(t *testing.T) {
 	cmd := exec.Command("go", "list", "-deps", "./cmd/dpsurv-service")
-	cmd.Dir = filepath.Join("..", "..")
+	cmd.Dir = filepath.Join("..", "..", "..")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)

@@ -26,7 +26,7 @@ func budgetOf(t *testing.T, out string) map[string]any {
 // that repeated runs add up.
 func TestFitBudgetFile(t *testing.T) {
 	bf := filepath.Join(t.TempDir(), "budget.json")
-	km := []string{"fit", "km", "--input", "../../data/lung_tte.csv", "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100"}
+	km := []string{"fit", "km", "--input", "../../../data/lung_tte.csv", "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100"}
 	o, e, code := run(t, km...)
 	if code != 0 || !strings.Contains(budgetOf(t, o)["note"].(string), "add up their epsilon") || !strings.Contains(e, "add up") {
 		t.Fatalf("without --budget-file: exit %d, budget %v, stderr %s", code, budgetOf(t, o), e)
@@ -46,12 +46,12 @@ func TestFitBudgetFile(t *testing.T) {
 		t.Fatalf("past the total: exit %d, stdout %q, stderr %s", code, o, e)
 	}
 	// the same input's account across fit kinds
-	o, e, code = run(t, "fit", "weibull", "--input", "../../data/lung_tte.csv", "--epsilon", "0.5", "--cohorts", "1,2", "--time-max", "1100",
+	o, e, code = run(t, "fit", "weibull", "--input", "../../../data/lung_tte.csv", "--epsilon", "0.5", "--cohorts", "1,2", "--time-max", "1100",
 		"--interval-sims", "-1", "--budget-file", bf)
 	if code != 0 || budgetOf(t, o)["spent"] != 2.5 {
 		t.Fatalf("weibull: exit %d, %s, %s", code, o, e)
 	}
-	_, e, code = run(t, "fit", "discrete", "--input", "../../data/lung_tte.csv", "--epsilon", "0.1", "--cohorts", "1,2", "--time-max", "1100",
+	_, e, code = run(t, "fit", "discrete", "--input", "../../../data/lung_tte.csv", "--epsilon", "0.1", "--cohorts", "1,2", "--time-max", "1100",
 		"--covariates", "age", "--centre", "62", "--scale", "10", "--budget-file", bf)
 	if code == 0 || !strings.Contains(e, "spent 2.5, requested 0.1, total 2.5") {
 		t.Fatalf("discrete past the total: exit %d, %s", code, e)
@@ -73,7 +73,7 @@ func TestFitBudgetFile(t *testing.T) {
 // 2): it is withheld, nothing printed.
 func TestFitBudgetChargesTotalLoss(t *testing.T) {
 	bf := filepath.Join(t.TempDir(), "budget.json")
-	args := []string{"fit", "km", "--input", "../../data/lung_tte.csv", "--epsilon", "0.01", "--cohorts", "1,2", "--time-max", "1500",
+	args := []string{"fit", "km", "--input", "../../../data/lung_tte.csv", "--epsilon", "0.01", "--cohorts", "1,2", "--time-max", "1500",
 		"--method", "lnte", "--budget-file", bf, "--budget-total", "2"}
 	o, e, code := run(t, args...)
 	if code != 0 {
@@ -92,7 +92,7 @@ func TestFitBudgetChargesTotalLoss(t *testing.T) {
 // released.
 func TestFitBudgetConcurrent(t *testing.T) {
 	bf := filepath.Join(t.TempDir(), "budget.json")
-	args := []string{"fit", "km", "--input", "../../data/lung_tte.csv", "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100",
+	args := []string{"fit", "km", "--input", "../../../data/lung_tte.csv", "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100",
 		"--budget-file", bf, "--budget-total", "1.5"}
 	var wg sync.WaitGroup
 	codes := make([]int, 4)

@@ -53,7 +53,7 @@ func relClose(t *testing.T, what string, got, want []float64, tol float64) {
 // on lung_tte.csv and compares with R's glm(binomial) on the person-period
 // expansion and coxph (regression/testdata, scripts/golden_regression.R).
 func TestFitRegressionInfMatchesR(t *testing.T) {
-	b, err := os.ReadFile("../../regression/testdata/lung.json")
+	b, err := os.ReadFile("../../../regression/testdata/lung.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -136,7 +136,7 @@ func TestFitKMSanitizedRefusals(t *testing.T) {
 	dir := t.TempDir()
 	key := writeKey(t)
 	san := filepath.Join(dir, "san.csv")
-	if _, e, code := run(t, "sanitize", "--input", "../../data/lung_tte.csv", "--output", san, "--cohorts", "1,2", "--time-max", "1100",
+	if _, e, code := run(t, "sanitize", "--input", "../../../data/lung_tte.csv", "--output", san, "--cohorts", "1,2", "--time-max", "1100",
 		"--rrr-epsilon", "1", "--key-file", key, "--public", "time,event"); code != 0 {
 		t.Fatalf("sanitize: %s", e)
 	}
@@ -154,7 +154,7 @@ func TestFitKMSanitizedRefusals(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q (want %q)", tc.args, code, e, tc.want)
 		}
 	}
-	if _, e, code := run(t, "fit", "km", "--input", "../../data/lung_tte.csv", "--epsilon", "inf", "--naive"); code == 0 || !strings.Contains(e, "--naive applies") {
+	if _, e, code := run(t, "fit", "km", "--input", "../../../data/lung_tte.csv", "--epsilon", "inf", "--naive"); code == 0 || !strings.Contains(e, "--naive applies") {
 		t.Errorf("--naive on an ordinary file: exit %d, %s", code, e)
 	}
 	// the file's own epsilon is accepted, and the horizon rule is applied
@@ -178,7 +178,7 @@ func TestFitKMSanitizedArrow(t *testing.T) {
 	var want string
 	for _, ext := range []string{"csv", "arrow", "arrows"} {
 		san := filepath.Join(dir, "san."+ext)
-		if _, e, code := run(t, "sanitize", "--input", "../../data/lung_tte.csv", "--output", san, "--cohorts", "1,2", "--time-max", "1100",
+		if _, e, code := run(t, "sanitize", "--input", "../../../data/lung_tte.csv", "--output", san, "--cohorts", "1,2", "--time-max", "1100",
 			"--rrr-epsilon", "1", "--te-epsilon", "0.5", "--key-file", key); code != 0 {
 			t.Fatalf("sanitize %s: %s", ext, e)
 		}

@@ -76,14 +76,14 @@ func TestFitKMInfMatchesR(t *testing.T) {
 		if len(cohorts) != len(strings.Split(ds.cohorts, ",")) {
 			t.Fatalf("%d cohorts", len(cohorts))
 		}
-		medians := readGolden(t, "../../survival/testdata/km_medians.csv")
+		medians := readGolden(t, "../../../survival/testdata/km_medians.csv")
 		for _, c := range cohorts {
 			cm := c.(map[string]any)
 			label := cm["cohort"].(string)
 			if cm["conf_type"] != "log" || cm["conf"] != 0.95 { // R's default conf.type, stated
 				t.Fatalf("%s/%s: conf_type %v conf %v, want log 0.95", ds.name, label, cm["conf_type"], cm["conf"])
 			}
-			golden := readGolden(t, "../../survival/testdata/km_"+ds.name+"_"+label+".csv")
+			golden := readGolden(t, "../../../survival/testdata/km_"+ds.name+"_"+label+".csv")
 			times := cm["time"].([]any)
 			if len(times) != len(golden) {
 				t.Fatalf("%s/%s: %d times, R has %d", ds.name, label, len(times), len(golden))
@@ -107,7 +107,7 @@ func TestFitKMInfMatchesR(t *testing.T) {
 				}
 			}
 		}
-		for _, g := range readGolden(t, "../../survival/testdata/logrank_overall.csv") {
+		for _, g := range readGolden(t, "../../../survival/testdata/logrank_overall.csv") {
 			if g["dataset"] == ds.name {
 				lr := res["logrank"].(map[string]any)
 				closeTo(t, "chisq", lr["chisq"], g["chisq"], 1e-9)
@@ -119,7 +119,7 @@ func TestFitKMInfMatchesR(t *testing.T) {
 		}
 		pw := res["logrank"].(map[string]any)["pairwise"].([]any)
 		n := 0
-		for _, g := range readGolden(t, "../../survival/testdata/logrank_pairwise.csv") {
+		for _, g := range readGolden(t, "../../../survival/testdata/logrank_pairwise.csv") {
 			if g["dataset"] != ds.name {
 				continue
 			}

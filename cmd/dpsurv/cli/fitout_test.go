@@ -252,7 +252,7 @@ func TestFitDiscreteCoxJSONSchema(t *testing.T) {
 // (survival/testdata/weibull_se_golden.json, scripts/golden_summary.R: the
 // file's largest time as time_max, times clamped into [exp(-6), 1]).
 func TestFitWeibullInfWaldMatchesR(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "survival", "testdata", "weibull_se_golden.json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "survival", "testdata", "weibull_se_golden.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestFitFormatRefused(t *testing.T) {
 // doccmd runs their commands). A block is a ```console fence whose first
 // line is "$ dpsurv fit ... --format table".
 func TestAnalystsDocTablesCurrent(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "analysts.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "analysts.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestAnalystsDocTablesCurrent(t *testing.T) {
 		}
 		for i, a := range args {
 			if a == "--input" {
-				args[i+1] = filepath.Join("..", "..", args[i+1])
+				args[i+1] = filepath.Join("..", "..", "..", args[i+1])
 			}
 		}
 		o, e, code := run(t, args...)
@@ -415,8 +415,8 @@ func TestAnalystsDocTablesCurrent(t *testing.T) {
 // rounded as the table rounds (survival/testdata/km_print_summary.csv and
 // km_times_summary.csv, scripts/golden_summary.R).
 func TestFitKMTableMatchesR(t *testing.T) {
-	prints := readGolden(t, "../../survival/testdata/km_print_summary.csv")
-	times := readGolden(t, "../../survival/testdata/km_times_summary.csv")
+	prints := readGolden(t, "../../../survival/testdata/km_print_summary.csv")
+	times := readGolden(t, "../../../survival/testdata/km_times_summary.csv")
 	rnum := func(s string) float64 {
 		if s == "NA" {
 			return math.NaN()

@@ -15,7 +15,7 @@ import (
 // testdata/cox_curve.R, at R's coefficients), and `fit cox --plot` draws
 // it over the KM at publication width.
 func TestCoxMeanSurvivalMatchesR(t *testing.T) {
-	f, err := os.Open("../../data/lung_tte.csv")
+	f, err := os.Open("../../../data/lung_tte.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestCoxMeanSurvivalMatchesR(t *testing.T) {
 		}
 	}
 	out := filepath.Join(t.TempDir(), "cox.png")
-	_, e, code := run(t, "fit", "cox", "--input", "../../data/lung_tte.csv", "--epsilon", "inf", "--covariates", "age,ph.ecog", "--cohorts", "1,2", "--plot", out)
+	_, e, code := run(t, "fit", "cox", "--input", "../../../data/lung_tte.csv", "--epsilon", "inf", "--covariates", "age,ph.ecog", "--cohorts", "1,2", "--plot", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, e)
 	}

@@ -17,7 +17,7 @@ var progressLine = regexp.MustCompile(`^dpsurv fit [a-z]+: (([a-z][a-z ,-]*)(: \
 // intervals prints the simulated releases done of their total, then
 // "done"; every progress line has the fixed form above.
 func TestFitProgress(t *testing.T) {
-	if _, e, code := run(t, "fit", "km", "--input", "../../data/lung_tte.csv", "--epsilon", "inf"); code != 0 || e != "" {
+	if _, e, code := run(t, "fit", "km", "--input", "../../../data/lung_tte.csv", "--epsilon", "inf"); code != 0 || e != "" {
 		t.Fatalf("quick fit: exit %d, stderr %q", code, e)
 	}
 	progressAfter.Store(0)
@@ -26,7 +26,7 @@ func TestFitProgress(t *testing.T) {
 		progressAfter.Store(int64(2 * time.Second))
 		progressEvery.Store(int64(2 * time.Second))
 	})
-	_, e, code := run(t, "fit", "weibull", "--input", "../../data/lung_tte.csv", "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100")
+	_, e, code := run(t, "fit", "weibull", "--input", "../../../data/lung_tte.csv", "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100")
 	if code != 0 {
 		t.Fatal(e)
 	}

@@ -1,5 +1,5 @@
-# Golden values of TestCoxMeanSurvivalMatchesR (internal/cli/plot_cox_test.go):
-# R 4.2 + survival, run from the repository root: Rscript internal/cli/testdata/cox_curve.R
+# Golden values of TestCoxMeanSurvivalMatchesR (cmd/dpsurv/cli/plot_cox_test.go):
+# R 4.2 + survival, run from the repository root: Rscript cmd/dpsurv/cli/testdata/cox_curve.R
 # survfit(coxph) at the covariate means, Breslow cumulative hazard (ctype = 1), S = exp(-H) (stype = 2).
 suppressMessages(library(survival))
 d <- read.csv("data/lung_tte.csv")

@@ -1,9 +1,9 @@
 # Golden values of the Weibull band in `fit weibull --epsilon inf --plot`
-# (internal/cli/plot.go weibullWaldBand): survreg's Weibull fit of lung
+# (cmd/dpsurv/cli/plot.go weibullWaldBand): survreg's Weibull fit of lung
 # cohort 1 on times / time_max (1022, the largest time), and the 95%
 # pointwise band of S(t) by the delta method on log(-log S) with survreg's
 # vcov, mapped to (log shape, log scale). Run from the repository root:
-#   Rscript internal/cli/testdata/plot_weibull_band.R > internal/cli/testdata/plot_weibull_band.golden
+#   Rscript cmd/dpsurv/cli/testdata/plot_weibull_band.R > cmd/dpsurv/cli/testdata/plot_weibull_band.golden
 # Output: "shape K scale L" then one line "t S lower upper" per time.
 library(survival)
 d <- read.csv("data/lung_tte.csv")

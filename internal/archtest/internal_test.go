@@ -1,0 +1,91 @@
+package archtest
+
+import (
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/dpsurv/dpsurv/internal/datasets"
+)
+
+// internal/ holds the repository's own test machinery only — the
+// structure and privacy checks, the documented-command runner, the test
+// tiers and the data-set finder — so no production file of the module
+// imports a package under internal/: the commands' code lives with the
+// commands (cmd/...), utilities where their users are (retry, varint,
+// buildinfo at the top, ops/harness with the operations tooling). A
+// package that production code needs does not belong in internal/.
+func TestInternalIsTestMachineryOnly(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go tool not found: %v", err)
+	}
+	cmd := exec.Command(goBin, "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./...")
+	cmd.Dir = filepath.Dir(datasets.Dir(t))
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("go list ./...: %v\n%s", err, stderr)
+	}
+	graph := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg, ok := relPath(f[0])
+		if !ok {
+			continue
+		}
+		graph[pkg] = nil // a package importing nothing of ours is still counted
+		for _, imp := range f[1:] {
+			if d, ok := relPath(imp); ok {
+				graph[pkg] = append(graph[pkg], d)
+			}
+		}
+	}
+	if len(graph) < 40 {
+		t.Fatalf("go list found %d packages of the module; want the whole tree", len(graph))
+	}
+	for _, p := range internalImports(graph) {
+		t.Error(p)
+	}
+}
+
+// internalImports lists the production imports of an internal/ package
+// by a package outside internal/ (graph: package -> its production
+// imports of the module).
+func internalImports(graph map[string][]string) []string {
+	var problems []string
+	for p, deps := range graph {
+		if isInternal(p) {
+			continue
+		}
+		for _, d := range deps {
+			if isInternal(d) {
+				problems = append(problems, "package "+show(p)+" imports "+d+" in production code: move "+d+" out of internal/ (next to its users) or import it from tests only")
+			}
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+func isInternal(p string) bool { return p == "internal" || strings.HasPrefix(p, "internal/") }
+
+// The checker itself: a production import of internal/ from outside is
+// caught; imports inside internal/ and of other packages are not.
+func TestInternalImportsCatches(t *testing.T) {
+	if v := internalImports(map[string][]string{
+		"internal/archtest": {"internal/datasets", "dp"},
+		"app":               {"retry", "buildinfo"},
+	}); len(v) != 0 {
+		t.Errorf("allowed imports flagged: %v", v)
+	}
+	v := internalImports(map[string][]string{"app": {"retry", "internal/testtier"}})
+	if len(v) != 1 || !strings.Contains(v[0], "package app imports internal/testtier") {
+		t.Errorf("a production import of internal/testtier: %q, want one problem naming it", v)
+	}
+}
