@@ -1,13 +1,9 @@
 package archtest
 
 import (
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/dpsurv/dpsurv/internal/datasets"
 )
 
 // internal/ holds the repository's own test machinery only — the
@@ -18,34 +14,7 @@ import (
 // buildinfo at the top, ops/harness with the operations tooling). A
 // package that production code needs does not belong in internal/.
 func TestInternalIsTestMachineryOnly(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go tool not found: %v", err)
-	}
-	cmd := exec.Command(goBin, "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./...")
-	cmd.Dir = filepath.Dir(datasets.Dir(t))
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("go list ./...: %v\n%s", err, stderr)
-	}
-	graph := map[string][]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		pkg, ok := relPath(f[0])
-		if !ok {
-			continue
-		}
-		graph[pkg] = nil // a package importing nothing of ours is still counted
-		for _, imp := range f[1:] {
-			if d, ok := relPath(imp); ok {
-				graph[pkg] = append(graph[pkg], d)
-			}
-		}
-	}
+	graph := moduleGraph(t)
 	if len(graph) < 40 {
 		t.Fatalf("go list found %d packages of the module; want the whole tree", len(graph))
 	}

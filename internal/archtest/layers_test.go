@@ -58,6 +58,20 @@ var floors = []struct {
 // No production import climbs back up a floor, and the floors name every
 // package of the module (and nothing else).
 func TestNoImportClimbsAFloor(t *testing.T) {
+	graph := moduleGraph(t)
+	if len(graph) < 40 {
+		t.Fatalf("go list found %d packages of the module; want the whole tree", len(graph))
+	}
+	for _, p := range layerViolations(graph) {
+		t.Error(p)
+	}
+}
+
+// moduleGraph is every package of the module (relative to it, "" for its
+// root) with its production imports of the module (go list's Imports:
+// test files are not counted).
+func moduleGraph(t *testing.T) map[string][]string {
+	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("go tool not found: %v", err)
@@ -88,12 +102,7 @@ func TestNoImportClimbsAFloor(t *testing.T) {
 		}
 		graph[pkg] = deps
 	}
-	if len(graph) < 40 {
-		t.Fatalf("go list found %d packages of the module; want the whole tree", len(graph))
-	}
-	for _, p := range layerViolations(graph) {
-		t.Error(p)
-	}
+	return graph
 }
 
 // relPath is an import path relative to the module ("" for its root), ok
