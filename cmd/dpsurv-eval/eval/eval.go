@@ -23,6 +23,18 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// parseStudy registers the flags every study of a generated page has
+// (-seed, -write), parses args (parseArgs) and returns the budgets listed
+// in *eps, the text of the study's -eps flag.
+func parseStudy(fs *flag.FlagSet, args []string, seed *uint64, write, eps *string) ([]float64, error) {
+	fs.Uint64Var(seed, "seed", 1, "seed of dp.NewSeededSource (evaluation only)")
+	fs.StringVar(write, "write", "", "replace this command's block in the markdown page instead of printing")
+	if err := parseArgs(fs, args); err != nil {
+		return nil, err
+	}
+	return fitsFloatList(*eps, false)
+}
+
 // parseArgs parses a subcommand's flags and refuses positional arguments.
 func parseArgs(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {

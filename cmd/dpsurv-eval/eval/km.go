@@ -63,19 +63,14 @@ func runKM(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.binWidth, "bin-width", 30, "bin width (days) of the main table")
 	fs.StringVar(&eps, "eps", "0.1,0.5,1,2", "budgets of the main table")
 	fs.IntVar(&cfg.reps, "reps", 100, "repetitions per budget")
-	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of dp.NewSeededSource (evaluation only)")
 	fs.StringVar(&widths, "bin-widths", "7,14,30,60,90", "bin widths of the sweep table (empty: no sweep)")
 	fs.IntVar(&cfg.sweepReps, "sweep-reps", 30, "repetitions per cell of the sweep")
 	fs.StringVar(&cfg.plotDir, "plots", "", "directory for the PNG figures (empty: none)")
 	fs.StringVar(&plotEps, "plot-eps", "0.5,2", "budgets of the figures")
 	fs.StringVar(&plotCohorts, "plot-cohorts", "1,5,10", "cohort labels of the figures")
 	fs.Float64Var(&cfg.early, "early", 1000, "early domain [0, early) (days) of the untruncated comparison (0: none)")
-	fs.StringVar(&cfg.write, "write", "", "replace this command's block in the markdown page instead of printing")
-	if err := parseArgs(fs, args); err != nil {
-		return err
-	}
 	var err error
-	if cfg.eps, err = fitsFloatList(eps, false); err != nil {
+	if cfg.eps, err = parseStudy(fs, args, &cfg.seed, &cfg.write, &eps); err != nil {
 		return err
 	}
 	if cfg.sweepWidths, err = fitsFloatList(widths, false); err != nil {

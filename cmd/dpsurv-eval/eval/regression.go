@@ -86,13 +86,8 @@ func runRegression(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.lambda, "lambda", 0, "ridge of the MRE table (0: the sweep's best, as the paper does; 0.1 without a sweep)")
 	fs.StringVar(&cox, "cox-data", "data/lung_tte.csv,data/kidney_tte.csv,data/flchain_tte.csv",
 		"data sets of the Cox comparison (empty: none)")
-	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of dp.NewSeededSource (evaluation only)")
-	fs.StringVar(&cfg.write, "write", "", "replace this command's block in the markdown page instead of printing")
-	if err := parseArgs(fs, args); err != nil {
-		return err
-	}
 	var err error
-	if cfg.eps, err = fitsFloatList(eps, false); err != nil {
+	if cfg.eps, err = parseStudy(fs, args, &cfg.seed, &cfg.write, &eps); err != nil {
 		return err
 	}
 	if cfg.lambdas, err = fitsFloatList(lambdas, false); err != nil {

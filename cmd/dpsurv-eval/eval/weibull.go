@@ -39,13 +39,8 @@ func runWeibull(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&eps, "eps", "0.1,0.5,1,2", "total budgets (shape and scale together)")
 	fs.IntVar(&cfg.reps, "reps", 500, "repetitions per budget and method on the whole data set (the paper's t = 500)")
 	fs.IntVar(&cfg.cohortReps, "cohort-reps", 100, "repetitions per budget, method and cohort (0: no per-cohort table)")
-	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of dp.NewSeededSource (evaluation only)")
-	fs.StringVar(&cfg.write, "write", "", "replace this command's block in the markdown page instead of printing")
-	if err := parseArgs(fs, args); err != nil {
-		return err
-	}
 	var err error
-	if cfg.eps, err = fitsFloatList(eps, false); err != nil {
+	if cfg.eps, err = parseStudy(fs, args, &cfg.seed, &cfg.write, &eps); err != nil {
 		return err
 	}
 	if len(cfg.eps) == 0 || cfg.reps < 1 || cfg.cohortReps < 0 {

@@ -109,35 +109,13 @@ func entryFor(d *Doc, c Charge) (*Entry, error) {
 // Check reports whether c could be charged now, without recording it (a
 // fit checks before its work and charges after it, before printing).
 func Check(path string, c Charge) (Entry, error) {
-	var out Entry
-	err := withLock(path, func() error {
-		d, err := read(path)
-		if err != nil {
-			return err
-		}
-		e, err := entryFor(&d, c)
-		if err != nil {
-			return err
-		}
-		out = *e
-		return nil
-	})
-	return out, err
+	return withEntry(path, c, func(Doc, *Entry) error { return nil })
 }
 
 // Spend records c and returns the input's account after it, or refuses
 // (ErrExhausted, nothing recorded) when it would pass the total.
 func Spend(path string, c Charge) (Entry, error) {
-	var out Entry
-	err := withLock(path, func() error {
-		d, err := read(path)
-		if err != nil {
-			return err
-		}
-		e, err := entryFor(&d, c)
-		if err != nil {
-			return err
-		}
+	return withEntry(path, c, func(d Doc, e *Entry) error {
 		now := c.Now
 		if now.IsZero() {
 			now = time.Now()
@@ -145,7 +123,25 @@ func Spend(path string, c Charge) (Entry, error) {
 		e.Spent += c.Epsilon
 		e.Releases = append(e.Releases, Release{Time: now.UTC().Format(time.RFC3339), Command: c.Command, Input: c.Input, Epsilon: c.Epsilon})
 		d.Inputs[c.Fingerprint] = e
-		if err := write(path, d); err != nil {
+		return write(path, d)
+	})
+}
+
+// withEntry runs f, under the file's lock, on the file's content and the
+// input's account that c may be charged to (entryFor's checks passed),
+// and returns the account as f left it.
+func withEntry(path string, c Charge, f func(d Doc, e *Entry) error) (Entry, error) {
+	var out Entry
+	err := withLock(path, func() error {
+		d, err := read(path)
+		if err != nil {
+			return err
+		}
+		e, err := entryFor(&d, c)
+		if err != nil {
+			return err
+		}
+		if err := f(d, e); err != nil {
 			return err
 		}
 		out = *e

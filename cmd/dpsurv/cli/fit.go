@@ -336,15 +336,10 @@ func fitKM(env Env, args []string) error {
 	if done, err := fitKMSanitized(env, kmSanitizedFlags{fs: fs, c: c, timeMax: timeMax, binWidth: binWidth, method: method, naive: naive, plot: plot, unit: unit}); done {
 		return err
 	}
-	if err := c.check(env, "km", timeMax); err != nil {
+	prog, err := c.begin(&env, "km", timeMax, budget, *method != "rrr")
+	if err != nil {
 		return err
 	}
-	if !c.eps.inf() && *method != "rrr" {
-		if err := budget.check(*c.input, "fit km", c.eps.v); err != nil {
-			return err
-		}
-	}
-	prog := startProgress(&env, "fit km")
 	defer prog.finish()
 	prog.setPhase("reading the input", 0)
 	spec, err := c.spec()
@@ -383,20 +378,12 @@ func fitKM(env Env, args []string) error {
 			group[i] = int(g)
 		}
 		for k, label := range labels {
-			var tt []float64
-			var ee []bool
-			for i := range d.Time {
-				if int(d.Cohort[i]) == k {
-					tt = append(tt, d.Time[i])
-					ee = append(ee, d.Event[i])
-				}
-			}
-			if len(tt) == 0 {
-				continue
-			}
-			km, err := survival.KaplanMeier(tt, ee, 0.95)
+			km, ok, err := cohortKM(d, k)
 			if err != nil {
 				return fmt.Errorf("km cohort %s: %w", label, err)
+			}
+			if !ok {
+				continue
 			}
 			cj := kmCurveJSON(label, km)
 			cj.ConfType = dpfit.ConfTypeLog
@@ -551,15 +538,10 @@ func fitWeibull(env Env, args []string) error {
 	if err := unitOK(*unit); err != nil {
 		return err
 	}
-	if err := c.check(env, "weibull", timeMax); err != nil {
+	prog, err := c.begin(&env, "weibull", timeMax, budget, true)
+	if err != nil {
 		return err
 	}
-	if !c.eps.inf() {
-		if err := budget.check(*c.input, "fit weibull", c.eps.v); err != nil {
-			return err
-		}
-	}
-	prog := startProgress(&env, "fit weibull")
 	defer prog.finish()
 	prog.setPhase("reading the input", 0)
 	spec, err := c.spec()

@@ -61,15 +61,10 @@ func fitDiscrete(env Env, args []string) error {
 	if err := unitOK(*unit); err != nil {
 		return err
 	}
-	if err := c.check(env, "discrete", timeMax); err != nil {
+	prog, err := c.begin(&env, "discrete", timeMax, budget, true)
+	if err != nil {
 		return err
 	}
-	if !c.eps.inf() {
-		if err := budget.check(*c.input, "fit discrete", c.eps.v); err != nil {
-			return err
-		}
-	}
-	prog := startProgress(&env, "fit discrete")
 	defer prog.finish()
 	prog.setPhase("reading the input and fitting", 0)
 	m := regression.Method(*method)

@@ -319,20 +319,12 @@ func fitKMSanitized(env Env, f kmSanitizedFlags) (done bool, err error) {
 		out["n"] = len(d.Time)
 		var cs []kmCohortJSON
 		for k, label := range labels {
-			var tt []float64
-			var ee []bool
-			for i := range d.Time {
-				if int(d.Cohort[i]) == k {
-					tt = append(tt, d.Time[i])
-					ee = append(ee, d.Event[i])
-				}
-			}
-			if len(tt) == 0 {
-				continue
-			}
-			km, err := survival.KaplanMeier(tt, ee, 0.95)
+			km, ok, err := cohortKM(d, k)
 			if err != nil {
 				return true, fmt.Errorf("km cohort %s: %w", label, err)
+			}
+			if !ok {
+				continue
 			}
 			cs = append(cs, kmCurveJSON(label, km))
 			curves = append(curves, plots.Curve{Label: label + " (naive)", Time: km.Time, Surv: km.Surv, Lower: km.Lower, Upper: km.Upper})
