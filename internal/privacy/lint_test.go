@@ -181,33 +181,37 @@ func floatNoise(fset *token.FileSet, f *ast.File, pkg string) []finding {
 			tainted[id.Name] = true
 			return true
 		}
+		// assigned marks each left side whose right side (its own, or the
+		// one multi-value call of the statement) holds randomness.
+		assigned := func(lhs, rhs []ast.Expr) (marked bool) {
+			for i, l := range lhs {
+				var r ast.Expr
+				if len(rhs) == len(lhs) {
+					r = rhs[i]
+				} else if len(rhs) == 1 {
+					r = rhs[0]
+				}
+				if r != nil && holdsRandom(r, tainted) && mark(l) {
+					marked = true
+				}
+			}
+			return marked
+		}
 		for changed := true; changed; {
 			changed = false
 			ast.Inspect(body, func(n ast.Node) bool {
 				switch s := n.(type) {
 				case *ast.AssignStmt:
-					for i, l := range s.Lhs {
-						var r ast.Expr
-						if len(s.Rhs) == len(s.Lhs) {
-							r = s.Rhs[i]
-						} else if len(s.Rhs) == 1 {
-							r = s.Rhs[0]
-						}
-						if r != nil && holdsRandom(r, tainted) && mark(l) {
-							changed = true
-						}
+					if assigned(s.Lhs, s.Rhs) {
+						changed = true
 					}
 				case *ast.ValueSpec:
-					for i, l := range s.Names {
-						var r ast.Expr
-						if len(s.Values) == len(s.Names) {
-							r = s.Values[i]
-						} else if len(s.Values) == 1 {
-							r = s.Values[0]
-						}
-						if r != nil && holdsRandom(r, tainted) && mark(l) {
-							changed = true
-						}
+					names := make([]ast.Expr, len(s.Names))
+					for i, id := range s.Names {
+						names[i] = id
+					}
+					if assigned(names, s.Values) {
+						changed = true
 					}
 				case *ast.CallExpr:
 					// crypto/rand.Read(buf) fills buf with random bytes.
