@@ -15,9 +15,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/buildinfo"
 )
@@ -73,9 +70,9 @@ func usage(w io.Writer) {
 
 var errUsage = errors.New("usage")
 
-// Run is `dpsurv run`: load and check the config and the key, print the
-// guarantees with --dry-run, else run the service until ctx ends, reloading
-// on SIGHUP.
+// Run is `dpsurv run`: load and check the config, the key and the Kafka
+// files (Load), print the guarantees and the statement with --dry-run
+// (DryRun), else run the service until ctx ends, reloading on SIGHUP.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dpsurv run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -91,30 +88,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "dpsurv run: --config FILE is required, and nothing else")
 		return errUsage
 	}
-	cfg, err := app.LoadConfig(*path)
-	if err != nil {
-		return err
-	}
-	key, err := app.ReadKeyFile(cfg.Sanitizers.KeyFile, cfg.Sanitizers.AllowGroupReadableKeyFile)
-	if err != nil {
-		return err
-	}
-	g, err := app.Guarantees(cfg, key)
+	cfg, key, g, err := Load(*path)
 	if err != nil {
 		return err
 	}
 	if *dry {
-		out, _ := json.Marshal(map[string]any{"config": "ok", "guarantees": g})
-		fmt.Fprintln(stdout, string(out))
-		return nil
+		return DryRun(stdout, cfg, g)
 	}
-	lvl, err := zap.ParseAtomicLevel(cfg.Log.Level)
+	log, lvl, err := NewLogger(stderr, cfg.Log.Level)
 	if err != nil {
-		return fmt.Errorf("log.level: %w", err)
+		return err
 	}
-	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(stderr), lvl))
 	defer log.Sync()
 	svc := &app.Service{Config: cfg, Key: key, Log: log, LogLevel: &lvl}
 	stop := ReloadOnHangup(ctx, svc, *path, log)

@@ -12,9 +12,9 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/dpsurv/dpsurv/buildinfo"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-service/servicecmd"
 )
 
 // Env is what a subcommand gets from the process.
@@ -119,20 +119,8 @@ func parse(fs *flag.FlagSet, args []string) error {
 // newLogger logs JSON to stderr at the given level. Log lines never carry
 // record values; see the log-scan test of the end-to-end run.
 func newLogger(w io.Writer, level string) (*zap.Logger, error) {
-	log, _, err := newLevelLogger(w, level)
+	log, _, err := servicecmd.NewLogger(w, level)
 	return log, err
-}
-
-// newLevelLogger is newLogger with its level adjustable at run time.
-func newLevelLogger(w io.Writer, level string) (*zap.Logger, zap.AtomicLevel, error) {
-	lvl, err := zap.ParseAtomicLevel(level)
-	if err != nil {
-		return nil, lvl, fmt.Errorf("log.level: %w", err)
-	}
-	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(w), lvl)
-	return zap.New(core), lvl, nil
 }
 
 func splitList(s string) []string {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -23,36 +22,14 @@ func runService(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintln(env.Stderr, "dpsurv run: --config is required")
 		return errUsage
 	}
-	cfg, err := app.LoadConfig(*path)
-	if err != nil {
-		return err
-	}
-	key, err := app.ReadKeyFile(cfg.Sanitizers.KeyFile, cfg.Sanitizers.AllowGroupReadableKeyFile)
-	if err != nil {
-		return err
-	}
-	// Every Kafka secret and certificate file, with the PRF key's checks.
-	if err := cfg.Kafka.CheckFiles(); err != nil {
-		return err
-	}
-	g, err := app.Guarantees(cfg, key)
+	cfg, key, g, err := servicecmd.Load(*path)
 	if err != nil {
 		return err
 	}
 	if *dry {
-		st, err := app.Statement(cfg)
-		if err != nil {
-			return fmt.Errorf("statement: %w", err)
-		}
-		doc := map[string]any{"config": "ok", "guarantees": g, "patient_statement": st}
-		if w := cfg.Kafka.Warnings(); len(w) > 0 {
-			doc["warnings"] = w
-		}
-		out, _ := json.Marshal(doc)
-		fmt.Fprintln(env.Stdout, string(out))
-		return nil
+		return servicecmd.DryRun(env.Stdout, cfg, g)
 	}
-	log, level, err := newLevelLogger(env.Stderr, cfg.Log.Level)
+	log, level, err := servicecmd.NewLogger(env.Stderr, cfg.Log.Level)
 	if err != nil {
 		return err
 	}
