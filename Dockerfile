@@ -39,7 +39,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
-RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/dpsurv/dpsurv/internal/buildinfo.version=${VERSION} -X github.com/dpsurv/dpsurv/internal/buildinfo.revision=${REVISION}" -o /out/dpsurv ${CMD}
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/dpsurv/dpsurv/buildinfo.version=${VERSION} -X github.com/dpsurv/dpsurv/buildinfo.revision=${REVISION}" -o /out/dpsurv ${CMD}
 
 # ---- run stage --------------------------------------------------------------
 # distroless/static: no shell, no package manager, CA certificates and tzdata

@@ -5,7 +5,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # revision, stamped into the binary; the Dockerfile takes both as build args.
 VERSION := $(shell cat VERSION)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -s -w -X github.com/dpsurv/dpsurv/internal/buildinfo.version=$(VERSION) -X github.com/dpsurv/dpsurv/internal/buildinfo.revision=$(REVISION)
+LDFLAGS := -s -w -X github.com/dpsurv/dpsurv/buildinfo.version=$(VERSION) -X github.com/dpsurv/dpsurv/buildinfo.revision=$(REVISION)
 
 .PHONY: demo test check unit stats helm build bench figures sbom
 
@@ -40,7 +40,7 @@ check:
 # their code or their tests (internal/archtest checks it): the race
 # detector has nothing to find there and slows them tenfold, so they run
 # once, without -race, in stats.
-SEQUENTIAL := dp dpfit dpfit/weibull internal/eval internal/inference
+SEQUENTIAL := dp dpfit dpfit/weibull cmd/dpsurv-eval/eval cmd/dpsurv-eval/inference
 SEQUENTIAL_RE := /($(subst $(eval) ,|,$(SEQUENTIAL)))$$
 
 # unit: every other package under -race.

@@ -1,7 +1,7 @@
 // Package dpsurv holds the release version of the module: the VERSION file
 // beside this one is its single source of truth (semantic versioning,
 // without the "v" of the git tag). The service's code lives in the
-// packages below; see internal/buildinfo for what a binary reports.
+// packages below; see buildinfo for what a binary reports.
 package dpsurv
 
 import (

@@ -16,9 +16,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/retry"
 )
 
 // maxReleaseAttempts bounds the failed attempts (other than a budget

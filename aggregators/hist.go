@@ -11,8 +11,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 
 	"github.com/dpsurv/dpsurv/dpfit"
-	"github.com/dpsurv/dpsurv/internal/varint"
 	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/varint"
 )
 
 // The window state of the histogram kinds (km, cumulative km, weibull):

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit"
-	"github.com/dpsurv/dpsurv/internal/varint"
+	"github.com/dpsurv/dpsurv/varint"
 )
 
 // MaxPatientsPerWindow bounds the distinct patients one window keeps a

@@ -11,8 +11,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
-	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/retry"
 )
 
 // LeaseTopic is the single-partition topic whose consumer group elects the

@@ -15,12 +15,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/aggregators"
-	"github.com/dpsurv/dpsurv/internal/buildinfo"
-	"github.com/dpsurv/dpsurv/internal/retry"
+	"github.com/dpsurv/dpsurv/buildinfo"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/processors/sanitize"
+	"github.com/dpsurv/dpsurv/retry"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 )

@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/retry"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
@@ -39,8 +40,13 @@ func (f *flakySink) Write(_ context.Context, msgs []message.Message) error {
 // A fit topic that refuses the statement when the aggregators' holder
 // starts does not stop the start: the statement is retried in the
 // background until it is published, and it is the configuration's
-// statement (app.StatementMessage).
+// statement (app.StatementMessage). In a synctest bubble: the retry
+// backoff runs on the bubble's fake clock, not the machine's.
 func TestStatementRetriedWhenTheFitTopicRefusesIt(t *testing.T) {
+	synctest.Test(t, testStatementRetriedWhenTheFitTopicRefusesIt)
+}
+
+func testStatementRetriedWhenTheFitTopicRefusesIt(t *testing.T) {
 	cfg, err := ParseConfig([]byte(`
 kafka: {brokers: ["127.0.0.1:1"]}
 input: {topic: in}

@@ -7,8 +7,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/retry"
 )
 
 // ensureTopics is kafkaconn.EnsureTopics retried, with backoff, while the

@@ -8,7 +8,7 @@ import (
 	"math/bits"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/internal/varint"
+	"github.com/dpsurv/dpsurv/varint"
 )
 
 // TreeCounter is the binary-tree counter for continual release (Dwork,

@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/internal/varint"
+	"github.com/dpsurv/dpsurv/varint"
 )
 
 // ContinualKM re-publishes a cumulative noisy-histogram Kaplan–Meier after

@@ -24,10 +24,10 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
-	"github.com/dpsurv/dpsurv/internal/cli"
-	"github.com/dpsurv/dpsurv/internal/harness"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv/cli"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops"
+	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/synth"
 )

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/internal/testtier"
 
-	"github.com/dpsurv/dpsurv/internal/cli"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv/cli"
 	"github.com/dpsurv/dpsurv/ops"
 )
 

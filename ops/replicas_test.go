@@ -12,9 +12,9 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
-	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops"
+	"github.com/dpsurv/dpsurv/ops/harness"
 )
 
 // TestOpsReplicasSharePartitions runs two services in one consumer group.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,6 +89,10 @@ func (s *connectingSink) Connect(context.Context) error {
 // failing connect, reads only once connected, and connects the source
 // again after a read error marked message.ErrNotConnected.
 func TestStreamConnectsSinksThenSource(t *testing.T) {
+	synctest.Test(t, testStreamConnectsSinksThenSource)
+}
+
+func testStreamConnectsSinksThenSource(t *testing.T) {
 	log := &connectLog{}
 	src := &connectingSource{memSource: newMemSource(batchesOf(2, 1)), log: log, dropOnce: true,
 		errs: []error{message.Mark(errors.New("refused"), message.ErrNotConnected), errors.New("timeout")}}

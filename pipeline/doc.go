@@ -1,6 +1,6 @@
 // Package pipeline is the runtime: the run loops that move messages from a
 // message.Source through a Processor to the sinks of named routes, written
-// against those interfaces only. It imports message and internal/retry and
+// against those interfaces only. It imports message and retry and
 // nothing else of ours (no Kafka client, no codec, no sanitizer;
 // internal/archtest holds that). The sanitizing processor is package
 // processors/sanitize; the service around it — configuration, Kafka
@@ -36,7 +36,7 @@
 //     loop returned.
 //   - Both share one read loop (readLoop): a connect or read error marked
 //     message.ErrEndOfInput or message.ErrFatal, or wrapping ErrStop, ends
-//     the run; any other is retried with internal/retry's backoff. A sink
+//     the run; any other is retried with retry's backoff. A sink
 //     error marked message.ErrFatal ends the run too.
 //   - Metrics are the runtime's (messages in, batch latency, sink, read
 //     and commit errors, lag, readiness), registered on an injected

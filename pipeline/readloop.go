@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/retry"
 )
 
 // Delays between failed source reads.

@@ -13,8 +13,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/retry"
 )
 
 // Processor turns one input message into the messages it routes. It must be

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -251,6 +252,10 @@ func batchesOf(n, size int) [][]message.Message {
 // Batches are acknowledged in the order they were read, each only once
 // every output of its messages is in the sink.
 func TestStreamAcksInOrderAfterOutputs(t *testing.T) {
+	synctest.Test(t, testStreamAcksInOrderAfterOutputs)
+}
+
+func testStreamAcksInOrderAfterOutputs(t *testing.T) {
 	const n, size = 30, 5
 	batches := batchesOf(n, size)
 	src := newMemSource(batches)
@@ -308,7 +313,7 @@ func TestStreamDrainOnCancel(t *testing.T) {
 		{"drained", true, []int{0, 1, 2}},
 		{"drain timeout", false, nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.name, bubble(func(t *testing.T) {
 			src := newMemSource(batchesOf(3, 2))
 			out := &memSink{gate: make(chan struct{})}
 			st := newMemStream(src, out, &memSink{})
@@ -324,7 +329,7 @@ func TestStreamDrainOnCancel(t *testing.T) {
 			errc := make(chan error, 1)
 			go func() { errc <- stop() }()
 			if tc.release {
-				time.Sleep(50 * time.Millisecond) // cancelled, now draining
+				synctest.Wait() // cancelled, now draining: blocked on the sink
 				close(out.gate)
 			}
 			if err := <-errc; err != nil {
@@ -336,7 +341,7 @@ func TestStreamDrainOnCancel(t *testing.T) {
 			if got := src.reads(); got != 3 {
 				t.Errorf("%d batches read, want 3 (no read after cancel)", got)
 			}
-		})
+		}))
 	}
 }
 
@@ -345,6 +350,10 @@ func TestStreamDrainOnCancel(t *testing.T) {
 // routes it, the rest of its batch goes out, and the batch is
 // acknowledged.
 func TestStreamProcessingErrorIsRouted(t *testing.T) {
+	synctest.Test(t, testStreamProcessingErrorIsRouted)
+}
+
+func testStreamProcessingErrorIsRouted(t *testing.T) {
 	batch := []message.Message{
 		{Topic: "in", Partition: 2, Offset: 10, Value: []byte("ok1")},
 		{Topic: "in", Partition: 2, Offset: 11, Value: []byte("fail")},
@@ -393,6 +402,10 @@ func TestStreamProcessingErrorIsRouted(t *testing.T) {
 // with its batch); a substitute the sink rejects too is retried, never
 // dropped.
 func TestStreamRoutesRejectedAndReportsAcked(t *testing.T) {
+	synctest.Test(t, testStreamRoutesRejectedAndReportsAcked)
+}
+
+func testStreamRoutesRejectedAndReportsAcked(t *testing.T) {
 	src := newMemSource([][]message.Message{{
 		{Topic: "in", Offset: 0, Value: []byte("a")},
 		{Topic: "in", Offset: 1, Value: []byte("dead:" + strings.Repeat("x", 100))},
@@ -470,7 +483,7 @@ func TestStreamRetriesOnlyTheFailedSink(t *testing.T) {
 		{"output fails", true, "out"},
 		{"dead letter fails", false, "dead"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.name, bubble(func(t *testing.T) {
 			batch := []message.Message{
 				{Topic: "in", Offset: 0, Value: []byte("a")},
 				{Topic: "in", Offset: 1, Value: []byte("dead:b")},
@@ -510,14 +523,16 @@ func TestStreamRetriesOnlyTheFailedSink(t *testing.T) {
 			if got := memCounter(t, st.Metrics.SinkErrors.WithLabelValues(tc.failLabel)); got != 3 {
 				t.Errorf("sink errors (%s) %v, want 3", tc.failLabel, got)
 			}
-		})
+		}))
 	}
 }
 
 // A stalled sink stops the reads: the stream holds a bounded number of
 // batches (channels of two between the stages) and reads again once the
 // sink moves.
-func TestStreamBackpressure(t *testing.T) {
+func TestStreamBackpressure(t *testing.T) { synctest.Test(t, testStreamBackpressure) }
+
+func testStreamBackpressure(t *testing.T) {
 	src := newMemSource(nil)
 	src.endless = true
 	out := &memSink{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
@@ -525,15 +540,9 @@ func TestStreamBackpressure(t *testing.T) {
 	stop := runStream(t, st)
 	<-out.entered
 	// The endless source returns at once: without backpressure the reads
-	// would run away while the sink is stalled.
-	prev := -1
-	waitFor(t, "reads to stop", func() bool {
-		n := src.reads()
-		time.Sleep(100 * time.Millisecond)
-		settled := n == prev && n == src.reads()
-		prev = n
-		return settled
-	})
+	// would run away while the sink is stalled. Wait returns once every
+	// goroutine of the stream is blocked, that is once the reads stopped.
+	synctest.Wait()
 	// One batch in the write stage, two queued for it, one in the process
 	// stage, two queued for it, one the reader holds: at most 7.
 	const bound = 7
@@ -544,8 +553,17 @@ func TestStreamBackpressure(t *testing.T) {
 	if got := src.acked(); len(got) != 0 {
 		t.Fatalf("acknowledged %v while the sink is stalled", got)
 	}
+	// The endless source keeps the stream busy, so the bubble's clock
+	// stands still: wait for an acknowledgement, not on time.
+	resumed := make(chan struct{})
+	src.onAck = func(i int) error {
+		if i == held+10 {
+			close(resumed)
+		}
+		return nil
+	}
 	close(out.gate)
-	waitFor(t, "reads to resume", func() bool { return src.reads() > held+10 && len(src.acked()) > 10 })
+	<-resumed // reads resumed past those held, and acknowledged in order
 	if err := stop(); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
@@ -582,7 +600,7 @@ func (s *errSource) ReadBatch(ctx context.Context) (message.Batch, error) {
 // lost; message.ErrFatal, message.ErrEndOfInput and pipeline.ErrStop end
 // the run with an error wrapping them.
 func TestStreamReadErrors(t *testing.T) {
-	t.Run("transient", func(t *testing.T) {
+	t.Run("transient", bubble(func(t *testing.T) {
 		src := &errSource{memSource: newMemSource(batchesOf(2, 2)), errs: []error{
 			message.Mark(errors.New("broker down"), message.ErrNotConnected),
 			errors.New("coordinator moved"),
@@ -604,9 +622,9 @@ func TestStreamReadErrors(t *testing.T) {
 		if got := out.values(); len(got) != 4 {
 			t.Errorf("outputs %v, want 4", got)
 		}
-	})
+	}))
 	for _, sentinel := range []error{message.ErrFatal, message.ErrEndOfInput, pipeline.ErrStop} {
-		t.Run(sentinel.Error(), func(t *testing.T) {
+		t.Run(sentinel.Error(), bubble(func(t *testing.T) {
 			src := &errSource{memSource: newMemSource(nil), errs: []error{
 				message.Mark(errors.New("source says stop"), sentinel),
 			}}
@@ -625,7 +643,7 @@ func TestStreamReadErrors(t *testing.T) {
 			if got := memCounter(t, st.Metrics.ReadErrors); got != 0 {
 				t.Errorf("read errors %v, want 0 (not retried)", got)
 			}
-		})
+		}))
 	}
 }
 

@@ -1,5 +1,5 @@
 # Golden values of administrative censoring at a horizon (issue 19), for
-# internal/cli/horizon_test.go: R's survfit and survreg on data/lung_tte.csv
+# cmd/dpsurv/cli/horizon_test.go: R's survfit and survreg on data/lung_tte.csv
 # with every time beyond 100 days censored at 100.
 #   Rscript scripts/golden_horizon.R data/lung_tte.csv
 suppressMessages(library(survival))

@@ -21,5 +21,5 @@ go test -run XXX -benchtime 3x -bench 'BenchmarkCoxEfron1M|BenchmarkFitDiscreteM
 go test -run XXX -benchtime 3x -bench 'PrivateVsExact' ./dpfit ./dpfit/weibull ./regression
 go test -run XXX -benchtime 1x -bench 'BenchmarkAggregatorBytesPerRecord' ./aggregators
 go test -run XXX -benchtime 1x -timeout 15m -bench 'BenchmarkReleaseLatency' ./aggregators
-go test -run XXX -benchtime 1x -bench 'BenchmarkStreamCPU' ./internal/cli
+go test -run XXX -benchtime 1x -bench 'BenchmarkStreamCPU' ./cmd/dpsurv/cli
 go run ./cmd/dpsurv bench --records 1000000 --rounds 3 --json

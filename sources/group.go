@@ -13,8 +13,8 @@ import (
 	fetchAPI "github.com/segmentio/kafka-go/protocol/fetch"
 	"go.uber.org/zap"
 
-	"github.com/dpsurv/dpsurv/internal/retry"
 	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/retry"
 )
 
 // fetchTimeout bounds one fetch round trip beyond the broker's wait.

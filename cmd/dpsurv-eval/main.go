@@ -2,7 +2,7 @@
 // docs/evaluation.md from the repository's datasets, deterministically
 // (every random draw comes from dp.NewSeededSource with a fixed, stated
 // seed; such sources are for evaluation only, never for a release). The
-// logic lives in package internal/eval; this is its command line:
+// logic lives in package cmd/dpsurv-eval/eval; this is its command line:
 //
 //	go run ./cmd/dpsurv-eval                 # lists the subcommands
 //	go run ./cmd/dpsurv-eval sanitizers -h   # one subcommand's flags
@@ -11,7 +11,7 @@ package main
 import (
 	"os"
 
-	"github.com/dpsurv/dpsurv/internal/eval"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-eval/eval"
 )
 
 func main() { os.Exit(eval.Main(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dpsurv/dpsurv/internal/sbom"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-sbom/sbom"
 )
 
 func main() {

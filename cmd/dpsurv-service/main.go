@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"github.com/dpsurv/dpsurv/internal/servicecmd"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-service/servicecmd"
 )
 
 func main() { os.Exit(servicecmd.Main(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -8,13 +8,13 @@ import (
 )
 
 // The runtime is the runtime only: pipeline imports message and
-// internal/retry of ours and nothing else (no codec, no sanitizer, no
+// retry of ours and nothing else (no codec, no sanitizer, no
 // aggregator, no Kafka client), so that a processor, a source or a sink
 // is added without the runtime knowing it. Its non-test production files
 // are what counts (go list's Imports); its tests may use anything.
 func TestPipelineImportsOnlyMessageAndRetry(t *testing.T) {
 	const module = "github.com/dpsurv/dpsurv/"
-	allowed := []string{module + "message", module + "internal/retry"}
+	allowed := []string{module + "message", module + "retry"}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("go tool not found: %v", err)

@@ -24,28 +24,28 @@ import (
 // that shares a file with post-processing under the linter.
 var floatNoiseAllowed = map[string]string{
 	// Permanent: not on a private path.
-	"dp/source.go:<package>":                            "the secure source is math/rand/v2's ChaCha8 (a CSPRNG), seeded from crypto/rand",
-	"dp/source.go:NewSecureSource":                      "seeds ChaCha8 from crypto/rand: the production source",
-	"dp/source.go:Float64":                              "defines dp.Float64 (a 53-bit float uniform); its callers are what this linter checks",
-	"synth/synth.go:Generate":                           "synthetic test and evaluation data, no release",
-	"internal/cli/gen.go:runGen":                        "`dpsurv gen`: synthetic data for tests and demos, no release",
-	"dp/te.go:TE.VersionPairLoss":                       "computes a reported loss from the sampled table's big.Int entries (big.Int.Uint64 is a conversion, not a draw)",
-	"dp/source.go:NewSeededSource":                      "the seeded ChaCha8 that tests inject",
-	"projection/projection.go:gaussianPair":             "HPPCox random projection: release kind `none (heuristic)`, not a DP mechanism",
-	"ops/memory.go:ReadMem":                             "runtime/metrics Value.Uint64 converted to float: a memory figure, not randomness",
-	"dpfit/km_inference.go:simulateNoiseSD":             "post-processing: the noise-aware interval widths simulate the mechanism from the released counts, seeded by a hash of those counts (a deterministic function of the release)",
-	"dpfit/km_interval.go:simultaneousBand":             "post-processing: the simultaneous band's critical value simulates Greenwood sampling paths with the generator simulateNoiseSD seeds from a hash of the released counts",
-	"dpfit/logrank_dp.go:calibrateLogRank":              "post-processing: the calibrated log-rank p-value's Monte-Carlo null is simulated from the released counts, seeded by a hash of them (a deterministic function of the release)",
-	"dpfit/logrank_dp.go:binomial":                      "post-processing: binomial draws of the log-rank null and Weibull interval simulations (callers: calibrateLogRank's simulation, BinomialSim)",
-	"dpfit/binomial_btrs.go:BinomialSim":                "post-processing: binomial draws of the Weibull interval simulation's binned worlds",
-	"schemas/schemastest/schemastest.go:HugeCohortDict": "test support: a seeded generator of adversarial inputs, no release",
-	"regression/inference.go:bootstrap.run":             "post-processing: the coefficient intervals' parametric bootstrap simulates the mechanism from the released coefficients and Hessians, seeded by a hash of the release",
-	"internal/inference/km.go:RunKM":                    "evaluation: coverage and size studies (bootstrap worlds), no release",
-	"internal/inference/weibull.go:RunWeibull":          "evaluation: coverage study of the Weibull intervals (bootstrap world), no release",
-	"internal/inference/regression.go:RunRegression":    "evaluation: coverage study of the regression coefficient intervals (synthetic world), no release",
-	"internal/inference/regression.go:regressionWorld":  "evaluation: the synthetic world of the regression study, no release",
-	"internal/inference/compare.go:RunCompare":          "evaluation: side-by-side coverage study of the regression methods (synthetic world), no release",
-	"internal/inference/logrank.go:RunLogRank":          "evaluation: coverage and size studies (permuted labels), no release",
+	"dp/source.go:<package>":                                  "the secure source is math/rand/v2's ChaCha8 (a CSPRNG), seeded from crypto/rand",
+	"dp/source.go:NewSecureSource":                            "seeds ChaCha8 from crypto/rand: the production source",
+	"dp/source.go:Float64":                                    "defines dp.Float64 (a 53-bit float uniform); its callers are what this linter checks",
+	"synth/synth.go:Generate":                                 "synthetic test and evaluation data, no release",
+	"cmd/dpsurv/cli/gen.go:runGen":                            "`dpsurv gen`: synthetic data for tests and demos, no release",
+	"dp/te.go:TE.VersionPairLoss":                             "computes a reported loss from the sampled table's big.Int entries (big.Int.Uint64 is a conversion, not a draw)",
+	"dp/source.go:NewSeededSource":                            "the seeded ChaCha8 that tests inject",
+	"projection/projection.go:gaussianPair":                   "HPPCox random projection: release kind `none (heuristic)`, not a DP mechanism",
+	"ops/memory.go:ReadMem":                                   "runtime/metrics Value.Uint64 converted to float: a memory figure, not randomness",
+	"dpfit/km_inference.go:simulateNoiseSD":                   "post-processing: the noise-aware interval widths simulate the mechanism from the released counts, seeded by a hash of those counts (a deterministic function of the release)",
+	"dpfit/km_interval.go:simultaneousBand":                   "post-processing: the simultaneous band's critical value simulates Greenwood sampling paths with the generator simulateNoiseSD seeds from a hash of the released counts",
+	"dpfit/logrank_dp.go:calibrateLogRank":                    "post-processing: the calibrated log-rank p-value's Monte-Carlo null is simulated from the released counts, seeded by a hash of them (a deterministic function of the release)",
+	"dpfit/logrank_dp.go:binomial":                            "post-processing: binomial draws of the log-rank null and Weibull interval simulations (callers: calibrateLogRank's simulation, BinomialSim)",
+	"dpfit/binomial_btrs.go:BinomialSim":                      "post-processing: binomial draws of the Weibull interval simulation's binned worlds",
+	"schemas/schemastest/schemastest.go:HugeCohortDict":       "test support: a seeded generator of adversarial inputs, no release",
+	"regression/inference.go:bootstrap.run":                   "post-processing: the coefficient intervals' parametric bootstrap simulates the mechanism from the released coefficients and Hessians, seeded by a hash of the release",
+	"cmd/dpsurv-eval/inference/km.go:RunKM":                   "evaluation: coverage and size studies (bootstrap worlds), no release",
+	"cmd/dpsurv-eval/inference/weibull.go:RunWeibull":         "evaluation: coverage study of the Weibull intervals (bootstrap world), no release",
+	"cmd/dpsurv-eval/inference/regression.go:RunRegression":   "evaluation: coverage study of the regression coefficient intervals (synthetic world), no release",
+	"cmd/dpsurv-eval/inference/regression.go:regressionWorld": "evaluation: the synthetic world of the regression study, no release",
+	"cmd/dpsurv-eval/inference/compare.go:RunCompare":         "evaluation: side-by-side coverage study of the regression methods (synthetic world), no release",
+	"cmd/dpsurv-eval/inference/logrank.go:RunLogRank":         "evaluation: coverage and size studies (permuted labels), no release",
 
 	// the Weibull family (package dpfit/weibull)
 	"dpfit/weibull/weibull_inference.go:weibullInversion.eval":    "post-processing: the noise-aware Weibull intervals simulate the mechanism from the released fit, seeded by a hash of the release",
@@ -181,33 +181,37 @@ func floatNoise(fset *token.FileSet, f *ast.File, pkg string) []finding {
 			tainted[id.Name] = true
 			return true
 		}
+		// assigned marks each left side whose right side (its own, or the
+		// one multi-value call of the statement) holds randomness.
+		assigned := func(lhs, rhs []ast.Expr) (marked bool) {
+			for i, l := range lhs {
+				var r ast.Expr
+				if len(rhs) == len(lhs) {
+					r = rhs[i]
+				} else if len(rhs) == 1 {
+					r = rhs[0]
+				}
+				if r != nil && holdsRandom(r, tainted) && mark(l) {
+					marked = true
+				}
+			}
+			return marked
+		}
 		for changed := true; changed; {
 			changed = false
 			ast.Inspect(body, func(n ast.Node) bool {
 				switch s := n.(type) {
 				case *ast.AssignStmt:
-					for i, l := range s.Lhs {
-						var r ast.Expr
-						if len(s.Rhs) == len(s.Lhs) {
-							r = s.Rhs[i]
-						} else if len(s.Rhs) == 1 {
-							r = s.Rhs[0]
-						}
-						if r != nil && holdsRandom(r, tainted) && mark(l) {
-							changed = true
-						}
+					if assigned(s.Lhs, s.Rhs) {
+						changed = true
 					}
 				case *ast.ValueSpec:
-					for i, l := range s.Names {
-						var r ast.Expr
-						if len(s.Values) == len(s.Names) {
-							r = s.Values[i]
-						} else if len(s.Values) == 1 {
-							r = s.Values[0]
-						}
-						if r != nil && holdsRandom(r, tainted) && mark(l) {
-							changed = true
-						}
+					names := make([]ast.Expr, len(s.Names))
+					for i, id := range s.Names {
+						names[i] = id
+					}
+					if assigned(names, s.Values) {
+						changed = true
 					}
 				case *ast.CallExpr:
 					// crypto/rand.Read(buf) fills buf with random bytes.

@@ -1,0 +1,141 @@
+package buildinfo_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/dpsurv/dpsurv"
+	"github.com/dpsurv/dpsurv/buildinfo"
+)
+
+func root(t *testing.T) string {
+	t.Helper()
+	r, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// semver is the Semantic Versioning 2.0.0 grammar (semver.org's regex).
+var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+
+// The release artefacts exist and agree: VERSION is a semantic version, the
+// CHANGELOG has its section, a git tag on this commit is "v"+VERSION, and
+// LICENSE is the Apache License 2.0.
+func TestReleaseArtefacts(t *testing.T) {
+	r := root(t)
+	v := dpsurv.Version()
+	if !semver.MatchString(v) {
+		t.Fatalf("VERSION %q is not a semantic version", v)
+	}
+	cl, err := os.ReadFile(filepath.Join(r, "CHANGELOG.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cl), "\n## ["+v+"]") {
+		t.Errorf("CHANGELOG.md has no \"## [%s]\" section", v)
+	}
+	lic, err := os.ReadFile(filepath.Join(r, "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(lic), "Apache License\n                           Version 2.0, January 2004") ||
+		!strings.Contains(string(lic), "END OF TERMS AND CONDITIONS") {
+		t.Error("LICENSE is not the Apache License 2.0 text")
+	}
+	for _, f := range []string{"SECURITY.md", "data/README.md"} {
+		if _, err := os.Stat(filepath.Join(r, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// A version tag on HEAD must name VERSION (clones without .git or tags,
+	// as in CI's copy, have nothing to compare).
+	out, err := exec.Command("git", "-C", r, "tag", "--points-at", "HEAD").Output()
+	if err != nil {
+		t.Logf("no git tags to compare (%v)", err)
+		return
+	}
+	for _, tag := range strings.Fields(string(out)) {
+		if strings.HasPrefix(tag, "v") && semver.MatchString(tag[1:]) && tag != "v"+v {
+			t.Errorf("HEAD is tagged %s but VERSION says %s", tag, v)
+		}
+	}
+}
+
+// A binary built with the Makefile's -ldflags reports VERSION and the
+// stamped revision, in `dpsurv version --json` and `dpsurv --version`.
+func TestBinaryReportsVersion(t *testing.T) {
+	r := root(t)
+	mk, err := os.ReadFile(filepath.Join(r, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^LDFLAGS := (.*)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("Makefile has no LDFLAGS := line")
+	}
+	const rev = "0123456789abcdef0123456789abcdef01234567"
+	ldflags := strings.NewReplacer("$(VERSION)", dpsurv.Version(), "$(REVISION)", rev).Replace(string(m[1]))
+	// The Dockerfile stamps the same symbols from its build args.
+	df, err := os.ReadFile(filepath.Join(r, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sym := range []string{"buildinfo.version=${VERSION}", "buildinfo.revision=${REVISION}"} {
+		if !strings.Contains(string(df), "github.com/dpsurv/dpsurv/"+sym) {
+			t.Errorf("Dockerfile does not stamp %s", sym)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "dpsurv")
+	// No -trimpath: the stamps are link-time only, so the test reuses the
+	// build cache of the packages and links once.
+	build := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, "./cmd/dpsurv")
+	build.Dir = r
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	out, err := exec.Command(bin, "version", "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in buildinfo.Info
+	if err := json.Unmarshal(out, &in); err != nil {
+		t.Fatalf("version --json: %v\n%s", err, out)
+	}
+	if in.Version != dpsurv.Version() || in.Revision != rev || !strings.HasPrefix(in.GoVersion, "go") {
+		t.Errorf("version --json = %+v, want version %s revision %s", in, dpsurv.Version(), rev)
+	}
+	line, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(line), "dpsurv "+dpsurv.Version()+" (revision "+rev+", go") {
+		t.Errorf("--version = %q", line)
+	}
+}
+
+// dpsurv_build_info is 1 with the build's labels.
+func TestBuildInfoMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if err := buildinfo.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	in := buildinfo.Get()
+	want := `# HELP dpsurv_build_info Always 1; the labels say which build is running (version from VERSION, source revision, Go toolchain).
+# TYPE dpsurv_build_info gauge
+dpsurv_build_info{goversion="` + in.GoVersion + `",revision="` + in.Revision + `",version="` + in.Version + `"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "dpsurv_build_info"); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"encoding/csv"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// The Cox figure's curve is R's survfit(coxph) at the covariate means with
+// the Breslow cumulative hazard (golden values from
+// testdata/cox_curve.R, at R's coefficients), and `fit cox --plot` draws
+// it over the KM at publication width.
+func TestCoxMeanSurvivalMatchesR(t *testing.T) {
+	f, err := os.Open("../../../data/lung_tte.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tt []float64
+	var ee []bool
+	var x [][]float64
+	for _, r := range rows[1:] {
+		age, e1 := strconv.ParseFloat(r[4], 64)
+		ecog, e2 := strconv.ParseFloat(r[5], 64)
+		tm, _ := strconv.ParseFloat(r[1], 64)
+		if e1 != nil || e2 != nil {
+			continue // NA, as R drops it
+		}
+		tt, ee, x = append(tt, tm), append(ee, r[2] == "1"), append(x, []float64{age, ecog})
+	}
+	ts, sv, err := coxMeanSurvival(tt, ee, x, []float64{0.0123319792005, 0.434964170341}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []struct {
+		i    int
+		t, s float64
+	}{{0, 5, 0.995542128384}, {9, 54, 0.946040641223}, {49, 207, 0.700810173934}, {99, 460, 0.340095700607}} {
+		if ts[g.i] != g.t || math.Abs(sv[g.i]-g.s) > 1e-9 {
+			t.Errorf("event time %d: (%v, %.12f), R (%v, %.12f)", g.i+1, ts[g.i], sv[g.i], g.t, g.s)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "cox.png")
+	_, e, code := run(t, "fit", "cox", "--input", "../../../data/lung_tte.csv", "--epsilon", "inf", "--covariates", "age,ph.ecog", "--cohorts", "1,2", "--plot", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, e)
+	}
+	pf, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	img, err := png.DecodeConfig(pf)
+	if err != nil || img.Width < 1600 {
+		t.Fatalf("figure: %v, %d px wide", err, img.Width)
+	}
+}
