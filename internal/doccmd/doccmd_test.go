@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -126,76 +127,88 @@ func TestDocumentedCommands(t *testing.T) {
 	files = append(files, more...)
 
 	bin := t.TempDir()
-	for _, c := range []string{"dpsurv", "dpsurv-eval"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, c), "./cmd/"+c)
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", c, err, out)
-		}
+	// One build of both binaries: the go command compiles their packages
+	// once, in parallel.
+	build := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "./cmd/dpsurv", "./cmd/dpsurv-eval")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build dpsurv, dpsurv-eval: %v\n%s", err, out)
 	}
-	work := t.TempDir()
-	copyTree(t, root, work)
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 
-	total, skipped := 0, 0
-	ports := newPortMap(t)
+	var total, skipped atomic.Int64
+	// Each document runs in its own copy of the repository with its own
+	// ports, in parallel with the other documents (at most -parallel at
+	// once); a document's commands run in order, so its earlier commands
+	// (a key, a sanitized output, a broker in the background) serve its
+	// later ones. No document may rely on another's files or processes.
 	t.Cleanup(func() {
-		for _, f := range cleanups {
-			f()
-		}
-		cleanups = nil
+		t.Logf("%d documented commands, %d not run here (each names its reason)", total.Load(), skipped.Load())
 	})
 	for _, f := range files {
 		cmds, _, named, err := ParseAll(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, nf := range named {
-			if err := os.WriteFile(filepath.Join(work, nf.Name), []byte(ports.rewrite(nf.Content)), 0o644); err != nil {
-				t.Fatal(err)
-			}
+		total.Add(int64(len(cmds)))
+		if len(cmds) == 0 {
+			continue
 		}
 		rel, _ := filepath.Rel(root, f)
-		seen := map[string]int{}
-		for _, c := range cmds {
-			total++
-			// A command printed again in the same document (a generated
-			// page repeats its regeneration command per section) runs once.
-			if first, dup := seen[c.Text]; dup {
-				t.Logf("%s:%d: same command as line %d, run once", rel, c.Line, first)
-				continue
-			}
-			seen[c.Text] = c.Line
-			name := strings.ReplaceAll(rel, "/", "_") + ":" + itoa(c.Line)
-			c := c
-			t.Run(name, func(t *testing.T) {
-				switch c.Mode {
-				case Skip:
-					skipped++
-					t.Skipf("not run (%s): %s", c.Reason, c.Text)
-				case Full:
-					if testing.Short() {
-						skipped++
-						t.Skipf("full tier only (%s): %s", c.Reason, c.Text)
-					}
+		t.Run(strings.ReplaceAll(rel, "/", "_"), func(t *testing.T) {
+			t.Parallel()
+			work := t.TempDir()
+			copyTree(t, root, work)
+			ports := newPortMap(t)
+			var stops []func()
+			t.Cleanup(func() {
+				for _, f := range stops {
+					f()
 				}
-				c.Text = ports.rewrite(c.Text)
-				runDocumented(t, work, env, c)
 			})
-		}
+			for _, nf := range named {
+				if err := os.WriteFile(filepath.Join(work, nf.Name), []byte(ports.rewrite(nf.Content)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seen := map[string]int{}
+			for _, c := range cmds {
+				// A command printed again in the same document (a generated
+				// page repeats its regeneration command per section) runs once.
+				if first, dup := seen[c.Text]; dup {
+					t.Logf("%s:%d: same command as line %d, run once", rel, c.Line, first)
+					continue
+				}
+				seen[c.Text] = c.Line
+				t.Run(itoa(c.Line), func(t *testing.T) {
+					switch c.Mode {
+					case Skip:
+						skipped.Add(1)
+						t.Skipf("not run (%s): %s", c.Reason, c.Text)
+					case Full:
+						if testing.Short() {
+							skipped.Add(1)
+							t.Skipf("full tier only (%s): %s", c.Reason, c.Text)
+						}
+					}
+					c.Text = ports.rewrite(c.Text)
+					runDocumented(t, work, env, c, func(stop func()) { stops = append(stops, stop) })
+				})
+			}
+		})
 	}
-	t.Logf("%d documented commands, %d not run here (each names its reason)", total, skipped)
-	if total == 0 {
+	if total.Load() == 0 {
 		t.Fatal("no documented commands found")
 	}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// cleanups stop the process groups documented commands left running.
-var cleanups []func()
-
-func runDocumented(t *testing.T, dir string, env []string, c Command) {
+// runDocumented runs one documented command in dir; started gets the stop
+// of its process group as soon as it runs (a command may leave a process
+// in the background for the document's next commands: the document's
+// cleanup stops it, even when this command fails).
+func runDocumented(t *testing.T, dir string, env []string, c Command, started func(stop func())) {
 	text := c.Text
 	text = strings.ReplaceAll(text, "go run ./cmd/dpsurv-eval", "dpsurv-eval")
 	text = strings.ReplaceAll(text, "go run ./cmd/dpsurv ", "dpsurv ")
@@ -223,9 +236,9 @@ func runDocumented(t *testing.T, dir string, env []string, c Command) {
 	}
 	// A documented command may leave a process in the background ("dpsurv
 	// broker ... &") for the document's next commands: its process group is
-	// stopped when the whole test ends.
+	// stopped when the document ends.
 	pgid := cmd.Process.Pid
-	cleanups = append(cleanups, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	started(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	if c.Mode == Server {
