@@ -69,14 +69,10 @@ func TestStatementPublishedOnFitTopic(t *testing.T) {
 			w0 := time.Unix(1_700_002_800, 0).UTC()
 			clock := apptest.NewClock(w0.Add(time.Minute))
 			reg := prometheus.NewRegistry()
-			svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock,
-				AggregatorTick: 20 * time.Millisecond}
-			runCtx, stop := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- svc.Run(runCtx) }()
+			svc := apptest.RunService(t, ctx, &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock,
+				AggregatorTick: 20 * time.Millisecond})
 			defer func() {
-				stop()
-				if err := <-done; err != nil {
+				if err := svc.Stop(); err != nil {
 					t.Errorf("run: %v", err)
 				}
 				mem.AssertSize(t, 0)

@@ -107,13 +107,9 @@ func runTxnScenario(t *testing.T, cfg app.Config, p txnPayloads, mem memory.Allo
 	}
 
 	reg := prometheus.NewRegistry()
-	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: zaptest.NewLogger(t), Mem: mem, Registry: reg}
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(sctx) }()
+	svc := apptest.RunService(t, ctx, &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: zaptest.NewLogger(t), Mem: mem, Registry: reg})
 	defer func() {
-		stop()
-		if err := <-done; err != nil {
+		if err := svc.Stop(); err != nil {
 			t.Errorf("service: %v", err)
 		}
 	}()
