@@ -14,8 +14,6 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/ledger"
-	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 	"github.com/dpsurv/dpsurv/regression"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
@@ -134,15 +132,7 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	}
 
 	// The ledger holds the two releases; the published bytes are the stored ones.
-	lb, err := kafkaledger.Open(f.Ctx, f.Config.Kafka, "dpsurv.ledger", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	led, err := ledger.Open(f.Ctx, lb, ledger.Options{Budget: f.Config.Ledger.Budget})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer led.Close()
+	led := f.OpenLedger()
 	if led.Len() != 2 || led.Spent("stream") != 1e6+1 || led.Spent("cohort:A") != 1e6+1 {
 		t.Fatalf("ledger: %d entries, stream %v, cohort:A %v spent", led.Len(), led.Spent("stream"), led.Spent("cohort:A"))
 	}

@@ -22,8 +22,6 @@ import (
 	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/dpfit"
 	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/ledger"
-	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
@@ -271,21 +269,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	// The ledger: five entries (km and cum for two windows, the cumulative
 	// charge), the published bytes are the stored ones, 6 epsilon spent
 	// (3 releases at their replace-one cost 2).
-	var lb ledger.Backend
-	var err error
-	if fileLedger {
-		lb, err = ledger.OpenFile(f.Config.Ledger.File, nil)
-	} else {
-		lb, err = kafkaledger.Open(f.Ctx, f.Config.Kafka, "dpsurv.ledger", nil)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	led, err := ledger.Open(f.Ctx, lb, ledger.Options{Budget: f.Config.Ledger.Budget})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer led.Close()
+	led := f.OpenLedger()
 	if led.Len() != 5 || led.Spent("stream") != 6 {
 		t.Fatalf("ledger: %d entries, %v spent; want 5 and 6", led.Len(), led.Spent("stream"))
 	}
