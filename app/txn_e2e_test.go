@@ -28,7 +28,6 @@ import (
 	"github.com/dpsurv/dpsurv/internal/testtier"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
-	"github.com/dpsurv/dpsurv/schemas"
 )
 
 // txnPayloads are the three input messages (Arrow IPC, tte.v1):
@@ -54,17 +53,7 @@ func txnConfig(addrs []string) app.Config {
 func makeTxnPayloads(t *testing.T, cfg app.Config, mem memory.Allocator) txnPayloads {
 	t.Helper()
 	msg := func(prefix string, n int) []byte {
-		ids, times, events, labels := make([]string, n), make([]float64, n), make([]bool, n), make([]string, n)
-		for i := range n {
-			ids[i] = fmt.Sprintf("%s-%d", prefix, i)
-			times[i] = float64(10 + i)
-			events[i] = i%2 == 0
-			labels[i] = cfg.Schema.Cohorts[i%2]
-		}
-		rec, err := schemas.BuildInput(cfg.Spec(), ids, times, events, labels, nil, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rec := pipelinetest.InputRecord(t, cfg.Spec(), n, func(i int) string { return fmt.Sprintf("%s-%d", prefix, i) }, func(i int) float64 { return float64(10 + i) }, mem)
 		defer rec.Release()
 		b, err := arrowipc.Encode(rec, mem)
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/dpsurv/dpsurv/internal/harness"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/schemas/schemastest"
 )
@@ -32,20 +33,7 @@ import (
 func duplicateIDMessage(t *testing.T, spec schemas.Spec, id string, n int) []byte {
 	t.Helper()
 	mem := memory.NewGoAllocator()
-	ids := make([]string, n)
-	times := make([]float64, n)
-	events := make([]bool, n)
-	cohorts := make([]string, n)
-	for i := range ids {
-		ids[i] = id
-		times[i] = float64(1 + i%1000)
-		events[i] = i%2 == 0
-		cohorts[i] = spec.Cohorts[i%len(spec.Cohorts)]
-	}
-	rec, err := schemas.BuildInput(spec, ids, times, events, cohorts, nil, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := pipelinetest.InputRecord(t, spec, n, func(int) string { return id }, func(i int) float64 { return float64(1 + i%1000) }, mem)
 	defer rec.Release()
 	return schemastest.Encode(t, rec, mem, ipc.WithZstd())
 }
