@@ -15,7 +15,6 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/regression"
-	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -62,30 +61,8 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 		aggregators.MessageKey("dt", w0.Unix(), "all"):      true,
 		aggregators.MessageKey("dt-mcmc", w0.Unix(), "all"): true,
 	}
-	col := f.Read("fits", "fit-reader")
-	byKey := map[string][]byte{}
-	for len(byKey) < len(want) {
-		ms := col.Next()
-		for _, m := range ms {
-			if schemas.IsPatientStatementKey(m.Key) {
-				continue // the privacy statement (statement_e2e_test.go)
-			}
-			if !want[string(m.Key)] {
-				t.Fatalf("unexpected release key %q", m.Key)
-			}
-			byKey[string(m.Key)] = m.Value
-		}
-	}
+	byKey, fits, _ := f.Read("fits", "fit-reader").Releases(want)
 	svc.StopOK()
-
-	fits := map[string]aggregators.FitMessage{}
-	for k, v := range byKey {
-		var fit aggregators.FitMessage
-		if err := json.Unmarshal(v, &fit); err != nil {
-			t.Fatal(err)
-		}
-		fits[k] = fit
-	}
 	out, mc := fits[aggregators.MessageKey("dt", w0.Unix(), "all")], fits[aggregators.MessageKey("dt-mcmc", w0.Unix(), "all")]
 	for _, c := range []struct {
 		name      string

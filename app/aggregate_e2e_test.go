@@ -166,40 +166,9 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 			}
 		}
 	}
-	byKey := map[string][]byte{}
-	dups := 0
-	col := f.Read("fits", "fit-reader")
-	for len(byKey) < len(want) {
-		ms := col.Next()
-		for _, m := range ms {
-			k := string(m.Key)
-			if schemas.IsPatientStatementKey(m.Key) {
-				continue // the privacy statement (statement_e2e_test.go)
-			}
-			if !want[k] {
-				t.Fatalf("unexpected release key %q", k)
-			}
-			if prev, ok := byKey[k]; ok {
-				dups++
-				if !bytes.Equal(prev, m.Value) {
-					t.Fatalf("two different releases for %s", k)
-				}
-				continue
-			}
-			byKey[k] = m.Value
-		}
-	}
+	byKey, fits, dups := f.Read("fits", "fit-reader").Releases(want)
 	if err := svc2.Stop(); err != nil {
 		t.Fatalf("run 2: %v", err)
-	}
-
-	fits := map[string]aggregators.FitMessage{}
-	for k, v := range byKey {
-		var fit aggregators.FitMessage
-		if err := json.Unmarshal(v, &fit); err != nil {
-			t.Fatal(err)
-		}
-		fits[k] = fit
 	}
 	sumN := func(agg string, w int) float64 {
 		s := 0.0
