@@ -193,6 +193,21 @@ func (s *Service) StopOK() {
 	}
 }
 
+// Waiting fails the test when the service has exited (Fatal) or is ready
+// (Error) while it should be waiting, because what ("topic out is
+// missing").
+func (s *Service) Waiting(what string) {
+	s.t.Helper()
+	select {
+	case <-s.exited:
+		s.t.Fatalf("the service ended while %s: %v", what, s.err)
+	default:
+	}
+	if s.Ready() {
+		s.t.Errorf("ready while %s", what)
+	}
+}
+
 // WaitFor polls cond until it holds; it fails the test when the service
 // exits first, the timeout passes or the fixture's context ends.
 func (s *Service) WaitFor(timeout time.Duration, what string, cond func() bool) {
