@@ -9,11 +9,9 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/app/apptest"
-	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/regression"
 	"github.com/dpsurv/dpsurv/synth"
 )
@@ -27,15 +25,9 @@ import (
 func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	cohorts := []string{"A", "B"}
 	const timeMax, intervals = 400.0, 40
-	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{ClientID: "disc-e2e"}
-	cfg.Input = app.InputConfig{Topic: "in", GroupID: "disc-e2e", Format: "arrow", MaxBatch: 8, Partitions: 2}
-	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: timeMax, Cohorts: cohorts, Covariates: []string{"age"}, Public: []string{"event"}}
-	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
-	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
-	cfg.HTTP.Listen = ""
-	cfg.Log.Level = "debug"
+	cfg := e2eConfig(nil, "disc-e2e", cohorts, "out")
+	cfg.Input.Partitions = 2
+	cfg.Schema.TimeMax, cfg.Schema.Covariates = timeMax, []string{"age"}
 	disc := aggregators.DiscreteParams{Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: intervals}
 	mcmc := disc
 	mcmc.Link, mcmc.Steps = "cloglog", 2000

@@ -15,13 +15,11 @@ import (
 
 	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/message"
-	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/dpfit"
-	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
@@ -78,15 +76,8 @@ func TestAggregatorsEndToEndKillRestartReleaseOnce(t *testing.T) {
 
 func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	cohorts := []string{"A", "B", "C"}
-	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{ClientID: "agg-e2e"}
-	cfg.Input = app.InputConfig{Topic: "in", GroupID: "agg-e2e", Format: "arrow", MaxBatch: 8, Partitions: 2}
-	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
-	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
-	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
-	cfg.HTTP.Listen = ""
-	cfg.Log.Level = "debug"
+	cfg := e2eConfig(nil, "agg-e2e", cohorts, "out")
+	cfg.Input.Partitions = 2
 	cfg.Aggregators = []app.AggregatorConfig{
 		{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 10}},
 		{Name: "cum", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 8}, Params: aggregators.Params{BinWidth: 10}},

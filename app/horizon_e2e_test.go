@@ -22,7 +22,7 @@ import (
 func TestCumulativeLostCheckpointEndToEnd(t *testing.T) {
 	cohorts := []string{"A", "B"}
 	dir := t.TempDir()
-	cfg := kmE2EConfig(nil, "horizon-e2e", cohorts, "out")
+	cfg := e2eConfig(nil, "horizon-e2e", cohorts, "out")
 	cfg.Aggregators = []app.AggregatorConfig{{Name: "cum", Kind: "km", Epsilon: 1,
 		Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 3}, Params: aggregators.Params{BinWidth: 20}}}
 	// one horizon: epsilon 1, charged 2 beside the sanitized topic

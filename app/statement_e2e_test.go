@@ -40,7 +40,7 @@ func TestStatementPublishedOnFitTopic(t *testing.T) {
 			cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			cohorts := []string{"A", "B"}
-			cfg := kmE2EConfig(cl.Addrs(), "statement-e2e", cohorts, sanitized)
+			cfg := e2eConfig(cl.Addrs(), "statement-e2e", cohorts, sanitized)
 			cfg.Aggregators = []app.AggregatorConfig{
 				{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 20}},
 				{Name: "cum", Kind: "km", Epsilon: 0.5, Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 4},
