@@ -190,30 +190,25 @@ func (discreteKind) check(c Config) []error {
 		}
 		seen[s] = true
 	}
-	switch {
-	case p.Centre == nil:
-		add("params.centre", ErrRequired, "required (the public centre of each covariate, in params.covariates order: centre: %s; never derived from the data; %s)",
-			scalingTemplate("typical", p.Covariates), scalingExample)
-	case len(p.Centre) != d:
-		add("params.centre", ErrInvalid, "%d values for %d covariates", len(p.Centre), d)
-	}
-	for i, v := range p.Centre {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			add(fmt.Sprintf("params.centre[%d]", i), ErrInvalid, "must be finite")
+	scaling := func(name string, vals []float64, required string, ok func(float64) bool, bad string) {
+		switch {
+		case vals == nil:
+			add("params."+name, ErrRequired, "%s", required)
+		case len(vals) != d:
+			add("params."+name, ErrInvalid, "%d values for %d covariates", len(vals), d)
+		}
+		for i, v := range vals {
+			if !ok(v) {
+				add(fmt.Sprintf("params.%s[%d]", name, i), ErrInvalid, "%s", bad)
+			}
 		}
 	}
-	switch {
-	case p.Scale == nil:
-		add("params.scale", ErrRequired, "required (the public scale of each covariate, in params.covariates order: scale: %s, so that (x - centre)/scale is mostly within [-1, 1]; never derived from the data; %s)",
-			scalingTemplate("spread of", p.Covariates), scalingExample)
-	case len(p.Scale) != d:
-		add("params.scale", ErrInvalid, "%d values for %d covariates", len(p.Scale), d)
-	}
-	for i, v := range p.Scale {
-		if !(v > 0) || math.IsInf(v, 0) {
-			add(fmt.Sprintf("params.scale[%d]", i), ErrInvalid, "must be positive and finite")
-		}
-	}
+	scaling("centre", p.Centre, fmt.Sprintf("required (the public centre of each covariate, in params.covariates order: centre: %s; never derived from the data; %s)",
+		scalingTemplate("typical", p.Covariates), scalingExample),
+		func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }, "must be finite")
+	scaling("scale", p.Scale, fmt.Sprintf("required (the public scale of each covariate, in params.covariates order: scale: %s, so that (x - centre)/scale is mostly within [-1, 1]; never derived from the data; %s)",
+		scalingTemplate("spread of", p.Covariates), scalingExample),
+		func(v float64) bool { return v > 0 && !math.IsInf(v, 0) }, "must be positive and finite")
 	m := regression.Method(p.Method)
 	switch m {
 	case regression.MethodNewton, regression.MethodOutput, regression.MethodObjective, regression.MethodPSGLD:

@@ -127,39 +127,32 @@ func (d *paramDecoder) int(key string, dst *int, limit float64, limitText string
 // floats reads a list of numbers (a bad element is an error at its index
 // and reads as 0).
 func (d *paramDecoder) floats(key string, dst *[]float64) {
-	d.each(key, func(path string, n *yaml.Node) error {
-		if n.Kind != yaml.SequenceNode {
-			return fieldErr(path, ErrWrongType, "want a list of numbers, got %s", goType(n))
-		}
-		var errs []error
-		out := make([]float64, len(n.Content))
-		for i, c := range n.Content {
-			x, ok := number(c)
-			if !ok {
-				errs = append(errs, fieldErr(fmt.Sprintf("%s[%d]", path, i), ErrWrongType, "want a number, got %s", goType(c)))
-			}
-			out[i] = x
-		}
-		*dst = out
-		return errors.Join(errs...)
-	})
+	readList(d, key, dst, "numbers", "a number", number)
 }
 
 // names reads a list of strings (a bad element is an error at its index
 // and reads as "").
 func (d *paramDecoder) names(key string, dst *[]string) {
+	readList(d, key, dst, "names", "a name", func(c *yaml.Node) (string, bool) { return c.Value, isScalar(c, "!!str") })
+}
+
+// readList reads a list whose elements elem decodes (ok false: the element
+// is not of the kind, an error at its index, read as T's zero value);
+// plural and singular name the element kind in the errors.
+func readList[T any](d *paramDecoder, key string, dst *[]T, plural, singular string, elem func(*yaml.Node) (T, bool)) {
 	d.each(key, func(path string, n *yaml.Node) error {
 		if n.Kind != yaml.SequenceNode {
-			return fieldErr(path, ErrWrongType, "want a list of names, got %s", goType(n))
+			return fieldErr(path, ErrWrongType, "want a list of %s, got %s", plural, goType(n))
 		}
 		var errs []error
-		out := make([]string, len(n.Content))
+		out := make([]T, len(n.Content))
 		for i, c := range n.Content {
-			if !isScalar(c, "!!str") {
-				errs = append(errs, fieldErr(fmt.Sprintf("%s[%d]", path, i), ErrWrongType, "want a name, got %s", goType(c)))
+			x, ok := elem(c)
+			if !ok {
+				errs = append(errs, fieldErr(fmt.Sprintf("%s[%d]", path, i), ErrWrongType, "want %s, got %s", singular, goType(c)))
 				continue
 			}
-			out[i] = c.Value
+			out[i] = x
 		}
 		*dst = out
 		return errors.Join(errs...)

@@ -2,7 +2,6 @@ package app
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/aggregators"
@@ -22,10 +21,7 @@ func TestAggregatorConfigErrorsAreFieldErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.path, func(t *testing.T) {
-			y := strings.Replace(aggYAML, tc.from, tc.to, 1)
-			if y == aggYAML {
-				t.Fatalf("%q not found", tc.from)
-			}
+			y := edited(t, aggYAML, tc.from, tc.to)
 			_, err := ParseConfig([]byte(y))
 			if err == nil {
 				t.Fatal("accepted")

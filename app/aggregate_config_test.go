@@ -1,7 +1,6 @@
 package app
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -29,14 +28,7 @@ ledger:
 `
 
 func TestParseAggregatorConfig(t *testing.T) {
-	cfg, err := ParseConfig([]byte(aggYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	acs, err := cfg.AggregatorConfigs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, acs := aggregatorConfigs(t, aggYAML)
 	checks := []struct {
 		name      string
 		got, want any
@@ -85,14 +77,7 @@ func TestAggregatorConfigErrorsNameFieldPath(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			y := strings.Replace(aggYAML, tc.from, tc.to, 1)
-			if y == aggYAML {
-				t.Fatalf("test case does not change the YAML (%q not found)", tc.from)
-			}
-			_, err := ParseConfig([]byte(y))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want %q", err, tc.want)
-			}
+			wantConfigError(t, edited(t, aggYAML, tc.from, tc.to), tc.want)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -25,14 +24,7 @@ ledger:
 `
 
 func TestParseDiscreteAggregatorConfig(t *testing.T) {
-	cfg, err := ParseConfig([]byte(discreteYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	acs, err := cfg.AggregatorConfigs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, acs := aggregatorConfigs(t, discreteYAML)
 	p := acs[0].Params
 	if acs[0].Kind != "discrete" || p.Method != "objective" || p.Intervals != 100 || p.Lambda != 0.05 || p.MaxRecords != 50000 ||
 		len(p.Covariates) != 1 || p.Centre[0] != 60 || p.Scale[0] != 15 || len(acs[0].Covariates) != 1 {
@@ -60,14 +52,7 @@ func TestDiscreteAggregatorErrorsNameFieldPath(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			y := strings.Replace(discreteYAML, tc.from, tc.to, 1)
-			if y == discreteYAML {
-				t.Fatalf("test case does not change the YAML (%q not found)", tc.from)
-			}
-			_, err := ParseConfig([]byte(y))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want %q", err, tc.want)
-			}
+			wantConfigError(t, edited(t, discreteYAML, tc.from, tc.to), tc.want)
 		})
 	}
 }

@@ -9,15 +9,10 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/app/apptest"
-	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/ledger"
-	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 	"github.com/dpsurv/dpsurv/regression"
-	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -30,15 +25,9 @@ import (
 func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	cohorts := []string{"A", "B"}
 	const timeMax, intervals = 400.0, 40
-	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{ClientID: "disc-e2e"}
-	cfg.Input = app.InputConfig{Topic: "in", GroupID: "disc-e2e", Format: "arrow", MaxBatch: 8, Partitions: 2}
-	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: timeMax, Cohorts: cohorts, Covariates: []string{"age"}, Public: []string{"event"}}
-	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
-	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
-	cfg.HTTP.Listen = ""
-	cfg.Log.Level = "debug"
+	cfg := e2eConfig(nil, "disc-e2e", cohorts, "out")
+	cfg.Input.Partitions = 2
+	cfg.Schema.TimeMax, cfg.Schema.Covariates = timeMax, []string{"age"}
 	disc := aggregators.DiscreteParams{Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: intervals}
 	mcmc := disc
 	mcmc.Link, mcmc.Steps = "cloglog", 2000
@@ -64,30 +53,8 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 		aggregators.MessageKey("dt", w0.Unix(), "all"):      true,
 		aggregators.MessageKey("dt-mcmc", w0.Unix(), "all"): true,
 	}
-	col := f.Read("fits", "fit-reader")
-	byKey := map[string][]byte{}
-	for len(byKey) < len(want) {
-		ms := col.Next()
-		for _, m := range ms {
-			if schemas.IsPatientStatementKey(m.Key) {
-				continue // the privacy statement (statement_e2e_test.go)
-			}
-			if !want[string(m.Key)] {
-				t.Fatalf("unexpected release key %q", m.Key)
-			}
-			byKey[string(m.Key)] = m.Value
-		}
-	}
+	byKey, fits, _ := f.Read("fits", "fit-reader").Releases(want)
 	svc.StopOK()
-
-	fits := map[string]aggregators.FitMessage{}
-	for k, v := range byKey {
-		var fit aggregators.FitMessage
-		if err := json.Unmarshal(v, &fit); err != nil {
-			t.Fatal(err)
-		}
-		fits[k] = fit
-	}
 	out, mc := fits[aggregators.MessageKey("dt", w0.Unix(), "all")], fits[aggregators.MessageKey("dt-mcmc", w0.Unix(), "all")]
 	for _, c := range []struct {
 		name      string
@@ -134,15 +101,7 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	}
 
 	// The ledger holds the two releases; the published bytes are the stored ones.
-	lb, err := kafkaledger.Open(f.Ctx, f.Config.Kafka, "dpsurv.ledger", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	led, err := ledger.Open(f.Ctx, lb, ledger.Options{Budget: f.Config.Ledger.Budget})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer led.Close()
+	led := f.OpenLedger()
 	if led.Len() != 2 || led.Spent("stream") != 1e6+1 || led.Spent("cohort:A") != 1e6+1 {
 		t.Fatalf("ledger: %d entries, stream %v, cohort:A %v spent", led.Len(), led.Spent("stream"), led.Spent("cohort:A"))
 	}

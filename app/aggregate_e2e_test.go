@@ -15,15 +15,11 @@ import (
 
 	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/message"
-	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/dpfit"
-	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/ledger"
-	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
@@ -80,15 +76,8 @@ func TestAggregatorsEndToEndKillRestartReleaseOnce(t *testing.T) {
 
 func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	cohorts := []string{"A", "B", "C"}
-	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{ClientID: "agg-e2e"}
-	cfg.Input = app.InputConfig{Topic: "in", GroupID: "agg-e2e", Format: "arrow", MaxBatch: 8, Partitions: 2}
-	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
-	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
-	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
-	cfg.HTTP.Listen = ""
-	cfg.Log.Level = "debug"
+	cfg := e2eConfig(nil, "agg-e2e", cohorts, "out")
+	cfg.Input.Partitions = 2
 	cfg.Aggregators = []app.AggregatorConfig{
 		{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 10}},
 		{Name: "cum", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 8}, Params: aggregators.Params{BinWidth: 10}},
@@ -168,40 +157,9 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 			}
 		}
 	}
-	byKey := map[string][]byte{}
-	dups := 0
-	col := f.Read("fits", "fit-reader")
-	for len(byKey) < len(want) {
-		ms := col.Next()
-		for _, m := range ms {
-			k := string(m.Key)
-			if schemas.IsPatientStatementKey(m.Key) {
-				continue // the privacy statement (statement_e2e_test.go)
-			}
-			if !want[k] {
-				t.Fatalf("unexpected release key %q", k)
-			}
-			if prev, ok := byKey[k]; ok {
-				dups++
-				if !bytes.Equal(prev, m.Value) {
-					t.Fatalf("two different releases for %s", k)
-				}
-				continue
-			}
-			byKey[k] = m.Value
-		}
-	}
+	byKey, fits, dups := f.Read("fits", "fit-reader").Releases(want)
 	if err := svc2.Stop(); err != nil {
 		t.Fatalf("run 2: %v", err)
-	}
-
-	fits := map[string]aggregators.FitMessage{}
-	for k, v := range byKey {
-		var fit aggregators.FitMessage
-		if err := json.Unmarshal(v, &fit); err != nil {
-			t.Fatal(err)
-		}
-		fits[k] = fit
 	}
 	sumN := func(agg string, w int) float64 {
 		s := 0.0
@@ -271,21 +229,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	// The ledger: five entries (km and cum for two windows, the cumulative
 	// charge), the published bytes are the stored ones, 6 epsilon spent
 	// (3 releases at their replace-one cost 2).
-	var lb ledger.Backend
-	var err error
-	if fileLedger {
-		lb, err = ledger.OpenFile(f.Config.Ledger.File, nil)
-	} else {
-		lb, err = kafkaledger.Open(f.Ctx, f.Config.Kafka, "dpsurv.ledger", nil)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	led, err := ledger.Open(f.Ctx, lb, ledger.Options{Budget: f.Config.Ledger.Budget})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer led.Close()
+	led := f.OpenLedger()
 	if led.Len() != 5 || led.Spent("stream") != 6 {
 		t.Fatalf("ledger: %d entries, %v spent; want 5 and 6", led.Len(), led.Spent("stream"))
 	}

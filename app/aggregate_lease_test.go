@@ -8,13 +8,11 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/app/apptest"
-	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/internal/testtier"
 
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
 )
@@ -26,14 +24,8 @@ import (
 func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
 	testtier.Full(t, "replica test")
 	cohorts := []string{"A", "B"}
-	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{ClientID: "lease"}
-	cfg.Input = app.InputConfig{Topic: "in", GroupID: "lease", Format: "arrow", MaxBatch: 8, Partitions: 2}
-	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
-	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
-	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
-	cfg.HTTP.Listen = ""
+	cfg := e2eConfig(nil, "lease", cohorts, "out")
+	cfg.Input.Partitions = 2
 	cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1,
 		Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 20, Method: "noisy-histogram"}}}
 	cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}

@@ -25,7 +25,7 @@ func TestCentralOnlyServiceEndToEnd(t *testing.T) {
 	for _, sanitized := range []string{"", "out"} {
 		t.Run("sanitized_topic="+sanitized, func(t *testing.T) {
 			cohorts := []string{"A", "B"}
-			cfg := kmE2EConfig(nil, "central-e2e", cohorts, sanitized)
+			cfg := e2eConfig(nil, "central-e2e", cohorts, sanitized)
 			cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour},
 				Params: aggregators.Params{BinWidth: 20}}}
 			cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
@@ -56,11 +56,12 @@ func TestCentralOnlyServiceEndToEnd(t *testing.T) {
 	}
 }
 
-// kmE2EConfig is a one-partition Arrow service config on brokers (nil:
-// apptest.New fills in its broker) with cohorts over [0, 400] days, the test TE settings and the
+// e2eConfig is a one-partition Arrow service config named name (client
+// and group id) on brokers (nil: apptest.New fills in its broker) with
+// cohorts over [0, 400] days, the test TE settings, debug logging and the
 // given sanitized topic ("" for central releases only); the caller adds
 // the aggregators and the ledger.
-func kmE2EConfig(brokers []string, name string, cohorts []string, sanitized string) app.Config {
+func e2eConfig(brokers []string, name string, cohorts []string, sanitized string) app.Config {
 	cfg := app.DefaultConfig()
 	cfg.Kafka = kafkaconn.Config{Brokers: brokers, ClientID: name}
 	cfg.Input = app.InputConfig{Topic: "in", GroupID: name, Format: "arrow", MaxBatch: 8, Partitions: 1}

@@ -31,14 +31,7 @@ func TestConfigHardening(t *testing.T) {
 		{"max message bytes", "sanitized_topic: ehr.tte.sanitized", "sanitized_topic: ehr.tte.sanitized\n  max_message_bytes: 100", "output.max_message_bytes: must be between 16 KiB and 64 MiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			y := strings.Replace(validYAML, tc.from, tc.to, 1)
-			if y == validYAML {
-				t.Fatal("test case did not change the YAML")
-			}
-			_, err := ParseConfig([]byte(y))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("want error containing %q, got %v", tc.want, err)
-			}
+			wantConfigError(t, edited(t, validYAML, tc.from, tc.to), tc.want)
 		})
 	}
 	cfg, err := ParseConfig([]byte(validYAML))

@@ -61,14 +61,7 @@ func TestConfigErrorsNameFieldPath(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			y := strings.Replace(validYAML, tc.from, tc.to, 1)
-			if y == validYAML {
-				t.Fatalf("test case did not change the YAML")
-			}
-			_, err := ParseConfig([]byte(y))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("want error containing %q, got %v", tc.want, err)
-			}
+			wantConfigError(t, edited(t, validYAML, tc.from, tc.to), tc.want)
 		})
 	}
 }

@@ -70,6 +70,18 @@ func reliabFixture(t *testing.T, group string, timeout time.Duration, edit func(
 		apptest.Topics(map[string]int{cfg.Output.SanitizedTopic: cfg.Input.Partitions, cfg.Output.DeadLetterTopic: 1}))
 }
 
+// produceKeyed produces n messages to f's input topic, message i keyed
+// key-<i> with 5 rows whose ids are <prefix><i>-<row>, and returns them.
+func produceKeyed(f *apptest.Fixture, prefix string, n int) []message.Message {
+	f.T.Helper()
+	var msgs []message.Message
+	for i := range n {
+		msgs = append(msgs, message.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(f.T, pipelinetest.SeqIDs(fmt.Sprintf("%s%d-", prefix, i), 5), false)})
+	}
+	f.Produce(f.Config.Input.Topic, msgs)
+	return msgs
+}
+
 // runQuiet runs a service of f as the reliability tests do: no log, an
 // unchecked allocator, the default registry.
 func runQuiet(f *apptest.Fixture, edit ...func(*app.Service)) *apptest.Service {

@@ -9,7 +9,6 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/app/apptest"
-	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -23,7 +22,7 @@ import (
 func TestCumulativeLostCheckpointEndToEnd(t *testing.T) {
 	cohorts := []string{"A", "B"}
 	dir := t.TempDir()
-	cfg := kmE2EConfig(nil, "horizon-e2e", cohorts, "out")
+	cfg := e2eConfig(nil, "horizon-e2e", cohorts, "out")
 	cfg.Aggregators = []app.AggregatorConfig{{Name: "cum", Kind: "km", Epsilon: 1,
 		Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 3}, Params: aggregators.Params{BinWidth: 20}}}
 	// one horizon: epsilon 1, charged 2 beside the sanitized topic
@@ -71,15 +70,7 @@ func TestCumulativeLostCheckpointEndToEnd(t *testing.T) {
 	if v := svc.Metric("dpsurv_aggregator_horizons_restarted_total", map[string]string{"aggregate": "cum"}); v != 1 {
 		t.Fatalf("horizons restarted %v, want 1", v)
 	}
-	lb, err := ledger.OpenFile(f.Config.Ledger.File, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	led, err := ledger.Open(f.Ctx, lb, ledger.Options{Budget: f.Config.Ledger.Budget})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer led.Close()
+	led := f.OpenLedger()
 	if s := led.Spent("stream"); s != 2 {
 		t.Fatalf("spent %v, want 2 (one horizon)", s)
 	}

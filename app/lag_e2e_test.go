@@ -2,11 +2,9 @@ package app_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,11 +45,7 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 		cfg.Input.StallTimeout = 6 * time.Second
 	})
 	ctx, cfg := f.Ctx, f.Config
-	var msgs []message.Message
-	for i := range 20 {
-		msgs = append(msgs, message.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("s%d-", i), 5), false)})
-	}
-	f.Produce(cfg.Input.Topic, msgs)
+	msgs := produceKeyed(f, "s", 20)
 	// A member of the same group that takes a partition and never commits.
 	zombie, err := sources.NewKafka(sources.KafkaConfig{Conn: cfg.Kafka, Topic: cfg.Input.Topic, GroupID: cfg.Input.GroupID,
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: time.Second, RebalanceTimeout: 10 * time.Second}, zap.NewNop())

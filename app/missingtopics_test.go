@@ -45,13 +45,9 @@ func TestServiceWaitsForTopicsTheBrokerWillNotCreate(t *testing.T) {
 	p := makeTxnPayloads(t, cfg, mem)
 	logs := &apptest.Logs{}
 	reg := prometheus.NewRegistry()
-	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: logs.Logger(), Mem: mem, Registry: reg}
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(sctx) }()
+	svc := apptest.RunService(t, ctx, &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: logs.Logger(), Mem: mem, Registry: reg})
 	defer func() {
-		stop()
-		if err := <-done; err != nil {
+		if err := svc.Stop(); err != nil {
 			t.Errorf("service: %v", err)
 		}
 	}()
@@ -59,15 +55,7 @@ func TestServiceWaitsForTopicsTheBrokerWillNotCreate(t *testing.T) {
 	if !harness.WaitFor(ctx, 20*time.Second, func() bool { return refused.Load() >= 2 }) {
 		t.Fatalf("CreateTopics refused %d times, want the service to retry", refused.Load())
 	}
-	select {
-	case err := <-done:
-		done <- err
-		t.Fatalf("the service ended while its topics were missing: %v", err)
-	default:
-	}
-	if svc.Ready() {
-		t.Error("ready while its output topics are missing")
-	}
+	svc.Waiting("its output topics are missing")
 	if l := logs.String(); !strings.Contains(l, `"create_topics":["dlq","out"]`) {
 		t.Errorf("the log does not name the missing topics dlq and out:\n%s", l)
 	}

@@ -71,13 +71,9 @@ func TestSanitizerOnLibrdkafkaMockCluster(t *testing.T) {
 
 	logs := &apptest.Logs{}
 	reg := prometheus.NewRegistry()
-	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: logs.Logger(), Mem: mem, Registry: reg}
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(sctx) }()
+	svc := apptest.RunService(t, ctx, &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: logs.Logger(), Mem: mem, Registry: reg})
 	defer func() {
-		stop()
-		if err := <-done; err != nil {
+		if err := svc.Stop(); err != nil {
 			t.Errorf("service: %v", err)
 		}
 	}()
@@ -85,15 +81,7 @@ func TestSanitizerOnLibrdkafkaMockCluster(t *testing.T) {
 	if !harness.WaitFor(ctx, 30*time.Second, func() bool { return strings.Contains(logs.String(), `"create_topics":["out"]`) }) {
 		t.Fatalf("the service never said it needs topic out:\n%s", tail(logs.String(), 30))
 	}
-	select {
-	case err := <-done:
-		done <- err
-		t.Fatalf("the service ended while topic out was missing: %v", err)
-	default:
-	}
-	if svc.Ready() {
-		t.Error("ready while topic out is missing")
-	}
+	svc.Waiting("topic out is missing")
 	mock.CreateTopics(t, "out")
 	mock.Produce(t, "in", files...)
 

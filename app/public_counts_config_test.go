@@ -21,10 +21,7 @@ func TestPublicCountsBesideAddRemoveRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			y := strings.Replace(aggYAML, tc.from, tc.to, 1)
-			if y == aggYAML {
-				t.Fatal("test case did not change the YAML")
-			}
+			y := edited(t, aggYAML, tc.from, tc.to)
 			_, err := ParseConfig([]byte(y))
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "ledger.allow_public_counts") {
 				t.Fatalf("want a refusal containing %q, got %v", tc.want, err)
@@ -47,14 +44,7 @@ func TestPublicCountsBesideAddRemoveRefused(t *testing.T) {
 		})
 	}
 	// Without an exact-count aggregate nothing is marked.
-	cfg, err := ParseConfig([]byte(aggYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	acs, err := cfg.AggregatorConfigs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, acs := aggregatorConfigs(t, aggYAML)
 	for _, ac := range acs {
 		if ac.CountsPublicElsewhere {
 			t.Errorf("%s marked without an exact-count aggregate", ac.Name)
@@ -78,14 +68,7 @@ func TestSanitizedTopicMarksPresencePublic(t *testing.T) {
 			if c.yaml == aggYAML && !c.want {
 				t.Fatal("test case did not change the YAML")
 			}
-			cfg, err := ParseConfig([]byte(c.yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			acs, err := cfg.AggregatorConfigs()
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, acs := aggregatorConfigs(t, c.yaml)
 			for _, ac := range acs {
 				if ac.ReleasesExactCount() {
 					continue

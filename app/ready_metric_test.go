@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/message"
-	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 )
 
 // dpsurv_ready is what /readyz answers. Issue 21: with partitions stalled
@@ -26,11 +24,7 @@ func TestReadyMetricEqualsReadyzWhenStalled(t *testing.T) {
 		cfg.HTTP.Listen = "127.0.0.1:0"
 	})
 	cfg := f.Config
-	var msgs []message.Message
-	for i := range 20 {
-		msgs = append(msgs, message.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("r%d-", i), 5), false)})
-	}
-	f.Produce(cfg.Input.Topic, msgs)
+	produceKeyed(f, "r", 20)
 	var wrapped atomic.Pointer[stallPartition]
 	svc := runQuiet(f, func(svc *app.Service) {
 		svc.Registry = prometheus.NewRegistry()

@@ -76,11 +76,7 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 		cfg.Input.StallTimeout = 2 * time.Second
 	})
 	ctx, cfg := f.Ctx, f.Config
-	var msgs []message.Message
-	for i := range 20 {
-		msgs = append(msgs, message.Message{Key: []byte(fmt.Sprintf("key-%d", i)), Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(fmt.Sprintf("h%d-", i), 5), false)})
-	}
-	f.Produce(cfg.Input.Topic, msgs)
+	msgs := produceKeyed(f, "h", 20)
 
 	var wrapped atomic.Pointer[stallPartition] // set on the service's goroutine
 	svc := runQuiet(f, func(svc *app.Service) {

@@ -15,7 +15,6 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/app/apptest"
-	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 )
 
@@ -37,13 +36,7 @@ func readyzAndMetric(t *testing.T, addr string, reg *prometheus.Registry) (ready
 // with backoff, and the aggregators start once the broker answers.
 // dpsurv_ready equals /readyz throughout.
 func TestAggregatorsStartRetriedWhileNotReady(t *testing.T) {
-	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{ClientID: "startretry"}
-	cfg.Input = app.InputConfig{Topic: "in", GroupID: "startretry", Format: "arrow", MaxBatch: 8, Partitions: 1}
-	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: pipelinetest.Cohorts, Public: []string{"event"}}
-	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
-	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq", FitTopic: "fits"}
+	cfg := e2eConfig(nil, "startretry", pipelinetest.Cohorts, "out")
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1,
 		Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 20, Method: "noisy-histogram"}}}

@@ -40,7 +40,7 @@ func TestStatementPublishedOnFitTopic(t *testing.T) {
 			cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			cohorts := []string{"A", "B"}
-			cfg := kmE2EConfig(cl.Addrs(), "statement-e2e", cohorts, sanitized)
+			cfg := e2eConfig(cl.Addrs(), "statement-e2e", cohorts, sanitized)
 			cfg.Aggregators = []app.AggregatorConfig{
 				{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 20}},
 				{Name: "cum", Kind: "km", Epsilon: 0.5, Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 4},
@@ -69,14 +69,10 @@ func TestStatementPublishedOnFitTopic(t *testing.T) {
 			w0 := time.Unix(1_700_002_800, 0).UTC()
 			clock := apptest.NewClock(w0.Add(time.Minute))
 			reg := prometheus.NewRegistry()
-			svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock,
-				AggregatorTick: 20 * time.Millisecond}
-			runCtx, stop := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- svc.Run(runCtx) }()
+			svc := apptest.RunService(t, ctx, &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock,
+				AggregatorTick: 20 * time.Millisecond})
 			defer func() {
-				stop()
-				if err := <-done; err != nil {
+				if err := svc.Stop(); err != nil {
 					t.Errorf("run: %v", err)
 				}
 				mem.AssertSize(t, 0)

@@ -28,7 +28,6 @@ import (
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
-	"github.com/dpsurv/dpsurv/schemas"
 )
 
 // txnPayloads are the three input messages (Arrow IPC, tte.v1):
@@ -54,17 +53,7 @@ func txnConfig(addrs []string) app.Config {
 func makeTxnPayloads(t *testing.T, cfg app.Config, mem memory.Allocator) txnPayloads {
 	t.Helper()
 	msg := func(prefix string, n int) []byte {
-		ids, times, events, labels := make([]string, n), make([]float64, n), make([]bool, n), make([]string, n)
-		for i := range n {
-			ids[i] = fmt.Sprintf("%s-%d", prefix, i)
-			times[i] = float64(10 + i)
-			events[i] = i%2 == 0
-			labels[i] = cfg.Schema.Cohorts[i%2]
-		}
-		rec, err := schemas.BuildInput(cfg.Spec(), ids, times, events, labels, nil, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rec := pipelinetest.InputRecord(t, cfg.Spec(), n, func(i int) string { return fmt.Sprintf("%s-%d", prefix, i) }, func(i int) float64 { return float64(10 + i) }, mem)
 		defer rec.Release()
 		b, err := arrowipc.Encode(rec, mem)
 		if err != nil {
@@ -107,13 +96,9 @@ func runTxnScenario(t *testing.T, cfg app.Config, p txnPayloads, mem memory.Allo
 	}
 
 	reg := prometheus.NewRegistry()
-	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: zaptest.NewLogger(t), Mem: mem, Registry: reg}
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(sctx) }()
+	svc := apptest.RunService(t, ctx, &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: zaptest.NewLogger(t), Mem: mem, Registry: reg})
 	defer func() {
-		stop()
-		if err := <-done; err != nil {
+		if err := svc.Stop(); err != nil {
 			t.Errorf("service: %v", err)
 		}
 	}()

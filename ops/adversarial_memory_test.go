@@ -2,9 +2,7 @@ package ops_test
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -74,27 +72,8 @@ func TestAdversarialInputsPeakMemory(t *testing.T) {
 			if err := kafkaconn.EnsureTopics(ctx, conn, map[string]int{"adv.in": 1, "adv.out": 1, "adv.dlq": 1}, nil); err != nil {
 				t.Fatal(err)
 			}
-			dir := t.TempDir()
-			keyFile := filepath.Join(dir, "prf.key")
-			if err := os.WriteFile(keyFile, []byte(strings.Repeat("6d", 32)+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
 			addr := opsFreeAddr(t)
-			cfgFile := filepath.Join(dir, "config.yaml")
-			yaml := fmt.Sprintf(`kafka: {brokers: [%q], client_id: advmem}
-input: {topic: adv.in, group_id: advmem, format: %s}
-schema: {time_unit: days, time_max: 4000, cohorts: ["1", "2"], public: [event]}
-sanitizers:
-  key_file: %s
-  time: {mechanism: te, epsilon: 0.5, window: 10}
-  cohort: {mechanism: rrr, epsilon: 1}
-output: {sanitized_topic: adv.out, dead_letter_topic: adv.dlq}
-http: {listen: %q}
-log: {level: warn}
-`, cl.Addrs()[0], run.format, keyFile, addr)
-			if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			cfgFile := writeRunConfig(t, "adv", "advmem", cl.Addrs()[0], run.format, []string{"1", "2"}, addr)
 			var msgs []message.Message
 			wire := 0
 			for _, v := range run.msgs(t) {
@@ -106,20 +85,7 @@ log: {level: warn}
 			}
 			want := run.rows(msgs)
 			p := startBuiltDpsurv(t, "run", "--config", cfgFile)
-			var m map[string]float64
-			for {
-				m = scrapeMetrics(addr)
-				if m["dpsurv_records_in_total"] >= float64(want) {
-					break
-				}
-				select {
-				case <-p.done:
-					t.Fatalf("dpsurv run exited: %v\n%s", p.err, p.logs.String())
-				case <-ctx.Done():
-					t.Fatalf("timed out: metrics %v", m)
-				case <-time.After(200 * time.Millisecond):
-				}
-			}
+			m := waitRecordsIn(t, ctx, p, addr, float64(want), 200*time.Millisecond)
 			peak, err := peakRSS(p.cmd.Process.Pid)
 			if err != nil {
 				t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"github.com/dpsurv/dpsurv/internal/testtier"
 
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops/harness"
 )
@@ -29,15 +28,8 @@ func TestOpsBrokerRestartMidStream(t *testing.T) {
 	testtier.Full(t, "broker-restart fault test")
 	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
 	t.Cleanup(cancel)
-	dir := t.TempDir()
-	opts := broker.Options{DataDir: dir, SyncWrites: true, Partitions: 4}
-	b1, err := broker.Start(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b1.Close() })
-	addr := b1.Addrs()[0]
-	opts.Listen = addr
+	db := startDurableBroker(t)
+	addr := db.addr
 	conn := kafkaconn.Config{Brokers: []string{addr}, ClientID: "ops-restart"}
 	cfg := opsConfig(conn, "ops-restart")
 	cfg.HTTP.Listen = opsFreeAddr(t)
@@ -61,16 +53,10 @@ func TestOpsBrokerRestartMidStream(t *testing.T) {
 	if !harness.WaitFor(ctx, 30*time.Second, func() bool { return sv.acked() >= half/8 }) {
 		t.Fatalf("acked %d of %d before the restart", sv.acked(), half)
 	}
-	if err := b1.Close(); err != nil {
-		t.Fatal(err)
-	}
+	db.stop()
 	ackedAtStop := sv.acked()
 	time.Sleep(1500 * time.Millisecond) // the outage
-	b2, err := broker.Start(opts)
-	if err != nil {
-		t.Fatalf("restart broker on %s: %v", addr, err)
-	}
-	t.Cleanup(func() { _ = b2.Close() })
+	db.restart()
 	if err := harness.Produce(ctx, conn, cfg.Input.Topic, in.msgs[half:], nil); err != nil {
 		t.Fatalf("produce after restart: %v", err)
 	}

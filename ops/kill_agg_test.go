@@ -197,7 +197,7 @@ log: {level: info}
 	prodErr := make(chan error, 1)
 	var producedAt time.Time // written before prodErr is sent
 	go func() {
-		err := produceEvery(ctx, conn, cfg.Input.Topic, msgs, every)
+		err := opsProduceAt(ctx, conn, cfg.Input.Topic, msgs, 1, every)
 		producedAt = time.Now()
 		prodErr <- err
 	}()
@@ -292,36 +292,17 @@ log: {level: info}
 	// survivor stops (one would be published by the next holder).
 	midWindow()
 	survivor := procs[standby]
-	if err := survivor.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-survivor.done:
-		if survivor.err != nil {
-			t.Fatalf("the survivor after SIGTERM: %v, want exit 0", survivor.err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the survivor did not stop within 20 s of SIGTERM")
+	if err := terminate(survivor, 20*time.Second); err != nil {
+		t.Fatalf("the survivor %v", err)
 	}
 
-	fits, err := ops.ReadTopic(ctx, conn, cfg.Output.FitTopic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := ops.ReadLedger(ctx, conn, cfg.Ledger.Topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := ops.CheckReleases(fits, entries, ops.ReleaseOptions{
+	rep, entries := checkReleases(t, ctx, conn, cfg, ops.ReleaseOptions{
 		Epsilon: map[string]float64{"km-3s": kmEps, "weibull-3s": weibullEps},
 		// beside a sanitized topic each add/remove-one window is charged
 		// its replace-one cost
 		Charged: map[string]float64{"km-3s": 2 * kmEps, "weibull-3s": 2 * weibullEps},
 		Cohorts: cfg.Schema.Cohorts, StreamBudget: budget, Complete: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if rep.LedgerRepeats != 0 {
 		t.Errorf("%d repeated ledger appends (identical), want none without a broker fault", rep.LedgerRepeats)
 	}
@@ -434,15 +415,8 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 	testtier.Full(t, "broker-restart fault test")
 	ctx, cancel := context.WithTimeout(context.Background(), 58*time.Second)
 	t.Cleanup(cancel)
-	dir := t.TempDir()
-	opts := broker.Options{DataDir: dir, SyncWrites: true, Partitions: 4}
-	b1, err := broker.Start(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b1.Close() })
-	addr := b1.Addrs()[0]
-	opts.Listen = addr
+	db := startDurableBroker(t)
+	addr := db.addr
 	conn := kafkaconn.Config{Brokers: []string{addr}, ClientID: "ops-aggrestart"}
 	const (
 		size   = 2 * time.Second
@@ -477,7 +451,7 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 	// Phase 1: 2,500 records over about 2.5 s; the outage starts mid-window
 	// once two windows with records are released.
 	startUnix := time.Now().Unix()
-	if err := produceEvery(ctx, conn, cfg.Input.Topic, msgs[:half], 25*time.Millisecond); err != nil {
+	if err := opsProduceAt(ctx, conn, cfg.Input.Topic, msgs[:half], 1, 25*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	s0 := (startUnix + 2) / 2 * 2 // the first window that starts after the records began
@@ -497,16 +471,10 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := b1.Close(); err != nil {
-		t.Fatal(err)
-	}
+	db.stop()
 	stopAt := time.Now()
 	time.Sleep(2500 * time.Millisecond) // the outage: across a window boundary
-	b2, err := broker.Start(opts)
-	if err != nil {
-		t.Fatalf("restart broker on %s: %v", addr, err)
-	}
-	t.Cleanup(func() { _ = b2.Close() })
+	db.restart()
 	upAt := time.Now()
 	// The aggregators resume: a charge that was not in the ledger before.
 	var resumedAt time.Time
@@ -521,7 +489,7 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 
 	// Phase 2: the other half, then wait until every record is in a
 	// checkpoint and the window holding that moment is released.
-	if err := produceEvery(ctx, conn, cfg.Input.Topic, msgs[half:], 25*time.Millisecond); err != nil {
+	if err := opsProduceAt(ctx, conn, cfg.Input.Topic, msgs[half:], 1, 25*time.Millisecond); err != nil {
 		t.Fatalf("produce after restart: %v", err)
 	}
 	var caughtUp time.Time
@@ -538,22 +506,11 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 	midWindowOf(ctx, size)
 	sv.stop()
 
-	fits, err := ops.ReadTopic(ctx, conn, cfg.Output.FitTopic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := ops.ReadLedger(ctx, conn, cfg.Ledger.Topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := ops.CheckReleases(fits, entries, ops.ReleaseOptions{
+	rep, _ := checkReleases(t, ctx, conn, cfg, ops.ReleaseOptions{
 		Epsilon: map[string]float64{"km": kmEps, "weibull": wbEps},
 		Charged: map[string]float64{"km": 2 * kmEps, "weibull": 2 * wbEps},
 		Cohorts: cfg.Schema.Cohorts, StreamBudget: budget, Complete: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	nkm, nwb := len(rep.Windows["km"]), len(rep.Windows["weibull"])
 	if want := 2 * (float64(nkm)*kmEps + float64(nwb)*wbEps); math.Abs(rep.Spent-want) > 1e-9 {
 		t.Errorf("ledger spent %v, want 2 x (%d x %v + %d x %v) = %v", rep.Spent, nkm, kmEps, nwb, wbEps, want)

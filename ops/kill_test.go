@@ -19,7 +19,6 @@ import (
 
 	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/internal/testtier"
-	"github.com/dpsurv/dpsurv/message"
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
@@ -28,7 +27,6 @@ import (
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops"
 	"github.com/dpsurv/dpsurv/ops/harness"
-	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -190,7 +188,7 @@ log: {level: info}
 		t.Fatal(err)
 	}
 	prodErr := make(chan error, 1)
-	go func() { prodErr <- produceEvery(ctx, conn, cfg.Input.Topic, msgs, 25*time.Millisecond) }()
+	go func() { prodErr <- opsProduceAt(ctx, conn, cfg.Input.Topic, msgs, 1, 25*time.Millisecond) }()
 
 	// Kill A once it is visibly mid-stream.
 	if !harness.WaitFor(ctx, 20*time.Second, func() bool { return scrapeMessagesIn(addrs[0]) >= 20 }) {
@@ -217,16 +215,8 @@ log: {level: info}
 	if !b.running() {
 		t.Fatalf("replica B exited: %v", b.err)
 	}
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-b.done:
-		if b.err != nil {
-			t.Errorf("replica B after SIGTERM: %v, want exit 0", b.err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Error("replica B did not stop within 15 s of SIGTERM")
+	if err := terminate(b, 15*time.Second); err != nil {
+		t.Errorf("replica B %v", err)
 	}
 	for name, p := range map[string]*dpsurvProcess{"A": a, "B": b} {
 		if l := p.logs.String(); strings.Contains(l, "rawid") || strings.Contains(l, "ops-alpha") {
@@ -235,24 +225,4 @@ log: {level: info}
 	}
 	t.Logf("A killed after %.0f input messages; all %d records sanitized %v after the kill; %d distinct sanitized messages, %d redelivered (identical)",
 		killedAfter, len(want), takeover.Round(100*time.Millisecond), out.Distinct, out.Duplicates)
-}
-
-// produceEvery writes msgs one at a time, one every `every`.
-func produceEvery(ctx context.Context, conn kafkaconn.Config, topic string, msgs []message.Message, every time.Duration) error {
-	w, err := sinks.NewKafka(sinks.KafkaConfig{Conn: conn, Topic: topic}, nil)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	for _, m := range msgs {
-		if err := w.Write(ctx, []message.Message{m}); err != nil {
-			return fmt.Errorf("produce: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(every):
-		}
-	}
-	return nil
 }

@@ -366,6 +366,16 @@ type tally struct {
 	last       atomic.Int64
 }
 
+// account writes what the tally saw into res: the duplicates, the records
+// that reached the sanitized topic and those lost (produced, never seen).
+func (t *tally) account(res *LoadResult) {
+	t.mu.Lock()
+	res.DuplicateMessages, res.MismatchedDuplicates = t.dups, t.mismatched
+	t.mu.Unlock()
+	res.SanitizedRecords = t.records.Load()
+	res.LostRecords = max(0, res.ProducedRecords-res.SanitizedRecords)
+}
+
 func newTally(window int64) *tally {
 	return &tally{hashes: map[int64]uint64{}, window: max(window, 1024), hist: NewHistogram(), interval: NewHistogram()}
 }
@@ -562,11 +572,7 @@ produce:
 	if err := <-consErr; err != nil {
 		return fmt.Errorf("loadtest: %w", err)
 	}
-	tal.mu.Lock()
-	res.DuplicateMessages, res.MismatchedDuplicates = tal.dups, tal.mismatched
-	tal.mu.Unlock()
-	res.SanitizedRecords = tal.records.Load()
-	res.LostRecords = max(0, res.ProducedRecords-res.SanitizedRecords)
+	tal.account(res)
 	if last := tal.last.Load(); last > 0 {
 		res.ThroughputRecordsPerS = float64(res.SanitizedRecords) / time.Unix(0, last).Sub(start).Seconds()
 	}
@@ -655,10 +661,6 @@ wait:
 	if err := <-consErr; err != nil {
 		return fmt.Errorf("loadtest: verify: %w", err)
 	}
-	tal.mu.Lock()
-	res.DuplicateMessages, res.MismatchedDuplicates = tal.dups, tal.mismatched
-	tal.mu.Unlock()
-	res.SanitizedRecords = tal.records.Load()
-	res.LostRecords = max(0, res.ProducedRecords-res.SanitizedRecords)
+	tal.account(res)
 	return nil
 }

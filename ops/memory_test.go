@@ -1,7 +1,6 @@
 package ops_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -24,7 +23,9 @@ import (
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/ops/harness"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/schemas/schemastest"
 )
 
 // duplicateIDMessage is a zstd-compressed Arrow message of n rows that all
@@ -32,30 +33,9 @@ import (
 func duplicateIDMessage(t *testing.T, spec schemas.Spec, id string, n int) []byte {
 	t.Helper()
 	mem := memory.NewGoAllocator()
-	ids := make([]string, n)
-	times := make([]float64, n)
-	events := make([]bool, n)
-	cohorts := make([]string, n)
-	for i := range ids {
-		ids[i] = id
-		times[i] = float64(1 + i%1000)
-		events[i] = i%2 == 0
-		cohorts[i] = spec.Cohorts[i%len(spec.Cohorts)]
-	}
-	rec, err := schemas.BuildInput(spec, ids, times, events, cohorts, nil, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := pipelinetest.InputRecord(t, spec, n, func(int) string { return id }, func(i int) float64 { return float64(1 + i%1000) }, mem)
 	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem), ipc.WithZstd())
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return schemastest.Encode(t, rec, mem, ipc.WithZstd())
 }
 
 var metricRe = regexp.MustCompile(`(?m)^(dpsurv_[a-z_]+)(\{[^}]*\})? (\S+)$`)
@@ -113,27 +93,8 @@ func TestDuplicateRowsPeakMemoryBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	cohorts := []string{"rel-a", "rel-b"}
-	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "prf.key")
-	if err := os.WriteFile(keyFile, []byte(strings.Repeat("6d", 32)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	addr := opsFreeAddr(t)
-	cfgFile := filepath.Join(dir, "config.yaml")
-	yaml := fmt.Sprintf(`kafka: {brokers: [%q], client_id: mem}
-input: {topic: mem.in, group_id: mem, format: arrow}
-schema: {time_unit: days, time_max: 4000, cohorts: [%q, %q], public: [event]}
-sanitizers:
-  key_file: %s
-  time: {mechanism: te, epsilon: 0.5, window: 10}
-  cohort: {mechanism: rrr, epsilon: 1}
-output: {sanitized_topic: mem.out, dead_letter_topic: mem.dlq}
-http: {listen: %q}
-log: {level: warn}
-`, cl.Addrs()[0], cohorts[0], cohorts[1], keyFile, addr)
-	if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgFile := writeRunConfig(t, "mem", "mem", cl.Addrs()[0], "arrow", cohorts, addr)
 	spec := schemas.Spec{Cohorts: cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
 	const rows, copies = 110_000, 4
 	var msgs []message.Message
@@ -155,20 +116,7 @@ log: {level: warn}
 	// (whose shadow memory would be measured too), as it ships.
 	p := startBuiltDpsurv(t, "run", "--config", cfgFile)
 	const total = rows * copies
-	var m map[string]float64
-	for {
-		m = scrapeMetrics(addr)
-		if m["dpsurv_records_in_total"] >= total {
-			break
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("dpsurv run exited: %v\n%s", p.err, p.logs.String())
-		case <-ctx.Done():
-			t.Fatalf("timed out: metrics %v", m)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	m := waitRecordsIn(t, ctx, p, addr, total, 100*time.Millisecond)
 	peak, err := peakRSS(p.cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +131,61 @@ log: {level: warn}
 	}
 	if d := m[`dpsurv_records_dead_lettered_total{reason="duplicate_id"}`]; d != total-copies {
 		t.Errorf("dead-lettered duplicate_id %v, want %d", d, total-copies)
+	}
+}
+
+// writeRunConfig writes a PRF key file and the config of a `dpsurv run`
+// process with the given client and group id, on broker, reading topic
+// prefix.in in format with the cohorts (time in days up to 4000, event
+// public, TE time and RRR cohort), writing prefix.out and the dead letters
+// to prefix.dlq, serving HTTP on addr, logging warnings only. It returns the
+// config file's path.
+func writeRunConfig(t *testing.T, prefix, client, broker, format string, cohorts []string, addr string) string {
+	t.Helper()
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "prf.key")
+	if err := os.WriteFile(keyFile, []byte(strings.Repeat("6d", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	quoted := make([]string, len(cohorts))
+	for i, c := range cohorts {
+		quoted[i] = fmt.Sprintf("%q", c)
+	}
+	cfgFile := filepath.Join(dir, "config.yaml")
+	yaml := fmt.Sprintf(`kafka: {brokers: [%q], client_id: %s}
+input: {topic: %s.in, group_id: %s, format: %s}
+schema: {time_unit: days, time_max: 4000, cohorts: [%s], public: [event]}
+sanitizers:
+  key_file: %s
+  time: {mechanism: te, epsilon: 0.5, window: 10}
+  cohort: {mechanism: rrr, epsilon: 1}
+output: {sanitized_topic: %s.out, dead_letter_topic: %s.dlq}
+http: {listen: %q}
+log: {level: warn}
+`, broker, client, prefix, client, format, strings.Join(quoted, ", "), keyFile, prefix, prefix, addr)
+	if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfgFile
+}
+
+// waitRecordsIn scrapes the metrics of p on addr every poll until
+// dpsurv_records_in_total reaches want and returns them; it fails the test
+// if p exits or ctx ends first.
+func waitRecordsIn(t *testing.T, ctx context.Context, p *dpsurvProcess, addr string, want float64, poll time.Duration) map[string]float64 {
+	t.Helper()
+	for {
+		m := scrapeMetrics(addr)
+		if m["dpsurv_records_in_total"] >= want {
+			return m
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("dpsurv run exited: %v\n%s", p.err, p.logs.String())
+		case <-ctx.Done():
+			t.Fatalf("timed out: metrics %v", m)
+		case <-time.After(poll):
+		}
 	}
 }
 

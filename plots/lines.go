@@ -2,17 +2,11 @@ package plots
 
 import (
 	"fmt"
-	"image/color"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Series is one line of a line plot.
@@ -24,9 +18,9 @@ type Series struct {
 // WriteLines writes a line plot with points (.png or .svg); logX uses a
 // logarithmic x axis.
 func WriteLines(path, title, xlabel, ylabel string, logX bool, series []Series) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	if ext != ".png" && ext != ".svg" {
-		return fmt.Errorf("plot %s: want a .png or .svg file", path)
+	cw, err := newCanvas(path, FigureHeight)
+	if err != nil {
+		return err
 	}
 	p := plot.New()
 	p.Title.Text = title
@@ -57,23 +51,6 @@ func WriteLines(path, title, xlabel, ylabel string, logX bool, series []Series) 
 		p.Add(line, points)
 		p.Legend.Add(s.Label, line, points)
 	}
-	var cw vg.CanvasWriterTo
-	if ext == ".png" {
-		cw = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(FigureWidth, FigureHeight), vgimg.UseDPI(FigureDPI), vgimg.UseBackgroundColor(color.White))}
-	} else {
-		cw = vgsvg.NewWith(vgsvg.UseWH(FigureWidth, FigureHeight), vgsvg.EmbedFonts(true))
-	}
 	p.Draw(draw.New(cw))
-	out, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	if _, err := cw.WriteTo(out); err != nil {
-		out.Close()
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	if err := out.Close(); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return nil
+	return writeCanvas(path, cw)
 }

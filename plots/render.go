@@ -20,20 +20,31 @@ import (
 // Write renders the figure to path: .png (FigureWidth at FigureDPI, 1800
 // px wide) or .svg.
 func (f Figure) Write(path string) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	var cw vg.CanvasWriterTo
-	switch ext {
-	case ".png":
-		cw = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(FigureWidth, f.Height()), vgimg.UseDPI(FigureDPI),
-			vgimg.UseBackgroundColor(color.White))}
-	case ".svg":
-		cw = vgsvg.NewWith(vgsvg.UseWH(FigureWidth, f.Height()), vgsvg.EmbedFonts(true))
-	default:
-		return fmt.Errorf("plot %s: want a .png or .svg file", path)
+	cw, err := newCanvas(path, f.Height())
+	if err != nil {
+		return err
 	}
 	if _, err := f.Draw(draw.New(cw)); err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
+	return writeCanvas(path, cw)
+}
+
+// newCanvas is a FigureWidth x height canvas for path's format: .png (at
+// FigureDPI, on white) or .svg (fonts embedded).
+func newCanvas(path string, height vg.Length) (vg.CanvasWriterTo, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".png":
+		return vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(FigureWidth, height), vgimg.UseDPI(FigureDPI),
+			vgimg.UseBackgroundColor(color.White))}, nil
+	case ".svg":
+		return vgsvg.NewWith(vgsvg.UseWH(FigureWidth, height), vgsvg.EmbedFonts(true)), nil
+	}
+	return nil, fmt.Errorf("plot %s: want a .png or .svg file", path)
+}
+
+// writeCanvas writes the drawn canvas to path.
+func writeCanvas(path string, cw vg.CanvasWriterTo) error {
 	out, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)

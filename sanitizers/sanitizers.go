@@ -332,6 +332,22 @@ func (c *Chain) OutputFields() []string {
 	return out
 }
 
+// inputColumn is the batch's field name as a T; the error names the field
+// when the batch lacks it, or its type and the one wanted (want).
+func inputColumn[T arrow.Array](rec arrow.Record, name, want string) (T, error) {
+	var zero T
+	idx := rec.Schema().FieldIndices(name)
+	if len(idx) == 0 {
+		return zero, fmt.Errorf("sanitize batch: input has no field %q", name)
+	}
+	a := rec.Column(idx[0])
+	v, ok := a.(T)
+	if !ok {
+		return zero, fmt.Errorf("sanitize batch: %s is %s, want %s", name, a.DataType(), want)
+	}
+	return v, nil
+}
+
 // Apply sanitizes one canonical batch. The result is a new record (caller
 // releases) with the sanitized schema: only fields a mechanism produced or
 // the config declared public. It returns an error (never panics) when the
@@ -339,46 +355,28 @@ func (c *Chain) OutputFields() []string {
 func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 	n := int(rec.NumRows())
 	st := Stats{Records: n}
-	sc := rec.Schema()
-	col := func(name string) (arrow.Array, error) {
-		idx := sc.FieldIndices(name)
-		if len(idx) == 0 {
-			return nil, fmt.Errorf("sanitize batch: input has no field %q", name)
-		}
-		return rec.Column(idx[0]), nil
-	}
-	var ids *array.String
+	var (
+		ids   *array.String
+		times *array.Float64
+		codes *array.Int32
+		err   error
+	)
 	if c.prf != nil && (c.te != nil || c.rrr != nil || c.cfg.PseudonymizeID) {
-		a, err := col("id")
-		if err != nil {
+		if ids, err = inputColumn[*array.String](rec, "id", "utf8"); err != nil {
 			return nil, st, err
 		}
-		var ok bool
-		if ids, ok = a.(*array.String); !ok {
-			return nil, st, fmt.Errorf("sanitize batch: id is %s, want utf8", a.DataType())
-		}
 	}
-	var times *array.Float64
 	if c.te != nil {
-		a, err := col("time")
+		if times, err = inputColumn[*array.Float64](rec, "time", "float64"); err != nil {
+			return nil, st, err
+		}
+	}
+	if c.rrr != nil {
+		d, err := inputColumn[*array.Dictionary](rec, "cohort", "dictionary")
 		if err != nil {
 			return nil, st, err
 		}
 		var ok bool
-		if times, ok = a.(*array.Float64); !ok {
-			return nil, st, fmt.Errorf("sanitize batch: time is %s, want float64", a.DataType())
-		}
-	}
-	var codes *array.Int32
-	if c.rrr != nil {
-		a, err := col("cohort")
-		if err != nil {
-			return nil, st, err
-		}
-		d, ok := a.(*array.Dictionary)
-		if !ok {
-			return nil, st, fmt.Errorf("sanitize batch: cohort is %s, want dictionary", a.DataType())
-		}
 		if codes, ok = d.Indices().(*array.Int32); !ok {
 			return nil, st, fmt.Errorf("sanitize batch: cohort indices are %s, want int32", d.Indices().DataType())
 		}
@@ -518,13 +516,13 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 			idx.Release()
 			fields = append(fields, oc.field)
 		case outCopy:
-			a, err := col(oc.name)
+			a, err := inputColumn[arrow.Array](rec, oc.name, "any type")
 			if err != nil {
 				return nil, st, err
 			}
 			a.Retain()
 			cols = append(cols, a)
-			f := sc.Field(sc.FieldIndices(oc.name)[0])
+			f := rec.Schema().Field(rec.Schema().FieldIndices(oc.name)[0])
 			f.Metadata = arrow.NewMetadata([]string{schemas.MetaMechanism, schemas.MetaGuarantee}, []string{MechPublic, KindNone})
 			fields = append(fields, f)
 		}

@@ -182,24 +182,11 @@ func (v *Validator) deadRow(b *jsonBatch, i int) map[string]any {
 // validateJSON validates a JSON batch with the same rules as Validate, the
 // values read as docs/producers.md states them for JSON.
 func (v *Validator) validateJSON(b *jsonBatch, rowBase int, set *idSet) (arrow.Record, []DeadLetter) {
-	n := len(b.elems)
-	withSite := !v.spec.SkipSite && (b.present[slotSite] || v.spec.RequireSite || v.spec.NullableSite)
-	withObs := !v.spec.SkipObservedAt && (b.present[slotObs] || v.spec.RequireObservedAt || v.spec.NullableObservedAt)
-	st := v.pool.Get().(*scratch)
-	defer func() { st.release(); v.pool.Put(st) }()
-	st.reset(n, len(v.spec.Covariates), withSite, withObs)
-	for i := 0; i < n; i++ {
-		if f, bad := b.rowErr[i]; bad {
-			st.fail(i, f.reason, 0)
-			continue
-		}
-		v.fillJSONRow(b.vals[i*b.ns:(i+1)*b.ns], i, st, withSite, withObs)
-	}
-	st.dedupe(set, rowBase)
-	out := v.build(st, withSite, withObs, nil)
-	dead := v.deadLetters(st, rowBase, v.slotNames(), func(i int) map[string]any { return v.deadRow(b, i) })
-	withRowFailures(dead, b.rowErr, rowBase)
-	return out, dead
+	return v.validateRows(len(b.elems), b.rowErr, b.present[slotSite], b.present[slotObs], rowBase, set,
+		func(i int, st *scratch, withSite, withObs bool) {
+			v.fillJSONRow(b.vals[i*b.ns:(i+1)*b.ns], i, st, withSite, withObs)
+		},
+		func(i int) map[string]any { return v.deadRow(b, i) })
 }
 
 func (v *Validator) fillJSONRow(vals []jsonrec.Value, i int, st *scratch, withSite, withObs bool) {

@@ -65,26 +65,36 @@ func (b *rawBatch) cell(i int, col string) any {
 
 // validateRaw validates a raw batch with the same rules as Validate.
 func (v *Validator) validateRaw(b *rawBatch, rowBase int, set *idSet) (arrow.Record, []DeadLetter) {
-	n := len(b.rows)
-	// A required optional column that no row has fails every row
-	// (missing_field) instead of giving a batch without it.
-	withSite := !v.spec.SkipSite && (b.present(v.cols.Site) || v.spec.RequireSite || v.spec.NullableSite)
-	withObs := !v.spec.SkipObservedAt && (b.present(v.cols.ObservedAt) || v.spec.RequireObservedAt || v.spec.NullableObservedAt)
+	return v.validateRows(len(b.rows), b.rowErr, b.present(v.cols.Site), b.present(v.cols.ObservedAt), rowBase, set,
+		func(i int, st *scratch, withSite, withObs bool) { v.fillRawRow(b, i, st, withSite, withObs) },
+		func(i int) map[string]any { return b.rows[i] })
+}
+
+// validateRows is the validation of the row formats (raw rows, JSON): n
+// rows, of which those in rowErr failed whole (undecodable, not an
+// object) and the others are checked by fill into the scratch; the
+// optional columns (site, observed_at) are in the output when a row has
+// them or the spec requires them or allows them null (a required column
+// that no row has fails every row, missing_field, instead of giving a
+// batch without it). row is a row's cells for its dead letter.
+func (v *Validator) validateRows(n int, rowErr map[int]rowFailure, sitePresent, obsPresent bool, rowBase int, set *idSet,
+	fill func(i int, st *scratch, withSite, withObs bool), row func(int) map[string]any) (arrow.Record, []DeadLetter) {
+	withSite := !v.spec.SkipSite && (sitePresent || v.spec.RequireSite || v.spec.NullableSite)
+	withObs := !v.spec.SkipObservedAt && (obsPresent || v.spec.RequireObservedAt || v.spec.NullableObservedAt)
 	st := v.pool.Get().(*scratch)
 	defer func() { st.release(); v.pool.Put(st) }()
 	st.reset(n, len(v.spec.Covariates), withSite, withObs)
 	for i := 0; i < n; i++ {
-		if f, bad := b.rowErr[i]; bad {
+		if f, bad := rowErr[i]; bad {
 			st.fail(i, f.reason, 0)
 			continue
 		}
-		v.fillRawRow(b, i, st, withSite, withObs)
+		fill(i, st, withSite, withObs)
 	}
 	st.dedupe(set, rowBase)
 	out := v.build(st, withSite, withObs, nil)
-	names := v.slotNames()
-	dead := v.deadLetters(st, rowBase, names, func(i int) map[string]any { return b.rows[i] })
-	withRowFailures(dead, b.rowErr, rowBase)
+	dead := v.deadLetters(st, rowBase, v.slotNames(), row)
+	withRowFailures(dead, rowErr, rowBase)
 	return out, dead
 }
 

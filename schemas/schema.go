@@ -73,23 +73,13 @@ func DefaultColumns() Columns {
 // WithDefaults fills every empty name with its default.
 func (c Columns) WithDefaults() Columns {
 	d := DefaultColumns()
-	if c.ID == "" {
-		c.ID = d.ID
-	}
-	if c.Time == "" {
-		c.Time = d.Time
-	}
-	if c.Event == "" {
-		c.Event = d.Event
-	}
-	if c.Cohort == "" {
-		c.Cohort = d.Cohort
-	}
-	if c.Site == "" {
-		c.Site = d.Site
-	}
-	if c.ObservedAt == "" {
-		c.ObservedAt = d.ObservedAt
+	for _, f := range [...]struct {
+		name *string
+		def  string
+	}{{&c.ID, d.ID}, {&c.Time, d.Time}, {&c.Event, d.Event}, {&c.Cohort, d.Cohort}, {&c.Site, d.Site}, {&c.ObservedAt, d.ObservedAt}} {
+		if *f.name == "" {
+			*f.name = f.def
+		}
 	}
 	return c
 }

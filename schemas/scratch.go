@@ -64,22 +64,8 @@ func (st *scratch) reset(n, ncov int, site, obs bool) {
 	for k := range st.covs {
 		st.covs[k] = resize(st.covs[k], n)
 	}
-	if site {
-		st.sites = resize(st.sites, n)
-		st.siteNull = resize(st.siteNull, n)
-		clear(st.siteNull)
-	} else {
-		st.sites = st.sites[:0]
-		st.siteNull = st.siteNull[:0]
-	}
-	if obs {
-		st.obs = resize(st.obs, n)
-		st.obsNull = resize(st.obsNull, n)
-		clear(st.obsNull)
-	} else {
-		st.obs = st.obs[:0]
-		st.obsNull = st.obsNull[:0]
-	}
+	st.sites, st.siteNull = optionalColumn(st.sites, st.siteNull, n, site)
+	st.obs, st.obsNull = optionalColumn(st.obs, st.obsNull, n, obs)
 	st.anySiteNull, st.anyObsNull = false, false
 	st.siteDict, st.siteIdx = nil, st.siteIdx[:0]
 	st.keep = st.keep[:0]
@@ -103,6 +89,18 @@ func (st *scratch) release() {
 	if cap(st.reason) > 1<<20 {
 		*st = scratch{}
 	}
+}
+
+// optionalColumn sizes an optional column's values and null marks for n
+// rows, none null, when the batch has the column (on), and empties them
+// when it does not.
+func optionalColumn[T any](vals []T, nulls []bool, n int, on bool) ([]T, []bool) {
+	if !on {
+		return vals[:0], nulls[:0]
+	}
+	vals, nulls = resize(vals, n), resize(nulls, n)
+	clear(nulls)
+	return vals, nulls
 }
 
 func resize[T any](s []T, n int) []T {

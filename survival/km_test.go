@@ -3,12 +3,13 @@ package survival
 import (
 	"encoding/csv"
 	"fmt"
-	"github.com/dpsurv/dpsurv/internal/datasets"
 	"math"
 	"os"
 	"sort"
 	"strconv"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/internal/datasets"
 
 	"github.com/dpsurv/dpsurv/dp"
 )
@@ -21,13 +22,13 @@ const (
 	tolCI    = 1e-6
 )
 
-// kmCSV is a tiny CSV table: header and rows of strings.
-type kmCSV struct {
+// csvTable is a tiny CSV table: header and rows of strings (readCSV).
+type csvTable struct {
 	header []string
 	rows   [][]string
 }
 
-func readKMCSV(t *testing.T, path string) kmCSV {
+func readCSV(t *testing.T, path string) csvTable {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -41,10 +42,10 @@ func readKMCSV(t *testing.T, path string) kmCSV {
 	if len(recs) < 1 {
 		t.Fatalf("%s: empty", path)
 	}
-	return kmCSV{header: recs[0], rows: recs[1:]}
+	return csvTable{header: recs[0], rows: recs[1:]}
 }
 
-func (c kmCSV) col(t *testing.T, name string) int {
+func (c csvTable) col(t *testing.T, name string) int {
 	t.Helper()
 	for i, h := range c.header {
 		if h == name {
@@ -55,7 +56,7 @@ func (c kmCSV) col(t *testing.T, name string) int {
 	return -1
 }
 
-func (c kmCSV) floats(t *testing.T, name string) []float64 {
+func (c csvTable) floats(t *testing.T, name string) []float64 {
 	t.Helper()
 	j := c.col(t, name)
 	out := make([]float64, len(c.rows))
@@ -65,7 +66,7 @@ func (c kmCSV) floats(t *testing.T, name string) []float64 {
 	return out
 }
 
-func (c kmCSV) strings(t *testing.T, name string) []string {
+func (c csvTable) strings(t *testing.T, name string) []string {
 	t.Helper()
 	j := c.col(t, name)
 	out := make([]string, len(c.rows))
@@ -97,7 +98,7 @@ type tteData struct {
 func loadTTE(t *testing.T, name string) tteData {
 	t.Helper()
 	tb := datasets.Read(t, name+"_tte.csv")
-	c := kmCSV{header: tb.Header, rows: tb.Rows}
+	c := csvTable{header: tb.Header, rows: tb.Rows}
 	d := tteData{time: c.floats(t, "time"), cohort: c.strings(t, "cohort")}
 	for _, e := range c.floats(t, "event") {
 		d.event = append(d.event, e == 1)
@@ -163,7 +164,7 @@ func (m maxDev) check(t *testing.T, kind, what string, got, want, tol float64) {
 	}
 }
 
-func compareCurve(t *testing.T, dev maxDev, name string, got KMCurve, golden kmCSV) {
+func compareCurve(t *testing.T, dev maxDev, name string, got KMCurve, golden csvTable) {
 	t.Helper()
 	cols := []struct {
 		name string
@@ -189,7 +190,7 @@ type medianRow struct{ med, lo, hi, pmed, plo, phi float64 }
 
 func loadMedians(t *testing.T) map[string]medianRow {
 	t.Helper()
-	c := readKMCSV(t, "testdata/km_medians.csv")
+	c := readCSV(t, "testdata/km_medians.csv")
 	ds, co := c.strings(t, "dataset"), c.strings(t, "cohort")
 	m, lo, hi := c.floats(t, "median"), c.floats(t, "lower"), c.floats(t, "upper")
 	pm, plo, phi := c.floats(t, "print_median"), c.floats(t, "print_lower"), c.floats(t, "print_upper")
@@ -225,7 +226,7 @@ func TestKaplanMeierMatchesR(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s/%s: %v", ds, co, err)
 				}
-				golden := readKMCSV(t, fmt.Sprintf("testdata/km_%s_%s.csv", ds, co))
+				golden := readCSV(t, fmt.Sprintf("testdata/km_%s_%s.csv", ds, co))
 				compareCurve(t, dev, ds+"/"+co, got, golden)
 				want, ok := medians[ds+"/"+co]
 				if !ok {
@@ -251,7 +252,7 @@ func edgeCases(t *testing.T) map[string]struct {
 	event        []bool
 } {
 	t.Helper()
-	c := readKMCSV(t, "testdata/km_edge_data.csv")
+	c := readCSV(t, "testdata/km_edge_data.csv")
 	names := c.strings(t, "case")
 	time, ev, w := c.floats(t, "time"), c.floats(t, "event"), c.floats(t, "weight")
 	out := map[string]struct {
@@ -308,7 +309,7 @@ func TestKaplanMeierEdgeCasesMatchR(t *testing.T) {
 	}
 	for name, e := range cases {
 		t.Run(name, func(t *testing.T) {
-			golden := readKMCSV(t, "testdata/km_edge_"+name+".csv")
+			golden := readCSV(t, "testdata/km_edge_"+name+".csv")
 			tm, r, d, c := weightedCounts(e.time, e.event, e.weight)
 			got, err := KaplanMeierFromCounts(tm, r, d, c, 0.95)
 			if err != nil {
@@ -595,7 +596,7 @@ func TestFindQuantileMatchesReference(t *testing.T) {
 // kmFindQuantile agrees with R's survival:::findq on 300 random step curves
 // (half of them non-monotone, with NA) at six probabilities.
 func TestFindQuantileMatchesR(t *testing.T) {
-	c := readKMCSV(t, "testdata/km_findq.csv")
+	c := readCSV(t, "testdata/km_findq.csv")
 	ps, qs := c.floats(t, "p"), c.floats(t, "quantile")
 	ts, ss := c.strings(t, "time"), c.strings(t, "surv")
 	split := func(s string) []float64 {

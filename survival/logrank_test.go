@@ -7,8 +7,8 @@ import (
 )
 
 func TestLogRankMatchesR(t *testing.T) {
-	overall := readKMCSV(t, "testdata/logrank_overall.csv")
-	pairwise := readKMCSV(t, "testdata/logrank_pairwise.csv")
+	overall := readCSV(t, "testdata/logrank_overall.csv")
+	pairwise := readCSV(t, "testdata/logrank_pairwise.csv")
 	ods, ochi, odf, op := overall.strings(t, "dataset"), overall.floats(t, "chisq"), overall.floats(t, "df"), overall.floats(t, "p")
 	pds, pa, pb := pairwise.strings(t, "dataset"), pairwise.strings(t, "a"), pairwise.strings(t, "b")
 	pchi, pdf, pp := pairwise.floats(t, "chisq"), pairwise.floats(t, "df"), pairwise.floats(t, "p")
@@ -86,8 +86,8 @@ func TestLogRankMatchesR(t *testing.T) {
 // A group that is only censored before the first death has expected count 0:
 // survdiff drops it from the chi-square and from df.
 func TestLogRankEdgeMatchesR(t *testing.T) {
-	data := readKMCSV(t, "testdata/logrank_edge_data.csv")
-	overall := readKMCSV(t, "testdata/logrank_overall.csv")
+	data := readCSV(t, "testdata/logrank_edge_data.csv")
+	overall := readCSV(t, "testdata/logrank_overall.csv")
 	time := data.floats(t, "time")
 	ev := data.floats(t, "event")
 	gl := data.strings(t, "group")

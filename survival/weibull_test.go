@@ -1,7 +1,6 @@
 package survival
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"math"
@@ -36,17 +35,9 @@ type weibullRecords struct {
 // scripts/golden_weibull.R (columns time,event,cohort).
 func readWeibullCSV(t *testing.T, name string) weibullRecords {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "weibull_"+name+".csv"))
-	if err != nil {
-		t.Fatalf("open %s: %v", name, err)
-	}
-	t.Cleanup(func() { f.Close() })
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatalf("read %s: %v", name, err)
-	}
+	c := readCSV(t, filepath.Join("testdata", "weibull_"+name+".csv"))
 	var r weibullRecords
-	for _, row := range rows[1:] {
+	for _, row := range c.rows {
 		tv, err := strconv.ParseFloat(row[0], 64)
 		if err != nil {
 			t.Fatalf("%s: time %q: %v", name, row[0], err)

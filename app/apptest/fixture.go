@@ -126,7 +126,8 @@ func Start(t testing.TB, cfg app.Config, opts ...Option) (*Fixture, *Service) {
 // Service is a running app.Service with its own metrics registry.
 type Service struct {
 	*app.Service
-	f      *Fixture
+	t      testing.TB
+	ctx    context.Context // the context it runs under (before its cancel)
 	cancel context.CancelFunc
 	exited chan struct{} // closed when Run has returned err
 	err    error
@@ -145,15 +146,23 @@ func (f *Fixture) Run(edit ...func(*app.Service)) *Service {
 	for _, e := range edit {
 		e(svc)
 	}
-	ctx, cancel := context.WithCancel(f.Ctx)
-	s := &Service{Service: svc, f: f, cancel: cancel, exited: make(chan struct{})}
-	go func() { s.err = svc.Run(ctx); close(s.exited) }()
-	f.T.Cleanup(func() {
+	return RunService(f.T, f.Ctx, svc)
+}
+
+// RunService runs svc, built by the test (its own broker, transport or
+// registry), until ctx ends or Stop is called. Cleanup stops it and fails
+// the test if it does not stop within 30 s.
+func RunService(t testing.TB, ctx context.Context, svc *app.Service) *Service {
+	t.Helper()
+	runCtx, cancel := context.WithCancel(ctx)
+	s := &Service{Service: svc, t: t, ctx: ctx, cancel: cancel, exited: make(chan struct{})}
+	go func() { s.err = svc.Run(runCtx); close(s.exited) }()
+	t.Cleanup(func() {
 		cancel()
 		select {
 		case <-s.exited:
 		case <-time.After(30 * time.Second):
-			f.T.Error("service did not stop")
+			t.Error("service did not stop")
 		}
 	})
 	return s
@@ -178,21 +187,36 @@ func (s *Service) Exited() <-chan struct{} { return s.exited }
 
 // StopOK stops the service and fails the test if Run returned an error.
 func (s *Service) StopOK() {
-	s.f.T.Helper()
+	s.t.Helper()
 	if err := s.Stop(); err != nil {
-		s.f.T.Fatalf("run: %v", err)
+		s.t.Fatalf("run: %v", err)
+	}
+}
+
+// Waiting fails the test when the service has exited (Fatal) or is ready
+// (Error) while it should be waiting, because what ("topic out is
+// missing").
+func (s *Service) Waiting(what string) {
+	s.t.Helper()
+	select {
+	case <-s.exited:
+		s.t.Fatalf("the service ended while %s: %v", what, s.err)
+	default:
+	}
+	if s.Ready() {
+		s.t.Errorf("ready while %s", what)
 	}
 }
 
 // WaitFor polls cond until it holds; it fails the test when the service
 // exits first, the timeout passes or the fixture's context ends.
 func (s *Service) WaitFor(timeout time.Duration, what string, cond func() bool) {
-	s.f.T.Helper()
-	switch poll(s.f.Ctx, timeout, s.exited, cond) {
+	s.t.Helper()
+	switch poll(s.ctx, timeout, s.exited, cond) {
 	case exited:
-		s.f.T.Fatalf("service exited while waiting for %s: %v", what, s.err)
+		s.t.Fatalf("service exited while waiting for %s: %v", what, s.err)
 	case timedOut:
-		s.f.T.Fatalf("timed out after %v waiting for %s", timeout, what)
+		s.t.Fatalf("timed out after %v waiting for %s", timeout, what)
 	}
 }
 

@@ -367,118 +367,151 @@ func (e NotObjectError) Error() string { return fmt.Sprintf("row is %s, not an o
 // The returned cost is about what the kept values take in memory.
 func ParseObject(b string, keep func(string) bool, limit func(string) int, seen map[string]struct{}) (map[string]any, int, error) {
 	r := &jsonReader{b: b}
-	r.ws()
-	if r.pos >= len(b) {
-		return nil, 0, r.errorf("empty row")
+	more, err := r.openRow(seen)
+	if err != nil {
+		return nil, 0, err
 	}
-	if b[r.pos] != '{' {
-		v, err := r.value(0, true, 64)
+	row := map[string]any{}
+	cost := 64
+	for more {
+		key, err := r.key(seen)
 		if err != nil {
 			return nil, 0, err
 		}
-		r.ws()
-		if r.pos != len(b) {
-			return nil, 0, errors.New("trailing data after the value")
+		k := keep(key)
+		val, err := r.value(1, k, limit(key))
+		if err != nil {
+			return nil, 0, err
 		}
-		return nil, 0, NotObjectError{Kind: kindOf(v)}
-	}
-	clear(seen)
-	row := map[string]any{}
-	cost := 64
-	r.pos++
-	r.ws()
-	if r.pos < len(b) && b[r.pos] == '}' {
-		r.pos++
-	} else {
-		for {
-			r.ws()
-			if r.pos >= len(b) || b[r.pos] != '"' {
-				return nil, 0, r.errorf("object key is not a string")
+		if k {
+			if s, ok := val.(string); ok && limit(key) > 0 {
+				val = CutString(s, limit(key))
 			}
-			key, _, err := r.str()
-			if err != nil {
-				return nil, 0, err
-			}
-			if _, dup := seen[key]; dup {
-				// read on for a grammar error first: one is undecodable
-				if err := r.rest(); err != nil {
-					return nil, 0, err
-				}
-				return nil, 0, DupKeyError{Key: key}
-			}
-			seen[key] = struct{}{}
-			r.ws()
-			if r.pos >= len(b) || b[r.pos] != ':' {
-				return nil, 0, r.errorf("missing colon after object key")
-			}
-			r.pos++
-			k := keep(key)
-			val, err := r.value(1, k, limit(key))
-			if err != nil {
-				return nil, 0, err
-			}
-			if k {
-				if s, ok := val.(string); ok && limit(key) > 0 {
-					val = CutString(s, limit(key))
-				}
-				row[key] = val
-				cost += 48 + len(key) + valueBytes(val)
-			}
-			r.ws()
-			if r.pos >= len(b) {
-				return nil, 0, r.errorf("unexpected end of input")
-			}
-			if b[r.pos] == ',' {
-				r.pos++
-				continue
-			}
-			if b[r.pos] == '}' {
-				r.pos++
-				break
-			}
-			return nil, 0, r.errorf("expected , or }")
+			row[key] = val
+			cost += 48 + len(key) + valueBytes(val)
+		}
+		if more, err = r.next(); err != nil {
+			return nil, 0, err
 		}
 	}
-	r.ws()
-	if r.pos != len(b) {
-		return nil, 0, errors.New("trailing data after the value")
+	if err := r.closeRow(); err != nil {
+		return nil, 0, err
 	}
 	return row, cost, nil
+}
+
+// openRow reads the start of a row up to its first key: more is false when
+// the object is empty ("{}"); a row that is another JSON value is a
+// NotObjectError (or the error of its grammar). seen, the keys read, is
+// cleared.
+func (r *jsonReader) openRow(seen map[string]struct{}) (more bool, err error) {
+	r.ws()
+	if r.pos >= len(r.b) {
+		return false, r.errorf("empty row")
+	}
+	if r.b[r.pos] != '{' {
+		v, err := r.value(0, true, 64)
+		if err != nil {
+			return false, err
+		}
+		if err := r.closeRow(); err != nil {
+			return false, err
+		}
+		return false, NotObjectError{Kind: kindOf(v)}
+	}
+	clear(seen)
+	r.pos++
+	r.ws()
+	if r.pos < len(r.b) && r.b[r.pos] == '}' {
+		r.pos++
+		return false, nil
+	}
+	return true, nil
+}
+
+// keyString reads an object key (a string).
+func (r *jsonReader) keyString() (string, error) {
+	r.ws()
+	if r.pos >= len(r.b) || r.b[r.pos] != '"' {
+		return "", r.errorf("object key is not a string")
+	}
+	key, _, err := r.str()
+	return key, err
+}
+
+// colon reads the colon after an object key.
+func (r *jsonReader) colon() error {
+	r.ws()
+	if r.pos >= len(r.b) || r.b[r.pos] != ':' {
+		return r.errorf("missing colon after object key")
+	}
+	r.pos++
+	return nil
+}
+
+// key reads an object key and its colon, adding the key to seen; a key
+// already in seen is a DupKeyError once the rest of the object is read
+// (a grammar error after it comes first: such a row is undecodable).
+func (r *jsonReader) key(seen map[string]struct{}) (string, error) {
+	key, err := r.keyString()
+	if err != nil {
+		return "", err
+	}
+	if _, dup := seen[key]; dup {
+		if err := r.rest(); err != nil {
+			return "", err
+		}
+		return "", DupKeyError{Key: key}
+	}
+	seen[key] = struct{}{}
+	return key, r.colon()
+}
+
+// next reads what follows a member's value: more is true after a comma
+// (another key follows), false after the closing brace.
+func (r *jsonReader) next() (more bool, err error) {
+	r.ws()
+	if r.pos >= len(r.b) {
+		return false, r.errorf("unexpected end of input")
+	}
+	switch r.b[r.pos] {
+	case ',':
+		r.pos++
+		return true, nil
+	case '}':
+		r.pos++
+		return false, nil
+	}
+	return false, r.errorf("expected , or }")
+}
+
+// closeRow checks that nothing but whitespace follows the row's value.
+func (r *jsonReader) closeRow() error {
+	r.ws()
+	if r.pos != len(r.b) {
+		return errors.New("trailing data after the value")
+	}
+	return nil
 }
 
 // rest checks the remainder of an object after a key (its value and the
 // keys and values after it), for parseObject's duplicate-key path.
 func (r *jsonReader) rest() error {
 	for {
-		r.ws()
-		if r.pos >= len(r.b) || r.b[r.pos] != ':' {
-			return r.errorf("missing colon after object key")
+		if err := r.colon(); err != nil {
+			return err
 		}
-		r.pos++
 		if _, err := r.value(1, false, 0); err != nil {
 			return err
 		}
-		r.ws()
-		if r.pos >= len(r.b) {
-			return r.errorf("unexpected end of input")
+		more, err := r.next()
+		if err != nil {
+			return err
 		}
-		if r.b[r.pos] == '}' {
-			r.pos++
-			r.ws()
-			if r.pos != len(r.b) {
-				return errors.New("trailing data after the value")
-			}
-			return nil
+		if !more {
+			return r.closeRow()
 		}
-		if r.b[r.pos] != ',' {
-			return r.errorf("expected , or }")
-		}
-		r.pos++
-		r.ws()
-		if r.pos >= len(r.b) || r.b[r.pos] != '"' {
-			return r.errorf("object key is not a string")
-		}
-		if _, _, err := r.str(); err != nil {
+		if _, err := r.keyString(); err != nil {
 			return err
 		}
 	}
@@ -595,75 +628,27 @@ func (r *jsonReader) jvalue(depth int) (Value, error) {
 // for duplicate keys.
 func ParseSlots(b string, slotOf func(string) int, vals []Value, seen map[string]struct{}) error {
 	r := &jsonReader{b: b}
-	r.ws()
-	if r.pos >= len(b) {
-		return r.errorf("empty row")
+	more, err := r.openRow(seen)
+	if err != nil {
+		return err
 	}
-	if b[r.pos] != '{' {
-		v, err := r.value(0, true, 64)
+	for more {
+		key, err := r.key(seen)
 		if err != nil {
 			return err
 		}
-		r.ws()
-		if r.pos != len(b) {
-			return errors.New("trailing data after the value")
+		val, err := r.jvalue(1)
+		if err != nil {
+			return err
 		}
-		return NotObjectError{Kind: kindOf(v)}
-	}
-	clear(seen)
-	r.pos++
-	r.ws()
-	if r.pos < len(b) && b[r.pos] == '}' {
-		r.pos++
-	} else {
-		for {
-			r.ws()
-			if r.pos >= len(b) || b[r.pos] != '"' {
-				return r.errorf("object key is not a string")
-			}
-			key, _, err := r.str()
-			if err != nil {
-				return err
-			}
-			if _, dup := seen[key]; dup {
-				if err := r.rest(); err != nil {
-					return err
-				}
-				return DupKeyError{Key: key}
-			}
-			seen[key] = struct{}{}
-			r.ws()
-			if r.pos >= len(b) || b[r.pos] != ':' {
-				return r.errorf("missing colon after object key")
-			}
-			r.pos++
-			val, err := r.jvalue(1)
-			if err != nil {
-				return err
-			}
-			if k := slotOf(key); k >= 0 {
-				vals[k] = val
-			}
-			r.ws()
-			if r.pos >= len(b) {
-				return r.errorf("unexpected end of input")
-			}
-			if b[r.pos] == ',' {
-				r.pos++
-				continue
-			}
-			if b[r.pos] == '}' {
-				r.pos++
-				break
-			}
-			return r.errorf("expected , or }")
+		if k := slotOf(key); k >= 0 {
+			vals[k] = val
+		}
+		if more, err = r.next(); err != nil {
+			return err
 		}
 	}
-	r.ws()
-	if r.pos != len(b) {
-		return errors.New("trailing data after the value")
-	}
-	return nil
+	return r.closeRow()
 }
 
 // kindOf names the kind of a parsed value (for errors).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
 )
 
@@ -26,14 +27,7 @@ func TestKafkaTornWrites(t *testing.T) {
 	conn.ClientID = "torn"
 
 	t.Run("ledger entry", func(t *testing.T) {
-		b, err := Open(ctx, conn, "torn.ledger", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := ledger.Open(ctx, b, ledger.Options{Budget: map[string]float64{"stream": 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, l := openLedger(t, ctx, conn, "torn.ledger", map[string]float64{"stream": 1})
 		if _, _, err := l.Release(ctx, "a", []string{"stream"}, 0.5, func(map[string]float64) ([]byte, error) { return []byte(`{"a":1}`), nil }); err != nil {
 			t.Fatal(err)
 		}
@@ -43,14 +37,7 @@ func TestKafkaTornWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.Close()
-		b2, err := Open(ctx, conn, "torn.ledger", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l2, err := ledger.Open(ctx, b2, ledger.Options{Budget: map[string]float64{"stream": 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, l2 := openLedger(t, ctx, conn, "torn.ledger", map[string]float64{"stream": 1})
 		defer l2.Close()
 		if l2.Len() != 1 || l2.Spent("stream") != 0.5 {
 			t.Fatalf("after torn entry: %d entries, spent %v", l2.Len(), l2.Spent("stream"))
@@ -106,14 +93,7 @@ func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
 	cl, conn := brokertest.Start(t, broker.Options{Partitions: 1})
 	conn.ClientID = "late"
 
-	b, err := Open(ctx, conn, "late.ledger", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledger.Open(ctx, b, ledger.Options{Budget: map[string]float64{"stream": 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, l := openLedger(t, ctx, conn, "late.ledger", map[string]float64{"stream": 10})
 	defer l.Close()
 	// A large value, in two chunks, lands while this ledger draws its own
 	// (after its read-before-write, before its append).
@@ -135,14 +115,7 @@ func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
 	if s := l.Spent("stream"); s != 2 {
 		t.Fatalf("spent %v, want 2 (both stored values charged)", s)
 	}
-	b2, err := Open(ctx, conn, "late.ledger", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l2, err := ledger.Open(ctx, b2, ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, l2 := openLedger(t, ctx, conn, "late.ledger", nil)
 	defer l2.Close()
 	if st, _ := l2.Lookup("km/1/A"); !bytes.Equal(st, early.Release) || l2.Spent("stream") != 2 {
 		t.Fatalf("fresh ledger counts %.20s..., spent %v", st, l2.Spent("stream"))
@@ -186,4 +159,19 @@ func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
 			t.Fatalf("%s ledger topic accepted (%v)", name, err)
 		}
 	}
+}
+
+// openLedger opens the Kafka ledger backend on topic and a ledger over it
+// with the budget, failing the test on an error.
+func openLedger(t *testing.T, ctx context.Context, conn kafkaconn.Config, topic string, budget map[string]float64) (*Backend, *ledger.Ledger) {
+	t.Helper()
+	b, err := Open(ctx, conn, topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(ctx, b, ledger.Options{Budget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, l
 }

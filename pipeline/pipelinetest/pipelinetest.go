@@ -80,20 +80,7 @@ func SeqIDs(prefix string, n int) []string {
 func NegativeNullCountMessage(t testing.TB, spec schemas.Spec, idPrefix string, n int) []byte {
 	t.Helper()
 	mem := memory.NewGoAllocator()
-	ids := make([]string, n)
-	times := make([]float64, n)
-	events := make([]bool, n)
-	cohorts := make([]string, n)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("%s%d", idPrefix, i)
-		times[i] = float64(10 + i)
-		events[i] = i%2 == 0
-		cohorts[i] = spec.Cohorts[i%len(spec.Cohorts)]
-	}
-	rec, err := schemas.BuildInput(spec, ids, times, events, cohorts, nil, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := InputRecord(t, spec, n, func(i int) string { return fmt.Sprintf("%s%d", idPrefix, i) }, func(i int) float64 { return float64(10 + i) }, mem)
 	defer rec.Release()
 	b, err := arrowipc.Encode(rec, mem)
 	if err != nil {
@@ -111,6 +98,28 @@ func NegativeNullCountMessage(t testing.TB, spec schemas.Spec, idPrefix string, 
 	out := bytes.Clone(b)
 	binary.LittleEndian.PutUint64(out[at+2*16+8:], uint64(0xFFFFFFFFFFFFFFF9)) // event: null_count -7
 	return out
+}
+
+// InputRecord is an n-row record of spec's input columns: row i has the
+// id id(i), the time time(i), an event on even rows and the cohort
+// spec.Cohorts[i % len(spec.Cohorts)]. The caller releases it.
+func InputRecord(t testing.TB, spec schemas.Spec, n int, id func(int) string, time func(int) float64, mem memory.Allocator) arrow.Record {
+	t.Helper()
+	ids := make([]string, n)
+	times := make([]float64, n)
+	events := make([]bool, n)
+	cohorts := make([]string, n)
+	for i := range ids {
+		ids[i] = id(i)
+		times[i] = time(i)
+		events[i] = i%2 == 0
+		cohorts[i] = spec.Cohorts[i%len(spec.Cohorts)]
+	}
+	rec, err := schemas.BuildInput(spec, ids, times, events, cohorts, nil, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
 
 // DeadLetterJSON is the dead-letter message as the tests read it.

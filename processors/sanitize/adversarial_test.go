@@ -1,7 +1,6 @@
 package sanitize_test
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -73,15 +72,7 @@ func zstdRows(t testing.TB, ids []string) []byte {
 	}
 	rec := b.NewRecord()
 	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem), ipc.WithZstd())
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return schemastest.Encode(t, rec, mem, ipc.WithZstd())
 }
 
 // bombMessage is one row whose unused column holds 80 MB of zeros, zstd.
@@ -100,15 +91,7 @@ func bombMessage(t testing.TB) []byte {
 	b.Field(4).(*array.BinaryBuilder).Append(make([]byte, 80<<20))
 	rec := b.NewRecord()
 	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem), ipc.WithZstd())
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return schemastest.Encode(t, rec, mem, ipc.WithZstd())
 }
 
 func noise(n int) []byte {

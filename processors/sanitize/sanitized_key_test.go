@@ -4,16 +4,8 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-
 	"github.com/dpsurv/dpsurv/message"
-	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/processors/sanitize"
-	"github.com/dpsurv/dpsurv/sanitizers"
-	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/synth"
 )
 
 // Default-deny covers the Kafka key and headers: an input keyed by patient
@@ -22,30 +14,7 @@ import (
 // position; no byte of the input key or headers reaches the sanitized
 // message.
 func TestSanitizedMessageKeyAndHeaders(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	spec := schemas.Spec{Cohorts: []string{"A", "B", "C"}, TimeUnit: "days", Columns: schemas.DefaultColumns()}
-	d, err := synth.Generate(synth.Options{N: 50, Cohorts: spec.Cohorts, TimeMax: 3650, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := harness.Messages(spec, d, 50, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := schemas.NewValidator(spec, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain, err := sanitizers.New(sanitizers.Config{Key: bytes.Repeat([]byte{1}, 32), Cohorts: spec.Cohorts, TimeMax: 3650, TimeUnit: "days",
-		PseudonymizeID: true, Time: sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10},
-		Cohort: sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: 1}, Public: []string{"event"}}, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(chain.Release)
-	p := &sanitize.Processor{Validator: v, Chain: chain, Mem: mem, Format: "arrow",
-		Metrics: sanitize.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
+	p, msgs := newArrowProcessor(t, []string{"A", "B", "C"}, 50, 3)
 	secrets := []string{"MRN-0042-Jane-Doe", "Jane Doe", "MRN-0042", "x-patient-name", "x-mrn"}
 	in := message.Message{Topic: "tte.raw", Partition: 3, Offset: 17, Key: []byte("MRN-0042-Jane-Doe"), Value: msgs[0].Value,
 		Headers: []message.Header{{Key: "x-patient-name", Value: []byte("Jane Doe")}, {Key: "x-mrn", Value: []byte("MRN-0042")}}}

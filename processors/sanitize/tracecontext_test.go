@@ -1,20 +1,11 @@
 package sanitize_test
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-
 	"github.com/dpsurv/dpsurv/message"
-	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/processors/sanitize"
-	"github.com/dpsurv/dpsurv/sanitizers"
-	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/synth"
 )
 
 const validParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -81,30 +72,7 @@ func TestTraceContext(t *testing.T) {
 // trace context, and nothing else of the input's headers; a malformed
 // traceparent is dropped (with its tracestate).
 func TestSanitizedMessageCarriesTraceContext(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	spec := schemas.Spec{Cohorts: []string{"A", "B"}, TimeUnit: "days", Columns: schemas.DefaultColumns()}
-	d, err := synth.Generate(synth.Options{N: 20, Cohorts: spec.Cohorts, TimeMax: 3650, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := harness.Messages(spec, d, 20, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := schemas.NewValidator(spec, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain, err := sanitizers.New(sanitizers.Config{Key: bytes.Repeat([]byte{1}, 32), Cohorts: spec.Cohorts, TimeMax: 3650, TimeUnit: "days",
-		PseudonymizeID: true, Time: sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10},
-		Cohort: sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: 1}, Public: []string{"event"}}, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(chain.Release)
-	p := &sanitize.Processor{Validator: v, Chain: chain, Mem: mem, Format: "arrow",
-		Metrics: sanitize.NewMetrics(prometheus.NewRegistry()), Log: zap.NewNop()}
+	p, msgs := newArrowProcessor(t, []string{"A", "B"}, 20, 5)
 	for _, tc := range []struct {
 		name   string
 		parent string

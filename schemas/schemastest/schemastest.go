@@ -51,15 +51,7 @@ func DictMessage(t testing.TB, n int, label, name string, dict []string, idx fun
 	cols := []arrow.Array{ib.NewArray(), tb.NewArray(), eb.NewArray(), cb.NewArray(), site}
 	rec := array.NewRecord(schema, cols, int64(n))
 	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, append([]ipc.Option{ipc.WithSchema(schema), ipc.WithAllocator(mem)}, opts...)...)
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return Encode(t, rec, mem, opts...)
 }
 
 // SiteDict is 20,000 rows whose site column is a dictionary of one
@@ -139,13 +131,5 @@ func HugeCohortDict(t testing.TB) []byte {
 	cols := []arrow.Array{ib.NewArray(), tb.NewArray(), eb.NewArray(), array.NewDictionaryArray(dt, ix, dv), pb.NewArray()}
 	rec := array.NewRecord(schema, cols, n)
 	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(schema), ipc.WithAllocator(mem), ipc.WithZstd())
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return Encode(t, rec, mem, ipc.WithZstd())
 }

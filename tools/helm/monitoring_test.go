@@ -245,7 +245,14 @@ func promtool(t *testing.T) string {
 // Prometheus rules file into dir.
 func renderedRules(t *testing.T, dir string, sets ...string) []monitor.RuleGroup {
 	t.Helper()
-	r := mustRender(t, values(t, filepath.Join(chartDir, "examples", "hardened.yaml"), sets...))
+	return writeRules(t, dir, values(t, filepath.Join(chartDir, "examples", "hardened.yaml"), sets...))
+}
+
+// writeRules renders the chart with vals and writes its rule groups as a
+// Prometheus rules file, rules.yaml, into dir.
+func writeRules(t *testing.T, dir string, vals map[string]any) []monitor.RuleGroup {
+	t.Helper()
+	r := mustRender(t, vals)
 	groups, err := monitor.RulesIn(r.Rendered)
 	if err != nil {
 		t.Fatal(err)
@@ -281,18 +288,7 @@ func TestAlertRules(t *testing.T) {
 	for _, f := range examples(t) {
 		t.Run("check/"+filepath.Base(f), func(t *testing.T) {
 			dir := t.TempDir()
-			r := mustRender(t, values(t, f, "prometheusRule.enabled=true"))
-			groups, err := monitor.RulesIn(r.Rendered)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := monitor.RulesFile(groups)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			writeRules(t, dir, values(t, f, "prometheusRule.enabled=true"))
 			if out, err := runTool(t, dir, bin, "check", "rules", "rules.yaml"); err != nil {
 				t.Fatalf("promtool check rules: %v\n%s", err, out)
 			}
