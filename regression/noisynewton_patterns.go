@@ -75,13 +75,13 @@ func (m *discreteModel) clippedSumsPatterns(f []float64, cl [nBlocks]float64, we
 
 // patternWork is one worker's scratch for addPattern.
 type patternWork struct {
-	gw, hw           []float64 // per interval, the y = 0 terms
-	pga, pva         []float64 // (q+1)*e prefix sums of gw A_s, hw A_s
-	pg, ph, ptr      []float64 // q+1 prefix sums of gw, hw, hw ||A_s||^2
-	cg, ch           []float64 // per last interval, the records' clipped weights
-	vab              []float64 // e
-	rt               recordTerm
-	sgb, shbb, count float64
+	gw, hw      []float64 // per interval, the y = 0 terms
+	pga, pva    []float64 // (q+1)*e prefix sums of gw A_s, hw A_s
+	pg, ph, ptr []float64 // q+1 prefix sums of gw, hw, hw ||A_s||^2
+	cg, ch      []float64 // per last interval, the records' clipped weights
+	vab         []float64 // e
+	rt          recordTerm
+	sgb, shbb   float64
 }
 
 func (m *discreteModel) newPatternWork() *patternWork {
