@@ -17,14 +17,67 @@ import "math"
 // pattern's records merged by (last interval, event) with their counts, or
 // m itself (no weights, no groups) when the patterns are more than a
 // quarter of the records (continuous covariates: no gain; it stops
-// counting as soon as that is known). The pattern pass and the counting
-// sort cost far less than one step's evaluation of the records' terms.
+// counting as soon as that is known). The pattern pass and the count per
+// (pattern, last interval, event) cell cost far less than one step's
+// evaluation of the records' terms.
 func (m *discreteModel) newtonCompact() newtonRecords {
 	n, p, q := m.n, m.p, m.q
 	pat, np, ok := patternIndex(m, n/4)
 	if !ok {
 		return newtonRecords{m: m}
 	}
+	if np*2*q > 2*n {
+		// a dense count per cell would take more memory than the records
+		return compactSorted(m, pat, np)
+	}
+	// the records' counts per (pattern, last interval, event) cell, then
+	// one distinct record per non-empty cell, pattern by pattern
+	cells := 2 * q
+	cnt := make([]float64, np*cells)
+	rep := make([]int32, np) // a record of each pattern
+	for i := n - 1; i >= 0; i-- {
+		g := int(pat[i])
+		k := 2 * (int(m.s[i]) - 1)
+		if m.event[i] {
+			k++
+		}
+		cnt[g*cells+k]++
+		rep[g] = int32(i)
+	}
+	c := *m
+	c.groups = nil
+	nd := 0
+	for _, v := range cnt {
+		if v != 0 {
+			nd++
+		}
+	}
+	c.s, c.event, c.x = make([]int32, 0, nd), make([]bool, 0, nd), make([]float64, 0, nd*p)
+	w := make([]float64, 0, nd)
+	pstart := make([]int32, np+1)
+	for g := range np {
+		pstart[g] = int32(len(w))
+		xi := m.x[int(rep[g])*p : (int(rep[g])+1)*p]
+		for k, v := range cnt[g*cells : (g+1)*cells] {
+			if v == 0 {
+				continue
+			}
+			c.s = append(c.s, int32(k/2+1))
+			c.event = append(c.event, k%2 == 1)
+			c.x = append(c.x, xi...)
+			w = append(w, v)
+		}
+	}
+	pstart[np] = int32(len(w))
+	c.n = len(w)
+	return newtonRecords{m: &c, w: w, pstart: pstart}
+}
+
+// compactSorted is newtonCompact's merge when the patterns times the cells
+// are many: the records sorted by pattern (a counting sort on its index),
+// then each pattern's records counted per (last interval, event).
+func compactSorted(m *discreteModel, pat []int32, np int) newtonRecords {
+	n, p, q := m.n, m.p, m.q
 	// the records by pattern (a counting sort on the pattern's index)
 	start := make([]int32, np+1)
 	for _, g := range pat {
