@@ -370,8 +370,9 @@ func fitNewton(m *discreteModel, opts DiscreteOptions, src dp.Source, res Discre
 	res.NewtonStart = []NewtonBlock{{Value: counts[:1], Noise: startNoise[0]}, {Value: counts[1:], Noise: startNoise[1]}}
 	cl := o.clips()
 	steps := make([]NewtonStep, 0, o.Steps)
+	recs := m.newtonCompact()
 	for k := range o.Steps {
-		sums := m.clippedSums(f, cl)
+		sums := recs.clippedSums(f, cl)
 		step := NewtonStep{At: append([]float64(nil), f...)}
 		for b, blk := range step.blocks() {
 			v, err := noises[k][b].Release(src, sums[b])

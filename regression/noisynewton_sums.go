@@ -19,6 +19,12 @@ import (
 // recordTerms (the logit product form and the cloglog prefix sums are
 // exact rewritings of the per-period sums).
 func (m *discreteModel) clippedSums(f []float64, cl [nBlocks]float64) newtonSums {
+	return m.clippedSumsW(f, cl, nil)
+}
+
+// clippedSumsW is clippedSums with record i counted w[i] times (nil: once
+// each; weight), for the distinct records of newtonCompact.
+func (m *discreteModel) clippedSumsW(f []float64, cl [nBlocks]float64, weight []float64) newtonSums {
 	e, p := m.e, m.p
 	st := m.newState()
 	m.prepare(st, f[:e])
@@ -51,7 +57,11 @@ func (m *discreteModel) clippedSums(f []float64, cl [nBlocks]float64) newtonSums
 			rt := m.newRecordTerms()
 			for i := lo; i < hi; i++ {
 				m.recordTerms(i, f[e:], st, an, pa, rt)
-				ac.add(m, rt, cl)
+				wt := 1.0
+				if weight != nil {
+					wt = weight[i]
+				}
+				ac.add(m, rt, cl, wt)
 			}
 		}()
 	}
@@ -201,8 +211,11 @@ func recordClips(rt *recordTerm, cl [nBlocks]float64) (ca, cb, caa, cab, cbb flo
 	return ca, cb, caa, cab, cbb
 }
 
-func (ac *clipAccum) add(m *discreteModel, rt *recordTerm, cl [nBlocks]float64) {
+func (ac *clipAccum) add(m *discreteModel, rt *recordTerm, cl [nBlocks]float64, wt float64) {
 	ca, cb, caa, cab, cbb := recordClips(rt, cl)
+	if wt != 1 {
+		ca, cb, caa, cab, cbb = wt*ca, wt*cb, wt*caa, wt*cab, wt*cbb
+	}
 	k, xi, p := rt.k, rt.xi, m.p
 	if m.link == LinkCloglog {
 		ac.gw[k] += ca * rt.w

@@ -95,12 +95,16 @@ func TestNewtonReproducesMLE(t *testing.T) {
 // newtonCoverage runs reps releases per (link, epsilon) cell of the study
 // world and returns the counts of covering beta and alpha intervals (alpha
 // against the true (-3, 0, 0): the constant baseline is in the spline
-// span) and the mean ratio of the private beta width to the MLE's Wald
-// width.
+// span) and the ratio of the private releases' mean beta width to the
+// MLE's mean Wald width; the Wald width, a function of the design that
+// hardly moves between data sets of one size, is taken from the first
+// min(reps, newtonWaldReps) data sets (the MLE costs as much as a release).
 func newtonCoverage(t *testing.T, link Link, eps float64, n, reps int, seed uint64) (betaCov, alphaCov int, ratio float64) {
 	t.Helper()
 	trueAlpha := []float64{-3, 0, 0}
 	trueBeta := []float64{1, -1}
+	var width, wald float64
+	nw := min(reps, newtonWaldReps)
 	for r := 0; r < reps; r++ {
 		d := newtonWorld(rand.New(rand.NewPCG(seed+uint64(r), 7)), n, link)
 		res, err := FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(seed+uint64(r)+1000))
@@ -110,12 +114,17 @@ func newtonCoverage(t *testing.T, link Link, eps float64, n, reps int, seed uint
 		if res.BetaLower == nil {
 			t.Fatalf("rep %d: no intervals: %s", r, res.IntervalMethod)
 		}
-		_, se := mleWaldSE(t, d, link)
+		if r < nw {
+			_, se := mleWaldSE(t, d, link)
+			for j := range trueBeta {
+				wald += 2 * 1.959963984540054 * se[3+j] / float64(2*nw)
+			}
+		}
 		for j, b := range trueBeta {
 			if res.BetaLower[j] <= b && b <= res.BetaUpper[j] {
 				betaCov++
 			}
-			ratio += (res.BetaUpper[j] - res.BetaLower[j]) / (2 * 1.959963984540054 * se[3+j]) / float64(2*reps)
+			width += (res.BetaUpper[j] - res.BetaLower[j]) / float64(2*reps)
 		}
 		for j, a := range trueAlpha {
 			if res.AlphaLower[j] <= a && a <= res.AlphaUpper[j] {
@@ -123,8 +132,12 @@ func newtonCoverage(t *testing.T, link Link, eps float64, n, reps int, seed uint
 			}
 		}
 	}
-	return betaCov, alphaCov, ratio
+	return betaCov, alphaCov, width / wald
 }
+
+// newtonWaldReps is how many data sets of a cell newtonCoverage fits the
+// MLE on for the Wald width.
+const newtonWaldReps = 8
 
 // TestNewtonCoverageShort is the -short version of the coverage study: n =
 // 50,000, epsilon 1, logit and cloglog, 12 releases each (48 beta
@@ -186,6 +199,31 @@ func TestNewtonCoverageShort(t *testing.T) {
 // (logit 2: 0.957 -> 0.920). It lowers the width at large n (logit
 // epsilon 1, 10 releases: 200,000 1.66 -> 1.56, 400,000 2.28 -> 1.72)
 // without making it fall with n; not adopted.
+//
+// Where the beta conservatism is (measured this round; the limits are
+// post-processing, so each rule below was computed on the same releases):
+// the noise part of the beta variance is over-stated by its Hessian term.
+// At epsilon 2, logit, 150 releases (other seeds), the predicted noise
+// variance of beta is 8.0e-5 and 8.7e-5 against an empirical var(beta -
+// MLE) of 5.8e-5 and 5.2e-5, the score-noise part alone 5.5e-5 (it
+// matches), and the sampling part 1.49e-4 against the MLE's 1.54e-4 (Wald
+// 1.60e-4): private z^2 0.91 and 0.85, the MLE's 0.96. The Hessian term
+// comes from the last step (epsilon 1, 30 releases: the predicted noise
+// variance 2.4e-4 falls to 2.15e-4 without the first four steps' terms and
+// to 1.84e-4 without any, against 1.08e-4 empirical). Rules tried on this
+// study's releases (100 per cell): the step's second moment less its own
+// score noise (u u' - H^-1 D H^-1 in hessNoiseStepVar's basis): width -1%,
+// coverage unchanged; the Hessian's noise acting on the error the step
+// corrects (its noise variance V_k carried in, in the directions the floor
+// left alone; conditional on the released H the step's own score noise is
+// carried exactly by H^-1 D H^-1): beta 0.975, 0.975, 0.970, 0.960 (logit
+// 0.5, 1, 2, cloglog 0.5), width -5% at epsilon 1 and 2, but alpha 0.903
+// at logit 2 (from 0.957); the same with the step kept in the floored
+// directions: alpha 0.907 at logit 2 and 0.893 at cloglog 2 (from 0.913).
+// The alpha limits hold only with the over-stated term (the baseline's
+// shape directions are barely determined and the start's error there is
+// not in the limits), so a tighter beta term needs its own rule for the
+// baseline first; not adopted.
 func TestNewtonCoverageStudy(t *testing.T) {
 	testtier.Heavy(t, "noisy Newton coverage study")
 	const reps = 100

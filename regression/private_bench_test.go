@@ -44,8 +44,10 @@ func pairedRatio(b *testing.B, exact, private func() error) {
 // private ÷ non-private comes from one run
 // (`go test -run XXX -bench DiscretePrivateVsExact1M -benchtime 3x ./regression`).
 // The MLE fits from sufficient statistics per (covariate pattern,
-// interval) on such discrete covariates; the private release sums its
-// clipped terms record by record.
+// interval) on such discrete covariates; the private release groups the
+// records by pattern and merges those with the same last interval and
+// event (newtonCompact), then sums its clipped terms per distinct record
+// (clippedSumsPatterns).
 func BenchmarkDiscretePrivateVsExact1M(b *testing.B) {
 	data := cox1M()
 	sc := Scaling{Centre: []float64{60, 0.5, 28}, Scale: []float64{40, 1, 20}}

@@ -1,0 +1,224 @@
+package regression
+
+import "math"
+
+// The records a MethodNewton step sums, deduplicated: two records with the
+// same covariates (bit for bit), the same last interval and the same event
+// flag have the same score and Hessian terms, so the same clip factors and
+// the same clipped contribution; a clipped sum over the records is the sum
+// over the distinct ones, each times its count (up to the order of the
+// float additions). The released sums, and so the privacy of the release,
+// are those of the records; only the work changes: one pass over the
+// records per fit instead of one per step, and one evaluation per distinct
+// record per step (the product's bounded covariates are often few-valued:
+// age in years, sex, a grade).
+
+// newtonCompact returns m's records grouped by covariate pattern, each
+// pattern's records merged by (last interval, event) with their counts, or
+// m itself (no weights, no groups) when the patterns are more than a
+// quarter of the records (continuous covariates: no gain; it stops
+// counting as soon as that is known). The pattern pass and the count per
+// (pattern, last interval, event) cell cost far less than one step's
+// evaluation of the records' terms.
+func (m *discreteModel) newtonCompact() newtonRecords {
+	n, p, q := m.n, m.p, m.q
+	pat, np, ok := patternIndex(m, n/4)
+	if !ok {
+		return newtonRecords{m: m}
+	}
+	if np*2*q > 2*n {
+		// a dense count per cell would take more memory than the records
+		return compactSorted(m, pat, np)
+	}
+	// the records' counts per (pattern, last interval, event) cell, then
+	// one distinct record per non-empty cell, pattern by pattern
+	cells := 2 * q
+	cnt := make([]float64, np*cells)
+	rep := make([]int32, np) // a record of each pattern
+	for i := n - 1; i >= 0; i-- {
+		g := int(pat[i])
+		k := 2 * (int(m.s[i]) - 1)
+		if m.event[i] {
+			k++
+		}
+		cnt[g*cells+k]++
+		rep[g] = int32(i)
+	}
+	c := *m
+	c.groups = nil
+	nd := 0
+	for _, v := range cnt {
+		if v != 0 {
+			nd++
+		}
+	}
+	c.s, c.event, c.x = make([]int32, 0, nd), make([]bool, 0, nd), make([]float64, 0, nd*p)
+	w := make([]float64, 0, nd)
+	pstart := make([]int32, np+1)
+	for g := range np {
+		pstart[g] = int32(len(w))
+		xi := m.x[int(rep[g])*p : (int(rep[g])+1)*p]
+		for k, v := range cnt[g*cells : (g+1)*cells] {
+			if v == 0 {
+				continue
+			}
+			c.s = append(c.s, int32(k/2+1))
+			c.event = append(c.event, k%2 == 1)
+			c.x = append(c.x, xi...)
+			w = append(w, v)
+		}
+	}
+	pstart[np] = int32(len(w))
+	c.n = len(w)
+	return newtonRecords{m: &c, w: w, pstart: pstart}
+}
+
+// compactSorted is newtonCompact's merge when the patterns times the cells
+// are many: the records sorted by pattern (a counting sort on its index),
+// then each pattern's records counted per (last interval, event).
+func compactSorted(m *discreteModel, pat []int32, np int) newtonRecords {
+	n, p, q := m.n, m.p, m.q
+	// the records by pattern (a counting sort on the pattern's index)
+	start := make([]int32, np+1)
+	for _, g := range pat {
+		start[g+1]++
+	}
+	for g := range np {
+		start[g+1] += start[g]
+	}
+	pos := append([]int32(nil), start[:np]...)
+	order := make([]int32, n)
+	for i, g := range pat {
+		order[pos[g]] = int32(i)
+		pos[g]++
+	}
+	// within a pattern, one distinct record per (last interval, event)
+	c := *m
+	c.groups = nil
+	nd := min(n, 2*q*np) // at most the distinct records
+	c.s, c.event, c.x = make([]int32, 0, nd), make([]bool, 0, nd), make([]float64, 0, nd*p)
+	w := make([]float64, 0, nd)
+	pstart := make([]int32, np+1)
+	cnt := make([]float64, 2*q)
+	for g := range np {
+		pstart[g] = int32(len(w))
+		rec := order[start[g]:start[g+1]]
+		for _, i := range rec {
+			k := 2 * (int(m.s[i]) - 1)
+			if m.event[i] {
+				k++
+			}
+			cnt[k]++
+		}
+		xi := m.x[int(rec[0])*p : (int(rec[0])+1)*p]
+		for k, v := range cnt {
+			if v == 0 {
+				continue
+			}
+			c.s = append(c.s, int32(k/2+1))
+			c.event = append(c.event, k%2 == 1)
+			c.x = append(c.x, xi...)
+			w = append(w, v)
+			cnt[k] = 0
+		}
+	}
+	pstart[np] = int32(len(w))
+	c.n = len(w)
+	return newtonRecords{m: &c, w: w, pstart: pstart}
+}
+
+// newtonRecords are the records a MethodNewton step sums: m's records
+// counted w[i] times each (nil: once), grouped by covariate pattern when
+// pstart is set (pattern g is records pstart[g] to pstart[g+1]-1).
+type newtonRecords struct {
+	m      *discreteModel
+	w      []float64
+	pstart []int32
+}
+
+// clippedSums is the clipped sums of the records at f (clippedSums of
+// the original records, up to the order of the additions).
+func (r newtonRecords) clippedSums(f []float64, cl [nBlocks]float64) newtonSums {
+	if r.pstart != nil && r.m.link != LinkCloglog {
+		return r.m.clippedSumsPatterns(f, cl, r.w, r.pstart)
+	}
+	return r.m.clippedSumsW(f, cl, r.w)
+}
+
+// patternIndex numbers the covariate patterns of m's records (bit for
+// bit) and returns each record's pattern and the number of patterns; ok is
+// false, and the count stopped, when there are more than maxP.
+func patternIndex(m *discreteModel, maxP int) ([]int32, int, bool) {
+	n, p := m.n, m.p
+	if maxP < 1 {
+		return nil, 0, false
+	}
+	// open addressing, load factor at most 1/2, grown by doubling (the
+	// table stays the size of the patterns, in the cache); a slot holds
+	// the pattern's index + 1 (0: empty)
+	table := make([]int32, 1024)
+	var hashes []uint64
+	var rep []int32 // a record of each pattern
+	pat := make([]int32, n)
+	for i := range n {
+		xi := m.x[i*p : (i+1)*p]
+		h := compactHash(xi)
+		mask := uint64(len(table) - 1)
+		j := h & mask
+		g := int32(-1)
+		for ; table[j] != 0; j = (j + 1) & mask {
+			v := table[j] - 1
+			if hashes[v] == h && sameRow(m.x[int(rep[v])*p:(int(rep[v])+1)*p], xi) {
+				g = v
+				break
+			}
+		}
+		if g < 0 {
+			if len(rep) >= maxP {
+				return nil, 0, false
+			}
+			g = int32(len(rep))
+			hashes = append(hashes, h)
+			rep = append(rep, int32(i))
+			if 2*len(rep) > len(table) {
+				table = make([]int32, 2*len(table))
+				mask = uint64(len(table) - 1)
+				for v, hv := range hashes {
+					k := hv & mask
+					for table[k] != 0 {
+						k = (k + 1) & mask
+					}
+					table[k] = int32(v) + 1
+				}
+			} else {
+				table[j] = g + 1
+			}
+		}
+		pat[i] = g
+	}
+	return pat, len(rep), true
+}
+
+// compactHash mixes a record's covariate bits.
+func compactHash(xi []float64) uint64 {
+	h := uint64(0x9e3779b97f4a7c15)
+	for _, v := range xi {
+		h ^= math.Float64bits(v)
+		h ^= h >> 33
+		h *= 0xff51afd7ed558ccd
+		h ^= h >> 33
+		h *= 0xc4ceb9fe1a85ec53
+		h ^= h >> 33
+	}
+	return h
+}
+
+// sameRow reports whether a and b hold the same float64 bit patterns.
+func sameRow(a, b []float64) bool {
+	for j, v := range a {
+		if math.Float64bits(v) != math.Float64bits(b[j]) {
+			return false
+		}
+	}
+	return true
+}
