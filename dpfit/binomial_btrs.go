@@ -3,15 +3,17 @@ package dpfit
 import (
 	"math"
 	"math/rand/v2"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // BinomialSim draws Binomial(n, p) for interval simulations (never a
-// release): binomial's waiting-time method for small means, otherwise
+// release): Binomial's waiting-time method for small means, otherwise
 // Hörmann's BTRS (transformed rejection with squeeze, "The generation of
 // binomial random variates", J. Stat. Comput. Simul. 46, 1993), whose
 // squeeze accepts about 86% of draws without a log-gamma, several times
 // faster than the Cauchy-proposal rejection of gonum's sampler that
-// binomial uses. Exact in distribution (rejection against the exact pmf);
+// Binomial uses. Exact in distribution (rejection against the exact pmf);
 // TestBinomialSim checks it against the pmf.
 func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 	switch {
@@ -22,7 +24,7 @@ func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 	case p > 0.5:
 		return n - BinomialSim(src, n, 1-p)
 	case float64(n)*p < binomialWaitingMean:
-		return binomial(src, n, p)
+		return Binomial(src, n, p)
 	}
 	nf := float64(n)
 	q := 1 - p
@@ -58,5 +60,39 @@ func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 		if v <= h-lk-lnk+(k-m)*lpq {
 			return int64(k)
 		}
+	}
+}
+
+// binomialWaitingMean is the mean n min(p, 1-p) up to which binomial
+// counts geometric waiting times (Binomial); above it, gonum's rejection sampler
+// (O(1) expected work) draws it.
+const binomialWaitingMean = 30
+
+// Binomial draws Binomial(n, p): by counting geometric waiting times
+// (O(n min(p, 1-p)) work) when the mean is small, by rejection (gonum's
+// distuv.Binomial, O(1) expected) otherwise, so that the null simulations
+// of a window of a million records cost what a small one does.
+// Simulation only: not a private path.
+func Binomial(src *rand.ChaCha8, n int64, p float64) int64 {
+	switch {
+	case n <= 0 || !(p > 0):
+		return 0
+	case p >= 1:
+		return n
+	case p > 0.5:
+		return n - Binomial(src, n, 1-p)
+	case float64(n)*p > binomialWaitingMean:
+		return int64(distuv.Binomial{N: float64(n), P: p, Src: src}.Rand())
+	}
+	lq := math.Log1p(-p)
+	var x, sum int64
+	for {
+		u := float64(src.Uint64()>>11+1) * (1.0 / (1 << 53)) // (0, 1]
+		g := math.Floor(math.Log(u)/lq) + 1
+		if g > float64(n-sum) {
+			return x
+		}
+		sum += int64(g)
+		x++
 	}
 }

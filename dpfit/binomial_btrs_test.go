@@ -54,3 +54,53 @@ func TestBinomialSim(t *testing.T) {
 		}
 	}
 }
+
+// The simulation's binomial sampler against the exact distribution:
+// chi-square over the support of Binomial(n, p) (cells with expectation
+// < 5 pooled into the tails), 20000 draws, fixed seed; the critical value
+// is the 0.999 quantile (false alarm 0.1% per case).
+func TestBinomialSampler(t *testing.T) {
+	for _, tc := range []struct {
+		n int64
+		p float64
+	}{{20, 0.3}, {50, 0.02}, {30, 0.85}, {5, 0.5}, {200, 0.3}, {1000, 0.9}, {100000, 0.01}} { // the last three: the rejection path (mean > binomialWaitingMean)
+		src := rand.NewChaCha8([32]byte{byte(tc.n), 7})
+		const draws = 20000
+		counts := make([]float64, tc.n+1)
+		for i := 0; i < draws; i++ {
+			x := Binomial(src, tc.n, tc.p)
+			if x < 0 || x > tc.n {
+				t.Fatalf("Binomial(%d, %v) gave %d", tc.n, tc.p, x)
+			}
+			counts[x]++
+		}
+		pmf := make([]float64, tc.n+1)
+		for k := int64(0); k <= tc.n; k++ {
+			lg, _ := math.Lgamma(float64(tc.n + 1))
+			lk, _ := math.Lgamma(float64(k + 1))
+			lnk, _ := math.Lgamma(float64(tc.n - k + 1))
+			pmf[k] = math.Exp(lg - lk - lnk + float64(k)*math.Log(tc.p) + float64(tc.n-k)*math.Log1p(-tc.p))
+		}
+		chi, df, obs, exp := 0.0, -1, 0.0, 0.0
+		for k := range pmf {
+			obs += counts[k]
+			exp += pmf[k] * draws
+			if exp >= 5 {
+				chi += (obs - exp) * (obs - exp) / exp
+				df++
+				obs, exp = 0, 0
+			}
+		}
+		if exp > 0 {
+			chi += (obs - exp) * (obs - exp) / math.Max(exp, 1e-9)
+			df++
+		}
+		// 0.999 quantile of chi-square(df) by the Wilson–Hilferty approximation
+		z := 3.090
+		d := float64(df)
+		crit := d * math.Pow(1-2/(9*d)+z*math.Sqrt(2/(9*d)), 3)
+		if chi > crit {
+			t.Errorf("Binomial(%d, %v): chi-square %.1f > %.1f (df %d)", tc.n, tc.p, chi, crit, df)
+		}
+	}
+}
