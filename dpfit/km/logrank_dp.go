@@ -202,8 +202,8 @@ func (m *nullModel) sample(h *Histogram, src *rand.ChaCha8) {
 		for b := 0; b < h.Bins; b++ {
 			var d, ce int64
 			if n > 0 {
-				d = dpfit.Binomial(src, n, m.hazard[b])
-				ce = dpfit.Binomial(src, n-d, m.cens[c][b])
+				d = dpfit.BinomialSim(src, n, m.hazard[b])
+				ce = dpfit.BinomialSim(src, n-d, m.cens[c][b])
 			}
 			h.Events[c][b], h.Censor[c][b] = d, ce
 			n -= d + ce

@@ -204,14 +204,14 @@ func ComputeWeibullLadder(c survival.Compressed, cfg WeibullConfig) (WeibullLadd
 type weibullLadderEngine struct {
 	d       weibullData
 	omega   float64
-	kmax    int       // rungs 1..kmax are computed (kmax < E)
-	cutG    []int     // distinct groups holding the (n-k)th record boundary, ascending
-	cutOf   []int     // cutOf[k] = index into cutG
-	cutR    []float64 // records of group cutG[cutOf[k]] inside the bottom n-k
-	cL, cU  []float64 // (M - k omega)/(E - k), (M + k omega)/(E + k)
-	nTerms  int       // Taylor terms J
-	cellW   float64   // grid cell width
-	cells   map[int]*weibullCell
+	kmax    int            // rungs 1..kmax are computed (kmax < E)
+	cutG    []int          // distinct groups holding the (n-k)th record boundary, ascending
+	cutOf   []int          // cutOf[k] = index into cutG
+	cutR    []float64      // records of group cutG[cutOf[k]] inside the bottom n-k
+	cL, cU  []float64      // (M - k omega)/(E - k), (M + k omega)/(E + k)
+	nTerms  int            // Taylor terms J
+	cellW   float64        // grid cell width
+	cells   []*weibullCell // by grid cell, computed on first use
 	scratch []float64
 	inv     []float64 // 1/j for the Taylor terms (fast mode only)
 }
@@ -226,7 +226,7 @@ type weibullCell struct {
 }
 
 func newWeibullLadderEngine(d weibullData, cfg WeibullConfig) *weibullLadderEngine {
-	e := &weibullLadderEngine{d: d, omega: cfg.Omega, cells: map[int]*weibullCell{}}
+	e := &weibullLadderEngine{d: d, omega: cfg.Omega}
 	e.kmax = min(cfg.Rungs, int(d.e)-1)
 	if e.kmax < 1 {
 		e.kmax = 0
@@ -315,7 +315,7 @@ func (e *weibullLadderEngine) hB(k int, p, nn, sBottom float64) float64 {
 }
 
 func (e *weibullLadderEngine) cell(j int) *weibullCell {
-	if c, ok := e.cells[j]; ok {
+	if c := e.cells[j]; c != nil {
 		return c
 	}
 	J := e.nTerms
@@ -424,7 +424,15 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 	for float64(G) < 4*cfg.Omega*gamma && G < 1<<20 {
 		G *= 2
 	}
+	if fast {
+		// the simulation scans a 4 times coarser grid (omega*width <= 1,
+		// a few more Taylor terms): the scan costs a quarter, and it finds
+		// the same first crossing wherever a function crosses zero at most
+		// once within a coarse cell
+		G = max(16, G/4)
+	}
 	e.cellW = gamma / float64(G)
+	e.cells = make([]*weibullCell, G+1)
 	x := cfg.Omega * e.cellW
 	term := 1.0
 	for e.nTerms = 1; e.nTerms < 60; e.nTerms++ {
@@ -492,15 +500,15 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 		l := gamma
 		if j := firstA[k]; j <= G {
 			c := e.cell(j - 1)
-			lo, hi := 0.0, e.cellW // offsets within the cell
-			for it := 0; it < iters; it++ {
-				mid := lo + (hi-lo)/2
-				s, nn, _ := e.evalCell(c, mid, k)
-				if e.hA(k, c.q+mid, s, nn) > 0 {
-					hi = mid
-				} else {
-					lo = mid
-				}
+			f := func(x float64) float64 {
+				s, nn, _ := e.evalCell(c, x, k)
+				return e.hA(k, c.q+x, s, nn)
+			}
+			var lo float64
+			if fast {
+				lo, _ = rootBracket(f, e.cellW, iters)
+			} else {
+				lo, _ = bisectBracket(f, e.cellW, iters)
 			}
 			l = math.Floor((c.q+lo)/tol-1) * tol
 		}
@@ -508,15 +516,21 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 		u := gamma
 		if j := firstB[k]; j <= G {
 			c := e.cell(j - 1)
-			lo, hi := 0.0, e.cellW
-			for it := 0; it < iters; it++ {
-				mid := lo + (hi-lo)/2
-				_, nn, sb := e.evalCell(c, mid, k)
-				if e.hB(k, c.q+mid, nn, sb) >= 0 {
-					hi = mid
-				} else {
-					lo = mid
+			// hB >= 0 is the side kept: the bracket of -hB (> 0 where
+			// hB < 0) reversed, i.e. of g(x) = hB(x) >= 0 as "> 0" via
+			// nextafter: g > 0 <=> hB >= 0
+			f := func(x float64) float64 {
+				_, nn, sb := e.evalCell(c, x, k)
+				if v := e.hB(k, c.q+x, nn, sb); v != 0 {
+					return v
 				}
+				return math.SmallestNonzeroFloat64
+			}
+			var hi float64
+			if fast {
+				_, hi = rootBracket(f, e.cellW, iters)
+			} else {
+				_, hi = bisectBracket(f, e.cellW, iters)
 			}
 			u = math.Ceil((c.q+hi)/tol+1) * tol
 		}
@@ -528,4 +542,89 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 		lad.Upper[k] = max(lad.Upper[k], lad.Upper[k-1])
 	}
 	return lad
+}
+
+// bisectBracket halves [0, width] iters times keeping f(lo) <= 0 < f(hi)
+// (the ends themselves are not evaluated): the releases' root search.
+func bisectBracket(f func(float64) float64, width float64, iters int) (lo, hi float64) {
+	lo, hi = 0, width
+	for it := 0; it < iters; it++ {
+		mid := lo + (hi-lo)/2
+		if f(mid) > 0 {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return lo, hi
+}
+
+// rootBracket returns a bracket [lo, hi] within [0, width] of width at
+// most width/2^iters with f(lo) <= 0 < f(hi) (or an end of [0, width]),
+// like bisectBracket, in fewer evaluations: Illinois (modified regula
+// falsi) steps, each followed by a probe half the final width beyond the
+// step on the root's side, which closes the bracket once a step lands
+// near the root; a bisection step whenever an interpolation is not finite.
+// The interval simulation only (fast mode): the bracket it returns holds
+// the same crossing as bisectBracket's to within the final width, so the
+// snapped ladder ends agree to a grid step.
+func rootBracket(f func(float64) float64, width float64, iters int) (lo, hi float64) {
+	w := width
+	for range iters {
+		w /= 2
+	}
+	lo, hi = 0, width
+	flo, fhi := f(lo), f(hi)
+	if flo > 0 || !(fhi > 0) { // not a bracket: bisection's answer
+		return bisectBracket(f, width, iters)
+	}
+	side := 0 // -1: lo kept last time, +1: hi kept last time (Illinois)
+	for n := 0; hi-lo > w && n < 4*iters; n++ {
+		x := lo + (hi-lo)/2
+		if fl, fh := flo, fhi; !math.IsInf(fl, 0) && !math.IsNaN(fl) && !math.IsInf(fh, 0) && !math.IsNaN(fh) && fh > fl {
+			x = lo - fl*(hi-lo)/(fh-fl)
+		}
+		x = min(max(x, lo+w/4), hi-w/4)
+		fx := f(x)
+		if fx > 0 {
+			hi, fhi = x, fx
+			if side == 1 {
+				flo /= 2
+			}
+			side = 1
+		} else {
+			lo, flo = x, fx
+			if side == -1 {
+				fhi /= 2
+			}
+			side = -1
+		}
+		if hi-lo <= w {
+			break
+		}
+		// probe: the root is likely within w/2 of x
+		y := x + w/2
+		if fx > 0 {
+			y = x - w/2
+		}
+		if y <= lo || y >= hi {
+			continue
+		}
+		if fy := f(y); fy > 0 {
+			hi, fhi = y, fy
+		} else {
+			lo, flo = y, fy
+		}
+	}
+	if hi-lo > w { // did not converge: finish by bisection
+		for hi-lo > w {
+			mid := lo + (hi-lo)/2
+			if f(mid) > 0 {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+	}
+	return lo, hi
 }
