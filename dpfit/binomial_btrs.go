@@ -33,12 +33,10 @@ func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 	a := -0.0873 + 0.0248*b + 0.01*p
 	c := nf*p + 0.5
 	vr := 0.92 - 4.2/b
-	alpha := (2.83 + 5.1/b) * spq
-	lpq := math.Log(p / q)
-	m := math.Floor((nf + 1) * p)
-	lm, _ := math.Lgamma(m + 1)
-	lnm, _ := math.Lgamma(nf - m + 1)
-	h := lm + lnm
+	// the constants of the exact test, computed on its first use: the
+	// squeeze accepts most draws without them
+	var alpha, lpq, m, h float64
+	slow := false
 	unif := func() float64 { return float64(src.Uint64()>>11) * (1.0 / (1 << 53)) }
 	for {
 		u := unif() - 0.5
@@ -53,6 +51,15 @@ func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 		}
 		if !(v > 0) || !(us > 0) {
 			continue
+		}
+		if !slow {
+			slow = true
+			alpha = (2.83 + 5.1/b) * spq
+			lpq = math.Log(p / q)
+			m = math.Floor((nf + 1) * p)
+			lm, _ := math.Lgamma(m + 1)
+			lnm, _ := math.Lgamma(nf - m + 1)
+			h = lm + lnm
 		}
 		v = math.Log(v * alpha / (a/(us*us) + b))
 		lk, _ := math.Lgamma(k + 1)

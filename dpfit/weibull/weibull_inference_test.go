@@ -116,6 +116,54 @@ func TestWeibullMatchScale(t *testing.T) {
 	}
 }
 
+// weibullMatchScale's Illinois bracket gives bisection's scale: a
+// reference 40-step bisection of the same ratio function, over shapes,
+// exponents and ratios from tiny to huge (both ends of [-50, 50]
+// included), to 1e-9 relative.
+func TestWeibullMatchScaleBracketEqualsBisection(t *testing.T) {
+	bisect := func(p, q, ratio float64) float64 {
+		const m = 64
+		tll := func(ll float64) float64 {
+			f1 := -math.Expm1(-math.Exp(-p * ll))
+			if !(f1 > 0) {
+				return math.Inf(1)
+			}
+			s := 0.0
+			for i := 0; i <= m; i++ {
+				w := 2.0
+				switch {
+				case i == 0 || i == m:
+					w = 1
+				case i%2 == 1:
+					w = 4
+				}
+				s += w * math.Exp(-math.Exp(p*math.Log(float64(i)/m)/q-p*ll))
+			}
+			return s / (3 * m) / f1
+		}
+		lo, hi := -50.0, 50.0
+		for it := 0; it < 40; it++ {
+			mid := (lo + hi) / 2
+			if tll(mid) < ratio {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return math.Exp((lo + hi) / 2)
+	}
+	for _, p := range []float64{0.01, 0.3, 1, 2.5, 9.9} {
+		for _, q := range []float64{0.05, 1, 4} {
+			for _, ratio := range []float64{1e-30, 1e-6, 0.01, 0.3, 0.9, 1, 3, 1e6, 1e300, math.NaN()} {
+				got, want := weibullMatchScale(p, q, ratio), bisect(p, q, ratio)
+				if !(math.Abs(got/want-1) <= 1e-9) {
+					t.Errorf("p %v q %v ratio %v: %v, bisection %v", p, q, ratio, got, want)
+				}
+			}
+		}
+	}
+}
+
 // The baselines' noise-only intervals cover the clamped MLE the mechanism
 // perturbs: 400 Laplace releases at epsilon 40 (at small epsilon the
 // interval is the whole box), coverage at least 0.95 - 3 SE (SE = 0.011;

@@ -458,6 +458,14 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 	pre := make([]float64, len(e.cutG))
 	grp := make([]float64, len(e.cutG))
 	openA, openB := e.kmax, e.kmax
+	// the functions' values on both sides of each first crossing (fast
+	// mode: they start rootBracket's secant); NaN before grid point 1
+	nan := math.NaN()
+	endA := make([][2]float64, e.kmax+1)
+	endB := make([][2]float64, e.kmax+1)
+	for k := range endA {
+		endA[k], endB[k] = [2]float64{nan, nan}, [2]float64{nan, nan}
+	}
 	var step, pw []float64
 	if fast {
 		step = make([]float64, len(e.d.lt))
@@ -476,16 +484,22 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 			s, nn = e.sums(p, pre, grp)
 		}
 		for k := 1; k <= e.kmax; k++ {
-			if firstA[k] > G && e.hA(k, p, s, nn) > 0 {
-				firstA[k] = j
-				openA--
+			if firstA[k] > G {
+				v := e.hA(k, p, s, nn)
+				if v > 0 {
+					firstA[k] = j
+					openA--
+				}
+				endA[k] = [2]float64{endA[k][1], v}
 			}
 			if firstB[k] > G {
 				g := e.cutOf[k]
-				if e.hB(k, p, nn, pre[g]+e.cutR[k]*grp[g]) >= 0 {
+				v := e.hB(k, p, nn, pre[g]+e.cutR[k]*grp[g])
+				if v >= 0 {
 					firstB[k] = j
 					openB--
 				}
+				endB[k] = [2]float64{endB[k][1], geZero(v)}
 			}
 		}
 	}
@@ -506,7 +520,7 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 			}
 			var lo float64
 			if fast {
-				lo, _ = rootBracket(f, e.cellW, iters)
+				lo, _ = rootBracket(f, e.cellW, iters, endA[k][0], endA[k][1])
 			} else {
 				lo, _ = bisectBracket(f, e.cellW, iters)
 			}
@@ -516,19 +530,14 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 		u := gamma
 		if j := firstB[k]; j <= G {
 			c := e.cell(j - 1)
-			// hB >= 0 is the side kept: the bracket of -hB (> 0 where
-			// hB < 0) reversed, i.e. of g(x) = hB(x) >= 0 as "> 0" via
-			// nextafter: g > 0 <=> hB >= 0
+			// the bracket's "> 0" side is hB >= 0 (geZero)
 			f := func(x float64) float64 {
 				_, nn, sb := e.evalCell(c, x, k)
-				if v := e.hB(k, c.q+x, nn, sb); v != 0 {
-					return v
-				}
-				return math.SmallestNonzeroFloat64
+				return geZero(e.hB(k, c.q+x, nn, sb))
 			}
 			var hi float64
 			if fast {
-				_, hi = rootBracket(f, e.cellW, iters)
+				_, hi = rootBracket(f, e.cellW, iters, endB[k][0], endB[k][1])
 			} else {
 				_, hi = bisectBracket(f, e.cellW, iters)
 			}
@@ -561,70 +570,76 @@ func bisectBracket(f func(float64) float64, width float64, iters int) (lo, hi fl
 
 // rootBracket returns a bracket [lo, hi] within [0, width] of width at
 // most width/2^iters with f(lo) <= 0 < f(hi) (or an end of [0, width]),
-// like bisectBracket, in fewer evaluations: Illinois (modified regula
-// falsi) steps, each followed by a probe half the final width beyond the
-// step on the root's side, which closes the bracket once a step lands
-// near the root; a bisection step whenever an interpolation is not finite.
+// like bisectBracket, in fewer evaluations: secant steps through the last
+// two points (starting from the ends, whose values flo = f(0) and fhi =
+// f(width) the caller passes: NaN if unknown), kept inside the bracket,
+// and once a step is small a probe half the final width beyond it on the
+// root's side, which closes the bracket; a bisection step whenever the
+// secant is not finite or leaves the bracket, and after two steps in a row
+// that did not halve it.
 // The interval simulation only (fast mode): the bracket it returns holds
 // the same crossing as bisectBracket's to within the final width, so the
 // snapped ladder ends agree to a grid step.
-func rootBracket(f func(float64) float64, width float64, iters int) (lo, hi float64) {
+func rootBracket(f func(float64) float64, width float64, iters int, flo, fhi float64) (lo, hi float64) {
 	w := width
 	for range iters {
 		w /= 2
 	}
 	lo, hi = 0, width
-	flo, fhi := f(lo), f(hi)
 	if flo > 0 || !(fhi > 0) { // not a bracket: bisection's answer
 		return bisectBracket(f, width, iters)
 	}
-	side := 0 // -1: lo kept last time, +1: hi kept last time (Illinois)
-	for n := 0; hi-lo > w && n < 4*iters; n++ {
+	finite := func(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
+	// the secant runs through the last two points evaluated
+	x1, f1, x2, f2 := lo, flo, hi, fhi
+	slow := 0 // steps in a row that did not halve the bracket
+	for hi-lo > w {
+		before := hi - lo
 		x := lo + (hi-lo)/2
-		if fl, fh := flo, fhi; !math.IsInf(fl, 0) && !math.IsNaN(fl) && !math.IsInf(fh, 0) && !math.IsNaN(fh) && fh > fl {
-			x = lo - fl*(hi-lo)/(fh-fl)
+		if slow < 2 && finite(f1) && finite(f2) && f1 != f2 {
+			if s := x2 - f2*(x2-x1)/(f2-f1); s > lo && s < hi {
+				x = s
+			}
 		}
 		x = min(max(x, lo+w/4), hi-w/4)
 		fx := f(x)
 		if fx > 0 {
 			hi, fhi = x, fx
-			if side == 1 {
-				flo /= 2
-			}
-			side = 1
 		} else {
 			lo, flo = x, fx
-			if side == -1 {
-				fhi /= 2
+		}
+		step := math.Abs(x - x2)
+		x1, f1, x2, f2 = x2, f2, x, fx
+		if hi-lo > w && step < 64*w {
+			// the secant has nearly converged: probe half the final
+			// width beyond x on the root's side to close the bracket
+			y := x + w/2
+			if fx > 0 {
+				y = x - w/2
 			}
-			side = -1
+			if y > lo && y < hi {
+				if fy := f(y); fy > 0 {
+					hi, fhi = y, fy
+				} else {
+					lo, flo = y, fy
+				}
+			}
 		}
-		if hi-lo <= w {
-			break
-		}
-		// probe: the root is likely within w/2 of x
-		y := x + w/2
-		if fx > 0 {
-			y = x - w/2
-		}
-		if y <= lo || y >= hi {
-			continue
-		}
-		if fy := f(y); fy > 0 {
-			hi, fhi = y, fy
+		if hi-lo > before/2 {
+			slow++
 		} else {
-			lo, flo = y, fy
-		}
-	}
-	if hi-lo > w { // did not converge: finish by bisection
-		for hi-lo > w {
-			mid := lo + (hi-lo)/2
-			if f(mid) > 0 {
-				hi = mid
-			} else {
-				lo = mid
-			}
+			slow = 0
 		}
 	}
 	return lo, hi
+}
+
+// geZero maps v to a value that is > 0 exactly when v >= 0 (0 to the
+// smallest positive float): the upper ends keep hB >= 0 as the "> 0" side
+// of rootBracket and bisectBracket.
+func geZero(v float64) float64 {
+	if v == 0 {
+		return math.SmallestNonzeroFloat64
+	}
+	return v
 }

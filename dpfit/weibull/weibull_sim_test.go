@@ -228,7 +228,7 @@ func TestRootBracketMatchesBisection(t *testing.T) {
 		func(x float64) float64 { return x - 1 },                     // no crossing: f(width) <= 0
 		func(x float64) float64 { return x + 1 },                     // no crossing: f(0) > 0
 	} {
-		lo, hi := rootBracket(f, width, iters)
+		lo, hi := rootBracket(f, width, iters, f(0), f(width))
 		blo, bhi := bisectBracket(f, width, iters)
 		if hi-lo > w*(1+1e-9) || math.Abs(lo-blo) > 2*w || math.Abs(hi-bhi) > 2*w {
 			t.Errorf("function %d: [%v, %v] (width %v), bisection [%v, %v]", i, lo, hi, hi-lo, blo, bhi)
