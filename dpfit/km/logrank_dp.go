@@ -84,6 +84,7 @@ func calibrateLogRank(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc)
 	so := o
 	so.naiveLogRank, so.IntervalSims = true, -1
 	so.noIntervals = true // the tests use the counts only
+	so.countsOnly = true
 	obs := res.LogRank.ChiSq
 	ge := 0
 	pairGe := make([]int, len(res.Pairwise))
