@@ -7,8 +7,13 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
+// btrsMinMean is the mean n min(p, 1-p) from which BinomialSim uses BTRS:
+// Hörmann's algorithm holds from 10 (its squeeze and hat are valid there);
+// below, the waiting times cost fewer than 10 logarithms.
+const btrsMinMean = 10
+
 // BinomialSim draws Binomial(n, p) for interval simulations (never a
-// release): Binomial's waiting-time method for small means, otherwise
+// release): Binomial's waiting-time method for means below btrsMinMean, otherwise
 // Hörmann's BTRS (transformed rejection with squeeze, "The generation of
 // binomial random variates", J. Stat. Comput. Simul. 46, 1993), whose
 // squeeze accepts about 86% of draws without a log-gamma, several times
@@ -23,7 +28,7 @@ func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 		return n
 	case p > 0.5:
 		return n - BinomialSim(src, n, 1-p)
-	case float64(n)*p < binomialWaitingMean:
+	case float64(n)*p < btrsMinMean:
 		return Binomial(src, n, p)
 	}
 	nf := float64(n)

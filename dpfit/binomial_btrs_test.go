@@ -10,14 +10,15 @@ import (
 
 // BinomialSim follows the binomial pmf: chi-square over the values with
 // expected count >= 5 (tails pooled), 40,000 draws per case, fixed seed,
-// false alarm 0.1% per case; the cases cover the waiting-time branch, the
-// BTRS branch at moderate and large n, and p above 1/2.
+// false alarm 0.1% per case; the cases cover the waiting-time branch (mean
+// 9), the BTRS branch from just above its threshold (means 10.1 to 12) to
+// large n, and p above 1/2.
 func TestBinomialSim(t *testing.T) {
 	src := rand.NewChaCha8([32]byte{11})
 	for _, tc := range []struct {
 		n int64
 		p float64
-	}{{40, 0.3}, {200, 0.4}, {5000, 0.02}, {1_000_000, 0.3}, {300, 0.85}} {
+	}{{40, 0.3}, {200, 0.4}, {5000, 0.02}, {1_000_000, 0.3}, {300, 0.85}, {30, 0.3}, {100, 0.105}, {1000, 0.0101}, {60, 0.82}} {
 		const draws = 40000
 		obs := map[int64]float64{}
 		for i := 0; i < draws; i++ {
