@@ -202,18 +202,21 @@ func ComputeWeibullLadder(c survival.Compressed, cfg WeibullConfig) (WeibullLadd
 // S_{n-k} the sum of t^p over the n-k smallest records. A root of
 // hA_k is the lower end of rung k, a root of hB_k the upper end.
 type weibullLadderEngine struct {
-	d       weibullData
-	omega   float64
-	kmax    int            // rungs 1..kmax are computed (kmax < E)
-	cutG    []int          // distinct groups holding the (n-k)th record boundary, ascending
-	cutOf   []int          // cutOf[k] = index into cutG
-	cutR    []float64      // records of group cutG[cutOf[k]] inside the bottom n-k
-	cL, cU  []float64      // (M - k omega)/(E - k), (M + k omega)/(E + k)
-	nTerms  int            // Taylor terms J
-	cellW   float64        // grid cell width
-	cells   []*weibullCell // by grid cell, computed on first use
-	scratch []float64
-	inv     []float64 // 1/j for the Taylor terms (fast mode only)
+	d      weibullData
+	omega  float64
+	kmax   int            // rungs 1..kmax are computed (kmax < E)
+	cutG   []int          // distinct groups holding the (n-k)th record boundary, ascending
+	cutOf  []int          // cutOf[k] = index into cutG
+	cutR   []float64      // records of group cutG[cutOf[k]] inside the bottom n-k
+	cL, cU []float64      // (M - k omega)/(E - k), (M + k omega)/(E + k)
+	nTerms int            // Taylor terms J
+	cellW  float64        // grid cell width
+	cells  []*weibullCell // by grid cell, computed on first use
+	// cellNeeds[j][g]: cell j holds cut group g's rows (a rung reading
+	// that group has its upper end in cell j)
+	cellNeeds [][]bool
+	scratch   []float64
+	inv       []float64 // 1/j for the Taylor terms (fast mode only)
 }
 
 // weibullCell holds the moments at the left end q of a grid cell:
@@ -319,21 +322,36 @@ func (e *weibullLadderEngine) cell(j int) *weibullCell {
 		return c
 	}
 	J := e.nTerms
-	c := &weibullCell{q: float64(j) * e.cellW, mom: make([]float64, J+2)}
-	c.pre = make([][]float64, len(e.cutG))
-	c.grp = make([][]float64, len(e.cutG))
+	nc := len(e.cutG)
+	need := e.cellNeeds[j] // the cut groups whose rows this cell holds
+	rowsNeeded := 0
+	for _, n := range need {
+		if n {
+			rowsNeeded++
+		}
+	}
+	// one allocation for the moments and the needed cut groups' rows
+	back := make([]float64, J+2+2*rowsNeeded*(J+1))
+	c := &weibullCell{q: float64(j) * e.cellW, mom: back[: J+2 : J+2]}
+	rows := back[J+2:]
+	c.pre = make([][]float64, nc)
+	c.grp = make([][]float64, nc)
 	ci := 0
 	for i, l := range e.d.lt {
 		w := math.Exp(c.q * l)
-		if ci < len(e.cutG) && e.cutG[ci] == i {
-			c.pre[ci] = slices.Clone(c.mom[:J+1])
-			g := make([]float64, J+1)
-			v := w
-			for t := range g {
-				g[t] = v
-				v *= l
+		if ci < nc && e.cutG[ci] == i {
+			if need != nil && need[ci] {
+				c.pre[ci] = rows[: J+1 : J+1]
+				copy(c.pre[ci], c.mom[:J+1])
+				g := rows[J+1 : 2*(J+1) : 2*(J+1)]
+				rows = rows[2*(J+1):]
+				v := w
+				for t := range g {
+					g[t] = v
+					v *= l
+				}
+				c.grp[ci] = g
 			}
-			c.grp[ci] = g
 			ci++
 		}
 		v := e.d.count[i] * w
@@ -362,28 +380,41 @@ func (e *weibullLadderEngine) taylor(delta float64) []float64 {
 	return a
 }
 
-// evalCell returns S, N and S_{n-k} at p = c.q + delta from the moments.
-func (e *weibullLadderEngine) evalCell(c *weibullCell, delta float64, k int) (s, nn, sb float64) {
+// evalCell returns S, N and, with bottom, S_{n-k} at p = c.q + delta from
+// the moments (the cell holds the rows of rung k's cut group when the
+// rung's upper end is in it: cellNeeds); without bottom sb is 0.
+func (e *weibullLadderEngine) evalCell(c *weibullCell, delta float64, k int, bottom bool) (s, nn, sb float64) {
 	if e.inv != nil { // fast (simulation): Horner's scheme, no term array
-		g := e.cutOf[k]
-		r := e.cutR[k]
-		pre, grp := c.pre[g], c.grp[g]
 		J := e.nTerms
-		s, nn, sb = c.mom[J], c.mom[J+1], pre[J]+r*grp[J]
+		s, nn = c.mom[J], c.mom[J+1]
 		for j := J - 1; j >= 0; j-- {
 			f := delta * e.inv[j+1]
 			s = c.mom[j] + s*f
 			nn = c.mom[j+1] + nn*f
-			sb = pre[j] + r*grp[j] + sb*f
+		}
+		if !bottom {
+			return s, nn, 0
+		}
+		g := e.cutOf[k]
+		r := e.cutR[k]
+		pre, grp := c.pre[g], c.grp[g]
+		sb = pre[J] + r*grp[J]
+		for j := J - 1; j >= 0; j-- {
+			sb = pre[j] + r*grp[j] + sb*(delta*e.inv[j+1])
 		}
 		return s, nn, sb
 	}
 	a := e.taylor(delta)
-	g := e.cutOf[k]
-	r := e.cutR[k]
 	for j := len(a) - 1; j >= 0; j-- { // small terms first
 		s += a[j] * c.mom[j]
 		nn += a[j] * c.mom[j+1]
+	}
+	if !bottom {
+		return s, nn, 0
+	}
+	g := e.cutOf[k]
+	r := e.cutR[k]
+	for j := len(a) - 1; j >= 0; j-- {
 		sb += a[j] * (c.pre[g][j] + r*c.grp[g][j])
 	}
 	return s, nn, sb
@@ -394,9 +425,12 @@ func weibullComputeLadder(d weibullData, cfg WeibullConfig) WeibullLadder {
 }
 
 // weibullComputeLadderOpt is weibullComputeLadder; with fast (the interval
-// simulation only, never a release) the scan over the grid updates each
-// t^p by one multiplication per grid step instead of an exp (relative
-// rounding drift below 1e-13 over the scan).
+// simulation only, never a release) the scan runs over a 4 times coarser
+// grid and updates each t^p by one multiplication per grid step instead of
+// an exp (relative rounding drift below 1e-13 over the scan), and each
+// rung end is bracketed by rootBracket's secant steps instead of bisection:
+// the ends agree with the release's to a grid step
+// (TestWeibullFastLadderMatchesRelease).
 func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) WeibullLadder {
 	K := cfg.Rungs
 	gamma := cfg.Gamma
@@ -508,6 +542,15 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 	for w := e.cellW; w > cfg.Tolerance; w /= 2 {
 		iters++
 	}
+	e.cellNeeds = make([][]bool, G+1)
+	for k := 1; k <= e.kmax; k++ {
+		if j := firstB[k]; j <= G {
+			if e.cellNeeds[j-1] == nil {
+				e.cellNeeds[j-1] = make([]bool, len(e.cutG))
+			}
+			e.cellNeeds[j-1][e.cutOf[k]] = true
+		}
+	}
 	tol := cfg.Tolerance
 	for k := 1; k <= e.kmax; k++ {
 		// Lower end: keep lo with hA(lo) <= 0.
@@ -515,7 +558,7 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 		if j := firstA[k]; j <= G {
 			c := e.cell(j - 1)
 			f := func(x float64) float64 {
-				s, nn, _ := e.evalCell(c, x, k)
+				s, nn, _ := e.evalCell(c, x, k, false)
 				return e.hA(k, c.q+x, s, nn)
 			}
 			var lo float64
@@ -532,7 +575,7 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 			c := e.cell(j - 1)
 			// the bracket's "> 0" side is hB >= 0 (geZero)
 			f := func(x float64) float64 {
-				_, nn, sb := e.evalCell(c, x, k)
+				_, nn, sb := e.evalCell(c, x, k, true)
 				return geZero(e.hB(k, c.q+x, nn, sb))
 			}
 			var hi float64
