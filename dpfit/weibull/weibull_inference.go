@@ -227,6 +227,9 @@ type weibullInversion struct {
 	n      int // simulated releases so far
 	// progress is WeibullIntervalOptions.Progress
 	progress func(done int)
+	// allShapes computes every simulated shape (tests of the early
+	// acceptance)
+	allShapes bool
 }
 
 // weibullCandidate is one evaluated shape: its nuisance scale, the
@@ -252,17 +255,36 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 	sim := newWeibullSim(p, lambda, w.events, w.res, w.bw, w.cfg.TimeMax)
 	shapes := make([]float64, 0, w.sims)
 	piv := make([]float64, 0, w.sims)
+	// The test accepts p when at least k simulated shapes lie on each side
+	// of the released one (k = the order of simQuantiles' quantiles); once
+	// they do, the rest of the simulated shapes cannot change the decision,
+	// so their ladders (most of a simulated release) are not computed: the
+	// remaining draws serve the scale's pivot only. The decision is a
+	// stopping rule on independent draws, so the interval's distribution
+	// is that of the whole simulation.
+	k := max(int(math.Floor(float64(w.sims+1)*w.alpha/2)), 1)
+	below, above := 0, 0
+	decided := false
 	for r := 0; r < w.sims; r++ {
 		d := sim.sampleData(src, w.cfg)
-		// the simulated release's shape: the LSP draw from the same
-		// distribution as Sample's, by a float inverse CDF (fast; this
-		// simulation plays no part in the guarantee)
-		shape := weibullLadderSampleFloat(weibullComputeLadderOpt(d, w.simCfg, true), src, w.cfg.Epsilon)
+		if !decided {
+			// the simulated release's shape: the LSP draw from the same
+			// distribution as Sample's, by a float inverse CDF (fast; this
+			// simulation plays no part in the guarantee)
+			shape := weibullLadderSampleFloat(weibullComputeLadderOpt(d, w.simCfg, true), src, w.cfg.Epsilon)
+			shapes = append(shapes, shape)
+			if shape <= w.fit.Shape {
+				below++
+			}
+			if shape >= w.fit.Shape {
+				above++
+			}
+			decided = below >= k && above >= k && !w.allShapes
+		}
 		w.n++
 		if w.progress != nil {
 			w.progress(w.n)
 		}
-		shapes = append(shapes, shape)
 		// the scale's pivot given shape p: TLL run again on the simulated
 		// data with the released shape as its exponent (the exponent the
 		// released tau/delta was computed with), and the scale that
@@ -275,7 +297,14 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 		lt := weibullMatchScale(p, w.fit.Shape, ratio)
 		piv = append(piv, math.Log(lt)-math.Log(lambda))
 	}
-	c.qlo, c.qhi = simQuantiles(shapes, w.alpha)
+	if len(shapes) == w.sims {
+		c.qlo, c.qhi = simQuantiles(shapes, w.alpha)
+	} else {
+		// accepted early: the kth smallest and kth largest of the shapes
+		// drawn bracket the released shape, as the whole sample's would
+		slices.Sort(shapes)
+		c.qlo, c.qhi = shapes[k-1], shapes[len(shapes)-k]
+	}
 	a, b := simQuantiles(piv, w.alpha)
 	c.scaleLo, c.scaleHi = lambda*math.Exp(-b), lambda*math.Exp(-a)
 	w.evals = append(w.evals, c)

@@ -116,6 +116,59 @@ func TestWeibullMatchScale(t *testing.T) {
 	}
 }
 
+// A candidate shape accepted early (k simulated shapes on each side of the
+// released one; the rest of its ladders skipped) is accepted by the whole
+// simulation too, and a rejected one is never stopped early: the shape
+// interval, which depends on the decisions only, equals the whole
+// simulation's, on a small and a larger sample.
+func TestWeibullIntervalEarlyAcceptance(t *testing.T) {
+	for _, tc := range []struct {
+		n   int
+		eps float64
+	}{{150, 2}, {2000, 1}} {
+		cfg := WeibullConfig{Epsilon: tc.eps, TimeMax: 1000}
+		fit, err := FitWeibullLSP(dp.NewSeededSource(5), weibullSample(tc.n, 1.3, 600, 1000, 2), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inversion := func(all bool) (*weibullInversion, WeibullInterval) {
+			p := fit.Params
+			c := WeibullConfig{
+				Epsilon: fit.Epsilon, TimeMax: p["time_max"], Omega: p["omega"], Gamma: p["gamma"],
+				Rungs: int(p["rungs"]), Tolerance: p["tolerance"], ScaleBound: p["scale_bound"],
+			}.WithDefaults()
+			w := &weibullInversion{fit: fit, cfg: c, sims: 39, res: 256, alpha: 0.05, seed: weibullReleaseSeed(fit),
+				events: weibullEvents(fit.N), ratio: math.Pow(fit.Scale, fit.Shape), allShapes: all}
+			w.simCfg = c
+			w.simCfg.Rungs = weibullSimRungs(c)
+			var iv WeibullInterval
+			if err := w.run(&iv); err != nil {
+				t.Fatal(err)
+			}
+			return w, iv
+		}
+		early, ivEarly := inversion(false)
+		whole, ivWhole := inversion(true)
+		if ivEarly.ShapeLower != ivWhole.ShapeLower || ivEarly.ShapeUpper != ivWhole.ShapeUpper {
+			t.Errorf("n %d epsilon %v: shape interval [%v, %v] with early acceptance, [%v, %v] without",
+				tc.n, tc.eps, ivEarly.ShapeLower, ivEarly.ShapeUpper, ivWhole.ShapeLower, ivWhole.ShapeUpper)
+		}
+		accepted := 0
+		for i := range early.evals {
+			a, b := early.evals[i], whole.evals[i]
+			if early.accepted(a) != whole.accepted(b) || (a.qhi < fit.Shape) != (b.qhi < fit.Shape) || (a.qlo > fit.Shape) != (b.qlo > fit.Shape) {
+				t.Errorf("n %d epsilon %v: candidate %v decided differently", tc.n, tc.eps, a.p)
+			}
+			if early.accepted(a) {
+				accepted++
+			}
+		}
+		if accepted == 0 {
+			t.Errorf("n %d epsilon %v: no candidate accepted: the early stop is not exercised", tc.n, tc.eps)
+		}
+	}
+}
+
 // weibullMatchScale's Illinois bracket gives bisection's scale: a
 // reference 40-step bisection of the same ratio function, over shapes,
 // exponents and ratios from tiny to huge (both ends of [-50, 50]
