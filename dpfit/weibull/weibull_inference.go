@@ -259,9 +259,9 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 	// of the released one (k = the order of simQuantiles' quantiles); once
 	// they do, the rest of the simulated shapes cannot change the decision,
 	// so their ladders (most of a simulated release) are not computed: the
-	// remaining draws serve the scale's pivot only. The decision is a
-	// stopping rule on independent draws, so the interval's distribution
-	// is that of the whole simulation.
+	// remaining draws serve the scale's pivot only, from the same random
+	// numbers as in the whole simulation, so the interval is the whole
+	// simulation's (TestWeibullIntervalEarlyAcceptance).
 	k := max(int(math.Floor(float64(w.sims+1)*w.alpha/2)), 1)
 	below, above := 0, 0
 	decided := false
@@ -280,6 +280,14 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 				above++
 			}
 			decided = below >= k && above >= k && !w.allShapes
+		} else {
+			// the two draws weibullLadderSampleFloat would have taken:
+			// every candidate's stream stays aligned with the others'
+			// (common random numbers), so the pivots, and the scale
+			// interval's union over candidates, are the whole
+			// simulation's, draw for draw
+			src.Uint64()
+			src.Uint64()
 		}
 		w.n++
 		if w.progress != nil {
