@@ -13,12 +13,12 @@ import (
 const btrsMinMean = 10
 
 // BinomialSim draws Binomial(n, p) for interval simulations (never a
-// release): Binomial's waiting-time method for means below btrsMinMean, otherwise
+// release): binomial's waiting-time method for means below btrsMinMean, otherwise
 // Hörmann's BTRS (transformed rejection with squeeze, "The generation of
 // binomial random variates", J. Stat. Comput. Simul. 46, 1993), whose
 // squeeze accepts about 86% of draws without a log-gamma, several times
 // faster than the Cauchy-proposal rejection of gonum's sampler that
-// Binomial uses. Exact in distribution (rejection against the exact pmf);
+// binomial uses. Exact in distribution (rejection against the exact pmf);
 // TestBinomialSim checks it against the pmf.
 func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 	switch {
@@ -29,7 +29,7 @@ func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 	case p > 0.5:
 		return n - BinomialSim(src, n, 1-p)
 	case float64(n)*p < btrsMinMean:
-		return Binomial(src, n, p)
+		return binomial(src, n, p)
 	}
 	nf := float64(n)
 	q := 1 - p
@@ -76,23 +76,22 @@ func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 }
 
 // binomialWaitingMean is the mean n min(p, 1-p) up to which binomial
-// counts geometric waiting times (Binomial); above it, gonum's rejection sampler
+// counts geometric waiting times; above it, gonum's rejection sampler
 // (O(1) expected work) draws it.
 const binomialWaitingMean = 30
 
-// Binomial draws Binomial(n, p): by counting geometric waiting times
+// binomial draws Binomial(n, p): by counting geometric waiting times
 // (O(n min(p, 1-p)) work) when the mean is small, by rejection (gonum's
-// distuv.Binomial, O(1) expected) otherwise, so that the null simulations
-// of a window of a million records cost what a small one does.
-// Simulation only: not a private path.
-func Binomial(src *rand.ChaCha8, n int64, p float64) int64 {
+// distuv.Binomial, O(1) expected) otherwise. BinomialSim uses it for
+// means below btrsMinMean. Simulation only: not a private path.
+func binomial(src *rand.ChaCha8, n int64, p float64) int64 {
 	switch {
 	case n <= 0 || !(p > 0):
 		return 0
 	case p >= 1:
 		return n
 	case p > 0.5:
-		return n - Binomial(src, n, 1-p)
+		return n - binomial(src, n, 1-p)
 	case float64(n)*p > binomialWaitingMean:
 		return int64(distuv.Binomial{N: float64(n), P: p, Src: src}.Rand())
 	}

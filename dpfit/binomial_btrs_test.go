@@ -69,7 +69,7 @@ func TestBinomialSampler(t *testing.T) {
 		const draws = 20000
 		counts := make([]float64, tc.n+1)
 		for i := 0; i < draws; i++ {
-			x := Binomial(src, tc.n, tc.p)
+			x := binomial(src, tc.n, tc.p)
 			if x < 0 || x > tc.n {
 				t.Fatalf("Binomial(%d, %v) gave %d", tc.n, tc.p, x)
 			}
