@@ -11,7 +11,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -22,7 +22,7 @@ import (
 // schema metadata. The release is a real private one (hierarchical, with
 // its simulated intervals and band), so the band and the tail are present.
 func TestCurveTableColumns(t *testing.T) {
-	h, err := dpfit.NewHistogram(5, 1000, 1)
+	h, err := km.NewHistogram(5, 1000, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,12 +31,12 @@ func TestCurveTableColumns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := dpfit.HierarchicalKM(h, dp.NewSeededSource(5), dpfit.KMOptions{Epsilon: 0.5, LogRankSims: -1, IntervalSims: 40})
+	res, err := km.HierarchicalKM(h, dp.NewSeededSource(5), km.KMOptions{Epsilon: 0.5, LogRankSims: -1, IntervalSims: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ck := res.Cohorts[0]
-	if ck.BandMethod != dpfit.BandMethodSimulated || math.IsNaN(ck.NoiseDominatedFrom) {
+	if ck.BandMethod != km.BandMethodSimulated || math.IsNaN(ck.NoiseDominatedFrom) {
 		t.Fatalf("test release has band %q, noise-dominated from %v: want both", ck.BandMethod, ck.NoiseDominatedFrom)
 	}
 	fs := schemas.NullableFloats
@@ -45,7 +45,7 @@ func TestCurveTableColumns(t *testing.T) {
 		KMFields: &aggregators.KMFields{KMCurve: ck.Curve.Wire(), Conf: ck.Curve.Conf, NoiseStdErr: fs(ck.NoiseStdErr),
 			TruncatedAt: aggregators.F(ck.TruncatedAt), SamplingStdErr: fs(ck.SamplingStdErr), SamplingLower: fs(ck.SamplingLower),
 			SamplingUpper: fs(ck.SamplingUpper), MedianNote: ck.MedianNote, NoiseDominatedFrom: aggregators.F(ck.NoiseDominatedFrom),
-			NoiseTailSD:             dpfit.DefaultNoiseTailSD,
+			NoiseTailSD:             km.DefaultNoiseTailSD,
 			LowInformationThreshold: aggregators.F(ck.LowInformationThreshold), BandLower: fs(ck.BandLower), BandUpper: fs(ck.BandUpper),
 			BandFrom: aggregators.F(ck.BandFrom), BandTo: aggregators.F(ck.BandTo), BandCritical: aggregators.F(ck.BandCritical),
 			BandMethod: ck.BandMethod}}
@@ -138,7 +138,7 @@ func TestCurveTableColumns(t *testing.T) {
 		schemas.MetaFitBandFrom:                g(m.BandFrom),
 		schemas.MetaFitBandTo:                  g(m.BandTo),
 		schemas.MetaFitBandCritical:            g(m.BandCritical),
-		schemas.MetaFitBandMethod:              dpfit.BandMethodSimulated,
+		schemas.MetaFitBandMethod:              km.BandMethodSimulated,
 		schemas.MetaFitKey:                     "km/1/A",
 	} {
 		if got, ok := md.GetValue(key); !ok || got != v {

@@ -114,19 +114,19 @@ type Window struct {
 // fingerprint) is flat, in the order of the fields.
 type Params struct {
 	// BinWidth is the histogram bin width in time units (default: km
-	// time_max/150, dpfit.DefaultBinWidth; weibull 1); the
+	// time_max/150, km.DefaultBinWidth; weibull 1); the
 	// Weibull fits see each record's time as the start of its bin.
 	BinWidth float64 `json:"bin_width" yaml:"bin_width"`
 	// Method: km "hierarchical" (default: tree noise with consistent
-	// inference, dpfit.HierarchicalKM) or "noisy-histogram" (flat cell
-	// noise, dpfit.NoisyHistogramKM); weibull "lsp" (default), "laplace" or
+	// inference, km.HierarchicalKM) or "noisy-histogram" (flat cell
+	// noise, km.NoisyHistogramKM); weibull "lsp" (default), "laplace" or
 	// "saa". Cumulative km aggregates use the binary-tree counter whatever
 	// the method.
 	Method string `json:"method" yaml:"method"`
 	// KMParams are the km kind's own params (km.go).
 	KMParams
 	// IntervalSims (km, not cumulative): simulated releases behind the
-	// intervals' noise SD (dpfit.KMOptions; 0 = the default 100; negative
+	// intervals' noise SD (km.KMOptions; 0 = the default 100; negative
 	// disables: first-order analytic noise SD). For weibull, the simulated
 	// releases per candidate shape of the noise-aware intervals
 	// (weibull.WeibullIntervalOptions; 0 = default, negative = null

@@ -9,17 +9,17 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 )
 
 // cumulativeKind is the km kind with window.cumulative: the cumulative
 // curve re-published every window through a binary-tree counter
-// (dpfit.ContinualKM), epsilon charged once for the horizon. Its params
+// (km.ContinualKM), epsilon charged once for the horizon. Its params
 // and their defaults are km's. It is a counter: its state outlives the
 // windows.
 type cumulativeKind struct {
 	kmKind
-	tree *dpfit.ContinualKM
+	tree *km.ContinualKM
 	// horizon maps every patient counted in the horizon to the start (ns,
 	// as uint64) of the one window that counts them; it outlives the
 	// windows and is checkpointed.
@@ -31,7 +31,7 @@ type cumulativeKind struct {
 }
 
 func (k *cumulativeKind) init(a *aggregate) error {
-	t, err := dpfit.NewContinualKM(a.cfg.Params.BinWidth, a.cfg.TimeMax, len(a.cfg.Cohorts), a.cfg.Window.Horizon, k.options(a.cfg))
+	t, err := km.NewContinualKM(a.cfg.Params.BinWidth, a.cfg.TimeMax, len(a.cfg.Cohorts), a.cfg.Window.Horizon, k.options(a.cfg))
 	if err != nil {
 		return err
 	}

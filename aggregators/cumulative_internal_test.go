@@ -7,7 +7,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 )
 
 // A cumulative aggregate counts each patient once for the whole horizon
@@ -33,10 +33,10 @@ func TestCumulativeOnePatientOneContributionPerHorizon(t *testing.T) {
 	target := []version{{0, "P", 3, false}, {0, "P", 4, false}, {4, "P", 5, true}, {5, "P", 7, true}}
 	// run feeds the versions window by window, checkpointing and restoring
 	// after window 4, and returns the leaf histograms the tree counter saw.
-	run := func(vs []version) []*dpfit.Histogram {
+	run := func(vs []version) []*km.Histogram {
 		a := keyedAggregate(t, cfg, key, nil)
 		src := dp.NewSeededSource(7)
-		var leaves []*dpfit.Histogram
+		var leaves []*km.Histogram
 		for w := 0; w < 6; w++ {
 			now := time.Unix(600+60*int64(w), 0).UnixNano()
 			for _, v := range vs {
@@ -75,8 +75,8 @@ func TestCumulativeOnePatientOneContributionPerHorizon(t *testing.T) {
 			}
 		}
 	}
-	if float64(l1) > dpfit.KMCellSensitivity {
-		t.Fatalf("adding one patient changed the tree's leaves by L1 %d, the counter is calibrated for %v", l1, dpfit.KMCellSensitivity)
+	if float64(l1) > km.KMCellSensitivity {
+		t.Fatalf("adding one patient changed the tree's leaves by L1 %d, the counter is calibrated for %v", l1, km.KMCellSensitivity)
 	}
 	if l1 != 1 || with[0].Censor[0][4] != without[0].Censor[0][4]+1 {
 		t.Fatalf("the patient should count once, in window 0 with the latest version of that window (censored at 4): L1 %d", l1)

@@ -17,7 +17,7 @@
 //     window the clock reaches while the engine runs is registered and
 //     released, empty or not, so the existence and timing of a release
 //     reveal nothing about the records.
-//   - State is one dpfit.Histogram (events and censorings per bin and
+//   - State is one km.Histogram (events and censorings per bin and
 //     cohort) per open window — O(open windows x bins x cohorts), never
 //     records; open windows are at most lateness/size + 2 (<= 64). A
 //     discrete aggregate instead keeps, per open window, at most
@@ -45,7 +45,7 @@
 //     release (zero plus output noise; never a retry with fresh noise).
 //     Every message lists what it treats as public ("public"). An over-budget window is withheld, logged and counted in
 //     dpsurv_releases_withheld_total{aggregate,reason}; the engine goes on.
-//   - Cumulative km aggregates step a dpfit.ContinualKM (binary-tree
+//   - Cumulative km aggregates step a km.ContinualKM (binary-tree
 //     counter) at each window close; its epsilon is charged once, under
 //     <aggregate>/cumulative, for Horizon windows; later windows are
 //     withheld with reason horizon_reached. Each patient is counted in one

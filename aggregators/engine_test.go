@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/aggregators"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/survival"
 )
@@ -94,7 +94,7 @@ func TestProcessingTimeWindows(t *testing.T) {
 			"kind":            {m.Kind, "km"},
 			"method":          {m.Method, "noisy-histogram-km"},
 			"guarantee":       {m.Guarantee, "pure-dp"},
-			"neighbouring":    {m.Neighbouring, dpfit.NeighbouringAddRemove},
+			"neighbouring":    {m.Neighbouring, km.NeighbouringAddRemove},
 			"epsilon":         {m.Epsilon, 1e4},
 			"epsilon_charged": {m.EpsilonCharged, 1e4},
 			"remaining":       {m.BudgetRemaining["stream"], 1e6 - 1e4},
@@ -491,7 +491,7 @@ func TestWindowNoiseMatchesEpsilon(t *testing.T) {
 		v += (e - mean) * (e - mean)
 	}
 	v /= float64(len(errs) - 1)
-	a := math.Exp(-eps / dpfit.KMCellSensitivity)
+	a := math.Exp(-eps / km.KMCellSensitivity)
 	want := 2 * 10 * 2 * a / ((1 - a) * (1 - a)) // 20 cells (10 bins x events, censorings)
 	if se := math.Sqrt(want / float64(len(errs))); math.Abs(mean) > 4*se {
 		t.Errorf("mean error %v, want 0 ± %v", mean, 4*se)
@@ -656,7 +656,7 @@ func TestHierarchicalDefault(t *testing.T) {
 	for ci, c := range cohorts {
 		m := got[key("h", 0, c)]
 		want := exactKM(t, rows, int32(ci))
-		if m.Method != "hierarchical-histogram-km" || m.Guarantee != "pure-dp" || m.Neighbouring != dpfit.NeighbouringAddRemove {
+		if m.Method != "hierarchical-histogram-km" || m.Guarantee != "pure-dp" || m.Neighbouring != km.NeighbouringAddRemove {
 			t.Fatalf("cohort %s: method %q guarantee %q neighbouring %q", c, m.Method, m.Guarantee, m.Neighbouring)
 		}
 		if !closeTo(m.NEvent, want.NEvent, 1e-6) || !closeTo(m.Surv, want.Surv, 1e-6) {

@@ -10,29 +10,29 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/varint"
 )
 
 // The window state of the histogram kinds (km, cumulative km, weibull):
-// a dpfit.Histogram per window, its layout checked by checkBinWidth.
+// a km.Histogram per window, its layout checked by checkBinWidth.
 
 // histWindow is a histogram kind's window state.
-type histWindow struct{ *dpfit.Histogram }
+type histWindow struct{ *km.Histogram }
 
 func (w histWindow) snapshot() (cells, records []byte) { return encodeHist(w.Histogram), nil }
 func (w histWindow) bytes() int                        { return w.MemoryBytes() }
 
 // histOf returns the histogram of a histogram kind's window (nil for
 // none).
-func histOf(w window) *dpfit.Histogram {
+func histOf(w window) *km.Histogram {
 	h, _ := w.(histWindow)
 	return h.Histogram
 }
 
 // histKind is the window state of the histogram kinds (km, cumulative km,
-// weibull): one dpfit.Histogram per window, counted by count. It keeps
+// weibull): one km.Histogram per window, counted by count. It keeps
 // the window add used last (hot path cache), so a kind embedding it is
 // returned by kindOf as a new value for every aggregate.
 type histKind struct{ last *histCache }
@@ -40,7 +40,7 @@ type histKind struct{ last *histCache }
 // histCache is the window the last row was counted in.
 type histCache struct {
 	start int64
-	hist  *dpfit.Histogram
+	hist  *km.Histogram
 	table patientTable
 }
 
@@ -60,7 +60,7 @@ func (histKind) restore(a *aggregate, cells, _ []byte) (window, error) {
 
 // encodeHist writes the non-zero cells as (index delta, count) uvarint
 // pairs; cell index = (cohort*2 + kind)*bins + bin, kind 0 = events.
-func encodeHist(h *dpfit.Histogram) []byte {
+func encodeHist(h *km.Histogram) []byte {
 	out := []byte{}
 	last := -1
 	for c := range h.Events {
@@ -80,7 +80,7 @@ func encodeHist(h *dpfit.Histogram) []byte {
 }
 
 // decodeHist fills an empty histogram of the right layout.
-func decodeHist(h *dpfit.Histogram, data []byte) error {
+func decodeHist(h *km.Histogram, data []byte) error {
 	total := 2 * h.Bins * len(h.Events)
 	idx := -1
 	r := varint.NewDecoder(data)
@@ -108,8 +108,8 @@ func decodeHist(h *dpfit.Histogram, data []byte) error {
 }
 
 // newHist returns an empty window histogram of c's layout.
-func newHist(c Config) *dpfit.Histogram {
-	h, err := dpfit.NewHistogram(c.Params.BinWidth, c.TimeMax, len(c.Cohorts))
+func newHist(c Config) *km.Histogram {
+	h, err := km.NewHistogram(c.Params.BinWidth, c.TimeMax, len(c.Cohorts))
 	if err != nil {
 		// The layout was validated in newAggregate.
 		panic(fmt.Sprintf("aggregate %q: histogram layout: %v", c.Name, err))
@@ -188,7 +188,7 @@ func (k histKind) count(a *aggregate, rec arrow.Record, now int64, horizon patie
 		bin, _ := h.Bin(t)
 		// The patient's cell is the one Histogram.Add counts: beyond the
 		// horizon, a censoring in the last bin.
-		ev, _ := dpfit.CensorAtHorizon(t, events.Value(i), h.TMax)
+		ev, _ := km.CensorAtHorizon(t, events.Value(i), h.TMax)
 		v := packCell(bin, cohort, ev)
 		if prev, ok := tbl[fp]; ok {
 			// One patient, one record per window: the latest version

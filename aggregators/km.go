@@ -4,18 +4,18 @@ import (
 	"fmt"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
 // KMParams are the params of a km aggregate (embedded in Params).
 type KMParams struct {
 	// Conf is the KM confidence level (default 0.95); MaxNoiseStdErr its
-	// truncation (default dpfit.DefaultMaxNoiseStdErr).
+	// truncation (default km.DefaultMaxNoiseStdErr).
 	Conf           float64 `json:"conf" yaml:"conf"`
 	MaxNoiseStdErr float64 `json:"max_noise_std_err" yaml:"max_noise_std_err"`
 	// LogRankSims (not cumulative): simulated releases behind the
-	// calibrated log-rank p-values (dpfit.KMOptions; 0 = the default 199;
+	// calibrated log-rank p-values (km.KMOptions; 0 = the default 199;
 	// negative disables: null p-values).
 	LogRankSims int `json:"logrank_sims,omitempty" yaml:"logrank_sims"`
 }
@@ -29,7 +29,7 @@ func (kmKind) defaults(c *Config) {
 	p := &c.Params
 	if p.BinWidth == 0 {
 		// time_max / 150 (issue 12): 1-unit bins double the curves' error
-		p.BinWidth = dpfit.DefaultBinWidth(c.TimeMax)
+		p.BinWidth = km.DefaultBinWidth(c.TimeMax)
 	}
 	if p.BinWidth == 0 { // no usable time_max (Check reports it)
 		p.BinWidth = 1
@@ -41,7 +41,7 @@ func (kmKind) defaults(c *Config) {
 		p.Conf = 0.95
 	}
 	if p.MaxNoiseStdErr == 0 {
-		p.MaxNoiseStdErr = dpfit.DefaultMaxNoiseStdErr
+		p.MaxNoiseStdErr = km.DefaultMaxNoiseStdErr
 	}
 }
 
@@ -72,9 +72,9 @@ func (kmKind) check(c Config) []error {
 // release fits the closing window's histogram with the configured
 // method.
 func (k kmKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
-	fit := dpfit.HierarchicalKM
+	fit := km.HierarchicalKM
 	if a.cfg.Params.Method == MethodNoisyHistogram {
-		fit = dpfit.NoisyHistogramKM
+		fit = km.NoisyHistogramKM
 	}
 	res, err := fit(histOf(c.w), src, k.options(a.cfg))
 	if err != nil {
@@ -84,14 +84,14 @@ func (k kmKind) release(a *aggregate, c *closing, src dp.Source, remaining map[s
 }
 
 // options are the estimator's options of c's params.
-func (kmKind) options(c Config) dpfit.KMOptions {
-	return dpfit.KMOptions{Epsilon: c.Epsilon, Conf: c.Params.Conf, MaxNoiseStdErr: c.Params.MaxNoiseStdErr,
+func (kmKind) options(c Config) km.KMOptions {
+	return km.KMOptions{Epsilon: c.Epsilon, Conf: c.Params.Conf, MaxNoiseStdErr: c.Params.MaxNoiseStdErr,
 		LogRankSims: c.Params.LogRankSims, IntervalSims: c.Params.IntervalSims}
 }
 
 // messages are the release of a KM result (windowed, or the cumulative
 // counter's): one message per cohort.
-func (kmKind) messages(a *aggregate, c *closing, res dpfit.KMResult, remaining map[string]float64, charged float64, composition string) []FitMessage {
+func (kmKind) messages(a *aggregate, c *closing, res km.KMResult, remaining map[string]float64, charged float64, composition string) []FitMessage {
 	lr := logRankDoc(res, a.cfg.Cohorts)
 	out := make([]FitMessage, len(res.Cohorts))
 	for i, ck := range res.Cohorts {
@@ -110,7 +110,7 @@ func (kmKind) messages(a *aggregate, c *closing, res dpfit.KMResult, remaining m
 		m.KMFields.SamplingUpper = fs(ck.SamplingUpper)
 		m.KMFields.MedianNote = ck.MedianNote
 		m.KMFields.NoiseDominatedFrom = F(ck.NoiseDominatedFrom)
-		m.KMFields.NoiseTailSD = dpfit.DefaultNoiseTailSD
+		m.KMFields.NoiseTailSD = km.DefaultNoiseTailSD
 		m.LowInformation = ck.LowInformation
 		m.KMFields.LowInformationThreshold = F(ck.LowInformationThreshold)
 		m.LowInformationReason = ck.LowInformationReason
@@ -123,7 +123,7 @@ func (kmKind) messages(a *aggregate, c *closing, res dpfit.KMResult, remaining m
 }
 
 func kmFields(cv survival.KMCurve) *KMFields {
-	return &KMFields{KMCurve: cv.Wire(), Conf: cv.Conf, ConfType: dpfit.ConfTypeLogLog, NoiseStdErr: []F{}}
+	return &KMFields{KMCurve: cv.Wire(), Conf: cv.Conf, ConfType: km.ConfTypeLogLog, NoiseStdErr: []F{}}
 }
 
 // publicKM is the "public" list of a km release: configuration only. The

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/varint"
 )
 
@@ -101,7 +101,7 @@ func packCell(bin, cohort int, event bool) uint64 {
 }
 
 // cell returns the histogram cell a packed contribution counts in.
-func cell(h *dpfit.Histogram, v uint64) (*int64, error) {
+func cell(h *km.Histogram, v uint64) (*int64, error) {
 	bin, cohort, event := int(v>>32), int(uint32(v)>>1), v&1 == 1
 	if bin >= h.Bins || cohort >= len(h.Events) {
 		return nil, errors.New("patient contribution outside the histogram")

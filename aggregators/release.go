@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -120,7 +121,7 @@ type KMFields struct {
 	schemas.KMCurve
 	Conf float64 `json:"conf"`
 	// ConfType is the interval type of lower/upper, R survfit's conf.type
-	// name: "log-log" (dpfit.ConfTypeLogLog) in every private release.
+	// name: "log-log" (km.ConfTypeLogLog) in every private release.
 	ConfType    string   `json:"conf_type"`
 	NoiseStdErr []F      `json:"noise_std_err"`
 	TruncatedAt F        `json:"truncated_at"`
@@ -185,7 +186,7 @@ type PairwiseLogRank struct {
 }
 
 // logRankDoc is the release's log-rank block (nil with one cohort).
-func logRankDoc(res dpfit.KMResult, labels []string) *LogRank {
+func logRankDoc(res km.KMResult, labels []string) *LogRank {
 	if len(labels) < 2 {
 		return nil
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/codecs/arrowipc"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
@@ -195,10 +195,10 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 		// This service publishes a sanitized topic: presence and n are
 		// public through it, so the releases say so and each add/remove-one
 		// release is charged its replace-one cost, 2 epsilon (issue 22).
-		{aggregators.MessageKey("km", w0.Unix(), "A"), w0, w0.Add(time.Hour), 6, 2, false, 0, "hierarchical-histogram-km", dpfit.NeighbouringAddRemove + aggregators.NeighbouringSanitizedTopic},
-		{aggregators.MessageKey("km", w0.Add(time.Hour).Unix(), "C"), w0.Add(time.Hour), w0.Add(2 * time.Hour), 4, 2, false, 0, "hierarchical-histogram-km", dpfit.NeighbouringAddRemove + aggregators.NeighbouringSanitizedTopic},
-		{aggregators.MessageKey("cum", w0.Unix(), "B"), w0, w0.Add(time.Hour), 6, 0, true, 1, "tree-counter-km", dpfit.NeighbouringAddRemove + aggregators.NeighbouringSanitizedTopic},
-		{aggregators.MessageKey("cum", w0.Add(time.Hour).Unix(), "A"), w0.Add(time.Hour), w0.Add(2 * time.Hour), 4, 0, true, 2, "tree-counter-km", dpfit.NeighbouringAddRemove + aggregators.NeighbouringSanitizedTopic},
+		{aggregators.MessageKey("km", w0.Unix(), "A"), w0, w0.Add(time.Hour), 6, 2, false, 0, "hierarchical-histogram-km", km.NeighbouringAddRemove + aggregators.NeighbouringSanitizedTopic},
+		{aggregators.MessageKey("km", w0.Add(time.Hour).Unix(), "C"), w0.Add(time.Hour), w0.Add(2 * time.Hour), 4, 2, false, 0, "hierarchical-histogram-km", km.NeighbouringAddRemove + aggregators.NeighbouringSanitizedTopic},
+		{aggregators.MessageKey("cum", w0.Unix(), "B"), w0, w0.Add(time.Hour), 6, 0, true, 1, "tree-counter-km", km.NeighbouringAddRemove + aggregators.NeighbouringSanitizedTopic},
+		{aggregators.MessageKey("cum", w0.Add(time.Hour).Unix(), "A"), w0.Add(time.Hour), w0.Add(2 * time.Hour), 4, 0, true, 2, "tree-counter-km", km.NeighbouringAddRemove + aggregators.NeighbouringSanitizedTopic},
 	} {
 		f := fits[m.key]
 		// The two aggregates' fits of one window run concurrently (async

@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -83,7 +83,7 @@ func (c Config) Validate() error {
 // Sanitizer counts canonical batches and releases them once.
 type Sanitizer struct {
 	cfg      Config
-	hist     *dpfit.Histogram
+	hist     *km.Histogram
 	released bool
 }
 
@@ -92,7 +92,7 @@ func New(cfg Config) (*Sanitizer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	h, err := dpfit.NewHistogram(float64(cfg.TimeBin), cfg.TimeMax, len(cfg.Cohorts))
+	h, err := km.NewHistogram(float64(cfg.TimeBin), cfg.TimeMax, len(cfg.Cohorts))
 	if err != nil {
 		return nil, fmt.Errorf("baselines: %w", err)
 	}
@@ -194,7 +194,7 @@ type Release struct {
 	SuppressedBins int64 `json:"suppressed_bins,omitempty"`
 }
 
-func binSup(h *dpfit.Histogram, cfg Config) (*Release, error) {
+func binSup(h *km.Histogram, cfg Config) (*Release, error) {
 	k := h.Cohorts()
 	r := &Release{Config: cfg, Method: MethodBinSup, Guarantee: GuaranteeBinSup, TimeBin: cfg.TimeBin, SizeBin: cfg.SizeBin,
 		Events: make([][]int64, k), Censor: make([][]int64, k), Clamped: h.Clamped + h.CensoredAtHorizon}
@@ -217,7 +217,7 @@ func binSup(h *dpfit.Histogram, cfg Config) (*Release, error) {
 	return r, nil
 }
 
-func dpTime(h *dpfit.Histogram, cfg Config, src dp.Source) (*Release, error) {
+func dpTime(h *km.Histogram, cfg Config, src dp.Source) (*Release, error) {
 	if src == nil {
 		return nil, errors.New("dptime release: nil randomness source")
 	}

@@ -3,10 +3,17 @@ package dpfit
 import (
 	"math"
 	"math/rand/v2"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
+// btrsMinMean is the mean n min(p, 1-p) from which BinomialSim uses BTRS:
+// Hörmann's algorithm holds from 10 (its squeeze and hat are valid there);
+// below, the waiting times cost fewer than 10 logarithms.
+const btrsMinMean = 10
+
 // BinomialSim draws Binomial(n, p) for interval simulations (never a
-// release): binomial's waiting-time method for small means, otherwise
+// release): binomial's waiting-time method for means below btrsMinMean, otherwise
 // Hörmann's BTRS (transformed rejection with squeeze, "The generation of
 // binomial random variates", J. Stat. Comput. Simul. 46, 1993), whose
 // squeeze accepts about 86% of draws without a log-gamma, several times
@@ -21,7 +28,7 @@ func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 		return n
 	case p > 0.5:
 		return n - BinomialSim(src, n, 1-p)
-	case float64(n)*p < binomialWaitingMean:
+	case float64(n)*p < btrsMinMean:
 		return binomial(src, n, p)
 	}
 	nf := float64(n)
@@ -31,12 +38,10 @@ func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 	a := -0.0873 + 0.0248*b + 0.01*p
 	c := nf*p + 0.5
 	vr := 0.92 - 4.2/b
-	alpha := (2.83 + 5.1/b) * spq
-	lpq := math.Log(p / q)
-	m := math.Floor((nf + 1) * p)
-	lm, _ := math.Lgamma(m + 1)
-	lnm, _ := math.Lgamma(nf - m + 1)
-	h := lm + lnm
+	// the constants of the exact test, computed on its first use: the
+	// squeeze accepts most draws without them
+	var alpha, lpq, m, h float64
+	slow := false
 	unif := func() float64 { return float64(src.Uint64()>>11) * (1.0 / (1 << 53)) }
 	for {
 		u := unif() - 0.5
@@ -52,11 +57,53 @@ func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 		if !(v > 0) || !(us > 0) {
 			continue
 		}
+		if !slow {
+			slow = true
+			alpha = (2.83 + 5.1/b) * spq
+			lpq = math.Log(p / q)
+			m = math.Floor((nf + 1) * p)
+			lm, _ := math.Lgamma(m + 1)
+			lnm, _ := math.Lgamma(nf - m + 1)
+			h = lm + lnm
+		}
 		v = math.Log(v * alpha / (a/(us*us) + b))
 		lk, _ := math.Lgamma(k + 1)
 		lnk, _ := math.Lgamma(nf - k + 1)
 		if v <= h-lk-lnk+(k-m)*lpq {
 			return int64(k)
 		}
+	}
+}
+
+// binomialWaitingMean is the mean n min(p, 1-p) up to which binomial
+// counts geometric waiting times; above it, gonum's rejection sampler
+// (O(1) expected work) draws it.
+const binomialWaitingMean = 30
+
+// binomial draws Binomial(n, p): by counting geometric waiting times
+// (O(n min(p, 1-p)) work) when the mean is small, by rejection (gonum's
+// distuv.Binomial, O(1) expected) otherwise. BinomialSim uses it for
+// means below btrsMinMean. Simulation only: not a private path.
+func binomial(src *rand.ChaCha8, n int64, p float64) int64 {
+	switch {
+	case n <= 0 || !(p > 0):
+		return 0
+	case p >= 1:
+		return n
+	case p > 0.5:
+		return n - binomial(src, n, 1-p)
+	case float64(n)*p > binomialWaitingMean:
+		return int64(distuv.Binomial{N: float64(n), P: p, Src: src}.Rand())
+	}
+	lq := math.Log1p(-p)
+	var x, sum int64
+	for {
+		u := float64(src.Uint64()>>11+1) * (1.0 / (1 << 53)) // (0, 1]
+		g := math.Floor(math.Log(u)/lq) + 1
+		if g > float64(n-sum) {
+			return x
+		}
+		sum += int64(g)
+		x++
 	}
 }

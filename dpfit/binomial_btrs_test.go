@@ -10,14 +10,15 @@ import (
 
 // BinomialSim follows the binomial pmf: chi-square over the values with
 // expected count >= 5 (tails pooled), 40,000 draws per case, fixed seed,
-// false alarm 0.1% per case; the cases cover the waiting-time branch, the
-// BTRS branch at moderate and large n, and p above 1/2.
+// false alarm 0.1% per case; the cases cover the waiting-time branch (mean
+// 9), the BTRS branch from just above its threshold (means 10.1 to 12) to
+// large n, and p above 1/2.
 func TestBinomialSim(t *testing.T) {
 	src := rand.NewChaCha8([32]byte{11})
 	for _, tc := range []struct {
 		n int64
 		p float64
-	}{{40, 0.3}, {200, 0.4}, {5000, 0.02}, {1_000_000, 0.3}, {300, 0.85}} {
+	}{{40, 0.3}, {200, 0.4}, {5000, 0.02}, {1_000_000, 0.3}, {300, 0.85}, {30, 0.3}, {100, 0.105}, {1000, 0.0101}, {60, 0.82}} {
 		const draws = 40000
 		obs := map[int64]float64{}
 		for i := 0; i < draws; i++ {
@@ -51,6 +52,56 @@ func TestBinomialSim(t *testing.T) {
 		t.Logf("n %d p %v: chi-square %.1f on %d df (0.999 quantile %.1f)", tc.n, tc.p, chi, df, crit)
 		if chi > crit {
 			t.Errorf("n %d p %v: chi-square %.1f > %.1f", tc.n, tc.p, chi, crit)
+		}
+	}
+}
+
+// The simulation's binomial sampler against the exact distribution:
+// chi-square over the support of Binomial(n, p) (cells with expectation
+// < 5 pooled into the tails), 20000 draws, fixed seed; the critical value
+// is the 0.999 quantile (false alarm 0.1% per case).
+func TestBinomialSampler(t *testing.T) {
+	for _, tc := range []struct {
+		n int64
+		p float64
+	}{{20, 0.3}, {50, 0.02}, {30, 0.85}, {5, 0.5}, {200, 0.3}, {1000, 0.9}, {100000, 0.01}} { // the last three: the rejection path (mean > binomialWaitingMean)
+		src := rand.NewChaCha8([32]byte{byte(tc.n), 7})
+		const draws = 20000
+		counts := make([]float64, tc.n+1)
+		for i := 0; i < draws; i++ {
+			x := binomial(src, tc.n, tc.p)
+			if x < 0 || x > tc.n {
+				t.Fatalf("Binomial(%d, %v) gave %d", tc.n, tc.p, x)
+			}
+			counts[x]++
+		}
+		pmf := make([]float64, tc.n+1)
+		for k := int64(0); k <= tc.n; k++ {
+			lg, _ := math.Lgamma(float64(tc.n + 1))
+			lk, _ := math.Lgamma(float64(k + 1))
+			lnk, _ := math.Lgamma(float64(tc.n - k + 1))
+			pmf[k] = math.Exp(lg - lk - lnk + float64(k)*math.Log(tc.p) + float64(tc.n-k)*math.Log1p(-tc.p))
+		}
+		chi, df, obs, exp := 0.0, -1, 0.0, 0.0
+		for k := range pmf {
+			obs += counts[k]
+			exp += pmf[k] * draws
+			if exp >= 5 {
+				chi += (obs - exp) * (obs - exp) / exp
+				df++
+				obs, exp = 0, 0
+			}
+		}
+		if exp > 0 {
+			chi += (obs - exp) * (obs - exp) / math.Max(exp, 1e-9)
+			df++
+		}
+		// 0.999 quantile of chi-square(df) by the Wilson–Hilferty approximation
+		z := 3.090
+		d := float64(df)
+		crit := d * math.Pow(1-2/(9*d)+z*math.Sqrt(2/(9*d)), 3)
+		if chi > crit {
+			t.Errorf("Binomial(%d, %v): chi-square %.1f > %.1f (df %d)", tc.n, tc.p, chi, crit, df)
 		}
 	}
 }

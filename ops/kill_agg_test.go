@@ -26,7 +26,7 @@ import (
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ops"
@@ -355,7 +355,7 @@ log: {level: info}
 	// two-sided geometric of scale 1/epsilon = 0.25 (add/remove-one): variance 2p/(1-p)^2,
 	// p = exp(-epsilon). Clamping n at 0 in empty windows adds at most
 	// 1 per (window, cohort) on average.
-	p := math.Exp(-kmEps / dpfit.KMCellSensitivity)
+	p := math.Exp(-kmEps / km.KMCellSensitivity)
 	sd := math.Sqrt(float64(nkm*len(cfg.Schema.Cohorts)*8) * 2 * p / ((1 - p) * (1 - p)))
 	tol := 5*sd + float64(nkm*len(cfg.Schema.Cohorts))
 	if diff := rep.N["km-3s"] - float64(len(d.Time)); math.Abs(diff) > tol {
@@ -539,7 +539,7 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 	}
 	// Every record in exactly one released km window (as in the kill
 	// test: 3 cohorts x 8 noisy cells per window, scale 1/epsilon).
-	p := math.Exp(-kmEps / dpfit.KMCellSensitivity)
+	p := math.Exp(-kmEps / km.KMCellSensitivity)
 	sd := math.Sqrt(float64(nkm*len(cfg.Schema.Cohorts)*8) * 2 * p / ((1 - p) * (1 - p)))
 	tol := 5*sd + float64(nkm*len(cfg.Schema.Cohorts))
 	if math.Abs(rep.N["km"]-float64(len(d.Time))) > tol {

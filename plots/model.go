@@ -33,7 +33,7 @@ type KMCohort struct {
 	// follow-up time); NaN or below the last Time: the last Time.
 	End float64
 	// NoiseFrom is the first time from which the curve is dominated by
-	// privacy noise (dpfit.CohortKM.NoiseDominatedFrom); NaN for none. From
+	// privacy noise (km.CohortKM.NoiseDominatedFrom); NaN for none. From
 	// there on the curve is drawn lighter, continuing from the last point
 	// drawn before it.
 	NoiseFrom float64

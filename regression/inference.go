@@ -94,7 +94,7 @@ const (
 // against its alpha-alpha block and the bootstrap's alpha limits
 // under-covered (Ext-Out-Pert 0.92-0.94, Ext-Obj-Pert 0.76-0.93 in the
 // coverage study; the reviewer measured 0.85-0.91), so only beta carries
-// limits (internal/inference, docs/inference.md).
+// limits (cmd/dpsurv-eval/inference, docs/inference.md).
 const IntervalAlphaNote = "; alpha limits withheld (under-covered at the default 200 intervals: the baseline's Hessian block is dominated by its noise); " +
 	"alpha_debiased is a point estimate without limits"
 
@@ -103,7 +103,7 @@ const IntervalAlphaNote = "; alpha limits withheld (under-covered at the default
 // approximation of Sanitized-EXP around the (tanh-sanitised) mode, which
 // does not hold well enough: at 20 intervals alpha's limits covered
 // 0.53-0.71 (beta's 0.90-0.97), at the default 200 beta's covered
-// 0.77-0.92 (internal/inference, docs/inference.md). No limits are
+// 0.77-0.92 (cmd/dpsurv-eval/inference, docs/inference.md). No limits are
 // published; beta_debiased is a point estimate.
 const IntervalPSGLDWithheld = "none: psgld: limits withheld (the bootstrap treats the chain's draw as exact and ignores the tanh sanitisation's bias; " +
 	"at the default 200 intervals its beta limits covered 0.77-0.92, its alpha limits 0.53-0.71 at 20 intervals); " +
@@ -383,7 +383,7 @@ func (b *bootstrap) worldMats(h *mat.SymDense) (sampleL *mat.Dense, hrChol *mat.
 // Hessian is known only through the one noisy release, and at many
 // intervals (q = 200, the default) that noise is comparable to the
 // Hessian's smaller eigenvalues; holding the world at H^^ under-covered
-// (beta 0.92 at epsilon 0.5 and 1, internal/inference). The simulated
+// (beta 0.92 at epsilon 0.5 and 1, cmd/dpsurv-eval/inference). The simulated
 // release is then drawn in the world (f^^, H_w), including a second noisy
 // Hessian around H_w, and de-biased like the real one.
 func (b *bootstrap) run(conf float64, sims int, seed [32]byte) (lower, upper []float64) {

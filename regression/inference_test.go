@@ -244,7 +244,7 @@ func TestCoefficientIntervalsDeterministic(t *testing.T) {
 // releases each with method at epsilon and IntervalFraction phi and
 // returns the coverage of the true beta and alpha by the 95% intervals,
 // the mean beta width and the coverage of the noise-only limits (NaN where
-// the method has none). The full study is internal/inference's
+// the method has none). The full study is cmd/dpsurv-eval/inference's
 // TestRegressionCoverageFull.
 type coverage struct {
 	beta, alpha, width, noiseOnly float64
@@ -306,7 +306,7 @@ func coverageStudy(t *testing.T, seed uint64, method Method, n, reps int, eps, p
 // the true beta's coverage must be at least 0.85 (48 intervals; nominal
 // 0.95, binomial SE 0.031: a 3-SE margin, false alarm about 0.3%), where
 // the noise-only limits cover it in well under half of the releases (the
-// ridge's bias). The full study is internal/inference's
+// ridge's bias). The full study is cmd/dpsurv-eval/inference's
 // TestRegressionCoverageFull.
 func TestCoefficientIntervalCoverageShort(t *testing.T) {
 	c := coverageStudy(t, 51, MethodOutput, 20000, 24, 1, 0.5)

@@ -13,8 +13,8 @@ go test -run XXX -benchtime 2s -bench 'BenchmarkValidate' ./schemas
 go test -run XXX -benchtime 10x -count 3 -cpu 1,2 -bench 'BenchmarkReadFileCSV' ./schemas
 go test -run XXX -benchtime 10x -count 3 -cpu 1 -bench 'BenchmarkReadFileArrow' ./schemas
 go test -run XXX -benchtime 10x -bench 'BenchmarkKaplanMeier1M|BenchmarkLogRank1M' ./survival
-go test -run XXX -benchtime 10x -bench 'BenchmarkDPKM1M|BenchmarkHistogramAdd' ./dpfit
-go test -run XXX -benchtime 5x -bench 'BenchmarkWeibullCompress1M|BenchmarkWeibullLadder1M|BenchmarkWeibullLSP1M' ./dpfit
+go test -run XXX -benchtime 10x -bench 'BenchmarkDPKM1M|BenchmarkHistogramAdd' ./dpfit/km
+go test -run XXX -benchtime 5x -bench 'BenchmarkWeibullCompress1M|BenchmarkWeibullLadder1M|BenchmarkWeibullLSP1M' ./dpfit/weibull
 go test -run XXX -benchtime 3x -bench 'BenchmarkFitDiscreteMLE50k' ./regression
 go test -run XXX -benchtime 3x -cpu 1 -bench 'BenchmarkCoxEfron1M' ./regression
 go test -run XXX -benchtime 3x -bench 'BenchmarkCoxEfron1M|BenchmarkFitDiscreteMLE1M' ./regression

@@ -4,7 +4,7 @@
 // by method); the noise-aware shape and scale intervals (WeibullIntervals);
 // the low-information rule of a release (WeibullLowInformation); and
 // Prepared, one sample normalised once for many releases (the evaluation's
-// utility study, internal/eval, runs on it).
+// utility study, cmd/dpsurv-eval/eval, runs on it).
 //
 // Contract: input is survival.Compressed records with the public TimeMax,
 // Omega and Gamma of WeibullConfig (no bound derived from the data); a time

@@ -227,6 +227,9 @@ type weibullInversion struct {
 	n      int // simulated releases so far
 	// progress is WeibullIntervalOptions.Progress
 	progress func(done int)
+	// allShapes computes every simulated shape (tests of the early
+	// acceptance)
+	allShapes bool
 }
 
 // weibullCandidate is one evaluated shape: its nuisance scale, the
@@ -252,17 +255,44 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 	sim := newWeibullSim(p, lambda, w.events, w.res, w.bw, w.cfg.TimeMax)
 	shapes := make([]float64, 0, w.sims)
 	piv := make([]float64, 0, w.sims)
+	// The test accepts p when at least k simulated shapes lie on each side
+	// of the released one (k = the order of simQuantiles' quantiles); once
+	// they do, the rest of the simulated shapes cannot change the decision,
+	// so their ladders (most of a simulated release) are not computed: the
+	// remaining draws serve the scale's pivot only, from the same random
+	// numbers as in the whole simulation, so the interval is the whole
+	// simulation's (TestWeibullIntervalEarlyAcceptance).
+	k := max(int(math.Floor(float64(w.sims+1)*w.alpha/2)), 1)
+	below, above := 0, 0
+	decided := false
 	for r := 0; r < w.sims; r++ {
 		d := sim.sampleData(src, w.cfg)
-		// the simulated release's shape: the LSP draw from the same
-		// distribution as Sample's, by a float inverse CDF (fast; this
-		// simulation plays no part in the guarantee)
-		shape := weibullLadderSampleFloat(weibullComputeLadderOpt(d, w.simCfg, true), src, w.cfg.Epsilon)
+		if !decided {
+			// the simulated release's shape: the LSP draw from the same
+			// distribution as Sample's, by a float inverse CDF (fast; this
+			// simulation plays no part in the guarantee)
+			shape := weibullLadderSampleFloat(weibullComputeLadderOpt(d, w.simCfg, true), src, w.cfg.Epsilon)
+			shapes = append(shapes, shape)
+			if shape <= w.fit.Shape {
+				below++
+			}
+			if shape >= w.fit.Shape {
+				above++
+			}
+			decided = below >= k && above >= k && !w.allShapes
+		} else {
+			// the two draws weibullLadderSampleFloat would have taken:
+			// every candidate's stream stays aligned with the others'
+			// (common random numbers), so the pivots, and the scale
+			// interval's union over candidates, are the whole
+			// simulation's, draw for draw
+			src.Uint64()
+			src.Uint64()
+		}
 		w.n++
 		if w.progress != nil {
 			w.progress(w.n)
 		}
-		shapes = append(shapes, shape)
 		// the scale's pivot given shape p: TLL run again on the simulated
 		// data with the released shape as its exponent (the exponent the
 		// released tau/delta was computed with), and the scale that
@@ -275,7 +305,14 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 		lt := weibullMatchScale(p, w.fit.Shape, ratio)
 		piv = append(piv, math.Log(lt)-math.Log(lambda))
 	}
-	c.qlo, c.qhi = simQuantiles(shapes, w.alpha)
+	if len(shapes) == w.sims {
+		c.qlo, c.qhi = simQuantiles(shapes, w.alpha)
+	} else {
+		// accepted early: the kth smallest and kth largest of the shapes
+		// drawn bracket the released shape, as the whole sample's would
+		slices.Sort(shapes)
+		c.qlo, c.qhi = shapes[k-1], shapes[len(shapes)-k]
+	}
 	a, b := simQuantiles(piv, w.alpha)
 	c.scaleLo, c.scaleHi = lambda*math.Exp(-b), lambda*math.Exp(-a)
 	w.evals = append(w.evals, c)
@@ -372,7 +409,7 @@ func (w *weibullInversion) run(iv *WeibullInterval) error {
 // tau/delta at the released shape q): the candidate's nuisance scale that
 // explains the released scale. E[min(T,1)^q] = int_0^1 S(u^(1/q)) du
 // (Simpson, 64 cells); the ratio increases with lambda, so ln lambda is
-// found by bisection in [-50, 50].
+// bracketed in [-50, 50] (rootBracket, to 100/2^40).
 func weibullMatchScale(p, q, ratio float64) float64 {
 	const m = 64
 	var lu [m + 1]float64 // p ln(u^(1/q)) at the Simpson nodes
@@ -397,16 +434,21 @@ func weibullMatchScale(p, q, ratio float64) float64 {
 		}
 		return s / (3 * m) / f1
 	}
-	lo, hi := -50.0, 50.0
-	for it := 0; it < 40; it++ {
-		mid := (lo + hi) / 2
-		if tllRatio(mid) < ratio {
-			lo = mid
-		} else {
-			hi = mid
+	// the bracket of ln lambda in [-50, 50] to 100/2^40 that bisection
+	// (tllRatio(mid) < ratio: up) would give, by rootBracket's Illinois
+	// steps (about 8 evaluations instead of 40)
+	f := func(x float64) float64 {
+		v := tllRatio(x - 50)
+		if v < ratio {
+			return v - ratio
 		}
+		if d := v - ratio; d > 0 {
+			return d
+		}
+		return math.SmallestNonzeroFloat64 // equal, or NaN: up, as bisection
 	}
-	return math.Exp((lo + hi) / 2)
+	lo, hi := rootBracket(f, 100, 40, f(0), f(100))
+	return math.Exp((lo+hi)/2 - 50)
 }
 
 // weibullEvents is the simulation's expected event count: the released
@@ -482,7 +524,8 @@ type weibullSim struct {
 	bw                        float64   // > 0: times at bin starts
 	cond                      []float64 // P(cell j | event, not in cells < j)
 	cnt                       []float64
-	nt, nlt                   []float64 // sampleData: normalised time and its log per cell (res: time_max)
+	nt, nlt                   []float64   // sampleData: normalised time and its log per cell (res: time_max)
+	buf                       weibullData // sampleData's arrays, reused
 }
 
 func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *weibullSim {
@@ -587,7 +630,10 @@ func (s *weibullSim) sampleData(src *rand.ChaCha8, cfg WeibullConfig) weibullDat
 		}
 	}
 	e := s.counts(src)
-	var d weibullData
+	// the data set reuses the previous one's arrays: the caller is done
+	// with it (eval's loop)
+	d := weibullData{t: s.buf.t[:0], lt: s.buf.lt[:0], count: s.buf.count[:0], events: s.buf.events[:0]}
+	defer func() { s.buf = d }()
 	add := func(j int, count, events float64) {
 		if k := len(d.t) - 1; k >= 0 && d.t[k] == s.nt[j] {
 			d.count[k] += count

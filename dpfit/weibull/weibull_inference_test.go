@@ -116,6 +116,107 @@ func TestWeibullMatchScale(t *testing.T) {
 	}
 }
 
+// A candidate shape accepted early (k simulated shapes on each side of the
+// released one; the rest of its ladders skipped) is accepted by the whole
+// simulation too, and a rejected one is never stopped early; the skipped
+// ladders' random draws are still taken, so the interval (shape and
+// scale) equals the whole simulation's exactly, on a small and a larger
+// sample.
+func TestWeibullIntervalEarlyAcceptance(t *testing.T) {
+	for _, tc := range []struct {
+		n   int
+		eps float64
+	}{{150, 2}, {2000, 1}} {
+		cfg := WeibullConfig{Epsilon: tc.eps, TimeMax: 1000}
+		fit, err := FitWeibullLSP(dp.NewSeededSource(5), weibullSample(tc.n, 1.3, 600, 1000, 2), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inversion := func(all bool) (*weibullInversion, WeibullInterval) {
+			p := fit.Params
+			c := WeibullConfig{
+				Epsilon: fit.Epsilon, TimeMax: p["time_max"], Omega: p["omega"], Gamma: p["gamma"],
+				Rungs: int(p["rungs"]), Tolerance: p["tolerance"], ScaleBound: p["scale_bound"],
+			}.WithDefaults()
+			w := &weibullInversion{fit: fit, cfg: c, sims: 39, res: 256, alpha: 0.05, seed: weibullReleaseSeed(fit),
+				events: weibullEvents(fit.N), ratio: math.Pow(fit.Scale, fit.Shape), allShapes: all}
+			w.simCfg = c
+			w.simCfg.Rungs = weibullSimRungs(c)
+			var iv WeibullInterval
+			if err := w.run(&iv); err != nil {
+				t.Fatal(err)
+			}
+			return w, iv
+		}
+		early, ivEarly := inversion(false)
+		whole, ivWhole := inversion(true)
+		if ivEarly != ivWhole {
+			t.Errorf("n %d epsilon %v: interval %+v with early acceptance, %+v without", tc.n, tc.eps, ivEarly, ivWhole)
+		}
+		accepted := 0
+		for i := range early.evals {
+			a, b := early.evals[i], whole.evals[i]
+			if early.accepted(a) != whole.accepted(b) || (a.qhi < fit.Shape) != (b.qhi < fit.Shape) || (a.qlo > fit.Shape) != (b.qlo > fit.Shape) {
+				t.Errorf("n %d epsilon %v: candidate %v decided differently", tc.n, tc.eps, a.p)
+			}
+			if early.accepted(a) {
+				accepted++
+			}
+		}
+		if accepted == 0 {
+			t.Errorf("n %d epsilon %v: no candidate accepted: the early stop is not exercised", tc.n, tc.eps)
+		}
+	}
+}
+
+// weibullMatchScale's Illinois bracket gives bisection's scale: a
+// reference 40-step bisection of the same ratio function, over shapes,
+// exponents and ratios from tiny to huge (both ends of [-50, 50]
+// included), to 1e-9 relative.
+func TestWeibullMatchScaleBracketEqualsBisection(t *testing.T) {
+	bisect := func(p, q, ratio float64) float64 {
+		const m = 64
+		tll := func(ll float64) float64 {
+			f1 := -math.Expm1(-math.Exp(-p * ll))
+			if !(f1 > 0) {
+				return math.Inf(1)
+			}
+			s := 0.0
+			for i := 0; i <= m; i++ {
+				w := 2.0
+				switch {
+				case i == 0 || i == m:
+					w = 1
+				case i%2 == 1:
+					w = 4
+				}
+				s += w * math.Exp(-math.Exp(p*math.Log(float64(i)/m)/q-p*ll))
+			}
+			return s / (3 * m) / f1
+		}
+		lo, hi := -50.0, 50.0
+		for it := 0; it < 40; it++ {
+			mid := (lo + hi) / 2
+			if tll(mid) < ratio {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return math.Exp((lo + hi) / 2)
+	}
+	for _, p := range []float64{0.01, 0.3, 1, 2.5, 9.9} {
+		for _, q := range []float64{0.05, 1, 4} {
+			for _, ratio := range []float64{1e-30, 1e-6, 0.01, 0.3, 0.9, 1, 3, 1e6, 1e300, math.NaN()} {
+				got, want := weibullMatchScale(p, q, ratio), bisect(p, q, ratio)
+				if !(math.Abs(got/want-1) <= 1e-9) {
+					t.Errorf("p %v q %v ratio %v: %v, bisection %v", p, q, ratio, got, want)
+				}
+			}
+		}
+	}
+}
+
 // The baselines' noise-only intervals cover the clamped MLE the mechanism
 // perturbs: 400 Laplace releases at epsilon 40 (at small epsilon the
 // interval is the whole box), coverage at least 0.95 - 3 SE (SE = 0.011;

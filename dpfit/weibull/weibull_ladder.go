@@ -202,18 +202,21 @@ func ComputeWeibullLadder(c survival.Compressed, cfg WeibullConfig) (WeibullLadd
 // S_{n-k} the sum of t^p over the n-k smallest records. A root of
 // hA_k is the lower end of rung k, a root of hB_k the upper end.
 type weibullLadderEngine struct {
-	d       weibullData
-	omega   float64
-	kmax    int       // rungs 1..kmax are computed (kmax < E)
-	cutG    []int     // distinct groups holding the (n-k)th record boundary, ascending
-	cutOf   []int     // cutOf[k] = index into cutG
-	cutR    []float64 // records of group cutG[cutOf[k]] inside the bottom n-k
-	cL, cU  []float64 // (M - k omega)/(E - k), (M + k omega)/(E + k)
-	nTerms  int       // Taylor terms J
-	cellW   float64   // grid cell width
-	cells   map[int]*weibullCell
-	scratch []float64
-	inv     []float64 // 1/j for the Taylor terms (fast mode only)
+	d      weibullData
+	omega  float64
+	kmax   int            // rungs 1..kmax are computed (kmax < E)
+	cutG   []int          // distinct groups holding the (n-k)th record boundary, ascending
+	cutOf  []int          // cutOf[k] = index into cutG
+	cutR   []float64      // records of group cutG[cutOf[k]] inside the bottom n-k
+	cL, cU []float64      // (M - k omega)/(E - k), (M + k omega)/(E + k)
+	nTerms int            // Taylor terms J
+	cellW  float64        // grid cell width
+	cells  []*weibullCell // by grid cell, computed on first use
+	// cellNeeds[j][g]: cell j holds cut group g's rows (a rung reading
+	// that group has its upper end in cell j)
+	cellNeeds [][]bool
+	scratch   []float64
+	inv       []float64 // 1/j for the Taylor terms (fast mode only)
 }
 
 // weibullCell holds the moments at the left end q of a grid cell:
@@ -226,7 +229,7 @@ type weibullCell struct {
 }
 
 func newWeibullLadderEngine(d weibullData, cfg WeibullConfig) *weibullLadderEngine {
-	e := &weibullLadderEngine{d: d, omega: cfg.Omega, cells: map[int]*weibullCell{}}
+	e := &weibullLadderEngine{d: d, omega: cfg.Omega}
 	e.kmax = min(cfg.Rungs, int(d.e)-1)
 	if e.kmax < 1 {
 		e.kmax = 0
@@ -315,25 +318,40 @@ func (e *weibullLadderEngine) hB(k int, p, nn, sBottom float64) float64 {
 }
 
 func (e *weibullLadderEngine) cell(j int) *weibullCell {
-	if c, ok := e.cells[j]; ok {
+	if c := e.cells[j]; c != nil {
 		return c
 	}
 	J := e.nTerms
-	c := &weibullCell{q: float64(j) * e.cellW, mom: make([]float64, J+2)}
-	c.pre = make([][]float64, len(e.cutG))
-	c.grp = make([][]float64, len(e.cutG))
+	nc := len(e.cutG)
+	need := e.cellNeeds[j] // the cut groups whose rows this cell holds
+	rowsNeeded := 0
+	for _, n := range need {
+		if n {
+			rowsNeeded++
+		}
+	}
+	// one allocation for the moments and the needed cut groups' rows
+	back := make([]float64, J+2+2*rowsNeeded*(J+1))
+	c := &weibullCell{q: float64(j) * e.cellW, mom: back[: J+2 : J+2]}
+	rows := back[J+2:]
+	c.pre = make([][]float64, nc)
+	c.grp = make([][]float64, nc)
 	ci := 0
 	for i, l := range e.d.lt {
 		w := math.Exp(c.q * l)
-		if ci < len(e.cutG) && e.cutG[ci] == i {
-			c.pre[ci] = slices.Clone(c.mom[:J+1])
-			g := make([]float64, J+1)
-			v := w
-			for t := range g {
-				g[t] = v
-				v *= l
+		if ci < nc && e.cutG[ci] == i {
+			if need != nil && need[ci] {
+				c.pre[ci] = rows[: J+1 : J+1]
+				copy(c.pre[ci], c.mom[:J+1])
+				g := rows[J+1 : 2*(J+1) : 2*(J+1)]
+				rows = rows[2*(J+1):]
+				v := w
+				for t := range g {
+					g[t] = v
+					v *= l
+				}
+				c.grp[ci] = g
 			}
-			c.grp[ci] = g
 			ci++
 		}
 		v := e.d.count[i] * w
@@ -362,28 +380,41 @@ func (e *weibullLadderEngine) taylor(delta float64) []float64 {
 	return a
 }
 
-// evalCell returns S, N and S_{n-k} at p = c.q + delta from the moments.
-func (e *weibullLadderEngine) evalCell(c *weibullCell, delta float64, k int) (s, nn, sb float64) {
+// evalCell returns S, N and, with bottom, S_{n-k} at p = c.q + delta from
+// the moments (the cell holds the rows of rung k's cut group when the
+// rung's upper end is in it: cellNeeds); without bottom sb is 0.
+func (e *weibullLadderEngine) evalCell(c *weibullCell, delta float64, k int, bottom bool) (s, nn, sb float64) {
 	if e.inv != nil { // fast (simulation): Horner's scheme, no term array
-		g := e.cutOf[k]
-		r := e.cutR[k]
-		pre, grp := c.pre[g], c.grp[g]
 		J := e.nTerms
-		s, nn, sb = c.mom[J], c.mom[J+1], pre[J]+r*grp[J]
+		s, nn = c.mom[J], c.mom[J+1]
 		for j := J - 1; j >= 0; j-- {
 			f := delta * e.inv[j+1]
 			s = c.mom[j] + s*f
 			nn = c.mom[j+1] + nn*f
-			sb = pre[j] + r*grp[j] + sb*f
+		}
+		if !bottom {
+			return s, nn, 0
+		}
+		g := e.cutOf[k]
+		r := e.cutR[k]
+		pre, grp := c.pre[g], c.grp[g]
+		sb = pre[J] + r*grp[J]
+		for j := J - 1; j >= 0; j-- {
+			sb = pre[j] + r*grp[j] + sb*(delta*e.inv[j+1])
 		}
 		return s, nn, sb
 	}
 	a := e.taylor(delta)
-	g := e.cutOf[k]
-	r := e.cutR[k]
 	for j := len(a) - 1; j >= 0; j-- { // small terms first
 		s += a[j] * c.mom[j]
 		nn += a[j] * c.mom[j+1]
+	}
+	if !bottom {
+		return s, nn, 0
+	}
+	g := e.cutOf[k]
+	r := e.cutR[k]
+	for j := len(a) - 1; j >= 0; j-- {
 		sb += a[j] * (c.pre[g][j] + r*c.grp[g][j])
 	}
 	return s, nn, sb
@@ -394,9 +425,12 @@ func weibullComputeLadder(d weibullData, cfg WeibullConfig) WeibullLadder {
 }
 
 // weibullComputeLadderOpt is weibullComputeLadder; with fast (the interval
-// simulation only, never a release) the scan over the grid updates each
-// t^p by one multiplication per grid step instead of an exp (relative
-// rounding drift below 1e-13 over the scan).
+// simulation only, never a release) the scan runs over a 4 times coarser
+// grid and updates each t^p by one multiplication per grid step instead of
+// an exp (relative rounding drift below 1e-13 over the scan), and each
+// rung end is bracketed by rootBracket's secant steps instead of bisection:
+// the ends agree with the release's to a grid step
+// (TestWeibullFastLadderMatchesRelease).
 func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) WeibullLadder {
 	K := cfg.Rungs
 	gamma := cfg.Gamma
@@ -424,7 +458,15 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 	for float64(G) < 4*cfg.Omega*gamma && G < 1<<20 {
 		G *= 2
 	}
+	if fast {
+		// the simulation scans a 4 times coarser grid (omega*width <= 1,
+		// a few more Taylor terms): the scan costs a quarter, and it finds
+		// the same first crossing wherever a function crosses zero at most
+		// once within a coarse cell
+		G = max(16, G/4)
+	}
 	e.cellW = gamma / float64(G)
+	e.cells = make([]*weibullCell, G+1)
 	x := cfg.Omega * e.cellW
 	term := 1.0
 	for e.nTerms = 1; e.nTerms < 60; e.nTerms++ {
@@ -450,6 +492,14 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 	pre := make([]float64, len(e.cutG))
 	grp := make([]float64, len(e.cutG))
 	openA, openB := e.kmax, e.kmax
+	// the functions' values on both sides of each first crossing (fast
+	// mode: they start rootBracket's secant); NaN before grid point 1
+	nan := math.NaN()
+	endA := make([][2]float64, e.kmax+1)
+	endB := make([][2]float64, e.kmax+1)
+	for k := range endA {
+		endA[k], endB[k] = [2]float64{nan, nan}, [2]float64{nan, nan}
+	}
 	var step, pw []float64
 	if fast {
 		step = make([]float64, len(e.d.lt))
@@ -468,16 +518,22 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 			s, nn = e.sums(p, pre, grp)
 		}
 		for k := 1; k <= e.kmax; k++ {
-			if firstA[k] > G && e.hA(k, p, s, nn) > 0 {
-				firstA[k] = j
-				openA--
+			if firstA[k] > G {
+				v := e.hA(k, p, s, nn)
+				if v > 0 {
+					firstA[k] = j
+					openA--
+				}
+				endA[k] = [2]float64{endA[k][1], v}
 			}
 			if firstB[k] > G {
 				g := e.cutOf[k]
-				if e.hB(k, p, nn, pre[g]+e.cutR[k]*grp[g]) >= 0 {
+				v := e.hB(k, p, nn, pre[g]+e.cutR[k]*grp[g])
+				if v >= 0 {
 					firstB[k] = j
 					openB--
 				}
+				endB[k] = [2]float64{endB[k][1], geZero(v)}
 			}
 		}
 	}
@@ -486,21 +542,30 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 	for w := e.cellW; w > cfg.Tolerance; w /= 2 {
 		iters++
 	}
+	e.cellNeeds = make([][]bool, G+1)
+	for k := 1; k <= e.kmax; k++ {
+		if j := firstB[k]; j <= G {
+			if e.cellNeeds[j-1] == nil {
+				e.cellNeeds[j-1] = make([]bool, len(e.cutG))
+			}
+			e.cellNeeds[j-1][e.cutOf[k]] = true
+		}
+	}
 	tol := cfg.Tolerance
 	for k := 1; k <= e.kmax; k++ {
 		// Lower end: keep lo with hA(lo) <= 0.
 		l := gamma
 		if j := firstA[k]; j <= G {
 			c := e.cell(j - 1)
-			lo, hi := 0.0, e.cellW // offsets within the cell
-			for it := 0; it < iters; it++ {
-				mid := lo + (hi-lo)/2
-				s, nn, _ := e.evalCell(c, mid, k)
-				if e.hA(k, c.q+mid, s, nn) > 0 {
-					hi = mid
-				} else {
-					lo = mid
-				}
+			f := func(x float64) float64 {
+				s, nn, _ := e.evalCell(c, x, k, false)
+				return e.hA(k, c.q+x, s, nn)
+			}
+			var lo float64
+			if fast {
+				lo, _ = rootBracket(f, e.cellW, iters, endA[k][0], endA[k][1])
+			} else {
+				lo, _ = bisectBracket(f, e.cellW, iters)
 			}
 			l = math.Floor((c.q+lo)/tol-1) * tol
 		}
@@ -508,15 +573,16 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 		u := gamma
 		if j := firstB[k]; j <= G {
 			c := e.cell(j - 1)
-			lo, hi := 0.0, e.cellW
-			for it := 0; it < iters; it++ {
-				mid := lo + (hi-lo)/2
-				_, nn, sb := e.evalCell(c, mid, k)
-				if e.hB(k, c.q+mid, nn, sb) >= 0 {
-					hi = mid
-				} else {
-					lo = mid
-				}
+			// the bracket's "> 0" side is hB >= 0 (geZero)
+			f := func(x float64) float64 {
+				_, nn, sb := e.evalCell(c, x, k, true)
+				return geZero(e.hB(k, c.q+x, nn, sb))
+			}
+			var hi float64
+			if fast {
+				_, hi = rootBracket(f, e.cellW, iters, endB[k][0], endB[k][1])
+			} else {
+				_, hi = bisectBracket(f, e.cellW, iters)
 			}
 			u = math.Ceil((c.q+hi)/tol+1) * tol
 		}
@@ -528,4 +594,95 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 		lad.Upper[k] = max(lad.Upper[k], lad.Upper[k-1])
 	}
 	return lad
+}
+
+// bisectBracket halves [0, width] iters times keeping f(lo) <= 0 < f(hi)
+// (the ends themselves are not evaluated): the releases' root search.
+func bisectBracket(f func(float64) float64, width float64, iters int) (lo, hi float64) {
+	lo, hi = 0, width
+	for it := 0; it < iters; it++ {
+		mid := lo + (hi-lo)/2
+		if f(mid) > 0 {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return lo, hi
+}
+
+// rootBracket returns a bracket [lo, hi] within [0, width] of width at
+// most width/2^iters with f(lo) <= 0 < f(hi) (or an end of [0, width]),
+// like bisectBracket, in fewer evaluations: secant steps through the last
+// two points (starting from the ends, whose values flo = f(0) and fhi =
+// f(width) the caller passes: NaN if unknown), kept inside the bracket,
+// and once a step is small a probe half the final width beyond it on the
+// root's side, which closes the bracket; a bisection step whenever the
+// secant is not finite or leaves the bracket, and after two steps in a row
+// that did not halve it.
+// The interval simulation only (fast mode): the bracket it returns holds
+// the same crossing as bisectBracket's to within the final width, so the
+// snapped ladder ends agree to a grid step.
+func rootBracket(f func(float64) float64, width float64, iters int, flo, fhi float64) (lo, hi float64) {
+	w := width
+	for range iters {
+		w /= 2
+	}
+	lo, hi = 0, width
+	if flo > 0 || !(fhi > 0) { // not a bracket: bisection's answer
+		return bisectBracket(f, width, iters)
+	}
+	finite := func(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
+	// the secant runs through the last two points evaluated
+	x1, f1, x2, f2 := lo, flo, hi, fhi
+	slow := 0 // steps in a row that did not halve the bracket
+	for hi-lo > w {
+		before := hi - lo
+		x := lo + (hi-lo)/2
+		if slow < 2 && finite(f1) && finite(f2) && f1 != f2 {
+			if s := x2 - f2*(x2-x1)/(f2-f1); s > lo && s < hi {
+				x = s
+			}
+		}
+		x = min(max(x, lo+w/4), hi-w/4)
+		fx := f(x)
+		if fx > 0 {
+			hi, fhi = x, fx
+		} else {
+			lo, flo = x, fx
+		}
+		step := math.Abs(x - x2)
+		x1, f1, x2, f2 = x2, f2, x, fx
+		if hi-lo > w && step < 64*w {
+			// the secant has nearly converged: probe half the final
+			// width beyond x on the root's side to close the bracket
+			y := x + w/2
+			if fx > 0 {
+				y = x - w/2
+			}
+			if y > lo && y < hi {
+				if fy := f(y); fy > 0 {
+					hi, fhi = y, fy
+				} else {
+					lo, flo = y, fy
+				}
+			}
+		}
+		if hi-lo > before/2 {
+			slow++
+		} else {
+			slow = 0
+		}
+	}
+	return lo, hi
+}
+
+// geZero maps v to a value that is > 0 exactly when v >= 0 (0 to the
+// smallest positive float): the upper ends keep hB >= 0 as the "> 0" side
+// of rootBracket and bisectBracket.
+func geZero(v float64) float64 {
+	if v == 0 {
+		return math.SmallestNonzeroFloat64
+	}
+	return v
 }

@@ -171,3 +171,67 @@ func checkSampleData(t *testing.T) {
 		}
 	}
 }
+
+// The interval simulation's ladder (fast: a coarser scan, Illinois root
+// brackets, t^p by repeated multiplication) against the releases' (exact
+// scan, bisection): every rung end within a few grid steps, on the data
+// sets the simulation draws (about 2,000 cells, n from 200 to 10^6) and on
+// the real samples of TestWeibullLadderMatchesDirect. A grid step of the
+// rung ends is 1e-9 of a shape whose levels span thousands of grid points.
+func TestWeibullFastLadderMatchesRelease(t *testing.T) {
+	cfg := WeibullConfig{Epsilon: 1, TimeMax: 1000}.WithDefaults()
+	cfg.Rungs = weibullSimRungs(cfg)
+	check := func(t *testing.T, d weibullData, cfg WeibullConfig) {
+		t.Helper()
+		fast := weibullComputeLadderOpt(d, cfg, true)
+		slow := weibullComputeLadderOpt(d, cfg, false)
+		worst := 0.0
+		for k := 1; k < len(fast.Lower); k++ {
+			worst = max(worst, math.Abs(fast.Lower[k]-slow.Lower[k]), math.Abs(fast.Upper[k]-slow.Upper[k]))
+		}
+		if worst > 3.5*cfg.Tolerance {
+			t.Fatalf("fast and release ladders differ by %v (tolerance %v)", worst, cfg.Tolerance)
+		}
+	}
+	for _, tc := range []struct {
+		shape, scale, events float64
+	}{{1.4, 0.6, 200}, {0.5, 2, 5000}, {3, 0.5, 300000}, {1.1, 0.8, 1e6}, {8, 0.9, 20000}} {
+		sim := newWeibullSim(tc.shape, tc.scale, tc.events, DefaultWeibullIntervalResolution, 0, cfg.TimeMax)
+		src := rand.NewChaCha8([32]byte{3})
+		for r := 0; r < 3; r++ {
+			check(t, sim.sampleData(src, cfg), cfg)
+		}
+	}
+	for _, name := range []string{"kidney", "lung"} {
+		r, tmax := loadWB(t, name)
+		c := cfg
+		c.TimeMax = tmax
+		d, err := normaliseWeibull(r.compress(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, d, c)
+	}
+}
+
+// rootBracket brackets the same crossing as bisectBracket, to within the
+// final width, on smooth, kinked, flat and non-bracketing functions.
+func TestRootBracketMatchesBisection(t *testing.T) {
+	const width, iters = 0.15, 28
+	w := width / (1 << iters)
+	for i, f := range []func(float64) float64{
+		func(x float64) float64 { return x - 0.0123456789 },
+		func(x float64) float64 { return math.Exp(40*x) - 2 },
+		func(x float64) float64 { return -1/(x+1e-300) + 1/0.07 },    // -Inf-like near 0
+		func(x float64) float64 { return min(x-0.1, 0) + (x - 0.1) }, // kinked
+		func(x float64) float64 { return math.Cbrt(x - 0.149999) },   // steep at the root
+		func(x float64) float64 { return x - 1 },                     // no crossing: f(width) <= 0
+		func(x float64) float64 { return x + 1 },                     // no crossing: f(0) > 0
+	} {
+		lo, hi := rootBracket(f, width, iters, f(0), f(width))
+		blo, bhi := bisectBracket(f, width, iters)
+		if hi-lo > w*(1+1e-9) || math.Abs(lo-blo) > 2*w || math.Abs(hi-bhi) > 2*w {
+			t.Errorf("function %d: [%v, %v] (width %v), bisection [%v, %v]", i, lo, hi, hi-lo, blo, bhi)
+		}
+	}
+}

@@ -15,7 +15,7 @@ func TestCoreDoesNotImportKafka(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go tool not found: %v", err)
 	}
-	core := []string{"dp", "dpfit", "dpfit/weibull", "survival", "regression", "sanitizers", "aggregators", "ledger", "message", "files", "pipeline"}
+	core := []string{"dp", "dpfit", "dpfit/km", "dpfit/weibull", "survival", "regression", "sanitizers", "aggregators", "ledger", "message", "files", "pipeline"}
 	const banned = "github.com/segmentio/kafka-go"
 	for _, pkg := range core {
 		t.Run(pkg, func(t *testing.T) {

@@ -3,8 +3,8 @@ package eval
 // km: utility of the central DP Kaplan–Meier curves (issue 3).
 //
 // For every cohort the exact curve (survival.KaplanMeier on the raw times)
-// is compared with the private curves of dpfit.NoisyHistogramKM, of
-// dpfit.HierarchicalKM and of the LNTE baseline: the sup-norm distance over
+// is compared with the private curves of km.NoisyHistogramKM, of
+// km.HierarchicalKM and of the LNTE baseline: the sup-norm distance over
 // the common domain the private curve covers,
 // [0, min(truncation, last follow-up time of the cohort)), and the fraction
 // of the cohort's follow-up that domain covers. A row summarises cohorts x
@@ -29,7 +29,7 @@ import (
 	"strings"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/survival"
 )
@@ -114,7 +114,7 @@ type kmStat struct {
 	empty      int
 }
 
-func (s *kmStat) add(c dpfit.CohortKM, ex kmExact) {
+func (s *kmStat) add(c km.CohortKM, ex kmExact) {
 	end := ex.followUp
 	if !math.IsNaN(c.TruncatedAt) {
 		end = math.Min(end, c.TruncatedAt)
@@ -157,8 +157,8 @@ func kmSupDistance(aT, aS, bT, bS []float64, end float64) float64 {
 	return sup
 }
 
-func kmHistogram(d *fitsData, binWidth, timeMax float64) (*dpfit.Histogram, error) {
-	h, err := dpfit.NewHistogram(binWidth, timeMax, len(d.Labels))
+func kmHistogram(d *fitsData, binWidth, timeMax float64) (*km.Histogram, error) {
+	h, err := km.NewHistogram(binWidth, timeMax, len(d.Labels))
 	if err != nil {
 		return nil, err
 	}
@@ -192,16 +192,16 @@ func kmExactCurves(d *fitsData, timeMax float64) ([]kmExact, error) {
 
 type kmMethod struct {
 	name string
-	fit  func(h *dpfit.Histogram, src dp.Source, o dpfit.KMOptions) (dpfit.KMResult, error)
+	fit  func(h *km.Histogram, src dp.Source, o km.KMOptions) (km.KMResult, error)
 	// ownStream: the method draws from the stream seed+1000 instead of the
 	// shared one
 	ownStream bool
 }
 
 var kmMethods = []kmMethod{
-	{"noisy-histogram KM", dpfit.NoisyHistogramKM, false},
-	{"hierarchical-histogram KM", dpfit.HierarchicalKM, true},
-	{"LNTE (baseline)", dpfit.LNTE, false},
+	{"noisy-histogram KM", km.NoisyHistogramKM, false},
+	{"hierarchical-histogram KM", km.HierarchicalKM, true},
+	{"LNTE (baseline)", km.LNTE, false},
 }
 
 // kmHierarchical is the hierarchical method's entry of kmMethods.
@@ -209,10 +209,10 @@ var kmHierarchical = kmMethods[1]
 
 // kmRow runs reps releases and summarises them over cohorts x reps. It also
 // returns the total epsilon the method reports.
-func kmRow(h *dpfit.Histogram, ex []kmExact, m kmMethod, eps float64, reps int, src dp.Source) (kmStat, float64, error) {
+func kmRow(h *km.Histogram, ex []kmExact, m kmMethod, eps float64, reps int, src dp.Source) (kmStat, float64, error) {
 	var st kmStat
 	total := eps
-	o := dpfit.KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps, AllowNonPrivate: math.IsInf(eps, 1)}
+	o := km.KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps, AllowNonPrivate: math.IsInf(eps, 1)}
 	for r := 0; r < reps; r++ {
 		res, err := m.fit(h, src, o)
 		if err != nil {
@@ -341,7 +341,7 @@ func kmEvaluate(w io.Writer, d *fitsData, cfg kmEvalConfig, command string) erro
 
 // kmEarly prints the untruncated comparison of the two histogram methods
 // over the fixed domain [0, early).
-func kmEarly(w io.Writer, d *fitsData, h *dpfit.Histogram, ex []kmExact, cfg kmEvalConfig, command string) error {
+func kmEarly(w io.Writer, d *fitsData, h *km.Histogram, ex []kmExact, cfg kmEvalConfig, command string) error {
 	src := dp.NewSeededSource(cfg.seed + 2000)
 	fmt.Fprintln(w)
 	fitsCmdBlock(w, command)
@@ -354,7 +354,7 @@ func kmEarly(w io.Writer, d *fitsData, h *dpfit.Histogram, ex []kmExact, cfg kmE
 		for _, m := range kmMethods[:2] {
 			var sup []float64
 			empty := 0
-			o := dpfit.KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps, MaxNoiseStdErr: math.Inf(1)}
+			o := km.KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps, MaxNoiseStdErr: math.Inf(1)}
 			for r := 0; r < cfg.reps; r++ {
 				res, err := m.fit(h, src, o)
 				if err != nil {
@@ -398,7 +398,7 @@ func kmPrintRow(w io.Writer, name string, eps, total float64, st kmStat) {
 // kmPlots draws, for each figure budget, one release of each method (from
 // its own seeded stream, seed+1, so the figures do not depend on the
 // repetition counts) and writes one PNG per (budget, cohort).
-func kmPlots(w io.Writer, d *fitsData, h *dpfit.Histogram, ex []kmExact, cfg kmEvalConfig) error {
+func kmPlots(w io.Writer, d *fitsData, h *km.Histogram, ex []kmExact, cfg kmEvalConfig) error {
 	if err := os.MkdirAll(cfg.plotDir, 0o755); err != nil {
 		return fmt.Errorf("plots: %w", err)
 	}
@@ -427,16 +427,16 @@ func kmPlots(w io.Writer, d *fitsData, h *dpfit.Histogram, ex []kmExact, cfg kmE
 		"dashed = private curves (they end where they are truncated).\n\n", cfg.seed+1, cfg.seed+1001, cfg.binWidth)
 	var cells []string
 	for _, eps := range cfg.plotEps {
-		o := dpfit.KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps}
-		nh, err := dpfit.NoisyHistogramKM(h, src, o)
+		o := km.KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps}
+		nh, err := km.NoisyHistogramKM(h, src, o)
 		if err != nil {
 			return fmt.Errorf("plots: %w", err)
 		}
-		ln, err := dpfit.LNTE(h, src, o)
+		ln, err := km.LNTE(h, src, o)
 		if err != nil {
 			return fmt.Errorf("plots: %w", err)
 		}
-		hk, err := dpfit.HierarchicalKM(h, own, o)
+		hk, err := km.HierarchicalKM(h, own, o)
 		if err != nil {
 			return fmt.Errorf("plots: %w", err)
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/audit"
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
@@ -59,7 +59,7 @@ func sanKMOutcome(d audit.Data) (sanRRROutcome, error) {
 	return out, nil
 }
 
-func sanDPOutcome(res dpfit.KMResult) sanRRROutcome {
+func sanDPOutcome(res km.KMResult) sanRRROutcome {
 	var out sanRRROutcome
 	for _, ck := range res.Cohorts {
 		c := ck.Curve
@@ -78,8 +78,8 @@ func sanFloat(t []int64) []float64 {
 	return out
 }
 
-func sanHistogram(d audit.Data, tmax int64) (*dpfit.Histogram, error) {
-	h, err := dpfit.NewHistogram(1, float64(tmax), len(d.Cohorts))
+func sanHistogram(d audit.Data, tmax int64) (*km.Histogram, error) {
+	h, err := km.NewHistogram(1, float64(tmax), len(d.Cohorts))
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func sanHistogram(d audit.Data, tmax int64) (*dpfit.Histogram, error) {
 
 // sanRRRDraw sanitizes the cohort labels with RRR (the production chain,
 // key from label) and returns the naive KM (curves on the reported labels,
-// as paper 004 draws them) and the debiased KM (dpfit.RRRKM).
+// as paper 004 draws them) and the debiased KM (km.RRRKM).
 func sanRRRDraw(ds *sanDataset, eps float64, label string) (naive, debiased sanRRROutcome, err error) {
 	san, err := sanChain(ds.data, ds.tmax, 0, 0, eps, sanKey(label))
 	if err != nil {
@@ -115,15 +115,15 @@ func sanRRRDraw(ds *sanDataset, eps float64, label string) (naive, debiased sanR
 	if err != nil {
 		return naive, debiased, err
 	}
-	res, err := dpfit.RRRKM(h, mech, dpfit.KMOptions{})
+	res, err := km.RRRKM(h, mech, km.KMOptions{})
 	if err != nil {
 		return naive, debiased, err
 	}
 	return naive, sanDPOutcome(res), nil
 }
 
-func sanLNTEDraw(h *dpfit.Histogram, eps float64, src dp.Source) (sanRRROutcome, error) {
-	res, err := dpfit.LNTE(h, src, dpfit.KMOptions{Epsilon: eps})
+func sanLNTEDraw(h *km.Histogram, eps float64, src dp.Source) (sanRRROutcome, error) {
+	res, err := km.LNTE(h, src, km.KMOptions{Epsilon: eps})
 	if err != nil {
 		return sanRRROutcome{}, err
 	}
@@ -152,8 +152,8 @@ func sanSectionRRR(w io.Writer, cfg sanConfig, ds *sanDataset) error {
 	fmt.Fprintf(w, "kidney, %d records, %d cohorts (disease: %s), times in days, public T_max = %d. "+
 		"RRR runs through the production chain on the cohort label only (time and event public), configured by the true ε "+
 		"(mechanisms.md §2); paper 004's formula understates ε by ln(n−1) = %.2f, so its \"ε = 3\" is our ε = %.2f, added as the last column. "+
-		"*RRR naive* draws KM curves on the reported labels, as paper 004 does; *RRR debiased* is `dpfit.RRRKM` (counts debiased with M⁻¹, "+
-		"curves truncated where the debiasing noise dominates). LNTE is `dpfit.LNTE` with bins of one day: its ε is per (cohort, time point) "+
+		"*RRR naive* draws KM curves on the reported labels, as paper 004 does; *RRR debiased* is `km.RRRKM` (counts debiased with M⁻¹, "+
+		"curves truncated where the debiasing noise dominates). LNTE is `km.LNTE` with bins of one day: its ε is per (cohort, time point) "+
 		"(the whole release costs %d × ε). One draw per cell, as in the paper (key or seed fixed); the last table summarises %d draws.\n\n",
 		ds.data.Len(), n, strings.Join(ds.names, ", "), ds.tmax, math.Log(float64(n-1)), paperEps, hOrig.Bins+1, cfg.draws)
 

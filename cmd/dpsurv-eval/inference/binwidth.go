@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
@@ -46,7 +46,7 @@ func RunBinWidth(d Data, cfg BinWidthConfig) ([]BinWidthCell, error) {
 	var out []BinWidthCell
 	for i, eps := range cfg.Epsilons {
 		for j, w := range cfg.Widths {
-			h, err := dpfit.NewHistogram(w, cfg.TimeMax, len(groups))
+			h, err := km.NewHistogram(w, cfg.TimeMax, len(groups))
 			if err != nil {
 				return nil, err
 			}
@@ -59,7 +59,7 @@ func RunBinWidth(d Data, cfg BinWidthConfig) ([]BinWidthCell, error) {
 			n := 0
 			for r := 0; r < cfg.Reps; r++ {
 				src := dp.NewSeededSource(cfg.Seed + uint64(1_000_000*i+1000*j+r))
-				res, err := dpfit.HierarchicalKM(h, src, dpfit.KMOptions{Epsilon: eps, LogRankSims: -1, IntervalSims: -1})
+				res, err := km.HierarchicalKM(h, src, km.KMOptions{Epsilon: eps, LogRankSims: -1, IntervalSims: -1})
 				if err != nil {
 					return nil, fmt.Errorf("epsilon %v, width %v: %w", eps, w, err)
 				}

@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
@@ -18,12 +18,12 @@ import (
 type KMConfig struct {
 	Method      string // "hierarchical" (default) or "histogram"
 	Epsilon     float64
-	BinWidth    float64 // 0: dpfit.DefaultBinWidth(TimeMax)
+	BinWidth    float64 // 0: km.DefaultBinWidth(TimeMax)
 	TimeMax     float64
 	Checkpoints []float64
 	Reps        int
 	Seed        uint64
-	// IntervalSims is passed to dpfit.KMOptions (0: the release default).
+	// IntervalSims is passed to km.KMOptions (0: the release default).
 	IntervalSims int
 	// Cohorts limits the study to the first Cohorts cohorts (0: all).
 	Cohorts int
@@ -123,22 +123,22 @@ func within(x, lo, hi float64) bool {
 
 // release runs the configured private KM (no log-rank calibration: the
 // studies of the curves do not need it).
-func release(method string, h *dpfit.Histogram, src dp.Source, eps float64, sims, isims int) (dpfit.KMResult, error) {
-	o := dpfit.KMOptions{Epsilon: eps, LogRankSims: sims, IntervalSims: isims}
+func release(method string, h *km.Histogram, src dp.Source, eps float64, sims, isims int) (km.KMResult, error) {
+	o := km.KMOptions{Epsilon: eps, LogRankSims: sims, IntervalSims: isims}
 	switch method {
 	case "", "hierarchical":
-		return dpfit.HierarchicalKM(h, src, o)
+		return km.HierarchicalKM(h, src, o)
 	case "histogram":
-		return dpfit.NoisyHistogramKM(h, src, o)
+		return km.NoisyHistogramKM(h, src, o)
 	}
-	return dpfit.KMResult{}, fmt.Errorf("unknown method %q", method)
+	return km.KMResult{}, fmt.Errorf("unknown method %q", method)
 }
 
 // RunKM runs a coverage study.
 func RunKM(d Data, cfg KMConfig) (KMResult, error) {
 	bw := cfg.BinWidth
 	if bw == 0 {
-		bw = dpfit.DefaultBinWidth(cfg.TimeMax)
+		bw = km.DefaultBinWidth(cfg.TimeMax)
 	}
 	out := KMResult{Config: cfg, BinWidth: bw}
 	groups := d.byCohort()
@@ -161,7 +161,7 @@ func RunKM(d Data, cfg KMConfig) (KMResult, error) {
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6b6d))
 	for r := 0; r < cfg.Reps; r++ {
-		h, err := dpfit.NewHistogram(bw, cfg.TimeMax, k)
+		h, err := km.NewHistogram(bw, cfg.TimeMax, k)
 		if err != nil {
 			return out, err
 		}
@@ -247,9 +247,9 @@ func RunKM(d Data, cfg KMConfig) (KMResult, error) {
 
 // bandCoverage adds one release's band to b: covered when the truth at the
 // end of each released bin in [band_from, band_to] is inside the band.
-func bandCoverage(b *BandCoverage, ck dpfit.CohortKM, truth survival.KMCurve, bw float64) {
+func bandCoverage(b *BandCoverage, ck km.CohortKM, truth survival.KMCurve, bw float64) {
 	b.Curves++
-	if ck.BandMethod != dpfit.BandMethodSimulated {
+	if ck.BandMethod != km.BandMethodSimulated {
 		return
 	}
 	b.WithBand++

@@ -22,7 +22,7 @@ func flchain(t testing.TB) Data {
 // each flchain cohort's full-data KM, at the end of the bin holding the
 // checkpoint, which is what a binned release estimates — on bootstrap
 // replicates at 1, 2 and 5 years, at epsilon 0.5, 1 and 2; and the
-// simultaneous 95% bands (dpfit/km_interval.go) cover the truth at every
+// simultaneous 95% bands (dpfit/km/km_interval.go) cover the truth at every
 // released time of their range.
 //
 // Short tier: 4 cohorts x 15 replicates x 3 checkpoints per epsilon with 50

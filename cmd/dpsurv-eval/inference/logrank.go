@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
@@ -25,10 +25,10 @@ type LogRankConfig struct {
 	Groups   int // size study: number of random groups (>= 2)
 	Records  int // size study: records per replicate (0: all)
 	Reps     int
-	Sims     int // dpfit.KMOptions.LogRankSims
+	Sims     int // km.KMOptions.LogRankSims
 	Alpha    float64
 	Seed     uint64
-	BinWidth float64 // 0: dpfit.DefaultBinWidth(TimeMax)
+	BinWidth float64 // 0: km.DefaultBinWidth(TimeMax)
 	// PowerChiSq picks the pair of a power study (0: 10).
 	PowerChiSq float64
 }
@@ -80,7 +80,7 @@ func RunLogRank(d Data, cfg LogRankConfig) (LogRankResult, error) {
 	out := LogRankResult{Config: cfg}
 	bw := cfg.BinWidth
 	if bw == 0 {
-		bw = dpfit.DefaultBinWidth(cfg.TimeMax)
+		bw = km.DefaultBinWidth(cfg.TimeMax)
 	}
 	alpha := cfg.Alpha
 	if alpha == 0 {
@@ -113,7 +113,7 @@ func RunLogRank(d Data, cfg LogRankConfig) (LogRankResult, error) {
 		groups = 2
 	}
 	for r := 0; r < cfg.Reps; r++ {
-		h, err := dpfit.NewHistogram(bw, cfg.TimeMax, groups)
+		h, err := km.NewHistogram(bw, cfg.TimeMax, groups)
 		if err != nil {
 			return out, err
 		}
@@ -143,14 +143,14 @@ func RunLogRank(d Data, cfg LogRankConfig) (LogRankResult, error) {
 				}
 			}
 		}
-		o := dpfit.KMOptions{Epsilon: cfg.Epsilon, LogRankSims: cfg.Sims, IntervalSims: -1}
-		var res dpfit.KMResult
+		o := km.KMOptions{Epsilon: cfg.Epsilon, LogRankSims: cfg.Sims, IntervalSims: -1}
+		var res km.KMResult
 		src := dp.NewSeededSource(cfg.Seed*1_000_003 + uint64(r))
 		switch cfg.Method {
 		case "", "hierarchical":
-			res, err = dpfit.HierarchicalKM(h, src, o)
+			res, err = km.HierarchicalKM(h, src, o)
 		case "histogram":
-			res, err = dpfit.NoisyHistogramKM(h, src, o)
+			res, err = km.NoisyHistogramKM(h, src, o)
 		default:
 			return out, fmt.Errorf("unknown method %q", cfg.Method)
 		}

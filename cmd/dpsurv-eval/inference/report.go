@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/regression"
 )
@@ -40,11 +40,11 @@ func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 // (the body of its generated block).
 func WriteReport(w io.Writer, d Data, cfg ReportConfig) error {
 	fmt.Fprintf(w, "Regenerate with:\n\n```sh\n%s\n```\n\n", cfg.Command)
-	bw := dpfit.DefaultBinWidth(cfg.TimeMax)
+	bw := km.DefaultBinWidth(cfg.TimeMax)
 	fmt.Fprintf(w, "Data `%s` (%d records, %d cohorts); public time bound %g days; default bin width %g days "+
 		"(time_max / %d); method hierarchical (the default); seed %d. Every number below is a simulation with stated "+
 		"replicate counts: a coverage of 0.95 from n intervals has a binomial standard error of sqrt(0.95 x 0.05 / n).\n\n",
-		cfg.DataName, len(d.Time), len(d.Labels), cfg.TimeMax, bw, dpfit.DefaultKMBins, cfg.Seed)
+		cfg.DataName, len(d.Time), len(d.Labels), cfg.TimeMax, bw, km.DefaultKMBins, cfg.Seed)
 
 	fmt.Fprintf(w, "### Kaplan–Meier pointwise 95%% intervals\n\n")
 	fmt.Fprintf(w, "World: each cohort's records; truth: its full-data KM (at the end of the bin holding t: what a binned "+

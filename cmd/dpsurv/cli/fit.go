@@ -15,6 +15,7 @@ import (
 	"github.com/dpsurv/dpsurv/audit"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/dpfit/weibull"
 	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -272,13 +273,13 @@ type kmCohortJSON struct {
 	schemas.KMCurve
 	Conf float64 `json:"conf"`
 	// ConfType is the interval type of lower/upper (R's conf.type):
-	// dpfit.ConfTypeLog for the non-private curve, dpfit.ConfTypeLogLog
+	// km.ConfTypeLog for the non-private curve, km.ConfTypeLogLog
 	// for a private one.
 	ConfType string `json:"conf_type"`
 }
 
 func kmCurveJSON(label string, c survival.KMCurve) kmCohortJSON {
-	return kmCohortJSON{Cohort: label, KMCurve: c.Wire(), Conf: c.Conf, ConfType: dpfit.ConfTypeLogLog}
+	return kmCohortJSON{Cohort: label, KMCurve: c.Wire(), Conf: c.Conf, ConfType: km.ConfTypeLogLog}
 }
 
 // kmPrivateCohortJSON is one cohort of a private km fit: the curve and
@@ -352,7 +353,7 @@ func fitKM(env Env, args []string) error {
 	}
 	labels := d.Labels
 	if *binWidth == 0 {
-		*binWidth = dpfit.DefaultBinWidth(*timeMax)
+		*binWidth = km.DefaultBinWidth(*timeMax)
 	}
 	out := map[string]any{"epsilon": jsonEpsilon(c.eps.v), "bin_width": *binWidth}
 	var fig plots.KMSpec
@@ -378,18 +379,18 @@ func fitKM(env Env, args []string) error {
 			group[i] = int(g)
 		}
 		for k, label := range labels {
-			km, ok, err := cohortKM(d, k)
+			curve, ok, err := cohortKM(d, k)
 			if err != nil {
 				return fmt.Errorf("km cohort %s: %w", label, err)
 			}
 			if !ok {
 				continue
 			}
-			cj := kmCurveJSON(label, km)
-			cj.ConfType = dpfit.ConfTypeLog
+			cj := kmCurveJSON(label, curve)
+			cj.ConfType = km.ConfTypeLog
 			cs = append(cs, cj)
-			curves = append(curves, npKMCohort(label, k, km))
-			conf = km.Conf
+			curves = append(curves, npKMCohort(label, k, curve))
+			conf = curve.Conf
 		}
 		fig = nonPrivateKMSpec(*c.input, *unit, curves, conf)
 		out["cohorts"] = cs
@@ -403,10 +404,10 @@ func fitKM(env Env, args []string) error {
 				return fmt.Errorf("pairwise log-rank: %w", err)
 			}
 			out["logrank"] = map[string]any{"chisq": num(lr.ChiSq), "df": lr.DF, "p": num(lr.P), "p_upper": nil,
-				"calibration": dpfit.LogRankCalibrationExact, "pairwise": pairwiseJSON(labels, pw, 0)}
+				"calibration": km.LogRankCalibrationExact, "pairwise": pairwiseJSON(labels, pw, 0)}
 		}
 	} else {
-		h, err := dpfit.NewHistogram(*binWidth, *timeMax, len(labels))
+		h, err := km.NewHistogram(*binWidth, *timeMax, len(labels))
 		if err != nil {
 			return fmt.Errorf("--bin-width/--time-max: %w", err)
 		}
@@ -416,21 +417,21 @@ func fitKM(env Env, args []string) error {
 			}
 		}
 		prog.setPhase("private release and its noise simulation", 0)
-		opts := dpfit.KMOptions{Epsilon: c.eps.v}
-		var res dpfit.KMResult
+		opts := km.KMOptions{Epsilon: c.eps.v}
+		var res km.KMResult
 		switch *method {
 		case "hierarchical":
-			res, err = dpfit.HierarchicalKM(h, dp.NewSecureSource(), opts)
+			res, err = km.HierarchicalKM(h, dp.NewSecureSource(), opts)
 		case "histogram":
-			res, err = dpfit.NoisyHistogramKM(h, dp.NewSecureSource(), opts)
+			res, err = km.NoisyHistogramKM(h, dp.NewSecureSource(), opts)
 		case "lnte":
-			res, err = dpfit.LNTE(h, dp.NewSecureSource(), opts)
+			res, err = km.LNTE(h, dp.NewSecureSource(), opts)
 		case "rrr":
 			mech, merr := dp.NewRRR(c.eps.v, len(labels))
 			if merr != nil {
 				return fmt.Errorf("--epsilon: %w", merr)
 			}
-			res, err = dpfit.RRRKM(h, mech, opts)
+			res, err = km.RRRKM(h, mech, opts)
 		default:
 			fmt.Fprintf(env.Stderr, "dpsurv fit km: unknown --method %q\n", *method)
 			return errUsage
@@ -683,7 +684,7 @@ func fitWeibull(env Env, args []string) error {
 
 // privateCohortJSON is one cohort of a private KM release as `fit km`
 // prints it (the fit topic's km fields).
-func privateCohortJSON(label string, ck dpfit.CohortKM) kmPrivateCohortJSON {
+func privateCohortJSON(label string, ck km.CohortKM) kmPrivateCohortJSON {
 	m := kmPrivateCohortJSON{
 		kmCohortJSON:            kmCurveJSON(label, ck.Curve),
 		N:                       ck.N,
@@ -693,7 +694,7 @@ func privateCohortJSON(label string, ck dpfit.CohortKM) kmPrivateCohortJSON {
 		SamplingUpper:           nums(ck.SamplingUpper),
 		MedianNote:              ck.MedianNote,
 		NoiseDominatedFrom:      num(ck.NoiseDominatedFrom),
-		NoiseTailSD:             dpfit.DefaultNoiseTailSD,
+		NoiseTailSD:             km.DefaultNoiseTailSD,
 		LowInformation:          ck.LowInformation,
 		LowInformationThreshold: num(ck.LowInformationThreshold),
 		LowInformationReason:    ck.LowInformationReason,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/audit"
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/sanitizers"
@@ -147,26 +147,26 @@ func censorSanitizedAtHorizon(time []float64, event []bool, timeMax float64) int
 }
 
 // sanitizedKM is the debiased Kaplan–Meier of RRR-reported cohorts
-// (dpfit.RRRKM: counts debiased with the mechanism's inverse per bin,
+// (km.RRRKM: counts debiased with the mechanism's inverse per bin,
 // intervals with the debiasing variance), after the horizon rule, with the
 // TE-Sanitizer's bounded time noise added to the intervals: each published
 // time is within teWindow of the true one, so the true curve lies between
 // the published one shifted by -W and +W (for the median: its limits
 // widened by W each side). time and event are modified (horizon rule).
-func sanitizedKM(time []float64, event []bool, cohort []int32, mech *dp.RRR, timeMax, binWidth float64, teWindow int) (dpfit.KMResult, int, error) {
+func sanitizedKM(time []float64, event []bool, cohort []int32, mech *dp.RRR, timeMax, binWidth float64, teWindow int) (km.KMResult, int, error) {
 	censored := censorSanitizedAtHorizon(time, event, timeMax)
-	h, err := dpfit.NewHistogram(binWidth, timeMax, mech.Labels())
+	h, err := km.NewHistogram(binWidth, timeMax, mech.Labels())
 	if err != nil {
-		return dpfit.KMResult{}, 0, fmt.Errorf("--bin-width/--time-max: %w", err)
+		return km.KMResult{}, 0, fmt.Errorf("--bin-width/--time-max: %w", err)
 	}
 	for i := range time {
 		if err := h.Add(time[i], event[i], int(cohort[i])); err != nil {
-			return dpfit.KMResult{}, 0, fmt.Errorf("histogram: %w", err)
+			return km.KMResult{}, 0, fmt.Errorf("histogram: %w", err)
 		}
 	}
-	res, err := dpfit.RRRKM(h, mech, dpfit.KMOptions{})
+	res, err := km.RRRKM(h, mech, km.KMOptions{})
 	if err != nil {
-		return dpfit.KMResult{}, 0, err
+		return km.KMResult{}, 0, err
 	}
 	if teWindow > 0 {
 		for i := range res.Cohorts {
@@ -292,7 +292,7 @@ func fitKMSanitized(env Env, f kmSanitizedFlags) (done bool, err error) {
 	}
 	bw := *f.binWidth
 	if bw == 0 {
-		bw = dpfit.DefaultBinWidth(tmax)
+		bw = km.DefaultBinWidth(tmax)
 	}
 	sanMeta := map[string]any{"metadata": si.Source,
 		"cohort": map[string]any{"mechanism": si.CohortMech, "epsilon": si.RRREpsilon, "rrr_p": si.RRRP}}
@@ -401,7 +401,7 @@ func demoSanitizedKM(w io.Writer, san harness.Sanitized, cohorts []string, timeM
 	}
 	tt := slices.Clone(san.Time)
 	ee := slices.Clone(san.Event)
-	res, censored, err := sanitizedKM(tt, ee, san.Cohort, mech, timeMax, dpfit.DefaultBinWidth(timeMax), teWindow)
+	res, censored, err := sanitizedKM(tt, ee, san.Cohort, mech, timeMax, km.DefaultBinWidth(timeMax), teWindow)
 	if err != nil {
 		return nil, fmt.Errorf("debiased km: %w", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/dpfit/weibull"
 	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/regression"
@@ -41,7 +41,7 @@ func npKMCohort(label string, pos int, km survival.KMCurve) plots.KMCohort {
 // the noisy counts, the noise-dominated tail from NoiseDominatedFrom and
 // the curve's last step drawn to where the release stops (TruncatedAt,
 // else the public time_max).
-func privateKMCohort(label string, pos int, ck dpfit.CohortKM, timeMax float64) plots.KMCohort {
+func privateKMCohort(label string, pos int, ck km.CohortKM, timeMax float64) plots.KMCohort {
 	cv := ck.Curve
 	end := timeMax
 	if !math.IsNaN(ck.TruncatedAt) {
@@ -57,7 +57,7 @@ func privateKMCohort(label string, pos int, ck dpfit.CohortKM, timeMax float64) 
 }
 
 // privateKMSpec is the figure of a private `fit km` release.
-func privateKMSpec(input, unit string, labels []string, res dpfit.KMResult, timeMax float64) plots.KMSpec {
+func privateKMSpec(input, unit string, labels []string, res km.KMResult, timeMax float64) plots.KMSpec {
 	s := plots.KMSpec{
 		Title:    fmt.Sprintf("Kaplan–Meier by cohort, private release (ε = %g) — %s", res.Epsilon, filepath.Base(input)),
 		TimeUnit: unit,
@@ -66,7 +66,7 @@ func privateKMSpec(input, unit string, labels []string, res dpfit.KMResult, time
 			"Everything drawn is the release: curves, intervals, bands and counts carry the privacy noise (post-processing, no further budget).",
 		},
 		NoisyCounts: true,
-		NoiseNote:   fmt.Sprintf("noise SD of S above %g", dpfit.DefaultNoiseTailSD),
+		NoiseNote:   fmt.Sprintf("noise SD of S above %g", km.DefaultNoiseTailSD),
 		BandMethod:  "simulated equal-precision",
 		XMax:        timeMax,
 	}

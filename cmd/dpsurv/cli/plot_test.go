@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
+	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/dpfit/weibull"
 	"github.com/dpsurv/dpsurv/internal/datasets"
 	"github.com/dpsurv/dpsurv/plots"
@@ -50,7 +50,7 @@ func TestPrivateKMFigureNoPhantom(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := dpfit.NewHistogram(dpfit.DefaultBinWidth(tc.timeMax), tc.timeMax, len(labels))
+		h, err := km.NewHistogram(km.DefaultBinWidth(tc.timeMax), tc.timeMax, len(labels))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestPrivateKMFigureNoPhantom(t *testing.T) {
 			}
 		}
 		for seed := uint64(1); seed <= uint64(tc.seeds); seed++ {
-			res, err := dpfit.HierarchicalKM(h, dp.NewSeededSource(seed), dpfit.KMOptions{Epsilon: 1, LogRankSims: -1})
+			res, err := km.HierarchicalKM(h, dp.NewSeededSource(seed), km.KMOptions{Epsilon: 1, LogRankSims: -1})
 			if err != nil {
 				t.Fatal(err)
 			}

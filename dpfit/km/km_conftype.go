@@ -1,4 +1,4 @@
-package dpfit
+package km
 
 // The pointwise interval type of a KM curve's lower/upper, under R
 // survfit's conf.type names (stated in every release as conf_type).

@@ -1,4 +1,4 @@
-package dpfit
+package km
 
 import (
 	"fmt"

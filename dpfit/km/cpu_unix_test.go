@@ -1,6 +1,6 @@
 //go:build unix
 
-package dpfit
+package km
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package dpfit
+package km
 
 import (
 	"crypto/sha256"
@@ -7,9 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"gonum.org/v1/gonum/stat/distuv"
-
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/dpfit"
 )
 
 // DefaultLogRankSims is the default number of simulated null releases of
@@ -85,6 +84,7 @@ func calibrateLogRank(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc)
 	so := o
 	so.naiveLogRank, so.IntervalSims = true, -1
 	so.noIntervals = true // the tests use the counts only
+	so.countsOnly = true
 	obs := res.LogRank.ChiSq
 	ge := 0
 	pairGe := make([]int, len(res.Pairwise))
@@ -203,46 +203,12 @@ func (m *nullModel) sample(h *Histogram, src *rand.ChaCha8) {
 		for b := 0; b < h.Bins; b++ {
 			var d, ce int64
 			if n > 0 {
-				d = binomial(src, n, m.hazard[b])
-				ce = binomial(src, n-d, m.cens[c][b])
+				d = dpfit.BinomialSim(src, n, m.hazard[b])
+				ce = dpfit.BinomialSim(src, n-d, m.cens[c][b])
 			}
 			h.Events[c][b], h.Censor[c][b] = d, ce
 			n -= d + ce
 		}
-	}
-}
-
-// binomialWaitingMean is the mean n min(p, 1-p) up to which binomial
-// counts geometric waiting times; above it, gonum's rejection sampler
-// (O(1) expected work) draws it.
-const binomialWaitingMean = 30
-
-// binomial draws Binomial(n, p): by counting geometric waiting times
-// (O(n min(p, 1-p)) work) when the mean is small, by rejection (gonum's
-// distuv.Binomial, O(1) expected) otherwise, so that the null simulations
-// of a window of a million records cost what a small one does.
-// Simulation only: not a private path.
-func binomial(src *rand.ChaCha8, n int64, p float64) int64 {
-	switch {
-	case n <= 0 || !(p > 0):
-		return 0
-	case p >= 1:
-		return n
-	case p > 0.5:
-		return n - binomial(src, n, 1-p)
-	case float64(n)*p > binomialWaitingMean:
-		return int64(distuv.Binomial{N: float64(n), P: p, Src: src}.Rand())
-	}
-	lq := math.Log1p(-p)
-	var x, sum int64
-	for {
-		u := float64(src.Uint64()>>11+1) * (1.0 / (1 << 53)) // (0, 1]
-		g := math.Floor(math.Log(u)/lq) + 1
-		if g > float64(n-sum) {
-			return x
-		}
-		sum += int64(g)
-		x++
 	}
 }
 

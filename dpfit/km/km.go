@@ -1,4 +1,4 @@
-package dpfit
+package km
 
 import (
 	"fmt"
@@ -84,6 +84,10 @@ type KMOptions struct {
 	// median rules (the simulated releases, which use S or the counts
 	// only).
 	noIntervals bool
+	// countsOnly stops at the released per-bin counts: no curves, no
+	// pooled curve (the log-rank's simulated null releases, whose tests
+	// read the counts only).
+	countsOnly bool
 }
 
 func (o KMOptions) withDefaults() (KMOptions, error) {
@@ -378,6 +382,12 @@ func fillKMResultNoise(res *KMResult, h *Histogram, ev, ce [][]float64, noise fu
 		}
 		res.Cohorts[c] = ck
 	}
+	if o.countsOnly {
+		if !o.noLogRank {
+			attachLogRank(res)
+		}
+		return nil
+	}
 	pe, pc := poolCells(ev), poolCells(ce)
 	ov, err := kmFromSignedCellsNoise(pe, pc, noise(k), h.BinWidth, o)
 	if err != nil {
@@ -539,7 +549,7 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		// a private curve has a row in every bin it covers: its noise grows
 		// bin by bin even where no event or censoring is left after the
 		// post-processing, and the interval must show it
-		if d > 0 || c > 0 || private {
+		if (d > 0 || c > 0 || private) && !o.countsOnly {
 			tm = append(tm, float64(b)*binWidth)
 			nr = append(nr, n)
 			ne = append(ne, d)
@@ -548,6 +558,9 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		}
 		n = next
 		prev = sRaw[b]
+	}
+	if o.countsOnly {
+		return out, nil
 	}
 	if len(tm) == 0 {
 		out.Curve = emptyCurve(o.Conf)

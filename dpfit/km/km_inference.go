@@ -1,9 +1,11 @@
-package dpfit
+package km
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/dpsurv/dpsurv/dpfit"
 )
 
 // Noise-aware inference for the private Kaplan–Meier releases (issue 12).
@@ -50,12 +52,6 @@ const (
 	DefaultKMBins = 150
 	// DefaultNoiseTailSD is the default of KMOptions.NoiseTailSD.
 	DefaultNoiseTailSD = 0.05
-	// MinInformativeN is the smallest noisy record count of a cohort that
-	// is not flagged LowInformation, whatever the noise.
-	MinInformativeN = 20
-	// LowInformationSDs: a cohort is also flagged when its noisy count is
-	// below this many standard deviations of that count's noise.
-	LowInformationSDs = 4
 )
 
 // Median notes (CohortKM.MedianNote).
@@ -76,12 +72,6 @@ func DefaultBinWidth(timeMax float64) float64 {
 		return 1
 	}
 	return timeMax / DefaultKMBins
-}
-
-// LowInformationThreshold is the noisy-count threshold below which a cohort
-// is flagged, for a count whose noise has standard deviation sd (public).
-func LowInformationThreshold(sd float64) float64 {
-	return math.Max(MinInformativeN, LowInformationSDs*sd)
 }
 
 // applyNoiseAwareIntervals replaces ck's Greenwood interval by the
@@ -164,14 +154,14 @@ func applyNoiseAwareIntervals(ck *CohortKM, o KMOptions, binWidth float64, priva
 // cohort releases no median.
 func flagLowInformation(ck *CohortKM, sd float64) {
 	if sd > 0 || ck.LowInformationThreshold == 0 {
-		ck.LowInformationThreshold = LowInformationThreshold(sd)
+		ck.LowInformationThreshold = dpfit.LowInformationThreshold(sd)
 	}
 	if !(ck.nHat < ck.LowInformationThreshold) {
 		return
 	}
 	ck.LowInformation = true
 	ck.LowInformationReason = fmt.Sprintf("noisy record count below the public threshold %.3g (max(%d, %d SD of the count's noise)): the curve is dominated by noise; no median released",
-		ck.LowInformationThreshold, MinInformativeN, LowInformationSDs)
+		ck.LowInformationThreshold, dpfit.MinInformativeN, dpfit.LowInformationSDs)
 	ck.Curve.Median, ck.Curve.MedianLower, ck.Curve.MedianUpper = math.NaN(), math.NaN(), math.NaN()
 	ck.MedianNote = MedianNoteLowInfo
 }

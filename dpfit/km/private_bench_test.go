@@ -1,4 +1,4 @@
-package dpfit
+package km
 
 import (
 	"math"
@@ -18,7 +18,7 @@ import (
 // private/exact-cpu. The data are generated here (nothing large is
 // committed):
 //
-//	go test -run XXX -bench 'PrivateVsExact' -benchtime 3x ./dpfit
+//	go test -run XXX -bench 'PrivateVsExact' -benchtime 3x ./dpfit/km
 
 // pairedRatio runs exact, then private, b.N times and reports their mean
 // wall and CPU times and the ratios.

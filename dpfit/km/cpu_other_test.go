@@ -1,6 +1,6 @@
 //go:build !unix
 
-package dpfit
+package km
 
 // processCPU is not measured here (cpu-ns/op reads 0).
 func processCPU() int64 { return 0 }
