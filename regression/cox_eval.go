@@ -101,11 +101,14 @@ func (cd *coxData) predictors(beta []float64) float64 {
 // (returned), the score u and the lower triangle of the information imat,
 // the risk sets summed in time order. Each run's rows enter with weight
 // exp(eta - maxEta) (1 when zero).
-func (cd *coxData) groupTerms(zero bool, maxEta float64, efron bool, u, imat []float64) float64 {
+func (cd *coxData) groupTerms(zero, direct bool, maxEta float64, efron bool, u, imat []float64) float64 {
 	p, m := cd.p, cd.m
 	weight := func(i int) float64 {
 		if zero {
 			return 1
+		}
+		if direct {
+			return cd.eta[i] // the lattice path's weights
 		}
 		return math.Exp(cd.eta[i] - maxEta)
 	}
@@ -238,6 +241,12 @@ func (cd *coxData) scatter(pos []uint64, row func(int) []float64, event []bool, 
 				sum := sums[c*p : (c+1)*p]
 				for i := c * coxScatterChunk; i < min(n, (c+1)*coxScatterChunk); i++ {
 					xk := cd.x[pos[i]*uint64(p) : (pos[i]+1)*uint64(p)]
+					if cd.lat != nil {
+						ids := cd.lat.ids[pos[i]*uint64(p) : (pos[i]+1)*uint64(p)]
+						for j, v := range row(i) {
+							ids[j] = cd.lat.index(j, v)
+						}
+					}
 					for j, v := range row(i) {
 						v -= mean[j]
 						xk[j] = v
