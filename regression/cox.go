@@ -327,8 +327,7 @@ func newCoxData(time []float64, event []bool, rows [][]float64, flat []float64, 
 		return flat[i*p : (i+1)*p]
 	}
 	m := 1 + p + p*(p+1)/2
-	cd := &coxData{n: n, p: p, m: m, x: make([]float64, n*p), sumXEv: make([]float64, p),
-		eta: make([]float64, n), s: make([]float64, m), d: make([]float64, m)}
+	cd := &coxData{n: n, p: p, m: m, sumXEv: make([]float64, p), s: make([]float64, m), d: make([]float64, m)}
 	// the means (in row order) beside the sort
 	mean := make([]float64, p)
 	meanDone := make(chan struct{})
@@ -367,7 +366,12 @@ func newCoxData(time []float64, event []bool, rows [][]float64, flat []float64, 
 	<-meanDone
 	cd.mean = mean
 	if cd.lat != nil {
+		// the rows are kept as lattice indices; x and eta only if an
+		// evaluation needs the exact path (ensureX)
 		cd.lat.ids = make([]uint16, n*p)
+		cd.lat.centre(mean)
+	} else {
+		cd.x, cd.eta = make([]float64, n*p), make([]float64, n)
 	}
 	cd.scatter(pos, row, event, mean)
 	return cd
@@ -545,11 +549,9 @@ func (cd *coxData) eval(beta []float64, ties Ties, u, imat []float64) float64 {
 	direct := false
 	if !zero && cd.lat != nil {
 		maxEta, direct = cd.lat.fill(beta, cd.mean)
-		if direct {
-			cd.latticeWeights(cd.eta)
-		}
 	}
 	if !zero && !direct {
+		cd.ensureX()
 		maxEta = cd.predictors(beta)
 	}
 	clear(u)

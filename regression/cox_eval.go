@@ -100,17 +100,42 @@ func (cd *coxData) predictors(beta []float64) float64 {
 // groupTerms adds every tied run's terms of the log partial likelihood
 // (returned), the score u and the lower triangle of the information imat,
 // the risk sets summed in time order. Each run's rows enter with weight
-// exp(eta - maxEta) (1 when zero).
+// exp(eta - maxEta) (1 when zero), or, on the lattice path (direct, or
+// lattice rows at beta = 0), the product of their table entries.
 func (cd *coxData) groupTerms(zero, direct bool, maxEta float64, efron bool, u, imat []float64) float64 {
 	p, m := cd.p, cd.m
+	if cd.x == nil && !direct {
+		// lattice rows at beta = 0: every table entry is exp(0) = 1
+		cd.lat.fill(make([]float64, p), cd.mean)
+		direct = true
+	}
 	weight := func(i int) float64 {
 		if zero {
 			return 1
 		}
-		if direct {
-			return cd.eta[i] // the lattice path's weights
-		}
 		return math.Exp(cd.eta[i] - maxEta)
+	}
+	// add adds rows lo..hi-1 to acc, one row at a time in row order
+	add := func(acc []float64, lo, hi int) {
+		if direct {
+			cd.lat.addRows(acc, lo, hi)
+			return
+		}
+		for i := lo; i < hi; i++ {
+			accumulate(acc, cd.x[i*p:(i+1)*p], weight(i))
+		}
+	}
+	// sumZero is add into a zero acc (the same additions in the same
+	// order), the sums kept in registers for 3 covariates
+	sumZero := func(acc []float64, lo, hi int) {
+		switch {
+		case p != 3:
+			add(acc, lo, hi)
+		case direct:
+			cd.lat.sumRows3(acc, lo, hi)
+		default:
+			sumRows3(acc, cd.x, lo, hi, weight)
+		}
 	}
 	s, d := cd.s[:m], cd.d[:m]
 	clear(s)
@@ -121,12 +146,8 @@ func (cd *coxData) groupTerms(zero, direct bool, maxEta float64, efron bool, u, 
 		for _, g := range cd.groups {
 			clear(d)
 			mid := int(g.start + g.nd)
-			for i := int(g.start); i < mid; i++ {
-				accumulate(d, cd.x[i*p:(i+1)*p], weight(i))
-			}
-			for i := mid; i < int(g.end); i++ {
-				accumulate(s, cd.x[i*p:(i+1)*p], weight(i))
-			}
+			sumZero(d, int(g.start), mid)
+			add(s, mid, int(g.end))
 			for k, v := range d {
 				s[k] += v
 			}
@@ -144,19 +165,8 @@ func (cd *coxData) groupTerms(zero, direct bool, maxEta float64, efron bool, u, 
 			clear(gt)
 			clear(gd)
 			mid := int(g.start + g.nd)
-			if p == 3 {
-				// the sums in registers (the same additions in the same
-				// order as accumulate's into the cleared gd, gt)
-				sumRows3(gd, cd.x, int(g.start), mid, weight)
-				sumRows3(gt, cd.x, mid, int(g.end), weight)
-			} else {
-				for i := int(g.start); i < mid; i++ {
-					accumulate(gd, cd.x[i*p:(i+1)*p], weight(i))
-				}
-				for i := mid; i < int(g.end); i++ {
-					accumulate(gt, cd.x[i*p:(i+1)*p], weight(i))
-				}
-			}
+			sumZero(gd, int(g.start), mid)
+			sumZero(gt, mid, int(g.end))
 			for j, v := range gd {
 				gt[j] += v
 			}
@@ -272,13 +282,17 @@ func (cd *coxData) scatter(pos []uint64, row func(int) []float64, event []bool, 
 			for c := w; c < chunks; c += workers {
 				sum := sums[c*p : (c+1)*p]
 				for i := c * coxScatterChunk; i < min(n, (c+1)*coxScatterChunk); i++ {
-					xk := cd.x[pos[i]*uint64(p) : (pos[i]+1)*uint64(p)]
 					if cd.lat != nil {
 						ids := cd.lat.ids[pos[i]*uint64(p) : (pos[i]+1)*uint64(p)]
 						for j, v := range row(i) {
 							ids[j] = cd.lat.index(j, v)
+							if event[i] {
+								sum[j] += v - mean[j]
+							}
 						}
+						continue
 					}
+					xk := cd.x[pos[i]*uint64(p) : (pos[i]+1)*uint64(p)]
 					for j, v := range row(i) {
 						v -= mean[j]
 						xk[j] = v

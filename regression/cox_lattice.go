@@ -33,7 +33,8 @@ type coxLattice struct {
 	size  []int
 	off   []int // offset of covariate j's table in tab
 	ids   []uint16
-	tab   []float64
+	tab   []float64 // per lattice point: exp(beta_j x - c_j) at the last fill
+	val   []float64 // per lattice point: the centred value x
 }
 
 // latticeScan accumulates the column sums (into sum) and the lattice of
@@ -131,34 +132,75 @@ func (lt *coxLattice) fill(beta, mean []float64) (float64, bool) {
 	return shift, spread <= coxLatticeSpread
 }
 
-// weights writes every sorted row's weight (the product of its table
-// entries) into w, split between the workers of cd.
-func (cd *coxData) latticeWeights(w []float64) {
+// centre fills the centred values of the lattice points (val), exactly
+// the values scatter would store: (k0 + k)/scale is the original value.
+func (lt *coxLattice) centre(mean []float64) {
+	lt.val = make([]float64, len(lt.tab))
+	for j := range lt.scale {
+		for k := range lt.size[j] {
+			lt.val[lt.off[j]+k] = float64(lt.k0[j]+int64(k))/lt.scale[j] - mean[j]
+		}
+	}
+}
+
+// addRows is accumulate of the lattice rows lo..hi-1 (weights the
+// products of their table entries, values from val) into acc.
+func (lt *coxLattice) addRows(acc []float64, lo, hi int) {
+	p := len(lt.scale)
+	var buf [16]float64
+	xr := buf[:0]
+	if p > len(buf) {
+		xr = make([]float64, 0, p)
+	}
+	xr = xr[:p]
+	for i := lo; i < hi; i++ {
+		w := 1.0
+		for j, k := range lt.ids[i*p : (i+1)*p] {
+			w *= lt.tab[lt.off[j]+int(k)]
+			xr[j] = lt.val[lt.off[j]+int(k)]
+		}
+		accumulate(acc, xr, w)
+	}
+}
+
+// sumRows3 is addRows into a zero acc for 3 covariates, the ten sums kept
+// in registers (the same additions in the same order).
+func (lt *coxLattice) sumRows3(acc []float64, lo, hi int) {
+	t0, v0 := lt.tab[lt.off[0]:lt.off[1]], lt.val[lt.off[0]:lt.off[1]]
+	t1, v1 := lt.tab[lt.off[1]:lt.off[2]], lt.val[lt.off[1]:lt.off[2]]
+	t2, v2 := lt.tab[lt.off[2]:lt.off[3]], lt.val[lt.off[2]:lt.off[3]]
+	ids := lt.ids[3*lo : 3*hi]
+	var a0, a1, a2, a3, b0, b1, b2, b3, b4, b5 float64
+	for i := 0; i+3 <= len(ids); i += 3 {
+		k := ids[i : i+3 : i+3]
+		r := t0[k[0]] * t1[k[1]] * t2[k[2]]
+		x0, x1, x2 := v0[k[0]], v1[k[1]], v2[k[2]]
+		r0, r1, r2 := r*x0, r*x1, r*x2
+		a0 += r
+		a1 += r0
+		a2 += r1
+		a3 += r2
+		b0 += r0 * x0
+		b1 += r1 * x0
+		b2 += r1 * x1
+		b3 += r2 * x0
+		b4 += r2 * x1
+		b5 += r2 * x2
+	}
+	acc = acc[:10:10]
+	acc[0], acc[1], acc[2], acc[3] = a0, a1, a2, a3
+	acc[4], acc[5], acc[6], acc[7], acc[8], acc[9] = b0, b1, b2, b3, b4, b5
+}
+
+// ensureX materialises the sorted centred covariates and the linear
+// predictors' buffer of lattice rows, for the exact path.
+func (cd *coxData) ensureX() {
+	if cd.x != nil {
+		return
+	}
 	lt, p := cd.lat, cd.p
-	cd.parallel(func(_, lo, hi int) {
-		if lo == hi {
-			return
-		}
-		r0, r1 := int(cd.groups[lo].start), int(cd.groups[hi-1].end)
-		ids := lt.ids[r0*p : r1*p]
-		ws := w[r0:r1]
-		switch p {
-		case 3:
-			t0 := lt.tab[lt.off[0]:lt.off[1]]
-			t1 := lt.tab[lt.off[1]:lt.off[2]]
-			t2 := lt.tab[lt.off[2]:lt.off[3]]
-			for i := range ws {
-				k := ids[3*i : 3*i+3 : 3*i+3]
-				ws[i] = t0[k[0]] * t1[k[1]] * t2[k[2]]
-			}
-		default:
-			for i := range ws {
-				v := 1.0
-				for j, k := range ids[i*p : (i+1)*p] {
-					v *= lt.tab[lt.off[j]+int(k)]
-				}
-				ws[i] = v
-			}
-		}
-	})
+	cd.x, cd.eta = make([]float64, cd.n*p), make([]float64, cd.n)
+	for i, k := range lt.ids {
+		cd.x[i] = lt.val[lt.off[i%p]+int(k)]
+	}
 }
