@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/internal/datasets"
@@ -27,12 +28,21 @@ func TestFitDiscreteCloglogEveryMethod(t *testing.T) {
 			EpsilonInterval float64   `json:"epsilon_interval"`
 			BetaLower       []float64 `json:"beta_lower"`
 			Hessians        []any     `json:"hessians"`
+			Fallback        bool      `json:"fallback"`
+			IntervalMethod  string    `json:"coefficient_interval_method"`
 		}
 		if err := json.Unmarshal([]byte(o), &r); err != nil {
 			t.Fatalf("%s: %v\n%s", m, err, o)
 		}
-		if r.Link != "cloglog" || r.EpsilonFit != 1 || r.EpsilonInterval != 1 || len(r.Hessians) != 3 || len(r.BetaLower) != 2 {
+		if r.Link != "cloglog" || r.EpsilonFit != 1 || r.EpsilonInterval != 1 {
 			t.Fatalf("%s: %s", m, o)
+		}
+		// the CLI's noise is not seeded: a fallback or a failed interval
+		// release or interval computation (the release then says "none: ...")
+		// is possible, if rare, on 228
+		// records; the seeded TestCloglogPrivateReleases checks the limits
+		if !r.Fallback && !strings.HasPrefix(r.IntervalMethod, "none: ") && (len(r.Hessians) != 3 || len(r.BetaLower) != 2) {
+			t.Fatalf("%s: hessians %d, beta limits %d (%s)", m, len(r.Hessians), len(r.BetaLower), r.IntervalMethod)
 		}
 	}
 	probit := append([]string(nil), base...)
