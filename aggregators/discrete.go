@@ -452,7 +452,11 @@ func (discreteKind) noFit(c Config, n int, src dp.Source) (regression.DiscreteRe
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
-	t, err := regression.OutputSensitivityFor(basis, 1, p.Lambda, regression.Link(p.Link))
+	link := regression.Link(p.Link)
+	if link == regression.LinkProbit {
+		link = regression.LinkLogit // data-independent noise: any calibration will do
+	}
+	t, err := regression.OutputSensitivityFor(basis, 1, p.Lambda, link)
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
