@@ -69,8 +69,10 @@ type DiscreteParams struct {
 	// Lambda is the ridge of output and objective perturbation (default
 	// regression.DefaultLambda).
 	Lambda float64 `json:"lambda,omitempty" yaml:"lambda"`
-	// Link: logit (default); cloglog and probit with methods newton and
-	// psgld only.
+	// Link: logit (default) or cloglog with every method (output,
+	// objective and psgld fit cloglog through its bounded-influence loss:
+	// regression/cloglog_huber.go); probit with methods newton and psgld
+	// only.
 	Link string `json:"link,omitempty" yaml:"link"`
 	// TimeMax is the public end of the model's time domain (default
 	// schema.time_max).
@@ -110,9 +112,10 @@ func (discreteKind) params(d *paramDecoder, p *Params) {
 	// with the logit link the service releases intervals on every window,
 	// so 0 is refused rather than silently read as 0.5
 	zero := d.float("interval_epsilon_fraction", &p.IntervalEpsilonFraction)
-	if zero && (p.Link == "" || p.Link == string(regression.LinkLogit)) && p.Method != string(regression.MethodPSGLD) {
+	perturbation := p.Method == string(regression.MethodOutput) || p.Method == string(regression.MethodObjective)
+	if zero && (p.Link == "" || p.Link == string(regression.LinkLogit) || (p.Link == string(regression.LinkCloglog) && perturbation)) && p.Method != string(regression.MethodPSGLD) {
 		d.late = append(d.late, fieldErr("params.interval_epsilon_fraction", ErrInvalid,
-			"must be in (0, 0.5] with the logit link (leave it out for the default %v)", regression.DefaultIntervalFraction))
+			"must be in (0, 0.5] with the logit link and with output or objective (leave it out for the default %v)", regression.DefaultIntervalFraction))
 	}
 }
 
@@ -140,7 +143,7 @@ func (discreteKind) defaults(c *Config) {
 	if p.MaxRecords == 0 {
 		p.MaxRecords = DefaultMaxRecords
 	}
-	if p.IntervalEpsilonFraction == 0 && p.Link == string(regression.LinkLogit) && (p.Method == string(regression.MethodOutput) || p.Method == string(regression.MethodObjective)) {
+	if p.IntervalEpsilonFraction == 0 && (p.Link == string(regression.LinkLogit) || p.Link == string(regression.LinkCloglog)) && (p.Method == string(regression.MethodOutput) || p.Method == string(regression.MethodObjective)) {
 		p.IntervalEpsilonFraction = regression.DefaultIntervalFraction
 	}
 }
@@ -218,10 +221,10 @@ func (discreteKind) check(c Config) []error {
 		add("params.method", ErrInvalid, "%q is not newton, output, objective or psgld", p.Method)
 	}
 	switch regression.Link(p.Link) {
-	case regression.LinkLogit:
-	case regression.LinkCloglog, regression.LinkProbit:
+	case regression.LinkLogit, regression.LinkCloglog:
+	case regression.LinkProbit:
 		if m != regression.MethodPSGLD && m != regression.MethodNewton {
-			add("params.link", ErrInvalid, "%s is available with methods newton and psgld only (output and objective are proved for logit)", p.Link)
+			add("params.link", ErrInvalid, "%s is available with methods newton and psgld only (output and objective are proved for logit and cloglog)", p.Link)
 		}
 	default:
 		add("params.link", ErrInvalid, "%q is not logit, cloglog or probit", p.Link)
@@ -251,12 +254,12 @@ func (discreteKind) check(c Config) []error {
 	case f != 0 && m == regression.MethodNewton:
 		add("params.interval_epsilon_fraction", ErrInvalid, "does not apply to method newton: it releases its own Hessians and its intervals cost no extra epsilon; leave it out")
 	case m == regression.MethodNewton:
-	case f != 0 && p.Link != string(regression.LinkLogit):
-		add("params.interval_epsilon_fraction", ErrInvalid, "the interval release is bounded for the logit link only")
+	case f != 0 && p.Link == string(regression.LinkProbit):
+		add("params.interval_epsilon_fraction", ErrInvalid, "the interval release is bounded for the logit and cloglog links only")
 	case f != 0 && m == regression.MethodPSGLD:
 		add("params.interval_epsilon_fraction", ErrInvalid, "psgld releases publish no limits (they under-covered: docs/inference.md), so no epsilon is spent on an interval release; leave it out")
 	case m == regression.MethodPSGLD:
-	case p.Link == string(regression.LinkLogit) && !(f > 0 && f <= 0.5):
+	case (p.Link == string(regression.LinkLogit) || p.Link == string(regression.LinkCloglog)) && !(f > 0 && f <= 0.5):
 		add("params.interval_epsilon_fraction", ErrInvalid, "must be in (0, 0.5], got %v", f)
 	}
 	return errs
@@ -444,7 +447,11 @@ func (discreteKind) noFit(c Config, n int, src dp.Source) (regression.DiscreteRe
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
-	t, err := regression.OutputSensitivity(basis, 1, p.Lambda)
+	link := regression.Link(p.Link)
+	if link == regression.LinkProbit {
+		link = regression.LinkLogit // data-independent noise: any calibration will do
+	}
+	t, err := regression.OutputSensitivityFor(basis, 1, p.Lambda, link)
 	if err != nil {
 		return regression.DiscreteResult{}, err
 	}
@@ -475,9 +482,16 @@ func (discreteKind) noFit(c Config, n int, src dp.Source) (regression.DiscreteRe
 
 // discreteIntervalRelease describes the interval release in a discrete
 // release's mechanism.
-const discreteIntervalRelease = "; with epsilon_interval > 0 (logit): three mean loss Hessians at points computed from the release " +
+const discreteIntervalRelease = "; with epsilon_interval > 0: three mean loss Hessians at points computed from the release " +
 	"(hessians[].at), each rounded to hessians[].noise.grid plus per-entry discrete Laplace noise of scale hessians[].noise.scale " +
-	"(replace-one L1 sensitivity at a fixed point), budgets epsilon_interval x 1/8, 1/8, 3/4; the coefficient intervals are post-processing"
+	"(replace-one L1 sensitivity at a fixed point), budgets epsilon_interval x 1/8, 1/8, 3/4; the coefficient intervals are post-processing" +
+	discreteCloglogLoss
+
+// discreteCloglogLoss states the loss and the constants of a private
+// cloglog fit other than newton (regression/cloglog_huber.go).
+const discreteCloglogLoss = "; link cloglog: the fit minimises the bounded-influence cloglog loss (a survived period's exp(z) continued beyond the public knee z0 = 0 by 2t + exp(-t), t = z - z0; " +
+	"the event term unchanged), whose period derivatives lie in (-1, 2) and second derivatives in (0, 1], so GradientBound = sum_s sqrt(9 ||A_s||^2 + 16) " +
+	"(logit: Lemma 4.2's), the Jacobian term 2 sum_s ln(1 + (||A_s||^2 + 1)/(n (lambda + delta))) (logit: over 4 n (lambda + delta)) and the Hessian sensitivity 4 times the logit one"
 
 func discreteMechanism(m regression.Method) string {
 	switch m {

@@ -57,7 +57,7 @@ func TestDecodeParamsFromYAML(t *testing.T) {
 		{"nope", "{bin_width: x}", "params.bin_width", aggregators.ErrWrongType, "params.bin_width: want a number, got string"},
 		{"nope", "{omega: 1}", "params.omega", aggregators.ErrUnknownField, "params.omega: unknown for kind nope"},
 		{"discrete", "{interval_epsilon_fraction: 0}", "params.interval_epsilon_fraction", aggregators.ErrInvalid,
-			"params.interval_epsilon_fraction: must be in (0, 0.5] with the logit link (leave it out for the default 0.5)"},
+			"params.interval_epsilon_fraction: must be in (0, 0.5] with the logit link and with output or objective (leave it out for the default 0.5)"},
 	} {
 		_, err := decode(tc.kind, tc.src)
 		var fe *aggregators.FieldError

@@ -297,7 +297,13 @@ type coxData struct {
 	groups  []coxGroup
 	nEvents int
 	sumXEv  []float64 // sum of the centred covariates over the events
-	eta     []float64
+	// eta holds the linear predictors, or (lattice path, cox_lattice.go)
+	// the rows' weights themselves
+	eta []float64
+	// lat is the covariates' lattice (nil when they are not on one) and
+	// mean the covariate means the rows were centred by
+	lat  *coxLattice
+	mean []float64
 	// s accumulates the risk set (s0, s1, lower s2); d the tied events of
 	// the current group
 	s, d []float64
@@ -321,21 +327,20 @@ func newCoxData(time []float64, event []bool, rows [][]float64, flat []float64, 
 		return flat[i*p : (i+1)*p]
 	}
 	m := 1 + p + p*(p+1)/2
-	cd := &coxData{n: n, p: p, m: m, x: make([]float64, n*p), sumXEv: make([]float64, p),
-		eta: make([]float64, n), s: make([]float64, m), d: make([]float64, m)}
+	cd := &coxData{n: n, p: p, m: m, sumXEv: make([]float64, p), s: make([]float64, m), d: make([]float64, m)}
 	// the means (in row order) beside the sort
 	mean := make([]float64, p)
 	meanDone := make(chan struct{})
 	go func() {
 		defer close(meanDone)
+		ls := newLatticeScan(p)
 		for i := 0; i < n; i++ {
-			for j, v := range row(i) {
-				mean[j] += v
-			}
+			ls.add(row(i), mean)
 		}
 		for j := range mean {
 			mean[j] /= float64(n)
 		}
+		cd.lat = ls.lattice()
 	}()
 	idx, keys := sortDescending(time, event)
 	// the runs of equal keys, events first in each (the sort put them so)
@@ -359,6 +364,15 @@ func newCoxData(time []float64, event []bool, rows [][]float64, flat []float64, 
 		pos[i] = uint64(k)
 	}
 	<-meanDone
+	cd.mean = mean
+	if cd.lat != nil {
+		// the rows are kept as lattice indices; x and eta only if an
+		// evaluation needs the exact path (ensureX)
+		cd.lat.ids = make([]uint16, n*p)
+		cd.lat.centre(mean)
+	} else {
+		cd.x, cd.eta = make([]float64, n*p), make([]float64, n)
+	}
 	cd.scatter(pos, row, event, mean)
 	return cd
 }
@@ -532,12 +546,17 @@ func (cd *coxData) eval(beta []float64, ties Ties, u, imat []float64) float64 {
 		zero = zero && b == 0
 	}
 	maxEta := 0.0
-	if !zero {
+	direct := false
+	if !zero && cd.lat != nil {
+		maxEta, direct = cd.lat.fill(beta, cd.mean)
+	}
+	if !zero && !direct {
+		cd.ensureX()
 		maxEta = cd.predictors(beta)
 	}
 	clear(u)
 	clear(imat)
-	ll := cd.groupTerms(zero, maxEta, ties == TiesEfron, u, imat)
+	ll := cd.groupTerms(zero, direct, maxEta, ties == TiesEfron, u, imat)
 	// the events' own terms: sum of eta - maxEta and of x over the events
 	for j, v := range cd.sumXEv {
 		ll += beta[j] * v

@@ -100,14 +100,42 @@ func (cd *coxData) predictors(beta []float64) float64 {
 // groupTerms adds every tied run's terms of the log partial likelihood
 // (returned), the score u and the lower triangle of the information imat,
 // the risk sets summed in time order. Each run's rows enter with weight
-// exp(eta - maxEta) (1 when zero).
-func (cd *coxData) groupTerms(zero bool, maxEta float64, efron bool, u, imat []float64) float64 {
+// exp(eta - maxEta) (1 when zero), or, on the lattice path (direct, or
+// lattice rows at beta = 0), the product of their table entries.
+func (cd *coxData) groupTerms(zero, direct bool, maxEta float64, efron bool, u, imat []float64) float64 {
 	p, m := cd.p, cd.m
+	if cd.x == nil && !direct {
+		// lattice rows at beta = 0: every table entry is exp(0) = 1
+		cd.lat.fill(make([]float64, p), cd.mean)
+		direct = true
+	}
 	weight := func(i int) float64 {
 		if zero {
 			return 1
 		}
 		return math.Exp(cd.eta[i] - maxEta)
+	}
+	// add adds rows lo..hi-1 to acc, one row at a time in row order
+	add := func(acc []float64, lo, hi int) {
+		if direct {
+			cd.lat.addRows(acc, lo, hi)
+			return
+		}
+		for i := lo; i < hi; i++ {
+			accumulate(acc, cd.x[i*p:(i+1)*p], weight(i))
+		}
+	}
+	// sumZero is add into a zero acc (the same additions in the same
+	// order), the sums kept in registers for 3 covariates
+	sumZero := func(acc []float64, lo, hi int) {
+		switch {
+		case p != 3:
+			add(acc, lo, hi)
+		case direct:
+			cd.lat.sumRows3(acc, lo, hi)
+		default:
+			sumRows3(acc, cd.x, lo, hi, weight)
+		}
 	}
 	s, d := cd.s[:m], cd.d[:m]
 	clear(s)
@@ -118,12 +146,8 @@ func (cd *coxData) groupTerms(zero bool, maxEta float64, efron bool, u, imat []f
 		for _, g := range cd.groups {
 			clear(d)
 			mid := int(g.start + g.nd)
-			for i := int(g.start); i < mid; i++ {
-				accumulate(d, cd.x[i*p:(i+1)*p], weight(i))
-			}
-			for i := mid; i < int(g.end); i++ {
-				accumulate(s, cd.x[i*p:(i+1)*p], weight(i))
-			}
+			sumZero(d, int(g.start), mid)
+			add(s, mid, int(g.end))
 			for k, v := range d {
 				s[k] += v
 			}
@@ -141,12 +165,8 @@ func (cd *coxData) groupTerms(zero bool, maxEta float64, efron bool, u, imat []f
 			clear(gt)
 			clear(gd)
 			mid := int(g.start + g.nd)
-			for i := int(g.start); i < mid; i++ {
-				accumulate(gd, cd.x[i*p:(i+1)*p], weight(i))
-			}
-			for i := mid; i < int(g.end); i++ {
-				accumulate(gt, cd.x[i*p:(i+1)*p], weight(i))
-			}
+			sumZero(gd, int(g.start), mid)
+			sumZero(gt, mid, int(g.end))
 			for j, v := range gd {
 				gt[j] += v
 			}
@@ -161,6 +181,31 @@ func (cd *coxData) groupTerms(zero bool, maxEta float64, efron bool, u, imat []f
 		}
 	}
 	return ll
+}
+
+// sumRows3 is accumulate of rows lo..hi-1 (3 covariates, weights w(i))
+// into a zero acc, the ten sums kept in registers.
+func sumRows3(acc, x []float64, lo, hi int, w func(int) float64) {
+	var a0, a1, a2, a3, b0, b1, b2, b3, b4, b5 float64
+	for i := lo; i < hi; i++ {
+		r := w(i)
+		xi := x[3*i : 3*i+3 : 3*i+3]
+		x0, x1, x2 := xi[0], xi[1], xi[2]
+		r0, r1, r2 := r*x0, r*x1, r*x2
+		a0 += r
+		a1 += r0
+		a2 += r1
+		a3 += r2
+		b0 += r0 * x0
+		b1 += r1 * x0
+		b2 += r1 * x1
+		b3 += r2 * x0
+		b4 += r2 * x1
+		b5 += r2 * x2
+	}
+	acc = acc[:10:10]
+	acc[0], acc[1], acc[2], acc[3] = a0, a1, a2, a3
+	acc[4], acc[5], acc[6], acc[7], acc[8], acc[9] = b0, b1, b2, b3, b4, b5
 }
 
 // efronTerms adds one run's terms given its risk set s and its nd tied
@@ -237,6 +282,16 @@ func (cd *coxData) scatter(pos []uint64, row func(int) []float64, event []bool, 
 			for c := w; c < chunks; c += workers {
 				sum := sums[c*p : (c+1)*p]
 				for i := c * coxScatterChunk; i < min(n, (c+1)*coxScatterChunk); i++ {
+					if cd.lat != nil {
+						ids := cd.lat.ids[pos[i]*uint64(p) : (pos[i]+1)*uint64(p)]
+						for j, v := range row(i) {
+							ids[j] = cd.lat.index(j, v)
+							if event[i] {
+								sum[j] += v - mean[j]
+							}
+						}
+						continue
+					}
 					xk := cd.x[pos[i]*uint64(p) : (pos[i]+1)*uint64(p)]
 					for j, v := range row(i) {
 						v -= mean[j]

@@ -160,6 +160,7 @@ func TestCoxEvalFarBound(t *testing.T) {
 	}
 	rows[5][0] = -5000 // centred, |x| is far larger on the negative side
 	cd := newCoxData(time, event, rows, nil, 2)
+	cd.ensureX() // the reference reads the centred rows (lattice rows are kept as indices)
 	groups := make([][2]int, len(cd.groups))
 	ev := make([]bool, n)
 	for k, g := range cd.groups {

@@ -66,7 +66,10 @@ type PSGLDOptions struct {
 // DiscreteOptions configures FitDiscrete.
 type DiscreteOptions struct {
 	Method Method
-	Link   Link // default logit; Ext-Out/Obj-Pert accept logit only
+	// Link defaults to logit; Ext-Out/Obj-Pert accept logit and cloglog
+	// (with cloglog they, and pSGLD, minimise the bounded-influence
+	// cloglog loss: cloglog_huber.go)
+	Link Link
 	// Epsilon is the budget of the release. Ignored by MethodMLE. The
 	// record count n is public (replace-one: the sensitivities are
 	// functions of it) and released exactly; no budget is spent on it.
@@ -103,7 +106,7 @@ type DiscreteOptions struct {
 	// (inference.go). The coefficients get (1 - IntervalFraction) Epsilon.
 	// 0 (the zero value) releases no Hessian: the coefficients get the
 	// whole budget and carry only the labelled noise-only limits
-	// (Ext-Out-Pert) or none. Must be in [0, 0.5]; logit link only. The
+	// (Ext-Out-Pert) or none. Must be in [0, 0.5]; logit or cloglog. The
 	// aggregator and the CLI default to DefaultIntervalFraction.
 	IntervalFraction float64
 }
@@ -332,7 +335,7 @@ func startValue(m *discreteModel) []float64 {
 	}
 	h := (ev + 0.5) / (pp + 1)
 	switch m.link {
-	case LinkCloglog:
+	case LinkCloglog, linkCloglogHuber:
 		f[0] = math.Log(-math.Log1p(-h))
 	case LinkProbit:
 		f[0] = probitQuantile(h)
@@ -445,8 +448,8 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 	if phi != 0 && opts.Method == MethodNewton {
 		return DiscreteResult{}, errors.New("interval fraction does not apply to newton (it releases its own Hessians): must be 0")
 	}
-	if phi > 0 && opts.Link != LinkLogit {
-		return DiscreteResult{}, fmt.Errorf("the interval release (interval fraction %v) is bounded for the logit link only, got %s", phi, opts.Link)
+	if phi > 0 && opts.Link == LinkProbit {
+		return DiscreteResult{}, fmt.Errorf("the interval release (interval fraction %v) is bounded for the logit and cloglog links only, got %s", phi, opts.Link)
 	}
 	res.Epsilon = Epsilon(opts.Epsilon)
 	if opts.Method == MethodNewton {
@@ -468,12 +471,19 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 	res.Neighbouring = NeighbouringReplaceOne
 	res.Public = PublicDiscrete(opts.Method)
 	res.N = int64(m.n)
-	if opts.Method != MethodPSGLD && opts.Link != LinkLogit {
-		return DiscreteResult{}, fmt.Errorf("method %s is proved for the logit link only, got %s", opts.Method, opts.Link)
+	if opts.Method != MethodPSGLD && opts.Link == LinkProbit {
+		return DiscreteResult{}, fmt.Errorf("method %s is proved for the logit and cloglog links only, got %s", opts.Method, opts.Link)
 	}
+	// cloglog: the private fits minimise the bounded-influence cloglog
+	// loss (cloglog_huber.go), the published link stays cloglog
+	m.link = privateLink(opts.Link)
 	// The fallback's noise: output perturbation at the same n, lambda and
 	// epsilon (data-independent given the public n).
-	sens, err := OutputSensitivity(pr.basis, m.n, opts.Lambda)
+	fbLink := m.link
+	if fbLink == LinkProbit {
+		fbLink = LinkLogit // psgld with probit: any data-independent noise will do
+	}
+	sens, err := OutputSensitivityFor(pr.basis, m.n, opts.Lambda, fbLink)
 	if err != nil {
 		return DiscreteResult{}, err
 	}
@@ -497,11 +507,15 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 		res.Noise = &outNoise
 		res.NoiseScale = outNoise.Scale
 	case MethodObjective:
-		epsPrime, delta, err := ObjPertBudget(pr.basis, m.n, opts.Lambda, eps)
+		epsPrime, delta, err := ObjPertBudgetFor(pr.basis, m.n, opts.Lambda, eps, m.link)
 		if err != nil {
 			return DiscreteResult{}, err
 		}
-		bn, err := ObjectiveNoise(GradientBound(pr.basis), m.dim(), epsPrime)
+		gb, err := GradientBoundFor(pr.basis, m.link)
+		if err != nil {
+			return DiscreteResult{}, err
+		}
+		bn, err := ObjectiveNoise(gb, m.dim(), epsPrime)
 		if err != nil {
 			return DiscreteResult{}, err
 		}

@@ -203,7 +203,7 @@ func TestFitDiscreteValidation(t *testing.T) {
 		{"private data-derived scaling", DiscreteOptions{Method: MethodPSGLD, Epsilon: 1, TimeMax: 1, DataDerivedScaling: true}, "non-private path only"},
 		{"no epsilon", DiscreteOptions{Method: MethodOutput, TimeMax: 1}, "epsilon must be positive"},
 		{"infinite epsilon", DiscreteOptions{Method: MethodObjective, TimeMax: 1, Epsilon: math.Inf(1)}, "epsilon must be positive"},
-		{"perturbation with probit", DiscreteOptions{Method: MethodOutput, TimeMax: 1, Epsilon: 1, Link: LinkProbit}, "logit link only"},
+		{"perturbation with probit", DiscreteOptions{Method: MethodOutput, TimeMax: 1, Epsilon: 1, Link: LinkProbit}, "logit and cloglog links only"},
 		{"bad scale", DiscreteOptions{Method: MethodMLE, Scaling: Scaling{Scale: []float64{1, 0}}}, "scale 1 must be positive"},
 		{"scale length", DiscreteOptions{Method: MethodMLE, Scaling: Scaling{Centre: []float64{1}}}, "centre has 1 entries"},
 		{"negative lambda", DiscreteOptions{Method: MethodOutput, TimeMax: 1, Epsilon: 1, Lambda: -1}, "lambda must be positive"},

@@ -65,7 +65,8 @@
 //     path.
 //
 // Intervals (hessian.go, inference.go; issue 12). With IntervalFraction
-// phi > 0 (logit link) the coefficients get (1 - phi) epsilon and the rest
+// phi > 0 (logit or cloglog link; cloglog through the bounded-influence
+// loss of cloglog_huber.go) the coefficients get (1 - phi) epsilon and the rest
 // buys the interval release: three noisy mean Hessians of the loss at
 // points computed from the released values (lattice Laplace, replace-one
 // L1 sensitivity at a fixed point: HessianL1Sensitivity). From the release

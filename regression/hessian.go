@@ -64,7 +64,8 @@ import (
 func hessianEntries(d int) int { return d * (d + 1) / 2 }
 
 // HessianL1Sensitivity is the replace-one L1 sensitivity of the upper
-// triangle of the mean logit-loss Hessian at a fixed f, for the spline
+// triangle of the mean logit-loss Hessian at a fixed f (the cloglog
+// link's bounded-influence loss: HessianL1SensitivityFor), for the spline
 // basis rows and p covariates in the unit ball, at n records (see above).
 func HessianL1Sensitivity(basis [][]float64, p, n int) (float64, error) {
 	if n < 1 {
@@ -143,7 +144,7 @@ var hessianShares = []float64{0.125, 0.125, 0.75}
 // releaseHessians draws the interval release for the released
 // coefficients f of res at budget eps (see above).
 func releaseHessians(m *discreteModel, basis [][]float64, res DiscreteResult, f []float64, eps float64, src dp.Source) ([]HessianRelease, error) {
-	l1, err := HessianL1Sensitivity(basis, m.p, m.n)
+	l1, err := HessianL1SensitivityFor(basis, m.p, m.n, m.link)
 	if err != nil {
 		return nil, err
 	}

@@ -85,7 +85,7 @@ const (
 	// IntervalUnspentNote qualifies a release without Hessians whose
 	// epsilon_interval was charged.
 	IntervalUnspentNote = "; epsilon_interval charged but unspent (no Hessian released)"
-	IntervalNone        = "none: no interval release (interval fraction 0, a non-logit link, or a fallback whose coefficients do not depend on the data); " +
+	IntervalNone        = "none: no interval release (interval fraction 0, the probit link, or a fallback whose coefficients do not depend on the data); " +
 		"the true coefficients' interval needs the noisy Hessian"
 )
 

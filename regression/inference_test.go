@@ -183,7 +183,7 @@ func TestIntervalReleaseOff(t *testing.T) {
 	for _, o := range []DiscreteOptions{
 		{Method: MethodOutput, IntervalFraction: 0.6},
 		{Method: MethodOutput, IntervalFraction: -0.1},
-		{Method: MethodPSGLD, Link: LinkCloglog, IntervalFraction: 0.1},
+		{Method: MethodPSGLD, Link: LinkProbit, IntervalFraction: 0.1},
 	} {
 		o.Epsilon, o.TimeMax, o.Intervals = 1, 1, 20
 		if _, err := FitDiscrete(data, o, src); err == nil {

@@ -9,8 +9,10 @@ import (
 // g(h(s | x)) = alpha'A_s + beta'x.
 type Link string
 
-// The supported links. Ext-Out-Pert and Ext-Obj-Pert are proved for logit
-// only; the MLE and pSGLD accept all three.
+// The supported links. Ext-Out-Pert and Ext-Obj-Pert accept logit and
+// cloglog (the latter through the bounded-influence loss of
+// cloglog_huber.go, as does pSGLD); the MLE, newton and pSGLD accept all
+// three.
 const (
 	LinkLogit   Link = "logit"
 	LinkCloglog Link = "cloglog"
@@ -32,6 +34,8 @@ func (l Link) pair(z float64, y bool) (loss, g, h float64) {
 	switch l {
 	case LinkCloglog:
 		return cloglogPair(z, y)
+	case linkCloglogHuber:
+		return cloglogHuberPair(z, y)
 	case LinkProbit:
 		return probitPair(z, y)
 	default:

@@ -44,8 +44,15 @@ func OutputSensitivity(basis [][]float64, n int, lambda float64) (float64, error
 // ||A_s|| >= 1 (b_1 = 1) the squared form is always the larger, so using it
 // can only add noise; the sqrt form understates the loss.
 func JacobianLoss(basis [][]float64, n int, reg float64) float64 {
+	return jacobianLoss(basis, n, reg, 0.25)
+}
+
+// jacobianLoss is JacobianLoss for a loss with psi” <= curv (logit 1/4,
+// the bounded-influence cloglog loss CloglogCurvature): 2 sum_s ln(1 +
+// curv (||A_s||^2 + 1)/(n reg)).
+func jacobianLoss(basis [][]float64, n int, reg, curv float64) float64 {
 	var s float64
-	den := 4 * float64(n) * reg
+	den := float64(n) * reg / curv
 	for _, row := range basis {
 		s += math.Log1p((sqNorm(row) + 1) / den)
 	}
@@ -58,6 +65,16 @@ func JacobianLoss(basis [][]float64, n int, reg float64) float64 {
 // to the side where it is <= epsilon/2, so the total never exceeds epsilon)
 // and epsilon' = epsilon/2.
 func ObjPertBudget(basis [][]float64, n int, lambda, epsilon float64) (epsPrime, delta float64, err error) {
+	return ObjPertBudgetFor(basis, n, lambda, epsilon, LinkLogit)
+}
+
+// ObjPertBudgetFor is ObjPertBudget for the private loss of link l (its
+// Jacobian term with that loss's curvature bound).
+func ObjPertBudgetFor(basis [][]float64, n int, lambda, epsilon float64, l Link) (epsPrime, delta float64, err error) {
+	curv, err := lossCurvature(l)
+	if err != nil {
+		return 0, 0, fmt.Errorf("objective perturbation budget: %w", err)
+	}
 	if n < 1 {
 		return 0, 0, fmt.Errorf("objective perturbation budget: n must be >= 1, got %d", n)
 	}
@@ -67,13 +84,13 @@ func ObjPertBudget(basis [][]float64, n int, lambda, epsilon float64) (epsPrime,
 	if !(epsilon > 0) || math.IsInf(epsilon, 0) {
 		return 0, 0, fmt.Errorf("objective perturbation budget: epsilon must be positive and finite, got %v", epsilon)
 	}
-	epsPrime = epsilon - JacobianLoss(basis, n, lambda)
+	epsPrime = epsilon - jacobianLoss(basis, n, lambda, curv)
 	if epsPrime >= epsilon/2 {
 		return epsPrime, 0, nil
 	}
 	target := epsilon / 2
 	lo, hi := 0.0, math.Max(lambda, 1e-12)
-	for JacobianLoss(basis, n, lambda+hi) > target {
+	for jacobianLoss(basis, n, lambda+hi, curv) > target {
 		lo = hi
 		hi *= 2
 		if math.IsInf(hi, 0) {
@@ -82,7 +99,7 @@ func ObjPertBudget(basis [][]float64, n int, lambda, epsilon float64) (epsPrime,
 	}
 	for it := 0; it < 200 && hi-lo > 1e-15*hi; it++ {
 		mid := lo + (hi-lo)/2
-		if JacobianLoss(basis, n, lambda+mid) > target {
+		if jacobianLoss(basis, n, lambda+mid, curv) > target {
 			lo = mid
 		} else {
 			hi = mid

@@ -91,13 +91,14 @@ func waldFit(data regression.Data, o regression.DiscreteOptions) ([]float64, []f
 }
 
 // RunCompare runs one cell (see CompareConfig). Ext-Out-Pert and
-// Ext-Obj-Pert are proved for the logit link only, and the interval
-// release (which pSGLD's withheld limits come from) is bounded for logit
-// only: those cells return Unavailable set.
+// Ext-Obj-Pert are proved for the logit and cloglog links (cloglog through
+// its bounded-influence loss), and so is the interval release (which
+// pSGLD's withheld limits come from): probit cells of those methods
+// return Unavailable set.
 func RunCompare(cfg CompareConfig) (CompareCell, error) {
 	out := CompareCell{}
-	if cfg.Link != regression.LinkLogit && cfg.Method != regression.MethodNewton && cfg.Method != regression.MethodMLE {
-		out.Unavailable = "logit only"
+	if cfg.Link == regression.LinkProbit && cfg.Method != regression.MethodNewton && cfg.Method != regression.MethodMLE {
+		out.Unavailable = "logit and cloglog only"
 		return out, nil
 	}
 	if cfg.Records < 2 || cfg.Reps < 1 {

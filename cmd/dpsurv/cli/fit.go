@@ -118,17 +118,16 @@ func readFitFile(path string, spec schemas.Spec) (fileData, error) {
 	}
 	d := fileData{Labels: spec.Cohorts, Dead: t.Dead, Time: t.Time, Event: t.Event, Cohort: t.Cohort, Site: t.Site}
 	if p := len(t.Covariates); p > 0 {
-		flat := make([]float64, t.Len()*p) // row-major
-		for k, col := range t.Covariates {
-			for i, x := range col {
-				flat[i*p+k] = x
-			}
-		}
-		t.Covariates = nil
+		flat := make([]float64, t.Len()*p) // row-major, written row by row
 		d.Covariates = make([][]float64, t.Len())
 		for i := range d.Covariates {
-			d.Covariates[i] = flat[i*p : (i+1)*p : (i+1)*p]
+			r := flat[i*p : (i+1)*p : (i+1)*p]
+			for k, col := range t.Covariates {
+				r[k] = col[i]
+			}
+			d.Covariates[i] = r
 		}
+		t.Covariates = nil
 	}
 	return d, nil
 }

@@ -34,7 +34,7 @@ func fitDiscrete(env Env, args []string) error {
 	knots := fs.Int("knots", regression.DefaultKnots, "spline knots e")
 	lambda := fs.Float64("lambda", regression.DefaultLambda, "ridge Lambda of Ext-Out-Pert / Ext-Obj-Pert")
 	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit; 0 with mle means the largest time): a time beyond it counts as censored at it")
-	link := fs.String("link", "logit", "logit, cloglog or probit (cloglog/probit: newton, mle and psgld only; with cloglog exp(beta) is the grouped-time hazard ratio)")
+	link := fs.String("link", "logit", "logit, cloglog or probit (probit: newton, mle and psgld only; with cloglog exp(beta) is the grouped-time hazard ratio; output, objective and psgld fit it through its bounded-influence loss)")
 	centre := fs.String("centre", "", "public per-covariate centres, comma separated (required for a private fit; with --epsilon inf and no --centre/--scale: from the data, stated)")
 	scale := fs.String("scale", "", "public per-covariate scales, comma separated (required for a private fit, see --centre)")
 	dataScaling := fs.Bool("data-scaling", false, "non-private only: the paper's data-derived normalisation (the default with --epsilon inf and no --centre/--scale)")
@@ -123,7 +123,7 @@ func fitDiscrete(env Env, args []string) error {
 		fmt.Fprintln(env.Stderr, "dpsurv fit discrete: --interval-epsilon-fraction does not apply to --method newton (it releases its own Hessians; its intervals cost no extra epsilon)")
 		return errUsage
 	}
-	if m == regression.MethodMLE || m == regression.MethodNewton || (!explicit && *link != string(regression.LinkLogit)) {
+	if m == regression.MethodMLE || m == regression.MethodNewton || (!explicit && *link == string(regression.LinkProbit)) {
 		frac = 0 // no interval release: non-private, or a link without one
 	}
 	opts := regression.DiscreteOptions{
