@@ -24,8 +24,12 @@ import (
 type Table struct {
 	Time       []float64
 	Event      []bool
-	Cohort     []int32     // index into the spec's cohort labels
-	Covariates [][]float64 // [covariate][row], in the spec's order
+	Cohort     []int32 // index into the spec's cohort labels
+	// X is the covariates row-major, in the spec's order: row i's are
+	// X[i*P : (i+1)*P] (the layout the regression fits take, built while
+	// the chunks are merged: no transpose afterwards).
+	X []float64
+	P int // the number of covariates
 	Site       []string    // nil when the file has no site column
 	ObservedAt []int64     // microseconds since the epoch (UTC); nil when the file has no observed_at column
 	// Dead counts the rows dead-lettered, by reason (the Reason*
@@ -81,10 +85,8 @@ func newTable(v *Validator, site, obs bool, rows int) *Table {
 	rows = min(rows+rows/16, 1<<24) // a presize only: the estimate and a margin
 	t := &Table{Dead: map[string]int{},
 		Time: make([]float64, 0, rows), Event: make([]bool, 0, rows), Cohort: make([]int32, 0, rows),
-		Covariates: make([][]float64, len(v.spec.Covariates))}
-	for k := range t.Covariates {
-		t.Covariates[k] = make([]float64, 0, rows)
-	}
+		P: len(v.spec.Covariates)}
+	t.X = make([]float64, 0, rows*t.P)
 	if site {
 		t.Site = []string{}
 	}
@@ -113,8 +115,12 @@ func readTableBatches(path string, v *Validator) (*Table, error) {
 			t.Event = append(t.Event, ev.Value(i))
 		}
 		t.Cohort = append(t.Cohort, good.Column(ColCohort).(*array.Dictionary).Indices().(*array.Int32).Int32Values()...)
-		for k := range t.Covariates {
-			t.Covariates[k] = append(t.Covariates[k], good.Column(ColCohort+1+k).(*array.Float64).Float64Values()...)
+		if t.P > 0 {
+			cols := make([][]float64, t.P)
+			for k := range cols {
+				cols[k] = good.Column(ColCohort + 1 + k).(*array.Float64).Float64Values()
+			}
+			t.X = appendRows(t.X, cols, 0, n)
 		}
 		if si >= 0 && t.Site != nil {
 			site := good.Column(si).(*array.String)
@@ -192,9 +198,7 @@ func (m *tableMerger) merge(c *csvChunk) error {
 			t.Time = append(t.Time, st.times[a:e]...)
 			t.Event = append(t.Event, st.events[a:e]...)
 			t.Cohort = append(t.Cohort, st.codes[a:e]...)
-			for k := range t.Covariates {
-				t.Covariates[k] = append(t.Covariates[k], st.covs[k][a:e]...)
-			}
+			t.X = appendRows(t.X, st.covs, a, e)
 			if m.l.withSite {
 				for _, s := range st.sites[a:e] {
 					t.Site = append(t.Site, m.intern(s))
@@ -255,9 +259,7 @@ func (m *tableMerger) removeDuplicates() {
 	t.Time = dropRows(t.Time, dups)
 	t.Event = dropRows(t.Event, dups)
 	t.Cohort = dropRows(t.Cohort, dups)
-	for k := range t.Covariates {
-		t.Covariates[k] = dropRows(t.Covariates[k], dups)
-	}
+	t.X = dropRowsStrided(t.X, t.P, dups)
 	if t.Site != nil {
 		t.Site = dropRows(t.Site, dups)
 	}
@@ -275,6 +277,51 @@ func dropRows[T any](x []T, drop []int32) []T {
 			end = int(drop[k+1])
 		}
 		w += copy(x[w:], x[int(d)+1:end])
+	}
+	clear(x[w:])
+	return x[:w]
+}
+
+// appendRows appends rows [a, e) of the columns cols to x, row-major.
+func appendRows(x []float64, cols [][]float64, a, e int) []float64 {
+	p := len(cols)
+	if p == 0 || e <= a {
+		return x
+	}
+	w := len(x)
+	x = slices.Grow(x, (e-a)*p)[:w+(e-a)*p]
+	switch p {
+	case 3: // dpsurv gen's covariates: the columns' loads interleaved
+		c0, c1, c2 := cols[0][a:e], cols[1][a:e], cols[2][a:e]
+		dst := x[w:]
+		for i := range c0 {
+			r := dst[3*i : 3*i+3 : 3*i+3]
+			r[0], r[1], r[2] = c0[i], c1[i], c2[i]
+		}
+	default:
+		for k, col := range cols {
+			dst := x[w+k:]
+			for i, v := range col[a:e] {
+				dst[i*p] = v
+			}
+		}
+	}
+	return x
+}
+
+// dropRowsStrided removes the rows drop (ascending) from the row-major x
+// of p values a row, in place.
+func dropRowsStrided(x []float64, p int, drop []int32) []float64 {
+	if p == 0 {
+		return x
+	}
+	w := int(drop[0]) * p
+	for k, d := range drop {
+		end := len(x)
+		if k+1 < len(drop) {
+			end = int(drop[k+1]) * p
+		}
+		w += copy(x[w:], x[(int(d)+1)*p:end])
 	}
 	clear(x[w:])
 	return x[:w]
