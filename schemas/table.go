@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 
-	"github.com/dpsurv/dpsurv/codecs/csvrec"
 )
 
 // Table is the good rows of a whole file as columns: the input of the fits.
@@ -74,7 +73,7 @@ func ReadTable(path string, v *Validator) (*Table, error) {
 	if fi, serr := f.Stat(); serr == nil {
 		size = fi.Size()
 	}
-	t, err := readCSVTable(f, size, v, csvrec.ChunkSize, min(runtime.GOMAXPROCS(0), 8))
+	t, err := readCSVTable(f, size, v, tableChunkSize, min(runtime.GOMAXPROCS(0), 8))
 	if err != nil {
 		return nil, fmt.Errorf("schemas: read table %s: %w", filepath.Base(path), err)
 	}
@@ -391,3 +390,8 @@ func duplicateRows(hashes []uint64, id func(int32) []byte) []int32 {
 	slices.Sort(dups)
 	return dups
 }
+
+// tableChunkSize is ReadTable's chunk size: smaller than ReadFile's, since
+// the rows of the chunks in flight are held in scratches (about 70 bytes a
+// row) until merged, and fresh memory costs its page faults.
+var tableChunkSize = 256 << 10
