@@ -216,7 +216,11 @@ func TestFileIDsMatchesMap(t *testing.T) {
 func TestDuplicateRowsMatchesMap(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, tc := range []struct{ n, ids, hashes int }{{0, 1, 1}, {1, 1, 1}, {100, 60, 5}, {5000, 3000, 1 << 30}, {40000, 30000, 64}, {70000, 70000, 1 << 30}} {
+	for _, tc := range []struct {
+		n, ids, hashes int
+		high           bool // hashes that differ only in their top 32 bits (the pairs keep the low 32)
+	}{{0, 1, 1, false}, {1, 1, 1, false}, {100, 60, 5, false}, {5000, 3000, 1 << 30, false}, {40000, 30000, 64, false},
+		{70000, 70000, 1 << 30, false}, {40000, 30000, 1 << 20, true}} {
 		ids := make([]string, tc.n)
 		hashes := make([]uint64, tc.n)
 		for i := range ids {
@@ -224,6 +228,9 @@ func TestDuplicateRowsMatchesMap(t *testing.T) {
 			// A hash that depends on the id only, from a small set
 			// when tc.hashes is small; spread over the top bits.
 			hashes[i] = maphash.String(dedupeSeed, ids[i]) % uint64(tc.hashes) * 0x9E3779B97F4A7C15
+			if tc.high {
+				hashes[i] = hashes[i]>>32<<32 | 12345
+			}
 		}
 		got := duplicateRows(hashes, func(row int32) []byte { return []byte(ids[row]) })
 		var want []int32

@@ -13,7 +13,6 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
-
 )
 
 // Table is the good rows of a whole file as columns: the input of the fits.
@@ -21,16 +20,16 @@ import (
 // same validation, duplicate ids removed the same way: the first good row
 // with an id keeps it).
 type Table struct {
-	Time       []float64
-	Event      []bool
-	Cohort     []int32 // index into the spec's cohort labels
+	Time   []float64
+	Event  []bool
+	Cohort []int32 // index into the spec's cohort labels
 	// X is the covariates row-major, in the spec's order: row i's are
 	// X[i*P : (i+1)*P] (the layout the regression fits take, built while
 	// the chunks are merged: no transpose afterwards).
-	X []float64
-	P int // the number of covariates
-	Site       []string    // nil when the file has no site column
-	ObservedAt []int64     // microseconds since the epoch (UTC); nil when the file has no observed_at column
+	X          []float64
+	P          int      // the number of covariates
+	Site       []string // nil when the file has no site column
+	ObservedAt []int64  // microseconds since the epoch (UTC); nil when the file has no observed_at column
 	// Dead counts the rows dead-lettered, by reason (the Reason*
 	// constants); a batch of an Arrow file that fails as a whole (a dead
 	// letter with RowIndex -1) counts once.
@@ -332,7 +331,7 @@ func dropRowsStrided(x []float64, p int, drop []int32) []float64 {
 // row order) into groups of about 2,000, and each group is checked with an
 // open-addressing table of a few kilobytes that stays in the cache: about
 // two sequential passes and one cached probe per row, where a file-wide
-// table costs a cache miss per row. It holds 16 bytes per row meanwhile.
+// table costs a cache miss per row. It holds 8 bytes per row meanwhile.
 func duplicateRows(hashes []uint64, id func(int32) []byte) []int32 {
 	n := len(hashes)
 	if n > math.MaxInt32 {
@@ -351,15 +350,18 @@ func duplicateRows(hashes []uint64, id func(int32) []byte) []int32 {
 		count[g] += count[g-1]
 	}
 	// The (hash, row) pairs, grouped: each group is then read in order.
+	// A pair keeps the hash's low 32 bits (the group is its top bits, the
+	// slot its low ones): an equal low half only sends the probe on to
+	// compare the ids' bytes, which decide.
 	type pair struct {
-		h uint64
+		h uint32
 		r int32
 	}
 	pairs := make([]pair, n)
 	next := slices.Clone(count[:1<<bits])
 	for r, h := range hashes {
 		g := h >> shift
-		pairs[next[g]] = pair{h, int32(r)}
+		pairs[next[g]] = pair{uint32(h), int32(r)}
 		next[g]++
 	}
 	var dups []int32
@@ -372,7 +374,7 @@ func duplicateRows(hashes []uint64, id func(int32) []byte) []int32 {
 		}
 		table = resize(table, size)
 		clear(table)
-		mask := uint64(size - 1)
+		mask := uint32(size - 1)
 		for _, p := range group {
 			for j := p.h & mask; ; j = (j + 1) & mask {
 				s := &table[j]
