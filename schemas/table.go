@@ -40,7 +40,7 @@ type Table struct {
 func (t *Table) Len() int { return len(t.Time) }
 
 // ReadTable reads a whole file (any format ReadFile reads) into a Table.
-// Memory is that of the columns kept plus about 16 bytes and the id's
+// Memory is that of the columns kept plus about 24 bytes and the id's
 // bytes per good row while the file is read (the ids are not kept).
 //
 // A CSV file does not go through Arrow batches: its chunks are parsed and
