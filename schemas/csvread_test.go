@@ -89,10 +89,7 @@ func compareCSV(t testing.TB, data []byte, spec Spec, batch int) {
 
 // tableOf is the Table of a read's good rows and dead letters.
 func tableOf(r csvResult, spec Spec) *Table {
-	t := &Table{Time: []float64{}, Event: []bool{}, Cohort: []int32{}, Covariates: make([][]float64, len(spec.Covariates)), Dead: map[string]int{}}
-	for k := range t.Covariates {
-		t.Covariates[k] = []float64{}
-	}
+	t := &Table{Time: []float64{}, Event: []bool{}, Cohort: []int32{}, X: []float64{}, P: len(spec.Covariates), Dead: map[string]int{}}
 	if r.site {
 		t.Site = []string{}
 	}
@@ -109,9 +106,7 @@ func tableOf(r csvResult, spec Spec) *Table {
 		t.Time = append(t.Time, row.Time)
 		t.Event = append(t.Event, row.Event)
 		t.Cohort = append(t.Cohort, int32(slices.Index(spec.Cohorts, row.Cohort)))
-		for k, x := range row.Covs {
-			t.Covariates[k] = append(t.Covariates[k], x)
-		}
+		t.X = append(t.X, row.Covs...)
 	}
 	for _, d := range r.dead {
 		t.Dead[d.Reason] += d.Rows()
@@ -221,7 +216,11 @@ func TestFileIDsMatchesMap(t *testing.T) {
 func TestDuplicateRowsMatchesMap(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, tc := range []struct{ n, ids, hashes int }{{0, 1, 1}, {1, 1, 1}, {100, 60, 5}, {5000, 3000, 1 << 30}, {40000, 30000, 64}, {70000, 70000, 1 << 30}} {
+	for _, tc := range []struct {
+		n, ids, hashes int
+		high           bool // hashes that differ only in their top 32 bits (the pairs keep the low 32)
+	}{{0, 1, 1, false}, {1, 1, 1, false}, {100, 60, 5, false}, {5000, 3000, 1 << 30, false}, {40000, 30000, 64, false},
+		{70000, 70000, 1 << 30, false}, {40000, 30000, 1 << 20, true}} {
 		ids := make([]string, tc.n)
 		hashes := make([]uint64, tc.n)
 		for i := range ids {
@@ -229,6 +228,9 @@ func TestDuplicateRowsMatchesMap(t *testing.T) {
 			// A hash that depends on the id only, from a small set
 			// when tc.hashes is small; spread over the top bits.
 			hashes[i] = maphash.String(dedupeSeed, ids[i]) % uint64(tc.hashes) * 0x9E3779B97F4A7C15
+			if tc.high {
+				hashes[i] = hashes[i]>>32<<32 | 12345
+			}
 		}
 		got := duplicateRows(hashes, func(row int32) []byte { return []byte(ids[row]) })
 		var want []int32
@@ -258,6 +260,56 @@ func TestDropRows(t *testing.T) {
 		}
 		if got := dropRows(x, drop); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
 			t.Errorf("drop %v: %v, want %v", drop, got, want)
+		}
+	}
+}
+
+// dropRowsStrided removes exactly the given rows of a row-major array,
+// for one and several values a row.
+func TestDropRowsStrided(t *testing.T) {
+	t.Parallel()
+	for _, p := range []int{1, 2, 3, 5} {
+		for _, drop := range [][]int32{{0}, {9}, {0, 9}, {3, 4, 5}, {1, 3, 5, 7, 9}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}} {
+			var x, want []float64
+			for r := range 10 {
+				for k := range p {
+					v := float64(100*r + k)
+					x = append(x, v)
+					if !slices.Contains(drop, int32(r)) {
+						want = append(want, v)
+					}
+				}
+			}
+			if got := dropRowsStrided(x, p, drop); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+				t.Errorf("p %d drop %v: %v, want %v", p, drop, got, want)
+			}
+		}
+	}
+}
+
+// appendRows lays rows [a, e) of the columns out row-major after what x
+// holds, on the three-column path and the general one.
+func TestAppendRows(t *testing.T) {
+	t.Parallel()
+	for _, p := range []int{1, 2, 3, 4} {
+		cols := make([][]float64, p)
+		for k := range cols {
+			for r := range 7 {
+				cols[k] = append(cols[k], float64(10*r+k))
+			}
+		}
+		x := []float64{-1, -2}
+		x = appendRows(x, cols, 2, 5)
+		x = appendRows(x, cols, 5, 5)
+		x = appendRows(x, cols, 6, 7)
+		want := []float64{-1, -2}
+		for _, r := range []int{2, 3, 4, 6} {
+			for k := range p {
+				want = append(want, float64(10*r+k))
+			}
+		}
+		if !slices.Equal(x, want) {
+			t.Errorf("p %d: %v, want %v", p, x, want)
 		}
 	}
 }

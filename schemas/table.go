@@ -13,8 +13,6 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
-
-	"github.com/dpsurv/dpsurv/codecs/csvrec"
 )
 
 // Table is the good rows of a whole file as columns: the input of the fits.
@@ -22,12 +20,16 @@ import (
 // same validation, duplicate ids removed the same way: the first good row
 // with an id keeps it).
 type Table struct {
-	Time       []float64
-	Event      []bool
-	Cohort     []int32     // index into the spec's cohort labels
-	Covariates [][]float64 // [covariate][row], in the spec's order
-	Site       []string    // nil when the file has no site column
-	ObservedAt []int64     // microseconds since the epoch (UTC); nil when the file has no observed_at column
+	Time   []float64
+	Event  []bool
+	Cohort []int32 // index into the spec's cohort labels
+	// X is the covariates row-major, in the spec's order: row i's are
+	// X[i*P : (i+1)*P] (the layout the regression fits take, built while
+	// the chunks are merged: no transpose afterwards).
+	X          []float64
+	P          int      // the number of covariates
+	Site       []string // nil when the file has no site column
+	ObservedAt []int64  // microseconds since the epoch (UTC); nil when the file has no observed_at column
 	// Dead counts the rows dead-lettered, by reason (the Reason*
 	// constants); a batch of an Arrow file that fails as a whole (a dead
 	// letter with RowIndex -1) counts once.
@@ -38,7 +40,7 @@ type Table struct {
 func (t *Table) Len() int { return len(t.Time) }
 
 // ReadTable reads a whole file (any format ReadFile reads) into a Table.
-// Memory is that of the columns kept plus about 16 bytes and the id's
+// Memory is that of the columns kept plus about 24 bytes and the id's
 // bytes per good row while the file is read (the ids are not kept).
 //
 // A CSV file does not go through Arrow batches: its chunks are parsed and
@@ -70,7 +72,7 @@ func ReadTable(path string, v *Validator) (*Table, error) {
 	if fi, serr := f.Stat(); serr == nil {
 		size = fi.Size()
 	}
-	t, err := readCSVTable(f, size, v, csvrec.ChunkSize, min(runtime.GOMAXPROCS(0), 8))
+	t, err := readCSVTable(f, size, v, tableChunkSize, min(runtime.GOMAXPROCS(0), 8))
 	if err != nil {
 		return nil, fmt.Errorf("schemas: read table %s: %w", filepath.Base(path), err)
 	}
@@ -81,10 +83,8 @@ func newTable(v *Validator, site, obs bool, rows int) *Table {
 	rows = min(rows+rows/16, 1<<24) // a presize only: the estimate and a margin
 	t := &Table{Dead: map[string]int{},
 		Time: make([]float64, 0, rows), Event: make([]bool, 0, rows), Cohort: make([]int32, 0, rows),
-		Covariates: make([][]float64, len(v.spec.Covariates))}
-	for k := range t.Covariates {
-		t.Covariates[k] = make([]float64, 0, rows)
-	}
+		P: len(v.spec.Covariates)}
+	t.X = make([]float64, 0, rows*t.P)
 	if site {
 		t.Site = []string{}
 	}
@@ -113,8 +113,12 @@ func readTableBatches(path string, v *Validator) (*Table, error) {
 			t.Event = append(t.Event, ev.Value(i))
 		}
 		t.Cohort = append(t.Cohort, good.Column(ColCohort).(*array.Dictionary).Indices().(*array.Int32).Int32Values()...)
-		for k := range t.Covariates {
-			t.Covariates[k] = append(t.Covariates[k], good.Column(ColCohort+1+k).(*array.Float64).Float64Values()...)
+		if t.P > 0 {
+			cols := make([][]float64, t.P)
+			for k := range cols {
+				cols[k] = good.Column(ColCohort + 1 + k).(*array.Float64).Float64Values()
+			}
+			t.X = appendRows(t.X, cols, 0, n)
 		}
 		if si >= 0 && t.Site != nil {
 			site := good.Column(si).(*array.String)
@@ -192,9 +196,7 @@ func (m *tableMerger) merge(c *csvChunk) error {
 			t.Time = append(t.Time, st.times[a:e]...)
 			t.Event = append(t.Event, st.events[a:e]...)
 			t.Cohort = append(t.Cohort, st.codes[a:e]...)
-			for k := range t.Covariates {
-				t.Covariates[k] = append(t.Covariates[k], st.covs[k][a:e]...)
-			}
+			t.X = appendRows(t.X, st.covs, a, e)
 			if m.l.withSite {
 				for _, s := range st.sites[a:e] {
 					t.Site = append(t.Site, m.intern(s))
@@ -255,9 +257,7 @@ func (m *tableMerger) removeDuplicates() {
 	t.Time = dropRows(t.Time, dups)
 	t.Event = dropRows(t.Event, dups)
 	t.Cohort = dropRows(t.Cohort, dups)
-	for k := range t.Covariates {
-		t.Covariates[k] = dropRows(t.Covariates[k], dups)
-	}
+	t.X = dropRowsStrided(t.X, t.P, dups)
 	if t.Site != nil {
 		t.Site = dropRows(t.Site, dups)
 	}
@@ -280,13 +280,58 @@ func dropRows[T any](x []T, drop []int32) []T {
 	return x[:w]
 }
 
+// appendRows appends rows [a, e) of the columns cols to x, row-major.
+func appendRows(x []float64, cols [][]float64, a, e int) []float64 {
+	p := len(cols)
+	if p == 0 || e <= a {
+		return x
+	}
+	w := len(x)
+	x = slices.Grow(x, (e-a)*p)[:w+(e-a)*p]
+	switch p {
+	case 3: // dpsurv gen's covariates: the columns' loads interleaved
+		c0, c1, c2 := cols[0][a:e], cols[1][a:e], cols[2][a:e]
+		dst := x[w:]
+		for i := range c0 {
+			r := dst[3*i : 3*i+3 : 3*i+3]
+			r[0], r[1], r[2] = c0[i], c1[i], c2[i]
+		}
+	default:
+		for k, col := range cols {
+			dst := x[w+k:]
+			for i, v := range col[a:e] {
+				dst[i*p] = v
+			}
+		}
+	}
+	return x
+}
+
+// dropRowsStrided removes the rows drop (ascending) from the row-major x
+// of p values a row, in place.
+func dropRowsStrided(x []float64, p int, drop []int32) []float64 {
+	if p == 0 {
+		return x
+	}
+	w := int(drop[0]) * p
+	for k, d := range drop {
+		end := len(x)
+		if k+1 < len(drop) {
+			end = int(drop[k+1]) * p
+		}
+		w += copy(x[w:], x[(int(d)+1)*p:end])
+	}
+	clear(x[w:])
+	return x[:w]
+}
+
 // duplicateRows returns, in ascending order, the rows whose id (hash
 // hashes[r], bytes id(r)) equals an earlier row's. The rows are grouped by
 // the top bits of their hash (a stable counting sort, so each group is in
 // row order) into groups of about 2,000, and each group is checked with an
 // open-addressing table of a few kilobytes that stays in the cache: about
 // two sequential passes and one cached probe per row, where a file-wide
-// table costs a cache miss per row. It holds 16 bytes per row meanwhile.
+// table costs a cache miss per row. It holds 8 bytes per row meanwhile.
 func duplicateRows(hashes []uint64, id func(int32) []byte) []int32 {
 	n := len(hashes)
 	if n > math.MaxInt32 {
@@ -305,15 +350,18 @@ func duplicateRows(hashes []uint64, id func(int32) []byte) []int32 {
 		count[g] += count[g-1]
 	}
 	// The (hash, row) pairs, grouped: each group is then read in order.
+	// A pair keeps the hash's low 32 bits (the group is its top bits, the
+	// slot its low ones): an equal low half only sends the probe on to
+	// compare the ids' bytes, which decide.
 	type pair struct {
-		h uint64
+		h uint32
 		r int32
 	}
 	pairs := make([]pair, n)
 	next := slices.Clone(count[:1<<bits])
 	for r, h := range hashes {
 		g := h >> shift
-		pairs[next[g]] = pair{h, int32(r)}
+		pairs[next[g]] = pair{uint32(h), int32(r)}
 		next[g]++
 	}
 	var dups []int32
@@ -326,7 +374,7 @@ func duplicateRows(hashes []uint64, id func(int32) []byte) []int32 {
 		}
 		table = resize(table, size)
 		clear(table)
-		mask := uint64(size - 1)
+		mask := uint32(size - 1)
 		for _, p := range group {
 			for j := p.h & mask; ; j = (j + 1) & mask {
 				s := &table[j]
@@ -344,3 +392,8 @@ func duplicateRows(hashes []uint64, id func(int32) []byte) []int32 {
 	slices.Sort(dups)
 	return dups
 }
+
+// tableChunkSize is ReadTable's chunk size: smaller than ReadFile's, since
+// the rows of the chunks in flight are held in scratches (about 70 bytes a
+// row) until merged, and fresh memory costs its page faults.
+var tableChunkSize = 256 << 10
