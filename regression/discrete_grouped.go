@@ -201,21 +201,7 @@ func (m *discreteModel) accumulateGroups(beta []float64, st *intervalState, want
 		}()
 	}
 	wg.Wait()
-	tot := acs[0]
-	for _, ac := range acs[1:] {
-		tot.loss += ac.loss
-		if !wantGrad {
-			continue
-		}
-		addTo(tot.gs, ac.gs)
-		addTo(tot.hs, ac.hs)
-		addTo(tot.gb, ac.gb)
-		if wantHess {
-			addTo(tot.hab, ac.hab)
-			addTo(tot.hbb, ac.hbb)
-		}
-	}
-	return tot
+	return sumAccums(acs, wantGrad, wantHess)
 }
 
 // pattern accumulates pattern k's cells into ac, as record does a record's

@@ -317,6 +317,12 @@ func (m *discreteModel) accumulateRecords(beta []float64, st *intervalState, wan
 		}()
 	}
 	wg.Wait()
+	return sumAccums(acs, wantGrad, wantHess)
+}
+
+// sumAccums adds the workers' sums into the first, in worker order: the
+// loss, and with wantGrad the gradient parts (with wantHess the Hessian's).
+func sumAccums(acs []*accum, wantGrad, wantHess bool) *accum {
 	tot := acs[0]
 	for _, ac := range acs[1:] {
 		tot.loss += ac.loss

@@ -16,7 +16,7 @@ import (
 // same pieces, summed in another order); the cost is one pass over the
 // intervals per pattern and O(e p) per record instead of O(q e) per record.
 func (m *discreteModel) clippedSumsPatterns(f []float64, cl [nBlocks]float64, weight []float64, pstart []int32) newtonSums {
-	e, p, q := m.e, m.p, m.q
+	e, q := m.e, m.q
 	st := m.newState()
 	m.prepare(st, f[:e])
 	an := make([]float64, q)
@@ -46,31 +46,7 @@ func (m *discreteModel) clippedSumsPatterns(f []float64, cl [nBlocks]float64, we
 		}()
 	}
 	wg.Wait()
-	tot := acs[0]
-	for _, ac := range acs[1:] {
-		addTo(tot.gs, ac.gs)
-		addTo(tot.hs, ac.hs)
-		addTo(tot.gb, ac.gb)
-		addTo(tot.hab, ac.hab)
-		addTo(tot.hbb, ac.hbb)
-	}
-	var out newtonSums
-	out[blkScoreA] = make([]float64, e)
-	haa := make([]float64, e*e)
-	for s := range q {
-		row := m.basis[s*e : (s+1)*e]
-		for a, ra := range row {
-			out[blkScoreA][a] += tot.gs[s] * ra
-			for b := a; b < e; b++ {
-				haa[a*e+b] += tot.hs[s] * ra * row[b]
-			}
-		}
-	}
-	out[blkScoreB] = tot.gb
-	out[blkHessAA] = upperOf(haa, e)
-	out[blkHessAB] = tot.hab
-	out[blkHessBB] = upperOf(tot.hbb, p)
-	return out
+	return m.clipSums(acs, st)
 }
 
 // patternWork is one worker's scratch for addPattern.

@@ -25,7 +25,7 @@ func (m *discreteModel) clippedSums(f []float64, cl [nBlocks]float64) newtonSums
 // clippedSumsW is clippedSums with record i counted w[i] times (nil: once
 // each; weight), for the distinct records of newtonCompact.
 func (m *discreteModel) clippedSumsW(f []float64, cl [nBlocks]float64, weight []float64) newtonSums {
-	e, p := m.e, m.p
+	e := m.e
 	st := m.newState()
 	m.prepare(st, f[:e])
 	an := make([]float64, m.q) // ||A_s||^2
@@ -66,6 +66,14 @@ func (m *discreteModel) clippedSumsW(f []float64, cl [nBlocks]float64, weight []
 		}()
 	}
 	wg.Wait()
+	return m.clipSums(acs, st)
+}
+
+// clipSums adds the workers' clipped sums in worker order (cloglog: and
+// the survived intervals' terms) and maps them onto the blocks of
+// newtonSums.
+func (m *discreteModel) clipSums(acs []*clipAccum, st *intervalState) newtonSums {
+	e, p := m.e, m.p
 	tot := acs[0]
 	for _, ac := range acs[1:] {
 		addTo(tot.gs, ac.gs)
