@@ -3,6 +3,7 @@ package regression
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -37,32 +38,10 @@ func TestHessianWorstCaseRatio(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := c.e + c.p
-		noise, err := HessianNoise(l1, hessianEntries(d), c.eps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := noise.Grid
-		sUnits := math.Ceil(noise.Scale/g*(1<<30)) / (1 << 30)
+		g, sUnits := hessianNoiseUnits(t, l1, d, c.eps)
 		// candidate records: survive all q intervals, covariates on the
 		// unit sphere's diagonals (all sign patterns) and axes
-		var xs [][]float64
-		for mask := 0; mask < 1<<c.p; mask++ {
-			x := make([]float64, c.p)
-			for j := range x {
-				x[j] = 1 / math.Sqrt(float64(c.p))
-				if mask>>j&1 == 1 {
-					x[j] = -x[j]
-				}
-			}
-			xs = append(xs, x)
-		}
-		for j := 0; j < c.p; j++ {
-			for _, v := range []float64{1, -1} {
-				x := make([]float64, c.p)
-				x[j] = v
-				xs = append(xs, x)
-			}
-		}
+		xs := candidateCovariates(c.p)
 		hess := func(x []float64, s int) []float64 {
 			data := Data{Time: []float64{0.5, 0.7, float64(s) / float64(c.q)}, Event: []bool{true, false, false},
 				X: [][]float64{make([]float64, c.p), make([]float64, c.p), x}}
@@ -81,25 +60,54 @@ func TestHessianWorstCaseRatio(t *testing.T) {
 		for _, a := range xs {
 			for _, b := range xs {
 				for sb := 1; sb <= c.q; sb++ {
-					ha, hb := hess(a, c.q), hess(b, sb)
-					for _, off := range []float64{0, 0.5 - 1e-9, 0.25} {
-						var l1r float64
-						for k := range ha {
-							l1r += math.Abs(math.Round(ha[k]/g+off) - math.Round(hb[k]/g+off))
-						}
-						worst = max(worst, l1r/sUnits)
-					}
+					worst = max(worst, latticeLogRatio(hess(a, c.q), hess(b, sb), g, sUnits))
 				}
 			}
 		}
-		if worst > c.eps*(1+1e-12) {
-			t.Errorf("q %d e %d p %d: worst log-ratio %v > epsilon %v", c.q, c.e, c.p, worst, c.eps)
-		}
-		if worst < c.eps/2 {
-			t.Errorf("q %d e %d p %d: worst log-ratio %v uses less than half of epsilon %v: calibration vacuous?", c.q, c.e, c.p, worst, c.eps)
-		}
-		t.Logf("q %d e %d p %d: worst log-ratio %.4f of epsilon %v", c.q, c.e, c.p, worst, c.eps)
+		checkRatioUsed(t, fmt.Sprintf("q %d e %d p %d", c.q, c.e, c.p), worst, c.eps)
 	}
+}
+
+// hessianNoiseUnits is the grid g of the Hessian release's noise at L1
+// sensitivity l1, dimension d and epsilon eps, and its scale in grid units
+// as dp.DiscreteLaplace uses it (rounded up to a multiple of 2^-30).
+func hessianNoiseUnits(t *testing.T, l1 float64, d int, eps float64) (g, sUnits float64) {
+	t.Helper()
+	noise, err := HessianNoise(l1, hessianEntries(d), eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g = noise.Grid
+	return g, math.Ceil(noise.Scale/g*(1<<30)) / (1 << 30)
+}
+
+// latticeLogRatio is the largest log-ratio of the exact pmfs of the
+// released round_g(M) + g Z for two data sets' Hessians ha and hb:
+// ||r - r'||_1 / sUnits, r and r' their rounded grid indices, over three
+// offsets of the rounding.
+func latticeLogRatio(ha, hb []float64, g, sUnits float64) float64 {
+	worst := 0.0
+	for _, off := range []float64{0, 0.5 - 1e-9, 0.25} {
+		var l1r float64
+		for k := range ha {
+			l1r += math.Abs(math.Round(ha[k]/g+off) - math.Round(hb[k]/g+off))
+		}
+		worst = max(worst, l1r/sUnits)
+	}
+	return worst
+}
+
+// checkRatioUsed: the worst log-ratio is at most eps, and at least half
+// of it is used (so the calibration is not vacuous).
+func checkRatioUsed(t *testing.T, what string, worst, eps float64) {
+	t.Helper()
+	if worst > eps*(1+1e-12) {
+		t.Errorf("%s: worst log-ratio %v > epsilon %v", what, worst, eps)
+	}
+	if worst < eps/2 {
+		t.Errorf("%s: worst log-ratio %v uses less than half of epsilon %v: calibration vacuous?", what, worst, eps)
+	}
+	t.Logf("%s: worst log-ratio %.4f of epsilon %v", what, worst, eps)
 }
 
 // TestHessianReleaseNoise: each released Hessian minus the rounded exact
