@@ -438,26 +438,8 @@ func TestWeibullBoundsLemma1(t *testing.T) {
 				for _, x := range repl {
 					v := tc.r.clone()
 					v.time[i], v.event[i] = x.t, x.d
-					en := wbEngine(t, v, cfg)
-					pre := make([]float64, len(e.cutG))
-					grp := make([]float64, len(e.cutG))
-					preN := make([]float64, len(en.cutG))
-					grpN := make([]float64, len(en.cutG))
-					for _, p := range ps {
-						s, nn := e.sums(p, pre, grp)
-						sN, nnN := en.sums(p, preN, grpN)
-						for k := 1; k <= e.kmax && k+1 <= en.kmax; k++ {
-							a, aN := e.hA(k, p, s, nn), en.hA(k+1, p, sN, nnN)
-							if aN < a-1e-12*max(1, math.Abs(a)) {
-								t.Fatalf("record %d -> %+v, k=%d, p=%v: hA_{k+1}(D') = %v < hA_k(D) = %v", i, x, k, p, aN, a)
-							}
-							g, gN := e.cutOf[k], en.cutOf[k+1]
-							b := e.hB(k, p, nn, pre[g]+e.cutR[k]*grp[g])
-							bN := en.hB(k+1, p, nnN, preN[gN]+en.cutR[k+1]*grpN[gN])
-							if bN > b+1e-12*max(1, math.Abs(b)) {
-								t.Fatalf("record %d -> %+v, k=%d, p=%v: hB_{k+1}(D') = %v > hB_k(D) = %v", i, x, k, p, bN, b)
-							}
-						}
+					if msg := lemma1Violation(e, wbEngine(t, v, cfg), ps); msg != "" {
+						t.Fatalf("record %d -> %+v, %s", i, x, msg)
 					}
 					pairs++
 				}
