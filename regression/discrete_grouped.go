@@ -289,20 +289,7 @@ func (m *discreteModel) pattern(k int, beta []float64, st *intervalState, ac *ac
 	if !wantHess {
 		return
 	}
-	for a := 0; a < e; a++ {
-		va := v[a]
-		hr := ac.hab[a*p : (a+1)*p]
-		for j, xv := range xk {
-			hr[j] += va * xv
-		}
-	}
-	for a, xa := range xk {
-		c := hsum * xa
-		hr := ac.hbb[a*p : (a+1)*p]
-		for b := 0; b <= a; b++ {
-			hr[b] += c * xk[b]
-		}
-	}
+	ac.addHessX(v, xk, hsum)
 }
 
 // groupPatternsFn is groupPatterns; internal tests replace it to fit the

@@ -99,6 +99,26 @@ func (m *discreteModel) newAccum(wantHess bool) *accum {
 	return ac
 }
 
+// addHessX adds the Hessian's covariate blocks of one record (or pattern)
+// with covariates x: v (sum_s h_s A_s) times x' to hab and hsum x x' to
+// hbb's lower triangle.
+func (ac *accum) addHessX(v, x []float64, hsum float64) {
+	p := len(x)
+	for a, va := range v {
+		hr := ac.hab[a*p : (a+1)*p]
+		for j, xv := range x {
+			hr[j] += va * xv
+		}
+	}
+	for a, xa := range x {
+		c := hsum * xa
+		hr := ac.hbb[a*p : (a+1)*p]
+		for b := 0; b <= a; b++ {
+			hr[b] += c * x[b]
+		}
+	}
+}
+
 // fastLimit bounds |a_s| + |beta'x| for the product form of the logit loss.
 const fastLimit = 30
 
@@ -200,20 +220,7 @@ func (m *discreteModel) record(i int, beta []float64, st *intervalState, ac *acc
 	for j, b := range row {
 		v[j] += h * b
 	}
-	for a := 0; a < e; a++ {
-		va := v[a]
-		hr := ac.hab[a*p : (a+1)*p]
-		for j, xv := range xi {
-			hr[j] += va * xv
-		}
-	}
-	for a, xa := range xi {
-		c := hsum * xa
-		hr := ac.hbb[a*p : (a+1)*p]
-		for b := 0; b <= a; b++ {
-			hr[b] += c * xi[b]
-		}
-	}
+	ac.addHessX(v, xi, hsum)
 }
 
 // eval returns the total loss sum_i l(f; d_i) at f and, when grad (len dim)

@@ -2,7 +2,6 @@ package regression
 
 import (
 	"math"
-	"runtime"
 	"sync"
 )
 
@@ -24,11 +23,7 @@ func (m *discreteModel) clippedSumsPatterns(f []float64, cl [nBlocks]float64, we
 		an[s] = sqNorm(m.basis[s*e : (s+1)*e])
 	}
 	np := len(pstart) - 1
-	workers := runtime.GOMAXPROCS(0)
-	if mx := m.n / 2048; workers > mx {
-		workers = mx
-	}
-	workers = max(workers, 1)
+	workers := m.clipWorkers()
 	acs := make([]*clipAccum, workers)
 	var wg sync.WaitGroup
 	chunk := (np + workers - 1) / workers

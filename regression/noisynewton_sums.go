@@ -39,11 +39,7 @@ func (m *discreteModel) clippedSumsW(f []float64, cl [nBlocks]float64, weight []
 			pa[k] = pa[k-1] + st.ea[k-1]*an[k-1]
 		}
 	}
-	workers := runtime.GOMAXPROCS(0)
-	if mx := m.n / 2048; workers > mx {
-		workers = mx
-	}
-	workers = max(workers, 1)
+	workers := m.clipWorkers()
 	acs := make([]*clipAccum, workers)
 	var wg sync.WaitGroup
 	chunk := (m.n + workers - 1) / workers
@@ -67,6 +63,12 @@ func (m *discreteModel) clippedSumsW(f []float64, cl [nBlocks]float64, weight []
 	}
 	wg.Wait()
 	return m.clipSums(acs, st)
+}
+
+// clipWorkers is the number of workers of the clipped sums: one per
+// core, at most one per 2048 records, at least one.
+func (m *discreteModel) clipWorkers() int {
+	return max(min(runtime.GOMAXPROCS(0), m.n/2048), 1)
 }
 
 // clipSums adds the workers' clipped sums in worker order (cloglog: and
