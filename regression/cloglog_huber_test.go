@@ -315,17 +315,10 @@ func TestCloglogHessianWorstCaseRatio(t *testing.T) {
 		q, e, p int
 		eps     float64
 	}{{5, 3, 2, 0.5}, {12, 3, 2, 0.1}, {6, 2, 3, 1}} {
-		basis, err := SplineBasis(c.q, c.e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		const n = 3
-		l1, err := HessianL1SensitivityFor(basis, c.p, n, LinkCloglog)
-		if err != nil {
-			t.Fatal(err)
-		}
 		d := c.e + c.p
-		g, sUnits := hessianNoiseUnits(t, l1, d, c.eps)
+		g, sUnits := hessianNoiseUnits(t, c.q, c.e, c.p, c.eps, func(basis [][]float64, p, n int) (float64, error) {
+			return HessianL1SensitivityFor(basis, p, n, LinkCloglog)
+		})
 		xs := candidateCovariates(c.p)
 		hess := func(x []float64, s int, ev bool) []float64 {
 			data := Data{Time: []float64{0.5, 0.7, (float64(s) - 0.5) / float64(c.q)}, Event: []bool{true, false, ev},

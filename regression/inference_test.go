@@ -28,17 +28,8 @@ func TestHessianWorstCaseRatio(t *testing.T) {
 		q, e, p int
 		eps     float64
 	}{{5, 3, 2, 0.5}, {20, 3, 2, 0.1}, {8, 2, 3, 1}} {
-		basis, err := SplineBasis(c.q, c.e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		const n = 3
-		l1, err := HessianL1Sensitivity(basis, c.p, n)
-		if err != nil {
-			t.Fatal(err)
-		}
 		d := c.e + c.p
-		g, sUnits := hessianNoiseUnits(t, l1, d, c.eps)
+		g, sUnits := hessianNoiseUnits(t, c.q, c.e, c.p, c.eps, HessianL1Sensitivity)
 		// candidate records: survive all q intervals, covariates on the
 		// unit sphere's diagonals (all sign patterns) and axes
 		xs := candidateCovariates(c.p)
@@ -68,12 +59,21 @@ func TestHessianWorstCaseRatio(t *testing.T) {
 	}
 }
 
-// hessianNoiseUnits is the grid g of the Hessian release's noise at L1
-// sensitivity l1, dimension d and epsilon eps, and its scale in grid units
-// as dp.DiscreteLaplace uses it (rounded up to a multiple of 2^-30).
-func hessianNoiseUnits(t *testing.T, l1 float64, d int, eps float64) (g, sUnits float64) {
+// hessianNoiseUnits is the grid g of the noise of the Hessian release of
+// 3 records with q intervals, e knots and p covariates at epsilon eps, the
+// L1 sensitivity from sens, and its scale in grid units as
+// dp.DiscreteLaplace uses it (rounded up to a multiple of 2^-30).
+func hessianNoiseUnits(t *testing.T, q, e, p int, eps float64, sens func(basis [][]float64, p, n int) (float64, error)) (g, sUnits float64) {
 	t.Helper()
-	noise, err := HessianNoise(l1, hessianEntries(d), eps)
+	basis, err := SplineBasis(q, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1, err := sens(basis, p, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noise, err := HessianNoise(l1, hessianEntries(e+p), eps)
 	if err != nil {
 		t.Fatal(err)
 	}
