@@ -3,7 +3,6 @@ package regression
 import (
 	"math"
 	"runtime"
-	"sync"
 )
 
 // patternGroups is a discrete-time problem's sufficient statistics when its
@@ -170,7 +169,6 @@ func (m *discreteModel) accumulateGroups(beta []float64, st *intervalState, want
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, pg.cells/4096))
-	acs := make([]*accum, workers)
 	// shares of about equal cells, contiguous patterns
 	bounds := make([]int, workers+1)
 	bounds[workers] = pg.g
@@ -187,21 +185,11 @@ func (m *discreteModel) accumulateGroups(beta []float64, st *intervalState, want
 			bounds[w] = pg.g
 		}
 	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		ac := m.newAccum(wantHess)
-		acs[w] = ac
-		lo, hi := bounds[w], bounds[w+1]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := lo; k < hi; k++ {
-				m.pattern(k, beta, st, ac, wantGrad, wantHess)
-			}
-		}()
-	}
-	wg.Wait()
-	return sumAccums(acs, wantGrad, wantHess)
+	return m.accumulateShares(bounds, wantGrad, wantHess, func(lo, hi int, ac *accum) {
+		for k := lo; k < hi; k++ {
+			m.pattern(k, beta, st, ac, wantGrad, wantHess)
+		}
+	})
 }
 
 // pattern accumulates pattern k's cells into ac, as record does a record's

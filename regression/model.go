@@ -308,19 +308,33 @@ func (m *discreteModel) accumulateRecords(beta []float64, st *intervalState, wan
 	if workers < 1 {
 		workers = 1
 	}
+	chunk := (m.n + workers - 1) / workers
+	bounds := make([]int, workers+1)
+	for w := range bounds {
+		bounds[w] = min(w*chunk, m.n)
+	}
+	return m.accumulateShares(bounds, wantGrad, wantHess, func(lo, hi int, ac *accum) {
+		for i := lo; i < hi; i++ {
+			m.record(i, beta, st, ac, wantGrad, wantHess)
+		}
+	})
+}
+
+// accumulateShares runs add over each worker's share [bounds[w],
+// bounds[w+1]) on its own goroutine, each into its own accum, and adds
+// the workers' sums in worker order (sumAccums).
+func (m *discreteModel) accumulateShares(bounds []int, wantGrad, wantHess bool, add func(lo, hi int, ac *accum)) *accum {
+	workers := len(bounds) - 1
 	acs := make([]*accum, workers)
 	var wg sync.WaitGroup
-	chunk := (m.n + workers - 1) / workers
-	for w := 0; w < workers; w++ {
-		lo, hi := w*chunk, min((w+1)*chunk, m.n)
+	for w := range workers {
 		ac := m.newAccum(wantHess)
 		acs[w] = ac
+		lo, hi := bounds[w], bounds[w+1]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := lo; i < hi; i++ {
-				m.record(i, beta, st, ac, wantGrad, wantHess)
-			}
+			add(lo, hi, ac)
 		}()
 	}
 	wg.Wait()
