@@ -323,17 +323,7 @@ func TestCloglogHessianWorstCaseRatio(t *testing.T) {
 		hess := func(x []float64, s int, ev bool) []float64 {
 			data := Data{Time: []float64{0.5, 0.7, (float64(s) - 0.5) / float64(c.q)}, Event: []bool{true, false, ev},
 				X: [][]float64{make([]float64, c.p), make([]float64, c.p), x}}
-			o := DiscreteOptions{Method: MethodOutput, Link: LinkCloglog, TimeMax: 1, Intervals: c.q, Knots: c.e}
-			pr, err := prepareDiscrete(data, &o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pr.m.link = privateLink(LinkCloglog)
-			h, err := pr.m.meanHessianUpper(make([]float64, d))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return h
+			return hessianAtZero(t, privateCloglogModel(t, data, c.q, c.e), d)
 		}
 		worst := 0.0
 		for _, a := range xs {

@@ -41,11 +41,7 @@ func TestHessianWorstCaseRatio(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := pr.m.meanHessianUpper(make([]float64, d))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return h
+			return hessianAtZero(t, pr, d)
 		}
 		worst := 0.0
 		for _, a := range xs {
@@ -79,6 +75,17 @@ func hessianNoiseUnits(t *testing.T, q, e, p int, eps float64, sens func(basis [
 	}
 	g = noise.Grid
 	return g, math.Ceil(noise.Scale/g*(1<<30)) / (1 << 30)
+}
+
+// hessianAtZero is the upper triangle of pr's mean loss Hessian at the
+// point f = 0 of dimension d.
+func hessianAtZero(t *testing.T, pr *prepared, d int) []float64 {
+	t.Helper()
+	h, err := pr.m.meanHessianUpper(make([]float64, d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // latticeLogRatio is the largest log-ratio of the exact pmfs of the
