@@ -198,10 +198,7 @@ func (m *discreteModel) pattern(k int, beta []float64, st *intervalState, ac *ac
 	pg := m.groups
 	e, p, q := m.e, m.p, m.q
 	xk := pg.x[k*p : (k+1)*p]
-	var u float64
-	for j, b := range beta {
-		u += b * xk[j]
-	}
+	u := dotBeta(beta, xk)
 	last := int(pg.last[k])
 	r := pg.r[k*q : k*q+last]
 	d := pg.d[k*q : k*q+last]

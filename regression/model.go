@@ -126,10 +126,7 @@ const fastLimit = 30
 func (m *discreteModel) record(i int, beta []float64, st *intervalState, ac *accum, wantGrad, wantHess bool) {
 	e, p := m.e, m.p
 	xi := m.x[i*p : (i+1)*p]
-	var u float64
-	for j, b := range beta {
-		u += b * xi[j]
-	}
+	u := dotBeta(beta, xi)
 	si := int(m.s[i])
 	k := si - 1 // survived intervals 1..k, event interval si
 	var gsum, hsum float64
@@ -377,10 +374,7 @@ func addTo(dst, src []float64) {
 func (m *discreteModel) recordLossGrad(i int, beta []float64, st *intervalState, grad []float64) float64 {
 	e, p := m.e, m.p
 	xi := m.x[i*p : (i+1)*p]
-	var u float64
-	for j, b := range beta {
-		u += b * xi[j]
-	}
+	u := dotBeta(beta, xi)
 	k := int(m.s[i]) - 1
 	ga := grad[:e]
 	for j := range ga {

@@ -71,10 +71,7 @@ func (m *discreteModel) newPatternWork() *patternWork {
 func (m *discreteModel) addPattern(lo, hi int, beta []float64, st *intervalState, an []float64, cl [nBlocks]float64, weight []float64, pw *patternWork, ac *clipAccum) {
 	e, p := m.e, m.p
 	xi := m.x[lo*p : (lo+1)*p]
-	var u float64
-	for j, b := range beta {
-		u += b * xi[j]
-	}
+	u := dotBeta(beta, xi)
 	kmax := 0
 	for i := lo; i < hi; i++ {
 		kmax = max(kmax, int(m.s[i])-1)

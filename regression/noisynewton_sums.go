@@ -136,10 +136,7 @@ func (m *discreteModel) newRecordTerms() *recordTerm {
 func (m *discreteModel) recordTerms(i int, beta []float64, st *intervalState, an, pa []float64, rt *recordTerm) {
 	e, p := m.e, m.p
 	xi := m.x[i*p : (i+1)*p]
-	var u float64
-	for j, b := range beta {
-		u += b * xi[j]
-	}
+	u := dotBeta(beta, xi)
 	k := int(m.s[i]) - 1
 	rt.xi, rt.k = xi, k
 	ga, va := rt.ga, rt.va
