@@ -553,30 +553,17 @@ type DiscreteFields struct {
 	// standard errors, z statistics and two-sided p-values of beta, and
 	// exp(beta) with its limits (hazard ratios with the cloglog link,
 	// odds ratios with logit).
-	Newton           *regression.NewtonOptions `json:"newton,omitempty"`
-	NewtonStart      []regression.NewtonBlock  `json:"newton_start,omitempty"`
-	NewtonSteps      []regression.NewtonStep   `json:"newton_steps,omitempty"`
-	AlphaSE          []float64                 `json:"alpha_se,omitempty"`
-	BetaSE           []float64                 `json:"beta_se,omitempty"`
-	BetaZ            []float64                 `json:"beta_z,omitempty"`
-	BetaP            []float64                 `json:"beta_p,omitempty"`
-	HazardRatio      []float64                 `json:"hazard_ratio,omitempty"`
-	HazardRatioLower []float64                 `json:"hazard_ratio_lower,omitempty"`
-	HazardRatioUpper []float64                 `json:"hazard_ratio_upper,omitempty"`
-	AlphaDebiased    []float64                 `json:"alpha_debiased,omitempty"`
-	BetaDebiased     []float64                 `json:"beta_debiased,omitempty"`
-	AlphaLower       []float64                 `json:"alpha_lower,omitempty"`
-	AlphaUpper       []float64                 `json:"alpha_upper,omitempty"`
-	BetaLower        []float64                 `json:"beta_lower,omitempty"`
-	BetaUpper        []float64                 `json:"beta_upper,omitempty"`
-	IntervalMethod   string                    `json:"coefficient_interval_method,omitempty"`
-	// Noise-only 95% limits (Ext-Out-Pert and fallbacks): released ± the
-	// noise quantile; they cover the ridge minimiser on the window's
-	// records, NOT the true coefficients (kept for comparison).
-	NoiseOnlyAlphaLower []float64 `json:"noise_only_alpha_lower,omitempty"`
-	NoiseOnlyAlphaUpper []float64 `json:"noise_only_alpha_upper,omitempty"`
-	NoiseOnlyBetaLower  []float64 `json:"noise_only_beta_lower,omitempty"`
-	NoiseOnlyBetaUpper  []float64 `json:"noise_only_beta_upper,omitempty"`
+	Newton      *regression.NewtonOptions `json:"newton,omitempty"`
+	NewtonStart []regression.NewtonBlock  `json:"newton_start,omitempty"`
+	NewtonSteps []regression.NewtonStep   `json:"newton_steps,omitempty"`
+	// (alpha_se ... hazard_ratio_upper: regression.WaldSummary; alpha_
+	// debiased ... noise_only_beta_upper: regression.CoefficientLimits,
+	// whose noise-only 95% limits, of Ext-Out-Pert and fallbacks, are
+	// released ± the noise quantile: they cover the ridge minimiser on
+	// the window's records, NOT the true coefficients, kept for
+	// comparison.)
+	regression.WaldSummary
+	regression.CoefficientLimits
 }
 
 // discreteKind is the discrete-time survival regression: one DP fit per

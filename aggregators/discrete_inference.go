@@ -20,12 +20,5 @@ func discreteIntervals(df *DiscreteFields, res regression.DiscreteResult) {
 			res.IntervalMethod += regression.IntervalUnspentNote
 		}
 	}
-	df.IntervalMethod = res.IntervalMethod
-	df.AlphaSE, df.BetaSE, df.BetaZ, df.BetaP = res.AlphaSE, res.BetaSE, res.BetaZ, res.BetaP
-	df.HazardRatio, df.HazardRatioLower, df.HazardRatioUpper = res.HazardRatio, res.HazardRatioLower, res.HazardRatioUpper
-	df.AlphaDebiased, df.BetaDebiased = res.AlphaDebiased, res.BetaDebiased
-	df.AlphaLower, df.AlphaUpper = res.AlphaLower, res.AlphaUpper
-	df.BetaLower, df.BetaUpper = res.BetaLower, res.BetaUpper
-	df.NoiseOnlyAlphaLower, df.NoiseOnlyAlphaUpper = res.NoiseOnlyAlphaLower, res.NoiseOnlyAlphaUpper
-	df.NoiseOnlyBetaLower, df.NoiseOnlyBetaUpper = res.NoiseOnlyBetaLower, res.NoiseOnlyBetaUpper
+	df.WaldSummary, df.CoefficientLimits = res.WaldSummary, res.CoefficientLimits
 }

@@ -1,7 +1,7 @@
 package regression
 
 import (
-	"math"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -17,29 +17,12 @@ func TestCoxEvalWorkers(t *testing.T) {
 		n := 500 + r.IntN(5000)
 		p := 1 + r.IntN(4)
 		distinct := 1 + r.IntN(n/2)
-		time := make([]float64, n)
-		event := make([]bool, n)
-		rows := make([][]float64, n)
-		for i := range n {
-			time[i] = float64(r.IntN(distinct))
-			event[i] = r.IntN(3) != 0
-			rows[i] = make([]float64, p)
-			for j := range p {
-				rows[i][j] = r.NormFloat64()*float64(j+1) + float64(j)
-			}
-		}
+		time, event, rows := randomCoxRows(r, n, p, distinct)
 		cd := newCoxData(time, event, rows, nil, p)
 		if cd.gt == nil {
 			t.Fatalf("case %d: %d runs, no per-run sums", c, len(cd.groups))
 		}
-		groups := make([][2]int, len(cd.groups))
-		ev := make([]bool, n)
-		for k, g := range cd.groups {
-			groups[k] = [2]int{int(g.start), int(g.end)}
-			for i := g.start; i < g.start+g.nd; i++ {
-				ev[i] = true
-			}
-		}
+		groups, ev := refGroups(cd)
 		for _, ties := range []Ties{TiesEfron, TiesBreslow} {
 			beta := make([]float64, p)
 			for j := range beta {
@@ -79,19 +62,7 @@ func TestCoxEvalWorkers(t *testing.T) {
 			ru, rimat := make([]float64, p), make([]float64, p*p)
 			want := coxEvalRef(cd.x, p, ev, groups, beta, ties, ru, rimat)
 			for _, o := range []out{outs[0], scan} {
-				if !closeRel(o.ll, want, 1e-11, 1e-9) {
-					t.Fatalf("case %d %s: loglik %.15g, reference %.15g", c, ties, o.ll, want)
-				}
-				for j := range o.u {
-					if !closeRel(o.u[j], ru[j], 1e-8, 1e-9*math.Sqrt(float64(n))) {
-						t.Fatalf("case %d %s: u[%d] = %.15g, reference %.15g", c, ties, j, o.u[j], ru[j])
-					}
-				}
-				for j := range o.imat {
-					if !closeRel(o.imat[j], rimat[j], 1e-9, 1e-9) {
-						t.Fatalf("case %d %s: imat[%d] = %.15g, reference %.15g", c, ties, j, o.imat[j], rimat[j])
-					}
-				}
+				checkEvalRef(t, fmt.Sprintf("case %d %s", c, ties), n, o.ll, o.u, o.imat, want, ru, rimat)
 			}
 		}
 	}

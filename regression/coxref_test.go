@@ -1,6 +1,10 @@
 package regression
 
-import "math"
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
 
 // coxEvalRef is the previous, direct evaluation of the log partial
 // likelihood, its score and information (row by row, one Efron term at a
@@ -117,4 +121,55 @@ func coxEvalRef(x []float64, p int, event []bool, groups [][2]int, beta []float6
 		}
 	}
 	return ll
+}
+
+// randomCoxRows draws n records of p covariates from r: integer times in
+// [0, distinct), two events in three, covariate j normal with mean j and
+// SD j+1.
+func randomCoxRows(r *rand.Rand, n, p, distinct int) (time []float64, event []bool, rows [][]float64) {
+	time = make([]float64, n)
+	event = make([]bool, n)
+	rows = make([][]float64, n)
+	for i := range n {
+		time[i] = float64(r.IntN(distinct))
+		event[i] = r.IntN(3) != 0
+		rows[i] = make([]float64, p)
+		for j := range p {
+			rows[i][j] = r.NormFloat64()*float64(j+1) + float64(j)
+		}
+	}
+	return time, event, rows
+}
+
+// refGroups is cd's runs of tied times as coxEvalRef reads them: each
+// run's rows [start, end), and which sorted rows are events.
+func refGroups(cd *coxData) (groups [][2]int, ev []bool) {
+	groups = make([][2]int, len(cd.groups))
+	ev = make([]bool, cd.n)
+	for k, g := range cd.groups {
+		groups[k] = [2]int{int(g.start), int(g.end)}
+		for i := g.start; i < g.start+g.nd; i++ {
+			ev[i] = true
+		}
+	}
+	return groups, ev
+}
+
+// checkEvalRef: an evaluation's log-likelihood ll, score u and information
+// imat agree with coxEvalRef's (want, ru, rimat) for n records.
+func checkEvalRef(t *testing.T, what string, n int, ll float64, u, imat []float64, want float64, ru, rimat []float64) {
+	t.Helper()
+	if !closeRel(ll, want, 1e-11, 1e-9) {
+		t.Fatalf("%s: loglik %.15g, reference %.15g", what, ll, want)
+	}
+	for j := range u {
+		if !closeRel(u[j], ru[j], 1e-8, 1e-9*math.Sqrt(float64(n))) {
+			t.Fatalf("%s: u[%d] = %.15g, reference %.15g", what, j, u[j], ru[j])
+		}
+	}
+	for j := range imat {
+		if !closeRel(imat[j], rimat[j], 1e-9, 1e-9) {
+			t.Fatalf("%s: imat[%d] = %.15g, reference %.15g", what, j, imat[j], rimat[j])
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package regression
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -96,26 +97,9 @@ func TestCoxEvalMatchesReference(t *testing.T) {
 		n := 1 + r.IntN(2000)
 		p := 1 + r.IntN(5)
 		distinct := 1 + r.IntN(n) // from one time for all to mostly distinct
-		time := make([]float64, n)
-		event := make([]bool, n)
-		rows := make([][]float64, n)
-		for i := range n {
-			time[i] = float64(r.IntN(distinct))
-			event[i] = r.IntN(3) != 0
-			rows[i] = make([]float64, p)
-			for j := range p {
-				rows[i][j] = r.NormFloat64()*float64(j+1) + float64(j)
-			}
-		}
+		time, event, rows := randomCoxRows(r, n, p, distinct)
 		cd := newCoxData(time, event, rows, nil, p)
-		groups := make([][2]int, len(cd.groups))
-		ev := make([]bool, n)
-		for k, g := range cd.groups {
-			groups[k] = [2]int{int(g.start), int(g.end)}
-			for i := g.start; i < g.start+g.nd; i++ {
-				ev[i] = true
-			}
-		}
+		groups, ev := refGroups(cd)
 		for _, ties := range []Ties{TiesEfron, TiesBreslow} {
 			for _, scale := range []float64{0, 0.1, 1} {
 				beta := make([]float64, p)
@@ -126,19 +110,7 @@ func TestCoxEvalMatchesReference(t *testing.T) {
 				ru, rimat := make([]float64, p), make([]float64, p*p)
 				ll := cd.eval(beta, ties, u, imat)
 				want := coxEvalRef(cd.x, p, ev, groups, beta, ties, ru, rimat)
-				if !closeRel(ll, want, 1e-11, 1e-9) {
-					t.Fatalf("case %d %s scale %g: loglik %.15g, reference %.15g", c, ties, scale, ll, want)
-				}
-				for j := range u {
-					if !closeRel(u[j], ru[j], 1e-8, 1e-9*math.Sqrt(float64(n))) {
-						t.Fatalf("case %d %s scale %g: u[%d] = %.15g, reference %.15g", c, ties, scale, j, u[j], ru[j])
-					}
-				}
-				for j := range imat {
-					if !closeRel(imat[j], rimat[j], 1e-9, 1e-9) {
-						t.Fatalf("case %d %s scale %g: imat[%d] = %.15g, reference %.15g", c, ties, scale, j, imat[j], rimat[j])
-					}
-				}
+				checkEvalRef(t, fmt.Sprintf("case %d %s scale %g", c, ties, scale), n, ll, u, imat, want, ru, rimat)
 			}
 		}
 	}
@@ -161,14 +133,7 @@ func TestCoxEvalFarBound(t *testing.T) {
 	rows[5][0] = -5000 // centred, |x| is far larger on the negative side
 	cd := newCoxData(time, event, rows, nil, 2)
 	cd.ensureX() // the reference reads the centred rows (lattice rows are kept as indices)
-	groups := make([][2]int, len(cd.groups))
-	ev := make([]bool, n)
-	for k, g := range cd.groups {
-		groups[k] = [2]int{int(g.start), int(g.end)}
-		for i := g.start; i < g.start+g.nd; i++ {
-			ev[i] = true
-		}
-	}
+	groups, ev := refGroups(cd)
 	beta := []float64{1, 0.5} // the outlier's predictor is far below the others
 	u, imat := make([]float64, 2), make([]float64, 4)
 	ru, rimat := make([]float64, 2), make([]float64, 4)

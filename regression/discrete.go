@@ -171,6 +171,35 @@ type DiscreteResult struct {
 	// NewtonStart are the released event and person-period counts the
 	// start hazard is computed from.
 	NewtonStart []NewtonBlock `json:"newton_start,omitempty"`
+	// WaldSummary: the standard errors, z, p and hazard (odds) ratios.
+	WaldSummary
+	// Hessians is the interval release (hessian.go): noisy mean loss
+	// Hessians at points computed from the released coefficients; the
+	// last one is used by the intervals. Nil without one.
+	Hessians []HessianRelease `json:"hessians,omitempty"`
+	// CoefficientLimits: the de-biased estimate, the intervals and the
+	// noise-only limits.
+	CoefficientLimits
+	// Iterations is the Newton iteration count, on the non-private path
+	// only (for a private fit it would be a function of the data).
+	Iterations int `json:"iterations,omitempty"`
+	// Clipped counts negative times clamped to 0 plus covariate rows
+	// clipped onto the unit ball, and CensoredAtHorizon the records
+	// administratively censored at TimeMax (followed beyond it: censored
+	// in the last interval, their event flag dropped). Neither is part of
+	// the JSON release (exact counts about the data); the caller may export
+	// them as operational metrics, or print them on the non-private path.
+	Clipped           int `json:"-"`
+	CensoredAtHorizon int `json:"-"`
+	// LowInformation flags a private release that says little about the
+	// coefficients (AssessInformation); LowInformationReason says why.
+	LowInformation       bool   `json:"low_information"`
+	LowInformationReason string `json:"low_information_reason"`
+}
+
+// WaldSummary is the Wald inference of a discrete fit, published as is by
+// the fit topic (aggregators.DiscreteFields embeds it).
+type WaldSummary struct {
 	// AlphaSE, BetaSE, BetaZ, BetaP and the hazard (odds) ratios
 	// exp(beta) with their limits: MethodNewton's Wald inference
 	// (IntervalNewton), and for the MLE the standard errors from the
@@ -186,10 +215,11 @@ type DiscreteResult struct {
 	HazardRatio      []float64 `json:"hazard_ratio,omitempty"`
 	HazardRatioLower []float64 `json:"hazard_ratio_lower,omitempty"`
 	HazardRatioUpper []float64 `json:"hazard_ratio_upper,omitempty"`
-	// Hessians is the interval release (hessian.go): noisy mean loss
-	// Hessians at points computed from the released coefficients; the
-	// last one is used by the intervals. Nil without one.
-	Hessians []HessianRelease `json:"hessians,omitempty"`
+}
+
+// CoefficientLimits are a discrete fit's interval estimates, published as
+// is by the fit topic (aggregators.DiscreteFields embeds it).
+type CoefficientLimits struct {
 	// AlphaDebiased and BetaDebiased are the de-biased estimate the
 	// intervals are built around (inference.go): the released
 	// coefficients with the ridge's shrinkage undone through the noisy
@@ -217,21 +247,6 @@ type DiscreteResult struct {
 	NoiseOnlyAlphaUpper []float64 `json:"noise_only_alpha_upper,omitempty"`
 	NoiseOnlyBetaLower  []float64 `json:"noise_only_beta_lower,omitempty"`
 	NoiseOnlyBetaUpper  []float64 `json:"noise_only_beta_upper,omitempty"`
-	// Iterations is the Newton iteration count, on the non-private path
-	// only (for a private fit it would be a function of the data).
-	Iterations int `json:"iterations,omitempty"`
-	// Clipped counts negative times clamped to 0 plus covariate rows
-	// clipped onto the unit ball, and CensoredAtHorizon the records
-	// administratively censored at TimeMax (followed beyond it: censored
-	// in the last interval, their event flag dropped). Neither is part of
-	// the JSON release (exact counts about the data); the caller may export
-	// them as operational metrics, or print them on the non-private path.
-	Clipped           int `json:"-"`
-	CensoredAtHorizon int `json:"-"`
-	// LowInformation flags a private release that says little about the
-	// coefficients (AssessInformation); LowInformationReason says why.
-	LowInformation       bool   `json:"low_information"`
-	LowInformationReason string `json:"low_information_reason"`
 }
 
 // prepared is the validated, preprocessed problem.

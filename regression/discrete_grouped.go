@@ -3,7 +3,6 @@ package regression
 import (
 	"math"
 	"runtime"
-	"sync"
 )
 
 // patternGroups is a discrete-time problem's sufficient statistics when its
@@ -170,7 +169,6 @@ func (m *discreteModel) accumulateGroups(beta []float64, st *intervalState, want
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, pg.cells/4096))
-	acs := make([]*accum, workers)
 	// shares of about equal cells, contiguous patterns
 	bounds := make([]int, workers+1)
 	bounds[workers] = pg.g
@@ -187,35 +185,11 @@ func (m *discreteModel) accumulateGroups(beta []float64, st *intervalState, want
 			bounds[w] = pg.g
 		}
 	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		ac := m.newAccum(wantHess)
-		acs[w] = ac
-		lo, hi := bounds[w], bounds[w+1]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := lo; k < hi; k++ {
-				m.pattern(k, beta, st, ac, wantGrad, wantHess)
-			}
-		}()
-	}
-	wg.Wait()
-	tot := acs[0]
-	for _, ac := range acs[1:] {
-		tot.loss += ac.loss
-		if !wantGrad {
-			continue
+	return m.accumulateShares(bounds, wantGrad, wantHess, func(lo, hi int, ac *accum) {
+		for k := lo; k < hi; k++ {
+			m.pattern(k, beta, st, ac, wantGrad, wantHess)
 		}
-		addTo(tot.gs, ac.gs)
-		addTo(tot.hs, ac.hs)
-		addTo(tot.gb, ac.gb)
-		if wantHess {
-			addTo(tot.hab, ac.hab)
-			addTo(tot.hbb, ac.hbb)
-		}
-	}
-	return tot
+	})
 }
 
 // pattern accumulates pattern k's cells into ac, as record does a record's
@@ -224,10 +198,7 @@ func (m *discreteModel) pattern(k int, beta []float64, st *intervalState, ac *ac
 	pg := m.groups
 	e, p, q := m.e, m.p, m.q
 	xk := pg.x[k*p : (k+1)*p]
-	var u float64
-	for j, b := range beta {
-		u += b * xk[j]
-	}
+	u := dotBeta(beta, xk)
 	last := int(pg.last[k])
 	r := pg.r[k*q : k*q+last]
 	d := pg.d[k*q : k*q+last]
@@ -303,20 +274,7 @@ func (m *discreteModel) pattern(k int, beta []float64, st *intervalState, ac *ac
 	if !wantHess {
 		return
 	}
-	for a := 0; a < e; a++ {
-		va := v[a]
-		hr := ac.hab[a*p : (a+1)*p]
-		for j, xv := range xk {
-			hr[j] += va * xv
-		}
-	}
-	for a, xa := range xk {
-		c := hsum * xa
-		hr := ac.hbb[a*p : (a+1)*p]
-		for b := 0; b <= a; b++ {
-			hr[b] += c * xk[b]
-		}
-	}
+	ac.addHessX(v, xk, hsum)
 }
 
 // groupPatternsFn is groupPatterns; internal tests replace it to fit the

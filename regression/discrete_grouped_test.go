@@ -186,16 +186,7 @@ func TestFitDiscreteGroupedGoldenR(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for j, w := range want.Alpha {
-				if !closeRel(res.Alpha[j], w, 1e-6, 1e-9) {
-					t.Errorf("alpha[%d] = %.10g, R %.10g", j, res.Alpha[j], w)
-				}
-			}
-			for j, w := range want.Beta {
-				if !closeRel(res.Beta[j], w, 1e-6, 1e-9) {
-					t.Errorf("beta[%d] = %.10g, R %.10g", j, res.Beta[j], w)
-				}
-			}
+			checkCoefficientsR(t, res, want.Alpha, want.Beta)
 			// R's vcov uses the expected information, which is the observed
 			// one (ours) for the canonical logit link only
 			for j, w := range ses[want.Link] {

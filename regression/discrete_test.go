@@ -157,27 +157,11 @@ func TestFitDiscreteGoldenR(t *testing.T) {
 		}
 		for _, want := range g.Discrete {
 			t.Run(name+"/"+string(want.Link), func(t *testing.T) {
-				res, err := FitDiscrete(data, DiscreteOptions{
-					Method: MethodMLE, Link: want.Link, Intervals: g.Intervals, Knots: g.Knots,
-					TimeMax: g.TimeMax, Scaling: Scaling{Centre: g.Centre, Scale: g.Scale},
-					Covariates: g.Covariates,
-				}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				res := fitGoldenMLE(t, data, g, want.Link)
 				if res.Clipped != g.Clipped {
 					t.Errorf("clipped rows %d, R %d", res.Clipped, g.Clipped)
 				}
-				for j, w := range want.Alpha {
-					if !closeRel(res.Alpha[j], w, 1e-6, 1e-9) {
-						t.Errorf("alpha[%d] = %.10g, R %.10g", j, res.Alpha[j], w)
-					}
-				}
-				for j, w := range want.Beta {
-					if !closeRel(res.Beta[j], w, 1e-6, 1e-9) {
-						t.Errorf("beta[%d] = %.10g, R %.10g", j, res.Beta[j], w)
-					}
-				}
+				checkCoefficientsR(t, res, want.Alpha, want.Beta)
 				if !closeRel(*res.LogLik, want.LogLik, 1e-9, 0) {
 					t.Errorf("loglik = %.12g, R %.12g", *res.LogLik, want.LogLik)
 				}

@@ -75,6 +75,38 @@ type golden struct {
 	} `json:"cox"`
 }
 
+// checkCoefficientsR: res's alpha and beta agree with R's to 1e-6
+// relative (1e-9 absolute).
+func checkCoefficientsR(t *testing.T, res DiscreteResult, alpha, beta []float64) {
+	t.Helper()
+	for j, w := range alpha {
+		if !closeRel(res.Alpha[j], w, 1e-6, 1e-9) {
+			t.Errorf("alpha[%d] = %.10g, R %.10g", j, res.Alpha[j], w)
+		}
+	}
+	for j, w := range beta {
+		if !closeRel(res.Beta[j], w, 1e-6, 1e-9) {
+			t.Errorf("beta[%d] = %.10g, R %.10g", j, res.Beta[j], w)
+		}
+	}
+}
+
+// fitGoldenMLE is the non-private fit of data with link at the golden
+// file's settings (intervals, knots, time max, scaling, covariates), as
+// scripts/golden_regression.R fits it.
+func fitGoldenMLE(t *testing.T, data Data, g golden, link Link) DiscreteResult {
+	t.Helper()
+	res, err := FitDiscrete(data, DiscreteOptions{
+		Method: MethodMLE, Link: link, Intervals: g.Intervals, Knots: g.Knots,
+		TimeMax: g.TimeMax, Scaling: Scaling{Centre: g.Centre, Scale: g.Scale},
+		Covariates: g.Covariates,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func loadGolden(t testing.TB, name string) golden {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name+".json"))

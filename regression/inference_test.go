@@ -3,6 +3,7 @@ package regression
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -27,42 +28,11 @@ func TestHessianWorstCaseRatio(t *testing.T) {
 		q, e, p int
 		eps     float64
 	}{{5, 3, 2, 0.5}, {20, 3, 2, 0.1}, {8, 2, 3, 1}} {
-		basis, err := SplineBasis(c.q, c.e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		const n = 3
-		l1, err := HessianL1Sensitivity(basis, c.p, n)
-		if err != nil {
-			t.Fatal(err)
-		}
 		d := c.e + c.p
-		noise, err := HessianNoise(l1, hessianEntries(d), c.eps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := noise.Grid
-		sUnits := math.Ceil(noise.Scale/g*(1<<30)) / (1 << 30)
+		g, sUnits := hessianNoiseUnits(t, c.q, c.e, c.p, c.eps, HessianL1Sensitivity)
 		// candidate records: survive all q intervals, covariates on the
 		// unit sphere's diagonals (all sign patterns) and axes
-		var xs [][]float64
-		for mask := 0; mask < 1<<c.p; mask++ {
-			x := make([]float64, c.p)
-			for j := range x {
-				x[j] = 1 / math.Sqrt(float64(c.p))
-				if mask>>j&1 == 1 {
-					x[j] = -x[j]
-				}
-			}
-			xs = append(xs, x)
-		}
-		for j := 0; j < c.p; j++ {
-			for _, v := range []float64{1, -1} {
-				x := make([]float64, c.p)
-				x[j] = v
-				xs = append(xs, x)
-			}
-		}
+		xs := candidateCovariates(c.p)
 		hess := func(x []float64, s int) []float64 {
 			data := Data{Time: []float64{0.5, 0.7, float64(s) / float64(c.q)}, Event: []bool{true, false, false},
 				X: [][]float64{make([]float64, c.p), make([]float64, c.p), x}}
@@ -71,35 +41,80 @@ func TestHessianWorstCaseRatio(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := pr.m.meanHessianUpper(make([]float64, d))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return h
+			return hessianAtZero(t, pr, d)
 		}
 		worst := 0.0
 		for _, a := range xs {
 			for _, b := range xs {
 				for sb := 1; sb <= c.q; sb++ {
-					ha, hb := hess(a, c.q), hess(b, sb)
-					for _, off := range []float64{0, 0.5 - 1e-9, 0.25} {
-						var l1r float64
-						for k := range ha {
-							l1r += math.Abs(math.Round(ha[k]/g+off) - math.Round(hb[k]/g+off))
-						}
-						worst = max(worst, l1r/sUnits)
-					}
+					worst = max(worst, latticeLogRatio(hess(a, c.q), hess(b, sb), g, sUnits))
 				}
 			}
 		}
-		if worst > c.eps*(1+1e-12) {
-			t.Errorf("q %d e %d p %d: worst log-ratio %v > epsilon %v", c.q, c.e, c.p, worst, c.eps)
-		}
-		if worst < c.eps/2 {
-			t.Errorf("q %d e %d p %d: worst log-ratio %v uses less than half of epsilon %v: calibration vacuous?", c.q, c.e, c.p, worst, c.eps)
-		}
-		t.Logf("q %d e %d p %d: worst log-ratio %.4f of epsilon %v", c.q, c.e, c.p, worst, c.eps)
+		checkRatioUsed(t, fmt.Sprintf("q %d e %d p %d", c.q, c.e, c.p), worst, c.eps)
 	}
+}
+
+// hessianNoiseUnits is the grid g of the noise of the Hessian release of
+// 3 records with q intervals, e knots and p covariates at epsilon eps, the
+// L1 sensitivity from sens, and its scale in grid units as
+// dp.DiscreteLaplace uses it (rounded up to a multiple of 2^-30).
+func hessianNoiseUnits(t *testing.T, q, e, p int, eps float64, sens func(basis [][]float64, p, n int) (float64, error)) (g, sUnits float64) {
+	t.Helper()
+	basis, err := SplineBasis(q, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1, err := sens(basis, p, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noise, err := HessianNoise(l1, hessianEntries(e+p), eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g = noise.Grid
+	return g, math.Ceil(noise.Scale/g*(1<<30)) / (1 << 30)
+}
+
+// hessianAtZero is the upper triangle of pr's mean loss Hessian at the
+// point f = 0 of dimension d.
+func hessianAtZero(t *testing.T, pr *prepared, d int) []float64 {
+	t.Helper()
+	h, err := pr.m.meanHessianUpper(make([]float64, d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// latticeLogRatio is the largest log-ratio of the exact pmfs of the
+// released round_g(M) + g Z for two data sets' Hessians ha and hb:
+// ||r - r'||_1 / sUnits, r and r' their rounded grid indices, over three
+// offsets of the rounding.
+func latticeLogRatio(ha, hb []float64, g, sUnits float64) float64 {
+	worst := 0.0
+	for _, off := range []float64{0, 0.5 - 1e-9, 0.25} {
+		var l1r float64
+		for k := range ha {
+			l1r += math.Abs(math.Round(ha[k]/g+off) - math.Round(hb[k]/g+off))
+		}
+		worst = max(worst, l1r/sUnits)
+	}
+	return worst
+}
+
+// checkRatioUsed: the worst log-ratio is at most eps, and at least half
+// of it is used (so the calibration is not vacuous).
+func checkRatioUsed(t *testing.T, what string, worst, eps float64) {
+	t.Helper()
+	if worst > eps*(1+1e-12) {
+		t.Errorf("%s: worst log-ratio %v > epsilon %v", what, worst, eps)
+	}
+	if worst < eps/2 {
+		t.Errorf("%s: worst log-ratio %v uses less than half of epsilon %v: calibration vacuous?", what, worst, eps)
+	}
+	t.Logf("%s: worst log-ratio %.4f of epsilon %v", what, worst, eps)
 }
 
 // TestHessianReleaseNoise: each released Hessian minus the rounded exact

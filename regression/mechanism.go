@@ -108,6 +108,15 @@ func ObjPertBudgetFor(basis [][]float64, n int, lambda, epsilon float64, l Link)
 	return target, hi, nil
 }
 
+// dotBeta is beta'x, added in coordinate order.
+func dotBeta(beta, x []float64) float64 {
+	var u float64
+	for j, b := range beta {
+		u += b * x[j]
+	}
+	return u
+}
+
 func sqNorm(v []float64) float64 {
 	var s float64
 	for _, x := range v {

@@ -99,6 +99,26 @@ func (m *discreteModel) newAccum(wantHess bool) *accum {
 	return ac
 }
 
+// addHessX adds the Hessian's covariate blocks of one record (or pattern)
+// with covariates x: v (sum_s h_s A_s) times x' to hab and hsum x x' to
+// hbb's lower triangle.
+func (ac *accum) addHessX(v, x []float64, hsum float64) {
+	p := len(x)
+	for a, va := range v {
+		hr := ac.hab[a*p : (a+1)*p]
+		for j, xv := range x {
+			hr[j] += va * xv
+		}
+	}
+	for a, xa := range x {
+		c := hsum * xa
+		hr := ac.hbb[a*p : (a+1)*p]
+		for b := 0; b <= a; b++ {
+			hr[b] += c * x[b]
+		}
+	}
+}
+
 // fastLimit bounds |a_s| + |beta'x| for the product form of the logit loss.
 const fastLimit = 30
 
@@ -106,10 +126,7 @@ const fastLimit = 30
 func (m *discreteModel) record(i int, beta []float64, st *intervalState, ac *accum, wantGrad, wantHess bool) {
 	e, p := m.e, m.p
 	xi := m.x[i*p : (i+1)*p]
-	var u float64
-	for j, b := range beta {
-		u += b * xi[j]
-	}
+	u := dotBeta(beta, xi)
 	si := int(m.s[i])
 	k := si - 1 // survived intervals 1..k, event interval si
 	var gsum, hsum float64
@@ -200,20 +217,7 @@ func (m *discreteModel) record(i int, beta []float64, st *intervalState, ac *acc
 	for j, b := range row {
 		v[j] += h * b
 	}
-	for a := 0; a < e; a++ {
-		va := v[a]
-		hr := ac.hab[a*p : (a+1)*p]
-		for j, xv := range xi {
-			hr[j] += va * xv
-		}
-	}
-	for a, xa := range xi {
-		c := hsum * xa
-		hr := ac.hbb[a*p : (a+1)*p]
-		for b := 0; b <= a; b++ {
-			hr[b] += c * xi[b]
-		}
-	}
+	ac.addHessX(v, xi, hsum)
 }
 
 // eval returns the total loss sum_i l(f; d_i) at f and, when grad (len dim)
@@ -301,22 +305,42 @@ func (m *discreteModel) accumulateRecords(beta []float64, st *intervalState, wan
 	if workers < 1 {
 		workers = 1
 	}
+	chunk := (m.n + workers - 1) / workers
+	bounds := make([]int, workers+1)
+	for w := range bounds {
+		bounds[w] = min(w*chunk, m.n)
+	}
+	return m.accumulateShares(bounds, wantGrad, wantHess, func(lo, hi int, ac *accum) {
+		for i := lo; i < hi; i++ {
+			m.record(i, beta, st, ac, wantGrad, wantHess)
+		}
+	})
+}
+
+// accumulateShares runs add over each worker's share [bounds[w],
+// bounds[w+1]) on its own goroutine, each into its own accum, and adds
+// the workers' sums in worker order (sumAccums).
+func (m *discreteModel) accumulateShares(bounds []int, wantGrad, wantHess bool, add func(lo, hi int, ac *accum)) *accum {
+	workers := len(bounds) - 1
 	acs := make([]*accum, workers)
 	var wg sync.WaitGroup
-	chunk := (m.n + workers - 1) / workers
-	for w := 0; w < workers; w++ {
-		lo, hi := w*chunk, min((w+1)*chunk, m.n)
+	for w := range workers {
 		ac := m.newAccum(wantHess)
 		acs[w] = ac
+		lo, hi := bounds[w], bounds[w+1]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := lo; i < hi; i++ {
-				m.record(i, beta, st, ac, wantGrad, wantHess)
-			}
+			add(lo, hi, ac)
 		}()
 	}
 	wg.Wait()
+	return sumAccums(acs, wantGrad, wantHess)
+}
+
+// sumAccums adds the workers' sums into the first, in worker order: the
+// loss, and with wantGrad the gradient parts (with wantHess the Hessian's).
+func sumAccums(acs []*accum, wantGrad, wantHess bool) *accum {
 	tot := acs[0]
 	for _, ac := range acs[1:] {
 		tot.loss += ac.loss
@@ -350,10 +374,7 @@ func addTo(dst, src []float64) {
 func (m *discreteModel) recordLossGrad(i int, beta []float64, st *intervalState, grad []float64) float64 {
 	e, p := m.e, m.p
 	xi := m.x[i*p : (i+1)*p]
-	var u float64
-	for j, b := range beta {
-		u += b * xi[j]
-	}
+	u := dotBeta(beta, xi)
 	k := int(m.s[i]) - 1
 	ga := grad[:e]
 	for j := range ga {

@@ -278,6 +278,30 @@ func pooledHessian(steps []NewtonStep, at []float64, e, p int) (h *mat.SymDense,
 	return h, vars, true
 }
 
+// noiseMetric is h in the metric of its noise: S^-1 h S^-1 with S =
+// diag(s_j), s_j the square root of the noise SD of h's block containing
+// (j, j) (the first e coordinates are alpha's), with s and r, the cross
+// block's SD over the geometric mean of the diagonal blocks' (at least 1).
+func noiseMetric(h *mat.SymDense, vars [nBlocks]float64, e int) (scaled *mat.SymDense, s []float64, r float64) {
+	d := h.SymmetricDim()
+	sa, sb := math.Pow(vars[blkHessAA], 0.25), math.Pow(vars[blkHessBB], 0.25)
+	r = math.Max(1, math.Sqrt(vars[blkHessAB])/(sa*sb))
+	s = make([]float64, d)
+	for j := range s {
+		s[j] = sb
+		if j < e {
+			s[j] = sa
+		}
+	}
+	scaled = mat.NewSymDense(d, nil)
+	for a := 0; a < d; a++ {
+		for c := a; c < d; c++ {
+			scaled.SetSym(a, c, h.At(a, c)/(s[a]*s[c]))
+		}
+	}
+	return scaled, s, r
+}
+
 // floorNoise floors h's eigenvalues in the metric of its noise: with
 // S = diag(s_j), s_j the square root of the noise SD of h's block
 // containing (j, j), the noise of S^-1 h S^-1 has entries of SD at most
@@ -286,21 +310,7 @@ func pooledHessian(steps []NewtonStep, at []float64, e, p int) (h *mat.SymDense,
 // r; the eigenvalues of S^-1 h S^-1 are floored at twice that.
 func floorNoise(h *mat.SymDense, vars [nBlocks]float64, e int, c float64) (*mat.SymDense, bool) {
 	d := h.SymmetricDim()
-	sa, sb := math.Pow(vars[blkHessAA], 0.25), math.Pow(vars[blkHessBB], 0.25)
-	r := math.Max(1, math.Sqrt(vars[blkHessAB])/(sa*sb))
-	s := make([]float64, d)
-	for j := range s {
-		s[j] = sb
-		if j < e {
-			s[j] = sa
-		}
-	}
-	scaled := mat.NewSymDense(d, nil)
-	for a := 0; a < d; a++ {
-		for c := a; c < d; c++ {
-			scaled.SetSym(a, c, h.At(a, c)/(s[a]*s[c]))
-		}
-	}
+	scaled, s, r := noiseMetric(h, vars, e)
 	fl, ok := projectPD(scaled, c*math.Sqrt(float64(d))*r)
 	if !ok {
 		return nil, false

@@ -1,7 +1,5 @@
 package regression
 
-import "math"
-
 // The records a MethodNewton step sums, deduplicated: two records with the
 // same covariates (bit for bit), the same last interval and the same event
 // flag have the same score and Hessian terms, so the same clip factors and
@@ -162,13 +160,13 @@ func patternIndex(m *discreteModel, maxP int) ([]int32, int, bool) {
 	pat := make([]int32, n)
 	for i := range n {
 		xi := m.x[i*p : (i+1)*p]
-		h := compactHash(xi)
+		h := patternHash(xi)
 		mask := uint64(len(table) - 1)
 		j := h & mask
 		g := int32(-1)
 		for ; table[j] != 0; j = (j + 1) & mask {
 			v := table[j] - 1
-			if hashes[v] == h && sameRow(m.x[int(rep[v])*p:(int(rep[v])+1)*p], xi) {
+			if hashes[v] == h && sameBits(m.x[int(rep[v])*p:(int(rep[v])+1)*p], xi) {
 				g = v
 				break
 			}
@@ -197,28 +195,4 @@ func patternIndex(m *discreteModel, maxP int) ([]int32, int, bool) {
 		pat[i] = g
 	}
 	return pat, len(rep), true
-}
-
-// compactHash mixes a record's covariate bits.
-func compactHash(xi []float64) uint64 {
-	h := uint64(0x9e3779b97f4a7c15)
-	for _, v := range xi {
-		h ^= math.Float64bits(v)
-		h ^= h >> 33
-		h *= 0xff51afd7ed558ccd
-		h ^= h >> 33
-		h *= 0xc4ceb9fe1a85ec53
-		h ^= h >> 33
-	}
-	return h
-}
-
-// sameRow reports whether a and b hold the same float64 bit patterns.
-func sameRow(a, b []float64) bool {
-	for j, v := range a {
-		if math.Float64bits(v) != math.Float64bits(b[j]) {
-			return false
-		}
-	}
-	return true
 }

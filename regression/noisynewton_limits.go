@@ -237,21 +237,7 @@ func contraction(h, raw *mat.SymDense, c float64) (*mat.Dense, *mat.Dense, bool)
 // Q'EQ) u.
 func hessNoiseStepVar(raw *mat.SymDense, vars [nBlocks]float64, e int, s []float64) (*mat.Dense, bool) {
 	d := raw.SymmetricDim()
-	sa, sb := math.Pow(vars[blkHessAA], 0.25), math.Pow(vars[blkHessBB], 0.25)
-	r := math.Max(1, math.Sqrt(vars[blkHessAB])/(sa*sb))
-	sc := make([]float64, d)
-	for j := range sc {
-		sc[j] = sb
-		if j < e {
-			sc[j] = sa
-		}
-	}
-	scaled := mat.NewSymDense(d, nil)
-	for a := 0; a < d; a++ {
-		for c := a; c < d; c++ {
-			scaled.SetSym(a, c, raw.At(a, c)/(sc[a]*sc[c]))
-		}
-	}
+	scaled, sc, r := noiseMetric(raw, vars, e)
 	var eig mat.EigenSym
 	if !eig.Factorize(scaled, true) {
 		return nil, false
@@ -279,6 +265,7 @@ func hessNoiseStepVar(raw *mat.SymDense, vars [nBlocks]float64, e int, s []float
 	// nu: the variance of the scaled noise's entry (a, b); vt: that of
 	// the rotated noise's entry (i, j), the upper triangle's entries
 	// independent
+	sa, sb := math.Pow(vars[blkHessAA], 0.25), math.Pow(vars[blkHessBB], 0.25)
 	rho2 := vars[blkHessAB] / (sa * sa * sb * sb)
 	nu := func(a, b int) float64 {
 		if (a < e) != (b < e) {

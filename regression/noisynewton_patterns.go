@@ -2,7 +2,6 @@ package regression
 
 import (
 	"math"
-	"runtime"
 	"sync"
 )
 
@@ -16,7 +15,7 @@ import (
 // same pieces, summed in another order); the cost is one pass over the
 // intervals per pattern and O(e p) per record instead of O(q e) per record.
 func (m *discreteModel) clippedSumsPatterns(f []float64, cl [nBlocks]float64, weight []float64, pstart []int32) newtonSums {
-	e, p, q := m.e, m.p, m.q
+	e, q := m.e, m.q
 	st := m.newState()
 	m.prepare(st, f[:e])
 	an := make([]float64, q)
@@ -24,11 +23,7 @@ func (m *discreteModel) clippedSumsPatterns(f []float64, cl [nBlocks]float64, we
 		an[s] = sqNorm(m.basis[s*e : (s+1)*e])
 	}
 	np := len(pstart) - 1
-	workers := runtime.GOMAXPROCS(0)
-	if mx := m.n / 2048; workers > mx {
-		workers = mx
-	}
-	workers = max(workers, 1)
+	workers := m.clipWorkers()
 	acs := make([]*clipAccum, workers)
 	var wg sync.WaitGroup
 	chunk := (np + workers - 1) / workers
@@ -46,31 +41,7 @@ func (m *discreteModel) clippedSumsPatterns(f []float64, cl [nBlocks]float64, we
 		}()
 	}
 	wg.Wait()
-	tot := acs[0]
-	for _, ac := range acs[1:] {
-		addTo(tot.gs, ac.gs)
-		addTo(tot.hs, ac.hs)
-		addTo(tot.gb, ac.gb)
-		addTo(tot.hab, ac.hab)
-		addTo(tot.hbb, ac.hbb)
-	}
-	var out newtonSums
-	out[blkScoreA] = make([]float64, e)
-	haa := make([]float64, e*e)
-	for s := range q {
-		row := m.basis[s*e : (s+1)*e]
-		for a, ra := range row {
-			out[blkScoreA][a] += tot.gs[s] * ra
-			for b := a; b < e; b++ {
-				haa[a*e+b] += tot.hs[s] * ra * row[b]
-			}
-		}
-	}
-	out[blkScoreB] = tot.gb
-	out[blkHessAA] = upperOf(haa, e)
-	out[blkHessAB] = tot.hab
-	out[blkHessBB] = upperOf(tot.hbb, p)
-	return out
+	return m.clipSums(acs, st)
 }
 
 // patternWork is one worker's scratch for addPattern.
@@ -100,10 +71,7 @@ func (m *discreteModel) newPatternWork() *patternWork {
 func (m *discreteModel) addPattern(lo, hi int, beta []float64, st *intervalState, an []float64, cl [nBlocks]float64, weight []float64, pw *patternWork, ac *clipAccum) {
 	e, p := m.e, m.p
 	xi := m.x[lo*p : (lo+1)*p]
-	var u float64
-	for j, b := range beta {
-		u += b * xi[j]
-	}
+	u := dotBeta(beta, xi)
 	kmax := 0
 	for i := lo; i < hi; i++ {
 		kmax = max(kmax, int(m.s[i])-1)

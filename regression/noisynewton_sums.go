@@ -25,7 +25,7 @@ func (m *discreteModel) clippedSums(f []float64, cl [nBlocks]float64) newtonSums
 // clippedSumsW is clippedSums with record i counted w[i] times (nil: once
 // each; weight), for the distinct records of newtonCompact.
 func (m *discreteModel) clippedSumsW(f []float64, cl [nBlocks]float64, weight []float64) newtonSums {
-	e, p := m.e, m.p
+	e := m.e
 	st := m.newState()
 	m.prepare(st, f[:e])
 	an := make([]float64, m.q) // ||A_s||^2
@@ -39,11 +39,7 @@ func (m *discreteModel) clippedSumsW(f []float64, cl [nBlocks]float64, weight []
 			pa[k] = pa[k-1] + st.ea[k-1]*an[k-1]
 		}
 	}
-	workers := runtime.GOMAXPROCS(0)
-	if mx := m.n / 2048; workers > mx {
-		workers = mx
-	}
-	workers = max(workers, 1)
+	workers := m.clipWorkers()
 	acs := make([]*clipAccum, workers)
 	var wg sync.WaitGroup
 	chunk := (m.n + workers - 1) / workers
@@ -66,6 +62,20 @@ func (m *discreteModel) clippedSumsW(f []float64, cl [nBlocks]float64, weight []
 		}()
 	}
 	wg.Wait()
+	return m.clipSums(acs, st)
+}
+
+// clipWorkers is the number of workers of the clipped sums: one per
+// core, at most one per 2048 records, at least one.
+func (m *discreteModel) clipWorkers() int {
+	return max(min(runtime.GOMAXPROCS(0), m.n/2048), 1)
+}
+
+// clipSums adds the workers' clipped sums in worker order (cloglog: and
+// the survived intervals' terms) and maps them onto the blocks of
+// newtonSums.
+func (m *discreteModel) clipSums(acs []*clipAccum, st *intervalState) newtonSums {
+	e, p := m.e, m.p
 	tot := acs[0]
 	for _, ac := range acs[1:] {
 		addTo(tot.gs, ac.gs)
@@ -126,10 +136,7 @@ func (m *discreteModel) newRecordTerms() *recordTerm {
 func (m *discreteModel) recordTerms(i int, beta []float64, st *intervalState, an, pa []float64, rt *recordTerm) {
 	e, p := m.e, m.p
 	xi := m.x[i*p : (i+1)*p]
-	var u float64
-	for j, b := range beta {
-		u += b * xi[j]
-	}
+	u := dotBeta(beta, xi)
 	k := int(m.s[i]) - 1
 	rt.xi, rt.k = xi, k
 	ga, va := rt.ga, rt.va

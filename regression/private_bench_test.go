@@ -2,38 +2,10 @@ package regression
 
 import (
 	"testing"
-	"time"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/benchtest"
 )
-
-// pairedRatio runs exact, then private, b.N times and reports their mean
-// wall and CPU times and the ratios private/exact (as dpfit's paired
-// benchmarks do).
-func pairedRatio(b *testing.B, exact, private func() error) {
-	b.Helper()
-	var wall, cpu [2]time.Duration
-	for b.Loop() {
-		for k, f := range []func() error{exact, private} {
-			c0, t0 := processCPU(), time.Now()
-			if err := f(); err != nil {
-				b.Fatal(err)
-			}
-			wall[k] += time.Since(t0)
-			cpu[k] += time.Duration(processCPU() - c0)
-		}
-	}
-	n := float64(b.N)
-	ms := func(d time.Duration) float64 { return float64(d) / 1e6 / n }
-	b.ReportMetric(ms(wall[0]), "exact-ms/op")
-	b.ReportMetric(ms(wall[1]), "private-ms/op")
-	b.ReportMetric(ms(cpu[0]), "exact-cpu-ms/op")
-	b.ReportMetric(ms(cpu[1]), "private-cpu-ms/op")
-	b.ReportMetric(float64(wall[1])/float64(wall[0]), "private/exact")
-	if cpu[0] > 0 {
-		b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "private/exact-cpu")
-	}
-}
 
 // BenchmarkDiscretePrivateVsExact1M: the default private release of
 // `dpsurv fit discrete --epsilon 1` (noisy Newton with its limits, z and
@@ -54,7 +26,7 @@ func BenchmarkDiscretePrivateVsExact1M(b *testing.B) {
 	mle := DiscreteOptions{Method: MethodMLE, TimeMax: 3650, Intervals: 20, Scaling: sc}
 	newton := DiscreteOptions{Method: MethodNewton, Epsilon: 1, TimeMax: 3650, Intervals: 20, Scaling: sc}
 	src := dp.NewSeededSource(1)
-	pairedRatio(b, func() error {
+	benchtest.PairedRatio(b, func() error {
 		_, err := FitDiscrete(data, mle, nil)
 		return err
 	}, func() error {

@@ -23,25 +23,38 @@ func benchRecords(n, cohorts int) (time []float64, event []bool, cohort []int) {
 // (40,000 cells): histogram build, noise on every cell, post-processing,
 // curves and log-rank tests.
 func BenchmarkDPKM1M(b *testing.B) {
+	benchKM1M(b, NoisyHistogramKM)
+}
+
+// benchKM1M times fit from the records: one million records, 4 cohorts,
+// histogram build included; it reports the histogram's state per record.
+func benchKM1M(b *testing.B, fit func(*Histogram, dp.Source, KMOptions) (KMResult, error)) {
 	time, event, cohort := benchRecords(1_000_000, 4)
 	src := dp.NewSeededSource(1)
 	var mem int
 	for b.Loop() {
-		h, err := NewHistogram(1, 4999, 4)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for i := range time {
-			if err := h.Add(time[i], event[i], cohort[i]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if _, err := NoisyHistogramKM(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}); err != nil {
+		h := benchHistogram(b, time, event, cohort)
+		if _, err := fit(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}); err != nil {
 			b.Fatal(err)
 		}
 		mem = h.MemoryBytes()
 	}
 	b.ReportMetric(float64(mem)/float64(len(time)), "state-bytes/record")
+}
+
+// benchHistogram holds the records in unit bins over 5000 days, 4 cohorts.
+func benchHistogram(b *testing.B, time []float64, event []bool, cohort []int) *Histogram {
+	b.Helper()
+	h, err := NewHistogram(1, 4999, 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range time {
+		if err := h.Add(time[i], event[i], cohort[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return h
 }
 
 // BenchmarkHistogramAdd is the aggregator's per-record cost; its state is

@@ -138,30 +138,54 @@ func checkCurve(t *testing.T, what string, ck CohortKM) {
 // Property test: over many seeds, random data, epsilons and bin widths, every
 // curve is non-increasing, within [0, 1], and its counts are consistent.
 func TestNoisyHistogramKMInvariants(t *testing.T) {
+	checkRandomReleases(t, randomKMCases{seed0: 1000, tMaxMin: 50, tMaxSpan: 400, nMax: 300}, NoisyHistogramKM, nil)
+}
+
+// randomKMCases are the random histograms of a property test: 150 seeds
+// from seed0, 1 to 3 cohorts, bins of 1, 2.5 or 10, a time max of tMaxMin
+// + U[0, tMaxSpan), up to nMax records with exponential times of mean
+// (time max + timePad) / 3 floored, two events in three.
+type randomKMCases struct {
+	seed0          uint64
+	tMaxMin        float64
+	tMaxSpan, nMax uint64
+	timePad        float64
+}
+
+// checkRandomReleases fits each of the cases at an epsilon in 0.08 .. 12
+// and a truncation bound of 0, 0.1 or none: every curve passes checkCurve
+// (and check, if not nil) and the log-rank p is in [0, 1] or NaN.
+func checkRandomReleases(t *testing.T, cs randomKMCases, fit func(*Histogram, dp.Source, KMOptions) (KMResult, error),
+	check func(t *testing.T, what string, ck CohortKM, maxSE float64)) {
+	t.Helper()
 	for seed := uint64(0); seed < 150; seed++ {
-		src := dp.NewSeededSource(1000 + seed)
+		src := dp.NewSeededSource(cs.seed0 + seed)
 		cohorts := 1 + int(dp.Uint64n(src, 3))
 		bw := []float64{1, 2.5, 10}[dp.Uint64n(src, 3)]
-		tMax := 50 + float64(dp.Uint64n(src, 400))
+		tMax := cs.tMaxMin + float64(dp.Uint64n(src, cs.tMaxSpan))
 		h, err := NewHistogram(bw, tMax, cohorts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := int(dp.Uint64n(src, 300))
+		n := int(dp.Uint64n(src, cs.nMax))
 		for i := 0; i < n; i++ {
-			tm := math.Floor(-math.Log(1-dp.Float64(src)) * tMax / 3)
+			tm := math.Floor(-math.Log(1-dp.Float64(src)) * (tMax + cs.timePad) / 3)
 			if err := h.Add(tm, dp.Uint64n(src, 3) > 0, int(dp.Uint64n(src, uint64(cohorts)))); err != nil {
 				t.Fatal(err)
 			}
 		}
 		eps := math.Exp(-2.5 + 5*dp.Float64(src)) // 0.08 .. 12
 		maxSE := []float64{0, 0.1, math.Inf(1)}[dp.Uint64n(src, 3)]
-		res, err := NoisyHistogramKM(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps, MaxNoiseStdErr: maxSE})
+		res, err := fit(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps, MaxNoiseStdErr: maxSE})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		for _, ck := range append(res.Cohorts, res.Overall) {
-			checkCurve(t, fmt.Sprintf("seed %d cohort %d (eps %.3g, bw %v)", seed, ck.Cohort, eps, bw), ck)
+			what := fmt.Sprintf("seed %d cohort %d (eps %.3g, bw %v, %d bins)", seed, ck.Cohort, eps, bw, h.Bins)
+			checkCurve(t, what, ck)
+			if check != nil {
+				check(t, what, ck, maxSE)
+			}
 		}
 		if cohorts >= 2 && !(res.LogRank.P >= 0 && res.LogRank.P <= 1) && !math.IsNaN(res.LogRank.P) {
 			t.Fatalf("seed %d: log-rank p %v", seed, res.LogRank.P)
@@ -169,20 +193,23 @@ func TestNoisyHistogramKMInvariants(t *testing.T) {
 	}
 }
 
+// largeEpsilons are the releases whose noise is zero: a huge epsilon, and
+// +Inf with the opt-in.
+var largeEpsilons = []struct {
+	name string
+	opts KMOptions
+}{
+	{"epsilon 1e9", KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e9}},
+	{"epsilon +Inf allowed", KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true}},
+}
+
 // With a huge epsilon the noise is zero and the release is the exact KM:
 // curves, intervals, medians and log-rank tests equal the non-private ones.
 func TestNoisyHistogramKMLargeEpsilonIsExact(t *testing.T) {
-	tests := []struct {
-		name string
-		opts KMOptions
-	}{
-		{"epsilon 1e9", KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e9}},
-		{"epsilon +Inf allowed", KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true}},
-	}
 	for _, ds := range []string{"lung", "kidney", "flchain"} {
 		d := loadKMData(t, ds)
 		h := d.histogram(t, 1, d.maxTime()+10)
-		for _, tc := range tests {
+		for _, tc := range largeEpsilons {
 			t.Run(ds+"/"+tc.name, func(t *testing.T) {
 				res, err := NoisyHistogramKM(h, dp.NewSeededSource(5), tc.opts)
 				if err != nil {
@@ -235,12 +262,22 @@ func TestNoisyHistogramKMMetadataAndErrors(t *testing.T) {
 	if err != nil || inf.Guarantee != GuaranteeNone {
 		t.Errorf("non-private release: %v, guarantee %q", err, inf.Guarantee)
 	}
-	bad := []struct {
-		name string
-		h    *Histogram
-		src  dp.Source
-		opts KMOptions
-	}{
+	checkRejects(t, h, NoisyHistogramKM)
+}
+
+// badKMInput is an input a release must reject.
+type badKMInput struct {
+	name string
+	h    *Histogram
+	src  dp.Source
+	opts KMOptions
+}
+
+// checkRejects: fit rejects the inputs every KM release rejects (h is a
+// valid histogram), then the extra ones.
+func checkRejects(t *testing.T, h *Histogram, fit func(*Histogram, dp.Source, KMOptions) (KMResult, error), extra ...badKMInput) {
+	t.Helper()
+	bad := append([]badKMInput{
 		{"zero epsilon", h, dp.NewSeededSource(1), KMOptions{}},
 		{"negative epsilon", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: -1}},
 		{"NaN epsilon", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.NaN()}},
@@ -249,10 +286,10 @@ func TestNoisyHistogramKMMetadataAndErrors(t *testing.T) {
 		{"negative noise bound", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1, MaxNoiseStdErr: -1}},
 		{"nil source", h, nil, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}},
 		{"malformed histogram", &Histogram{BinWidth: 1, Bins: 3, Events: [][]int64{{1}}, Censor: [][]int64{{1}}}, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}},
-	}
+	}, extra...)
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := NoisyHistogramKM(tc.h, tc.src, tc.opts); err == nil {
+			if _, err := fit(tc.h, tc.src, tc.opts); err == nil {
 				t.Fatal("expected an error")
 			}
 		})

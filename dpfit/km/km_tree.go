@@ -380,6 +380,15 @@ func (t *binTree) children(l, i int) (lo, hi int) {
 	return lo, hi
 }
 
+// sumOf is the sum of x, added left to right.
+func sumOf(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s
+}
+
 // counts writes the exact count of every node of the tree over leaves into
 // dst (len nodes).
 func (t *binTree) counts(leaves []int64, dst []int64) {
@@ -416,10 +425,7 @@ func (t *binTree) infer(y, buf []float64) {
 		for i := 0; i < t.size[l]; i++ {
 			v := t.off[l] + i
 			lo, hi := t.children(l, i)
-			Z := 0.0
-			for c := lo; c < hi; c++ {
-				Z += z[c]
-			}
+			Z := sumOf(z[lo:hi])
 			S := t.sumS[v]
 			z[v] = (S*y[v] + w*Z) / (S + w)
 		}
@@ -430,10 +436,7 @@ func (t *binTree) infer(y, buf []float64) {
 		for i := 0; i < t.size[l]; i++ {
 			v := t.off[l] + i
 			lo, hi := t.children(l, i)
-			Z := 0.0
-			for c := lo; c < hi; c++ {
-				Z += z[c]
-			}
+			Z := sumOf(z[lo:hi])
 			d := y[v] - Z
 			for c := lo; c < hi; c++ {
 				y[c] = z[c] + t.alpha[c]*d

@@ -12,25 +12,7 @@ import (
 // post-processing with the correlated-noise model, curves and log-rank
 // tests.
 func BenchmarkHierarchicalKM1M(b *testing.B) {
-	time, event, cohort := benchRecords(1_000_000, 4)
-	src := dp.NewSeededSource(1)
-	var mem int
-	for b.Loop() {
-		h, err := NewHistogram(1, 4999, 4)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for i := range time {
-			if err := h.Add(time[i], event[i], cohort[i]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if _, err := HierarchicalKM(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}); err != nil {
-			b.Fatal(err)
-		}
-		mem = h.MemoryBytes()
-	}
-	b.ReportMetric(float64(mem)/float64(len(time)), "state-bytes/record")
+	benchKM1M(b, HierarchicalKM)
 }
 
 // BenchmarkHierarchicalKMRelease is the release alone (the histogram of 1M
@@ -45,15 +27,7 @@ func BenchmarkNoisyHistogramKMRelease(b *testing.B) {
 
 func benchRelease(b *testing.B, fit func(*Histogram, dp.Source, KMOptions) (KMResult, error)) {
 	time, event, cohort := benchRecords(1_000_000, 4)
-	h, err := NewHistogram(1, 4999, 4)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range time {
-		if err := h.Add(time[i], event[i], cohort[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	h := benchHistogram(b, time, event, cohort)
 	src := dp.NewSeededSource(1)
 	for b.Loop() {
 		if _, err := fit(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}); err != nil {

@@ -352,44 +352,17 @@ func TestHierarchicalSensitivity(t *testing.T) {
 // truncation bounds, every curve of HierarchicalKM is non-increasing,
 // within [0, 1], with 0 <= d <= n and consistent counts (checkCurve).
 func TestHierarchicalKMInvariants(t *testing.T) {
-	for seed := uint64(0); seed < 150; seed++ {
-		src := dp.NewSeededSource(3000 + seed)
-		cohorts := 1 + int(dp.Uint64n(src, 3))
-		bw := []float64{1, 2.5, 10}[dp.Uint64n(src, 3)]
-		tMax := float64(dp.Uint64n(src, 600))
-		h, err := NewHistogram(bw, tMax, cohorts)
-		if err != nil {
-			t.Fatal(err)
+	cs := randomKMCases{seed0: 3000, tMaxSpan: 600, nMax: 400, timePad: 1}
+	checkRandomReleases(t, cs, HierarchicalKM, func(t *testing.T, what string, ck CohortKM, maxSE float64) {
+		if len(ck.NoiseStdErr) != len(ck.Curve.Time) {
+			t.Fatalf("%s: %d noise SDs for %d rows", what, len(ck.NoiseStdErr), len(ck.Curve.Time))
 		}
-		n := int(dp.Uint64n(src, 400))
-		for i := 0; i < n; i++ {
-			tm := math.Floor(-math.Log(1-dp.Float64(src)) * (tMax + 1) / 3)
-			if err := h.Add(tm, dp.Uint64n(src, 3) > 0, int(dp.Uint64n(src, uint64(cohorts)))); err != nil {
-				t.Fatal(err)
+		for i, sd := range ck.NoiseStdErr {
+			if !(sd >= 0) || (!math.IsInf(maxSE, 1) && sd > math.Max(maxSE, DefaultMaxNoiseStdErr)*(1+1e-12)) {
+				t.Fatalf("%s: noise SD[%d] = %v beyond the truncation bound", what, i, sd)
 			}
 		}
-		eps := math.Exp(-2.5 + 5*dp.Float64(src)) // 0.08 .. 12
-		maxSE := []float64{0, 0.1, math.Inf(1)}[dp.Uint64n(src, 3)]
-		res, err := HierarchicalKM(h, src, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: eps, MaxNoiseStdErr: maxSE})
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-		for _, ck := range append(res.Cohorts, res.Overall) {
-			what := fmt.Sprintf("seed %d cohort %d (eps %.3g, bw %v, %d bins)", seed, ck.Cohort, eps, bw, h.Bins)
-			checkCurve(t, what, ck)
-			if len(ck.NoiseStdErr) != len(ck.Curve.Time) {
-				t.Fatalf("%s: %d noise SDs for %d rows", what, len(ck.NoiseStdErr), len(ck.Curve.Time))
-			}
-			for i, sd := range ck.NoiseStdErr {
-				if !(sd >= 0) || (!math.IsInf(maxSE, 1) && sd > math.Max(maxSE, DefaultMaxNoiseStdErr)*(1+1e-12)) {
-					t.Fatalf("%s: noise SD[%d] = %v beyond the truncation bound", what, i, sd)
-				}
-			}
-		}
-		if cohorts >= 2 && !(res.LogRank.P >= 0 && res.LogRank.P <= 1) && !math.IsNaN(res.LogRank.P) {
-			t.Fatalf("seed %d: log-rank p %v", seed, res.LogRank.P)
-		}
-	}
+	})
 }
 
 // With a huge epsilon the node noise is zero, the consistent tree returns
@@ -397,13 +370,6 @@ func TestHierarchicalKMInvariants(t *testing.T) {
 // curves, intervals, medians, N and log-rank tests equal NoisyHistogramKM's
 // non-private release; epsilon = +Inf needs the opt-in and is labelled.
 func TestHierarchicalKMLargeEpsilonIsExact(t *testing.T) {
-	tests := []struct {
-		name string
-		opts KMOptions
-	}{
-		{"epsilon 1e9", KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e9}},
-		{"epsilon +Inf allowed", KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true}},
-	}
 	for _, ds := range []struct {
 		name string
 		bw   float64
@@ -414,7 +380,7 @@ func TestHierarchicalKMLargeEpsilonIsExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, tc := range tests {
+		for _, tc := range largeEpsilons {
 			t.Run(fmt.Sprintf("%s,bw=%v/%s", ds.name, ds.bw, tc.name), func(t *testing.T) {
 				res, err := HierarchicalKM(h, dp.NewSeededSource(5), tc.opts)
 				if err != nil {
@@ -469,29 +435,8 @@ func TestHierarchicalKMMetadataAndErrors(t *testing.T) {
 	} else {
 		checkCurve(t, "single bin", r.Cohorts[0])
 	}
-	bad := []struct {
-		name string
-		h    *Histogram
-		src  dp.Source
-		opts KMOptions
-	}{
-		{"zero epsilon", h, dp.NewSeededSource(1), KMOptions{}},
-		{"negative epsilon", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: -1}},
-		{"NaN epsilon", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.NaN()}},
-		{"Inf epsilon without opt-in", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1)}},
-		{"conf above 1", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1, Conf: 1.5}},
-		{"negative noise bound", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1, MaxNoiseStdErr: -1}},
-		{"nil source", h, nil, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}},
-		{"tiny epsilon (root scale beyond the sampler)", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e-12}},
-		{"malformed histogram", &Histogram{BinWidth: 1, Bins: 3, Events: [][]int64{{1}}, Censor: [][]int64{{1}}}, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}},
-	}
-	for _, tc := range bad {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := HierarchicalKM(tc.h, tc.src, tc.opts); err == nil {
-				t.Fatal("expected an error")
-			}
-		})
-	}
+	checkRejects(t, h, HierarchicalKM,
+		badKMInput{"tiny epsilon (root scale beyond the sampler)", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e-12}})
 }
 
 // The public noise model is the real one: over 1500 releases of one tree

@@ -3,9 +3,9 @@ package weibull
 import (
 	"math"
 	"testing"
-	"time"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/benchtest"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
@@ -19,34 +19,6 @@ import (
 // committed):
 //
 //	go test -run XXX -bench 'PrivateVsExact' -benchtime 3x ./dpfit/weibull
-
-// pairedRatio (a copy of dpfit's, whose test files this package cannot
-// import) runs exact, then private, b.N times and reports their mean
-// wall and CPU times and the ratios.
-func pairedRatio(b *testing.B, exact, private func() error) {
-	b.Helper()
-	var wall, cpu [2]time.Duration
-	for b.Loop() {
-		for k, f := range []func() error{exact, private} {
-			c0, t0 := processCPU(), time.Now()
-			if err := f(); err != nil {
-				b.Fatal(err)
-			}
-			wall[k] += time.Since(t0)
-			cpu[k] += time.Duration(processCPU() - c0)
-		}
-	}
-	n := float64(b.N)
-	ms := func(d time.Duration) float64 { return float64(d) / 1e6 / n }
-	b.ReportMetric(ms(wall[0]), "exact-ms/op")
-	b.ReportMetric(ms(wall[1]), "private-ms/op")
-	b.ReportMetric(ms(cpu[0]), "exact-cpu-ms/op")
-	b.ReportMetric(ms(cpu[1]), "private-cpu-ms/op")
-	b.ReportMetric(float64(wall[1])/float64(wall[0]), "private/exact")
-	if cpu[0] > 0 {
-		b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "private/exact-cpu")
-	}
-}
 
 // BenchmarkWeibullPrivateVsExact1M: the private Weibull release with its
 // noise-aware shape and scale intervals (LSP + TLL, WeibullIntervals at
@@ -72,5 +44,5 @@ func BenchmarkWeibullPrivateVsExact1M(b *testing.B) {
 		_, err = WeibullIntervals(fit, WeibullIntervalOptions{})
 		return err
 	}
-	pairedRatio(b, exact, private)
+	benchtest.PairedRatio(b, exact, private)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/benchtest"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
@@ -121,10 +122,10 @@ func BenchmarkWeibullLSPIntervals1M(b *testing.B) {
 // cpu-ns/op, which a loaded machine inflates less than the wall time:
 // call at the start, defer the returned function.
 func cpuPerOp(b *testing.B) func() {
-	start := processCPU()
+	start := benchtest.ProcessCPU()
 	return func() {
 		if b.N > 0 {
-			b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(benchtest.ProcessCPU()-start)/float64(b.N), "cpu-ns/op")
 		}
 	}
 }

@@ -268,17 +268,7 @@ func TestWeibullLadderCapNeeded(t *testing.T) {
 		r.time, r.event, r.cohort = append(r.time, tm), append(r.event, ev), append(r.cohort, "")
 	}
 	cfg := WeibullConfig{TimeMax: 100, Rungs: 30}.WithDefaults()
-	engine := func(r wbRecords) *weibullLadderEngine {
-		d, err := normaliseWeibull(r.compress(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return newWeibullLadderEngine(d, cfg)
-	}
-	var ps []float64
-	for p := 0.05; p <= cfg.Gamma; p *= 1.1 {
-		ps = append(ps, p)
-	}
+	ps := shapeGrid(cfg.Gamma, 1.1)
 	nbs := addRemoveNeighbours(dp.NewSeededSource(3), r, 100, 3)
 	for _, i := range []int{0, 45} { // replace-one: an event at time_max, a censored record
 		for _, x := range extremeRecords(100) {
@@ -287,15 +277,9 @@ func TestWeibullLadderCapNeeded(t *testing.T) {
 			nbs = append(nbs, v)
 		}
 	}
-	base := engine(r)
+	base := wbEngine(t, r, cfg)
 	for j, v := range nbs {
-		nb := engine(v)
-		if msg := lemma1Violation(base, nb, ps); msg != "" {
-			t.Fatalf("neighbour %d: %s", j, msg)
-		}
-		if msg := lemma1Violation(nb, base, ps); msg != "" {
-			t.Fatalf("neighbour %d (reverse): %s", j, msg)
-		}
+		checkLemma1BothWays(t, fmt.Sprintf("neighbour %d", j), base, wbEngine(t, v, cfg), ps)
 	}
 }
 
@@ -304,38 +288,15 @@ func TestWeibullLadderCapNeeded(t *testing.T) {
 // add/remove-one neighbours in both directions (D' = D plus or minus one
 // record). This is what gives LSP its add/remove-one guarantee.
 func TestWeibullBoundsLemma1AddRemove(t *testing.T) {
-	kid, kidMax := loadWB(t, "kidney")
-	lung, lungMax := loadWB(t, "lung")
 	src := dp.NewSeededSource(23)
-	for _, tc := range []struct {
-		name string
-		r    wbRecords
-		tmax float64
-	}{{"kidney", kid, kidMax}, {"lung", lung, lungMax}} {
+	for _, tc := range kidneyLung(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := WeibullConfig{TimeMax: tc.tmax, Rungs: 150}.WithDefaults()
-			ps := []float64{}
-			for p := 0.05; p <= cfg.Gamma; p *= 1.15 {
-				ps = append(ps, p)
-			}
-			engine := func(r wbRecords) *weibullLadderEngine {
-				d, err := normaliseWeibull(r.compress(), cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return newWeibullLadderEngine(d, cfg)
-			}
-			check := func(e, en *weibullLadderEngine) {
-				if msg := lemma1Violation(e, en, ps); msg != "" {
-					t.Fatal(msg)
-				}
-			}
-			base := engine(tc.r)
+			ps := shapeGrid(cfg.Gamma, 1.15)
+			base := wbEngine(t, tc.r, cfg)
 			pairs := 0
-			for _, v := range addRemoveNeighbours(src, tc.r, tc.tmax, 6) {
-				nb := engine(v)
-				check(base, nb)
-				check(nb, base)
+			for j, v := range addRemoveNeighbours(src, tc.r, tc.tmax, 6) {
+				checkLemma1BothWays(t, fmt.Sprintf("neighbour %d", j), base, wbEngine(t, v, cfg), ps)
 				pairs++
 			}
 			t.Logf("%d add/remove neighbours, both directions", pairs)
@@ -347,14 +308,8 @@ func TestWeibullBoundsLemma1AddRemove(t *testing.T) {
 // changes by at most exp(epsilon/2) between add/remove-one neighbours,
 // enumerated over the whole output space.
 func TestWeibullLSPGridWorstCaseRatioAddRemove(t *testing.T) {
-	kid, kidMax := loadWB(t, "kidney")
-	lung, lungMax := loadWB(t, "lung")
 	src := dp.NewSeededSource(29)
-	for _, tc := range []struct {
-		name string
-		r    wbRecords
-		tmax float64
-	}{{"kidney", kid, kidMax}, {"lung", lung, lungMax}} {
+	for _, tc := range kidneyLung(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := WeibullConfig{TimeMax: tc.tmax, Rungs: 80}.WithDefaults()
 			base := wbLadder(t, tc.r.compress(), cfg)

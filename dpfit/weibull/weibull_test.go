@@ -41,6 +41,54 @@ func (r wbRecords) subset(cohort string) wbRecords {
 	return out
 }
 
+// wbCase is a data set of the ladder tests with its time max.
+type wbCase struct {
+	name string
+	r    wbRecords
+	tmax float64
+}
+
+// kidneyLung are the two small data sets the ladder's neighbour tests
+// run on.
+func kidneyLung(t testing.TB) []wbCase {
+	t.Helper()
+	kid, kidMax := loadWB(t, "kidney")
+	lung, lungMax := loadWB(t, "lung")
+	return []wbCase{{"kidney", kid, kidMax}, {"lung", lung, lungMax}}
+}
+
+// wbEngine is the ladder engine of r's records under cfg.
+func wbEngine(t testing.TB, r wbRecords, cfg WeibullConfig) *weibullLadderEngine {
+	t.Helper()
+	d, err := normaliseWeibull(r.compress(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newWeibullLadderEngine(d, cfg)
+}
+
+// shapeGrid is the shapes 0.05, 0.05 step, 0.05 step^2, ... up to gamma at
+// which the bound functions are compared.
+func shapeGrid(gamma, step float64) []float64 {
+	var ps []float64
+	for p := 0.05; p <= gamma; p *= step {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// checkLemma1BothWays: Lemma 1's inequalities hold from a to b and from b
+// to a (lemma1Violation) at the shapes ps.
+func checkLemma1BothWays(t testing.TB, what string, a, b *weibullLadderEngine, ps []float64) {
+	t.Helper()
+	if msg := lemma1Violation(a, b, ps); msg != "" {
+		t.Fatalf("%s: %s", what, msg)
+	}
+	if msg := lemma1Violation(b, a, ps); msg != "" {
+		t.Fatalf("%s (reverse): %s", what, msg)
+	}
+}
+
 // loadWB reads the testdata copy of a shared dataset (written by
 // scripts/golden_weibull.R) and returns it with its maximum time.
 func loadWB(t testing.TB, name string) (wbRecords, float64) {
@@ -289,14 +337,8 @@ func extremeRecords(tmax float64) []struct {
 // records replaced, adversarially or at random) the MLE of D' lies in
 // S^k(D). This is what makes the bound functions of section IV-A1 valid.
 func TestWeibullLadderCoversDistanceK(t *testing.T) {
-	kid, kidMax := loadWB(t, "kidney")
-	lung, lungMax := loadWB(t, "lung")
 	src := dp.NewSeededSource(11)
-	for _, tc := range []struct {
-		name string
-		r    wbRecords
-		tmax float64
-	}{{"kidney", kid, kidMax}, {"lung", lung, lungMax}} {
+	for _, tc := range kidneyLung(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := WeibullConfig{TimeMax: tc.tmax, Rungs: 40}.WithDefaults()
 			lad := wbLadder(t, tc.r.compress(), cfg)
@@ -367,25 +409,12 @@ func TestWeibullLadderCoversDistanceK(t *testing.T) {
 // replacements include t = exp(-1/p) (where t^p ln t is smallest), which
 // breaks the paper's uncapped f_U when its numerator is positive.
 func TestWeibullBoundsLemma1(t *testing.T) {
-	kid, kidMax := loadWB(t, "kidney")
-	lung, lungMax := loadWB(t, "lung")
 	src := dp.NewSeededSource(21)
-	for _, tc := range []struct {
-		name string
-		r    wbRecords
-		tmax float64
-	}{{"kidney", kid, kidMax}, {"lung", lung, lungMax}} {
+	for _, tc := range kidneyLung(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := WeibullConfig{TimeMax: tc.tmax, Rungs: 150}.WithDefaults()
-			d, err := normaliseWeibull(tc.r.compress(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e := newWeibullLadderEngine(d, cfg)
-			ps := []float64{}
-			for p := 0.05; p <= cfg.Gamma; p *= 1.15 {
-				ps = append(ps, p)
-			}
+			e := wbEngine(t, tc.r, cfg)
+			ps := shapeGrid(cfg.Gamma, 1.15)
 			repl := extremeRecords(tc.tmax)
 			for _, p := range []float64{0.3, 1, 3} {
 				repl = append(repl, struct {
@@ -409,30 +438,8 @@ func TestWeibullBoundsLemma1(t *testing.T) {
 				for _, x := range repl {
 					v := tc.r.clone()
 					v.time[i], v.event[i] = x.t, x.d
-					dn, err := normaliseWeibull(v.compress(), cfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					en := newWeibullLadderEngine(dn, cfg)
-					pre := make([]float64, len(e.cutG))
-					grp := make([]float64, len(e.cutG))
-					preN := make([]float64, len(en.cutG))
-					grpN := make([]float64, len(en.cutG))
-					for _, p := range ps {
-						s, nn := e.sums(p, pre, grp)
-						sN, nnN := en.sums(p, preN, grpN)
-						for k := 1; k <= e.kmax && k+1 <= en.kmax; k++ {
-							a, aN := e.hA(k, p, s, nn), en.hA(k+1, p, sN, nnN)
-							if aN < a-1e-12*max(1, math.Abs(a)) {
-								t.Fatalf("record %d -> %+v, k=%d, p=%v: hA_{k+1}(D') = %v < hA_k(D) = %v", i, x, k, p, aN, a)
-							}
-							g, gN := e.cutOf[k], en.cutOf[k+1]
-							b := e.hB(k, p, nn, pre[g]+e.cutR[k]*grp[g])
-							bN := en.hB(k+1, p, nnN, preN[gN]+en.cutR[k+1]*grpN[gN])
-							if bN > b+1e-12*max(1, math.Abs(b)) {
-								t.Fatalf("record %d -> %+v, k=%d, p=%v: hB_{k+1}(D') = %v > hB_k(D) = %v", i, x, k, p, bN, b)
-							}
-						}
+					if msg := lemma1Violation(e, wbEngine(t, v, cfg), ps); msg != "" {
+						t.Fatalf("record %d -> %+v, %s", i, x, msg)
 					}
 					pairs++
 				}

@@ -1,11 +1,11 @@
 //go:build unix
 
-package km
+package benchtest
 
 import "syscall"
 
-// processCPU is the process's user + system CPU time in nanoseconds.
-func processCPU() int64 {
+// ProcessCPU is the process's user + system CPU time in nanoseconds.
+func ProcessCPU() int64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
