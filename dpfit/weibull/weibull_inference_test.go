@@ -3,6 +3,7 @@ package weibull
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/dp"
@@ -254,6 +255,31 @@ func TestWeibullBaselineIntervalCoverage(t *testing.T) {
 	for name, cv := range map[string]int{"shape": covP, "scale": covL} {
 		if c := float64(cv) / float64(reps); c < 0.95-3*se {
 			t.Errorf("%s: coverage %.3f", name, c)
+		}
+	}
+}
+
+// TestWeibullPowCacheSameLadder: the simulation's ladder reads t^q from
+// the simulator's cache (weibullPowCache) instead of computing an exp per
+// data set; the ladders are the same, bit for bit.
+func TestWeibullPowCacheSameLadder(t *testing.T) {
+	cfg := WeibullConfig{Epsilon: 1, TimeMax: 1000}.WithDefaults()
+	sc := cfg
+	sc.Rungs = weibullSimRungs(cfg)
+	for _, tc := range []struct{ shape, scale, events float64 }{{1.3, 0.6, 60}, {0.5, 2, 3000}, {4, 0.4, 300000}} {
+		sim := newWeibullSim(tc.shape, tc.scale, tc.events, 512, 0, cfg.TimeMax)
+		src := rand.NewChaCha8([32]byte{7})
+		for r := 0; r < 5; r++ {
+			d := sim.sampleData(src, cfg)
+			if d.pc == nil || len(d.cell) != len(d.t) {
+				t.Fatal("sampleData: no cache")
+			}
+			cached := weibullComputeLadderOpt(d, sc, true)
+			d.pc = nil
+			plain := weibullComputeLadderOpt(d, sc, true)
+			if !slices.Equal(cached.Lower[1:], plain.Lower[1:]) || !slices.Equal(cached.Upper[1:], plain.Upper[1:]) {
+				t.Fatalf("shape %v draw %d: the cached powers change the ladder", tc.shape, r)
+			}
 		}
 	}
 }
