@@ -45,10 +45,9 @@ import (
 //   - Sims such data sets are released again by LSP+TLL exactly as
 //     FitWeibullLSP does (normalisation, clamp, ladder, exponential
 //     mechanism, TLL with the same epsilon and grids), simulated release
-//     r drawing from its own stream, seeded by a hash of the release and
-//     r, the same for every candidate (common random numbers); the
-//     simulated releases run on up to GOMAXPROCS goroutines and the
-//     interval does not depend on their number or timing;
+//     r drawing from its own stream, seeded by a hash of the release, p
+//     and r; the simulated releases run on up to GOMAXPROCS goroutines
+//     and the interval does not depend on their number or timing;
 //   - p is accepted when the released shape lies between the a/2 and
 //     1-a/2 quantiles of the simulated shapes (a = 1 - conf).
 //
@@ -232,8 +231,6 @@ type weibullInversion struct {
 	ratio  float64 // released tau/delta = scale^shape
 	evals  []weibullCandidate
 	n      int // simulated releases so far
-	// drawSeeds[r] seeds simulated release r's stream (weibullDrawSeed)
-	drawSeeds [][32]byte
 	// progress is WeibullIntervalOptions.Progress
 	progress func(done int)
 	// allShapes computes every simulated shape (tests of the early
@@ -256,19 +253,16 @@ func (w *weibullInversion) accepted(c weibullCandidate) bool {
 
 // eval simulates sims releases from shape p with its moment-matched scale.
 // Simulated release r draws from its own stream, seeded by a hash of the
-// release seed and r (drawSeed), the same for every candidate (common
-// random numbers), so the quantiles move smoothly with p; the releases
-// run on up to GOMAXPROCS goroutines, and the result does not depend on
-// their number or order.
+// release seed, p and r (weibullDrawSeed); the releases run on up to
+// GOMAXPROCS goroutines, and the result does not depend on their number
+// or order.
 func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 	lambda := weibullMatchScale(p, w.fit.Shape, w.ratio)
 	c := weibullCandidate{p: p, lambda: lambda}
 	base := newWeibullSim(p, lambda, w.events, w.res, w.bw, w.cfg.TimeMax)
-	if len(w.drawSeeds) != w.sims {
-		w.drawSeeds = make([][32]byte, w.sims)
-		for r := range w.drawSeeds {
-			w.drawSeeds[r] = weibullDrawSeed(w.seed, r)
-		}
+	drawSeeds := make([][32]byte, w.sims)
+	for r := range drawSeeds {
+		drawSeeds[r] = weibullDrawSeed(w.seed, p, r)
 	}
 	shapes := make([]float64, w.sims) // NaN: not computed (accepted early)
 	piv := make([]float64, w.sims)
@@ -291,7 +285,7 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 		next         atomic.Int64
 	)
 	release := func(sim *weibullSim, r int) error {
-		src := rand.NewChaCha8(w.drawSeeds[r])
+		src := rand.NewChaCha8(drawSeeds[r])
 		d := sim.sampleData(src, w.cfg)
 		shapes[r] = math.NaN()
 		if !decided.Load() {
@@ -314,8 +308,7 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 		} else {
 			// the two draws weibullLadderSampleFloat would have taken:
 			// the pivot's draws are the whole simulation's, so the
-			// pivots, and the scale interval's union over candidates,
-			// do not depend on which ladders were skipped
+			// pivots do not depend on which ladders were skipped
 			src.Uint64()
 			src.Uint64()
 		}
