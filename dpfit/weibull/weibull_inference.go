@@ -104,7 +104,8 @@ type WeibullIntervalOptions struct {
 	BinWidth float64
 	// Progress, if set, is called after each simulated release with the
 	// number done so far (about WeibullIntervalSteps(Sims) in all); it
-	// must not block.
+	// must not block. It is called from the simulation's goroutines, one
+	// call at a time.
 	Progress func(done int)
 }
 
@@ -236,6 +237,9 @@ type weibullInversion struct {
 	// allShapes computes every simulated shape (tests of the early
 	// acceptance)
 	allShapes bool
+	// workers is the number of goroutines of the simulated releases (0:
+	// GOMAXPROCS; tests)
+	workers int
 }
 
 // weibullCandidate is one evaluated shape: its nuisance scale, the
@@ -340,7 +344,11 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 			errs[r] = release(sim, r)
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), w.sims)
+	workers := w.workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, w.sims)
 	var wg sync.WaitGroup
 	for i := 1; i < workers; i++ {
 		wg.Add(1)

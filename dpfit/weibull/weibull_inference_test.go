@@ -133,14 +133,14 @@ func TestWeibullIntervalEarlyAcceptance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inversion := func(all bool) (*weibullInversion, WeibullInterval) {
+		inversion := func(all bool, workers int) (*weibullInversion, WeibullInterval) {
 			p := fit.Params
 			c := WeibullConfig{
 				Epsilon: fit.Epsilon, TimeMax: p["time_max"], Omega: p["omega"], Gamma: p["gamma"],
 				Rungs: int(p["rungs"]), Tolerance: p["tolerance"], ScaleBound: p["scale_bound"],
 			}.WithDefaults()
 			w := &weibullInversion{fit: fit, cfg: c, sims: 39, res: 256, alpha: 0.05, seed: weibullReleaseSeed(fit),
-				events: weibullEvents(fit.N), ratio: math.Pow(fit.Scale, fit.Shape), allShapes: all}
+				events: weibullEvents(fit.N), ratio: math.Pow(fit.Scale, fit.Shape), allShapes: all, workers: workers}
 			w.simCfg = c
 			w.simCfg.Rungs = weibullSimRungs(c)
 			var iv WeibullInterval
@@ -149,10 +149,17 @@ func TestWeibullIntervalEarlyAcceptance(t *testing.T) {
 			}
 			return w, iv
 		}
-		early, ivEarly := inversion(false)
-		whole, ivWhole := inversion(true)
+		early, ivEarly := inversion(false, 0)
+		whole, ivWhole := inversion(true, 0)
 		if ivEarly != ivWhole {
 			t.Errorf("n %d epsilon %v: interval %+v with early acceptance, %+v without", tc.n, tc.eps, ivEarly, ivWhole)
+		}
+		// the simulated releases' goroutines: the interval does not
+		// depend on their number or timing
+		for _, workers := range []int{1, 3} {
+			if _, iv := inversion(false, workers); iv != ivEarly {
+				t.Errorf("n %d epsilon %v: interval %+v on %d goroutines, %+v on GOMAXPROCS", tc.n, tc.eps, iv, workers, ivEarly)
+			}
 		}
 		accepted := 0
 		for i := range early.evals {
