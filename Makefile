@@ -40,7 +40,7 @@ check:
 # their code or their tests (internal/archtest checks it): the race
 # detector has nothing to find there and slows them tenfold, so they run
 # once, without -race, in stats.
-SEQUENTIAL := dp dpfit dpfit/km dpfit/weibull cmd/dpsurv-eval/eval cmd/dpsurv-eval/inference
+SEQUENTIAL := dp dpfit dpfit/km cmd/dpsurv-eval/eval cmd/dpsurv-eval/inference
 SEQUENTIAL_RE := /($(subst $(eval) ,|,$(SEQUENTIAL)))$$
 
 # unit: every other package under -race.

@@ -213,6 +213,11 @@ type WeibullFit struct {
 type weibullData struct {
 	t, lt, count, events []float64 // ascending t in [exp(-omega), 1], lt = ln t in [-omega, 0]
 	n, e, sumDLog        float64   // records, events, sum d ln t
+	// the interval simulation's data sets only (weibullSim.sampleData):
+	// group i holds the simulator's time cell cell[i], and pc caches
+	// t^q of every cell at the ladder scan's grid points
+	cell []int32
+	pc   *weibullPowCache
 }
 
 // normaliseWeibull divides times by TimeMax, raises them to exp(-omega)

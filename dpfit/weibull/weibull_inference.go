@@ -5,10 +5,14 @@ import (
 
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/survival"
@@ -40,8 +44,10 @@ import (
 //     censoring before time_max, so none is assumed);
 //   - Sims such data sets are released again by LSP+TLL exactly as
 //     FitWeibullLSP does (normalisation, clamp, ladder, exponential
-//     mechanism, TLL with the same epsilon and grids), with the same
-//     random stream for every candidate (common random numbers);
+//     mechanism, TLL with the same epsilon and grids), simulated release
+//     r drawing from its own stream, seeded by a hash of the release, p
+//     and r; the simulated releases run on up to GOMAXPROCS goroutines
+//     and the interval does not depend on their number or timing;
 //   - p is accepted when the released shape lies between the a/2 and
 //     1-a/2 quantiles of the simulated shapes (a = 1 - conf).
 //
@@ -98,7 +104,8 @@ type WeibullIntervalOptions struct {
 	BinWidth float64
 	// Progress, if set, is called after each simulated release with the
 	// number done so far (about WeibullIntervalSteps(Sims) in all); it
-	// must not block.
+	// must not block. It is called from the simulation's goroutines, one
+	// call at a time.
 	Progress func(done int)
 }
 
@@ -230,6 +237,9 @@ type weibullInversion struct {
 	// allShapes computes every simulated shape (tests of the early
 	// acceptance)
 	allShapes bool
+	// workers is the number of goroutines of the simulated releases (0:
+	// GOMAXPROCS; tests)
+	workers int
 }
 
 // weibullCandidate is one evaluated shape: its nuisance scale, the
@@ -246,52 +256,65 @@ func (w *weibullInversion) accepted(c weibullCandidate) bool {
 }
 
 // eval simulates sims releases from shape p with its moment-matched scale.
-// Every candidate uses the same random stream (common random numbers), so
-// the quantiles move smoothly with p.
+// Simulated release r draws from its own stream, seeded by a hash of the
+// release seed, p and r (weibullDrawSeed); the releases run on up to
+// GOMAXPROCS goroutines, and the result does not depend on their number
+// or order.
 func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 	lambda := weibullMatchScale(p, w.fit.Shape, w.ratio)
 	c := weibullCandidate{p: p, lambda: lambda}
-	src := rand.NewChaCha8(w.seed)
-	sim := newWeibullSim(p, lambda, w.events, w.res, w.bw, w.cfg.TimeMax)
-	shapes := make([]float64, 0, w.sims)
-	piv := make([]float64, 0, w.sims)
+	base := newWeibullSim(p, lambda, w.events, w.res, w.bw, w.cfg.TimeMax)
+	drawSeeds := make([][32]byte, w.sims)
+	for r := range drawSeeds {
+		drawSeeds[r] = weibullDrawSeed(w.seed, p, r)
+	}
+	shapes := make([]float64, w.sims) // NaN: not computed (accepted early)
+	piv := make([]float64, w.sims)
+	errs := make([]error, w.sims)
 	// The test accepts p when at least k simulated shapes lie on each side
 	// of the released one (k = the order of simQuantiles' quantiles); once
 	// they do, the rest of the simulated shapes cannot change the decision,
 	// so their ladders (most of a simulated release) are not computed: the
 	// remaining draws serve the scale's pivot only, from the same random
 	// numbers as in the whole simulation, so the interval is the whole
-	// simulation's (TestWeibullIntervalEarlyAcceptance).
+	// simulation's (TestWeibullIntervalEarlyAcceptance). Which releases
+	// skip their ladder depends on the goroutines' timing, the decision
+	// does not: it is "accepted" as soon as any k below and k above are
+	// seen, and otherwise every shape is computed.
 	k := max(int(math.Floor(float64(w.sims+1)*w.alpha/2)), 1)
-	below, above := 0, 0
-	decided := false
-	for r := 0; r < w.sims; r++ {
+	var (
+		mu           sync.Mutex // below, above, w.n, w.progress
+		below, above int
+		decided      atomic.Bool
+		next         atomic.Int64
+	)
+	release := func(sim *weibullSim, r int) error {
+		src := rand.NewChaCha8(drawSeeds[r])
 		d := sim.sampleData(src, w.cfg)
-		if !decided {
+		shapes[r] = math.NaN()
+		if !decided.Load() {
 			// the simulated release's shape: the LSP draw from the same
 			// distribution as Sample's, by a float inverse CDF (fast; this
 			// simulation plays no part in the guarantee)
 			shape := weibullLadderSampleFloat(weibullComputeLadderOpt(d, w.simCfg, true), src, w.cfg.Epsilon)
-			shapes = append(shapes, shape)
+			shapes[r] = shape
+			mu.Lock()
 			if shape <= w.fit.Shape {
 				below++
 			}
 			if shape >= w.fit.Shape {
 				above++
 			}
-			decided = below >= k && above >= k && !w.allShapes
+			if below >= k && above >= k && !w.allShapes {
+				decided.Store(true)
+			}
+			mu.Unlock()
 		} else {
 			// the two draws weibullLadderSampleFloat would have taken:
-			// every candidate's stream stays aligned with the others'
-			// (common random numbers), so the pivots, and the scale
-			// interval's union over candidates, are the whole
-			// simulation's, draw for draw
+			// the pivot's draws are the whole simulation's, so the
+			// pivots do not depend on which ladders were skipped
 			src.Uint64()
 			src.Uint64()
-		}
-		w.n++
-		if w.progress != nil {
-			w.progress(w.n)
 		}
 		// the scale's pivot given shape p: TLL run again on the simulated
 		// data with the released shape as its exponent (the exponent the
@@ -299,19 +322,52 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 		// explains it
 		delta, tau, _, err := weibullTLL(src, d, w.fit.Shape, w.cfg.Epsilon, w.cfg.Omega)
 		if err != nil {
-			return c, fmt.Errorf("simulated tll: %w", err)
+			return fmt.Errorf("simulated tll: %w", err)
 		}
 		ratio := math.Pow(weibullTLLScale(delta, tau, w.fit.Shape, w.cfg.Omega), w.fit.Shape)
 		lt := weibullMatchScale(p, w.fit.Shape, ratio)
-		piv = append(piv, math.Log(lt)-math.Log(lambda))
+		piv[r] = math.Log(lt) - math.Log(lambda)
+		mu.Lock()
+		w.n++
+		if w.progress != nil {
+			w.progress(w.n)
+		}
+		mu.Unlock()
+		return nil
 	}
-	if len(shapes) == w.sims {
-		c.qlo, c.qhi = simQuantiles(shapes, w.alpha)
+	worker := func(sim *weibullSim) {
+		for {
+			r := int(next.Add(1) - 1)
+			if r >= w.sims {
+				return
+			}
+			errs[r] = release(sim, r)
+		}
+	}
+	workers := w.workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, w.sims)
+	var wg sync.WaitGroup
+	for i := 1; i < workers; i++ {
+		wg.Add(1)
+		go func(sim *weibullSim) {
+			defer wg.Done()
+			worker(sim)
+		}(base.clone())
+	}
+	worker(base)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	if decided.Load() {
+		// accepted: the kth smallest and kth largest simulated shapes
+		// bracket the released one; only the comparisons are read
+		c.qlo, c.qhi = w.fit.Shape, w.fit.Shape
 	} else {
-		// accepted early: the kth smallest and kth largest of the shapes
-		// drawn bracket the released shape, as the whole sample's would
-		slices.Sort(shapes)
-		c.qlo, c.qhi = shapes[k-1], shapes[len(shapes)-k]
+		c.qlo, c.qhi = simQuantiles(shapes, w.alpha)
 	}
 	a, b := simQuantiles(piv, w.alpha)
 	c.scaleLo, c.scaleHi = lambda*math.Exp(-b), lambda*math.Exp(-a)
@@ -411,10 +467,10 @@ func (w *weibullInversion) run(iv *WeibullInterval) error {
 // (Simpson, 64 cells); the ratio increases with lambda, so ln lambda is
 // bracketed in [-50, 50] (rootBracket, to 100/2^40).
 func weibullMatchScale(p, q, ratio float64) float64 {
-	const m = 64
+	const m = weibullMatchNodes
 	var lu [m + 1]float64 // p ln(u^(1/q)) at the Simpson nodes
 	for i := range lu {
-		lu[i] = p * math.Log(float64(i)/m) / q
+		lu[i] = p * weibullMatchLogs[i] / q
 	}
 	tllRatio := func(ll float64) float64 {
 		f1 := -math.Expm1(-math.Exp(-p * ll))
@@ -526,6 +582,7 @@ type weibullSim struct {
 	cnt                       []float64
 	nt, nlt                   []float64   // sampleData: normalised time and its log per cell (res: time_max)
 	buf                       weibullData // sampleData's arrays, reused
+	pc                        *weibullPowCache
 }
 
 func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *weibullSim {
@@ -628,11 +685,12 @@ func (s *weibullSim) sampleData(src *rand.ChaCha8, cfg WeibullConfig) weibullDat
 			t = min(t, 1)
 			s.nt[j], s.nlt[j] = t, max(math.Log(t), -cfg.Omega)
 		}
+		s.pc = &weibullPowCache{lt: s.nlt}
 	}
 	e := s.counts(src)
 	// the data set reuses the previous one's arrays: the caller is done
 	// with it (eval's loop)
-	d := weibullData{t: s.buf.t[:0], lt: s.buf.lt[:0], count: s.buf.count[:0], events: s.buf.events[:0]}
+	d := weibullData{t: s.buf.t[:0], lt: s.buf.lt[:0], count: s.buf.count[:0], events: s.buf.events[:0], cell: s.buf.cell[:0], pc: s.pc}
 	defer func() { s.buf = d }()
 	add := func(j int, count, events float64) {
 		if k := len(d.t) - 1; k >= 0 && d.t[k] == s.nt[j] {
@@ -641,6 +699,7 @@ func (s *weibullSim) sampleData(src *rand.ChaCha8, cfg WeibullConfig) weibullDat
 		} else {
 			d.t = append(d.t, s.nt[j])
 			d.lt = append(d.lt, s.nlt[j])
+			d.cell = append(d.cell, int32(j))
 			d.count = append(d.count, count)
 			d.events = append(d.events, events)
 		}

@@ -3,6 +3,7 @@ package weibull
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/dp"
@@ -132,14 +133,14 @@ func TestWeibullIntervalEarlyAcceptance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inversion := func(all bool) (*weibullInversion, WeibullInterval) {
+		inversion := func(all bool, workers int) (*weibullInversion, WeibullInterval) {
 			p := fit.Params
 			c := WeibullConfig{
 				Epsilon: fit.Epsilon, TimeMax: p["time_max"], Omega: p["omega"], Gamma: p["gamma"],
 				Rungs: int(p["rungs"]), Tolerance: p["tolerance"], ScaleBound: p["scale_bound"],
 			}.WithDefaults()
 			w := &weibullInversion{fit: fit, cfg: c, sims: 39, res: 256, alpha: 0.05, seed: weibullReleaseSeed(fit),
-				events: weibullEvents(fit.N), ratio: math.Pow(fit.Scale, fit.Shape), allShapes: all}
+				events: weibullEvents(fit.N), ratio: math.Pow(fit.Scale, fit.Shape), allShapes: all, workers: workers}
 			w.simCfg = c
 			w.simCfg.Rungs = weibullSimRungs(c)
 			var iv WeibullInterval
@@ -148,10 +149,17 @@ func TestWeibullIntervalEarlyAcceptance(t *testing.T) {
 			}
 			return w, iv
 		}
-		early, ivEarly := inversion(false)
-		whole, ivWhole := inversion(true)
+		early, ivEarly := inversion(false, 0)
+		whole, ivWhole := inversion(true, 0)
 		if ivEarly != ivWhole {
 			t.Errorf("n %d epsilon %v: interval %+v with early acceptance, %+v without", tc.n, tc.eps, ivEarly, ivWhole)
+		}
+		// the simulated releases' goroutines: the interval does not
+		// depend on their number or timing
+		for _, workers := range []int{1, 3} {
+			if _, iv := inversion(false, workers); iv != ivEarly {
+				t.Errorf("n %d epsilon %v: interval %+v on %d goroutines, %+v on GOMAXPROCS", tc.n, tc.eps, iv, workers, ivEarly)
+			}
 		}
 		accepted := 0
 		for i := range early.evals {
@@ -254,6 +262,31 @@ func TestWeibullBaselineIntervalCoverage(t *testing.T) {
 	for name, cv := range map[string]int{"shape": covP, "scale": covL} {
 		if c := float64(cv) / float64(reps); c < 0.95-3*se {
 			t.Errorf("%s: coverage %.3f", name, c)
+		}
+	}
+}
+
+// TestWeibullPowCacheSameLadder: the simulation's ladder reads t^q from
+// the simulator's cache (weibullPowCache) instead of computing an exp per
+// data set; the ladders are the same, bit for bit.
+func TestWeibullPowCacheSameLadder(t *testing.T) {
+	cfg := WeibullConfig{Epsilon: 1, TimeMax: 1000}.WithDefaults()
+	sc := cfg
+	sc.Rungs = weibullSimRungs(cfg)
+	for _, tc := range []struct{ shape, scale, events float64 }{{1.3, 0.6, 60}, {0.5, 2, 3000}, {4, 0.4, 300000}} {
+		sim := newWeibullSim(tc.shape, tc.scale, tc.events, 512, 0, cfg.TimeMax)
+		src := rand.NewChaCha8([32]byte{7})
+		for r := 0; r < 5; r++ {
+			d := sim.sampleData(src, cfg)
+			if d.pc == nil || len(d.cell) != len(d.t) {
+				t.Fatal("sampleData: no cache")
+			}
+			cached := weibullComputeLadderOpt(d, sc, true)
+			d.pc = nil
+			plain := weibullComputeLadderOpt(d, sc, true)
+			if !slices.Equal(cached.Lower[1:], plain.Lower[1:]) || !slices.Equal(cached.Upper[1:], plain.Upper[1:]) {
+				t.Fatalf("shape %v draw %d: the cached powers change the ladder", tc.shape, r)
+			}
 		}
 	}
 }

@@ -336,9 +336,18 @@ func (e *weibullLadderEngine) cell(j int) *weibullCell {
 	rows := back[J+2:]
 	c.pre = make([][]float64, nc)
 	c.grp = make([][]float64, nc)
+	var pw []float64 // t^q per simulator cell (the interval simulation)
+	if e.inv != nil && e.d.pc != nil && len(e.d.cell) == len(e.d.lt) {
+		pw = e.d.pc.at(j, e.cellW)
+	}
 	ci := 0
 	for i, l := range e.d.lt {
-		w := math.Exp(c.q * l)
+		var w float64
+		if pw != nil {
+			w = pw[e.d.cell[i]] // the same number: exp(c.q l)
+		} else {
+			w = math.Exp(c.q * l)
+		}
 		if ci < nc && e.cutG[ci] == i {
 			if need != nil && need[ci] {
 				c.pre[ci] = rows[: J+1 : J+1]
@@ -504,8 +513,16 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 	if fast {
 		step = make([]float64, len(e.d.lt))
 		pw = make([]float64, len(e.d.lt))
+		var cached []float64 // t^cellW per simulator cell
+		if e.d.pc != nil && len(e.d.cell) == len(e.d.lt) {
+			cached = e.d.pc.at(1, e.cellW)
+		}
 		for i, l := range e.d.lt {
-			step[i] = math.Exp(e.cellW * l)
+			if cached != nil {
+				step[i] = cached[e.d.cell[i]] // the same number: exp(cellW l)
+			} else {
+				step[i] = math.Exp(e.cellW * l)
+			}
 			pw[i] = 1
 		}
 	}

@@ -165,6 +165,10 @@ func checkSampleData(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := sim.sampleData(b, cfg)
+			if len(got.cell) != len(got.t) || got.pc == nil {
+				t.Fatalf("bin width %v, draw %d: sampleData without its cells' power cache", bw, r)
+			}
+			got.cell, got.pc = nil, nil // the simulator's cells: not in normaliseWeibull's data
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("bin width %v, draw %d: sampleData differs from normaliseWeibull(sample)", bw, r)
 			}

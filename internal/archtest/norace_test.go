@@ -18,7 +18,7 @@ import (
 // stats step) instead of under the race detector (its unit step): number
 // crunching that starts no goroutine, in its code or its tests, so the
 // detector has nothing to find there while it slows them tenfold.
-var sequential = []string{"dp", "dpfit", "dpfit/km", "dpfit/weibull", "cmd/dpsurv-eval/eval", "cmd/dpsurv-eval/inference"}
+var sequential = []string{"dp", "dpfit", "dpfit/km", "cmd/dpsurv-eval/eval", "cmd/dpsurv-eval/inference"}
 
 // The packages run without -race start no goroutine, and the Makefile's
 // list of them is this one: a goroutine added to one of them moves the
