@@ -36,16 +36,20 @@ check:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-# SEQUENTIAL: the number-crunching packages that start no goroutine, in
-# their code or their tests (internal/archtest checks it): the race
-# detector has nothing to find there and slows them tenfold, so they run
-# once, without -race, in stats.
-SEQUENTIAL := dp dpfit dpfit/km cmd/dpsurv-eval/eval cmd/dpsurv-eval/inference
+# SEQUENTIAL: the number-crunching packages run once, without -race, in
+# stats: the race detector slows them tenfold and has nothing to find where
+# no goroutine starts. Their code and tests start none (internal/archtest
+# checks it), except the packages in RACED: PKG=TEST|TEST names the tests
+# that run the package's concurrent code, and those also run under -race
+# in unit.
+SEQUENTIAL := dp dpfit dpfit/km dpfit/weibull cmd/dpsurv-eval/eval cmd/dpsurv-eval/inference
 SEQUENTIAL_RE := /($(subst $(eval) ,|,$(SEQUENTIAL)))$$
+RACED := dpfit/weibull=TestWeibullIntervalEarlyAcceptance
 
-# unit: every other package under -race.
+# unit: every other package under -race, and the RACED tests.
 unit:
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v -E '$(SEQUENTIAL_RE)')
+	$(foreach r,$(RACED),$(GO) test -race -count=1 -timeout 20m -run '^($(word 2,$(subst =, ,$(r))))$$' ./$(word 1,$(subst =, ,$(r)))/ &&) true
 
 # stats: the sequential packages without -race, their coverage and size
 # studies at full size (testtier.Long: not -short, not -race), and the

@@ -16,13 +16,21 @@ import (
 
 // sequential are the packages `make test` runs once without -race (its
 // stats step) instead of under the race detector (its unit step): number
-// crunching that starts no goroutine, in its code or its tests, so the
-// detector has nothing to find there while it slows them tenfold.
-var sequential = []string{"dp", "dpfit", "dpfit/km", "cmd/dpsurv-eval/eval", "cmd/dpsurv-eval/inference"}
+// crunching whose code and tests start no goroutine, so the detector has
+// nothing to find there while it slows them tenfold, except the packages
+// in raced.
+var sequential = []string{"dp", "dpfit", "dpfit/km", "dpfit/weibull", "cmd/dpsurv-eval/eval", "cmd/dpsurv-eval/inference"}
 
-// The packages run without -race start no goroutine, and the Makefile's
-// list of them is this one: a goroutine added to one of them moves the
-// package back under -race (delete it here and in the Makefile).
+// raced are the sequential packages whose code starts goroutines, with the
+// tests that run that code on several goroutines: the Makefile's RACED
+// runs them under -race in its unit step.
+var raced = map[string][]string{
+	"dpfit/weibull": {"TestWeibullIntervalEarlyAcceptance"},
+}
+
+// The packages run without -race start no goroutine, or are raced and
+// start them only in production code whose named tests exist (and run
+// under -race); the Makefile's lists are these.
 func TestSequentialPackagesStartNoGoroutine(t *testing.T) {
 	root := filepath.Dir(datasets.Dir(t))
 	for _, pkg := range sequential {
@@ -31,18 +39,39 @@ func TestSequentialPackagesStartNoGoroutine(t *testing.T) {
 			t.Fatalf("%s: no Go files (%v)", pkg, err)
 		}
 		fset := token.NewFileSet()
+		tests := map[string]bool{}
 		for _, f := range files {
 			file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
 			if err != nil {
 				t.Fatal(err)
 			}
+			isTest := strings.HasSuffix(f, "_test.go")
+			for _, d := range file.Decls {
+				if fd, ok := d.(*ast.FuncDecl); ok && isTest && fd.Recv == nil {
+					tests[fd.Name.Name] = true
+				}
+			}
 			ast.Inspect(file, func(n ast.Node) bool {
-				if g, ok := n.(*ast.GoStmt); ok {
-					t.Errorf("%s: a go statement in a package run without -race: run %s under -race again (Makefile unit, sequential in %s)",
+				g, ok := n.(*ast.GoStmt)
+				if !ok {
+					return true
+				}
+				if _, ok := raced[pkg]; !ok || isTest {
+					t.Errorf("%s: a go statement in a package run without -race: run %s under -race again (Makefile unit, sequential in %s) or name the tests that run it in raced",
 						fset.Position(g.Pos()), pkg, "internal/archtest/norace_test.go")
 				}
 				return true
 			})
+		}
+		for _, name := range raced[pkg] {
+			if !tests[name] {
+				t.Errorf("raced: %s has no test %s", pkg, name)
+			}
+		}
+	}
+	for pkg := range raced {
+		if !slices.Contains(sequential, pkg) {
+			t.Errorf("raced: %s is not sequential (it runs under -race whole)", pkg)
 		}
 	}
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
@@ -56,5 +85,22 @@ func TestSequentialPackagesStartNoGoroutine(t *testing.T) {
 	got := strings.Fields(string(m[1]))
 	if !slices.Equal(got, sequential) {
 		t.Fatalf("Makefile SEQUENTIAL %v, want %v (this test's list)", got, sequential)
+	}
+	m = regexp.MustCompile(`(?m)^RACED := (.*)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("Makefile: no RACED := line")
+	}
+	gotRaced := map[string][]string{}
+	for _, f := range strings.Fields(string(m[1])) {
+		pkg, tests, _ := strings.Cut(f, "=")
+		gotRaced[pkg] = strings.Split(tests, "|")
+	}
+	if len(gotRaced) != len(raced) {
+		t.Fatalf("Makefile RACED %v, want %v (this test's map)", gotRaced, raced)
+	}
+	for pkg, tests := range raced {
+		if !slices.Equal(gotRaced[pkg], tests) {
+			t.Errorf("Makefile RACED %s=%v, want %v", pkg, gotRaced[pkg], tests)
+		}
 	}
 }
