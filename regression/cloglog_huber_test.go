@@ -398,7 +398,10 @@ func TestCloglogPrivateReleases(t *testing.T) {
 				t.Errorf("objective: epsilon' %v delta %v, want %v %v (logit's epsilon' %v)", res.EpsilonPrime, res.Delta, ep, delta, lep)
 			}
 		}
-		if m != MethodPSGLD && (res.BetaLower == nil || res.BetaUpper == nil) {
+		if m == MethodObjective && (res.BetaLower != nil || res.IntervalMethod != IntervalObjectiveCloglogWithheld) {
+			t.Errorf("objective cloglog: limits %v published (%s), want withheld", res.BetaLower, res.IntervalMethod)
+		}
+		if m == MethodOutput && (res.BetaLower == nil || res.BetaUpper == nil) {
 			t.Errorf("%s: no beta limits (%s)", m, res.IntervalMethod)
 		}
 	}

@@ -88,7 +88,7 @@ func writeRegressionCompare(w io.Writer, cfg regressionCompareConfig) error {
 		"a fresh data set per release; production defaults (newton: its default steps and clips; Ext-Out-Pert and "+
 		"Ext-Obj-Pert: λ = %g, `interval_epsilon_fraction` %g). *β coverage* and *α coverage*: the published "+
 		"`beta_lower`/`beta_upper` and `alpha_lower`/`alpha_upper`; where a method withholds them (marked †: "+
-		"Ext-Out-Pert's and Ext-Obj-Pert's α, pSGLD's β and α) the bootstrap limits recomputed from the release; a "+
+		"Ext-Out-Pert's and Ext-Obj-Pert's α, Ext-Obj-Pert's β with cloglog, pSGLD's β and α) the bootstrap limits recomputed from the release; a "+
 		"release without any limits counts as a β miss. *β width*: mean `beta_upper − beta_lower`; *Wald width*: mean "+
 		"width of the non-private MLE's Wald interval (± 1.96 SE from the inverse information) on the same data sets; "+
 		"*ratio*: β width / Wald width. The *non-private MLE* rows are that Wald interval itself. A coverage of 0.95 "+
