@@ -149,6 +149,7 @@ func TestSplineBasis(t *testing.T) {
 }
 
 func TestFitDiscreteGoldenR(t *testing.T) {
+	t.Parallel() // heavy: runs beside the other heavy tests
 	for _, name := range []string{"lung", "kidney", "flchain"} {
 		g := loadGolden(t, name)
 		data := loadCSV(t, g.File, g.Covariates)

@@ -148,6 +148,7 @@ const newtonWaldReps = 8
 // 68/72 at these seeds). The mean beta width must be at most 2x the
 // MLE's Wald width.
 func TestNewtonCoverageShort(t *testing.T) {
+	t.Parallel() // heavy: runs beside the other heavy tests
 	const reps = 12
 	var cov, acov int
 	for i, link := range []Link{LinkLogit, LinkCloglog} {

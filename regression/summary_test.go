@@ -85,6 +85,7 @@ func TestCoxSummaryGoldenR(t *testing.T) {
 // observed information of the same likelihood (optimHess in the script;
 // summary.glm prints the expected one, which differs by a few per cent).
 func TestDiscreteMLEWaldGoldenR(t *testing.T) {
+	t.Parallel() // heavy: runs beside the other heavy tests
 	for _, name := range []string{"lung", "kidney", "flchain"} {
 		g := loadGolden(t, name)
 		s := loadSummaryGolden(t, name)
