@@ -158,14 +158,7 @@ func TestFitDiscreteGoldenR(t *testing.T) {
 		}
 		for _, want := range g.Discrete {
 			t.Run(name+"/"+string(want.Link), func(t *testing.T) {
-				res, err := FitDiscrete(data, DiscreteOptions{
-					Method: MethodMLE, Link: want.Link, Intervals: g.Intervals, Knots: g.Knots,
-					TimeMax: g.TimeMax, Scaling: Scaling{Centre: g.Centre, Scale: g.Scale},
-					Covariates: g.Covariates,
-				}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				res := goldenMLE(t, g, data, want.Link)
 				if res.Clipped != g.Clipped {
 					t.Errorf("clipped rows %d, R %d", res.Clipped, g.Clipped)
 				}

@@ -92,14 +92,7 @@ func TestDiscreteMLEWaldGoldenR(t *testing.T) {
 		data := loadCSV(t, g.File, g.Covariates)
 		for _, want := range s.Discrete {
 			t.Run(name+"/"+string(want.Link), func(t *testing.T) {
-				res, err := FitDiscrete(data, DiscreteOptions{
-					Method: MethodMLE, Link: want.Link, Intervals: g.Intervals, Knots: g.Knots,
-					TimeMax: g.TimeMax, Scaling: Scaling{Centre: g.Centre, Scale: g.Scale},
-					Covariates: g.Covariates,
-				}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				res := goldenMLE(t, g, data, want.Link)
 				if res.IntervalMethod != IntervalWald {
 					t.Fatalf("interval method %q", res.IntervalMethod)
 				}
