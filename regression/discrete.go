@@ -379,14 +379,23 @@ func probitQuantile(p float64) float64 {
 // private methods (and is not used by MethodMLE); production passes
 // dp.NewSecureSource().
 func FitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult, error) {
-	res, err := fitDiscrete(data, opts, src)
+	res, err := fitDiscrete(data, opts, src, nil)
 	if err != nil {
 		return DiscreteResult{}, fmt.Errorf("fit discrete (%s): %w", opts.Method, err)
 	}
 	return res, nil
 }
 
-func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult, error) {
+// outputMemo carries Ext-Out-Pert's noise-free ridge minimiser from one
+// fit to the next of the same data and options (EvaluateMRE's repetitions:
+// it depends on neither epsilon nor the noise), so a repetition only draws
+// its noise. nil: no memo. Evaluation only; a release never shares one.
+type outputMemo struct {
+	done, ok bool
+	f        []float64
+}
+
+func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMemo) (DiscreteResult, error) {
 	switch opts.Method {
 	case MethodMLE, MethodOutput, MethodObjective, MethodPSGLD, MethodNewton:
 	case "":
@@ -511,11 +520,18 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 	ok := true
 	switch opts.Method {
 	case MethodOutput:
-		o := objective{m: m, scale: 1 / n, reg: opts.Lambda}
-		r, err := minimise(o, startValue(m), nopts)
-		ok = err == nil && certified(o, r.f)
-		if ok {
-			f = r.f // (its iteration count is a function of the data: not published)
+		if memo == nil || !memo.done {
+			o := objective{m: m, scale: 1 / n, reg: opts.Lambda}
+			r, err := minimise(o, startValue(m), nopts)
+			ok = err == nil && certified(o, r.f)
+			if ok {
+				f = r.f // (its iteration count is a function of the data: not published)
+			}
+			if memo != nil {
+				*memo = outputMemo{done: true, ok: ok, f: append([]float64(nil), f...)}
+			}
+		} else if ok = memo.ok; ok {
+			f = append([]float64(nil), memo.f...)
 		}
 		res.Guarantee = GuaranteePureDPCertified
 		res.Lambda = opts.Lambda

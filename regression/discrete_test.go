@@ -149,6 +149,7 @@ func TestSplineBasis(t *testing.T) {
 }
 
 func TestFitDiscreteGoldenR(t *testing.T) {
+	t.Parallel() // heavy: runs beside the other heavy tests
 	for _, name := range []string{"lung", "kidney", "flchain"} {
 		g := loadGolden(t, name)
 		data := loadCSV(t, g.File, g.Covariates)
@@ -157,7 +158,7 @@ func TestFitDiscreteGoldenR(t *testing.T) {
 		}
 		for _, want := range g.Discrete {
 			t.Run(name+"/"+string(want.Link), func(t *testing.T) {
-				res := fitGoldenMLE(t, data, g, want.Link)
+				res := goldenMLE(t, g, data, want.Link)
 				if res.Clipped != g.Clipped {
 					t.Errorf("clipped rows %d, R %d", res.Clipped, g.Clipped)
 				}

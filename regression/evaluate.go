@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/dpsurv/dpsurv/dp"
 )
@@ -77,7 +79,8 @@ func reference(data Data, base DiscreteOptions) ([]float64, error) {
 // summarises MRE against the non-private MLE with the same preprocessing
 // (base's TimeMax, Scaling, Intervals, Knots; Lambda for the perturbation
 // methods; PSGLD settings). This is the paper's Figure 5. Each repetition
-// draws fresh noise from src.
+// draws fresh noise from src; pSGLD's repetitions run in parallel, each on
+// a seeded stream drawn from src (parallelReps).
 func EvaluateMRE(data Data, base DiscreteOptions, methods []Method, epsilons []float64, reps int, src dp.Source) (MREReport, error) {
 	if reps < 1 {
 		return MREReport{}, fmt.Errorf("evaluate mre: reps must be >= 1, got %d", reps)
@@ -97,23 +100,75 @@ func EvaluateMRE(data Data, base DiscreteOptions, methods []Method, epsilons []f
 		if m == MethodMLE {
 			return MREReport{}, errors.New("evaluate mre: mle is the reference, not a private method")
 		}
+		// Ext-Out-Pert's noise-free minimiser is the same at every budget
+		// and repetition: computed once, each repetition draws its noise
+		var memo *outputMemo
+		if m == MethodOutput {
+			memo = new(outputMemo)
+		}
 		for _, eps := range epsilons {
 			opts := base
 			opts.Method, opts.Epsilon = m, eps
 			xs := make([]float64, reps)
-			var lambda float64
-			for r := range xs {
-				res, err := FitDiscrete(data, opts, src)
+			lambdas := make([]float64, reps)
+			fit := func(r int, s dp.Source) error {
+				res, err := fitDiscrete(data, opts, s, memo)
 				if err != nil {
-					return MREReport{}, fmt.Errorf("evaluate mre: %s at epsilon %v: %w", m, eps, err)
+					return fmt.Errorf("evaluate mre: %s at epsilon %v: fit discrete (%s): %w", m, eps, m, err)
 				}
 				xs[r] = MRE(append(append([]float64(nil), res.Alpha...), res.Beta...), fStar)
-				lambda = res.Lambda
+				lambdas[r] = res.Lambda
+				return nil
 			}
-			rep.Cells = append(rep.Cells, summarise(m, eps, lambda, xs))
+			var err error
+			if m == MethodPSGLD {
+				err = parallelReps(reps, src, fit)
+			} else {
+				for r := range xs {
+					if err = fit(r, src); err != nil {
+						break
+					}
+				}
+			}
+			if err != nil {
+				return MREReport{}, err
+			}
+			rep.Cells = append(rep.Cells, summarise(m, eps, lambdas[reps-1], xs))
 		}
 	}
 	return rep, nil
+}
+
+// parallelReps runs fit(r, s) for r = 0..reps-1 on up to GOMAXPROCS
+// goroutines. Repetition r draws from its own stream s, a
+// dp.NewSeededSource whose seed is the r-th draw of src (all drawn before
+// any repetition starts), so the results are a function of src's state
+// alone, whatever the scheduling. Evaluation only: used for pSGLD, whose
+// chain is sequential (the other methods' fits already use every core).
+func parallelReps(reps int, src dp.Source, fit func(r int, s dp.Source) error) error {
+	seeds := make([]uint64, reps)
+	for r := range seeds {
+		seeds[r] = src.Uint64()
+	}
+	workers := max(1, min(runtime.GOMAXPROCS(0), reps))
+	errs := make([]error, reps)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range next {
+				errs[r] = fit(r, dp.NewSeededSource(seeds[r]))
+			}
+		}()
+	}
+	for r := range reps {
+		next <- r
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // LambdaSweep is the paper's Table 2: the MRE of Ext-Out-Pert (or another

@@ -20,6 +20,7 @@ func goldenProblem(t testing.TB, name string) (Data, DiscreteOptions) {
 // TestPSGLDFindsSanitizedMinimiser); with a tiny budget the perturbation
 // methods are far off.
 func TestEvaluateMRE(t *testing.T) {
+	t.Parallel() // heavy: runs beside the other heavy tests
 	data, base := goldenProblem(t, "lung")
 	base.Lambda = 1e-3
 	base.PSGLD = PSGLDOptions{Steps: 1000}

@@ -91,22 +91,6 @@ func checkCoefficientsR(t *testing.T, res DiscreteResult, alpha, beta []float64)
 	}
 }
 
-// fitGoldenMLE is the non-private fit of data with link at the golden
-// file's settings (intervals, knots, time max, scaling, covariates), as
-// scripts/golden_regression.R fits it.
-func fitGoldenMLE(t *testing.T, data Data, g golden, link Link) DiscreteResult {
-	t.Helper()
-	res, err := FitDiscrete(data, DiscreteOptions{
-		Method: MethodMLE, Link: link, Intervals: g.Intervals, Knots: g.Knots,
-		TimeMax: g.TimeMax, Scaling: Scaling{Centre: g.Centre, Scale: g.Scale},
-		Covariates: g.Covariates,
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
 func loadGolden(t testing.TB, name string) golden {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name+".json"))

@@ -123,6 +123,7 @@ func checkRatioUsed(t *testing.T, what string, worst, eps float64) {
 // split is exact: epsilon_fit + epsilon_interval = epsilon, the three
 // Hessians' budgets sum to epsilon_interval.
 func TestHessianReleaseNoise(t *testing.T) {
+	t.Parallel() // heavy: runs beside the other heavy tests
 	src := dp.NewSeededSource(41)
 	data := synthetic(src, 1000, 2, 20, -2, []float64{1, -1})
 	opts := DiscreteOptions{Method: MethodOutput, Epsilon: 1, TimeMax: 1, Intervals: 20, IntervalFraction: 0.5}
@@ -132,8 +133,11 @@ func TestHessianReleaseNoise(t *testing.T) {
 	}
 	byStage := make([][][]float64, len(hessianShares))
 	var noises []LatticeNoise
+	// the noise-free minimiser is the same in every release: computed in
+	// the first, reused (outputMemo; the draws are those of FitDiscrete)
+	memo := new(outputMemo)
 	for r := 0; r < 100; r++ {
-		res, err := FitDiscrete(data, opts, src)
+		res, err := fitDiscrete(data, opts, src, memo)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,6 +328,7 @@ func coverageStudy(t *testing.T, seed uint64, method Method, n, reps int, eps, p
 // ridge's bias). The full study is cmd/dpsurv-eval/inference's
 // TestRegressionCoverageFull.
 func TestCoefficientIntervalCoverageShort(t *testing.T) {
+	t.Parallel() // heavy: runs beside the other heavy tests
 	c := coverageStudy(t, 51, MethodOutput, 20000, 24, 1, 0.5)
 	t.Logf("beta coverage %.3f (width %.3f), alpha %.3f; noise-only %.3f", c.beta, c.width, c.alpha, c.noiseOnly)
 	if c.beta < 0.85 {
@@ -343,6 +348,7 @@ func TestCoefficientIntervalCoverageShort(t *testing.T) {
 // are independent; false alarm 0.3% per epsilon). The coverage of the
 // true beta (which they do not target) is logged.
 func TestNoiseOnlyIntervalCoverage(t *testing.T) {
+	t.Parallel() // heavy: runs beside the other heavy tests
 	src := dp.NewSeededSource(23)
 	beta := []float64{1, -1}
 	data := synthetic(src, 2000, 2, 20, -2, beta)
@@ -351,10 +357,13 @@ func TestNoiseOnlyIntervalCoverage(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := append(append([]float64(nil), ridge.Alpha...), ridge.Beta...)
+	// every release centres on the same minimiser: computed once
+	// (outputMemo), each release draws its noise as FitDiscrete does
+	memo := new(outputMemo)
 	for _, eps := range []float64{0.5, 1, 2} {
 		covered, total, betaCovered := 0, 0, 0
 		for r := 0; r < 500; r++ {
-			res, err := FitDiscrete(data, DiscreteOptions{Method: MethodOutput, Epsilon: eps, TimeMax: 1, Intervals: 20}, src)
+			res, err := fitDiscrete(data, DiscreteOptions{Method: MethodOutput, Epsilon: eps, TimeMax: 1, Intervals: 20}, src, memo)
 			if err != nil {
 				t.Fatal(err)
 			}

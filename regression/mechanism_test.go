@@ -322,6 +322,7 @@ func TestJacobianLossErratum(t *testing.T) {
 // also covers mixing. The paper's update (drift without the 1/2) is run too and
 // must fail the variance check: it samples N(m, s^2/2).
 func TestPSGLDGaussian(t *testing.T) {
+	t.Parallel() // heavy: runs beside the other heavy tests
 	mu := []float64{1, -2}
 	sd := []float64{0.3, 2}
 	const chains = 600

@@ -390,6 +390,30 @@ func (m *discreteModel) recordLossGrad(i int, beta []float64, st *intervalState,
 		for j := range ga {
 			ga[j] = w * pr[j]
 		}
+	case m.link == LinkLogit && st.maxA+math.Abs(u) < fastLimit && e == 3:
+		// the default e = 3, the pSGLD chain's inner loop: the same
+		// operations in the same order as the general case below (the
+		// same bits), the gradient held in registers
+		w := math.Exp(u)
+		prod := 1.0
+		var g0, g1, g2 float64
+		basis := m.basis[:3*k]
+		for s, es := range st.ea[:k] {
+			t := es * w
+			pk := t / (1 + t)
+			prod *= 1 + t
+			if prod > 1e250 {
+				loss += math.Log(prod)
+				prod = 1
+			}
+			gsum += pk
+			row := basis[3*s : 3*s+3 : 3*s+3]
+			g0 += pk * row[0]
+			g1 += pk * row[1]
+			g2 += pk * row[2]
+		}
+		ga[0], ga[1], ga[2] = g0, g1, g2
+		loss += math.Log(prod)
 	case m.link == LinkLogit && st.maxA+math.Abs(u) < fastLimit:
 		w := math.Exp(u)
 		prod := 1.0

@@ -98,13 +98,13 @@ func TestNewtonReproducesMLE(t *testing.T) {
 // span) and the ratio of the private releases' mean beta width to the
 // MLE's mean Wald width; the Wald width, a function of the design that
 // hardly moves between data sets of one size, is taken from the first
-// min(reps, newtonWaldReps) data sets (the MLE costs as much as a release).
-func newtonCoverage(t *testing.T, link Link, eps float64, n, reps int, seed uint64) (betaCov, alphaCov int, ratio float64) {
+// min(reps, waldReps) data sets (the MLE costs as much as a release).
+func newtonCoverage(t *testing.T, link Link, eps float64, n, reps, waldReps int, seed uint64) (betaCov, alphaCov int, ratio float64) {
 	t.Helper()
 	trueAlpha := []float64{-3, 0, 0}
 	trueBeta := []float64{1, -1}
 	var width, wald float64
-	nw := min(reps, newtonWaldReps)
+	nw := min(reps, waldReps)
 	for r := 0; r < reps; r++ {
 		d := newtonWorld(rand.New(rand.NewPCG(seed+uint64(r), 7)), n, link)
 		res, err := FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(seed+uint64(r)+1000))
@@ -135,8 +135,9 @@ func newtonCoverage(t *testing.T, link Link, eps float64, n, reps int, seed uint
 	return betaCov, alphaCov, width / wald
 }
 
-// newtonWaldReps is how many data sets of a cell newtonCoverage fits the
-// MLE on for the Wald width.
+// newtonWaldReps is how many data sets of a cell the study fits the MLE
+// on for the Wald width; the -short test fits 2 per link (at n = 50,000
+// the Wald width moves well under 1% between data sets, the bound is 2x).
 const newtonWaldReps = 8
 
 // TestNewtonCoverageShort is the -short version of the coverage study: n =
@@ -148,10 +149,11 @@ const newtonWaldReps = 8
 // 68/72 at these seeds). The mean beta width must be at most 2x the
 // MLE's Wald width.
 func TestNewtonCoverageShort(t *testing.T) {
+	t.Parallel() // heavy: runs beside the other heavy tests
 	const reps = 12
 	var cov, acov int
 	for i, link := range []Link{LinkLogit, LinkCloglog} {
-		c, a, ratio := newtonCoverage(t, link, 1, 50000, reps, uint64(100*i))
+		c, a, ratio := newtonCoverage(t, link, 1, 50000, reps, 2, uint64(100*i))
 		t.Logf("%s eps 1: beta coverage %d/%d, alpha %d/%d, width ratio %.2f", link, c, 2*reps, a, 3*reps, ratio)
 		if ratio > 2 {
 			t.Errorf("%s: mean beta width %.2f x the Wald width, want <= 2", link, ratio)
@@ -229,7 +231,7 @@ func TestNewtonCoverageStudy(t *testing.T) {
 	const reps = 100
 	for i, link := range []Link{LinkLogit, LinkCloglog} {
 		for k, eps := range []float64{0.5, 1, 2} {
-			c, a, ratio := newtonCoverage(t, link, eps, 50000, reps, uint64(10000*(3*i+k+1)))
+			c, a, ratio := newtonCoverage(t, link, eps, 50000, reps, newtonWaldReps, uint64(10000*(3*i+k+1)))
 			t.Logf("%s eps %v: beta coverage %d/%d, alpha %d/%d, width ratio %.2f", link, eps, c, 2*reps, a, 3*reps, ratio)
 			if f := float64(c) / (2 * reps); f < 0.93 || f > 0.99 {
 				t.Errorf("%s eps %v: beta coverage %.3f outside [0.93, 0.99]", link, eps, f)

@@ -85,13 +85,14 @@ func TestCoxSummaryGoldenR(t *testing.T) {
 // observed information of the same likelihood (optimHess in the script;
 // summary.glm prints the expected one, which differs by a few per cent).
 func TestDiscreteMLEWaldGoldenR(t *testing.T) {
+	t.Parallel() // heavy: runs beside the other heavy tests
 	for _, name := range []string{"lung", "kidney", "flchain"} {
 		g := loadGolden(t, name)
 		s := loadSummaryGolden(t, name)
 		data := loadCSV(t, g.File, g.Covariates)
 		for _, want := range s.Discrete {
 			t.Run(name+"/"+string(want.Link), func(t *testing.T) {
-				res := fitGoldenMLE(t, data, g, want.Link)
+				res := goldenMLE(t, g, data, want.Link)
 				if res.IntervalMethod != IntervalWald {
 					t.Fatalf("interval method %q", res.IntervalMethod)
 				}
