@@ -48,7 +48,7 @@ RACED := dpfit/weibull=TestWeibullIntervalEarlyAcceptance
 
 # unit: every other package under -race, and the RACED tests.
 unit:
-	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v -E '$(SEQUENTIAL_RE)')
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -E '$(SEQUENTIAL_RE)')
 	$(foreach r,$(RACED),$(GO) test -race -count=1 -timeout 20m -run '^($(word 2,$(subst =, ,$(r))))$$' ./$(word 1,$(subst =, ,$(r)))/ &&) true
 
 # stats: the sequential packages without -race, their coverage and size

@@ -212,7 +212,7 @@ func runDocumented(t *testing.T, dir string, env []string, c Command, started fu
 	text := c.Text
 	text = strings.ReplaceAll(text, "go run ./cmd/dpsurv-eval", "dpsurv-eval")
 	text = strings.ReplaceAll(text, "go run ./cmd/dpsurv ", "dpsurv ")
-	limit := 10 * time.Minute
+	limit := 15 * time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", "set -o pipefail; "+text)
