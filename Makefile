@@ -7,7 +7,7 @@ VERSION := $(shell cat VERSION)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/dpsurv/dpsurv/buildinfo.version=$(VERSION) -X github.com/dpsurv/dpsurv/buildinfo.revision=$(REVISION)
 
-.PHONY: demo test check unit stats helm build bench figures sbom
+.PHONY: demo test check unit stats stats-sequential stats-regression helm build bench figures sbom
 
 demo:
 	$(GO) run ./cmd/dpsurv demo
@@ -48,15 +48,21 @@ RACED := dpfit/weibull=TestWeibullIntervalEarlyAcceptance
 
 # unit: every other package under -race, and the RACED tests.
 unit:
-	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -E '$(SEQUENTIAL_RE)')
-	$(foreach r,$(RACED),$(GO) test -race -count=1 -timeout 20m -run '^($(word 2,$(subst =, ,$(r))))$$' ./$(word 1,$(subst =, ,$(r)))/ &&) true
+	$(GO) test -vet=off -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -E '$(SEQUENTIAL_RE)')
+	$(foreach r,$(RACED),$(GO) test -vet=off -race -count=1 -timeout 20m -run '^($(word 2,$(subst =, ,$(r))))$$' ./$(word 1,$(subst =, ,$(r)))/ &&) true
 
 # stats: the sequential packages without -race, their coverage and size
 # studies at full size (testtier.Long: not -short, not -race), and the
-# regression coverage study.
+# regression coverage study, the two side by side (each output kept whole).
+# unit and stats run -vet=off: check has vetted every package.
 stats:
-	$(GO) test -count=1 -timeout 30m $(addprefix ./,$(addsuffix /,$(SEQUENTIAL)))
-	$(GO) test -count=1 -timeout 30m -run 'CoverageStudy' ./regression/
+	$(MAKE) --no-print-directory -j2 --output-sync=target stats-sequential stats-regression
+
+stats-sequential:
+	$(GO) test -vet=off -count=1 -timeout 30m $(addprefix ./,$(addsuffix /,$(SEQUENTIAL)))
+
+stats-regression:
+	$(GO) test -vet=off -count=1 -timeout 30m -run 'CoverageStudy' ./regression/
 
 helm:
 	@if [ -f tools/helm/go.mod ]; then cd tools/helm && $(GO) test -count=1 -timeout 20m ./...; fi
