@@ -22,7 +22,7 @@ func TestInferenceCommandsSmall(t *testing.T) {
 		want string
 	}{
 		{"inference", []string{"inference", "-data", data, "-time-max", "600", "-km-reps", "2", "-size-reps", "4", "-power-reps", "2", "-sims", "19", "-size-records", "200", "-width-reps", "1", "-reg-reps", "2", "-reg-records", "2000"}, "Kaplan–Meier pointwise 95% intervals"},
-		{"inference-regression", []string{"inference-regression", "-records", "3000", "-psgld-records", "2000", "-newton-reps", "2", "-paper-reps", "1", "-psgld-reps", "1", "-sizes", "3000", "-size-reps", "1"}, "| newton (default) | cloglog | 1 |"},
+		{"inference-regression", []string{"inference-regression", "-records", "3000", "-psgld-records", "2000", "-newton-reps", "2", "-paper-reps", "1", "-psgld-reps", "1", "-psgld-steps", "500", "-sizes", "3000", "-size-reps", "1"}, "| newton (default) | cloglog | 1 |"},
 		{"inference-weibull", []string{"inference-weibull", "-data", data, "-time-max", "600", "-reps", "1", "-sims", "39"}, "|"},
 	}
 	for _, tc := range cases {

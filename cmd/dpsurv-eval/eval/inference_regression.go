@@ -43,13 +43,14 @@ func runInferenceRegression(args []string, stdout, stderr io.Writer) error {
 	newtonReps := fs.Int("newton-reps", 40, "releases per cell of newton (and of the non-private MLE rows)")
 	paperReps := fs.Int("paper-reps", 20, "releases per cell of Ext-Out-Pert and Ext-Obj-Pert")
 	psgldReps := fs.Int("psgld-reps", 6, "releases per cell of pSGLD")
+	psgldSteps := fs.Int("psgld-steps", 0, "pSGLD's chain length (0: the production default; shorter only for a smoke run)")
 	sizes := fs.String("sizes", "50000,100000,200000,400000", "record counts of the newton width-against-n study (epsilon 1, logit)")
 	sizeReps := fs.Int("size-reps", 4, "releases per size of the width-against-n study")
 	seed := fs.Uint64("seed", 1, "seed of the studies (dp.NewSeededSource; evaluation only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *records < 2 || *psgldRecords < 2 || *newtonReps < 1 || *paperReps < 1 || *psgldReps < 1 || *sizeReps < 1 {
+	if *records < 2 || *psgldRecords < 2 || *newtonReps < 1 || *paperReps < 1 || *psgldReps < 1 || *sizeReps < 1 || *psgldSteps < 0 {
 		return fmt.Errorf("records and replicate counts must be positive")
 	}
 	var ns []int
@@ -63,7 +64,7 @@ func runInferenceRegression(args []string, stdout, stderr io.Writer) error {
 	var buf bytes.Buffer
 	if err := writeRegressionCompare(&buf, regressionCompareConfig{
 		records: *records, psgldRecords: *psgldRecords, newtonReps: *newtonReps, paperReps: *paperReps,
-		psgldReps: *psgldReps, sizes: ns, sizeReps: *sizeReps, seed: *seed,
+		psgldReps: *psgldReps, psgldSteps: *psgldSteps, sizes: ns, sizeReps: *sizeReps, seed: *seed,
 		command: fitsCommand("inference-regression", args),
 	}); err != nil {
 		return fmt.Errorf("inference-regression: %w", err)
@@ -74,6 +75,7 @@ func runInferenceRegression(args []string, stdout, stderr io.Writer) error {
 type regressionCompareConfig struct {
 	records, psgldRecords            int
 	newtonReps, paperReps, psgldReps int
+	psgldSteps                       int
 	sizes                            []int
 	sizeReps                         int
 	seed                             uint64
@@ -117,7 +119,7 @@ func writeRegressionCompare(w io.Writer, cfg regressionCompareConfig) error {
 			for _, e := range p.eps {
 				seed++
 				c, err := inference.RunCompare(inference.CompareConfig{Method: p.method, Link: link, Epsilon: e,
-					Records: p.n, Reps: p.reps, Seed: seed})
+					Records: p.n, Reps: p.reps, Seed: seed, PSGLDSteps: cfg.psgldSteps})
 				if err != nil {
 					return err
 				}

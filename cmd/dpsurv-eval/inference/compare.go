@@ -23,6 +23,9 @@ type CompareConfig struct {
 	Records int
 	Reps    int
 	Seed    uint64
+	// PSGLDSteps is pSGLD's chain length (regression.PSGLDOptions.Steps);
+	// 0: the production default. A smoke test shortens it.
+	PSGLDSteps int
 }
 
 // CompareCell is the outcome of RunCompare. The limits measured are the
@@ -137,6 +140,9 @@ func RunCompare(cfg CompareConfig) (CompareCell, error) {
 		} else {
 			o := base
 			o.Method, o.Epsilon = cfg.Method, cfg.Epsilon
+			if cfg.Method == regression.MethodPSGLD {
+				o.PSGLD.Steps = cfg.PSGLDSteps
+			}
 			if cfg.Method != regression.MethodNewton {
 				o.IntervalFraction = regression.DefaultIntervalFraction
 			}
