@@ -21,7 +21,7 @@ func TestCumulativeOnePatientOneContributionPerHorizon(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	cfg := Config{Name: "cum", Kind: KindKM, Window: Window{Size: time.Minute, Cumulative: true, Horizon: 52}, Epsilon: 1,
-		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Params: Params{Method: MethodNoisyHistogram, BinWidth: 1}}
+		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Params: KMParams{Method: MethodNoisyHistogram, BinWidth: 1}}
 	key := newPatientKey()
 	type version struct {
 		window int

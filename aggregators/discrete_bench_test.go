@@ -79,7 +79,7 @@ func discBenchEngine(b *testing.B, method string, clock *fakeClock) *aggregators
 	}
 	cfg := aggregators.Config{Name: "dt", Kind: aggregators.KindDiscrete, Window: aggregators.Window{Size: time.Hour}, Epsilon: 1,
 		Cohorts: cohorts, TimeMax: 3650, TimeUnit: "days", Covariates: names,
-		Params: aggregators.Params{Method: method, DiscreteParams: aggregators.DiscreteParams{Covariates: names, Centre: centre, Scale: scale}}}
+		Params: aggregators.DiscreteParams{Method: method, Covariates: names, Centre: centre, Scale: scale}}
 	e, err := aggregators.NewEngine(ctx, aggregators.EngineConfig{Aggregates: []aggregators.Config{cfg}, Topic: "in",
 		Ledger: l, State: &ledger.MemoryState{}, Fits: &captureSink{}, Clock: clock,
 		Noise: dp.NewSeededSource(1), Metrics: aggregators.NewMetrics(prometheus.NewRegistry())})

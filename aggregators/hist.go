@@ -107,9 +107,21 @@ func decodeHist(h *km.Histogram, data []byte) error {
 	return nil
 }
 
+// binned is implemented by the params of the histogram kinds.
+type binned interface{ binWidth() float64 }
+
+// binWidth is the histogram bin width of c's params (0 for a kind without
+// a histogram).
+func binWidth(c Config) float64 {
+	if b, ok := c.Params.(binned); ok {
+		return b.binWidth()
+	}
+	return 0
+}
+
 // newHist returns an empty window histogram of c's layout.
 func newHist(c Config) *km.Histogram {
-	h, err := km.NewHistogram(c.Params.BinWidth, c.TimeMax, len(c.Cohorts))
+	h, err := km.NewHistogram(binWidth(c), c.TimeMax, len(c.Cohorts))
 	if err != nil {
 		// The layout was validated in newAggregate.
 		panic(fmt.Sprintf("aggregate %q: histogram layout: %v", c.Name, err))
@@ -258,12 +270,12 @@ func (k histKind) count(a *aggregate, rec arrow.Record, now int64, horizon patie
 
 // checkBinWidth checks the histogram layout of the km and weibull kinds.
 func checkBinWidth(c Config) []error {
-	p := c.Params
-	if !(p.BinWidth > 0) || math.IsInf(p.BinWidth, 0) {
-		return []error{fieldErr("params.bin_width", ErrInvalid, "must be positive and finite, got %v", p.BinWidth)}
+	w := binWidth(c)
+	if !(w > 0) || math.IsInf(w, 0) {
+		return []error{fieldErr("params.bin_width", ErrInvalid, "must be positive and finite, got %v", w)}
 	}
 	if c.TimeMax > 0 && !math.IsInf(c.TimeMax, 0) && len(c.Cohorts) > 0 {
-		if bins := math.Floor(c.TimeMax/p.BinWidth) + 1; bins*float64(len(c.Cohorts)) > 1<<22 {
+		if bins := math.Floor(c.TimeMax/w) + 1; bins*float64(len(c.Cohorts)) > 1<<22 {
 			return []error{fieldErr("params.bin_width", ErrInvalid, "%v bins x %d cohorts is too many cells per window (raise the bin width)", bins, len(c.Cohorts))}
 		}
 	}

@@ -16,7 +16,7 @@ func TestKMAggregateCensorsBeyondHorizon(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	cfg := Config{Name: "km", Kind: KindKM, Window: Window{Size: time.Minute}, Epsilon: 1,
-		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Params: Params{Method: MethodNoisyHistogram, BinWidth: 1}}
+		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Params: KMParams{Method: MethodNoisyHistogram, BinWidth: 1}}
 	a := keyedAggregate(t, cfg, newPatientKey(), nil)
 	now := time.Unix(600, 0).UnixNano()
 	st := addRows(t, a, mem, patientBatch(t, mem, []string{"p1", "p2", "p3", "p4"}, []float64{20, 5, 30, 9},

@@ -8,16 +8,35 @@ import (
 	"github.com/dpsurv/dpsurv/survival"
 )
 
-// KMParams are the params of a km aggregate (embedded in Params).
+// KMParams are the params of a km aggregate, windowed or cumulative (the
+// YAML keys in the tags).
 type KMParams struct {
+	// BinWidth is the histogram bin width in time units (default
+	// time_max/150, km.DefaultBinWidth).
+	BinWidth float64 `yaml:"bin_width"`
+	// Method is "hierarchical" (default: tree noise with consistent
+	// inference, km.HierarchicalKM) or "noisy-histogram" (flat cell
+	// noise, km.NoisyHistogramKM). Cumulative aggregates use the
+	// binary-tree counter whatever the method.
+	Method string `yaml:"method"`
 	// Conf is the KM confidence level (default 0.95); MaxNoiseStdErr its
 	// truncation (default km.DefaultMaxNoiseStdErr).
-	Conf           float64 `json:"conf" yaml:"conf"`
-	MaxNoiseStdErr float64 `json:"max_noise_std_err" yaml:"max_noise_std_err"`
+	Conf           float64 `yaml:"conf"`
+	MaxNoiseStdErr float64 `yaml:"max_noise_std_err"`
 	// LogRankSims (not cumulative): simulated releases behind the
 	// calibrated log-rank p-values (km.KMOptions; 0 = the default 199;
 	// negative disables: null p-values).
-	LogRankSims int `json:"logrank_sims,omitempty" yaml:"logrank_sims"`
+	LogRankSims int `yaml:"logrank_sims"`
+	// IntervalSims (not cumulative): simulated releases behind the
+	// intervals' noise SD (km.KMOptions; 0 = the default 100; negative
+	// disables: first-order analytic noise SD).
+	IntervalSims int `yaml:"interval_sims"`
+}
+
+func (p KMParams) binWidth() float64 { return p.BinWidth }
+func (p KMParams) flat() flatParams {
+	return flatParams{BinWidth: p.BinWidth, Method: p.Method, Conf: p.Conf, MaxNoiseStdErr: p.MaxNoiseStdErr,
+		LogRankSims: p.LogRankSims, IntervalSims: p.IntervalSims}
 }
 
 // kmKind is the windowed Kaplan–Meier curve: one histogram of the window's
@@ -26,7 +45,7 @@ type KMParams struct {
 type kmKind struct{ histKind }
 
 func (kmKind) defaults(c *Config) {
-	p := &c.Params
+	p := paramsOf[KMParams](*c)
 	if p.BinWidth == 0 {
 		// time_max / 150 (issue 12): 1-unit bins double the curves' error
 		p.BinWidth = km.DefaultBinWidth(c.TimeMax)
@@ -43,20 +62,23 @@ func (kmKind) defaults(c *Config) {
 	if p.MaxNoiseStdErr == 0 {
 		p.MaxNoiseStdErr = km.DefaultMaxNoiseStdErr
 	}
+	c.Params = p
 }
 
-func (kmKind) params(d *paramDecoder, p *Params) {
+func (kmKind) params(d *paramDecoder) Params {
+	var p KMParams
 	d.float("bin_width", &p.BinWidth)
 	d.str("method", &p.Method)
 	d.float("conf", &p.Conf)
 	d.float("max_noise_std_err", &p.MaxNoiseStdErr)
 	d.int("logrank_sims", &p.LogRankSims, 1e6, "1e6")
 	d.int("interval_sims", &p.IntervalSims, 1e6, "1e6")
+	return p
 }
 
 func (kmKind) check(c Config) []error {
 	errs := checkBinWidth(c)
-	p := c.Params
+	p := paramsOf[KMParams](c)
 	if p.Method != MethodHierarchical && p.Method != MethodNoisyHistogram {
 		errs = append(errs, fieldErr("params.method", ErrInvalid, "%q is not %s or %s", p.Method, MethodHierarchical, MethodNoisyHistogram))
 	}
@@ -73,7 +95,7 @@ func (kmKind) check(c Config) []error {
 // method.
 func (k kmKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
 	fit := km.HierarchicalKM
-	if a.cfg.Params.Method == MethodNoisyHistogram {
+	if paramsOf[KMParams](a.cfg).Method == MethodNoisyHistogram {
 		fit = km.NoisyHistogramKM
 	}
 	res, err := fit(histOf(c.w), src, k.options(a.cfg))
@@ -85,8 +107,9 @@ func (k kmKind) release(a *aggregate, c *closing, src dp.Source, remaining map[s
 
 // options are the estimator's options of c's params.
 func (kmKind) options(c Config) km.KMOptions {
-	return km.KMOptions{Epsilon: c.Epsilon, Conf: c.Params.Conf, MaxNoiseStdErr: c.Params.MaxNoiseStdErr,
-		LogRankSims: c.Params.LogRankSims, IntervalSims: c.Params.IntervalSims}
+	p := paramsOf[KMParams](c)
+	return km.KMOptions{Epsilon: c.Epsilon, Conf: p.Conf, MaxNoiseStdErr: p.MaxNoiseStdErr,
+		LogRankSims: p.LogRankSims, IntervalSims: p.IntervalSims}
 }
 
 // messages are the release of a KM result (windowed, or the cumulative

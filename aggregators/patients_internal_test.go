@@ -49,7 +49,7 @@ func discreteAgeAggregate(t *testing.T) *aggregate {
 	t.Helper()
 	cfg := Config{Name: "dt", Kind: KindDiscrete, Window: Window{Size: time.Minute}, Epsilon: 1,
 		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Covariates: []string{"age"},
-		Params: Params{Method: "output", DiscreteParams: DiscreteParams{Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: 9}}}
+		Params: DiscreteParams{Method: "output", Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: 9}}
 	a, err := newAggregate(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestOnePatientOneRecordPerWindow(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	cfg := Config{Name: "km", Kind: KindKM, Window: Window{Size: time.Minute}, Epsilon: 1,
-		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Params: Params{Method: MethodNoisyHistogram, BinWidth: 1}}
+		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Params: KMParams{Method: MethodNoisyHistogram, BinWidth: 1}}
 	key := newPatientKey()
 	a := keyedAggregate(t, cfg, key, nil)
 	now := time.Unix(600, 0).UnixNano()

@@ -324,7 +324,7 @@ func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, ch
 		Epsilon: a.cfg.Epsilon, EpsilonCharged: charged,
 		Contribution: ContributionPerPatient,
 		Scopes:       a.scopes(), BudgetRemaining: remaining,
-		TimeUnit: a.cfg.TimeUnit, TimeMax: a.cfg.TimeMax, BinWidth: a.cfg.Params.BinWidth,
+		TimeUnit: a.cfg.TimeUnit, TimeMax: a.cfg.TimeMax, BinWidth: binWidth(a.cfg),
 		HorizonRule: HorizonRule,
 	}
 	if m.BudgetRemaining == nil {

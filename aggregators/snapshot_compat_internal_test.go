@@ -32,14 +32,14 @@ func compatConfigs() []Config {
 			Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days"}
 	}
 	km := base("km", KindKM)
-	km.Params = Params{BinWidth: 1}
+	km.Params = KMParams{BinWidth: 1}
 	wb := base("wb", KindWeibull)
 	dt := base("dt", KindDiscrete)
 	dt.Covariates = []string{"age"}
-	dt.Params = Params{Method: "output", DiscreteParams: DiscreteParams{Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: 9}}
+	dt.Params = DiscreteParams{Method: "output", Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: 9}
 	cum := base("cum", KindKM)
 	cum.Window.Cumulative, cum.Window.Horizon = true, 8
-	cum.Params = Params{Method: MethodNoisyHistogram, BinWidth: 1}
+	cum.Params = KMParams{Method: MethodNoisyHistogram, BinWidth: 1}
 	return []Config{km, wb, dt, cum}
 }
 
