@@ -128,18 +128,8 @@ func (kmKind) messages(a *aggregate, c *closing, res km.KMResult, remaining map[
 		m.KMFields.NoiseStdErr = fs(ck.NoiseStdErr)
 		m.KMFields.TruncatedAt = F(ck.TruncatedAt)
 		m.KMFields.LogRank = lr
-		m.KMFields.SamplingStdErr = fs(ck.SamplingStdErr)
-		m.KMFields.SamplingLower = fs(ck.SamplingLower)
-		m.KMFields.SamplingUpper = fs(ck.SamplingUpper)
-		m.KMFields.MedianNote = ck.MedianNote
-		m.KMFields.NoiseDominatedFrom = F(ck.NoiseDominatedFrom)
-		m.KMFields.NoiseTailSD = km.DefaultNoiseTailSD
-		m.LowInformation = ck.LowInformation
-		m.KMFields.LowInformationThreshold = F(ck.LowInformationThreshold)
-		m.LowInformationReason = ck.LowInformationReason
-		m.KMFields.BandLower, m.KMFields.BandUpper = fs(ck.BandLower), fs(ck.BandUpper)
-		m.KMFields.BandFrom, m.KMFields.BandTo = F(ck.BandFrom), F(ck.BandTo)
-		m.KMFields.BandCritical, m.KMFields.BandMethod = F(ck.BandCritical), ck.BandMethod
+		m.KMFields.KMInference = ck.Inference()
+		m.LowInformation, m.LowInformationReason = ck.LowInformation, ck.LowInformationReason
 		out[i] = m
 	}
 	return out

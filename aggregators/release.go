@@ -126,33 +126,13 @@ type KMFields struct {
 	NoiseStdErr []F      `json:"noise_std_err"`
 	TruncatedAt F        `json:"truncated_at"`
 	LogRank     *LogRank `json:"logrank,omitempty"`
-	// Sampling-only (Greenwood) standard error of log S and interval,
-	// which ignore the privacy noise: for comparison only. std_err, lower
-	// and upper above are the noise-aware values.
-	SamplingStdErr []F `json:"sampling_std_err"`
-	SamplingLower  []F `json:"sampling_lower"`
-	SamplingUpper  []F `json:"sampling_upper"`
-	// MedianNote says why median is null ("" when it is released).
-	MedianNote string `json:"median_note"`
-	// NoiseDominatedFrom is the first time from which the noise alone gives
-	// S a standard deviation above NoiseTailSD; null if none.
-	NoiseDominatedFrom F       `json:"noise_dominated_from"`
-	NoiseTailSD        float64 `json:"noise_tail_sd"`
-	// LowInformationThreshold is the public noisy-count threshold below
-	// which the cohort is flagged FitMessage.LowInformation: the curve is
-	// released, the median is not.
-	LowInformationThreshold F `json:"low_information_threshold"`
-	// BandLower and BandUpper are a simultaneous conf-level band for the
-	// curve over the released times in [BandFrom, BandTo] (null outside
-	// it); BandCritical is its critical value and BandMethod says how it
-	// was obtained (dpfit/km_interval.go); all null, with the reason in
-	// BandMethod, where no band is computed.
-	BandLower    []F    `json:"band_lower"`
-	BandUpper    []F    `json:"band_upper"`
-	BandFrom     F      `json:"band_from"`
-	BandTo       F      `json:"band_to"`
-	BandCritical F      `json:"band_critical_value"`
-	BandMethod   string `json:"band_method"`
+	// The sampling-only (Greenwood) interval, which ignores the privacy
+	// noise (for comparison only: std_err, lower and upper above are the
+	// noise-aware values), the median note, the noise-dominated tail, the
+	// low-information threshold (below which the cohort is flagged
+	// FitMessage.LowInformation) and the simultaneous band
+	// (dpfit/km/km_interval.go).
+	schemas.KMInference
 }
 
 // LogRank is the log-rank test over the window's cohorts, from the same

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
-
 	"github.com/dpsurv/dpsurv/dp"
 )
 
@@ -47,8 +45,7 @@ func compatConfigs() []Config {
 // aggregate and closes the first (stepping the cumulative counter), so that
 // each checkpoint holds one closing and two open windows.
 func buildCompatState(t *testing.T) map[string]*aggSnapshot {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	mem := checkedMem(t)
 	key := bytes.Repeat([]byte{7}, PatientKeyBytes)
 	out := map[string]*aggSnapshot{}
 	for _, cfg := range compatConfigs() {
