@@ -1,18 +1,15 @@
 package aggregators
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/regression"
-	"github.com/dpsurv/dpsurv/schemas"
 )
 
 // KindDiscrete is the discrete-time survival regression (mechanisms.md
@@ -52,38 +49,39 @@ const NeighbouringDiscrete = "replace-one among the window's included records (b
 const compositionDiscrete = "one fit pooling the records of every cohort in the window (each record is in one window); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
 
 // DiscreteParams are the params of a discrete aggregate (the YAML keys in
-// the tags).
+// the tags). Their JSON is part of the fingerprint's frozen layout
+// (flatParams embeds them): never rename a JSON tag.
 type DiscreteParams struct {
 	// Method is newton (default), output, objective or psgld.
-	Method string `yaml:"method"`
+	Method string `json:"-" yaml:"method"`
 	// Covariates are the input covariates of the model (each one of
 	// schema.covariates), in the order of beta.
-	Covariates []string `yaml:"covariates"`
+	Covariates []string `json:"covariates,omitempty" yaml:"covariates"`
 	// Centre and Scale are the public per-covariate centre and scale
 	// (required, one per covariate): x -> (x - centre) / scale, then
 	// projection onto the unit ball.
-	Centre []float64 `yaml:"centre"`
-	Scale  []float64 `yaml:"scale"`
+	Centre []float64 `json:"centre,omitempty" yaml:"centre"`
+	Scale  []float64 `json:"scale,omitempty" yaml:"scale"`
 	// Intervals q (default 200) and Knots e (default 3) of the model.
-	Intervals int `yaml:"intervals"`
-	Knots     int `yaml:"knots"`
+	Intervals int `json:"intervals,omitempty" yaml:"intervals"`
+	Knots     int `json:"knots,omitempty" yaml:"knots"`
 	// Lambda is the ridge of output and objective perturbation (default
 	// regression.DefaultLambda).
-	Lambda float64 `yaml:"lambda"`
+	Lambda float64 `json:"lambda,omitempty" yaml:"lambda"`
 	// Link: logit (default) or cloglog with every method (output,
 	// objective and psgld fit cloglog through its bounded-influence loss:
 	// regression/cloglog_huber.go); probit with methods newton and psgld
 	// only.
-	Link string `yaml:"link"`
+	Link string `json:"link,omitempty" yaml:"link"`
 	// TimeMax is the public end of the model's time domain (default
 	// schema.time_max).
-	TimeMax float64 `yaml:"time_max"`
+	TimeMax float64 `json:"time_max,omitempty" yaml:"time_max"`
 	// MaxRecords is the public cap on the records a window keeps (default
 	// DefaultMaxRecords); later records of the window are counted in
 	// dpsurv_aggregator_records_skipped_total{reason="window_cap"}.
-	MaxRecords int `yaml:"max_records"`
+	MaxRecords int `json:"max_records,omitempty" yaml:"max_records"`
 	// Steps is the pSGLD chain length (0: regression's default).
-	Steps int `yaml:"steps"`
+	Steps int `json:"steps,omitempty" yaml:"steps"`
 	// IntervalEpsilonFraction is the share of epsilon spent on the
 	// interval release of methods output and objective
 	// (regression.DiscreteOptions.IntervalFraction: noisy Hessians from
@@ -93,14 +91,10 @@ type DiscreteParams struct {
 	// own Hessians and spends the whole epsilon on its steps, nor to psgld
 	// (whose limits under-covered and are withheld), nor to other links:
 	// leave it unset there.
-	IntervalEpsilonFraction float64 `yaml:"interval_epsilon_fraction"`
+	IntervalEpsilonFraction float64 `json:"interval_epsilon_fraction,omitempty" yaml:"interval_epsilon_fraction"`
 }
 
-func (p DiscreteParams) flat() flatParams {
-	return flatParams{Method: p.Method, Covariates: p.Covariates, Centre: p.Centre, Scale: p.Scale, Intervals: p.Intervals,
-		Knots: p.Knots, Lambda: p.Lambda, Link: p.Link, TimeMax: p.TimeMax, MaxRecords: p.MaxRecords, Steps: p.Steps,
-		IntervalEpsilonFraction: p.IntervalEpsilonFraction}
-}
+func (p DiscreteParams) flat() flatParams { return flatParams{Method: p.Method, DiscreteParams: p} }
 
 // params reads the discrete keys (DiscreteParams).
 func (discreteKind) params(d *paramDecoder) Params {
@@ -276,20 +270,7 @@ func (discreteKind) check(c Config) []error {
 // record state (up to max_records per window).
 func (discreteKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
 	var st AddStats
-	n := int(rec.NumRows())
 	p := paramsOf[DiscreteParams](a.cfg)
-	ids, ok0 := rec.Column(schemas.ColID).(*array.String)
-	times, ok1 := rec.Column(schemas.ColTime).(*array.Float64)
-	events, ok2 := rec.Column(schemas.ColEvent).(*array.Boolean)
-	if !ok0 || !ok1 || !ok2 {
-		return st, errors.New("record is not in the canonical schema")
-	}
-	skip := func(reason string, k int) {
-		if st.Skipped == nil {
-			st.Skipped = map[string]int{}
-		}
-		st.Skipped[reason] += k
-	}
 	cols := make([]*array.Float64, len(p.Covariates))
 	for j, name := range p.Covariates {
 		idx := rec.Schema().FieldIndices(name)
@@ -302,36 +283,21 @@ func (discreteKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, er
 		}
 		cols[j] = c
 	}
-	var obs *array.Timestamp
-	if a.cfg.Window.Time == TimeEvent {
-		if i := schemas.ObservedAtIndex(rec.Schema()); i >= 0 {
-			obs, _ = rec.Column(i).(*array.Timestamp)
-		}
-		if obs == nil {
-			skip(SkipNoObservedAt, n)
-			return st, nil
-		}
+	r, ok, err := a.rowsOf(rec, now, &st)
+	if !ok {
+		return st, err
 	}
-	cur := a.windowStart(now)
 	x := make([]float32, len(cols))
 	z := make([]float64, len(cols))
 rows:
-	for i := range n {
-		s := cur
-		if obs != nil {
-			s = a.windowStart(int64(obs.Value(i)) * int64(time.Microsecond))
-		}
+	for i := range r.n {
+		s := r.window(a, i)
 		w, _ := a.open[s].(*discreteWindow)
 		if w == nil {
-			switch {
-			case s+a.size+a.late <= now || s < a.closedBefore:
-				st.Late++
-			default:
-				skip(SkipFutureObservedAt, 1)
-			}
+			a.notOpen(&st, s, now)
 			continue
 		}
-		fp, err := a.fingerprint(ids.Value(i))
+		fp, err := a.fingerprint(r.ids.Value(i))
 		if err != nil {
 			return st, fmt.Errorf("row %d: %w", i, err)
 		}
@@ -342,13 +308,13 @@ rows:
 		}
 		idx, known := tbl[fp]
 		if !known && w.len() >= p.MaxRecords {
-			skip(SkipWindowCap, 1)
+			st.skip(SkipWindowCap, 1)
 			continue
 		}
 		var ss float64
 		for j, c := range cols {
 			if !c.IsValid(i) {
-				skip(SkipInvalidCovariate, 1)
+				st.skip(SkipInvalidCovariate, 1)
 				continue rows
 			}
 			v := (c.Value(i) - p.Centre[j]) / p.Scale[j]
@@ -356,7 +322,7 @@ rows:
 			ss += v * v
 		}
 		if math.IsNaN(ss) || math.IsInf(ss, 0) {
-			skip(SkipInvalidCovariate, 1)
+			st.skip(SkipInvalidCovariate, 1)
 			continue
 		}
 		div := 1.0
@@ -367,8 +333,8 @@ rows:
 		for j := range z {
 			x[j] = float32(z[j] / div)
 		}
-		iv, beyond := discreteInterval(times.Value(i), p.TimeMax, p.Intervals)
-		ev := events.Value(i) && !beyond
+		iv, beyond := discreteInterval(r.times.Value(i), p.TimeMax, p.Intervals)
+		ev := r.events.Value(i) && !beyond
 		if beyond {
 			st.CensoredAtHorizon++
 		}
