@@ -283,16 +283,24 @@ func (c Config) Fingerprint() string {
 // its own fields (its params' flat method). Never reorder, rename or drop
 // a field: every saved checkpoint would be refused.
 type flatParams struct {
-	BinWidth       float64 `json:"bin_width"`
-	Method         string  `json:"method"`
-	Conf           float64 `json:"conf"`
-	MaxNoiseStdErr float64 `json:"max_noise_std_err"`
-	LogRankSims    int     `json:"logrank_sims,omitempty"`
-	IntervalSims   int     `json:"interval_sims,omitempty"`
-	Omega          float64 `json:"omega"`
-	Gamma          float64 `json:"gamma"`
-	Rungs          int     `json:"rungs"`
-	// the discrete kind's, each omitted when zero (its Method is the
-	// one above)
-	DiscreteParams
+	BinWidth                float64   `json:"bin_width"`
+	Method                  string    `json:"method"`
+	Conf                    float64   `json:"conf"`
+	MaxNoiseStdErr          float64   `json:"max_noise_std_err"`
+	LogRankSims             int       `json:"logrank_sims,omitempty"`
+	IntervalSims            int       `json:"interval_sims,omitempty"`
+	Omega                   float64   `json:"omega"`
+	Gamma                   float64   `json:"gamma"`
+	Rungs                   int       `json:"rungs"`
+	Covariates              []string  `json:"covariates,omitempty"`
+	Centre                  []float64 `json:"centre,omitempty"`
+	Scale                   []float64 `json:"scale,omitempty"`
+	Intervals               int       `json:"intervals,omitempty"`
+	Knots                   int       `json:"knots,omitempty"`
+	Lambda                  float64   `json:"lambda,omitempty"`
+	Link                    string    `json:"link,omitempty"`
+	TimeMax                 float64   `json:"time_max,omitempty"`
+	MaxRecords              int       `json:"max_records,omitempty"`
+	Steps                   int       `json:"steps,omitempty"`
+	IntervalEpsilonFraction float64   `json:"interval_epsilon_fraction,omitempty"`
 }

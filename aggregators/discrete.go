@@ -49,39 +49,38 @@ const NeighbouringDiscrete = "replace-one among the window's included records (b
 const compositionDiscrete = "one fit pooling the records of every cohort in the window (each record is in one window); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
 
 // DiscreteParams are the params of a discrete aggregate (the YAML keys in
-// the tags). Their JSON is part of the fingerprint's frozen layout
-// (flatParams embeds them): never rename a JSON tag.
+// the tags).
 type DiscreteParams struct {
 	// Method is newton (default), output, objective or psgld.
-	Method string `json:"-" yaml:"method"`
+	Method string `yaml:"method"`
 	// Covariates are the input covariates of the model (each one of
 	// schema.covariates), in the order of beta.
-	Covariates []string `json:"covariates,omitempty" yaml:"covariates"`
+	Covariates []string `yaml:"covariates"`
 	// Centre and Scale are the public per-covariate centre and scale
 	// (required, one per covariate): x -> (x - centre) / scale, then
 	// projection onto the unit ball.
-	Centre []float64 `json:"centre,omitempty" yaml:"centre"`
-	Scale  []float64 `json:"scale,omitempty" yaml:"scale"`
+	Centre []float64 `yaml:"centre"`
+	Scale  []float64 `yaml:"scale"`
 	// Intervals q (default 200) and Knots e (default 3) of the model.
-	Intervals int `json:"intervals,omitempty" yaml:"intervals"`
-	Knots     int `json:"knots,omitempty" yaml:"knots"`
+	Intervals int `yaml:"intervals"`
+	Knots     int `yaml:"knots"`
 	// Lambda is the ridge of output and objective perturbation (default
 	// regression.DefaultLambda).
-	Lambda float64 `json:"lambda,omitempty" yaml:"lambda"`
+	Lambda float64 `yaml:"lambda"`
 	// Link: logit (default) or cloglog with every method (output,
 	// objective and psgld fit cloglog through its bounded-influence loss:
 	// regression/cloglog_huber.go); probit with methods newton and psgld
 	// only.
-	Link string `json:"link,omitempty" yaml:"link"`
+	Link string `yaml:"link"`
 	// TimeMax is the public end of the model's time domain (default
 	// schema.time_max).
-	TimeMax float64 `json:"time_max,omitempty" yaml:"time_max"`
+	TimeMax float64 `yaml:"time_max"`
 	// MaxRecords is the public cap on the records a window keeps (default
 	// DefaultMaxRecords); later records of the window are counted in
 	// dpsurv_aggregator_records_skipped_total{reason="window_cap"}.
-	MaxRecords int `json:"max_records,omitempty" yaml:"max_records"`
+	MaxRecords int `yaml:"max_records"`
 	// Steps is the pSGLD chain length (0: regression's default).
-	Steps int `json:"steps,omitempty" yaml:"steps"`
+	Steps int `yaml:"steps"`
 	// IntervalEpsilonFraction is the share of epsilon spent on the
 	// interval release of methods output and objective
 	// (regression.DiscreteOptions.IntervalFraction: noisy Hessians from
@@ -91,10 +90,14 @@ type DiscreteParams struct {
 	// own Hessians and spends the whole epsilon on its steps, nor to psgld
 	// (whose limits under-covered and are withheld), nor to other links:
 	// leave it unset there.
-	IntervalEpsilonFraction float64 `json:"interval_epsilon_fraction,omitempty" yaml:"interval_epsilon_fraction"`
+	IntervalEpsilonFraction float64 `yaml:"interval_epsilon_fraction"`
 }
 
-func (p DiscreteParams) flat() flatParams { return flatParams{Method: p.Method, DiscreteParams: p} }
+func (p DiscreteParams) flat() flatParams {
+	return flatParams{Method: p.Method, Covariates: p.Covariates, Centre: p.Centre, Scale: p.Scale, Intervals: p.Intervals,
+		Knots: p.Knots, Lambda: p.Lambda, Link: p.Link, TimeMax: p.TimeMax, MaxRecords: p.MaxRecords, Steps: p.Steps,
+		IntervalEpsilonFraction: p.IntervalEpsilonFraction}
+}
 
 // params reads the discrete keys (DiscreteParams).
 func (discreteKind) params(d *paramDecoder) Params {
