@@ -86,11 +86,15 @@
 // are looked up once when the aggregate is built: exactCounter (n public),
 // planner (how the engine releases: async fits, a one-time charge, one
 // window at a time), counter (state that outlives the windows) and
-// horizonKeyer (a charge keyed by the ledger). km.go (kmKind, KMParams),
-// cumulative.go (cumulativeKind: km with window.cumulative, a counter),
-// weibull.go (weibullKind, WeibullParams), discrete.go (discreteKind,
-// DiscreteParams; its window state in discrete_window.go); hist.go holds
-// the histogram window state the km and weibull kinds embed (histKind).
+// horizonKeyer (a charge keyed by the ledger). Each kind's file holds its
+// params, its release and its release's fields: km.go (kmKind, KMParams,
+// KMFields, LogRank), cumulative.go (cumulativeKind: km with
+// window.cumulative, a counter), weibull.go (weibullKind, WeibullParams,
+// WeibullFields), discrete.go (discreteKind, DiscreteParams,
+// DiscreteFields; its window state in discrete_window.go); hist.go holds
+// the histogram window state the km and weibull kinds embed (histKind),
+// rows.go what every kind's add reads from a record, release.go the
+// message envelope (FitMessage) and the window document.
 // The engine (engine.go) releases every kind through its plan and never
 // asks which kind it holds. A new kind: a type implementing kind
 // (embedding histKind if its state is the window histogram), its typed

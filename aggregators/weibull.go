@@ -144,6 +144,26 @@ func (k weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining 
 	return out, nil
 }
 
+// WeibullFields are the parameters of a weibull release:
+// S(t) = exp(-(t/scale)^shape), t in normalised units (t / time_max).
+type WeibullFields struct {
+	Shape     F                  `json:"shape"`
+	Scale     F                  `json:"scale"`
+	ScaleUnit string             `json:"scale_unit"`
+	Params    map[string]float64 `json:"params"`
+	// Noise-aware intervals (weibull.WeibullIntervals; post-processing of
+	// the release): null when disabled (params.interval_sims < 0).
+	ShapeLower     F      `json:"shape_lower"`
+	ShapeUpper     F      `json:"shape_upper"`
+	ScaleLower     F      `json:"scale_lower"`
+	ScaleUpper     F      `json:"scale_upper"`
+	IntervalConf   F      `json:"interval_conf"`
+	IntervalMethod string `json:"interval_method"`
+	// ScaleLimitNote says why a scale limit is null although intervals
+	// were computed (weibull.WeibullScaleLimitMax); omitted otherwise.
+	ScaleLimitNote string `json:"scale_limit_note,omitempty"`
+}
+
 // weibullNeighbouring is the relation of a weibull release: add/remove-one
 // for LSP+TLL and the Laplace baseline (weibull.WeibullNeighbouringAddRemove);
 // SAA's block count is a function of the record count, analysed for a
