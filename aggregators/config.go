@@ -174,7 +174,9 @@ func (c Config) withDefaults() Config {
 	if c.Window.Time == "" {
 		c.Window.Time = TimeProcessing
 	}
-	kindOf(c).defaults(&c)
+	if c.paramsMismatch() == nil { // another kind's params stay: Check refuses them
+		kindOf(c).defaults(&c)
+	}
 	return c
 }
 
@@ -192,8 +194,9 @@ func (c Config) Validate() error {
 func (c Config) Check() []error {
 	c, perr := c.Resolved()
 	errs := Errors(perr)
-	if want := kindOf(c).params(&paramDecoder{}); c.Params != nil && knownKind(c.Kind) && reflect.TypeOf(c.Params) != reflect.TypeOf(want) {
-		errs = append(errs, fieldErr("params", ErrInvalid, "%T are not the params of kind %s (%T)", c.Params, c.Kind, want))
+	mismatch := c.paramsMismatch()
+	if mismatch != nil {
+		errs = append(errs, mismatch)
 	}
 	c = c.withDefaults()
 	add := func(path string, sentinel error, format string, a ...any) {
@@ -239,8 +242,20 @@ func (c Config) Check() []error {
 	if !(c.TimeMax > 0) || math.IsInf(c.TimeMax, 0) {
 		add("time_max", ErrInvalid, "must be a positive public bound")
 	}
-	errs = append(errs, kindOf(c).check(c)...)
+	if mismatch == nil {
+		errs = append(errs, kindOf(c).check(c)...)
+	}
 	return errs
+}
+
+// paramsMismatch is the error of params of another kind than c's (nil
+// params are the kind's defaults; an unknown kind is Check's own error).
+func (c Config) paramsMismatch() error {
+	want := kindOf(c).params(&paramDecoder{})
+	if c.Params == nil || !knownKind(c.Kind) || reflect.TypeOf(c.Params) == reflect.TypeOf(want) {
+		return nil
+	}
+	return fieldErr("params", ErrInvalid, "%T are not the params of kind %s (%T)", c.Params, c.Kind, want)
 }
 
 // Fingerprint identifies the configuration that shapes an aggregate's state
