@@ -43,12 +43,7 @@ func TestCurveTableColumns(t *testing.T) {
 	msg := aggregators.FitMessage{Schema: schemas.FitSchemaName, Key: "km/1/A", Aggregate: "km", Kind: "km", Cohort: "A",
 		Method: res.Method, Epsilon: 1, N: aggregators.F(ck.N), TimeUnit: "days", LowInformation: ck.LowInformation,
 		KMFields: &aggregators.KMFields{KMCurve: ck.Curve.Wire(), Conf: ck.Curve.Conf, NoiseStdErr: fs(ck.NoiseStdErr),
-			TruncatedAt: aggregators.F(ck.TruncatedAt), SamplingStdErr: fs(ck.SamplingStdErr), SamplingLower: fs(ck.SamplingLower),
-			SamplingUpper: fs(ck.SamplingUpper), MedianNote: ck.MedianNote, NoiseDominatedFrom: aggregators.F(ck.NoiseDominatedFrom),
-			NoiseTailSD:             km.DefaultNoiseTailSD,
-			LowInformationThreshold: aggregators.F(ck.LowInformationThreshold), BandLower: fs(ck.BandLower), BandUpper: fs(ck.BandUpper),
-			BandFrom: aggregators.F(ck.BandFrom), BandTo: aggregators.F(ck.BandTo), BandCritical: aggregators.F(ck.BandCritical),
-			BandMethod: ck.BandMethod}}
+			TruncatedAt: aggregators.F(ck.TruncatedAt), KMInference: ck.Inference()}}
 	value, err := json.Marshal(msg)
 	if err != nil {
 		t.Fatal(err)

@@ -22,8 +22,7 @@ func discCfg(name string, eps float64) aggregators.Config {
 	x := []string{"x0"}
 	return aggregators.Config{Name: name, Kind: aggregators.KindDiscrete, Window: aggregators.Window{Size: time.Minute}, Epsilon: eps,
 		Cohorts: cohorts, TimeMax: 9, TimeUnit: "days", Covariates: x,
-		Params: aggregators.Params{Method: "output", DiscreteParams: aggregators.DiscreteParams{
-			Covariates: x, Centre: []float64{0}, Scale: []float64{1}}}}
+		Params: aggregators.DiscreteParams{Method: "output", Covariates: x, Centre: []float64{0}, Scale: []float64{1}}}
 }
 
 // discRecord is n rows of rowsOf with covariate x0 in [-1, 1].

@@ -15,8 +15,7 @@ import (
 // take seconds and are tested elsewhere).
 func wbConfig(name string, size time.Duration, eps float64) aggregators.Config {
 	cfg := aggregators.Config{Name: name, Kind: aggregators.KindWeibull, Window: aggregators.Window{Size: size}, Epsilon: eps,
-		Cohorts: cohorts, TimeMax: 9, TimeUnit: "days"}
-	cfg.Params.IntervalSims = -1
+		Cohorts: cohorts, TimeMax: 9, TimeUnit: "days", Params: aggregators.WeibullParams{IntervalSims: -1}}
 	return cfg
 }
 

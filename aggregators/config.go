@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"time"
 
@@ -45,8 +46,9 @@ type Config struct {
 	// Epsilon is the budget of one window's release (all cohorts together),
 	// or of the whole horizon when Window.Cumulative.
 	Epsilon float64 `yaml:"epsilon"`
-	// Params are the kind's settings. From YAML they are held as the node
-	// until Resolved decodes them for the kind (DecodeParams).
+	// Params are the kind's settings: KMParams, WeibullParams or
+	// DiscreteParams (nil: the kind's defaults). From YAML they are held as
+	// the node until Resolved decodes them for the kind (DecodeParams).
 	Params Params `yaml:"params"`
 	// Cohorts are the public labels (the input spec's), TimeMax the public
 	// time bound and TimeUnit its unit (schema.*, not set per aggregate).
@@ -107,55 +109,41 @@ type Window struct {
 	Horizon    int  `yaml:"horizon"`
 }
 
-// Params are the kind-specific settings (the YAML "params" map): the
-// histogram layout and method the kinds share, and each kind's own typed
-// params (KMParams, WeibullParams, DiscreteParams), each kind decoding its
-// keys (its params method, DecodeParams). The JSON of Params (part of the
-// fingerprint) is flat, in the order of the fields.
-type Params struct {
-	// BinWidth is the histogram bin width in time units (default: km
-	// time_max/150, km.DefaultBinWidth; weibull 1); the
-	// Weibull fits see each record's time as the start of its bin.
-	BinWidth float64 `json:"bin_width" yaml:"bin_width"`
-	// Method: km "hierarchical" (default: tree noise with consistent
-	// inference, km.HierarchicalKM) or "noisy-histogram" (flat cell
-	// noise, km.NoisyHistogramKM); weibull "lsp" (default), "laplace" or
-	// "saa". Cumulative km aggregates use the binary-tree counter whatever
-	// the method.
-	Method string `json:"method" yaml:"method"`
-	// KMParams are the km kind's own params (km.go).
-	KMParams
-	// IntervalSims (km, not cumulative): simulated releases behind the
-	// intervals' noise SD (km.KMOptions; 0 = the default 100; negative
-	// disables: first-order analytic noise SD). For weibull, the simulated
-	// releases per candidate shape of the noise-aware intervals
-	// (weibull.WeibullIntervalOptions; 0 = default, negative = null
-	// intervals).
-	IntervalSims int `json:"interval_sims,omitempty" yaml:"interval_sims"`
-	// WeibullParams are the weibull kind's own params (weibull.go).
-	WeibullParams
-	// DiscreteParams are the discrete regression's settings (discrete.go);
-	// Method is then output (default), objective or psgld.
-	DiscreteParams
-	// raw is the YAML params node until Config.Resolved decodes it (the
-	// keys a kind accepts depend on the kind, decoded after it).
-	raw *yaml.Node
-}
-
-// UnmarshalYAML keeps the params node for Config.Resolved, which knows
-// the kind.
-func (p *Params) UnmarshalYAML(n *yaml.Node) error {
-	*p = Params{raw: n}
+// UnmarshalYAML decodes an aggregators entry, keeping its params node for
+// Resolved (the keys a kind accepts depend on the kind, decoded after it).
+func (c *Config) UnmarshalYAML(n *yaml.Node) error {
+	type plain Config // the fields without this method
+	rest, raw := n, (*yaml.Node)(nil)
+	if n.Kind == yaml.MappingNode {
+		cp := *n
+		cp.Content = nil
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "params" {
+				raw = n.Content[i+1]
+				continue
+			}
+			cp.Content = append(cp.Content, n.Content[i], n.Content[i+1])
+		}
+		rest = &cp
+	}
+	if err := rest.Decode((*plain)(c)); err != nil {
+		return err
+	}
+	c.Params = nil
+	if raw != nil {
+		c.Params = rawParams{raw}
+	}
 	return nil
 }
 
 // Resolved returns c with its YAML params decoded for its kind; the error
 // joins a FieldError per bad key. A config built in Go is returned as is.
 func (c Config) Resolved() (Config, error) {
-	if c.Params.raw == nil {
+	r, ok := c.Params.(rawParams)
+	if !ok {
 		return c, nil
 	}
-	p, err := DecodeParams(c.Kind, c.Params.raw)
+	p, err := DecodeParams(c.Kind, r.n)
 	c.Params = p
 	return c, err
 }
@@ -171,11 +159,12 @@ const (
 // wrong type are FieldErrors naming the key.
 func ParseParams(kind string, m map[string]any) (Params, error) {
 	if len(m) == 0 {
-		return Params{}, nil
+		return DecodeParams(kind, nil)
 	}
 	var n yaml.Node
 	if err := n.Encode(m); err != nil {
-		return Params{}, &FieldError{Path: "params", Err: fmt.Errorf("%w: %v", ErrWrongType, err)}
+		p, _ := DecodeParams(kind, nil)
+		return p, &FieldError{Path: "params", Err: fmt.Errorf("%w: %v", ErrWrongType, err)}
 	}
 	return DecodeParams(kind, &n)
 }
@@ -185,7 +174,9 @@ func (c Config) withDefaults() Config {
 	if c.Window.Time == "" {
 		c.Window.Time = TimeProcessing
 	}
-	kindOf(c).defaults(&c)
+	if c.paramsMismatch() == nil { // another kind's params stay: Check refuses them
+		kindOf(c).defaults(&c)
+	}
 	return c
 }
 
@@ -203,6 +194,10 @@ func (c Config) Validate() error {
 func (c Config) Check() []error {
 	c, perr := c.Resolved()
 	errs := Errors(perr)
+	mismatch := c.paramsMismatch()
+	if mismatch != nil {
+		errs = append(errs, mismatch)
+	}
 	c = c.withDefaults()
 	add := func(path string, sentinel error, format string, a ...any) {
 		errs = append(errs, fieldErr(path, sentinel, format, a...))
@@ -247,8 +242,20 @@ func (c Config) Check() []error {
 	if !(c.TimeMax > 0) || math.IsInf(c.TimeMax, 0) {
 		add("time_max", ErrInvalid, "must be a positive public bound")
 	}
-	errs = append(errs, kindOf(c).check(c)...)
+	if mismatch == nil {
+		errs = append(errs, kindOf(c).check(c)...)
+	}
 	return errs
+}
+
+// paramsMismatch is the error of params of another kind than c's (nil
+// params are the kind's defaults; an unknown kind is Check's own error).
+func (c Config) paramsMismatch() error {
+	want := kindOf(c).params(&paramDecoder{})
+	if c.Params == nil || !knownKind(c.Kind) || reflect.TypeOf(c.Params) == reflect.TypeOf(want) {
+		return nil
+	}
+	return fieldErr("params", ErrInvalid, "%T are not the params of kind %s (%T)", c.Params, c.Kind, want)
 }
 
 // Fingerprint identifies the configuration that shapes an aggregate's state
@@ -260,8 +267,12 @@ func (c Config) Fingerprint() string {
 	// The interval share at its default is left out, so that a discrete
 	// aggregate saved before the interval release existed restores after an
 	// upgrade (TestCheckpointCompat); a non-default share is part of it.
-	if c.Params.IntervalEpsilonFraction == regression.DefaultIntervalFraction {
-		c.Params.IntervalEpsilonFraction = 0
+	p := flatParams{}
+	if c.Params != nil {
+		p = c.Params.flat()
+	}
+	if p.IntervalEpsilonFraction == regression.DefaultIntervalFraction {
+		p.IntervalEpsilonFraction = 0
 	}
 	b, _ := json.Marshal(struct {
 		Kind       string
@@ -274,9 +285,37 @@ func (c Config) Fingerprint() string {
 		Cohorts    []string
 		TimeMax    float64
 		TimeUnit   string
-		Params     Params
+		Params     flatParams
 	}{c.Kind, int64(c.Window.Size), int64(c.Window.Lateness), c.Window.Time, c.Window.Cumulative, c.Window.Horizon, c.Epsilon,
-		c.Cohorts, c.TimeMax, c.TimeUnit, c.Params})
+		c.Cohorts, c.TimeMax, c.TimeUnit, p})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// flatParams is the frozen JSON layout of the params in the fingerprint:
+// every kind's params in one flat object, in the order they had when the
+// kinds shared one Params struct (TestFingerprintStable). Each kind fills
+// its own fields (its params' flat method). Never reorder, rename or drop
+// a field: every saved checkpoint would be refused.
+type flatParams struct {
+	BinWidth                float64   `json:"bin_width"`
+	Method                  string    `json:"method"`
+	Conf                    float64   `json:"conf"`
+	MaxNoiseStdErr          float64   `json:"max_noise_std_err"`
+	LogRankSims             int       `json:"logrank_sims,omitempty"`
+	IntervalSims            int       `json:"interval_sims,omitempty"`
+	Omega                   float64   `json:"omega"`
+	Gamma                   float64   `json:"gamma"`
+	Rungs                   int       `json:"rungs"`
+	Covariates              []string  `json:"covariates,omitempty"`
+	Centre                  []float64 `json:"centre,omitempty"`
+	Scale                   []float64 `json:"scale,omitempty"`
+	Intervals               int       `json:"intervals,omitempty"`
+	Knots                   int       `json:"knots,omitempty"`
+	Lambda                  float64   `json:"lambda,omitempty"`
+	Link                    string    `json:"link,omitempty"`
+	TimeMax                 float64   `json:"time_max,omitempty"`
+	MaxRecords              int       `json:"max_records,omitempty"`
+	Steps                   int       `json:"steps,omitempty"`
+	IntervalEpsilonFraction float64   `json:"interval_epsilon_fraction,omitempty"`
 }

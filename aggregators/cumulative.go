@@ -31,7 +31,7 @@ type cumulativeKind struct {
 }
 
 func (k *cumulativeKind) init(a *aggregate) error {
-	t, err := km.NewContinualKM(a.cfg.Params.BinWidth, a.cfg.TimeMax, len(a.cfg.Cohorts), a.cfg.Window.Horizon, k.options(a.cfg))
+	t, err := km.NewContinualKM(binWidth(a.cfg), a.cfg.TimeMax, len(a.cfg.Cohorts), a.cfg.Window.Horizon, k.options(a.cfg))
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (k *cumulativeKind) load(a *aggregate, s *aggSnapshot) error {
 // bytes is the tree counter's cells (two int64 per cell and kind, one
 // histogram per level) and the horizon's patient table.
 func (k *cumulativeKind) bytes(a *aggregate) int {
-	bins := int(math.Floor(a.cfg.TimeMax/a.cfg.Params.BinWidth)) + 1
+	bins := int(math.Floor(a.cfg.TimeMax/binWidth(a.cfg))) + 1
 	levels := 0
 	for h := a.cfg.Window.Horizon; h > 0; h >>= 1 {
 		levels++

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
-
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit/km"
 )
@@ -18,10 +16,8 @@ import (
 // must change the concatenated leaves by at most that much. Before the fix
 // the patient table was per window and the patient moved three leaves (L1 3).
 func TestCumulativeOnePatientOneContributionPerHorizon(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	cfg := Config{Name: "cum", Kind: KindKM, Window: Window{Size: time.Minute, Cumulative: true, Horizon: 52}, Epsilon: 1,
-		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Params: Params{Method: MethodNoisyHistogram, BinWidth: 1}}
+	mem := checkedMem(t)
+	cfg := testKMConfig("cum", Window{Size: time.Minute, Cumulative: true, Horizon: 52})
 	key := newPatientKey()
 	type version struct {
 		window int

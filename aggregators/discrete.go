@@ -1,18 +1,15 @@
 package aggregators
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/regression"
-	"github.com/dpsurv/dpsurv/schemas"
 )
 
 // KindDiscrete is the discrete-time survival regression (mechanisms.md
@@ -51,38 +48,39 @@ const NeighbouringDiscrete = "replace-one among the window's included records (b
 
 const compositionDiscrete = "one fit pooling the records of every cohort in the window (each record is in one window); sequential across windows: each window is charged epsilon to stream, aggregate and every cohort scope"
 
-// DiscreteParams are the params of a discrete aggregate (embedded in
-// Params; every field is omitted from JSON when zero, so the fingerprints
-// of km and weibull aggregates do not change).
+// DiscreteParams are the params of a discrete aggregate (the YAML keys in
+// the tags).
 type DiscreteParams struct {
+	// Method is newton (default), output, objective or psgld.
+	Method string `yaml:"method"`
 	// Covariates are the input covariates of the model (each one of
 	// schema.covariates), in the order of beta.
-	Covariates []string `json:"covariates,omitempty" yaml:"covariates"`
+	Covariates []string `yaml:"covariates"`
 	// Centre and Scale are the public per-covariate centre and scale
 	// (required, one per covariate): x -> (x - centre) / scale, then
 	// projection onto the unit ball.
-	Centre []float64 `json:"centre,omitempty" yaml:"centre"`
-	Scale  []float64 `json:"scale,omitempty" yaml:"scale"`
+	Centre []float64 `yaml:"centre"`
+	Scale  []float64 `yaml:"scale"`
 	// Intervals q (default 200) and Knots e (default 3) of the model.
-	Intervals int `json:"intervals,omitempty" yaml:"intervals"`
-	Knots     int `json:"knots,omitempty" yaml:"knots"`
+	Intervals int `yaml:"intervals"`
+	Knots     int `yaml:"knots"`
 	// Lambda is the ridge of output and objective perturbation (default
 	// regression.DefaultLambda).
-	Lambda float64 `json:"lambda,omitempty" yaml:"lambda"`
+	Lambda float64 `yaml:"lambda"`
 	// Link: logit (default) or cloglog with every method (output,
 	// objective and psgld fit cloglog through its bounded-influence loss:
 	// regression/cloglog_huber.go); probit with methods newton and psgld
 	// only.
-	Link string `json:"link,omitempty" yaml:"link"`
+	Link string `yaml:"link"`
 	// TimeMax is the public end of the model's time domain (default
 	// schema.time_max).
-	TimeMax float64 `json:"time_max,omitempty" yaml:"time_max"`
+	TimeMax float64 `yaml:"time_max"`
 	// MaxRecords is the public cap on the records a window keeps (default
 	// DefaultMaxRecords); later records of the window are counted in
 	// dpsurv_aggregator_records_skipped_total{reason="window_cap"}.
-	MaxRecords int `json:"max_records,omitempty" yaml:"max_records"`
+	MaxRecords int `yaml:"max_records"`
 	// Steps is the pSGLD chain length (0: regression's default).
-	Steps int `json:"steps,omitempty" yaml:"steps"`
+	Steps int `yaml:"steps"`
 	// IntervalEpsilonFraction is the share of epsilon spent on the
 	// interval release of methods output and objective
 	// (regression.DiscreteOptions.IntervalFraction: noisy Hessians from
@@ -92,11 +90,18 @@ type DiscreteParams struct {
 	// own Hessians and spends the whole epsilon on its steps, nor to psgld
 	// (whose limits under-covered and are withheld), nor to other links:
 	// leave it unset there.
-	IntervalEpsilonFraction float64 `json:"interval_epsilon_fraction,omitempty" yaml:"interval_epsilon_fraction"`
+	IntervalEpsilonFraction float64 `yaml:"interval_epsilon_fraction"`
 }
 
-// params reads the discrete keys (DiscreteParams, and method).
-func (discreteKind) params(d *paramDecoder, p *Params) {
+func (p DiscreteParams) flat() flatParams {
+	return flatParams{Method: p.Method, Covariates: p.Covariates, Centre: p.Centre, Scale: p.Scale, Intervals: p.Intervals,
+		Knots: p.Knots, Lambda: p.Lambda, Link: p.Link, TimeMax: p.TimeMax, MaxRecords: p.MaxRecords, Steps: p.Steps,
+		IntervalEpsilonFraction: p.IntervalEpsilonFraction}
+}
+
+// params reads the discrete keys (DiscreteParams).
+func (discreteKind) params(d *paramDecoder) Params {
+	var p DiscreteParams
 	d.str("method", &p.Method)
 	d.names("covariates", &p.Covariates)
 	d.floats("centre", &p.Centre)
@@ -117,11 +122,12 @@ func (discreteKind) params(d *paramDecoder, p *Params) {
 		d.late = append(d.late, fieldErr("params.interval_epsilon_fraction", ErrInvalid,
 			"must be in (0, 0.5] with the logit link and with output or objective (leave it out for the default %v)", regression.DefaultIntervalFraction))
 	}
+	return p
 }
 
 // defaults fills the defaults of a discrete aggregate's params.
 func (discreteKind) defaults(c *Config) {
-	p := &c.Params
+	p := paramsOf[DiscreteParams](*c)
 	if p.Method == "" {
 		p.Method = string(regression.MethodNewton)
 	}
@@ -146,6 +152,7 @@ func (discreteKind) defaults(c *Config) {
 	if p.IntervalEpsilonFraction == 0 && (p.Link == string(regression.LinkLogit) || p.Link == string(regression.LinkCloglog)) && (p.Method == string(regression.MethodOutput) || p.Method == string(regression.MethodObjective)) {
 		p.IntervalEpsilonFraction = regression.DefaultIntervalFraction
 	}
+	c.Params = p
 }
 
 // scalingExample is the worked example of the discrete scaling errors (the
@@ -171,10 +178,7 @@ func (discreteKind) check(c Config) []error {
 	add := func(path string, sentinel error, format string, a ...any) {
 		errs = append(errs, fieldErr(path, sentinel, format, a...))
 	}
-	p := c.Params
-	if p.BinWidth != 0 || p.Conf != 0 || p.MaxNoiseStdErr != 0 || p.Omega != 0 || p.Gamma != 0 || p.Rungs != 0 {
-		add("params", ErrInvalid, "bin_width, conf, max_noise_std_err, omega, gamma and rungs are not discrete params")
-	}
+	p := paramsOf[DiscreteParams](c)
 	schema := map[string]bool{}
 	for _, s := range c.Covariates {
 		schema[s] = true
@@ -269,20 +273,7 @@ func (discreteKind) check(c Config) []error {
 // record state (up to max_records per window).
 func (discreteKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, error) {
 	var st AddStats
-	n := int(rec.NumRows())
-	p := a.cfg.Params
-	ids, ok0 := rec.Column(schemas.ColID).(*array.String)
-	times, ok1 := rec.Column(schemas.ColTime).(*array.Float64)
-	events, ok2 := rec.Column(schemas.ColEvent).(*array.Boolean)
-	if !ok0 || !ok1 || !ok2 {
-		return st, errors.New("record is not in the canonical schema")
-	}
-	skip := func(reason string, k int) {
-		if st.Skipped == nil {
-			st.Skipped = map[string]int{}
-		}
-		st.Skipped[reason] += k
-	}
+	p := paramsOf[DiscreteParams](a.cfg)
 	cols := make([]*array.Float64, len(p.Covariates))
 	for j, name := range p.Covariates {
 		idx := rec.Schema().FieldIndices(name)
@@ -295,36 +286,21 @@ func (discreteKind) add(a *aggregate, rec arrow.Record, now int64) (AddStats, er
 		}
 		cols[j] = c
 	}
-	var obs *array.Timestamp
-	if a.cfg.Window.Time == TimeEvent {
-		if i := schemas.ObservedAtIndex(rec.Schema()); i >= 0 {
-			obs, _ = rec.Column(i).(*array.Timestamp)
-		}
-		if obs == nil {
-			skip(SkipNoObservedAt, n)
-			return st, nil
-		}
+	r, ok, err := a.rowsOf(rec, now, &st)
+	if !ok {
+		return st, err
 	}
-	cur := a.windowStart(now)
 	x := make([]float32, len(cols))
 	z := make([]float64, len(cols))
 rows:
-	for i := range n {
-		s := cur
-		if obs != nil {
-			s = a.windowStart(int64(obs.Value(i)) * int64(time.Microsecond))
-		}
+	for i := range r.n {
+		s := r.window(a, i)
 		w, _ := a.open[s].(*discreteWindow)
 		if w == nil {
-			switch {
-			case s+a.size+a.late <= now || s < a.closedBefore:
-				st.Late++
-			default:
-				skip(SkipFutureObservedAt, 1)
-			}
+			a.notOpen(&st, s, now)
 			continue
 		}
-		fp, err := a.fingerprint(ids.Value(i))
+		fp, err := a.fingerprint(r.ids.Value(i))
 		if err != nil {
 			return st, fmt.Errorf("row %d: %w", i, err)
 		}
@@ -335,13 +311,13 @@ rows:
 		}
 		idx, known := tbl[fp]
 		if !known && w.len() >= p.MaxRecords {
-			skip(SkipWindowCap, 1)
+			st.skip(SkipWindowCap, 1)
 			continue
 		}
 		var ss float64
 		for j, c := range cols {
 			if !c.IsValid(i) {
-				skip(SkipInvalidCovariate, 1)
+				st.skip(SkipInvalidCovariate, 1)
 				continue rows
 			}
 			v := (c.Value(i) - p.Centre[j]) / p.Scale[j]
@@ -349,7 +325,7 @@ rows:
 			ss += v * v
 		}
 		if math.IsNaN(ss) || math.IsInf(ss, 0) {
-			skip(SkipInvalidCovariate, 1)
+			st.skip(SkipInvalidCovariate, 1)
 			continue
 		}
 		div := 1.0
@@ -360,8 +336,8 @@ rows:
 		for j := range z {
 			x[j] = float32(z[j] / div)
 		}
-		iv, beyond := discreteInterval(times.Value(i), p.TimeMax, p.Intervals)
-		ev := events.Value(i) && !beyond
+		iv, beyond := discreteInterval(r.times.Value(i), p.TimeMax, p.Intervals)
+		ev := r.events.Value(i) && !beyond
 		if beyond {
 			st.CensoredAtHorizon++
 		}
@@ -387,7 +363,7 @@ rows:
 // that fails numerically is released as FitDiscrete's fallback; it is
 // never retried with fresh noise.
 func (k discreteKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
-	p := a.cfg.Params
+	p := paramsOf[DiscreteParams](a.cfg)
 	opts := regression.DiscreteOptions{
 		Method: regression.Method(p.Method), Link: regression.Link(p.Link), Epsilon: a.cfg.Epsilon,
 		Intervals: p.Intervals, Knots: p.Knots, TimeMax: p.TimeMax, Lambda: p.Lambda,
@@ -442,7 +418,7 @@ func (k discreteKind) release(a *aggregate, c *closing, src dp.Source, remaining
 // alpha and beta are the zero vector plus Ext-Out-Pert noise at n = 1 (a
 // draw that does not depend on the data), n exact (public), fallback true.
 func (discreteKind) noFit(c Config, n int, src dp.Source) (regression.DiscreteResult, error) {
-	p := c.Params
+	p := paramsOf[DiscreteParams](c)
 	basis, err := regression.SplineBasis(p.Intervals, p.Knots)
 	if err != nil {
 		return regression.DiscreteResult{}, err
@@ -570,7 +546,7 @@ type DiscreteFields struct {
 // window pooling every cohort (replace-one, n public and released exactly).
 type discreteKind struct{}
 
-func (discreteKind) exactCount(Params) bool { return true }
+func (discreteKind) exactCount(Config) bool { return true }
 
 // plan: a window's fit (a pSGLD window can take a minute) may run on its
 // own goroutine.
@@ -580,9 +556,9 @@ func (discreteKind) plan(a *aggregate) plan {
 	return p
 }
 func (discreteKind) open(a *aggregate) window {
-	return &discreteWindow{d: len(a.cfg.Params.Covariates)}
+	return &discreteWindow{d: len(paramsOf[DiscreteParams](a.cfg).Covariates)}
 }
 func (discreteKind) restore(a *aggregate, _, records []byte) (window, error) {
-	p := a.cfg.Params
+	p := paramsOf[DiscreteParams](a.cfg)
 	return decodeDiscrete(records, len(p.Covariates), p.Intervals, p.MaxRecords)
 }

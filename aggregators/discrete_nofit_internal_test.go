@@ -16,12 +16,12 @@ func TestDiscreteNoFitEveryLink(t *testing.T) {
 		{"output", "logit"}, {"output", "cloglog"}, {"objective", "cloglog"},
 		{"psgld", "cloglog"}, {"psgld", "probit"}, {"newton", "probit"},
 	} {
-		cfg := Config{Epsilon: 1, Params: Params{Method: c.method, DiscreteParams: DiscreteParams{
-			Covariates: []string{"age"}, Intervals: 10, Knots: 3, Lambda: regression.DefaultLambda, Link: c.link,
-			IntervalEpsilonFraction: 0.5}}}
+		p := DiscreteParams{Method: c.method, Covariates: []string{"age"}, Intervals: 10, Knots: 3, Lambda: regression.DefaultLambda,
+			Link: c.link, IntervalEpsilonFraction: 0.5}
 		if c.method == "psgld" || c.method == "newton" {
-			cfg.Params.IntervalEpsilonFraction = 0
+			p.IntervalEpsilonFraction = 0
 		}
+		cfg := Config{Epsilon: 1, Params: p}
 		res, err := discreteKind{}.noFit(cfg, 1, dp.NewSeededSource(1))
 		if err != nil || !res.Fallback || len(res.Alpha) != 3 || len(res.Beta) != 1 {
 			t.Errorf("%s %s: %+v, %v", c.method, c.link, res, err)

@@ -35,8 +35,7 @@ const (
 func discConfig(name string, eps float64, method string) aggregators.Config {
 	return aggregators.Config{Name: name, Kind: aggregators.KindDiscrete, Window: aggregators.Window{Size: time.Minute}, Epsilon: eps,
 		Cohorts: cohorts, TimeMax: discTimeMax, TimeUnit: "days", Covariates: discSchemaCovs,
-		Params: aggregators.Params{Method: method, DiscreteParams: aggregators.DiscreteParams{
-			Covariates: discModelCovs, Centre: discCentre, Scale: discScale, Intervals: discIntervals}}}
+		Params: aggregators.DiscreteParams{Method: method, Covariates: discModelCovs, Centre: discCentre, Scale: discScale, Intervals: discIntervals}}
 }
 
 // discRows draws n records from a discrete-time-ish model with two
@@ -140,7 +139,7 @@ func TestDiscreteAggregateReleases(t *testing.T) {
 		t.Run(tc.method, func(t *testing.T) {
 			cfg := discConfig("dt", 1e6, tc.method)
 			if tc.method == "psgld" {
-				cfg.Params.Steps = 3000
+				setParams(&cfg, func(p *aggregators.DiscreteParams) { p.Steps = 3000 })
 			}
 			r := newRig(t, at(1), map[string]float64{"stream": 1e7}, cfg)
 			w0a, w0b, w1 := discRows("a", 250, 1), discRows("b", 150, 2), discRows("c", 300, 3)
@@ -324,7 +323,7 @@ func TestDiscreteBudgetAndEmptyWindows(t *testing.T) {
 func TestDiscreteWindowCapAndEventTime(t *testing.T) {
 	t.Run("cap", func(t *testing.T) {
 		cfg := discConfig("cap", 1e6, "output")
-		cfg.Params.MaxRecords = 50
+		setParams(&cfg, func(p *aggregators.DiscreteParams) { p.MaxRecords = 50 })
 		r := newRig(t, at(1), map[string]float64{"stream": 1e7}, cfg)
 		first, rest := discRows("a", 30, 1), discRows("b", 50, 2)
 		r.observeDisc(0, first)
@@ -485,37 +484,61 @@ func TestDiscreteConfigValidation(t *testing.T) {
 		want string
 	}{
 		{"valid", func(*aggregators.Config) {}, ""},
-		{"psgld cloglog", func(c *aggregators.Config) { c.Params.Method, c.Params.Link = "psgld", "cloglog" }, ""},
-		{"no covariates", func(c *aggregators.Config) { c.Params.Covariates = nil }, "params.covariates: required"},
-		{"covariate not in schema", func(c *aggregators.Config) { c.Params.Covariates = []string{"age", "weight"} }, `params.covariates[1]: "weight" is not in schema.covariates`},
-		{"repeated covariate", func(c *aggregators.Config) { c.Params.Covariates = []string{"age", "age"} }, "repeats"},
-		{"no centre", func(c *aggregators.Config) { c.Params.Centre = nil }, "params.centre: required"},
+		{"psgld cloglog", func(c *aggregators.Config) {
+			setParams(c, func(p *aggregators.DiscreteParams) { p.Method, p.Link = "psgld", "cloglog" })
+		}, ""},
+		{"no covariates", func(c *aggregators.Config) { setParams(c, func(p *aggregators.DiscreteParams) { p.Covariates = nil }) }, "params.covariates: required"},
+		{"covariate not in schema", func(c *aggregators.Config) {
+			setParams(c, func(p *aggregators.DiscreteParams) { p.Covariates = []string{"age", "weight"} })
+		}, `params.covariates[1]: "weight" is not in schema.covariates`},
+		{"repeated covariate", func(c *aggregators.Config) {
+			setParams(c, func(p *aggregators.DiscreteParams) { p.Covariates = []string{"age", "age"} })
+		}, "repeats"},
+		{"no centre", func(c *aggregators.Config) { setParams(c, func(p *aggregators.DiscreteParams) { p.Centre = nil }) }, "params.centre: required"},
 		// The refusal shows what to write: a template naming the
 		// covariates and a worked example.
-		{"no centre example", func(c *aggregators.Config) { c.Params.Centre = nil }, "centre: [<typical age>, <typical score>]"},
-		{"no scale example", func(c *aggregators.Config) { c.Params.Scale = nil }, "scale: [40, 4]"},
-		{"short scale", func(c *aggregators.Config) { c.Params.Scale = []float64{1} }, "params.scale: 1 values for 2 covariates"},
-		{"zero scale", func(c *aggregators.Config) { c.Params.Scale = []float64{1, 0} }, "params.scale[1]"},
-		{"mle", func(c *aggregators.Config) { c.Params.Method = "mle" }, "non-private"},
-		{"unknown method", func(c *aggregators.Config) { c.Params.Method = "lsp" }, "params.method"},
-		{"cloglog output", func(c *aggregators.Config) { c.Params.Method, c.Params.Link = "output", "cloglog" }, ""},
-		{"cloglog objective", func(c *aggregators.Config) { c.Params.Method, c.Params.Link = "objective", "cloglog" }, ""},
-		{"probit output", func(c *aggregators.Config) { c.Params.Method, c.Params.Link = "output", "probit" }, "newton and psgld only"},
-		{"cloglog newton (the default method)", func(c *aggregators.Config) { c.Params.Link = "cloglog" }, ""},
-		{"fraction with newton", func(c *aggregators.Config) { c.Params.IntervalEpsilonFraction = 0.3 }, "does not apply to method newton"},
-		{"intervals", func(c *aggregators.Config) { c.Params.Intervals = 200_000 }, "params.intervals"},
-		{"knots", func(c *aggregators.Config) { c.Params.Knots = 1 }, "params.knots"},
-		{"lambda", func(c *aggregators.Config) { c.Params.Lambda = -1 }, "params.lambda"},
-		{"time max", func(c *aggregators.Config) { c.Params.TimeMax = math.Inf(1) }, "params.time_max"},
-		{"cap", func(c *aggregators.Config) { c.Params.MaxRecords = 1 << 30 }, "params.max_records"},
-		{"steps without psgld", func(c *aggregators.Config) { c.Params.Steps = 10 }, "only for method psgld"},
-		{"km param", func(c *aggregators.Config) { c.Params.BinWidth = 7 }, "not discrete params"},
+		{"no centre example", func(c *aggregators.Config) { setParams(c, func(p *aggregators.DiscreteParams) { p.Centre = nil }) }, "centre: [<typical age>, <typical score>]"},
+		{"no scale example", func(c *aggregators.Config) { setParams(c, func(p *aggregators.DiscreteParams) { p.Scale = nil }) }, "scale: [40, 4]"},
+		{"short scale", func(c *aggregators.Config) {
+			setParams(c, func(p *aggregators.DiscreteParams) { p.Scale = []float64{1} })
+		}, "params.scale: 1 values for 2 covariates"},
+		{"zero scale", func(c *aggregators.Config) {
+			setParams(c, func(p *aggregators.DiscreteParams) { p.Scale = []float64{1, 0} })
+		}, "params.scale[1]"},
+		{"mle", func(c *aggregators.Config) { setParams(c, func(p *aggregators.DiscreteParams) { p.Method = "mle" }) }, "non-private"},
+		{"unknown method", func(c *aggregators.Config) { setParams(c, func(p *aggregators.DiscreteParams) { p.Method = "lsp" }) }, "params.method"},
+		{"cloglog output", func(c *aggregators.Config) {
+			setParams(c, func(p *aggregators.DiscreteParams) { p.Method, p.Link = "output", "cloglog" })
+		}, ""},
+		{"cloglog objective", func(c *aggregators.Config) {
+			setParams(c, func(p *aggregators.DiscreteParams) { p.Method, p.Link = "objective", "cloglog" })
+		}, ""},
+		{"probit output", func(c *aggregators.Config) {
+			setParams(c, func(p *aggregators.DiscreteParams) { p.Method, p.Link = "output", "probit" })
+		}, "newton and psgld only"},
+		{"cloglog newton (the default method)", func(c *aggregators.Config) { setParams(c, func(p *aggregators.DiscreteParams) { p.Link = "cloglog" }) }, ""},
+		{"fraction with newton", func(c *aggregators.Config) {
+			setParams(c, func(p *aggregators.DiscreteParams) { p.IntervalEpsilonFraction = 0.3 })
+		}, "does not apply to method newton"},
+		{"intervals", func(c *aggregators.Config) {
+			setParams(c, func(p *aggregators.DiscreteParams) { p.Intervals = 200_000 })
+		}, "params.intervals"},
+		{"knots", func(c *aggregators.Config) { setParams(c, func(p *aggregators.DiscreteParams) { p.Knots = 1 }) }, "params.knots"},
+		{"lambda", func(c *aggregators.Config) { setParams(c, func(p *aggregators.DiscreteParams) { p.Lambda = -1 }) }, "params.lambda"},
+		{"time max", func(c *aggregators.Config) {
+			setParams(c, func(p *aggregators.DiscreteParams) { p.TimeMax = math.Inf(1) })
+		}, "params.time_max"},
+		{"cap", func(c *aggregators.Config) {
+			setParams(c, func(p *aggregators.DiscreteParams) { p.MaxRecords = 1 << 30 })
+		}, "params.max_records"},
+		{"steps without psgld", func(c *aggregators.Config) { setParams(c, func(p *aggregators.DiscreteParams) { p.Steps = 10 }) }, "only for method psgld"},
+		{"km params", func(c *aggregators.Config) { c.Params = aggregators.KMParams{BinWidth: 7} }, "are not the params of kind discrete"},
 		{"cumulative", func(c *aggregators.Config) { c.Window.Cumulative, c.Window.Horizon = true, 3 }, "only km"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok
-			c.Params.Covariates = append([]string{}, ok.Params.Covariates...)
+			setParams(&c, func(p *aggregators.DiscreteParams) { p.Covariates = append([]string{}, p.Covariates...) })
 			tc.mut(&c)
 			err := c.Validate()
 			if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
@@ -538,7 +561,8 @@ func TestDiscreteConfigValidation(t *testing.T) {
 	}
 	want := aggregators.DiscreteParams{Covariates: []string{"age", "score"}, Centre: []float64{60, 0.5}, Scale: []float64{20, 1},
 		Intervals: 50, Knots: 4, Lambda: 0.05, Link: "probit", TimeMax: 365, MaxRecords: 1000, Steps: 5000}
-	if fmt.Sprint(p.DiscreteParams) != fmt.Sprint(want) || p.Method != "psgld" {
+	want.Method = "psgld"
+	if fmt.Sprint(p) != fmt.Sprint(want) {
 		t.Fatalf("parsed %+v, want %+v", p, want)
 	}
 	for _, tc := range []struct {
@@ -580,12 +604,14 @@ func TestFingerprintsOfExistingKindsUnchanged(t *testing.T) {
 		}
 	}
 	a, b := discConfig("d", 1, ""), discConfig("d", 1, "")
-	b.Params.Centre = []float64{61, 0}
+	setParams(&b, func(p *aggregators.DiscreteParams) { p.Centre = []float64{61, 0} })
 	if a.Fingerprint() == b.Fingerprint() {
 		t.Error("a changed discrete centre keeps the fingerprint")
 	}
 	c := discConfig("d", 1, "")
-	c.Params.IntervalEpsilonFraction = regression.DefaultIntervalFraction / 2
+	setParams(&c, func(p *aggregators.DiscreteParams) {
+		p.IntervalEpsilonFraction = regression.DefaultIntervalFraction / 2
+	})
 	if a.Fingerprint() == c.Fingerprint() {
 		t.Error("a changed interval share keeps the fingerprint")
 	}

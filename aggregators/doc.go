@@ -72,8 +72,10 @@
 //     sensitive as the input topic.
 //   - Config is the one aggregate configuration type (the service's YAML
 //     aggregators entries decode into it; app.AggregatorConfig is an
-//     alias). Its params are decoded for its kind (DecodeParams: the keys
-//     each kind accepts are the kinds tags of Params). Config errors are
+//     alias). Its Params are the kind's own typed struct (KMParams,
+//     WeibullParams, DiscreteParams), decoded from YAML by the kind
+//     (DecodeParams: each kind names the keys it accepts; another kind's
+//     params in a Config are an error). Config errors are
 //     *FieldError{Path, Err}, Err matching ErrUnknownField, ErrRequired,
 //     ErrWrongType or ErrInvalid; Prefix moves them under a parent path.
 //
@@ -84,15 +86,20 @@
 // are looked up once when the aggregate is built: exactCounter (n public),
 // planner (how the engine releases: async fits, a one-time charge, one
 // window at a time), counter (state that outlives the windows) and
-// horizonKeyer (a charge keyed by the ledger). km.go (kmKind, KMParams),
-// cumulative.go (cumulativeKind: km with window.cumulative, a counter),
-// weibull.go (weibullKind, WeibullParams), discrete.go (discreteKind,
-// DiscreteParams; its window state in discrete_window.go); hist.go holds
-// the histogram window state the km and weibull kinds embed (histKind).
+// horizonKeyer (a charge keyed by the ledger). Each kind's file holds its
+// params, its release and its release's fields: km.go (kmKind, KMParams,
+// KMFields, LogRank), cumulative.go (cumulativeKind: km with
+// window.cumulative, a counter), weibull.go (weibullKind, WeibullParams,
+// WeibullFields), discrete.go (discreteKind, DiscreteParams,
+// DiscreteFields; its window state in discrete_window.go); hist.go holds
+// the histogram window state the km and weibull kinds embed (histKind),
+// rows.go what every kind's add reads from a record, release.go the
+// message envelope (FitMessage) and the window document.
 // The engine (engine.go) releases every kind through its plan and never
 // asks which kind it holds. A new kind: a type implementing kind
 // (embedding histKind if its state is the window histogram), its typed
-// params embedded in Params and read by its params method, a case in
+// params (a struct implementing Params, decoded by its params method, read
+// back with paramsOf, written into the fingerprint's flatParams), a case in
 // kindOf, and its release text; the engine, the ledger protocol and the
 // checkpoint format need no change.
 package aggregators

@@ -465,7 +465,7 @@ func TestChangedConfigurationIsRefused(t *testing.T) {
 func TestWindowNoiseMatchesEpsilon(t *testing.T) {
 	const eps, windows = 1.0, 300
 	cfg := kmConfig("km", time.Minute, eps)
-	cfg.Params.LogRankSims, cfg.Params.IntervalSims = -1, -1 // 600 releases: no simulations
+	setParams(&cfg, func(p *aggregators.KMParams) { p.LogRankSims, p.IntervalSims = -1, -1 }) // 600 releases: no simulations
 	r := newRig(t, at(1), map[string]float64{"stream": 1e6}, cfg)
 	rows := rowsOf("x", 100)
 	for w := range windows {
@@ -504,8 +504,7 @@ func TestWindowNoiseMatchesEpsilon(t *testing.T) {
 
 func TestWeibullAggregate(t *testing.T) {
 	cfg := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1e3,
-		Cohorts: cohorts, TimeMax: 100, TimeUnit: "days"}
-	cfg.Params.IntervalSims = -1 // intervals: TestWeibullAggregateIntervals
+		Cohorts: cohorts, TimeMax: 100, TimeUnit: "days", Params: aggregators.WeibullParams{IntervalSims: -1}} // intervals: TestWeibullAggregateIntervals
 	r := newRig(t, at(1), map[string]float64{"stream": 1e6}, cfg)
 	var rows schemas.Rows
 	for i := range 2000 {
@@ -607,7 +606,7 @@ func TestConfigValidation(t *testing.T) {
 		want string
 	}{
 		{"valid", func(*aggregators.Config) {}, ""},
-		{"discrete without covariates", func(c *aggregators.Config) { c.Kind, c.Params = "discrete", aggregators.Params{} }, "params.covariates: required"},
+		{"discrete without covariates", func(c *aggregators.Config) { c.Kind, c.Params = "discrete", nil }, "params.covariates: required"},
 		{"unknown kind", func(c *aggregators.Config) { c.Kind = "cox" }, "not km, weibull or discrete"},
 		{"sub-second window", func(c *aggregators.Config) { c.Window.Size = 1500 * time.Millisecond }, "whole number of seconds"},
 		{"too much lateness", func(c *aggregators.Config) { c.Window.Lateness = 2 * time.Hour }, "at most 64 windows"},
@@ -616,7 +615,8 @@ func TestConfigValidation(t *testing.T) {
 		{"slash in name", func(c *aggregators.Config) { c.Name = "a/b" }, "without '/'"},
 		{"bad event mode", func(c *aggregators.Config) { c.Window.Time = "wall" }, "window.time"},
 		{"too many bins", func(c *aggregators.Config) { c.TimeMax = 1e9 }, "too many cells"},
-		{"km method", func(c *aggregators.Config) { c.Params.Method = "lnte" }, "params.method"},
+		{"km method", func(c *aggregators.Config) { setParams(c, func(p *aggregators.KMParams) { p.Method = "lnte" }) }, "params.method"},
+		{"weibull params for km", func(c *aggregators.Config) { c.Params = aggregators.WeibullParams{} }, "params: aggregators.WeibullParams are not the params of kind km"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -646,7 +646,7 @@ func TestConfigValidation(t *testing.T) {
 // release is the exact curve of the window.
 func TestHierarchicalDefault(t *testing.T) {
 	cfg := kmConfig("h", time.Minute, 1e4)
-	cfg.Params.Method = ""
+	setParams(&cfg, func(p *aggregators.KMParams) { p.Method = "" })
 	r := newRig(t, at(1), map[string]float64{"stream": 1e6}, cfg)
 	rows := rowsOf("h", 90)
 	r.observe(0, rows)

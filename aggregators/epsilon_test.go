@@ -23,20 +23,18 @@ func TestEpsilonLimitsReleasable(t *testing.T) {
 		{"km", func(eps float64) aggregators.Config { return kmConfig("km", time.Minute, eps) }, rowsOf("p", 200), false},
 		{"km hierarchical", func(eps float64) aggregators.Config {
 			c := kmConfig("kmt", time.Minute, eps)
-			c.Params.Method = aggregators.MethodHierarchical
-			c.Params.LogRankSims, c.Params.IntervalSims = 19, 10
+			c.Params = aggregators.KMParams{Method: aggregators.MethodHierarchical, BinWidth: 1, LogRankSims: 19, IntervalSims: 10}
 			return c
 		}, rowsOf("p", 200), false},
 		{"km cumulative, largest horizon", func(eps float64) aggregators.Config {
 			c := kmConfig("kmc", time.Minute, eps)
-			c.Params.Method = aggregators.MethodHierarchical
+			c.Params = aggregators.KMParams{Method: aggregators.MethodHierarchical, BinWidth: 1}
 			c.Window.Cumulative, c.Window.Horizon = true, aggregators.MaxHorizon
 			return c
 		}, rowsOf("p", 200), false},
 		{"weibull", func(eps float64) aggregators.Config {
 			c := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, Window: aggregators.Window{Size: time.Minute}, Epsilon: eps,
-				Cohorts: cohorts, TimeMax: 100, TimeUnit: "days"}
-			c.Params.Rungs, c.Params.IntervalSims = 50, -1
+				Cohorts: cohorts, TimeMax: 100, TimeUnit: "days", Params: aggregators.WeibullParams{Rungs: 50, IntervalSims: -1}}
 			return c
 		}, rowsOf("p", 200), false},
 		{"discrete", func(eps float64) aggregators.Config { return discConfig("disc", eps, "") }, discRows("p", 200, 1), true},

@@ -253,7 +253,7 @@ func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[stri
 // the tests check (the hierarchical method is tested in its own cases).
 func kmConfig(name string, size time.Duration, eps float64) aggregators.Config {
 	return aggregators.Config{Name: name, Kind: aggregators.KindKM, Window: aggregators.Window{Size: size}, Epsilon: eps,
-		Cohorts: cohorts, TimeMax: 9, TimeUnit: "days", Params: aggregators.Params{Method: aggregators.MethodNoisyHistogram, BinWidth: 1}}
+		Cohorts: cohorts, TimeMax: 9, TimeUnit: "days", Params: aggregators.KMParams{Method: aggregators.MethodNoisyHistogram, BinWidth: 1}}
 }
 
 // dropEmptyRows removes the rows of a km release without events or
@@ -285,4 +285,12 @@ func dropEmptyRows(f *aggregators.FitMessage) {
 		}
 		*c = out
 	}
+}
+
+// setParams edits c's params as the kind's type P (its zero value when c
+// has none or another kind's).
+func setParams[P aggregators.Params](c *aggregators.Config, edit func(p *P)) {
+	p, _ := c.Params.(P)
+	edit(&p)
+	c.Params = p
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -107,9 +106,21 @@ func decodeHist(h *km.Histogram, data []byte) error {
 	return nil
 }
 
+// binned is implemented by the params of the histogram kinds.
+type binned interface{ binWidth() float64 }
+
+// binWidth is the histogram bin width of c's params (0 for a kind without
+// a histogram).
+func binWidth(c Config) float64 {
+	if b, ok := c.Params.(binned); ok {
+		return b.binWidth()
+	}
+	return 0
+}
+
 // newHist returns an empty window histogram of c's layout.
 func newHist(c Config) *km.Histogram {
-	h, err := km.NewHistogram(c.Params.BinWidth, c.TimeMax, len(c.Cohorts))
+	h, err := km.NewHistogram(binWidth(c), c.TimeMax, len(c.Cohorts))
 	if err != nil {
 		// The layout was validated in newAggregate.
 		panic(fmt.Sprintf("aggregate %q: histogram layout: %v", c.Name, err))
@@ -124,34 +135,20 @@ func newHist(c Config) *km.Histogram {
 // counted again.
 func (k histKind) count(a *aggregate, rec arrow.Record, now int64, horizon patientTable) (AddStats, error) {
 	var st AddStats
-	n := int(rec.NumRows())
-	ids, ok0 := rec.Column(schemas.ColID).(*array.String)
-	times, ok1 := rec.Column(schemas.ColTime).(*array.Float64)
-	events, ok2 := rec.Column(schemas.ColEvent).(*array.Boolean)
-	dict, ok3 := rec.Column(schemas.ColCohort).(*array.Dictionary)
-	if !ok0 || !ok1 || !ok2 || !ok3 {
+	dict, ok := rec.Column(schemas.ColCohort).(*array.Dictionary)
+	if !ok {
 		return st, errors.New("record is not in the canonical schema")
 	}
 	codes, ok := dict.Indices().(*array.Int32)
 	if !ok {
 		return st, errors.New("cohort column is not int32-indexed")
 	}
-	var obs *array.Timestamp
-	if a.cfg.Window.Time == TimeEvent {
-		if i := schemas.ObservedAtIndex(rec.Schema()); i >= 0 {
-			obs, _ = rec.Column(i).(*array.Timestamp)
-		}
-		if obs == nil {
-			st.Skipped = map[string]int{SkipNoObservedAt: n}
-			return st, nil
-		}
+	r, ok, err := a.rowsOf(rec, now, &st)
+	if !ok {
+		return st, err
 	}
-	cur := a.windowStart(now)
-	for i := range n {
-		s := cur
-		if obs != nil {
-			s = a.windowStart(int64(obs.Value(i)) * int64(time.Microsecond)) // canonical unit: microseconds
-		}
+	for i := range r.n {
+		s := r.window(a, i)
 		h, tbl := k.last.hist, k.last.table
 		// a window closed (dropped) since is before closedBefore, and
 		// never reopens
@@ -165,30 +162,22 @@ func (k histKind) count(a *aggregate, rec arrow.Record, now int64, horizon patie
 			*k.last = histCache{start: s, hist: h, table: tbl}
 		}
 		if h == nil {
-			switch {
-			case s+a.size+a.late <= now || s < a.closedBefore:
-				st.Late++
-			default: // a window that has not started yet by our clock
-				if st.Skipped == nil {
-					st.Skipped = map[string]int{}
-				}
-				st.Skipped[SkipFutureObservedAt]++
-			}
+			a.notOpen(&st, s, now)
 			continue
 		}
-		t := times.Value(i)
+		t := r.times.Value(i)
 		cohort := int(codes.Value(i))
 		if math.IsNaN(t) || cohort < 0 || cohort >= h.Cohorts() {
 			return st, fmt.Errorf("row %d: time or cohort out of range", i)
 		}
-		fp, err := a.fingerprint(ids.Value(i))
+		fp, err := a.fingerprint(r.ids.Value(i))
 		if err != nil {
 			return st, fmt.Errorf("row %d: %w", i, err)
 		}
 		bin, _ := h.Bin(t)
 		// The patient's cell is the one Histogram.Add counts: beyond the
 		// horizon, a censoring in the last bin.
-		ev, _ := km.CensorAtHorizon(t, events.Value(i), h.TMax)
+		ev, _ := km.CensorAtHorizon(t, r.events.Value(i), h.TMax)
 		v := packCell(bin, cohort, ev)
 		if prev, ok := tbl[fp]; ok {
 			// One patient, one record per window: the latest version
@@ -212,26 +201,17 @@ func (k histKind) count(a *aggregate, rec arrow.Record, now int64, horizon patie
 			// Cumulative: one contribution per patient for the whole
 			// horizon (the tree counter's sensitivity 1), not per window.
 			if _, seen := horizon[fp]; seen {
-				if st.Skipped == nil {
-					st.Skipped = map[string]int{}
-				}
-				st.Skipped[SkipCumulativeSeen]++
+				st.skip(SkipCumulativeSeen, 1)
 				continue
 			}
 			if len(horizon) >= maxPatientsPerHorizon {
-				if st.Skipped == nil {
-					st.Skipped = map[string]int{}
-				}
-				st.Skipped[SkipMaxPatients]++
+				st.skip(SkipMaxPatients, 1)
 				a.capped[s] = true
 				continue
 			}
 		}
 		if len(tbl) >= maxPatientsPerWindow {
-			if st.Skipped == nil {
-				st.Skipped = map[string]int{}
-			}
-			st.Skipped[SkipMaxPatients]++
+			st.skip(SkipMaxPatients, 1)
 			// The bound binds: the window is withheld (closeDue), and in a
 			// cumulative horizon the excluded patient has used its one
 			// contribution, so it cannot displace another later.
@@ -258,12 +238,12 @@ func (k histKind) count(a *aggregate, rec arrow.Record, now int64, horizon patie
 
 // checkBinWidth checks the histogram layout of the km and weibull kinds.
 func checkBinWidth(c Config) []error {
-	p := c.Params
-	if !(p.BinWidth > 0) || math.IsInf(p.BinWidth, 0) {
-		return []error{fieldErr("params.bin_width", ErrInvalid, "must be positive and finite, got %v", p.BinWidth)}
+	w := binWidth(c)
+	if !(w > 0) || math.IsInf(w, 0) {
+		return []error{fieldErr("params.bin_width", ErrInvalid, "must be positive and finite, got %v", w)}
 	}
 	if c.TimeMax > 0 && !math.IsInf(c.TimeMax, 0) && len(c.Cohorts) > 0 {
-		if bins := math.Floor(c.TimeMax/p.BinWidth) + 1; bins*float64(len(c.Cohorts)) > 1<<22 {
+		if bins := math.Floor(c.TimeMax/w) + 1; bins*float64(len(c.Cohorts)) > 1<<22 {
 			return []error{fieldErr("params.bin_width", ErrInvalid, "%v bins x %d cohorts is too many cells per window (raise the bin width)", bins, len(c.Cohorts))}
 		}
 	}

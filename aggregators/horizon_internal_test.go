@@ -3,8 +3,6 @@ package aggregators
 import (
 	"testing"
 	"time"
-
-	"github.com/apache/arrow/go/v15/arrow/memory"
 )
 
 // A record followed beyond the public time_max is administratively
@@ -13,10 +11,8 @@ import (
 // and counted in AddStats.CensoredAtHorizon. A later version of the
 // patient moves the contribution out of that censoring cell.
 func TestKMAggregateCensorsBeyondHorizon(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	cfg := Config{Name: "km", Kind: KindKM, Window: Window{Size: time.Minute}, Epsilon: 1,
-		Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days", Params: Params{Method: MethodNoisyHistogram, BinWidth: 1}}
+	mem := checkedMem(t)
+	cfg := testKMConfig("km", Window{Size: time.Minute})
 	a := keyedAggregate(t, cfg, newPatientKey(), nil)
 	now := time.Unix(600, 0).UnixNano()
 	st := addRows(t, a, mem, patientBatch(t, mem, []string{"p1", "p2", "p3", "p4"}, []float64{20, 5, 30, 9},
@@ -45,8 +41,7 @@ func TestKMAggregateCensorsBeyondHorizon(t *testing.T) {
 // The discrete aggregate keeps a record followed beyond time_max as
 // censored in the last interval.
 func TestDiscreteAggregateCensorsBeyondHorizon(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	mem := checkedMem(t)
 	a := discreteAgeAggregate(t)
 	now := time.Unix(600, 0).UnixNano()
 	st := addRows(t, a, mem, withAge(patientBatch(t, mem, []string{"p1", "p2"}, []float64{40, 9}, []bool{true, true}, []int32{0, 1})), now)

@@ -10,16 +10,17 @@ import (
 // file per kind (km.go, cumulative.go, weibull.go, discrete.go). The
 // engine and the aggregate never ask which kind they hold: they call these
 // methods and the optional capabilities below, each looked up once when
-// the aggregate is built (newAggregate). A new kind implements kind, adds
-// its params' fields to Params (its params method decodes its keys) and is
-// returned by kindOf.
+// the aggregate is built (newAggregate). A new kind implements kind, has
+// its own typed Params (its params method decodes its keys, paramsOf
+// reads them back) and is returned by kindOf.
 type kind interface {
+	// params reads the kind's keys of a YAML params mapping into its typed
+	// params (DecodeParams), each with its type; with no entries, the
+	// kind's zero params.
+	params(d *paramDecoder) Params
 	// defaults fills the kind's params defaults (the window's are set);
 	// check validates them after defaults, each error a *FieldError
 	// relative to the aggregate.
-	// params reads the kind's keys of a YAML params mapping into p
-	// (DecodeParams), each with its type.
-	params(d *paramDecoder, p *Params)
 	defaults(c *Config)
 	check(c Config) []error
 	// open returns the empty state of a new window.
@@ -49,7 +50,7 @@ type window interface {
 // exactCounter is implemented by kinds that may treat their window's
 // record count as public and release it exactly (n public, replace-one).
 type exactCounter interface {
-	exactCount(p Params) bool
+	exactCount(c Config) bool
 }
 
 // planner is implemented by kinds whose windows are not released the
@@ -139,24 +140,36 @@ func knownKind(name string) bool {
 func (c Config) ReleasesExactCount() bool {
 	c, _ = c.Resolved()
 	e, ok := kindOf(c).(exactCounter)
-	return ok && e.exactCount(c.Params)
+	return ok && e.exactCount(c)
 }
 
 // otherKind stands for a kind that does not exist: Check reports the kind
 // (and a bad bin width, as for the histogram kinds); nothing is released.
 type otherKind struct{ histKind }
 
-func (otherKind) defaults(c *Config) {
-	if c.Params.BinWidth == 0 {
-		c.Params.BinWidth = 1
-	}
+// otherParams are the params an unknown kind reads: bin_width and method,
+// so that the kind's error is the one Check reports rather than the keys'.
+type otherParams struct {
+	BinWidth float64
+	Method   string
 }
 
-// params: bin_width and method, so that the kind's error is the one
-// Check reports rather than the keys'.
-func (otherKind) params(d *paramDecoder, p *Params) {
+func (p otherParams) flat() flatParams  { return flatParams{BinWidth: p.BinWidth, Method: p.Method} }
+func (p otherParams) binWidth() float64 { return p.BinWidth }
+
+func (otherKind) defaults(c *Config) {
+	p := paramsOf[otherParams](*c)
+	if p.BinWidth == 0 {
+		p.BinWidth = 1
+	}
+	c.Params = p
+}
+
+func (otherKind) params(d *paramDecoder) Params {
+	var p otherParams
 	d.float("bin_width", &p.BinWidth)
 	d.str("method", &p.Method)
+	return p
 }
 func (otherKind) check(c Config) []error { return checkBinWidth(c) }
 func (otherKind) release(a *aggregate, _ *closing, _ dp.Source, _ map[string]float64) ([]FitMessage, error) {

@@ -48,8 +48,7 @@ func BenchmarkReleaseLatency(b *testing.B) {
 					}
 					cfg.Kind = aggregators.KindDiscrete
 					cfg.Covariates = names
-					cfg.Params = aggregators.Params{Method: method, DiscreteParams: aggregators.DiscreteParams{
-						Covariates: names, Centre: centre, Scale: scale, MaxRecords: n}}
+					cfg.Params = aggregators.DiscreteParams{Method: method, Covariates: names, Centre: centre, Scale: scale, MaxRecords: n}
 				}
 				var total, tickMax time.Duration
 				for range b.N {

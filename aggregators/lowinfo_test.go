@@ -18,8 +18,8 @@ import (
 func TestFitMessagesFlagLowInformation(t *testing.T) {
 	wb := func(name string, eps float64) aggregators.Config {
 		c := aggregators.Config{Name: name, Kind: aggregators.KindWeibull, Window: aggregators.Window{Size: time.Minute}, Epsilon: eps,
-			Cohorts: cohorts, TimeMax: 100, TimeUnit: "days"}
-		c.Params.IntervalSims = -1 // the flag from the noisy event count alone
+			Cohorts: cohorts, TimeMax: 100, TimeUnit: "days",
+			Params: aggregators.WeibullParams{IntervalSims: -1}} // the flag from the noisy event count alone
 		return c
 	}
 	r := newRig(t, at(1), map[string]float64{"stream": 1e6}, wb("small", 0.01), wb("large", 1e3))

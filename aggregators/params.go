@@ -9,33 +9,58 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// DecodeParams decodes an aggregate's YAML params mapping into Params,
-// accepting the keys of kind only: the kind's params method names each key
-// it reads and its type (km.go, weibull.go, discrete.go; an unknown kind
-// reads bin_width and method, so that the kind's own error is the one
-// reported). Every problem is a *FieldError at "params.<key>" (or
+// Params are an aggregate's kind-specific settings (the YAML "params"
+// mapping), one typed struct per kind: KMParams (km, windowed or
+// cumulative), WeibullParams or DiscreteParams; nil stands for the kind's
+// defaults. Each kind decodes its own from YAML (its params method,
+// through DecodeParams) and reads them back with paramsOf; a Config whose
+// params are another kind's is refused by Check.
+type Params interface {
+	// flat is the params in the fingerprint's frozen layout.
+	flat() flatParams
+}
+
+// paramsOf returns c's params as the kind's type P: P's zero value when c
+// has none (or another kind's: Check refuses those).
+func paramsOf[P Params](c Config) P {
+	p, _ := c.Params.(P)
+	return p
+}
+
+// rawParams is a YAML params node not yet decoded (Config.UnmarshalYAML
+// keeps it until Config.Resolved, which knows the kind).
+type rawParams struct{ n *yaml.Node }
+
+func (rawParams) flat() flatParams { return flatParams{} }
+
+// DecodeParams decodes an aggregate's YAML params mapping into the typed
+// params of kind, accepting the kind's keys only: the kind's params method
+// names each key it reads and its type (km.go, weibull.go, discrete.go; an
+// unknown kind reads bin_width and method, so that the kind's own error is
+// the one reported). Every problem is a *FieldError at "params.<key>" (or
 // "params.<key>[i]"), wrapping ErrUnknownField or ErrWrongType, in the
 // order of the keys; values are range-checked later, by Config.Check.
+// Empty params decode to the kind's zero params.
 func DecodeParams(kind string, n *yaml.Node) (Params, error) {
-	var p Params
+	d := &paramDecoder{}
+	k := kindOf(Config{Kind: kind})
 	if n == nil || n.Kind == 0 {
-		return p, nil
+		return k.params(d), nil
 	}
 	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
 		n = n.Content[0]
 	}
 	if n.Tag == "!!null" {
-		return p, nil
+		return k.params(d), nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return p, fieldErr("params", ErrWrongType, "want a mapping, got %s", goType(n))
+		return k.params(d), fieldErr("params", ErrWrongType, "want a mapping, got %s", goType(n))
 	}
-	d := &paramDecoder{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		d.entries = append(d.entries, paramEntry{key: n.Content[i].Value, val: n.Content[i+1]})
 	}
 	sort.SliceStable(d.entries, func(i, j int) bool { return d.entries[i].key < d.entries[j].key })
-	kindOf(Config{Kind: kind}).params(d, &p)
+	p := k.params(d)
 	var errs []error
 	for _, e := range d.entries {
 		if !e.read {

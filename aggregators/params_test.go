@@ -2,8 +2,10 @@ package aggregators_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -21,20 +23,27 @@ func TestDecodeParamsFromYAML(t *testing.T) {
 		}
 		return aggregators.DecodeParams(kind, &n)
 	}
-	p, err := decode("weibull", "{bin_width: 2.5, method: saa, omega: 4, gamma: 8, rungs: 300.0}")
-	if err != nil || p.BinWidth != 2.5 || p.Method != "saa" || p.Omega != 4 || p.Gamma != 8 || p.Rungs != 300 {
-		t.Fatalf("weibull params %+v, %v", p, err)
+	p, err := decode("weibull", "{bin_width: 2.5, method: saa, omega: 4, gamma: 8, rungs: 300.0, interval_sims: 40}")
+	if w, ok := p.(aggregators.WeibullParams); err != nil || w != (aggregators.WeibullParams{BinWidth: 2.5, Method: "saa", Omega: 4, Gamma: 8, Rungs: 300, IntervalSims: 40}) {
+		t.Fatalf("weibull params %#v (%v), %v", p, ok, err)
 	}
-	p, err = decode("km", "{conf: 0.9, max_noise_std_err: 0.2, logrank_sims: -1, interval_sims: 50}")
-	if err != nil || p.Conf != 0.9 || p.MaxNoiseStdErr != 0.2 || p.LogRankSims != -1 || p.IntervalSims != 50 {
-		t.Fatalf("km params %+v, %v", p, err)
+	p, err = decode("km", "{bin_width: 3, method: noisy-histogram, conf: 0.9, max_noise_std_err: 0.2, logrank_sims: -1, interval_sims: 50}")
+	if k, ok := p.(aggregators.KMParams); err != nil || k != (aggregators.KMParams{BinWidth: 3, Method: "noisy-histogram", Conf: 0.9, MaxNoiseStdErr: 0.2, LogRankSims: -1, IntervalSims: 50}) {
+		t.Fatalf("km params %#v (%v), %v", p, ok, err)
 	}
-	p, err = decode("discrete", "{covariates: [age], centre: [60], scale: [15.5], link: logit, knots: 4, steps: 10}")
-	if err != nil || p.Covariates[0] != "age" || p.Centre[0] != 60 || p.Scale[0] != 15.5 || p.Link != "logit" || p.Knots != 4 || p.Steps != 10 {
-		t.Fatalf("discrete params %+v, %v", p, err)
+	p, err = decode("discrete", "{method: psgld, covariates: [age], centre: [60], scale: [15.5], link: logit, knots: 4, steps: 10}")
+	d, ok := p.(aggregators.DiscreteParams)
+	if err != nil || !ok || d.Method != "psgld" || d.Covariates[0] != "age" || d.Centre[0] != 60 || d.Scale[0] != 15.5 || d.Link != "logit" || d.Knots != 4 || d.Steps != 10 {
+		t.Fatalf("discrete params %#v, %v", p, err)
 	}
-	if p, err := decode("km", ""); err != nil || p.BinWidth != 0 {
-		t.Fatalf("empty params %+v, %v", p, err)
+	// no params: the kind's zero params
+	for kind, want := range map[string]aggregators.Params{"km": aggregators.KMParams{}, "weibull": aggregators.WeibullParams{}} {
+		if p, err := decode(kind, ""); err != nil || p != want {
+			t.Fatalf("%s empty params %#v, %v", kind, p, err)
+		}
+	}
+	if p, err := decode("discrete", "null"); err != nil || fmt.Sprint(p) != fmt.Sprint(aggregators.DiscreteParams{}) {
+		t.Fatalf("discrete null params %#v, %v", p, err)
 	}
 	for _, tc := range []struct {
 		kind, src, path string
@@ -87,5 +96,44 @@ func TestDecodeParamsErrorOrder(t *testing.T) {
 	want := []string{"params.bogus", "params.centre[1]", "params.covariates", "params.steps", "params.interval_epsilon_fraction"}
 	if strings.Join(paths, " ") != strings.Join(want, " ") {
 		t.Fatalf("error paths %v, want %v", paths, want)
+	}
+}
+
+// An aggregators entry decodes from YAML with its params kept for
+// Resolved, which decodes them into the kind's typed params; an entry
+// without params has none (the kind's defaults), and a bad key's error
+// moves under the entry's path.
+func TestConfigYAMLParamsByKind(t *testing.T) {
+	var cs []aggregators.Config
+	src := `
+- {name: a, kind: km, epsilon: 1, window: {size: 1m}, params: {bin_width: 2, interval_sims: 10}}
+- {name: b, kind: weibull, params: {rungs: 50, interval_sims: 40}}
+- {name: c, kind: km}
+- {name: d, kind: weibull, params: {interval_sims: x, conf: 0.9}}
+`
+	if err := yaml.Unmarshal([]byte(src), &cs); err != nil {
+		t.Fatal(err)
+	}
+	a, err := cs[0].Resolved()
+	if err != nil || a.Name != "a" || a.Epsilon != 1 || a.Window.Size != time.Minute ||
+		a.Params != (aggregators.KMParams{BinWidth: 2, IntervalSims: 10}) {
+		t.Fatalf("km entry %+v, %v", a, err)
+	}
+	if b, err := cs[1].Resolved(); err != nil || b.Params != (aggregators.WeibullParams{Rungs: 50, IntervalSims: 40}) {
+		t.Fatalf("weibull entry %+v, %v", b, err)
+	}
+	if c, err := cs[2].Resolved(); err != nil || c.Params != nil {
+		t.Fatalf("entry without params %+v, %v", c, err)
+	}
+	_, err = cs[3].Resolved()
+	var paths []string
+	for _, e := range aggregators.Errors(aggregators.Prefix("aggregators[3]", err)) {
+		var fe *aggregators.FieldError
+		if errors.As(e, &fe) {
+			paths = append(paths, fe.Path)
+		}
+	}
+	if want := "aggregators[3].params.conf aggregators[3].params.interval_sims"; strings.Join(paths, " ") != want {
+		t.Fatalf("error paths %v (%v), want %s", paths, err, want)
 	}
 }

@@ -3,13 +3,10 @@ package aggregators
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/dpfit"
-	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -114,119 +111,6 @@ type FitMessage struct {
 	*DiscreteFields
 }
 
-// KMFields are the curve of a km release (survfit names).
-type KMFields struct {
-	// KMCurve is the curve itself (time ... median_upper), the wire struct
-	// schemas owns.
-	schemas.KMCurve
-	Conf float64 `json:"conf"`
-	// ConfType is the interval type of lower/upper, R survfit's conf.type
-	// name: "log-log" (km.ConfTypeLogLog) in every private release.
-	ConfType    string   `json:"conf_type"`
-	NoiseStdErr []F      `json:"noise_std_err"`
-	TruncatedAt F        `json:"truncated_at"`
-	LogRank     *LogRank `json:"logrank,omitempty"`
-	// Sampling-only (Greenwood) standard error of log S and interval,
-	// which ignore the privacy noise: for comparison only. std_err, lower
-	// and upper above are the noise-aware values.
-	SamplingStdErr []F `json:"sampling_std_err"`
-	SamplingLower  []F `json:"sampling_lower"`
-	SamplingUpper  []F `json:"sampling_upper"`
-	// MedianNote says why median is null ("" when it is released).
-	MedianNote string `json:"median_note"`
-	// NoiseDominatedFrom is the first time from which the noise alone gives
-	// S a standard deviation above NoiseTailSD; null if none.
-	NoiseDominatedFrom F       `json:"noise_dominated_from"`
-	NoiseTailSD        float64 `json:"noise_tail_sd"`
-	// LowInformationThreshold is the public noisy-count threshold below
-	// which the cohort is flagged FitMessage.LowInformation: the curve is
-	// released, the median is not.
-	LowInformationThreshold F `json:"low_information_threshold"`
-	// BandLower and BandUpper are a simultaneous conf-level band for the
-	// curve over the released times in [BandFrom, BandTo] (null outside
-	// it); BandCritical is its critical value and BandMethod says how it
-	// was obtained (dpfit/km_interval.go); all null, with the reason in
-	// BandMethod, where no band is computed.
-	BandLower    []F    `json:"band_lower"`
-	BandUpper    []F    `json:"band_upper"`
-	BandFrom     F      `json:"band_from"`
-	BandTo       F      `json:"band_to"`
-	BandCritical F      `json:"band_critical_value"`
-	BandMethod   string `json:"band_method"`
-}
-
-// LogRank is the log-rank test over the window's cohorts, from the same
-// noisy counts (post-processing); identical in every cohort's message.
-// ChiSq is the statistic of the released counts, P its p-value against a
-// reference distribution that includes the noise (Calibration says how),
-// PNaive the chi-square p-value that treats the noisy counts as exact
-// (misleading; for comparison only). DF is null when there is no test.
-type LogRank struct {
-	ChiSq F    `json:"chisq"`
-	DF    *int `json:"df"`
-	P     F    `json:"p"`
-	// PUpper is set (and P null) when the calibrated p-value is at its
-	// Monte-Carlo floor 1/(1 + sims): the p-value is only bounded, p <=
-	// p_upper (dpfit.PValueBound). Null otherwise.
-	PUpper      F                 `json:"p_upper"`
-	PNaive      F                 `json:"p_naive"`
-	Calibration string            `json:"calibration"`
-	Note        string            `json:"note,omitempty"`
-	Pairwise    []PairwiseLogRank `json:"pairwise"`
-}
-
-// PairwiseLogRank is the test between two cohorts (labels).
-type PairwiseLogRank struct {
-	A      string `json:"a"`
-	B      string `json:"b"`
-	ChiSq  F      `json:"chisq"`
-	P      F      `json:"p"`
-	PUpper F      `json:"p_upper"` // as LogRank.PUpper
-	PNaive F      `json:"p_naive"`
-}
-
-// logRankDoc is the release's log-rank block (nil with one cohort).
-func logRankDoc(res km.KMResult, labels []string) *LogRank {
-	if len(labels) < 2 {
-		return nil
-	}
-	p, pu := dpfit.PValueBound(res.LogRank.P, res.LogRankPFloor)
-	lr := &LogRank{ChiSq: F(res.LogRank.ChiSq), P: F(p), PUpper: F(pu), PNaive: F(res.LogRankNaiveP),
-		Calibration: res.LogRankCalibration, Note: res.LogRankNote, Pairwise: []PairwiseLogRank{}}
-	if df := res.LogRank.DF; df >= 1 && !math.IsNaN(res.LogRank.ChiSq) {
-		lr.DF = &df
-	}
-	for i, p := range res.Pairwise {
-		pn := math.NaN()
-		if i < len(res.PairwiseNaiveP) {
-			pn = res.PairwiseNaiveP[i]
-		}
-		pp, ppu := dpfit.PValueBound(p.P, res.LogRankPFloor)
-		lr.Pairwise = append(lr.Pairwise, PairwiseLogRank{A: labels[p.A], B: labels[p.B], ChiSq: F(p.ChiSq), P: F(pp), PUpper: F(ppu), PNaive: F(pn)})
-	}
-	return lr
-}
-
-// WeibullFields are the parameters of a weibull release:
-// S(t) = exp(-(t/scale)^shape), t in normalised units (t / time_max).
-type WeibullFields struct {
-	Shape     F                  `json:"shape"`
-	Scale     F                  `json:"scale"`
-	ScaleUnit string             `json:"scale_unit"`
-	Params    map[string]float64 `json:"params"`
-	// Noise-aware intervals (weibull.WeibullIntervals; post-processing of
-	// the release): null when disabled (params.interval_sims < 0).
-	ShapeLower     F      `json:"shape_lower"`
-	ShapeUpper     F      `json:"shape_upper"`
-	ScaleLower     F      `json:"scale_lower"`
-	ScaleUpper     F      `json:"scale_upper"`
-	IntervalConf   F      `json:"interval_conf"`
-	IntervalMethod string `json:"interval_method"`
-	// ScaleLimitNote says why a scale limit is null although intervals
-	// were computed (weibull.WeibullScaleLimitMax); omitted otherwise.
-	ScaleLimitNote string `json:"scale_limit_note,omitempty"`
-}
-
 // windowDoc is what the ledger stores for one window: the exact fit
 // messages, so that a replay publishes identical bytes.
 type windowDoc struct {
@@ -324,7 +208,7 @@ func (a *aggregate) header(s int64, cohort int, remaining map[string]float64, ch
 		Epsilon: a.cfg.Epsilon, EpsilonCharged: charged,
 		Contribution: ContributionPerPatient,
 		Scopes:       a.scopes(), BudgetRemaining: remaining,
-		TimeUnit: a.cfg.TimeUnit, TimeMax: a.cfg.TimeMax, BinWidth: a.cfg.Params.BinWidth,
+		TimeUnit: a.cfg.TimeUnit, TimeMax: a.cfg.TimeMax, BinWidth: binWidth(a.cfg),
 		HorizonRule: HorizonRule,
 	}
 	if m.BudgetRemaining == nil {

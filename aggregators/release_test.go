@@ -17,8 +17,7 @@ import (
 // noise-aware one.
 func TestReleaseDocuments(t *testing.T) {
 	cfg := kmConfig("doc", time.Minute, 1)
-	cfg.Params.Method = aggregators.MethodHierarchical
-	cfg.Params.LogRankSims, cfg.Params.IntervalSims = 19, 10
+	cfg.Params = aggregators.KMParams{Method: aggregators.MethodHierarchical, BinWidth: 1, LogRankSims: 19, IntervalSims: 10}
 	r := newRig(t, at(1), map[string]float64{"stream": 1e6}, cfg)
 	r.observe(0, rowsOf("full", 300))
 	r.clock.Set(at(61))
@@ -76,7 +75,7 @@ func TestReleaseDocuments(t *testing.T) {
 // here, a bound printed as an estimate), in the overall and pairwise test.
 func TestReleaseLogRankFloorIsBound(t *testing.T) {
 	cfg := kmConfig("floor", time.Minute, 8)
-	cfg.Params.LogRankSims, cfg.Params.IntervalSims = 19, -1
+	setParams(&cfg, func(p *aggregators.KMParams) { p.LogRankSims, p.IntervalSims = 19, -1 })
 	r := newRig(t, at(1), map[string]float64{"stream": 1e6}, cfg)
 	rows := rowsOf("split", 400)
 	for i := range rows.Time {

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
-
 	"github.com/dpsurv/dpsurv/dp"
 )
 
@@ -32,14 +30,14 @@ func compatConfigs() []Config {
 			Cohorts: []string{"A", "B"}, TimeMax: 9, TimeUnit: "days"}
 	}
 	km := base("km", KindKM)
-	km.Params = Params{BinWidth: 1}
+	km.Params = KMParams{BinWidth: 1}
 	wb := base("wb", KindWeibull)
 	dt := base("dt", KindDiscrete)
 	dt.Covariates = []string{"age"}
-	dt.Params = Params{Method: "output", DiscreteParams: DiscreteParams{Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: 9}}
+	dt.Params = DiscreteParams{Method: "output", Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: 9}
 	cum := base("cum", KindKM)
 	cum.Window.Cumulative, cum.Window.Horizon = true, 8
-	cum.Params = Params{Method: MethodNoisyHistogram, BinWidth: 1}
+	cum.Params = KMParams{Method: MethodNoisyHistogram, BinWidth: 1}
 	return []Config{km, wb, dt, cum}
 }
 
@@ -47,8 +45,7 @@ func compatConfigs() []Config {
 // aggregate and closes the first (stepping the cumulative counter), so that
 // each checkpoint holds one closing and two open windows.
 func buildCompatState(t *testing.T) map[string]*aggSnapshot {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	mem := checkedMem(t)
 	key := bytes.Repeat([]byte{7}, PatientKeyBytes)
 	out := map[string]*aggSnapshot{}
 	for _, cfg := range compatConfigs() {

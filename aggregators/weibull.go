@@ -9,12 +9,28 @@ import (
 	"github.com/dpsurv/dpsurv/survival"
 )
 
-// WeibullParams are the Weibull bounds of a weibull aggregate (embedded in
-// Params; defaults 6, 10, 500: weibull.WeibullConfig).
+// WeibullParams are the params of a weibull aggregate (the YAML keys in
+// the tags).
 type WeibullParams struct {
-	Omega float64 `json:"omega" yaml:"omega"`
-	Gamma float64 `json:"gamma" yaml:"gamma"`
-	Rungs int     `json:"rungs" yaml:"rungs"`
+	// BinWidth is the histogram bin width in time units (default 1); the
+	// fits see each record's time as the start of its bin.
+	BinWidth float64 `yaml:"bin_width"`
+	// Method is "lsp" (default), "laplace" or "saa".
+	Method string `yaml:"method"`
+	// IntervalSims: the simulated releases per candidate shape of the
+	// noise-aware intervals (weibull.WeibullIntervalOptions; 0 = default,
+	// negative = null intervals).
+	IntervalSims int `yaml:"interval_sims"`
+	// Omega, Gamma and Rungs are the Weibull bounds (defaults 6, 10, 500:
+	// weibull.WeibullConfig).
+	Omega float64 `yaml:"omega"`
+	Gamma float64 `yaml:"gamma"`
+	Rungs int     `yaml:"rungs"`
+}
+
+func (p WeibullParams) binWidth() float64 { return p.BinWidth }
+func (p WeibullParams) flat() flatParams {
+	return flatParams{BinWidth: p.BinWidth, Method: p.Method, IntervalSims: p.IntervalSims, Omega: p.Omega, Gamma: p.Gamma, Rungs: p.Rungs}
 }
 
 // weibullKind is the per-cohort Weibull fit on the window's histogram:
@@ -22,39 +38,43 @@ type WeibullParams struct {
 type weibullKind struct{ histKind }
 
 func (k weibullKind) defaults(c *Config) {
-	p := &c.Params
+	p := paramsOf[WeibullParams](*c)
 	if p.BinWidth == 0 {
 		p.BinWidth = 1
 	}
 	if p.Method == "" {
 		p.Method = weibull.WeibullMethodLSP
 	}
-	w := k.config(*c)
+	w := k.config(c.Epsilon, c.TimeMax, p)
 	p.Omega, p.Gamma, p.Rungs = w.Omega, w.Gamma, w.Rungs
+	c.Params = p
 }
 
-func (weibullKind) params(d *paramDecoder, p *Params) {
+func (weibullKind) params(d *paramDecoder) Params {
+	var p WeibullParams
 	d.float("bin_width", &p.BinWidth)
 	d.str("method", &p.Method)
 	d.int("interval_sims", &p.IntervalSims, 1e6, "1e6")
 	d.float("omega", &p.Omega)
 	d.float("gamma", &p.Gamma)
 	d.int("rungs", &p.Rungs, defaultIntLimit, "")
+	return p
 }
 
 func (k weibullKind) check(c Config) []error {
 	errs := checkBinWidth(c)
-	switch c.Params.Method {
+	p := paramsOf[WeibullParams](c)
+	switch p.Method {
 	case weibull.WeibullMethodLSP, weibull.WeibullMethodLaplace, weibull.WeibullMethodSAA:
 	default:
-		errs = append(errs, fieldErr("params.method", ErrInvalid, "%q is not lsp, laplace or saa", c.Params.Method))
+		errs = append(errs, fieldErr("params.method", ErrInvalid, "%q is not lsp, laplace or saa", p.Method))
 	}
-	if p := c.Params.IntervalSims; p > 0 && p < weibull.DefaultWeibullIntervalSims {
+	if n := p.IntervalSims; n > 0 && n < weibull.DefaultWeibullIntervalSims {
 		errs = append(errs, fieldErr("params.interval_sims", ErrInvalid, "want 0 (default), negative (no intervals) or at least %d for 95%% intervals, got %d",
-			weibull.DefaultWeibullIntervalSims, p))
+			weibull.DefaultWeibullIntervalSims, n))
 	}
 	if c.Epsilon > 0 && c.TimeMax > 0 {
-		if err := k.config(c).Validate(); err != nil {
+		if err := k.config(c.Epsilon, c.TimeMax, p).Validate(); err != nil {
 			errs = append(errs, fieldErr("params", ErrInvalid, "%v", err))
 		}
 	}
@@ -69,20 +89,22 @@ func (weibullKind) plan(a *aggregate) plan {
 	return p
 }
 
-func (weibullKind) exactCount(p Params) bool { return p.Method == weibull.WeibullMethodSAA }
+func (weibullKind) exactCount(c Config) bool {
+	return paramsOf[WeibullParams](c).Method == weibull.WeibullMethodSAA
+}
 
-// config is the estimator's configuration of c's params (with dpfit's
-// defaults).
-func (weibullKind) config(c Config) weibull.WeibullConfig {
-	return weibull.WeibullConfig{Epsilon: c.Epsilon, TimeMax: c.TimeMax, Omega: c.Params.Omega,
-		Gamma: c.Params.Gamma, Rungs: c.Params.Rungs}.WithDefaults()
+// config is the estimator's configuration of an aggregate's epsilon, time
+// bound and params (with the estimator's defaults).
+func (weibullKind) config(epsilon, timeMax float64, p WeibullParams) weibull.WeibullConfig {
+	return weibull.WeibullConfig{Epsilon: epsilon, TimeMax: timeMax, Omega: p.Omega, Gamma: p.Gamma, Rungs: p.Rungs}.WithDefaults()
 }
 
 // release fits each cohort's Weibull model on the closing window's
 // histogram (each record at the start of its bin).
 func (k weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {
 	h := histOf(c.w)
-	wc := k.config(a.cfg)
+	p := paramsOf[WeibullParams](a.cfg)
+	wc := k.config(a.cfg.Epsilon, a.cfg.TimeMax, p)
 	out := make([]FitMessage, len(a.cfg.Cohorts))
 	for k := range a.cfg.Cohorts {
 		var comp survival.Compressed
@@ -95,7 +117,7 @@ func (k weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining 
 			comp.Events = append(comp.Events, float64(e))
 			comp.Count = append(comp.Count, float64(n))
 		}
-		fit, err := weibull.FitWeibull(src, comp, wc, a.cfg.Params.Method)
+		fit, err := weibull.FitWeibull(src, comp, wc, p.Method)
 		if err != nil {
 			return nil, fmt.Errorf("aggregate %q: cohort %d: %w", a.cfg.Name, k, err)
 		}
@@ -111,7 +133,7 @@ func (k weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining 
 			m.N = F(math.Max(fit.N, 0))
 		}
 		m.WeibullFields = &WeibullFields{Shape: F(fit.Shape), Scale: F(fit.Scale), ScaleUnit: weibullScaleUnitDescription, Params: fit.Params}
-		if err := weibullIntervals(m.WeibullFields, fit, a.cfg.Params.IntervalSims, h.BinWidth); err != nil {
+		if err := weibullIntervals(m.WeibullFields, fit, p.IntervalSims, h.BinWidth); err != nil {
 			return nil, fmt.Errorf("aggregate %q: cohort %d: %w", a.cfg.Name, k, err)
 		}
 		wf := m.WeibullFields
@@ -120,6 +142,26 @@ func (k weibullKind) release(a *aggregate, c *closing, src dp.Source, remaining 
 		out[k] = m
 	}
 	return out, nil
+}
+
+// WeibullFields are the parameters of a weibull release:
+// S(t) = exp(-(t/scale)^shape), t in normalised units (t / time_max).
+type WeibullFields struct {
+	Shape     F                  `json:"shape"`
+	Scale     F                  `json:"scale"`
+	ScaleUnit string             `json:"scale_unit"`
+	Params    map[string]float64 `json:"params"`
+	// Noise-aware intervals (weibull.WeibullIntervals; post-processing of
+	// the release): null when disabled (params.interval_sims < 0).
+	ShapeLower     F      `json:"shape_lower"`
+	ShapeUpper     F      `json:"shape_upper"`
+	ScaleLower     F      `json:"scale_lower"`
+	ScaleUpper     F      `json:"scale_upper"`
+	IntervalConf   F      `json:"interval_conf"`
+	IntervalMethod string `json:"interval_method"`
+	// ScaleLimitNote says why a scale limit is null although intervals
+	// were computed (weibull.WeibullScaleLimitMax); omitted otherwise.
+	ScaleLimitNote string `json:"scale_limit_note,omitempty"`
 }
 
 // weibullNeighbouring is the relation of a weibull release: add/remove-one

@@ -17,8 +17,7 @@ import (
 func TestWeibullAggregateIntervals(t *testing.T) {
 	for _, sims := range []int{39, -1} {
 		cfg := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, Window: aggregators.Window{Size: time.Minute}, Epsilon: 2,
-			Cohorts: cohorts, TimeMax: 100, TimeUnit: "days"}
-		cfg.Params.Rungs, cfg.Params.IntervalSims = 50, sims
+			Cohorts: cohorts, TimeMax: 100, TimeUnit: "days", Params: aggregators.WeibullParams{Rungs: 50, IntervalSims: sims}}
 		r := newRig(t, at(1), map[string]float64{"stream": 1e6}, cfg)
 		var rows schemas.Rows
 		for i := range 400 {
@@ -65,7 +64,7 @@ func TestWeibullIntervalSimsConfig(t *testing.T) {
 	cfg := aggregators.Config{Name: "wb", Kind: aggregators.KindWeibull, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1,
 		Cohorts: cohorts, TimeMax: 100, TimeUnit: "days"}
 	for sims, ok := range map[int]bool{-1: true, 0: true, 19: false, 38: false, 39: true} {
-		cfg.Params.IntervalSims = sims
+		cfg.Params = aggregators.WeibullParams{IntervalSims: sims}
 		err := cfg.Validate()
 		if (err == nil) != ok {
 			t.Errorf("interval_sims %d: %v", sims, err)

@@ -3,6 +3,8 @@ package app
 import (
 	"testing"
 	"time"
+
+	"github.com/dpsurv/dpsurv/aggregators"
 )
 
 const aggYAML = validYAML + `  fit_topic: ehr.tte.fits
@@ -34,11 +36,11 @@ func TestParseAggregatorConfig(t *testing.T) {
 		got, want any
 	}{
 		{"count", len(acs), 3},
-		{"bin width", acs[0].Params.BinWidth, 7.0},
+		{"bin width", acs[0].Params.(aggregators.KMParams).BinWidth, 7.0},
 		{"lateness", acs[0].Window.Lateness, 24 * time.Hour},
 		{"event time", acs[0].Window.Time, "event"},
 		{"horizon", acs[1].Window.Horizon, 365},
-		{"rungs", acs[2].Params.Rungs, 200},
+		{"rungs", acs[2].Params.(aggregators.WeibullParams).Rungs, 200},
 		{"cohorts from schema", len(acs[2].Cohorts), 2},
 		{"time max from schema", acs[2].TimeMax, 5000.0},
 		{"checkpoint interval", cfg.CheckpointInterval(), 10 * time.Second},
@@ -74,6 +76,11 @@ func TestAggregatorConfigErrorsNameFieldPath(t *testing.T) {
 		{"epsilon", "epsilon: 0.5\n    window", "epsilon: 0\n    window", "aggregators[0].epsilon"},
 		{"unknown window key", "time: event}", "time: event, slide: 1h}", "aggregators[0].window.slide: unknown field"},
 		{"checkpoint", "checkpoint_interval: 10s", "checkpoint_interval: -1s", "ledger.checkpoint_interval"},
+		// the kinds' own typed params, each decoded and checked by its kind
+		{"weibull sims type", "method: lsp, rungs: 200", "method: lsp, interval_sims: many", "aggregators[2].params.interval_sims: want an integer, got many"},
+		{"weibull sims range", "method: lsp, rungs: 200", "method: lsp, interval_sims: 20", "aggregators[2].params.interval_sims: want 0 (default)"},
+		{"km conf range", "bin_width: 7, conf: 0.9", "bin_width: 7, conf: 1.5", "aggregators[0].params.conf: must be in (0, 1)"},
+		{"window size type", "size: 24h}\n    params: {method", "size: [1]}\n    params: {method", "aggregators[2].window.size"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,8 @@ package app
 
 import (
 	"testing"
+
+	"github.com/dpsurv/dpsurv/aggregators"
 )
 
 const discreteYAML = validYAML + `  fit_topic: ehr.tte.fits
@@ -25,7 +27,7 @@ ledger:
 
 func TestParseDiscreteAggregatorConfig(t *testing.T) {
 	_, acs := aggregatorConfigs(t, discreteYAML)
-	p := acs[0].Params
+	p, _ := acs[0].Params.(aggregators.DiscreteParams)
 	if acs[0].Kind != "discrete" || p.Method != "objective" || p.Intervals != 100 || p.Lambda != 0.05 || p.MaxRecords != 50000 ||
 		len(p.Covariates) != 1 || p.Centre[0] != 60 || p.Scale[0] != 15 || len(acs[0].Covariates) != 1 {
 		t.Fatalf("parsed %+v", acs[0])

@@ -28,14 +28,14 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	cfg := e2eConfig(nil, "disc-e2e", cohorts, "out")
 	cfg.Input.Partitions = 2
 	cfg.Schema.TimeMax, cfg.Schema.Covariates = timeMax, []string{"age"}
-	disc := aggregators.DiscreteParams{Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: intervals}
+	disc := aggregators.DiscreteParams{Method: "output", Covariates: []string{"age"}, Centre: []float64{60}, Scale: []float64{20}, Intervals: intervals}
 	mcmc := disc
-	mcmc.Link, mcmc.Steps = "cloglog", 2000
+	mcmc.Method, mcmc.Link, mcmc.Steps = "psgld", "cloglog", 2000
 	cfg.Aggregators = []app.AggregatorConfig{
 		{Name: "dt", Kind: "discrete", Epsilon: 1e6, Window: app.WindowConfig{Size: time.Hour},
-			Params: aggregators.Params{Method: "output", DiscreteParams: disc}}, // the ridge-MLE comparison below is output's (newton, the default, is tested in aggregators)
+			Params: disc}, // the ridge-MLE comparison below is output's (newton, the default, is tested in aggregators)
 		{Name: "dt-mcmc", Kind: "discrete", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour},
-			Params: aggregators.Params{Method: "psgld", DiscreteParams: mcmc}},
+			Params: mcmc},
 	}
 	cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 1e7}, CheckpointInterval: time.Hour}
 	w0 := time.Unix(1_700_002_800, 0).UTC() // an hour boundary

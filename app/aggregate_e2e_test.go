@@ -79,8 +79,8 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	cfg := e2eConfig(nil, "agg-e2e", cohorts, "out")
 	cfg.Input.Partitions = 2
 	cfg.Aggregators = []app.AggregatorConfig{
-		{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 10}},
-		{Name: "cum", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 8}, Params: aggregators.Params{BinWidth: 10}},
+		{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.KMParams{BinWidth: 10}},
+		{Name: "cum", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 8}, Params: aggregators.KMParams{BinWidth: 10}},
 	}
 	cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
 	if fileLedger {

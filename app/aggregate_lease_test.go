@@ -27,7 +27,7 @@ func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
 	cfg := e2eConfig(nil, "lease", cohorts, "out")
 	cfg.Input.Partitions = 2
 	cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1,
-		Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 20, Method: "noisy-histogram"}}}
+		Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.KMParams{BinWidth: 20, Method: "noisy-histogram"}}}
 	cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
 	w0 := time.Unix(1_700_002_800, 0).UTC()
 	f := apptest.New(t, cfg, apptest.Partitions(2), apptest.Timeout(90*time.Second), apptest.Key(bytes.Repeat([]byte{3}, 32)),

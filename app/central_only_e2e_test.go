@@ -27,7 +27,7 @@ func TestCentralOnlyServiceEndToEnd(t *testing.T) {
 			cohorts := []string{"A", "B"}
 			cfg := e2eConfig(nil, "central-e2e", cohorts, sanitized)
 			cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour},
-				Params: aggregators.Params{BinWidth: 20}}}
+				Params: aggregators.KMParams{BinWidth: 20}}}
 			cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
 			w0 := time.Unix(1_700_002_800, 0).UTC()
 			f := apptest.New(t, cfg, apptest.Timeout(50*time.Second), apptest.FakeClock(w0.Add(time.Minute)))

@@ -293,9 +293,6 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[int]string) 
 			}
 		}
 	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) {
-		return nil // decodes itself (aggregators.Params: by kind, naming its keys)
-	}
 	switch {
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		fields := map[string]reflect.Type{}
@@ -330,8 +327,6 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, lines map[int]string) 
 	}
 	return nil
 }
-
-var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 
 // commonParent is the longest common dotted prefix of two field paths.
 func commonParent(a, b string) string {

@@ -24,7 +24,7 @@ func TestCumulativeLostCheckpointEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	cfg := e2eConfig(nil, "horizon-e2e", cohorts, "out")
 	cfg.Aggregators = []app.AggregatorConfig{{Name: "cum", Kind: "km", Epsilon: 1,
-		Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 3}, Params: aggregators.Params{BinWidth: 20}}}
+		Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 3}, Params: aggregators.KMParams{BinWidth: 20}}}
 	// one horizon: epsilon 1, charged 2 beside the sanitized topic
 	cfg.Ledger = app.LedgerConfig{File: dir + "/ledger.jsonl", Budget: map[string]float64{"stream": 2}, CheckpointInterval: time.Hour}
 	w0 := time.Unix(1_700_002_800, 0).UTC()

@@ -39,7 +39,7 @@ func TestAggregatorsStartRetriedWhileNotReady(t *testing.T) {
 	cfg := e2eConfig(nil, "startretry", pipelinetest.Cohorts, "out")
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1,
-		Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 20, Method: "noisy-histogram"}}}
+		Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.KMParams{BinWidth: 20, Method: "noisy-histogram"}}}
 	cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
 	f := apptest.New(t, cfg, apptest.Timeout(90*time.Second), apptest.Key(bytes.Repeat([]byte{3}, 32)), apptest.NoValidate())
 	state := f.Config.LedgerStateTopic()

@@ -42,9 +42,9 @@ func TestStatementPublishedOnFitTopic(t *testing.T) {
 			cohorts := []string{"A", "B"}
 			cfg := e2eConfig(cl.Addrs(), "statement-e2e", cohorts, sanitized)
 			cfg.Aggregators = []app.AggregatorConfig{
-				{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 20}},
+				{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.KMParams{BinWidth: 20}},
 				{Name: "cum", Kind: "km", Epsilon: 0.5, Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 4},
-					Params: aggregators.Params{BinWidth: 20}},
+					Params: aggregators.KMParams{BinWidth: 20}},
 			}
 			cfg.Ledger = app.LedgerConfig{File: filepath.Join(t.TempDir(), "ledger.jsonl"), Budget: map[string]float64{"stream": 10},
 				CheckpointInterval: time.Hour}

@@ -23,9 +23,9 @@ func opsAggConfig(conn kafkaconn.Config, group string, size time.Duration, kmEps
 	cfg.Output.FitTopic = "ops.fits"
 	cfg.Aggregators = []app.AggregatorConfig{
 		{Name: "km", Kind: "km", Epsilon: kmEps, Window: app.WindowConfig{Size: size},
-			Params: aggregators.Params{Method: "noisy-histogram", BinWidth: 1000}},
+			Params: aggregators.KMParams{Method: "noisy-histogram", BinWidth: 1000}},
 		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: app.WindowConfig{Size: size},
-			Params: aggregators.Params{BinWidth: 50, IntervalSims: -1, WeibullParams: aggregators.WeibullParams{Rungs: 200}}}, // intervals: hundreds of mechanism runs per window, not what this tests
+			Params: aggregators.WeibullParams{BinWidth: 50, IntervalSims: -1, Rungs: 200}}, // intervals: hundreds of mechanism runs per window, not what this tests
 	}
 	cfg.Ledger = app.LedgerConfig{Topic: "ops.ledger", CheckpointInterval: time.Second,
 		LeaseSessionTimeout: 6 * time.Second, Budget: map[string]float64{"stream": budget}}

@@ -598,11 +598,11 @@ func aggRestartConfig(conn kafkaconn.Config, size time.Duration, kmEps, wbEps, b
 	cfg.Output = app.OutputConfig{SanitizedTopic: "ar.sanitized", DeadLetterTopic: "ar.deadletter", FitTopic: "ar.fits"}
 	cfg.Aggregators = []app.AggregatorConfig{
 		{Name: "km", Kind: "km", Epsilon: kmEps, Window: app.WindowConfig{Size: size},
-			Params: aggregators.Params{Method: "noisy-histogram", BinWidth: 1000}},
+			Params: aggregators.KMParams{Method: "noisy-histogram", BinWidth: 1000}},
 		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: app.WindowConfig{Size: size},
 			// no noise-aware intervals: hundreds of mechanism runs per
 			// window, not what this tests
-			Params: aggregators.Params{BinWidth: 50, IntervalSims: -1, WeibullParams: aggregators.WeibullParams{Rungs: 200}}},
+			Params: aggregators.WeibullParams{BinWidth: 50, IntervalSims: -1, Rungs: 200}},
 	}
 	cfg.Ledger = app.LedgerConfig{Topic: "ar.ledger", CheckpointInterval: time.Second,
 		LeaseSessionTimeout: 6 * time.Second, Budget: map[string]float64{"stream": budget}}

@@ -95,7 +95,7 @@ func TestAggregatorRunnerStopPublishesChargedWindow(t *testing.T) {
 	clock := &drainClock{now: start}
 	fits := &cutWrite{started: make(chan struct{})}
 	km := aggregators.Config{Name: "km", Kind: aggregators.KindKM, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1,
-		Cohorts: pipelinetest.Cohorts, TimeMax: 3000, TimeUnit: "days", Params: aggregators.Params{Method: aggregators.MethodNoisyHistogram, BinWidth: 500}}
+		Cohorts: pipelinetest.Cohorts, TimeMax: 3000, TimeUnit: "days", Params: aggregators.KMParams{Method: aggregators.MethodNoisyHistogram, BinWidth: 500}}
 	eng, err := aggregators.NewEngine(ctx, aggregators.EngineConfig{Aggregates: []aggregators.Config{km}, Topic: "in", Ledger: l,
 		State: &ledger.MemoryState{}, Fits: fits, Clock: clock, Noise: dp.NewSeededSource(1), Metrics: aggregators.NewMetrics(reg)})
 	if err != nil {

@@ -59,7 +59,7 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 	cfg.Output = app.OutputConfig{SanitizedTopic: "tte.sanitized", DeadLetterTopic: "tte.dlq", FitTopic: "tte.fits"}
 	cfg.HTTP.Listen = ""
 	cfg.Aggregators = []app.AggregatorConfig{
-		{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.Params{BinWidth: 10}},
+		{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.KMParams{BinWidth: 10}},
 	}
 	cfg.Ledger = app.LedgerConfig{File: filepath.Join(t.TempDir(), "ledger.jsonl"), Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
 	if err := cfg.Validate(); err != nil {

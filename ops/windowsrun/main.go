@@ -162,7 +162,7 @@ func run(rate float64, duration, window time.Duration, batch int, drain time.Dur
 	cfg.Aggregators = []app.AggregatorConfig{
 		{Name: "km", Kind: "km", Epsilon: kmEps, Window: app.WindowConfig{Size: window}},
 		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: app.WindowConfig{Size: window},
-			Params: aggregators.Params{IntervalSims: sims}},
+			Params: aggregators.WeibullParams{IntervalSims: sims}},
 	}
 	cfg.Ledger = app.LedgerConfig{Topic: "wr.ledger", Budget: map[string]float64{"stream": budget}}
 	if err := cfg.Validate(); err != nil {

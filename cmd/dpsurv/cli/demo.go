@@ -44,12 +44,12 @@ func demoConfig(addrs []string, cohorts []string, timeMax float64) app.Config {
 func demoAggregators(cfg *app.Config, window time.Duration) {
 	cfg.Aggregators = []app.AggregatorConfig{
 		{Name: "km-demo", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: window},
-			Params: aggregators.Params{Method: "hierarchical", BinWidth: 30}},
+			Params: aggregators.KMParams{Method: "hierarchical", BinWidth: 30}},
 		{Name: "weibull-demo", Kind: "weibull", Epsilon: 1, Window: app.WindowConfig{Size: window},
 			// no noise-aware intervals: each costs about 600 runs of the
 			// mechanism per cohort (weibull.WeibullIntervals), longer than
 			// the demo's windows
-			Params: aggregators.Params{Method: "lsp", IntervalSims: -1}},
+			Params: aggregators.WeibullParams{Method: "lsp", IntervalSims: -1}},
 	}
 	cfg.Ledger.Topic = "dpsurv.demo.ledger"
 	cfg.Ledger.Budget = map[string]float64{"stream": 20}

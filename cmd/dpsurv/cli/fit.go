@@ -286,24 +286,12 @@ func kmCurveJSON(label string, c survival.KMCurve) kmCohortJSON {
 // what the release adds to it (names as in aggregators.KMFields).
 type kmPrivateCohortJSON struct {
 	kmCohortJSON
-	N                       float64                  `json:"n"`
-	TruncatedAt             schemas.NullableFloat    `json:"truncated_at"`
-	NoiseStdErr             *[]schemas.NullableFloat `json:"noise_std_err,omitempty"`
-	SamplingStdErr          []schemas.NullableFloat  `json:"sampling_std_err"`
-	SamplingLower           []schemas.NullableFloat  `json:"sampling_lower"`
-	SamplingUpper           []schemas.NullableFloat  `json:"sampling_upper"`
-	MedianNote              string                   `json:"median_note"`
-	NoiseDominatedFrom      schemas.NullableFloat    `json:"noise_dominated_from"`
-	NoiseTailSD             float64                  `json:"noise_tail_sd"`
-	LowInformation          bool                     `json:"low_information"`
-	LowInformationThreshold schemas.NullableFloat    `json:"low_information_threshold"`
-	LowInformationReason    string                   `json:"low_information_reason"`
-	BandLower               []schemas.NullableFloat  `json:"band_lower"`
-	BandUpper               []schemas.NullableFloat  `json:"band_upper"`
-	BandFrom                schemas.NullableFloat    `json:"band_from"`
-	BandTo                  schemas.NullableFloat    `json:"band_to"`
-	BandCritical            schemas.NullableFloat    `json:"band_critical_value"`
-	BandMethod              string                   `json:"band_method"`
+	N                    float64                  `json:"n"`
+	TruncatedAt          schemas.NullableFloat    `json:"truncated_at"`
+	NoiseStdErr          *[]schemas.NullableFloat `json:"noise_std_err,omitempty"`
+	LowInformation       bool                     `json:"low_information"`
+	LowInformationReason string                   `json:"low_information_reason"`
+	schemas.KMInference
 }
 
 // pairwiseJSON is the logrank block's pairwise list (as on the fit
@@ -686,24 +674,8 @@ func fitWeibull(env Env, args []string) error {
 // prints it (the fit topic's km fields).
 func privateCohortJSON(label string, ck km.CohortKM) kmPrivateCohortJSON {
 	m := kmPrivateCohortJSON{
-		kmCohortJSON:            kmCurveJSON(label, ck.Curve),
-		N:                       ck.N,
-		TruncatedAt:             num(ck.TruncatedAt),
-		SamplingStdErr:          nums(ck.SamplingStdErr),
-		SamplingLower:           nums(ck.SamplingLower),
-		SamplingUpper:           nums(ck.SamplingUpper),
-		MedianNote:              ck.MedianNote,
-		NoiseDominatedFrom:      num(ck.NoiseDominatedFrom),
-		NoiseTailSD:             km.DefaultNoiseTailSD,
-		LowInformation:          ck.LowInformation,
-		LowInformationThreshold: num(ck.LowInformationThreshold),
-		LowInformationReason:    ck.LowInformationReason,
-		BandLower:               nums(ck.BandLower),
-		BandUpper:               nums(ck.BandUpper),
-		BandFrom:                num(ck.BandFrom),
-		BandTo:                  num(ck.BandTo),
-		BandCritical:            num(ck.BandCritical),
-		BandMethod:              ck.BandMethod,
+		kmCohortJSON: kmCurveJSON(label, ck.Curve), N: ck.N, TruncatedAt: num(ck.TruncatedAt),
+		LowInformation: ck.LowInformation, LowInformationReason: ck.LowInformationReason, KMInference: ck.Inference(),
 	}
 	if ck.NoiseStdErr != nil {
 		ns := nums(ck.NoiseStdErr)
