@@ -240,6 +240,11 @@ type weibullInversion struct {
 	// workers is the number of goroutines of the simulated releases (0:
 	// GOMAXPROCS; tests)
 	workers int
+	// fullLadders computes every simulated shape from its whole ladder
+	// (tests of weibullSimShapeSide); sides counts the simulated shapes
+	// whose side was settled from rung K alone
+	fullLadders bool
+	sides       atomic.Int64
 }
 
 // weibullCandidate is one evaluated shape: its nuisance scale, the
@@ -296,7 +301,18 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 			// the simulated release's shape: the LSP draw from the same
 			// distribution as Sample's, by a float inverse CDF (fast; this
 			// simulation plays no part in the guarantee)
-			shape := weibullLadderSampleFloat(weibullComputeLadderOpt(d, w.simCfg, true), src, w.cfg.Epsilon)
+			// (its side of the released shape, from rung K alone when
+			// that settles it: weibullSimShapeSide)
+			var shape float64
+			if w.fullLadders {
+				shape = weibullLadderSampleFloat(weibullComputeLadderOpt(d, w.simCfg, true), src, w.cfg.Epsilon)
+			} else {
+				var cheap bool
+				shape, cheap = weibullSimShapeSide(d, w.simCfg, src, w.fit.Shape)
+				if cheap {
+					w.sides.Add(1)
+				}
+			}
 			shapes[r] = shape
 			mu.Lock()
 			if shape <= w.fit.Shape {
