@@ -484,25 +484,27 @@ func (w *weibullInversion) run(iv *WeibullInterval) error {
 // bracketed in [-50, 50] (rootBracket, to 100/2^40).
 func weibullMatchScale(p, q, ratio float64) float64 {
 	const m = weibullMatchNodes
-	var lu [m + 1]float64 // p ln(u^(1/q)) at the Simpson nodes
+	var lu, eu [m + 1]float64 // p ln(u^(1/q)) at the Simpson nodes, and its exp
 	for i := range lu {
 		lu[i] = p * weibullMatchLogs[i] / q
+		eu[i] = math.Exp(lu[i])
 	}
 	tllRatio := func(ll float64) float64 {
-		f1 := -math.Expm1(-math.Exp(-p * ll))
+		h := math.Exp(-p * ll) // H(1) = (1/lambda)^p
+		f1 := -math.Expm1(-h)
 		if !(f1 > 0) {
 			return math.Inf(1)
 		}
 		s := 0.0
-		for i, v := range lu {
-			w := 2.0
-			switch {
-			case i == 0 || i == m:
-				w = 1
-			case i%2 == 1:
-				w = 4
+		if x := p * ll; x > -600 && x < 600 {
+			// H(u^(1/q)) = u^(p/q) H(1): one exp a node
+			for i, v := range eu {
+				s += weibullSimpsonWeights[i] * math.Exp(-v*h)
 			}
-			s += w * math.Exp(-math.Exp(v-p*ll))
+		} else {
+			for i, v := range lu {
+				s += weibullSimpsonWeights[i] * math.Exp(-math.Exp(v-x))
+			}
 		}
 		return s / (3 * m) / f1
 	}

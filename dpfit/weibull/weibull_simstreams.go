@@ -79,3 +79,19 @@ var weibullMatchLogs = func() (l [weibullMatchNodes + 1]float64) {
 	}
 	return l
 }()
+
+// weibullSimpsonWeights are Simpson's weights 1, 4, 2, ..., 4, 1 of
+// weibullMatchScale's nodes.
+var weibullSimpsonWeights = func() (w [weibullMatchNodes + 1]float64) {
+	for i := range w {
+		switch {
+		case i == 0 || i == weibullMatchNodes:
+			w[i] = 1
+		case i%2 == 1:
+			w[i] = 4
+		default:
+			w[i] = 2
+		}
+	}
+	return w
+}()
