@@ -45,9 +45,14 @@ import (
 //   - Sims such data sets are released again by LSP+TLL exactly as
 //     FitWeibullLSP does (normalisation, clamp, ladder, exponential
 //     mechanism, TLL with the same epsilon and grids), simulated release
-//     r drawing from its own stream, seeded by a hash of the release, p
-//     and r; the simulated releases run on up to GOMAXPROCS goroutines
-//     and the interval does not depend on their number or timing;
+//     r drawing its data from one stream and its mechanism's noise from
+//     another, seeded by a hash of the release, p and r; the simulated
+//     releases run on up to GOMAXPROCS goroutines and the interval does
+//     not depend on their number or timing. The test reads a simulated
+//     shape only through its side of the released one, which the data
+//     set's coarse counts or its ladder's last rung often settle without
+//     the whole ladder (weibullCoarseSide, weibullSimShapeSide: the same
+//     side as the whole ladder's draw from the same streams);
 //   - p is accepted when the released shape lies between the a/2 and
 //     1-a/2 quantiles of the simulated shapes (a = 1 - conf).
 //
@@ -61,8 +66,10 @@ import (
 // same moment-matched scale computed from TLL run again on each simulated
 // data set with the released shape as its exponent (the released tau/delta
 // was computed with that exponent; a simulated release's own shape can be
-// near 0, where the match is ill-posed). Cost: about 15 x Sims releases of
-// the mechanism.
+// near 0, where the match is ill-posed), computed (pivots) only for the
+// candidates the union reads. Cost: 17 x Sims simulated data sets, at 1 M
+// records most of them drawn only as counts of groups of cells, their
+// shapes' sides settled from those.
 //
 // The baselines (laplace, saa): their noise (Laplace of scale
 // (sensitivity+grid)/(epsilon/2)) dwarfs the sampling error of the clamped
@@ -245,72 +252,131 @@ type weibullInversion struct {
 	// whose side was settled from rung K alone
 	fullLadders bool
 	sides       atomic.Int64
+	// coarse counts the simulated shapes whose side was settled from
+	// their data sets' groups' counts
+	coarse atomic.Int64
 }
 
 // weibullCandidate is one evaluated shape: its nuisance scale, the
 // quantiles of the simulated released shapes, and the quantiles of the
-// simulated scale pivot.
+// simulated scale pivot (computed by pivots, for the candidates the scale
+// interval reads).
 type weibullCandidate struct {
 	p, lambda        float64
 	qlo, qhi         float64 // released shape
 	scaleLo, scaleHi float64 // basic interval for the scale given shape p
+	sim              *weibullSim
+	// per simulated release: its event count and, once its cells were
+	// drawn, TLL's sum of t^q at the released shape (NaN before)
+	events, sumPow []float64
 }
 
 func (w *weibullInversion) accepted(c weibullCandidate) bool {
 	return c.qlo <= w.fit.Shape && w.fit.Shape <= c.qhi
 }
 
-// eval simulates sims releases from shape p with its moment-matched scale.
-// Simulated release r draws from its own stream, seeded by a hash of the
-// release seed, p and r (weibullDrawSeed); the releases run on up to
-// GOMAXPROCS goroutines, and the result does not depend on their number
-// or order.
+// parallel runs task(sim, i) for i = 0..n-1 on up to w.workers goroutines
+// (0: GOMAXPROCS), each with its own clone of base, and joins the errors.
+func (w *weibullInversion) parallel(n int, base *weibullSim, task func(sim *weibullSim, i int) error) error {
+	errs := make([]error, n)
+	var next atomic.Int64
+	worker := func(sim *weibullSim) {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return
+			}
+			errs[i] = task(sim, i)
+		}
+	}
+	workers := w.workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, n)
+	var wg sync.WaitGroup
+	for i := 1; i < workers; i++ {
+		wg.Add(1)
+		go func(sim *weibullSim) {
+			defer wg.Done()
+			worker(sim)
+		}(base.clone())
+	}
+	worker(base)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// eval simulates sims releases from shape p with its moment-matched scale
+// and decides the test (the scale's pivots wait for pivots). Simulated
+// release r draws its data from a stream seeded by a hash of the release
+// seed, p and r (weibullDrawSeed: the event count and the groups' counts,
+// then the cells' counts) and its mechanism's noise from a second one
+// (weibullMechSeed: the shape's two draws, then TLL's); the releases run
+// on up to GOMAXPROCS goroutines, and the result does not depend on their
+// number or order.
 func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 	lambda := weibullMatchScale(p, w.fit.Shape, w.ratio)
 	c := weibullCandidate{p: p, lambda: lambda}
 	base := newWeibullSim(p, lambda, w.events, w.res, w.bw, w.cfg.TimeMax)
-	drawSeeds := make([][32]byte, w.sims)
-	for r := range drawSeeds {
-		drawSeeds[r] = weibullDrawSeed(w.seed, p, r)
-	}
+	base.prepare(w.cfg)
+	c.sim = base
+	c.events = make([]float64, w.sims)
+	c.sumPow = make([]float64, w.sims)
 	shapes := make([]float64, w.sims) // NaN: not computed (accepted early)
-	piv := make([]float64, w.sims)
-	errs := make([]error, w.sims)
 	// The test accepts p when at least k simulated shapes lie on each side
 	// of the released one (k = the order of simQuantiles' quantiles); once
 	// they do, the rest of the simulated shapes cannot change the decision,
-	// so their ladders (most of a simulated release) are not computed: the
-	// remaining draws serve the scale's pivot only, from the same random
-	// numbers as in the whole simulation, so the interval is the whole
-	// simulation's (TestWeibullIntervalEarlyAcceptance). Which releases
-	// skip their ladder depends on the goroutines' timing, the decision
-	// does not: it is "accepted" as soon as any k below and k above are
-	// seen, and otherwise every shape is computed.
+	// so they are not drawn (nor, then, the cells of their data sets,
+	// unless the scale's pivot needs them). Which releases skip their
+	// shape depends on the goroutines' timing, the decision does not: it
+	// is "accepted" as soon as any k below and k above are seen, and
+	// otherwise every shape is computed. A shape's side is all the test
+	// reads: it is settled from the groups' counts when they put S^K on
+	// one side (weibullCoarseSide), else from the cells' data set through
+	// rung K (weibullSimShapeSide), else from the whole ladder; each way
+	// gives the side of the whole ladder's draw from the same streams
+	// (TestWeibullSimSideMatchesLadder, TestWeibullIntervalSidesMatchLadders).
 	k := max(int(math.Floor(float64(w.sims+1)*w.alpha/2)), 1)
 	var (
 		mu           sync.Mutex // below, above, w.n, w.progress
 		below, above int
 		decided      atomic.Bool
-		next         atomic.Int64
 	)
+	topMass := weibullSimTopMass(w.simCfg)
 	release := func(sim *weibullSim, r int) error {
-		src := rand.NewChaCha8(drawSeeds[r])
-		d := sim.sampleData(src, w.cfg)
+		seed := weibullDrawSeed(w.seed, p, r)
+		dsrc := rand.NewChaCha8(seed)
+		e := sim.countsCoarse(dsrc)
+		c.events[r], c.sumPow[r] = float64(e), math.NaN()
 		shapes[r] = math.NaN()
 		if !decided.Load() {
-			// the simulated release's shape: the LSP draw from the same
-			// distribution as Sample's, by a float inverse CDF (fast; this
-			// simulation plays no part in the guarantee)
-			// (its side of the released shape, from rung K alone when
-			// that settles it: weibullSimShapeSide)
-			var shape float64
-			if w.fullLadders {
-				shape = weibullLadderSampleFloat(weibullComputeLadderOpt(d, w.simCfg, true), src, w.cfg.Epsilon)
-			} else {
-				var cheap bool
-				shape, cheap = weibullSimShapeSide(d, w.simCfg, src, w.fit.Shape)
-				if cheap {
-					w.sides.Add(1)
+			msrc := rand.NewChaCha8(weibullMechSeed(seed))
+			shape := math.NaN()
+			if !w.fullLadders {
+				if side := weibullCoarseSide(sim, e, w.simCfg, w.fit.Shape); side != 0 {
+					fork := *msrc
+					// the sampler's level draw (weibullSimShapeSide)
+					if u := float64(msrc.Uint64()>>11) * (1.0 / (1 << 53)); u < 1-topMass {
+						msrc.Uint64() // the grid point's draw
+						shape = math.Inf(side)
+						w.coarse.Add(1)
+					} else {
+						*msrc = fork
+					}
+				}
+			}
+			if math.IsNaN(shape) {
+				sim.refine(dsrc)
+				c.sumPow[r] = sim.sumPowCells(e, w.fit.Shape)
+				d := sim.data(e)
+				if w.fullLadders {
+					shape = weibullLadderSampleFloat(weibullComputeLadderOpt(d, w.simCfg, true), msrc, w.cfg.Epsilon)
+				} else {
+					var cheap bool
+					if shape, cheap = weibullSimShapeSide(d, w.simCfg, msrc, w.fit.Shape); cheap {
+						w.sides.Add(1)
+					}
 				}
 			}
 			shapes[r] = shape
@@ -325,24 +391,7 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 				decided.Store(true)
 			}
 			mu.Unlock()
-		} else {
-			// the two draws weibullLadderSampleFloat would have taken:
-			// the pivot's draws are the whole simulation's, so the
-			// pivots do not depend on which ladders were skipped
-			src.Uint64()
-			src.Uint64()
 		}
-		// the scale's pivot given shape p: TLL run again on the simulated
-		// data with the released shape as its exponent (the exponent the
-		// released tau/delta was computed with), and the scale that
-		// explains it
-		delta, tau, _, err := weibullTLL(src, d, w.fit.Shape, w.cfg.Epsilon, w.cfg.Omega)
-		if err != nil {
-			return fmt.Errorf("simulated tll: %w", err)
-		}
-		ratio := math.Pow(weibullTLLScale(delta, tau, w.fit.Shape, w.cfg.Omega), w.fit.Shape)
-		lt := weibullMatchScale(p, w.fit.Shape, ratio)
-		piv[r] = math.Log(lt) - math.Log(lambda)
 		mu.Lock()
 		w.n++
 		if w.progress != nil {
@@ -351,31 +400,7 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 		mu.Unlock()
 		return nil
 	}
-	worker := func(sim *weibullSim) {
-		for {
-			r := int(next.Add(1) - 1)
-			if r >= w.sims {
-				return
-			}
-			errs[r] = release(sim, r)
-		}
-	}
-	workers := w.workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, w.sims)
-	var wg sync.WaitGroup
-	for i := 1; i < workers; i++ {
-		wg.Add(1)
-		go func(sim *weibullSim) {
-			defer wg.Done()
-			worker(sim)
-		}(base.clone())
-	}
-	worker(base)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := w.parallel(w.sims, base, release); err != nil {
 		return c, err
 	}
 	if decided.Load() {
@@ -385,10 +410,46 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 	} else {
 		c.qlo, c.qhi = simQuantiles(shapes, w.alpha)
 	}
-	a, b := simQuantiles(piv, w.alpha)
-	c.scaleLo, c.scaleHi = lambda*math.Exp(-b), lambda*math.Exp(-a)
+	c.scaleLo, c.scaleHi = math.NaN(), math.NaN()
 	w.evals = append(w.evals, c)
 	return c, nil
+}
+
+// pivots computes candidate c's scale interval: the scale's pivot given
+// shape p from each simulated release, TLL run again on the simulated data
+// with the released shape as its exponent (the exponent the released
+// tau/delta was computed with) and the scale that explains it; the cells
+// of a data set whose shape's side was settled from its groups' counts
+// are drawn now, from where its data stream left off.
+func (w *weibullInversion) pivots(c *weibullCandidate) error {
+	piv := make([]float64, w.sims)
+	q := w.fit.Shape
+	err := w.parallel(w.sims, c.sim, func(sim *weibullSim, r int) error {
+		seed := weibullDrawSeed(w.seed, c.p, r)
+		e, sp := c.events[r], c.sumPow[r]
+		if math.IsNaN(sp) {
+			dsrc := rand.NewChaCha8(seed)
+			ev := sim.countsCoarse(dsrc)
+			sim.refine(dsrc)
+			sp = sim.sumPowCells(ev, q)
+		}
+		msrc := rand.NewChaCha8(weibullMechSeed(seed))
+		msrc.Uint64() // the shape's two draws
+		msrc.Uint64()
+		delta, tau, err := weibullTLLSums(msrc, e, sp, q, w.cfg.Epsilon, w.cfg.Omega)
+		if err != nil {
+			return fmt.Errorf("simulated tll: %w", err)
+		}
+		ratio := math.Pow(weibullTLLScale(delta, tau, q, w.cfg.Omega), q)
+		piv[r] = math.Log(weibullMatchScale(c.p, q, ratio)) - math.Log(c.lambda)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	a, b := simQuantiles(piv, w.alpha)
+	c.scaleLo, c.scaleHi = c.lambda*math.Exp(-b), c.lambda*math.Exp(-a)
+	return nil
 }
 
 func (w *weibullInversion) run(iv *WeibullInterval) error {
@@ -453,9 +514,13 @@ func (w *weibullInversion) run(iv *WeibullInterval) error {
 	// the scale: union over the accepted candidates (and those inside the
 	// shape interval) of the scale's basic interval given the shape
 	iv.ScaleLower, iv.ScaleUpper = math.Inf(1), 0
-	for _, c := range w.evals {
-		if !w.accepted(c) && !(c.p >= iv.ShapeLower && c.p <= iv.ShapeUpper) {
+	for i := range w.evals {
+		c := &w.evals[i]
+		if !w.accepted(*c) && !(c.p >= iv.ShapeLower && c.p <= iv.ShapeUpper) {
 			continue
+		}
+		if err := w.pivots(c); err != nil {
+			return err
 		}
 		iv.ScaleLower = math.Min(iv.ScaleLower, c.scaleLo)
 		iv.ScaleUpper = math.Max(iv.ScaleUpper, c.scaleHi)
@@ -584,24 +649,41 @@ func weibullReleaseSeed(fit WeibullFit) [32]byte {
 
 // weibullSim simulates data sets from a released fit (normalised units).
 // The event times of a data set are drawn already binned: the counts of
-// the public time cells are a multinomial draw (sequential conditional
-// binomials by dpfit.BinomialSim, each O(1) or O(mean) with mean at most
-// binomialWaitingMean),
-// so a data set costs O(cells), whatever the record count (issue 19: at
-// 1 M records the per-event draws made a private fit with intervals 300
-// times slower than the fit itself). The distribution is the one of
-// drawing every event time from the truncated Weibull and binning it.
+// the public time cells are a multinomial draw (conditional binomials by
+// dpfit.BinomialSim, each O(1) or O(mean) with mean at most
+// binomialWaitingMean), so a data set costs O(cells), whatever the record
+// count (issue 19: at 1 M records the per-event draws made a private fit
+// with intervals 300 times slower than the fit itself). The distribution
+// is the one of drawing every event time from the truncated Weibull and
+// binning it. The multinomial is drawn in two stages over a partition of
+// the cells into groups of consecutive cells whose times span a factor of
+// at most exp(weibullGroupSpan): the groups' counts first (sequential
+// conditional binomials), then each group's count split among its cells
+// the same way (countsCoarse, refine): a multinomial drawn along a
+// partition tree is the multinomial. The groups' counts alone often settle
+// a simulated shape's side of the released one (weibullCoarseSide), and
+// then the cells are drawn only if the scale's pivot needs them.
 type weibullSim struct {
 	shape, scale, f1, timeMax float64
 	n                         int64
 	res                       int
 	bw                        float64   // > 0: times at bin starts
-	cond                      []float64 // P(cell j | event, not in cells < j)
+	group                     []int     // group g is cells group[g] .. group[g+1]-1
+	gcond                     []float64 // P(group g | event, not in groups < g)
+	cond                      []float64 // P(cell j | event in j's group, not in its cells < j)
+	gcnt                      []float64 // countsCoarse: events per group
 	cnt                       []float64
 	nt, nlt                   []float64   // sampleData: normalised time and its log per cell (res: time_max)
 	buf                       weibullData // sampleData's arrays, reused
 	pc                        *weibullPowCache
+	tq                        []float64 // sumPowCells: t^tqExp per cell
+	tqExp                     float64
 }
+
+// weibullGroupSpan is the largest ln(t_last / t_first) of the cells'
+// times within a group of weibullSim (a cell whose time is 0 is a group
+// of its own).
+const weibullGroupSpan = 0.01
 
 func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *weibullSim {
 	f1 := -math.Expm1(-math.Pow(1/scale, shape))
@@ -614,28 +696,52 @@ func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *
 		width = bw / timeMax
 	}
 	s.cnt = make([]float64, s.res)
+	// the groups: consecutive cells whose times span at most a factor
+	// exp(weibullGroupSpan)
+	s.group = append(s.group, 0)
+	first := s.cellTime(0)
+	for j := 1; j < s.res; j++ {
+		if tj := s.cellTime(j); !(first > 0) || math.Log(tj/first) > weibullGroupSpan {
+			s.group = append(s.group, j)
+			first = tj
+		}
+	}
+	s.group = append(s.group, s.res)
+	s.gcnt = make([]float64, len(s.group)-1)
 	// H(u) = (u/scale)^shape, the cumulative hazard; cell j is
 	// [j width, (j+1) width) within (0, 1), the last one up to 1. Given
-	// an event not in the cells before j, it falls in j with probability
-	// (S(a) - S(b)) / (S(a) - S(1)) = expm1(-(H(b)-H(a))) / expm1(-(H(1)-H(a))).
-	s.cond = make([]float64, s.res)
+	// an event not in the cells before a (a cell's or a group's start),
+	// it falls in [a, b) with probability (S(a) - S(b)) / (S(a) - S(c)) =
+	// expm1(-(H(b)-H(a))) / expm1(-(H(c)-H(a))), c = 1 for the groups and
+	// the end of its group for a cell.
 	hz := func(u float64) float64 { return math.Pow(u/scale, shape) }
-	h1 := hz(1)
-	for j := range s.cond {
-		a, b := float64(j)*width, math.Min(float64(j+1)*width, 1)
-		if j == s.res-1 {
-			b = 1
+	edge := func(j int) float64 { // start of cell j (j = res: 1)
+		if j >= s.res {
+			return 1
 		}
+		return float64(j) * width
+	}
+	cond := func(a, b, c float64, last bool) float64 {
 		ha := hz(a)
-		den := math.Expm1(-(h1 - ha))
-		c := 1.0
-		if den != 0 && j < s.res-1 {
-			c = math.Expm1(-(hz(b) - ha)) / den
+		den := math.Expm1(-(hz(c) - ha))
+		v := 1.0
+		if den != 0 && !last {
+			v = math.Expm1(-(hz(b) - ha)) / den
 		}
-		if math.IsNaN(c) {
-			c = 1 // the tail mass underflows: put what is left here
+		if math.IsNaN(v) {
+			v = 1 // the tail mass underflows: put what is left here
 		}
-		s.cond[j] = min(max(c, 0), 1)
+		return min(max(v, 0), 1)
+	}
+	ng := len(s.gcnt)
+	s.gcond = make([]float64, ng)
+	s.cond = make([]float64, s.res)
+	for g := range ng {
+		lo, hi := s.group[g], s.group[g+1]
+		s.gcond[g] = cond(edge(lo), edge(hi), 1, g == ng-1)
+		for j := lo; j < hi; j++ {
+			s.cond[j] = cond(edge(j), edge(j+1), edge(hi), j == hi-1)
+		}
 	}
 	return s
 }
@@ -643,18 +749,44 @@ func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *
 // counts draws one data set's event counts per cell into s.cnt and
 // returns the number of events.
 func (s *weibullSim) counts(src *rand.ChaCha8) int64 {
-	clear(s.cnt)
+	e := s.countsCoarse(src)
+	s.refine(src)
+	return e
+}
+
+// countsCoarse draws one data set's event count and its split among the
+// groups (s.gcnt); refine then draws the cells' counts (s.cnt) from the
+// same stream.
+func (s *weibullSim) countsCoarse(src *rand.ChaCha8) int64 {
+	clear(s.gcnt)
 	e := dpfit.BinomialSim(src, s.n, s.f1)
 	left := e
-	for j := 0; j < s.res && left > 0; j++ {
+	for g := 0; g < len(s.gcnt) && left > 0; g++ {
 		k := left
-		if j < s.res-1 {
-			k = dpfit.BinomialSim(src, left, s.cond[j])
+		if g < len(s.gcnt)-1 {
+			k = dpfit.BinomialSim(src, left, s.gcond[g])
 		}
-		s.cnt[j] = float64(k)
+		s.gcnt[g] = float64(k)
 		left -= k
 	}
 	return e
+}
+
+// refine splits each group's count (countsCoarse) among its cells.
+func (s *weibullSim) refine(src *rand.ChaCha8) {
+	clear(s.cnt)
+	for g, c := range s.gcnt {
+		left := int64(c)
+		hi := s.group[g+1]
+		for j := s.group[g]; j < hi && left > 0; j++ {
+			k := left
+			if j < hi-1 {
+				k = dpfit.BinomialSim(src, left, s.cond[j])
+			}
+			s.cnt[j] = float64(k)
+			left -= k
+		}
+	}
 }
 
 // cellTime is cell j's time in data units (its midpoint, or its bin's
@@ -688,24 +820,36 @@ func (s *weibullSim) sample(src *rand.ChaCha8) survival.Compressed {
 // sampleData draws one data set as normaliseWeibull(sample(src), cfg)
 // returns it, from the cells' normalised times and logs computed once.
 func (s *weibullSim) sampleData(src *rand.ChaCha8, cfg WeibullConfig) weibullData {
-	if s.nt == nil {
-		lo := math.Exp(-cfg.Omega)
-		s.nt, s.nlt = make([]float64, s.res+1), make([]float64, s.res+1)
-		for j := 0; j <= s.res; j++ {
-			raw := s.timeMax // j == res: the censored group
-			if j < s.res {
-				raw = s.cellTime(j)
-			}
-			t := raw / cfg.TimeMax
-			if !(t > lo) {
-				t = lo
-			}
-			t = min(t, 1)
-			s.nt[j], s.nlt[j] = t, max(math.Log(t), -cfg.Omega)
-		}
-		s.pc = &weibullPowCache{lt: s.nlt}
+	s.prepare(cfg)
+	return s.data(s.counts(src))
+}
+
+// prepare computes the cells' normalised times and their logs (index res:
+// the censored group at time_max) and the powers' cache, once.
+func (s *weibullSim) prepare(cfg WeibullConfig) {
+	if s.nt != nil {
+		return
 	}
-	e := s.counts(src)
+	lo := math.Exp(-cfg.Omega)
+	s.nt, s.nlt = make([]float64, s.res+1), make([]float64, s.res+1)
+	for j := 0; j <= s.res; j++ {
+		raw := s.timeMax // j == res: the censored group
+		if j < s.res {
+			raw = s.cellTime(j)
+		}
+		t := raw / cfg.TimeMax
+		if !(t > lo) {
+			t = lo
+		}
+		t = min(t, 1)
+		s.nt[j], s.nlt[j] = t, max(math.Log(t), -cfg.Omega)
+	}
+	s.pc = &weibullPowCache{lt: s.nlt}
+}
+
+// data returns the data set of the cells' counts s.cnt with e events
+// (normalised as normaliseWeibull would; prepare first).
+func (s *weibullSim) data(e int64) weibullData {
 	// the data set reuses the previous one's arrays: the caller is done
 	// with it (eval's loop)
 	d := weibullData{t: s.buf.t[:0], lt: s.buf.lt[:0], count: s.buf.count[:0], events: s.buf.events[:0], cell: s.buf.cell[:0], pc: s.pc}

@@ -8,7 +8,11 @@ import (
 
 // weibullSimShapeSide puts every simulated shape on the same side of the
 // released shape as the whole ladder's draw from the same random numbers,
-// and leaves the stream where the whole draw leaves it: on data simulated
+// and leaves the stream where the whole draw leaves it; weibullCoarseSide,
+// when it settles the side from the groups' counts before the cells are
+// drawn, gives the whole ladder's side of the data set the cells then
+// make (unless the draw falls on the last level, where the sampler gives
+// up to weibullSimTopMass, 1e-12, of probability): on data simulated
 // from candidate shapes far from and near the released one, on a large
 // release (300,000 events, where nearly every far draw is settled from
 // rung K) and a small one (2,000 records), at the simulation's rung cut
@@ -45,16 +49,26 @@ func TestWeibullSimSideMatchesLadder(t *testing.T) {
 			}
 			return 0
 		}
-		cheap, whole := 0, 0
+		cheap, whole, settled := 0, 0, 0
 		for ci, f := range []float64{0.05, 0.5, 0.9, 0.97, 0.99, 0.995, 1, 1.005, 1.01, 1.03, 1.1, 2, 5} {
 			p := min(tc.fit.Shape*f, cfg.Gamma)
 			sim := newWeibullSim(p, weibullMatchScale(p, tc.fit.Shape, ratio), tc.fit.N, tc.res, 0, cfg.TimeMax)
 			src := rand.NewChaCha8([32]byte{byte(ci), 9})
+			sim.prepare(cfg)
 			for r := 0; r < tc.draws; r++ {
-				d := sim.sampleData(src, cfg)
+				e := sim.countsCoarse(src)
+				coarse := weibullCoarseSide(sim, e, simCfg, tc.fit.Shape)
+				sim.refine(src)
+				d := sim.data(e)
 				a, b := *src, *src
 				got, ok := weibullSimShapeSide(d, simCfg, &a, tc.fit.Shape)
 				want := weibullLadderSampleFloat(weibullComputeLadderOpt(d, simCfg, true), &b, cfg.Epsilon)
+				if coarse != 0 && tc.rungs == 0 { // (at a cut of 20 the last level is heavy: the side is S^K's only)
+					settled++
+					if coarse != side(want) && !math.IsInf(want, 0) {
+						t.Errorf("%s: candidate %v draw %d: side %d (shape %v) from the whole ladder, %d from the groups' counts", tc.name, p, r, side(want), want, coarse)
+					}
+				}
 				if ok {
 					cheap++
 				} else {
@@ -72,7 +86,10 @@ func TestWeibullSimSideMatchesLadder(t *testing.T) {
 				*src = a
 			}
 		}
-		t.Logf("%s: %d draws settled from rung K, %d from the whole ladder", tc.name, cheap, whole)
+		t.Logf("%s: %d draws settled from rung K, %d from the whole ladder; %d from the groups' counts", tc.name, cheap, whole, settled)
+		if tc.name == "large" && settled < cheap/2 {
+			t.Errorf("%s: only %d draws settled from the groups' counts", tc.name, settled)
+		}
 		if tc.rungs > 0 && cheap > 0 {
 			t.Errorf("%s: %d draws settled from rung K with a last level of mass %v", tc.name, cheap, weibullSimTopMass(simCfg))
 		}

@@ -32,9 +32,14 @@ func weibullDrawSeed(seed [32]byte, p float64, r int) [32]byte {
 func (s *weibullSim) clone() *weibullSim {
 	c := *s
 	c.cnt = make([]float64, len(s.cnt))
-	c.nt, c.nlt = nil, nil
+	c.gcnt = make([]float64, len(s.gcnt))
 	c.buf = weibullData{}
-	c.pc = nil
+	c.tq = nil
+	if s.nt != nil {
+		// the normalised times are shared (read-only); the powers' cache
+		// is the goroutine's own
+		c.pc = &weibullPowCache{lt: s.nlt}
+	}
 	return &c
 }
 
