@@ -320,6 +320,7 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 	c := weibullCandidate{p: p, lambda: lambda}
 	base := newWeibullSim(p, lambda, w.events, w.res, w.bw, w.cfg.TimeMax)
 	base.prepare(w.cfg)
+	base.coarsePrep(w.simCfg, w.fit.Shape)
 	c.sim = base
 	c.events = make([]float64, w.sims)
 	c.sumPow = make([]float64, w.sims)
@@ -678,6 +679,12 @@ type weibullSim struct {
 	pc                        *weibullPowCache
 	tq                        []float64 // sumPowCells: t^tqExp per cell
 	tqExp                     float64
+	// coarsePrep's tables for weibullCoarseSide: the groups' end powers
+	// at the scan's grid points (cgrid[j]) and at the pieces of the cells
+	// next to the released shape (csub[m - csub0])
+	cgrid []weibullGroupPows
+	csub  []weibullGroupPows
+	csub0 int
 }
 
 // weibullGroupSpan is the largest ln(t_last / t_first) of the cells'
@@ -714,19 +721,20 @@ func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *
 	// it falls in [a, b) with probability (S(a) - S(b)) / (S(a) - S(c)) =
 	// expm1(-(H(b)-H(a))) / expm1(-(H(c)-H(a))), c = 1 for the groups and
 	// the end of its group for a cell.
-	hz := func(u float64) float64 { return math.Pow(u/scale, shape) }
-	edge := func(j int) float64 { // start of cell j (j = res: 1)
-		if j >= s.res {
-			return 1
+	hz := make([]float64, s.res+1) // H at the start of cell j (j = res: 1)
+	for j := range hz {
+		u := 1.0
+		if j < s.res {
+			u = float64(j) * width
 		}
-		return float64(j) * width
+		hz[j] = math.Pow(u/scale, shape)
 	}
-	cond := func(a, b, c float64, last bool) float64 {
-		ha := hz(a)
-		den := math.Expm1(-(hz(c) - ha))
+	cond := func(a, b, c int, last bool) float64 {
+		ha := hz[a]
+		den := math.Expm1(-(hz[c] - ha))
 		v := 1.0
 		if den != 0 && !last {
-			v = math.Expm1(-(hz(b) - ha)) / den
+			v = math.Expm1(-(hz[b] - ha)) / den
 		}
 		if math.IsNaN(v) {
 			v = 1 // the tail mass underflows: put what is left here
@@ -738,9 +746,9 @@ func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *
 	s.cond = make([]float64, s.res)
 	for g := range ng {
 		lo, hi := s.group[g], s.group[g+1]
-		s.gcond[g] = cond(edge(lo), edge(hi), 1, g == ng-1)
+		s.gcond[g] = cond(lo, hi, s.res, g == ng-1)
 		for j := lo; j < hi; j++ {
-			s.cond[j] = cond(edge(j), edge(j+1), edge(hi), j == hi-1)
+			s.cond[j] = cond(j, j+1, hi, j == hi-1)
 		}
 	}
 	return s

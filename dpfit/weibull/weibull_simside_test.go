@@ -27,9 +27,9 @@ func TestWeibullSimSideMatchesLadder(t *testing.T) {
 		res   int
 		draws int
 	}{
-		{"large", WeibullFit{Shape: 1.623620764, Scale: 1.1579631610542005, Epsilon: 1, N: 300148}, 0, 256, 12},
+		{"large", WeibullFit{Shape: 1.623620764, Scale: 1.1579631610542005, Epsilon: 1, N: 300148}, 0, 256, 8},
 		{"large-2048", WeibullFit{Shape: 1.623620764, Scale: 1.1579631610542005, Epsilon: 1, N: 300148}, 0, 2048, 4},
-		{"small", WeibullFit{Shape: 1.3, Scale: 0.6, Epsilon: 2, N: 1500}, 0, 256, 12},
+		{"small", WeibullFit{Shape: 1.3, Scale: 0.6, Epsilon: 2, N: 1500}, 0, 256, 6},
 		{"cut-20", WeibullFit{Shape: 1.623620764, Scale: 1.1579631610542005, Epsilon: 1, N: 300148}, 20, 256, 4},
 	} {
 		cfg := WeibullConfig{Epsilon: tc.fit.Epsilon, TimeMax: params["time_max"], Omega: params["omega"], Gamma: params["gamma"],
@@ -50,11 +50,12 @@ func TestWeibullSimSideMatchesLadder(t *testing.T) {
 			return 0
 		}
 		cheap, whole, settled := 0, 0, 0
-		for ci, f := range []float64{0.05, 0.5, 0.9, 0.97, 0.99, 0.995, 1, 1.005, 1.01, 1.03, 1.1, 2, 5} {
+		for ci, f := range []float64{0.05, 0.5, 0.9, 0.96, 0.97, 0.98, 0.985, 0.99, 0.995, 1, 1.005, 1.01, 1.015, 1.02, 1.025, 1.03, 1.04, 1.1, 2, 5} {
 			p := min(tc.fit.Shape*f, cfg.Gamma)
 			sim := newWeibullSim(p, weibullMatchScale(p, tc.fit.Shape, ratio), tc.fit.N, tc.res, 0, cfg.TimeMax)
 			src := rand.NewChaCha8([32]byte{byte(ci), 9})
 			sim.prepare(cfg)
+			sim.coarsePrep(simCfg, tc.fit.Shape)
 			for r := 0; r < tc.draws; r++ {
 				e := sim.countsCoarse(src)
 				coarse := weibullCoarseSide(sim, e, simCfg, tc.fit.Shape)
