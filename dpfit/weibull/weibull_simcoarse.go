@@ -109,7 +109,7 @@ func weibullCoarseSide(s *weibullSim, e int64, cfg WeibullConfig, released float
 		}
 	}
 	mlo, mhi = mlo*(1+rel), mhi*(1-rel)
-	cL := (mlo - fk*cfg.Omega) / (events - fk)    // at its largest
+	cL := (mlo - fk*cfg.Omega) / (events - fk)     // at its largest
 	cU := min(mhi+fk*cfg.Omega, 0) / (events + fk) // at its largest
 	// bounds of S and N at scan point p (powers pw)
 	point := func(p float64, pw weibullGroupPows) (slo, shi, nlo, nhi float64) {
