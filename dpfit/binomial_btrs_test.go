@@ -105,3 +105,17 @@ func TestBinomialSampler(t *testing.T) {
 		}
 	}
 }
+
+// stirlingTail is the correction of Stirling's formula: against log-gamma
+// (whose rounding at these sizes is below 1e-12) up to k = 300, across the
+// switch from its table to its series.
+func TestStirlingTail(t *testing.T) {
+	for k := 0; k <= 300; k++ {
+		x := float64(k)
+		lg, _ := math.Lgamma(x + 1)
+		want := lg - ((x+0.5)*math.Log(x+1) - (x + 1) + 0.5*math.Log(2*math.Pi))
+		if got := stirlingTail(x); math.Abs(got-want) > 1e-12 {
+			t.Errorf("k %d: %v, log-gamma gives %v", k, got, want)
+		}
+	}
+}

@@ -708,7 +708,7 @@ func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *
 	s.group = append(s.group, 0)
 	first := s.cellTime(0)
 	for j := 1; j < s.res; j++ {
-		if tj := s.cellTime(j); !(first > 0) || math.Log(tj/first) > weibullGroupSpan {
+		if tj := s.cellTime(j); !(first > 0) || (math.Log(tj/first) > weibullGroupSpan && j-s.group[len(s.group)-1] >= 8) {
 			s.group = append(s.group, j)
 			first = tj
 		}
