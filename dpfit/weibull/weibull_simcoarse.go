@@ -109,8 +109,10 @@ func weibullCoarseSide(s *weibullSim, e int64, cfg WeibullConfig, released float
 		}
 	}
 	mlo, mhi = mlo*(1+rel), mhi*(1-rel)
-	cL := (mlo - fk*cfg.Omega) / (events - fk)     // at its largest
-	cU := min(mhi+fk*cfg.Omega, 0) / (events + fk) // at its largest
+	// the rungs' constants (weibullLadderEngine's cL, cU) at the M that
+	// makes hA largest and hB least
+	cL := (mlo - fk*cfg.Omega) / (events - fk)
+	cU := min(mhi+fk*cfg.Omega, 0) / (events + fk)
 	// bounds of S and N at scan point p (powers pw)
 	point := func(p float64, pw weibullGroupPows) (slo, shi, nlo, nhi float64) {
 		lstar := -1 / p // ln of t^p ln t's minimiser
