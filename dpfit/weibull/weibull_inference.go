@@ -658,7 +658,8 @@ func weibullReleaseSeed(fit WeibullFit) [32]byte {
 // is the one of drawing every event time from the truncated Weibull and
 // binning it. The multinomial is drawn in two stages over a partition of
 // the cells into groups of consecutive cells whose times span a factor of
-// at most exp(weibullGroupSpan): the groups' counts first (sequential
+// at most exp(weibullGroupSpan) (or a few cells: weibullGroupCells; 191
+// groups of 2,048 cells): the groups' counts first (sequential
 // conditional binomials), then each group's count split among its cells
 // the same way (countsCoarse, refine): a multinomial drawn along a
 // partition tree is the multinomial. The groups' counts alone often settle
@@ -688,9 +689,13 @@ type weibullSim struct {
 }
 
 // weibullGroupSpan is the largest ln(t_last / t_first) of the cells'
-// times within a group of weibullSim (a cell whose time is 0 is a group
-// of its own).
-const weibullGroupSpan = 0.01
+// times within a group of weibullSim, unless the group holds fewer than
+// res/weibullGroupCells cells (8 of 2,048: the first cells' times span
+// more each); a cell whose time is 0 is a group of its own.
+const (
+	weibullGroupSpan  = 0.01
+	weibullGroupCells = 256
+)
 
 func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *weibullSim {
 	f1 := -math.Expm1(-math.Pow(1/scale, shape))
@@ -707,8 +712,9 @@ func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *
 	// exp(weibullGroupSpan)
 	s.group = append(s.group, 0)
 	first := s.cellTime(0)
+	minCells := max(1, s.res/weibullGroupCells)
 	for j := 1; j < s.res; j++ {
-		if tj := s.cellTime(j); !(first > 0) || (math.Log(tj/first) > weibullGroupSpan && j-s.group[len(s.group)-1] >= 8) {
+		if tj := s.cellTime(j); !(first > 0) || (math.Log(tj/first) > weibullGroupSpan && j-s.group[len(s.group)-1] >= minCells) {
 			s.group = append(s.group, j)
 			first = tj
 		}
