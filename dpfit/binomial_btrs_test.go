@@ -18,7 +18,7 @@ func TestBinomialSim(t *testing.T) {
 	for _, tc := range []struct {
 		n int64
 		p float64
-	}{{40, 0.3}, {200, 0.4}, {5000, 0.02}, {1_000_000, 0.3}, {300, 0.85}, {30, 0.3}, {100, 0.105}, {1000, 0.0101}, {60, 0.82}} {
+	}{{40, 0.3}, {200, 0.4}, {5000, 0.02}, {1_000_000, 0.3}, {300, 0.85}, {30, 0.3}, {100, 0.105}, {1000, 0.0101}, {60, 0.82}, {550_000, 0.00027}, {2000, 0.075}, {400, 0.63}} {
 		const draws = 40000
 		obs := map[int64]float64{}
 		for i := 0; i < draws; i++ {
@@ -102,6 +102,20 @@ func TestBinomialSampler(t *testing.T) {
 		crit := d * math.Pow(1-2/(9*d)+z*math.Sqrt(2/(9*d)), 3)
 		if chi > crit {
 			t.Errorf("Binomial(%d, %v): chi-square %.1f > %.1f (df %d)", tc.n, tc.p, chi, crit, df)
+		}
+	}
+}
+
+// stirlingTail is the correction of Stirling's formula: against log-gamma
+// (whose rounding at these sizes is below 1e-12) up to k = 300, across the
+// switch from its table to its series.
+func TestStirlingTail(t *testing.T) {
+	for k := 0; k <= 300; k++ {
+		x := float64(k)
+		lg, _ := math.Lgamma(x + 1)
+		want := lg - ((x+0.5)*math.Log(x+1) - (x + 1) + 0.5*math.Log(2*math.Pi))
+		if got := stirlingTail(x); math.Abs(got-want) > 1e-12 {
+			t.Errorf("k %d: %v, log-gamma gives %v", k, got, want)
 		}
 	}
 }

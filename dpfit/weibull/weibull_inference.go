@@ -1,8 +1,6 @@
 package weibull
 
 import (
-	"github.com/dpsurv/dpsurv/dpfit"
-
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -15,7 +13,6 @@ import (
 	"sync/atomic"
 
 	"github.com/dpsurv/dpsurv/dp"
-	"github.com/dpsurv/dpsurv/survival"
 )
 
 // Noise-aware intervals for the Weibull shape and scale (issue 12).
@@ -45,9 +42,14 @@ import (
 //   - Sims such data sets are released again by LSP+TLL exactly as
 //     FitWeibullLSP does (normalisation, clamp, ladder, exponential
 //     mechanism, TLL with the same epsilon and grids), simulated release
-//     r drawing from its own stream, seeded by a hash of the release, p
-//     and r; the simulated releases run on up to GOMAXPROCS goroutines
-//     and the interval does not depend on their number or timing;
+//     r drawing its data from one stream and its mechanism's noise from
+//     another, seeded by a hash of the release, p and r; the simulated
+//     releases run on up to GOMAXPROCS goroutines and the interval does
+//     not depend on their number or timing. The test reads a simulated
+//     shape only through its side of the released one, which the data
+//     set's coarse counts or its ladder's last rung often settle without
+//     the whole ladder (weibullCoarseSide, weibullSimShapeSide: the same
+//     side as the whole ladder's draw from the same streams);
 //   - p is accepted when the released shape lies between the a/2 and
 //     1-a/2 quantiles of the simulated shapes (a = 1 - conf).
 //
@@ -61,8 +63,10 @@ import (
 // same moment-matched scale computed from TLL run again on each simulated
 // data set with the released shape as its exponent (the released tau/delta
 // was computed with that exponent; a simulated release's own shape can be
-// near 0, where the match is ill-posed). Cost: about 15 x Sims releases of
-// the mechanism.
+// near 0, where the match is ill-posed), computed (pivots) only for the
+// candidates the union reads. Cost: 17 x Sims simulated data sets, at 1 M
+// records most of them drawn only as counts of groups of cells, their
+// shapes' sides settled from those.
 //
 // The baselines (laplace, saa): their noise (Laplace of scale
 // (sensitivity+grid)/(epsilon/2)) dwarfs the sampling error of the clamped
@@ -240,63 +244,139 @@ type weibullInversion struct {
 	// workers is the number of goroutines of the simulated releases (0:
 	// GOMAXPROCS; tests)
 	workers int
+	// fullLadders computes every simulated shape from its whole ladder
+	// (tests of weibullSimShapeSide); sides counts the simulated shapes
+	// whose side was settled from rung K alone
+	fullLadders bool
+	sides       atomic.Int64
+	// coarse counts the simulated shapes whose side was settled from
+	// their data sets' groups' counts
+	coarse atomic.Int64
 }
 
 // weibullCandidate is one evaluated shape: its nuisance scale, the
 // quantiles of the simulated released shapes, and the quantiles of the
-// simulated scale pivot.
+// simulated scale pivot (computed by pivots, for the candidates the scale
+// interval reads).
 type weibullCandidate struct {
 	p, lambda        float64
 	qlo, qhi         float64 // released shape
 	scaleLo, scaleHi float64 // basic interval for the scale given shape p
+	sim              *weibullSim
+	// per simulated release: its event count and, once its cells were
+	// drawn, TLL's sum of t^q at the released shape (NaN before)
+	events, sumPow []float64
 }
 
 func (w *weibullInversion) accepted(c weibullCandidate) bool {
 	return c.qlo <= w.fit.Shape && w.fit.Shape <= c.qhi
 }
 
-// eval simulates sims releases from shape p with its moment-matched scale.
-// Simulated release r draws from its own stream, seeded by a hash of the
-// release seed, p and r (weibullDrawSeed); the releases run on up to
-// GOMAXPROCS goroutines, and the result does not depend on their number
-// or order.
+// parallel runs task(sim, i) for i = 0..n-1 on up to w.workers goroutines
+// (0: GOMAXPROCS), each with its own clone of base, and joins the errors.
+func (w *weibullInversion) parallel(n int, base *weibullSim, task func(sim *weibullSim, i int) error) error {
+	errs := make([]error, n)
+	var next atomic.Int64
+	worker := func(sim *weibullSim) {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return
+			}
+			errs[i] = task(sim, i)
+		}
+	}
+	workers := w.workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, n)
+	var wg sync.WaitGroup
+	for i := 1; i < workers; i++ {
+		wg.Add(1)
+		go func(sim *weibullSim) {
+			defer wg.Done()
+			worker(sim)
+		}(base.clone())
+	}
+	worker(base)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// eval simulates sims releases from shape p with its moment-matched scale
+// and decides the test (the scale's pivots wait for pivots). Simulated
+// release r draws its data from a stream seeded by a hash of the release
+// seed, p and r (weibullDrawSeed: the event count and the groups' counts,
+// then the cells' counts) and its mechanism's noise from a second one
+// (weibullMechSeed: the shape's two draws, then TLL's); the releases run
+// on up to GOMAXPROCS goroutines, and the result does not depend on their
+// number or order.
 func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 	lambda := weibullMatchScale(p, w.fit.Shape, w.ratio)
 	c := weibullCandidate{p: p, lambda: lambda}
 	base := newWeibullSim(p, lambda, w.events, w.res, w.bw, w.cfg.TimeMax)
-	drawSeeds := make([][32]byte, w.sims)
-	for r := range drawSeeds {
-		drawSeeds[r] = weibullDrawSeed(w.seed, p, r)
-	}
+	base.prepare(w.cfg)
+	base.coarsePrep(w.simCfg, w.fit.Shape)
+	c.sim = base
+	c.events = make([]float64, w.sims)
+	c.sumPow = make([]float64, w.sims)
 	shapes := make([]float64, w.sims) // NaN: not computed (accepted early)
-	piv := make([]float64, w.sims)
-	errs := make([]error, w.sims)
 	// The test accepts p when at least k simulated shapes lie on each side
 	// of the released one (k = the order of simQuantiles' quantiles); once
 	// they do, the rest of the simulated shapes cannot change the decision,
-	// so their ladders (most of a simulated release) are not computed: the
-	// remaining draws serve the scale's pivot only, from the same random
-	// numbers as in the whole simulation, so the interval is the whole
-	// simulation's (TestWeibullIntervalEarlyAcceptance). Which releases
-	// skip their ladder depends on the goroutines' timing, the decision
-	// does not: it is "accepted" as soon as any k below and k above are
-	// seen, and otherwise every shape is computed.
+	// so they are not drawn (nor, then, the cells of their data sets,
+	// unless the scale's pivot needs them). Which releases skip their
+	// shape depends on the goroutines' timing, the decision does not: it
+	// is "accepted" as soon as any k below and k above are seen, and
+	// otherwise every shape is computed. A shape's side is all the test
+	// reads: it is settled from the groups' counts when they put S^K on
+	// one side (weibullCoarseSide), else from the cells' data set through
+	// rung K (weibullSimShapeSide), else from the whole ladder; each way
+	// gives the side of the whole ladder's draw from the same streams
+	// (TestWeibullSimSideMatchesLadder, TestWeibullIntervalSidesMatchLadders).
 	k := max(int(math.Floor(float64(w.sims+1)*w.alpha/2)), 1)
 	var (
 		mu           sync.Mutex // below, above, w.n, w.progress
 		below, above int
 		decided      atomic.Bool
-		next         atomic.Int64
 	)
+	topMass := weibullSimTopMass(w.simCfg)
 	release := func(sim *weibullSim, r int) error {
-		src := rand.NewChaCha8(drawSeeds[r])
-		d := sim.sampleData(src, w.cfg)
+		seed := weibullDrawSeed(w.seed, p, r)
+		dsrc := rand.NewChaCha8(seed)
+		e := sim.countsCoarse(dsrc)
+		c.events[r], c.sumPow[r] = float64(e), math.NaN()
 		shapes[r] = math.NaN()
 		if !decided.Load() {
-			// the simulated release's shape: the LSP draw from the same
-			// distribution as Sample's, by a float inverse CDF (fast; this
-			// simulation plays no part in the guarantee)
-			shape := weibullLadderSampleFloat(weibullComputeLadderOpt(d, w.simCfg, true), src, w.cfg.Epsilon)
+			msrc := rand.NewChaCha8(weibullMechSeed(seed))
+			shape := math.NaN()
+			if !w.fullLadders {
+				if side := weibullCoarseSide(sim, e, w.simCfg, w.fit.Shape); side != 0 {
+					fork := *msrc
+					// the sampler's level draw (weibullSimShapeSide)
+					if u := float64(msrc.Uint64()>>11) * (1.0 / (1 << 53)); u < 1-topMass {
+						msrc.Uint64() // the grid point's draw
+						shape = math.Inf(side)
+						w.coarse.Add(1)
+					} else {
+						*msrc = fork
+					}
+				}
+			}
+			if math.IsNaN(shape) {
+				sim.refine(dsrc)
+				c.sumPow[r] = sim.sumPowCells(e, w.fit.Shape)
+				d := sim.data(e)
+				if w.fullLadders {
+					shape = weibullLadderSampleFloat(weibullComputeLadderOpt(d, w.simCfg, true), msrc, w.cfg.Epsilon)
+				} else {
+					var cheap bool
+					if shape, cheap = weibullSimShapeSide(d, w.simCfg, msrc, w.fit.Shape); cheap {
+						w.sides.Add(1)
+					}
+				}
+			}
 			shapes[r] = shape
 			mu.Lock()
 			if shape <= w.fit.Shape {
@@ -309,24 +389,7 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 				decided.Store(true)
 			}
 			mu.Unlock()
-		} else {
-			// the two draws weibullLadderSampleFloat would have taken:
-			// the pivot's draws are the whole simulation's, so the
-			// pivots do not depend on which ladders were skipped
-			src.Uint64()
-			src.Uint64()
 		}
-		// the scale's pivot given shape p: TLL run again on the simulated
-		// data with the released shape as its exponent (the exponent the
-		// released tau/delta was computed with), and the scale that
-		// explains it
-		delta, tau, _, err := weibullTLL(src, d, w.fit.Shape, w.cfg.Epsilon, w.cfg.Omega)
-		if err != nil {
-			return fmt.Errorf("simulated tll: %w", err)
-		}
-		ratio := math.Pow(weibullTLLScale(delta, tau, w.fit.Shape, w.cfg.Omega), w.fit.Shape)
-		lt := weibullMatchScale(p, w.fit.Shape, ratio)
-		piv[r] = math.Log(lt) - math.Log(lambda)
 		mu.Lock()
 		w.n++
 		if w.progress != nil {
@@ -335,31 +398,7 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 		mu.Unlock()
 		return nil
 	}
-	worker := func(sim *weibullSim) {
-		for {
-			r := int(next.Add(1) - 1)
-			if r >= w.sims {
-				return
-			}
-			errs[r] = release(sim, r)
-		}
-	}
-	workers := w.workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, w.sims)
-	var wg sync.WaitGroup
-	for i := 1; i < workers; i++ {
-		wg.Add(1)
-		go func(sim *weibullSim) {
-			defer wg.Done()
-			worker(sim)
-		}(base.clone())
-	}
-	worker(base)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := w.parallel(w.sims, base, release); err != nil {
 		return c, err
 	}
 	if decided.Load() {
@@ -369,10 +408,46 @@ func (w *weibullInversion) eval(p float64) (weibullCandidate, error) {
 	} else {
 		c.qlo, c.qhi = simQuantiles(shapes, w.alpha)
 	}
-	a, b := simQuantiles(piv, w.alpha)
-	c.scaleLo, c.scaleHi = lambda*math.Exp(-b), lambda*math.Exp(-a)
+	c.scaleLo, c.scaleHi = math.NaN(), math.NaN()
 	w.evals = append(w.evals, c)
 	return c, nil
+}
+
+// pivots computes candidate c's scale interval: the scale's pivot given
+// shape p from each simulated release, TLL run again on the simulated data
+// with the released shape as its exponent (the exponent the released
+// tau/delta was computed with) and the scale that explains it; the cells
+// of a data set whose shape's side was settled from its groups' counts
+// are drawn now, from where its data stream left off.
+func (w *weibullInversion) pivots(c *weibullCandidate) error {
+	piv := make([]float64, w.sims)
+	q := w.fit.Shape
+	err := w.parallel(w.sims, c.sim, func(sim *weibullSim, r int) error {
+		seed := weibullDrawSeed(w.seed, c.p, r)
+		e, sp := c.events[r], c.sumPow[r]
+		if math.IsNaN(sp) {
+			dsrc := rand.NewChaCha8(seed)
+			ev := sim.countsCoarse(dsrc)
+			sim.refine(dsrc)
+			sp = sim.sumPowCells(ev, q)
+		}
+		msrc := rand.NewChaCha8(weibullMechSeed(seed))
+		msrc.Uint64() // the shape's two draws
+		msrc.Uint64()
+		delta, tau, err := weibullTLLSums(msrc, e, sp, q, w.cfg.Epsilon, w.cfg.Omega)
+		if err != nil {
+			return fmt.Errorf("simulated tll: %w", err)
+		}
+		ratio := math.Pow(weibullTLLScale(delta, tau, q, w.cfg.Omega), q)
+		piv[r] = math.Log(weibullMatchScale(c.p, q, ratio)) - math.Log(c.lambda)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	a, b := simQuantiles(piv, w.alpha)
+	c.scaleLo, c.scaleHi = c.lambda*math.Exp(-b), c.lambda*math.Exp(-a)
+	return nil
 }
 
 func (w *weibullInversion) run(iv *WeibullInterval) error {
@@ -437,9 +512,13 @@ func (w *weibullInversion) run(iv *WeibullInterval) error {
 	// the scale: union over the accepted candidates (and those inside the
 	// shape interval) of the scale's basic interval given the shape
 	iv.ScaleLower, iv.ScaleUpper = math.Inf(1), 0
-	for _, c := range w.evals {
-		if !w.accepted(c) && !(c.p >= iv.ShapeLower && c.p <= iv.ShapeUpper) {
+	for i := range w.evals {
+		c := &w.evals[i]
+		if !w.accepted(*c) && !(c.p >= iv.ShapeLower && c.p <= iv.ShapeUpper) {
 			continue
+		}
+		if err := w.pivots(c); err != nil {
+			return err
 		}
 		iv.ScaleLower = math.Min(iv.ScaleLower, c.scaleLo)
 		iv.ScaleUpper = math.Max(iv.ScaleUpper, c.scaleHi)
@@ -468,25 +547,27 @@ func (w *weibullInversion) run(iv *WeibullInterval) error {
 // bracketed in [-50, 50] (rootBracket, to 100/2^40).
 func weibullMatchScale(p, q, ratio float64) float64 {
 	const m = weibullMatchNodes
-	var lu [m + 1]float64 // p ln(u^(1/q)) at the Simpson nodes
+	var lu, eu [m + 1]float64 // p ln(u^(1/q)) at the Simpson nodes, and its exp
 	for i := range lu {
 		lu[i] = p * weibullMatchLogs[i] / q
+		eu[i] = math.Exp(lu[i])
 	}
 	tllRatio := func(ll float64) float64 {
-		f1 := -math.Expm1(-math.Exp(-p * ll))
+		h := math.Exp(-p * ll) // H(1) = (1/lambda)^p
+		f1 := -math.Expm1(-h)
 		if !(f1 > 0) {
 			return math.Inf(1)
 		}
 		s := 0.0
-		for i, v := range lu {
-			w := 2.0
-			switch {
-			case i == 0 || i == m:
-				w = 1
-			case i%2 == 1:
-				w = 4
+		if x := p * ll; x > -600 && x < 600 {
+			// H(u^(1/q)) = u^(p/q) H(1): one exp a node
+			for i, v := range eu {
+				s += weibullSimpsonWeights[i] * math.Exp(-v*h)
 			}
-			s += w * math.Exp(-math.Exp(v-p*ll))
+		} else {
+			for i, v := range lu {
+				s += weibullSimpsonWeights[i] * math.Exp(-math.Exp(v-x))
+			}
 		}
 		return s / (3 * m) / f1
 	}
@@ -562,162 +643,6 @@ func weibullReleaseSeed(fit WeibullFit) [32]byte {
 	var seed [32]byte
 	copy(seed[:], hh.Sum(nil))
 	return seed
-}
-
-// weibullSim simulates data sets from a released fit (normalised units).
-// The event times of a data set are drawn already binned: the counts of
-// the public time cells are a multinomial draw (sequential conditional
-// binomials by dpfit.BinomialSim, each O(1) or O(mean) with mean at most
-// binomialWaitingMean),
-// so a data set costs O(cells), whatever the record count (issue 19: at
-// 1 M records the per-event draws made a private fit with intervals 300
-// times slower than the fit itself). The distribution is the one of
-// drawing every event time from the truncated Weibull and binning it.
-type weibullSim struct {
-	shape, scale, f1, timeMax float64
-	n                         int64
-	res                       int
-	bw                        float64   // > 0: times at bin starts
-	cond                      []float64 // P(cell j | event, not in cells < j)
-	cnt                       []float64
-	nt, nlt                   []float64   // sampleData: normalised time and its log per cell (res: time_max)
-	buf                       weibullData // sampleData's arrays, reused
-	pc                        *weibullPowCache
-}
-
-func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *weibullSim {
-	f1 := -math.Expm1(-math.Pow(1/scale, shape))
-	n := int64(math.Round(events / math.Max(f1, 1e-300)))
-	n = min(max(n, 1), 1<<40)
-	s := &weibullSim{shape: shape, scale: scale, f1: f1, timeMax: timeMax, n: n, res: res, bw: bw}
-	width := 1 / float64(res) // cell width, normalised units
-	if bw > 0 {
-		s.res = int(math.Ceil(timeMax / bw))
-		width = bw / timeMax
-	}
-	s.cnt = make([]float64, s.res)
-	// H(u) = (u/scale)^shape, the cumulative hazard; cell j is
-	// [j width, (j+1) width) within (0, 1), the last one up to 1. Given
-	// an event not in the cells before j, it falls in j with probability
-	// (S(a) - S(b)) / (S(a) - S(1)) = expm1(-(H(b)-H(a))) / expm1(-(H(1)-H(a))).
-	s.cond = make([]float64, s.res)
-	hz := func(u float64) float64 { return math.Pow(u/scale, shape) }
-	h1 := hz(1)
-	for j := range s.cond {
-		a, b := float64(j)*width, math.Min(float64(j+1)*width, 1)
-		if j == s.res-1 {
-			b = 1
-		}
-		ha := hz(a)
-		den := math.Expm1(-(h1 - ha))
-		c := 1.0
-		if den != 0 && j < s.res-1 {
-			c = math.Expm1(-(hz(b) - ha)) / den
-		}
-		if math.IsNaN(c) {
-			c = 1 // the tail mass underflows: put what is left here
-		}
-		s.cond[j] = min(max(c, 0), 1)
-	}
-	return s
-}
-
-// counts draws one data set's event counts per cell into s.cnt and
-// returns the number of events.
-func (s *weibullSim) counts(src *rand.ChaCha8) int64 {
-	clear(s.cnt)
-	e := dpfit.BinomialSim(src, s.n, s.f1)
-	left := e
-	for j := 0; j < s.res && left > 0; j++ {
-		k := left
-		if j < s.res-1 {
-			k = dpfit.BinomialSim(src, left, s.cond[j])
-		}
-		s.cnt[j] = float64(k)
-		left -= k
-	}
-	return e
-}
-
-// cellTime is cell j's time in data units (its midpoint, or its bin's
-// start).
-func (s *weibullSim) cellTime(j int) float64 {
-	if s.bw > 0 {
-		return float64(j) * s.bw
-	}
-	return (float64(j) + 0.5) / float64(s.res) * s.timeMax
-}
-
-// sample draws one data set (times in data units).
-func (s *weibullSim) sample(src *rand.ChaCha8) survival.Compressed {
-	e := s.counts(src)
-	var c survival.Compressed
-	for j, k := range s.cnt {
-		if k > 0 {
-			c.Time = append(c.Time, s.cellTime(j))
-			c.Events = append(c.Events, k)
-			c.Count = append(c.Count, k)
-		}
-	}
-	if cens := float64(s.n - e); cens > 0 {
-		c.Time = append(c.Time, s.timeMax)
-		c.Events = append(c.Events, 0)
-		c.Count = append(c.Count, cens)
-	}
-	return c
-}
-
-// sampleData draws one data set as normaliseWeibull(sample(src), cfg)
-// returns it, from the cells' normalised times and logs computed once.
-func (s *weibullSim) sampleData(src *rand.ChaCha8, cfg WeibullConfig) weibullData {
-	if s.nt == nil {
-		lo := math.Exp(-cfg.Omega)
-		s.nt, s.nlt = make([]float64, s.res+1), make([]float64, s.res+1)
-		for j := 0; j <= s.res; j++ {
-			raw := s.timeMax // j == res: the censored group
-			if j < s.res {
-				raw = s.cellTime(j)
-			}
-			t := raw / cfg.TimeMax
-			if !(t > lo) {
-				t = lo
-			}
-			t = min(t, 1)
-			s.nt[j], s.nlt[j] = t, max(math.Log(t), -cfg.Omega)
-		}
-		s.pc = &weibullPowCache{lt: s.nlt}
-	}
-	e := s.counts(src)
-	// the data set reuses the previous one's arrays: the caller is done
-	// with it (eval's loop)
-	d := weibullData{t: s.buf.t[:0], lt: s.buf.lt[:0], count: s.buf.count[:0], events: s.buf.events[:0], cell: s.buf.cell[:0], pc: s.pc}
-	defer func() { s.buf = d }()
-	add := func(j int, count, events float64) {
-		if k := len(d.t) - 1; k >= 0 && d.t[k] == s.nt[j] {
-			d.count[k] += count
-			d.events[k] += events
-		} else {
-			d.t = append(d.t, s.nt[j])
-			d.lt = append(d.lt, s.nlt[j])
-			d.cell = append(d.cell, int32(j))
-			d.count = append(d.count, count)
-			d.events = append(d.events, events)
-		}
-		d.n += count
-		d.e += events
-	}
-	for j, k := range s.cnt {
-		if k > 0 {
-			add(j, k, k)
-		}
-	}
-	if cens := float64(s.n - e); cens > 0 {
-		add(s.res, cens, 0)
-	}
-	for i := range d.t {
-		d.sumDLog += d.events[i] * d.lt[i]
-	}
-	return d
 }
 
 // weibullLadderSampleFloat draws an LSP shape with the distribution of

@@ -15,15 +15,18 @@ import (
 // cell counts must follow the multinomial of binning Weibull event times
 // truncated to (0, time_max). Chi-square over the cells with expected count
 // >= 5 (the rest pooled) for both grids (Resolution and an aggregator's
-// bin width), fixed seed; false alarm 0.1% each. The fit reads them
-// through sampleData, which must equal normaliseWeibull of sample.
+// bin width), fixed seed; false alarm 0.1% each. At 2,048 cells and at
+// 4,000 bins the cells are drawn in two stages (the groups' counts, then
+// each group's split among its cells: up to 40 cells a group). The fit
+// reads them through sampleData, which must equal normaliseWeibull of
+// sample.
 func TestWeibullSimCellCounts(t *testing.T) {
 	checkSampleData(t)
 	for _, tc := range []struct {
 		name string
 		res  int
 		bw   float64
-	}{{"resolution 64", 64, 0}, {"bin width 30 of 1000", 16, 30}} {
+	}{{"resolution 64", 64, 0}, {"bin width 30 of 1000", 16, 30}, {"resolution 2048", 2048, 0}, {"bin width 0.25 of 1000", 16, 0.25}} {
 		t.Run(tc.name, func(t *testing.T) {
 			const shape, scale, timeMax = 1.4, 0.6, 1000.0
 			sim := newWeibullSim(shape, scale, 2000, tc.res, tc.bw, timeMax)

@@ -32,9 +32,14 @@ func weibullDrawSeed(seed [32]byte, p float64, r int) [32]byte {
 func (s *weibullSim) clone() *weibullSim {
 	c := *s
 	c.cnt = make([]float64, len(s.cnt))
-	c.nt, c.nlt = nil, nil
+	c.gcnt = make([]float64, len(s.gcnt))
 	c.buf = weibullData{}
-	c.pc = nil
+	c.tq = nil
+	if s.nt != nil {
+		// the normalised times are shared (read-only); the powers' cache
+		// is the goroutine's own
+		c.pc = &weibullPowCache{lt: s.nlt}
+	}
 	return &c
 }
 
@@ -78,4 +83,20 @@ var weibullMatchLogs = func() (l [weibullMatchNodes + 1]float64) {
 		l[i] = math.Log(float64(i) / weibullMatchNodes)
 	}
 	return l
+}()
+
+// weibullSimpsonWeights are Simpson's weights 1, 4, 2, ..., 4, 1 of
+// weibullMatchScale's nodes.
+var weibullSimpsonWeights = func() (w [weibullMatchNodes + 1]float64) {
+	for i := range w {
+		switch {
+		case i == 0 || i == weibullMatchNodes:
+			w[i] = 1
+		case i%2 == 1:
+			w[i] = 4
+		default:
+			w[i] = 2
+		}
+	}
+	return w
 }()

@@ -50,6 +50,8 @@ var floatNoiseAllowed = map[string]string{
 	// the Weibull family (package dpfit/weibull)
 	"dpfit/weibull/weibull_inference.go:weibullInversion.eval":    "post-processing: the noise-aware Weibull intervals simulate the mechanism from the released fit, seeded by a hash of the release",
 	"dpfit/weibull/weibull_inference.go:weibullLadderSampleFloat": "post-processing: the interval simulation's LSP shape draw (float inverse CDF over the ladder's levels; releases use the exact sampler)",
+	"dpfit/weibull/weibull_inference.go:weibullInversion.pivots":  "post-processing: the Weibull interval's scale pivots rerun TLL on the simulated data sets, from streams seeded by a hash of the release",
+	"dpfit/weibull/weibull_simside.go:weibullSimShapeSide":        "post-processing: the interval simulation's LSP level draw (the float inverse CDF's uniform, as weibullLadderSampleFloat; releases use the exact sampler)",
 }
 
 // A finding is one use of floating-point randomness in a function.
