@@ -5,19 +5,19 @@ import "github.com/prometheus/client_golang/prometheus"
 // Metrics are the aggregators' Prometheus metrics. Labels carry aggregate
 // names and reasons, never record values.
 type Metrics struct {
-	Records          *prometheus.CounterVec // by aggregate: counted into a window
-	Versions         *prometheus.CounterVec // by aggregate: records of a patient already in the window (latest version wins)
-	Late             *prometheus.CounterVec // by aggregate: observed in a window already closed
-	Skipped          *prometheus.CounterVec // by aggregate, reason
-	Clamped          *prometheus.CounterVec // by aggregate: discrete covariate rows projected onto the unit ball
-	Releases         *prometheus.CounterVec // by aggregate: windows released (noise drawn, charged)
-	Replayed         *prometheus.CounterVec // by aggregate: windows re-emitted from the ledger
-	Withheld         *prometheus.CounterVec // by aggregate, reason
-	Published        *prometheus.CounterVec // by aggregate: fit messages written
-	OpenWindows      *prometheus.GaugeVec   // by aggregate
-	PendingWindows   *prometheus.GaugeVec   // by aggregate: closed, not yet released or published
-	FitsRunning      prometheus.Gauge
-	FitSeconds       *prometheus.HistogramVec // by aggregate: time to draw and fit one window's release
+	Records        *prometheus.CounterVec // by aggregate: counted into a window
+	Versions       *prometheus.CounterVec // by aggregate: records of a patient already in the window (latest version wins)
+	Late           *prometheus.CounterVec // by aggregate: observed in a window already closed
+	Skipped        *prometheus.CounterVec // by aggregate, reason
+	Clamped        *prometheus.CounterVec // by aggregate: discrete covariate rows projected onto the unit ball
+	Releases       *prometheus.CounterVec // by aggregate: windows released (noise drawn, charged)
+	Replayed       *prometheus.CounterVec // by aggregate: windows re-emitted from the ledger
+	Withheld       *prometheus.CounterVec // by aggregate, reason
+	Published      *prometheus.CounterVec // by aggregate: fit messages written
+	OpenWindows    *prometheus.GaugeVec   // by aggregate
+	PendingWindows *prometheus.GaugeVec   // by aggregate: closed, not yet released or published
+	FitsRunning    prometheus.Gauge
+	FitSeconds     *prometheus.HistogramVec // by aggregate: time to draw and fit one window's release
 	// ReleaseDelay is, by aggregate, the time from a window's close (its
 	// end + lateness, by the engine's clock) to its release's publication
 	// on the fit topic; TickSeconds the time one Tick holds the intake
