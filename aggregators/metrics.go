@@ -5,25 +5,19 @@ import "github.com/prometheus/client_golang/prometheus"
 // Metrics are the aggregators' Prometheus metrics. Labels carry aggregate
 // names and reasons, never record values.
 type Metrics struct {
-	Records        *prometheus.CounterVec // by aggregate: counted into a window
-	Versions       *prometheus.CounterVec // by aggregate: records of a patient already in the window (latest version wins)
-	Late           *prometheus.CounterVec // by aggregate: observed in a window already closed
-	Skipped        *prometheus.CounterVec // by aggregate, reason
-	Clamped        *prometheus.CounterVec // by aggregate: discrete covariate rows projected onto the unit ball
-	Releases       *prometheus.CounterVec // by aggregate: windows released (noise drawn, charged)
-	Replayed       *prometheus.CounterVec // by aggregate: windows re-emitted from the ledger
-	Withheld       *prometheus.CounterVec // by aggregate, reason
-	Published      *prometheus.CounterVec // by aggregate: fit messages written
-	OpenWindows    *prometheus.GaugeVec   // by aggregate
-	PendingWindows *prometheus.GaugeVec   // by aggregate: closed, not yet released or published
-	FitsRunning    prometheus.Gauge
-	FitSeconds     *prometheus.HistogramVec // by aggregate: time to draw and fit one window's release
-	// ReleaseDelay is, by aggregate, the time from a window's close (its
-	// end + lateness, by the engine's clock) to its release's publication
-	// on the fit topic; TickSeconds the time one Tick holds the intake
-	// (closing, checkpoint, ledger, publishing: no fit runs in it).
-	ReleaseDelay     *prometheus.HistogramVec
-	TickSeconds      prometheus.Histogram
+	Records          *prometheus.CounterVec // by aggregate: counted into a window
+	Versions         *prometheus.CounterVec // by aggregate: records of a patient already in the window (latest version wins)
+	Late             *prometheus.CounterVec // by aggregate: observed in a window already closed
+	Skipped          *prometheus.CounterVec // by aggregate, reason
+	Clamped          *prometheus.CounterVec // by aggregate: discrete covariate rows projected onto the unit ball
+	Releases         *prometheus.CounterVec // by aggregate: windows released (noise drawn, charged)
+	Replayed         *prometheus.CounterVec // by aggregate: windows re-emitted from the ledger
+	Withheld         *prometheus.CounterVec // by aggregate, reason
+	Published        *prometheus.CounterVec // by aggregate: fit messages written
+	OpenWindows      *prometheus.GaugeVec   // by aggregate
+	PendingWindows   *prometheus.GaugeVec   // by aggregate: closed, not yet released or published
+	FitsRunning      prometheus.Gauge
+	FitSeconds       *prometheus.HistogramVec // by aggregate: time to draw and fit one window's release
 	StateBytes       prometheus.Gauge
 	Checkpoints      prometheus.Counter
 	CheckpointErrors prometheus.Counter
@@ -36,6 +30,13 @@ type Metrics struct {
 	// time_max and counted as (time_max, censored). An operator's count of
 	// private records, never released.
 	CensoredAtHorizon *prometheus.CounterVec
+
+	// ReleaseDelay is, by aggregate, the time from a window's close (its
+	// end + lateness, by the engine's clock) to its release's publication
+	// on the fit topic; TickSeconds the time one Tick holds the intake
+	// (closing, checkpoint, ledger, publishing: no fit runs in it).
+	ReleaseDelay *prometheus.HistogramVec
+	TickSeconds  prometheus.Histogram
 }
 
 // Withholding reasons.
@@ -75,7 +76,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		OpenWindows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_aggregator_open_windows",
 			Help: "Windows open (accepting records), by aggregate."}, []string{"aggregate"}),
 		PendingWindows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_aggregator_pending_windows",
-			Help: "Windows closed but not yet released and published (waiting for a fit, the ledger or the fit topic), by aggregate; bounded by ledger.max_pending_windows (but a cumulative km's, which close one at a time)."}, []string{"aggregate"}),
+			Help: "Windows closed but not yet released and published (waiting for a fit, the ledger or the fit topic), by aggregate; bounded by ledger.max_pending_windows (a cumulative km closes one window at a time)."}, []string{"aggregate"}),
 		FitsRunning: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_aggregator_fits_running",
 			Help: "Asynchronous window fits (km, weibull, discrete) running now."}),
 		FitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "dpsurv_aggregator_fit_seconds",
