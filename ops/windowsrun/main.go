@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -58,7 +59,7 @@ func main() {
 	flag.Parse()
 	o := options{rate: *rate, duration: *duration, window: *window, lateness: *lateness, batch: *batch, drain: *drain,
 		logFile: *logFile, sims: *sims, discrete: *discrete}
-	if err := run(o); err != nil {
+	if err := run(o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "windowsrun:", err)
 		os.Exit(1)
 	}
@@ -162,7 +163,9 @@ func fitQuantiles(reg *prometheus.Registry) map[string][3]float64 {
 	return out
 }
 
-func run(o options) error {
+// run runs the service and the probes and writes the report (one JSON
+// object) to stdout.
+func run(o options, stdout io.Writer) error {
 	rate, duration, window, batch, drain, logFile, sims := o.rate, o.duration, o.window, o.batch, o.drain, o.logFile, o.sims
 	ctx := context.Background()
 	cl, err := broker.Start(broker.Options{Partitions: 4})
@@ -450,6 +453,6 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	fmt.Println(string(b))
+	fmt.Fprintln(stdout, string(b))
 	return nil
 }
