@@ -79,8 +79,10 @@ type EngineConfig struct {
 	// windows waiting for their fit and release (0:
 	// DefaultMaxPendingWindows). A window that closes while its aggregate
 	// holds that many is withheld unfitted, charged (WithheldPendingLimit,
-	// reason pending_limit). The inline cumulative km is not bounded by
-	// it: it closes one window at a time.
+	// reason pending_limit). km windows are not bounded by it: each holds
+	// only its counts and its fit takes about a second, so they wait out
+	// an outage of the ledger or the checkpoint store instead of being
+	// withheld.
 	MaxPendingWindows int
 }
 
@@ -379,7 +381,7 @@ func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
 				}
 			}
 		}
-		if a.counter == nil && a.plan.async && e.cfg.AsyncFits && a.pending() >= e.cfg.MaxPendingWindows {
+		if a.counter == nil && a.plan.async && !a.plan.unbounded && e.cfg.AsyncFits && a.pending() >= e.cfg.MaxPendingWindows {
 			// Fits slower than the windows: this one is withheld unfitted
 			// (and charged, in releaseClosing) rather than queued.
 			a.drop(s)

@@ -21,7 +21,8 @@ import (
 // records are counted, and every other window — km's window 1 included —
 // is released and published on the Tick after its fit ends. Once the gate
 // opens km's window 0 is released too. With an inline km fit the first
-// Tick would wait at the gate: the test reports it and fails.
+// Tick would wait at the gate: the test reports it and fails. km windows
+// are not bounded by max_pending_windows (1 here).
 func TestFitNeverBlocksIntake(t *testing.T) {
 	synctest.Test(t, testFitNeverBlocksIntake)
 }
@@ -50,6 +51,9 @@ func testFitNeverBlocksIntake(t *testing.T) {
 		Topic:      "in", Ledger: l, State: &ledger.MemoryState{}, Fits: fits, Clock: clock,
 		Noise: dp.NewSeededSource(24), Metrics: aggregators.NewMetrics(reg), AsyncFits: true,
 		MaxConcurrentFits: 4, // the held fit keeps its slot
+		// km's window 1 closes while window 0 is pending: km windows are
+		// not bounded by it (they hold only counts), so it is released.
+		MaxPendingWindows: 1,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +115,11 @@ func testFitNeverBlocksIntake(t *testing.T) {
 	for _, k := range []string{key("weibull", 0), key("dt", 0), key("weibull", 1), key("dt", 1), key("km", 1)} {
 		if !got[k] {
 			t.Errorf("window %s not published while km's window 0 fit was held", k)
+		}
+	}
+	for _, agg := range []string{"km", "weibull", "dt"} {
+		if w := metric(t, reg, "dpsurv_releases_withheld_total", map[string]string{"aggregate": agg, "reason": aggregators.ReasonPendingLimit}); w != 0 {
+			t.Errorf("%s: %v windows withheld at the pending limit", agg, w)
 		}
 	}
 	if got[key("km", 0)] {

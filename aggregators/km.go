@@ -73,9 +73,11 @@ func (kmKind) check(c Config) []error {
 // (EngineConfig.AsyncFits): its calibrated log-rank, interval and band
 // simulations took 0.1-2.6 s per window under load (docs/performance.md,
 // issue 21), time the intake would wait inline.
+// Its windows hold only their counts: they are not bounded by
+// max_pending_windows.
 func (kmKind) plan(a *aggregate) plan {
 	p := windowPlan(a)
-	p.async = true
+	p.async, p.unbounded = true, true
 	return p
 }
 

@@ -76,7 +76,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		OpenWindows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_aggregator_open_windows",
 			Help: "Windows open (accepting records), by aggregate."}, []string{"aggregate"}),
 		PendingWindows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_aggregator_pending_windows",
-			Help: "Windows closed but not yet released and published (waiting for a fit, the ledger or the fit topic), by aggregate; bounded by ledger.max_pending_windows (a cumulative km closes one window at a time)."}, []string{"aggregate"}),
+			Help: "Windows closed but not yet released and published (waiting for a fit, the ledger or the fit topic), by aggregate; a weibull or discrete aggregate's are bounded by ledger.max_pending_windows."}, []string{"aggregate"}),
 		FitsRunning: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_aggregator_fits_running",
 			Help: "Asynchronous window fits (km, weibull, discrete) running now."}),
 		FitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "dpsurv_aggregator_fit_seconds",

@@ -141,7 +141,7 @@ type LedgerConfig struct {
 	// a silent holder (killed, partitioned) before another replica takes
 	// the lease (default 10s; Kafka-ledger mode only).
 	LeaseSessionTimeout time.Duration `yaml:"lease_session_timeout"`
-	// MaxPendingWindows bounds each windowed (km, weibull, discrete) aggregate's closed
+	// MaxPendingWindows bounds each weibull or discrete aggregate's closed
 	// windows waiting for their fit and release (default 32): a window
 	// closing beyond it is withheld unfitted and charged (reason
 	// pending_limit).
