@@ -83,7 +83,7 @@ func tickUntilPublished(t *testing.T, e *aggregators.Engine, fits *captureSink, 
 
 // With AsyncFits the closing Tick starts a discrete window's fit and
 // returns; the release (the same seed) is byte for byte the synchronous
-// one. A km window is released inline either way.
+// one (a discrete and a km window).
 func TestAsyncFitsMatchSync(t *testing.T) {
 	t.Parallel()
 	for _, cfg := range []aggregators.Config{discCfg("dt", 1), kmConfig("km", time.Minute, 1)} {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"math"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/dpsurv/dpsurv/aggregators"
@@ -25,11 +27,24 @@ func wbConfig(name string, size time.Duration, eps float64) aggregators.Config {
 // The release states the budget that remained after its own charge, as the
 // ledger computed it when it recorded the release.
 func TestAsyncFitNotRestartedByOtherRelease(t *testing.T) {
+	synctest.Test(t, testAsyncFitNotRestartedByOtherRelease)
+}
+
+// In a synctest bubble: the dt fit waits at a gate until km's release is
+// recorded (synctest.Wait: every other goroutine of the bubble blocked).
+func testAsyncFitNotRestartedByOtherRelease(t *testing.T) {
 	var builds atomic.Int64
 	t.Cleanup(aggregators.SetBuildFault(func() error { builds.Add(1); return nil }))
+	gate := make(chan struct{})
+	open := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(open)
+	t.Cleanup(aggregators.SetFitGate(func(agg string, _ time.Time) {
+		if agg == "dt" {
+			<-gate
+		}
+	}))
 	clock := newClock(at(1))
 	fits := &captureSink{}
-	// dt first: its fit starts before km's inline release on the same Tick.
 	e, l := asyncEngine(t, true, clock, fits, discCfg("dt", 2), kmConfig("km", time.Minute, 1))
 	rec := discRecord(t, 300)
 	if err := e.Observe(0, 0, rec); err != nil {
@@ -37,6 +52,20 @@ func TestAsyncFitNotRestartedByOtherRelease(t *testing.T) {
 	}
 	rec.Release()
 	clock.Set(at(61))
+	ctx := context.Background()
+	// The first Tick starts both fits; km's ends, dt's waits at the gate;
+	// the second records and publishes km's release.
+	if _, err := e.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	if _, err := e.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fits.Messages()); n != len(cohorts) {
+		t.Fatalf("%d messages published while the dt fit runs, want km's %d", n, len(cohorts))
+	}
+	open()
 	tickUntilPublished(t, e, fits, 1+len(cohorts))
 	if n := builds.Load(); n != 2 {
 		t.Errorf("%d release builds, want 2 (km once, the discrete fit once: never restarted)", n)
@@ -55,7 +84,7 @@ func TestAsyncFitNotRestartedByOtherRelease(t *testing.T) {
 	if r, _ := l.Remaining("stream"); r != 1e6-3 {
 		t.Fatalf("ledger remaining %v, want %v", r, 1e6-3)
 	}
-	// km was recorded first (inline), dt after it.
+	// km was recorded first (while dt's fit ran), dt after it.
 	if s := dt.BudgetRemaining["stream"]; s != 1e6-3 {
 		t.Errorf("dt states budget_remaining.stream %v, want %v (after both charges)", s, 1e6-3)
 	}

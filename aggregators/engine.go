@@ -51,9 +51,11 @@ type EngineConfig struct {
 	Metrics *Metrics
 	Log     *zap.Logger
 	Mem     memory.Allocator
-	// AsyncFits runs the fit of each discrete-time and Weibull window
+	// AsyncFits runs the fit of each km, discrete-time and Weibull window
 	// (noise draw and estimation; a pSGLD window can take a minute, a
-	// Weibull window's noise-aware intervals tens of seconds) on its own goroutine,
+	// Weibull window's noise-aware intervals tens of seconds, a km
+	// window's log-rank and band simulations up to seconds under load) on
+	// its own goroutine,
 	// so that Observe and Tick never wait for it: the fit starts on the
 	// Tick that would have released the window, and the first Tick after
 	// it ends records it in the ledger and publishes it. Before a fit
@@ -62,9 +64,13 @@ type EngineConfig struct {
 	// does not depend on the budget: the budget is checked once, when the
 	// ledger records the release, and the release states what remains
 	// then (another aggregate's releases while it ran never discard it).
-	// KM fits take milliseconds (BenchmarkReleaseLatency) and stay inline,
-	// in release order. The service sets it; Noise is then shared with the
-	// fits' goroutines (it is wrapped in a lock).
+	// A window's release therefore waits only for its own fit (and a fit
+	// slot), never for another window's: windows of one aggregate may be
+	// published out of order when an earlier one's fit takes longer. A
+	// cumulative km window stays inline (its release is post-processing
+	// of the tree counter, which steps one window at a time). The service
+	// sets it; Noise is then shared with the fits' goroutines (it is
+	// wrapped in a lock).
 	AsyncFits bool
 	// MaxConcurrentFits bounds the asynchronous fits running at once (0:
 	// GOMAXPROCS); the others wait, oldest first.
@@ -73,9 +79,10 @@ type EngineConfig struct {
 	// windows waiting for their fit and release (0:
 	// DefaultMaxPendingWindows). A window that closes while its aggregate
 	// holds that many is withheld unfitted, charged (WithheldPendingLimit,
-	// reason pending_limit). Inline kinds (km: milliseconds) are not
-	// bounded by it: their windows wait only for the ledger or the broker,
-	// holding bins x cohorts counts each.
+	// reason pending_limit). km windows are not bounded by it: each holds
+	// only its counts and its fit takes about a second, so they wait out
+	// an outage of the ledger or the checkpoint store instead of being
+	// withheld.
 	MaxPendingWindows int
 }
 
@@ -305,6 +312,8 @@ func (e *Engine) Observe(partition int, offset int64, rec arrow.Record) error {
 // commit the input offsets). An error means the checkpoint could not be
 // saved; nothing was released and the next Tick retries.
 func (e *Engine) Tick(ctx context.Context) (saved bool, err error) {
+	t0 := time.Now()
+	defer func() { e.m.TickSeconds.Observe(time.Since(t0).Seconds()) }()
 	now := e.cfg.Clock.Now().UnixNano()
 	for _, a := range e.aggs {
 		a.register(now)
@@ -372,7 +381,7 @@ func (e *Engine) closeDue(ctx context.Context, a *aggregate, now int64) {
 				}
 			}
 		}
-		if a.counter == nil && a.plan.async && e.cfg.AsyncFits && a.pending() >= e.cfg.MaxPendingWindows {
+		if a.counter == nil && a.plan.async && !a.plan.unbounded && e.cfg.AsyncFits && a.pending() >= e.cfg.MaxPendingWindows {
 			// Fits slower than the windows: this one is withheld unfitted
 			// (and charged, in releaseClosing) rather than queued.
 			a.drop(s)
@@ -623,7 +632,23 @@ func (e *Engine) publish(ctx context.Context) {
 		}
 		doc, _ := decodeDoc(b)
 		e.m.Published.WithLabelValues(doc.Aggregate).Add(float64(len(msgs)))
+		e.observeDelay(doc)
 		e.unpublished = e.unpublished[1:]
+	}
+}
+
+// observeDelay records the time from the close of doc's window (its end +
+// lateness) to now, when its fit messages were published.
+func (e *Engine) observeDelay(doc windowDoc) {
+	if len(doc.Messages) == 0 {
+		return // withheld: nothing published
+	}
+	for _, a := range e.aggs {
+		if a.cfg.Name != doc.Aggregate {
+			continue
+		}
+		closed := time.Unix(doc.WindowStartUnix, 0).Add(time.Duration(a.size + a.late))
+		e.m.ReleaseDelay.WithLabelValues(a.cfg.Name).Observe(max(0, e.cfg.Clock.Now().Sub(closed).Seconds()))
 	}
 }
 

@@ -96,6 +96,11 @@ type plan struct {
 	serial bool
 	// async: the fit may run on its own goroutine (EngineConfig.AsyncFits).
 	async bool
+	// unbounded: the closed windows are not bounded by
+	// EngineConfig.MaxPendingWindows (km: a window holds only its counts
+	// and its fit takes about a second, so its windows wait out an outage
+	// of the ledger or the checkpoint store instead of being withheld).
+	unbounded bool
 	// charge, when set, is the ledger key of a one-time charge of epsilon
 	// made before any window is closed (a cumulative horizon's), and
 	// chargeDoc builds its ledger document.

@@ -94,6 +94,18 @@ func (kmKind) check(c Config) []error {
 	return errs
 }
 
+// plan: a window's fit runs off the intake like every windowed kind's
+// (EngineConfig.AsyncFits): its calibrated log-rank, interval and band
+// simulations took 0.1-2.6 s per window under load (docs/performance.md,
+// issue 21), time the intake would wait inline.
+// Its windows hold only their counts: they are not bounded by
+// max_pending_windows.
+func (kmKind) plan(a *aggregate) plan {
+	p := windowPlan(a)
+	p.async, p.unbounded = true, true
+	return p
+}
+
 // release fits the closing window's histogram with the configured
 // method.
 func (k kmKind) release(a *aggregate, c *closing, src dp.Source, remaining map[string]float64) ([]FitMessage, error) {

@@ -30,6 +30,13 @@ type Metrics struct {
 	// time_max and counted as (time_max, censored). An operator's count of
 	// private records, never released.
 	CensoredAtHorizon *prometheus.CounterVec
+
+	// ReleaseDelay is, by aggregate, the time from a window's close (its
+	// end + lateness, by the engine's clock) to its release's publication
+	// on the fit topic; TickSeconds the time one Tick holds the intake
+	// (closing, checkpoint, ledger, publishing: no fit runs in it).
+	ReleaseDelay *prometheus.HistogramVec
+	TickSeconds  prometheus.Histogram
 }
 
 // Withholding reasons.
@@ -71,10 +78,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		PendingWindows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpsurv_aggregator_pending_windows",
 			Help: "Windows closed but not yet released and published (waiting for a fit, the ledger or the fit topic), by aggregate; a weibull or discrete aggregate's are bounded by ledger.max_pending_windows."}, []string{"aggregate"}),
 		FitsRunning: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_aggregator_fits_running",
-			Help: "Asynchronous window fits (weibull, discrete) running now."}),
+			Help: "Asynchronous window fits (km, weibull, discrete) running now."}),
 		FitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "dpsurv_aggregator_fit_seconds",
 			Help:    "Time to draw and fit one window's release (noise, estimation, intervals), by aggregate.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 17)}, []string{"aggregate"}),
+		ReleaseDelay: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "dpsurv_aggregator_release_delay_seconds",
+			Help:    "Time from a window's close (its end + lateness) to the publication of its release on the fit topic, by aggregate: its fit, a fit slot, the ledger and the fit topic.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}, []string{"aggregate"}),
+		TickSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "dpsurv_aggregator_tick_seconds",
+			Help:    "Time one aggregator Tick holds the intake (closing windows, checkpoint, ledger, publishing; window fits run on their own goroutines).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 		StateBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dpsurv_aggregator_state_bytes",
 			Help: "Bytes of counts held by the aggregators (bounded by windows x bins x cohorts, not records)."}),
 		Checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "dpsurv_aggregator_checkpoints_total",
@@ -90,7 +103,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.CensoredAtHorizon)
 		reg.MustRegister(m.Records, m.Versions, m.Late, m.Skipped, m.Clamped, m.Releases, m.Replayed, m.Withheld, m.Published,
-			m.OpenWindows, m.PendingWindows, m.FitsRunning, m.FitSeconds, m.StateBytes, m.Checkpoints, m.CheckpointErrors, m.Redelivered,
+			m.OpenWindows, m.PendingWindows, m.FitsRunning, m.FitSeconds, m.ReleaseDelay, m.TickSeconds, m.StateBytes, m.Checkpoints, m.CheckpointErrors, m.Redelivered,
 			m.HorizonsRestarted)
 	}
 	return m

@@ -148,6 +148,11 @@ const WithheldPendingLimit = "withheld unfitted: the aggregate's pending windows
 // non-counter kinds after their noise is drawn.
 var buildFault func() error
 
+// fitGate, when set (tests only), is called before each window fit with
+// the aggregate's name and the window's start (Unix ns): a test holds a
+// fit there to see what waits for it.
+var fitGate func(aggregate string, start int64)
+
 type docMessage struct {
 	Key   string          `json:"key"`
 	Value json.RawMessage `json:"value"`
@@ -234,6 +239,9 @@ func (a *aggregate) buildWindow(c *closing, src dp.Source, remaining map[string]
 // the release (encodeWindow): an asynchronous fit is drawn once, however
 // the budget moves while it runs.
 func (a *aggregate) fitWindow(c *closing, src dp.Source) ([]FitMessage, error) {
+	if fitGate != nil {
+		fitGate(a.cfg.Name, c.start)
+	}
 	msgs, err := a.kind.release(a, c, src, nil)
 	if err == nil && buildFault != nil {
 		err = buildFault()

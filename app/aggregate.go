@@ -117,7 +117,7 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 		Aggregates: aggCfgs, Topic: cfg.Input.Topic, Ledger: led, State: state,
 		Fits: fits, CurveFits: curves, Clock: clock, Noise: dp.NewSecureSource(),
 		Metrics: metrics, Log: s.Log.Named("aggregators"), Mem: memoryOr(s.Mem),
-		AsyncFits:         true, // no discrete fit (a pSGLD window can take a minute) holds up the intake
+		AsyncFits:         true, // no window fit (km, weibull, discrete: up to minutes) holds up the intake
 		MaxPendingWindows: cfg.Ledger.MaxPendingWindows,
 	})
 	if err != nil {

@@ -58,6 +58,7 @@ func (s *Service) aggregatorMetrics(cfg Config) *aggregators.Metrics {
 		m.OpenWindows.WithLabelValues(a.Name)
 		m.PendingWindows.WithLabelValues(a.Name)
 		m.FitSeconds.WithLabelValues(a.Name)
+		m.ReleaseDelay.WithLabelValues(a.Name)
 		reasons := []string{aggregators.SkipNoObservedAt, aggregators.SkipFutureObservedAt, aggregators.SkipMaxPatients}
 		if a.Window.Cumulative {
 			reasons = append(reasons, aggregators.SkipCumulativeSeen)

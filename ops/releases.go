@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
@@ -187,6 +188,10 @@ type ReleaseOptions struct {
 	// Cohorts are the public cohort labels: a released window has one
 	// fit message per cohort.
 	Cohorts []string
+	// Pooled lists the aggregates that release one message pooling every
+	// cohort (kind discrete: cohort aggregators.DiscreteCohort) instead of
+	// one per cohort.
+	Pooled map[string]bool
 	// StreamBudget is ledger.budget.stream: the k-th distinct ledger entry
 	// must report budget_remaining.stream = StreamBudget minus the first k
 	// charges, so no charge is missing from the ledger or counted twice.
@@ -319,11 +324,15 @@ func CheckReleases(fits []KeyValue, entries []ledger.Entry, opts ReleaseOptions)
 		if doc.Aggregate != agg || doc.WindowStartUnix != start {
 			return fail("ledger key %s stores the release of %s/%d", e.Key, doc.Aggregate, doc.WindowStartUnix)
 		}
-		if len(doc.Messages) != len(opts.Cohorts) {
-			return fail("ledger key %s stores %d messages, want one per cohort (%d)", e.Key, len(doc.Messages), len(opts.Cohorts))
+		labels := opts.Cohorts
+		if opts.Pooled[agg] {
+			labels = []string{aggregators.DiscreteCohort}
+		}
+		if len(doc.Messages) != len(labels) {
+			return fail("ledger key %s stores %d messages, want one per cohort (%d)", e.Key, len(doc.Messages), len(labels))
 		}
 		for i, m := range doc.Messages {
-			wantKey := e.Key + "/" + opts.Cohorts[i]
+			wantKey := e.Key + "/" + labels[i]
 			if m.Key != wantKey {
 				return fail("ledger key %s: message %d keyed %q, want %q", e.Key, i, m.Key, wantKey)
 			}
@@ -331,7 +340,7 @@ func CheckReleases(fits []KeyValue, entries []ledger.Entry, opts ReleaseOptions)
 			if err := json.Unmarshal(m.Value, &h); err != nil {
 				return fail("ledger key %s: message %s: %v", e.Key, m.Key, err)
 			}
-			if h.Key != m.Key || h.Aggregate != agg || h.WindowStartUnix != start || h.Cohort != opts.Cohorts[i] {
+			if h.Key != m.Key || h.Aggregate != agg || h.WindowStartUnix != start || h.Cohort != labels[i] {
 				return fail("ledger key %s: message %s describes %s (%s/%d/%s)", e.Key, m.Key, h.Key, h.Aggregate, h.WindowStartUnix, h.Cohort)
 			}
 			if h.Cumulative || h.EpsilonCharged != charged || h.Epsilon != eps {
