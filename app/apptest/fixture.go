@@ -3,7 +3,9 @@ package apptest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -384,6 +386,18 @@ func (l *Logs) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// Lines are the JSON log lines logged so far whose msg is msg.
+func (l *Logs) Lines(msg string) []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(l.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Tail is the last 3000 bytes logged, for a failure message.
