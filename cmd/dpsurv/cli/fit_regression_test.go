@@ -228,3 +228,16 @@ func TestFitDiscreteNewtonDefault(t *testing.T) {
 		t.Errorf("explicit fraction with newton: exit %d %s", code, e)
 	}
 }
+
+// The regression fits refuse an input without --covariates (usage, exit 2),
+// naming the command, before reading any row.
+func TestRegressionFitsNeedCovariates(t *testing.T) {
+	for _, name := range []string{"discrete", "cox"} {
+		t.Run(name, func(t *testing.T) {
+			_, e, code := run(t, "fit", name, "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "inf")
+			if want := "dpsurv fit " + name + ": --covariates is required"; code != 2 || !strings.Contains(e, want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, e, want)
+			}
+		})
+	}
+}
