@@ -137,8 +137,8 @@ func RunWeibull(d Data, cfg WeibullConfig) (WeibullCoverage, error) {
 			nwl = append(nwl, hi-lo)
 		}
 	}
-	out.ShapeWidth, out.ScaleWidth = median(ws), median(wl)
-	out.NonPrivateShapeWidth, out.NonPrivateScaleWidth = median(nws), median(nwl)
+	out.ShapeWidth, out.ScaleWidth = Median(ws), Median(wl)
+	out.NonPrivateShapeWidth, out.NonPrivateScaleWidth = Median(nws), Median(nwl)
 	return out, nil
 }
 
@@ -171,8 +171,9 @@ func weibullLogSE(c survival.Compressed, cfg weibull.WeibullConfig, p, lambda fl
 	return math.Sqrt(-hbb / det), math.Sqrt(-haa / det), true
 }
 
-// median of x (NaN when empty; NaN entries sort first).
-func median(x []float64) float64 {
+// Median is the sample median of x, the mean of the middle two for an even
+// count (NaN when empty; NaN entries sort first).
+func Median(x []float64) float64 {
 	if len(x) == 0 {
 		return math.NaN()
 	}
