@@ -10,9 +10,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/synth"
 )
 
 // Issue 22: the running service publishes the per-patient privacy statement
@@ -34,21 +32,12 @@ func TestStatementPublishedOnFitTopic(t *testing.T) {
 			}
 			cfg.Ledger = app.LedgerConfig{File: filepath.Join(t.TempDir(), "ledger.jsonl"), Budget: map[string]float64{"stream": 10},
 				CheckpointInterval: time.Hour}
-			w0 := time.Unix(1_700_002_800, 0).UTC()
-			f := apptest.New(t, cfg, apptest.FakeClock(w0.Add(time.Minute)))
-			cfg = f.Config
-			const n = 100
-			produceCohort(f, synth.Options{N: n, Cohorts: cohorts, TimeMax: 400, Seed: 5, IDPrefix: "secret-patient-"}, 50)
-			svc := f.Run()
+			f, svc := runFirstWindow(t, cfg, 100, 5)
 			defer func() {
 				svc.StopOK()
 				f.Mem.AssertSize(t, 0)
 			}()
-			svc.WaitFor(40*time.Second, "records counted", func() bool {
-				return svc.Metric("dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
-			})
-			f.Clock.Set(w0.Add(61 * time.Minute))
-
+			cfg = f.Config
 			fits := f.Read("fits", "statement-reader")
 			// read until a statement and a release of each aggregate; keep
 			// the order
