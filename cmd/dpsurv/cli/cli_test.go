@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/internal/datasets"
 )
 
@@ -37,18 +38,9 @@ func run(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
-func writeKey(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "prf.key")
-	if err := os.WriteFile(p, []byte(strings.Repeat("5a", 32)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestSanitizeJSONAndReplayStability(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	args := func(out string) []string {
 		return []string{"sanitize", "--input", datasets.Path(t, "kidney_tte.csv"), "--output", out,
 			"--cohorts", "1,2,3", "--time-max", "600", "--te-epsilon", "0.1", "--te-window", "10",
@@ -122,7 +114,7 @@ func TestSanitizeRefusesWithoutKey(t *testing.T) {
 
 func TestRunDryRun(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	cfg := `
 kafka: {brokers: ["127.0.0.1:1"]}
 input: {topic: in}
@@ -224,7 +216,7 @@ func TestSanitizeBaselines(t *testing.T) {
 // over the whole file. A file of bad rows only still gets its header.
 func TestSanitizeDeadLettersAsOnTheTopic(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	in := filepath.Join(dir, "in.csv")
 	body := "id,time,event,cohort\np1,5,1,1\np2,6,0,9\np3,7,1,2\np4,x,1,1\np5,9,0,2\n"
 	if err := os.WriteFile(in, []byte(body), 0o600); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -134,7 +135,7 @@ func TestFitKMSanitizedCoverage(t *testing.T) {
 // message saying what to do; --naive on an ordinary file is refused.
 func TestFitKMSanitizedRefusals(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	san := filepath.Join(dir, "san.csv")
 	if _, e, code := run(t, "sanitize", "--input", "../../../data/lung_tte.csv", "--output", san, "--cohorts", "1,2", "--time-max", "1100",
 		"--rrr-epsilon", "1", "--key-file", key, "--public", "time,event"); code != 0 {
@@ -174,7 +175,7 @@ func TestFitKMSanitizedRefusals(t *testing.T) {
 // wrong_schema.
 func TestFitKMSanitizedArrow(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	var want string
 	for _, ext := range []string{"csv", "arrow", "arrows"} {
 		san := filepath.Join(dir, "san."+ext)
@@ -209,7 +210,7 @@ func TestDemoSanitizedKMDebiased(t *testing.T) {
 	orig, truth := sanitizeSynthetic(t, dir)
 	san := filepath.Join(dir, "san.arrows")
 	if _, e, code := run(t, "sanitize", "--input", orig, "--output", san, "--cohorts", "A,B,C", "--time-max", "3650",
-		"--rrr-epsilon", "1", "--te-epsilon", "0.5", "--key-file", writeKey(t)); code != 0 {
+		"--rrr-epsilon", "1", "--te-epsilon", "0.5", "--key-file", apptest.KeyFile(t)); code != 0 {
 		t.Fatalf("sanitize: %s", e)
 	}
 	d, err := readSanitizedArrow(san, []string{"A", "B", "C"}, schemas.DefaultColumns())

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/internal/datasets"
 )
 
@@ -232,7 +233,7 @@ func TestFitPrivateKMAndWeibull(t *testing.T) {
 // other, the debiased ones much less.
 func TestFitKMRRRDebiasesSanitizedLabels(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	san := dir + "/s.csv"
 	if _, e, code := run(t, "gen", "--n", "20000", "--cohorts", "A,B", "--output", dir+"/in.csv", "--seed", "3"); code != 0 {
 		t.Fatal(e)

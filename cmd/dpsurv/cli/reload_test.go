@@ -48,7 +48,7 @@ func strs(v any) []string {
 // unreachable on purpose: the service is alive and not ready.
 func TestRunReloadsOnSIGHUP(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	cfg := func(level, topic, budget string) string {
 		return `
 kafka: {brokers: ["127.0.0.1:1"]}

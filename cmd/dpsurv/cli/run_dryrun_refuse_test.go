@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dpsurv/dpsurv/app/apptest"
 )
 
 // writeCertPair writes a self-signed certificate and its key (modes
@@ -58,7 +60,7 @@ func writeCertPair(t *testing.T, dir string, certMode, keyMode os.FileMode) (str
 // the dry-run output. On the code before, every case below passed.
 func TestRunDryRunRefusesWhatCannotWork(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	cert, tlsKey := writeCertPair(t, dir, 0o644, 0o600)
 	loose := filepath.Join(dir, "loose")
 	os.Mkdir(loose, 0o700)
