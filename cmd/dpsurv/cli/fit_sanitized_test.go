@@ -46,10 +46,7 @@ func sanitizeSynthetic(t *testing.T, dir string) (string, kmMedians) {
 	if _, e, code := run(t, "gen", "--n", "20000", "--seed", "5", "--output", orig); code != 0 {
 		t.Fatalf("gen: %s", e)
 	}
-	o, e, code := run(t, "fit", "km", "--input", orig, "--epsilon", "inf")
-	if code != 0 {
-		t.Fatalf("fit original: %s", e)
-	}
+	o := runOK(t, "fit", "km", "--input", orig, "--epsilon", "inf")
 	_, truth := parseKMMedians(t, o)
 	for _, l := range []string{"A", "B", "C"} {
 		if truth[l][0] < 0 {
@@ -159,10 +156,7 @@ func TestFitKMSanitizedRefusals(t *testing.T) {
 		t.Errorf("--naive on an ordinary file: exit %d, %s", code, e)
 	}
 	// the file's own epsilon is accepted, and the horizon rule is applied
-	o, e, code := run(t, "fit", "km", "--input", san, "--epsilon", "1", "--time-max", "500")
-	if code != 0 {
-		t.Fatalf("fit km: %s", e)
-	}
+	o := runOK(t, "fit", "km", "--input", san, "--epsilon", "1", "--time-max", "500")
 	r, _ := parseKMMedians(t, o)
 	if c, _ := r["censored_at_horizon"].(float64); !(c > 0) || r["time_max_from"] != "--time-max" {
 		t.Errorf("horizon rule: censored_at_horizon %v, time_max_from %v", r["censored_at_horizon"], r["time_max_from"])
@@ -183,10 +177,7 @@ func TestFitKMSanitizedArrow(t *testing.T) {
 			"--rrr-epsilon", "1", "--te-epsilon", "0.5", "--key-file", key); code != 0 {
 			t.Fatalf("sanitize %s: %s", ext, e)
 		}
-		o, e, code := run(t, "fit", "km", "--input", san, "--cohorts", "1,2", "--time-max", "1100")
-		if code != 0 {
-			t.Fatalf("fit %s: %s", ext, e)
-		}
+		o := runOK(t, "fit", "km", "--input", san, "--cohorts", "1,2", "--time-max", "1100")
 		r, _ := parseKMMedians(t, o)
 		if r["method"] != "rrr-debiased-km" || r["n"] != 210.0 {
 			t.Fatalf("%s: method %v, n %v", ext, r["method"], r["n"])

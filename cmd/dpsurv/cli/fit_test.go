@@ -243,10 +243,7 @@ func TestFitKMRRRDebiasesSanitizedLabels(t *testing.T) {
 		t.Fatal(e)
 	}
 	median := func(args ...string) []float64 {
-		o, e, code := run(t, append([]string{"fit", "km", "--input", san, "--cohorts", "A,B", "--time-max", "3650", "--bin-width", "30"}, args...)...)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, e)
-		}
+		o := runOK(t, append([]string{"fit", "km", "--input", san, "--cohorts", "A,B", "--time-max", "3650", "--bin-width", "30"}, args...)...)
 		var res struct {
 			Guarantee string `json:"guarantee"`
 			Cohorts   []struct {
@@ -262,10 +259,7 @@ func TestFitKMRRRDebiasesSanitizedLabels(t *testing.T) {
 	}
 	raw := median("--epsilon", "inf", "--naive") // the default on a sanitized file is the debiased fit
 	deb := median("--epsilon", "1", "--method", "rrr")
-	truth, e, code := run(t, "fit", "km", "--input", dir+"/in.csv", "--cohorts", "A,B", "--epsilon", "inf")
-	if code != 0 {
-		t.Fatal(e)
-	}
+	truth := runOK(t, "fit", "km", "--input", dir+"/in.csv", "--cohorts", "A,B", "--epsilon", "inf")
 	var tr struct {
 		Cohorts []struct {
 			Median float64 `json:"median"`

@@ -44,11 +44,8 @@ func TestFitWeibullSmallSampleFlagged(t *testing.T) {
 // rule on its own interval.)
 func TestFitDiscreteNoiseFlagged(t *testing.T) {
 	lung := datasets.Path(t, "lung_tte.csv")
-	o, e, code := run(t, "fit", "discrete", "--input", lung, "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100",
+	o := runOK(t, "fit", "discrete", "--input", lung, "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100",
 		"--covariates", "age,ph.ecog", "--centre", "62,1", "--scale", "40,4", "--intervals", "20", "--method", "output")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e)
-	}
 	got := decodeOut[lowInfoOut](t, o)
 	if got.LowInformation == nil || !*got.LowInformation || !strings.Contains(*got.LowInformationReason, "noise dominates") {
 		t.Fatalf("low_information %v, reason %v; want flagged\n%s", got.LowInformation, got.LowInformationReason, o)
@@ -58,10 +55,7 @@ func TestFitDiscreteNoiseFlagged(t *testing.T) {
 // A private KM cohort of a handful of records is flagged with a reason.
 func TestFitKMLowInformationReason(t *testing.T) {
 	lung := datasets.Path(t, "lung_tte.csv")
-	o, e, code := run(t, "fit", "km", "--input", lung, "--epsilon", "0.05", "--cohorts", "1,2", "--time-max", "1100")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e)
-	}
+	o := runOK(t, "fit", "km", "--input", lung, "--epsilon", "0.05", "--cohorts", "1,2", "--time-max", "1100")
 	type kmLow struct {
 		Cohorts []struct {
 			LowInformation       bool    `json:"low_information"`

@@ -248,10 +248,7 @@ func TestPlotCommand(t *testing.T) {
 		{"np", []string{"--epsilon", "inf"}},
 		{"p", []string{"--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100"}},
 	} {
-		o, e, code := run(t, append([]string{"fit", "km", "--input", lung}, tc.args...)...)
-		if code != 0 {
-			t.Fatalf("fit: %s", e)
-		}
+		o := runOK(t, append([]string{"fit", "km", "--input", lung}, tc.args...)...)
 		js := filepath.Join(dir, tc.name+".json")
 		if err := os.WriteFile(js, []byte(o), 0o644); err != nil {
 			t.Fatal(err)
@@ -405,10 +402,7 @@ func TestFitDiscretePlot(t *testing.T) {
 		{"p.png", []string{"--epsilon", "2", "--time-max", "1100"}},
 	} {
 		p := filepath.Join(dir, tc.name)
-		o, e, code := run(t, append(append(append([]string(nil), base...), "--plot", p), tc.args...)...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", tc.name, code, e)
-		}
+		o := runOK(t, append(append(append([]string(nil), base...), "--plot", p), tc.args...)...)
 		checkFigureFile(t, p)
 		var res regression.DiscreteResult
 		if err := json.Unmarshal([]byte(o), &res); err != nil {
