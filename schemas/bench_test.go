@@ -42,37 +42,39 @@ func benchInput(b *testing.B, n, badEvery int, mem memory.Allocator) arrow.Recor
 	return rec
 }
 
-// BenchmarkValidateIPC: decode + validate one 1000-row IPC message.
-func BenchmarkValidateIPC(b *testing.B) {
+// benchBadEvery runs body, for every bad-th row invalid (0: none, and 100),
+// on a fresh validator and a 1000-row input of benchInput.
+func benchBadEvery(b *testing.B, body func(b *testing.B, v *Validator, rec arrow.Record, mem memory.Allocator)) {
 	for _, bad := range []int{0, 100} {
 		b.Run(fmt.Sprintf("bad_every_%d", bad), func(b *testing.B) {
 			mem := memory.NewGoAllocator()
 			v := newTestValidator(b, testSpec(), mem)
 			rec := benchInput(b, 1000, bad, mem)
 			defer rec.Release()
-			data, err := arrowipc.Encode(rec, mem)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			benchRows(b, int(rec.NumRows()), func() (arrow.Record, []DeadLetter) { return v.DecodeIPC(data) })
+			body(b, v, rec, mem)
 		})
 	}
 }
 
+// BenchmarkValidateIPC: decode + validate one 1000-row IPC message.
+func BenchmarkValidateIPC(b *testing.B) {
+	benchBadEvery(b, func(b *testing.B, v *Validator, rec arrow.Record, mem memory.Allocator) {
+		data, err := arrowipc.Encode(rec, mem)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		benchRows(b, int(rec.NumRows()), func() (arrow.Record, []DeadLetter) { return v.DecodeIPC(data) })
+	})
+}
+
 // BenchmarkValidate: validation alone of an already decoded 1000-row record.
 func BenchmarkValidate(b *testing.B) {
-	for _, bad := range []int{0, 100} {
-		b.Run(fmt.Sprintf("bad_every_%d", bad), func(b *testing.B) {
-			mem := memory.NewGoAllocator()
-			v := newTestValidator(b, testSpec(), mem)
-			rec := benchInput(b, 1000, bad, mem)
-			defer rec.Release()
-			b.ReportAllocs()
-			benchRows(b, int(rec.NumRows()), func() (arrow.Record, []DeadLetter) { return v.Validate(rec) })
-		})
-	}
+	benchBadEvery(b, func(b *testing.B, v *Validator, rec arrow.Record, _ memory.Allocator) {
+		b.ReportAllocs()
+		benchRows(b, int(rec.NumRows()), func() (arrow.Record, []DeadLetter) { return v.Validate(rec) })
+	})
 }
 
 func BenchmarkDecodeJSON(b *testing.B) {
