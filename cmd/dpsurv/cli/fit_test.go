@@ -13,6 +13,8 @@ import (
 	"github.com/dpsurv/dpsurv/internal/datasets"
 )
 
+// readGolden reads a CSV file with a header row: one map per row, column
+// name to value.
 func readGolden(t *testing.T, path string) []map[string]string {
 	t.Helper()
 	f, err := os.Open(path)
