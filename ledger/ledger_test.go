@@ -205,11 +205,10 @@ type backendCase struct {
 	open func(t *testing.T) ledger.Backend
 }
 
-func backends(t *testing.T) []backendCase {
+// localBackends are the memory and the file backend.
+func localBackends(t *testing.T) []backendCase {
 	dir := t.TempDir()
 	mem := &ledger.Memory{}
-	_, conn := brokertest.Start(t, broker.Options{Partitions: 1})
-	conn.ClientID = "ledger-test"
 	return []backendCase{
 		{"memory", func(t *testing.T) ledger.Backend { return mem }},
 		{"file", func(t *testing.T) ledger.Backend {
@@ -219,14 +218,20 @@ func backends(t *testing.T) []backendCase {
 			}
 			return b
 		}},
-		{"kafka", func(t *testing.T) ledger.Backend {
-			b, err := kafkaledger.Open(testCtx(t), conn, "dpsurv.ledger", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}},
 	}
+}
+
+// backends are localBackends and the Kafka backend on a test broker.
+func backends(t *testing.T) []backendCase {
+	_, conn := brokertest.Start(t, broker.Options{Partitions: 1})
+	conn.ClientID = "ledger-test"
+	return append(localBackends(t), backendCase{"kafka", func(t *testing.T) ledger.Backend {
+		b, err := kafkaledger.Open(testCtx(t), conn, "dpsurv.ledger", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}})
 }
 
 func TestRestartNeitherRefillsNorRenoises(t *testing.T) {
