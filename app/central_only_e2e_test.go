@@ -29,15 +29,7 @@ func TestCentralOnlyServiceEndToEnd(t *testing.T) {
 			cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour},
 				Params: aggregators.KMParams{BinWidth: 20}}}
 			cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
-			w0 := time.Unix(1_700_002_800, 0).UTC()
-			f := apptest.New(t, cfg, apptest.Timeout(50*time.Second), apptest.FakeClock(w0.Add(time.Minute)))
-			const n = 200
-			produceCohort(f, synth.Options{N: n, Cohorts: cohorts, TimeMax: 400, Seed: 3, IDPrefix: "secret-patient-"}, 50)
-			svc := f.Run()
-			f.WaitFor(30*time.Second, "records counted", func() bool {
-				return svc.Metric("dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
-			})
-			f.Clock.Set(w0.Add(61 * time.Minute))
+			f, svc := runFirstWindow(t, cfg, 200, 3)
 			fit := nextRelease(t, f.Read("fits", "fit-reader"))
 			svc.StopOK()
 			listed := slices.Contains(fit.Public, aggregators.PublicViaSanitized)
@@ -72,6 +64,24 @@ func e2eConfig(brokers []string, name string, cohorts []string, sanitized string
 	cfg.HTTP.Listen = ""
 	cfg.Log.Level = "debug"
 	return cfg
+}
+
+// runFirstWindow runs cfg's service on a fixture whose fake clock is one
+// minute into the hour window starting at 1_700_002_800, feeds it n
+// synthetic records of cfg's cohorts (seed; ids "secret-patient-…",
+// which no log may show), waits until aggregate "km" has counted them all
+// and moves the clock past the window's end: the window is due.
+func runFirstWindow(t *testing.T, cfg app.Config, n int, seed uint64) (*apptest.Fixture, *apptest.Service) {
+	t.Helper()
+	w0 := time.Unix(1_700_002_800, 0).UTC()
+	f := apptest.New(t, cfg, apptest.FakeClock(w0.Add(time.Minute)))
+	produceCohort(f, synth.Options{N: n, Cohorts: cfg.Schema.Cohorts, TimeMax: 400, Seed: seed, IDPrefix: "secret-patient-"}, 50)
+	svc := f.Run()
+	svc.WaitFor(40*time.Second, "records counted", func() bool {
+		return svc.Metric("dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == float64(n)
+	})
+	f.Clock.Set(w0.Add(61 * time.Minute))
+	return f, svc
 }
 
 // produceCohort writes a synthetic cohort to the input topic as Arrow

@@ -207,7 +207,7 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 				t.Error("service not ready after the message")
 			}
 			// Issue 21: a whole-message dead letter counts its rows.
-			if in := pipelinetest.CounterValue(svc.RecordMetrics().RecordsIn); in != float64(20+tc.rows) {
+			if in := pipelinetest.Value(svc.RecordMetrics().RecordsIn); in != float64(20+tc.rows) {
 				t.Errorf("records in %v, want %d (20 good + %d in the bad message)", in, 20+tc.rows, tc.rows)
 			}
 		})
@@ -308,7 +308,7 @@ func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 	dlq := readTopic(t, ctx, cfg.Kafka, cfg.Output.DeadLetterTopic)
 	svc.WaitFor(30*time.Second, "4 failed dead-letter writes", func() bool { return fs.attempts.Load() >= 4 })
 	m := svc.RecordMetrics()
-	if v := pipelinetest.CounterValue(m.DeadLettered.WithLabelValues(schemas.ReasonDuplicateID)); v != 0 {
+	if v := pipelinetest.Value(m.DeadLettered.WithLabelValues(schemas.ReasonDuplicateID)); v != 0 {
 		t.Errorf("dpsurv_records_dead_lettered_total = %v while no dead letter was written", v)
 	}
 	fs.failing.Store(false)
@@ -325,10 +325,10 @@ func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 			t.Errorf("sanitized message from %s written %d times during %d failed dead-letter writes", src, n, fs.attempts.Load())
 		}
 	}
-	if v := pipelinetest.CounterValue(m.DeadLettered.WithLabelValues(schemas.ReasonDuplicateID)); v != 3 {
+	if v := pipelinetest.Value(m.DeadLettered.WithLabelValues(schemas.ReasonDuplicateID)); v != 3 {
 		t.Errorf("dpsurv_records_dead_lettered_total{duplicate_id} = %v, want 3", v)
 	}
-	in, outN, dead := pipelinetest.CounterValue(m.RecordsIn), pipelinetest.CounterValue(m.RecordsOut), pipelinetest.CounterValue(m.DeadLetterRows)
+	in, outN, dead := pipelinetest.Value(m.RecordsIn), pipelinetest.Value(m.RecordsOut), pipelinetest.Value(m.DeadLetterRows)
 	if in != 33 || outN != 30 || dead != 3 {
 		t.Errorf("records in %v, out %v, dead-lettered %v; want 33 = 30 + 3", in, outN, dead)
 	}

@@ -7,22 +7,12 @@ import (
 
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/sources"
 )
-
-func gaugeValue(g prometheus.Gauge) float64 {
-	var m dto.Metric
-	if err := g.Write(&m); err != nil {
-		return -1
-	}
-	return m.GetGauge().GetValue()
-}
 
 // Defect 5: a partition held by a group member that does not consume it
 // (hung, or a broker-side stall) left the live replica reporting ready=1
@@ -78,11 +68,11 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	// partition, not ready.
 	svc.WaitFor(30*time.Second, "lag of the held partition only, one stalled partition and not ready", func() bool {
 		m := svc.Metrics()
-		lag := gaugeValue(m.ConsumerLag)
-		return lag > 0 && lag < float64(len(msgs)) && gaugeValue(m.StalledPartitions) == 1 && !svc.Ready()
+		lag := pipelinetest.Value(m.ConsumerLag)
+		return lag > 0 && lag < float64(len(msgs)) && pipelinetest.Value(m.StalledPartitions) == 1 && !svc.Ready()
 	})
 	t.Logf("with one partition held and not consumed: consumer_lag %v, stalled %v, ready %v, acked %d, commit errors %v",
-		gaugeValue(svc.Metrics().ConsumerLag), gaugeValue(svc.Metrics().StalledPartitions), svc.Ready(), svc.Acked(), pipelinetest.CounterValue(svc.Metrics().CommitErrors))
+		pipelinetest.Value(svc.Metrics().ConsumerLag), pipelinetest.Value(svc.Metrics().StalledPartitions), svc.Ready(), svc.Acked(), pipelinetest.Value(svc.Metrics().CommitErrors))
 	if st, err := kafkaconn.DescribeGroup(ctx, cfg.Kafka, cfg.Input.GroupID, cfg.Input.Topic); err == nil {
 		t.Logf("group: %+v", st)
 	}
@@ -97,7 +87,7 @@ func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
 	// them are committed.
 	svc.WaitFor(60*time.Second, "every message consumed, lag 0 and ready again", func() bool {
 		m := svc.Metrics()
-		return svc.Acked() >= int64(len(msgs)) && gaugeValue(m.ConsumerLag) == 0 && gaugeValue(m.StalledPartitions) == 0 && svc.Ready()
+		return svc.Acked() >= int64(len(msgs)) && pipelinetest.Value(m.ConsumerLag) == 0 && pipelinetest.Value(m.StalledPartitions) == 0 && svc.Ready()
 	})
 	t.Logf("after the stuck member left: all consumed and ready in %v", time.Since(start).Round(100*time.Millisecond))
 }

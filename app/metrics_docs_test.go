@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/app/apptest"
 )
 
 // docMetric matches a metric name in the documents.
@@ -63,10 +64,7 @@ func documentedMetrics(t *testing.T) (anywhere, table map[string]bool) {
 // increment, and five exported metrics were undocumented).
 func TestEveryDocumentedMetricExportedAtStart(t *testing.T) {
 	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "prf.key")
-	if err := os.WriteFile(keyFile, []byte(strings.Repeat("5a", 32)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := apptest.KeyFile(t)
 	cfg, err := app.ParseConfig([]byte(`
 kafka: {brokers: ["127.0.0.1:1"]}
 input: {topic: in}

@@ -72,11 +72,7 @@ func TestSanitizerOnLibrdkafkaMockCluster(t *testing.T) {
 	logs := &apptest.Logs{}
 	reg := prometheus.NewRegistry()
 	svc := apptest.RunService(t, ctx, &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: logs.Logger(), Mem: mem, Registry: reg})
-	defer func() {
-		if err := svc.Stop(); err != nil {
-			t.Errorf("service: %v", err)
-		}
-	}()
+	defer svc.StopOK()
 
 	if !harness.WaitFor(ctx, 30*time.Second, func() bool { return strings.Contains(logs.String(), `"create_topics":["out"]`) }) {
 		t.Fatalf("the service never said it needs topic out:\n%s", tail(logs.String(), 30))

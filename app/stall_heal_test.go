@@ -84,7 +84,7 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 			if role != app.RoleInput {
 				return s
 			}
-			st := &stallPartition{Source: s, partition: 1, released: func() bool { return pipelinetest.CounterValue(svc.Metrics().ReaderRestarts) > 0 }}
+			st := &stallPartition{Source: s, partition: 1, released: func() bool { return pipelinetest.Value(svc.Metrics().ReaderRestarts) > 0 }}
 			wrapped.Store(st)
 			return st
 		}, nil)
@@ -96,16 +96,16 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 	})
 	svc.WaitFor(40*time.Second, "a reader restart, then both partitions committed to their end, nothing stalled, ready", func() bool {
 		m := svc.Metrics()
-		if pipelinetest.CounterValue(m.ReaderRestarts) < 1 || gaugeValue(m.StalledPartitions) != 0 || !svc.Ready() {
+		if pipelinetest.Value(m.ReaderRestarts) < 1 || pipelinetest.Value(m.StalledPartitions) != 0 || !svc.Ready() {
 			return false
 		}
 		return committedToEnd(ctx, cfg)
 	})
-	if n := pipelinetest.CounterValue(svc.Metrics().ReaderRestarts); n != 1 {
+	if n := pipelinetest.Value(svc.Metrics().ReaderRestarts); n != 1 {
 		t.Errorf("dpsurv_reader_restarts_total = %v, want 1", n)
 	}
 	t.Logf("partition 1 held (%d messages never committed); recovered by %v reader restart(s), all committed %v after start; %d messages acknowledged (the held ones twice)",
-		wrapped.Load().held.Load(), pipelinetest.CounterValue(svc.Metrics().ReaderRestarts), time.Since(start).Round(100*time.Millisecond), svc.Acked())
+		wrapped.Load().held.Load(), pipelinetest.Value(svc.Metrics().ReaderRestarts), time.Since(start).Round(100*time.Millisecond), svc.Acked())
 }
 
 // joinAndVanish sends a JoinGroup for group on a raw connection and
@@ -192,11 +192,11 @@ func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 	if zombie == "" {
 		t.Fatal("kfake expired the dead member in 8 of 8 attempts: the broker behaviour this test covers is gone (see docs/operations.md, Stalls that looked healthy)")
 	}
-	restarts := pipelinetest.CounterValue(svc.Metrics().ReaderRestarts)
+	restarts := pipelinetest.Value(svc.Metrics().ReaderRestarts)
 	start := time.Now()
 	f.Produce(cfg.Input.Topic, batch("b"))
 	svc.WaitFor(60*time.Second, "a reader restart, the dead member dropped and every partition committed to its end", func() bool {
-		if pipelinetest.CounterValue(svc.Metrics().ReaderRestarts) <= restarts || gaugeValue(svc.Metrics().StalledPartitions) != 0 || !svc.Ready() {
+		if pipelinetest.Value(svc.Metrics().ReaderRestarts) <= restarts || pipelinetest.Value(svc.Metrics().StalledPartitions) != 0 || !svc.Ready() {
 			return false
 		}
 		return committedToEnd(ctx, cfg)
@@ -208,5 +208,5 @@ func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
 		}
 	}
 	t.Logf("recovered %v after the new messages (stall timeout %v): %v reader restart(s), group %+v",
-		time.Since(start).Round(100*time.Millisecond), cfg.Input.StallTimeout, pipelinetest.CounterValue(svc.Metrics().ReaderRestarts)-restarts, st)
+		time.Since(start).Round(100*time.Millisecond), cfg.Input.StallTimeout, pipelinetest.Value(svc.Metrics().ReaderRestarts)-restarts, st)
 }

@@ -2,25 +2,15 @@ package app_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/app/apptest"
-	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/broker/brokertest"
-	"github.com/dpsurv/dpsurv/kafkaconn"
-	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/synth"
 )
 
 // Issue 22: the running service publishes the per-patient privacy statement
@@ -33,14 +23,8 @@ import (
 func TestStatementPublishedOnFitTopic(t *testing.T) {
 	for _, sanitized := range []string{"out", ""} {
 		t.Run("sanitized_topic="+sanitized, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			logs := &apptest.Logs{}
-			log := logs.Logger()
-			cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			cohorts := []string{"A", "B"}
-			cfg := e2eConfig(cl.Addrs(), "statement-e2e", cohorts, sanitized)
+			cfg := e2eConfig(nil, "statement-e2e", cohorts, sanitized)
 			cfg.Aggregators = []app.AggregatorConfig{
 				{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.KMParams{BinWidth: 20}},
 				{Name: "cum", Kind: "km", Epsilon: 0.5, Window: app.WindowConfig{Size: time.Hour, Cumulative: true, Horizon: 4},
@@ -48,47 +32,13 @@ func TestStatementPublishedOnFitTopic(t *testing.T) {
 			}
 			cfg.Ledger = app.LedgerConfig{File: filepath.Join(t.TempDir(), "ledger.jsonl"), Budget: map[string]float64{"stream": 10},
 				CheckpointInterval: time.Hour}
-			if err := cfg.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{"in": 1}, nil); err != nil {
-				t.Fatal(err)
-			}
-			const n = 100
-			d, err := synth.Generate(synth.Options{N: n, Cohorts: cohorts, TimeMax: 400, Seed: 5, IDPrefix: "secret-patient-"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs, err := harness.Messages(cfg.Spec(), d, 50, mem)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := harness.Produce(ctx, cfg.Kafka, "in", msgs, log); err != nil {
-				t.Fatal(err)
-			}
-			w0 := time.Unix(1_700_002_800, 0).UTC()
-			clock := apptest.NewClock(w0.Add(time.Minute))
-			reg := prometheus.NewRegistry()
-			svc := apptest.RunService(t, ctx, &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock,
-				AggregatorTick: 20 * time.Millisecond})
+			f, svc := runFirstWindow(t, cfg, 100, 5)
 			defer func() {
-				if err := svc.Stop(); err != nil {
-					t.Errorf("run: %v", err)
-				}
-				mem.AssertSize(t, 0)
+				svc.StopOK()
+				f.Mem.AssertSize(t, 0)
 			}()
-			if !harness.WaitFor(ctx, 40*time.Second, func() bool {
-				return apptest.Metric(reg, "dpsurv_aggregator_records_total", map[string]string{"aggregate": "km"}) == n
-			}) {
-				t.Fatalf("records not counted\n%s", logs.Tail())
-			}
-			clock.Set(w0.Add(61 * time.Minute))
-
-			col, err := harness.NewCollector(cfg.Kafka, "fits", "statement-reader", log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer col.Close()
+			cfg = f.Config
+			fits := f.Read("fits", "statement-reader")
 			// read until a statement and a release of each aggregate; keep
 			// the order
 			var order []string
@@ -97,11 +47,7 @@ func TestStatementPublishedOnFitTopic(t *testing.T) {
 			next := func(until func() bool) {
 				t.Helper()
 				for !until() {
-					ms, err := col.Next(ctx)
-					if err != nil {
-						t.Fatalf("read the fit topic: %v (order %v)\n%s", err, order, logs.Tail())
-					}
-					for _, m := range ms {
+					for _, m := range fits.Next() {
 						order = append(order, string(m.Key))
 						if schemas.IsPatientStatementKey(m.Key) {
 							statements = append(statements, m.Value)
@@ -138,7 +84,7 @@ func TestStatementPublishedOnFitTopic(t *testing.T) {
 			if doc.Statement.CentralCap == nil || *doc.Statement.CentralCap != 20 {
 				t.Errorf("after the reload the central cap is %v, want 20", doc.Statement.CentralCap)
 			}
-			if strings.Contains(logs.String(), "secret-patient") {
+			if strings.Contains(f.Logs.String(), "secret-patient") {
 				t.Fatal("logs contain raw record ids")
 			}
 		})

@@ -97,11 +97,7 @@ func runTxnScenario(t *testing.T, cfg app.Config, p txnPayloads, mem memory.Allo
 
 	reg := prometheus.NewRegistry()
 	svc := apptest.RunService(t, ctx, &app.Service{Config: cfg, Key: bytes.Repeat([]byte{7}, 32), Log: zaptest.NewLogger(t), Mem: mem, Registry: reg})
-	defer func() {
-		if err := svc.Stop(); err != nil {
-			t.Errorf("service: %v", err)
-		}
-	}()
+	defer svc.StopOK()
 
 	var lag []kafkaconn.PartitionLag
 	ok := harness.WaitFor(ctx, 60*time.Second, func() bool {

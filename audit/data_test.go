@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -11,20 +10,12 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/schemas/schemastest"
 )
-
-func writeFile(t *testing.T, name, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func TestScanLabelsAndReadFile(t *testing.T) {
 	csv := "pid,days,status,grp\n1,10,1,10\n2,3.4,0,2\n3,7,1,1\n4,x,1,2\n"
-	p := writeFile(t, "in.csv", csv)
+	p := schemastest.WriteFile(t, "in.csv", csv)
 	labels, err := ScanLabels(p, "grp")
 	if err != nil {
 		t.Fatal(err)
@@ -32,10 +23,10 @@ func TestScanLabelsAndReadFile(t *testing.T) {
 	if !reflect.DeepEqual(labels, []string{"1", "2", "10"}) {
 		t.Errorf("labels %v, want numeric order", labels)
 	}
-	if l, _ := ScanLabels(writeFile(t, "s.csv", "cohort\nb\na\nb\n"), "cohort"); !reflect.DeepEqual(l, []string{"a", "b"}) {
+	if l, _ := ScanLabels(schemastest.WriteFile(t, "s.csv", "cohort\nb\na\nb\n"), "cohort"); !reflect.DeepEqual(l, []string{"a", "b"}) {
 		t.Errorf("string labels %v", l)
 	}
-	if l, _ := ScanLabels(writeFile(t, "s.jsonl", `{"cohort":"b"}`+"\n"+`{"cohort":3}`+"\n"), "cohort"); !reflect.DeepEqual(l, []string{"3", "b"}) {
+	if l, _ := ScanLabels(schemastest.WriteFile(t, "s.jsonl", `{"cohort":"b"}`+"\n"+`{"cohort":3}`+"\n"), "cohort"); !reflect.DeepEqual(l, []string{"3", "b"}) {
 		t.Errorf("json labels %v", l)
 	}
 	if _, err := ScanLabels(p, "nope"); err == nil {
@@ -98,7 +89,7 @@ func TestArrowFieldMetadata(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := ArrowFieldMetadata(writeFile(t, "bad.arrow", "ARROW1 not really"), "days"); err == nil {
+	if _, _, err := ArrowFieldMetadata(schemastest.WriteFile(t, "bad.arrow", "ARROW1 not really"), "days"); err == nil {
 		t.Error("corrupt file accepted")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/dpsurv/dpsurv/files"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/schemas/schemastest"
 )
 
 // checkedValidator is a validator over a checked allocator that must be
@@ -34,15 +35,6 @@ func checkedValidator(t *testing.T) (*schemas.Validator, *memory.CheckedAllocato
 	return v, mem
 }
 
-func writeFile(t *testing.T, name, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // Rows:        0 good, 1 unknown cohort | 2 good, 3 duplicate of 0 | 4 good.
 const fiveRows = "id,time,event,cohort\np1,5,1,a\np2,6,0,zz\np3,7,1,b\np1,8,1,a\np5,9,0,b\n"
 
@@ -52,7 +44,7 @@ const fiveRows = "id,time,event,cohort\np1,5,1,a\np2,6,0,zz\np3,7,1,b\np1,8,1,a\
 // end of input comes only once every batch is acknowledged.
 func TestSourceBatchesDecodeAndEnd(t *testing.T) {
 	v, _ := checkedValidator(t)
-	src, err := files.NewSource(writeFile(t, "in.csv", fiveRows), v, 2)
+	src, err := files.NewSource(schemastest.WriteFile(t, "in.csv", fiveRows), v, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +124,7 @@ func TestSourceErrors(t *testing.T) {
 // checked allocator ends empty).
 func TestSourceCloseReleases(t *testing.T) {
 	v, _ := checkedValidator(t)
-	src, err := files.NewSource(writeFile(t, "in.csv", fiveRows), v, 1)
+	src, err := files.NewSource(schemastest.WriteFile(t, "in.csv", fiveRows), v, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(brokertest.RunWithLeakCheck(m)) }
@@ -204,11 +205,10 @@ type backendCase struct {
 	open func(t *testing.T) ledger.Backend
 }
 
-func backends(t *testing.T) []backendCase {
+// localBackends are the memory and the file backend.
+func localBackends(t *testing.T) []backendCase {
 	dir := t.TempDir()
 	mem := &ledger.Memory{}
-	_, conn := brokertest.Start(t, broker.Options{Partitions: 1})
-	conn.ClientID = "ledger-test"
 	return []backendCase{
 		{"memory", func(t *testing.T) ledger.Backend { return mem }},
 		{"file", func(t *testing.T) ledger.Backend {
@@ -218,14 +218,20 @@ func backends(t *testing.T) []backendCase {
 			}
 			return b
 		}},
-		{"kafka", func(t *testing.T) ledger.Backend {
-			b, err := kafkaledger.Open(testCtx(t), conn, "dpsurv.ledger", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}},
 	}
+}
+
+// backends are localBackends and the Kafka backend on a test broker.
+func backends(t *testing.T) []backendCase {
+	_, conn := brokertest.Start(t, broker.Options{Partitions: 1})
+	conn.ClientID = "ledger-test"
+	return append(localBackends(t), backendCase{"kafka", func(t *testing.T) ledger.Backend {
+		b, err := kafkaledger.Open(testCtx(t), conn, "dpsurv.ledger", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}})
 }
 
 func TestRestartNeitherRefillsNorRenoises(t *testing.T) {
@@ -363,46 +369,15 @@ func TestBudgetMetrics(t *testing.T) {
 		{"dpsurv_privacy_budget_spent", 0.5},
 	}
 	for _, c := range checks {
-		if got := streamValue(t, reg, c.name); got != c.want {
+		if got := pipelinetest.Metric(reg, c.name, map[string]string{"scope": "stream"}); got != c.want {
 			t.Errorf("%s{scope=stream} = %v, want %v", c.name, got, c.want)
 		}
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	charges, replays, refusals := pipelinetest.Metric(reg, "dpsurv_ledger_charges_total", nil),
+		pipelinetest.Metric(reg, "dpsurv_ledger_replays_total", nil), pipelinetest.Metric(reg, "dpsurv_ledger_refusals_total", nil)
+	if charges != 1 || replays != 1 || refusals != 1 {
+		t.Fatalf("%v charges, %v replays, %v refusals; want one of each", charges, replays, refusals)
 	}
-	counters := map[string]float64{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			counters[mf.GetName()] += m.GetCounter().GetValue()
-		}
-	}
-	if counters["dpsurv_ledger_replays_total"] != 1 || counters["dpsurv_ledger_refusals_total"] != 1 || counters["dpsurv_ledger_charges_total"] != 1 {
-		t.Fatalf("counters %v, want one charge, one replay, one refusal", counters)
-	}
-}
-
-// streamValue returns the value of name{scope="stream"}.
-func streamValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "scope" && lp.GetValue() == "stream" {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("metric %s{scope=stream} missing", name)
-	return 0
 }
 
 func TestStateStores(t *testing.T) {
@@ -473,7 +448,7 @@ func TestReopenOnTheSameRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := streamValue(t, reg, "dpsurv_privacy_budget_remaining"); got != 1 {
+	if got := pipelinetest.Metric(reg, "dpsurv_privacy_budget_remaining", map[string]string{"scope": "stream"}); got != 1 {
 		t.Fatalf("remaining after reopen = %v, want 1", got)
 	}
 }

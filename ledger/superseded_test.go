@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"bytes"
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/ledger"
@@ -16,18 +15,7 @@ import (
 // before, it was charged its Epsilon, 0). The first value stays the release,
 // and the charge survives a restart on the memory and file backends.
 func TestSupersededCumulativeValueChargedAtHorizonEpsilon(t *testing.T) {
-	dir := t.TempDir()
-	mem := &ledger.Memory{}
-	for _, bc := range []backendCase{
-		{"memory", func(t *testing.T) ledger.Backend { return mem }},
-		{"file", func(t *testing.T) ledger.Backend {
-			b, err := ledger.OpenFile(filepath.Join(dir, "ledger.jsonl"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}},
-	} {
+	for _, bc := range localBackends(t) {
 		t.Run(bc.name, func(t *testing.T) {
 			budget := map[string]float64{"stream": 10}
 			scopes := []string{"stream", "aggregate:cum"}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/broker"
@@ -20,6 +19,7 @@ import (
 	"github.com/dpsurv/dpsurv/ops"
 	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
@@ -103,7 +103,7 @@ func TestOpsSlowSinkBackpressure(t *testing.T) {
 			// waits in the broker.
 			maxLag := 0.0
 			finished := harness.WaitFor(ctx, 40*time.Second, func() bool {
-				maxLag = max(maxLag, opsMetricValue(m.ConsumerLag))
+				maxLag = max(maxLag, pipelinetest.Value(m.ConsumerLag))
 				return st.Acked() >= int64(len(in.msgs))
 			})
 			elapsed := time.Since(start)
@@ -134,7 +134,7 @@ func TestOpsSlowSinkBackpressure(t *testing.T) {
 			if minTime := time.Duration(sk.Writes) * tc.delay; elapsed < minTime {
 				t.Errorf("finished in %v, faster than the sink allows (%v)", elapsed, minTime)
 			}
-			errs := opsMetricValue(m.SinkErrors.WithLabelValues("output"))
+			errs := pipelinetest.Value(m.SinkErrors.WithLabelValues("output"))
 			if tc.failEvery > 0 {
 				if sk.Failures == 0 || res.Duplicates == 0 || int(errs) != sk.Failures {
 					t.Errorf("failures %d, duplicates %d, sink error metric %.0f: want failures, duplicates, and the metric counting them",
@@ -147,16 +147,4 @@ func TestOpsSlowSinkBackpressure(t *testing.T) {
 			mem.AssertSize(t, 0)
 		})
 	}
-}
-
-// opsMetricValue reads a gauge's or counter's current value.
-func opsMetricValue(c prometheus.Metric) float64 {
-	var d dto.Metric
-	if err := c.Write(&d); err != nil {
-		return -1
-	}
-	if g := d.GetGauge(); g != nil {
-		return g.GetValue()
-	}
-	return d.GetCounter().GetValue()
 }

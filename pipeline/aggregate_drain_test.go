@@ -110,7 +110,7 @@ func TestAggregatorRunnerStopPublishesChargedWindow(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(rctx) }()
 	deadline := time.Now().Add(20 * time.Second)
-	for metricValue(t, reg, "dpsurv_aggregator_records_total") < 50 {
+	for pipelinetest.Metric(reg, "dpsurv_aggregator_records_total", nil) < 50 {
 		if time.Now().After(deadline) {
 			t.Fatal("the records were never counted")
 		}
@@ -140,27 +140,4 @@ func TestAggregatorRunnerStopPublishesChargedWindow(t *testing.T) {
 	if p := eng.Pending(); p != 0 {
 		t.Errorf("%d windows pending after the stop, want 0", p)
 	}
-}
-
-// metricValue sums every sample of a counter or gauge.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetCounter() != nil {
-				v += m.GetCounter().GetValue()
-			} else {
-				v += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return v
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 )
 
 // connectLog records, in order, every Connect and the first read.
@@ -111,7 +112,7 @@ func testStreamConnectsSinksThenSource(t *testing.T) {
 	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
 		t.Fatalf("events %q, want them to start with %q", got, want)
 	}
-	if n := memCounter(t, st.Metrics.ReadErrors); n != 3 {
+	if n := pipelinetest.Value(st.Metrics.ReadErrors); n != 3 {
 		t.Errorf("read errors %v, want 3 (two failed connects, one lost connection)", n)
 	}
 }

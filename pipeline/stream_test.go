@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 )
 
 // memSource returns its batches in order, then blocks until ctx ends. It
@@ -187,15 +187,6 @@ func (memFailures) Rejected(src message.Message, r pipeline.Routed) []pipeline.R
 	return []pipeline.Routed{{Route: r.Route, Msg: message.Message{Value: []byte(fmt.Sprint("small:", src.Offset))}, Rows: r.Rows, Reason: "too_large"}}
 }
 
-func memCounter(t *testing.T, c prometheus.Counter) float64 {
-	t.Helper()
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
-}
-
 // runStream starts st.Run and returns a function that cancels it and
 // returns its result (failing the test if it does not end in 20 s).
 func runStream(t *testing.T, st *pipeline.Stream) (stop func() error) {
@@ -295,7 +286,7 @@ func testStreamAcksInOrderAfterOutputs(t *testing.T) {
 	if st.Acked() != n*size {
 		t.Errorf("Acked = %d, want %d", st.Acked(), n*size)
 	}
-	if got := memCounter(t, st.Metrics.MessagesIn); got != n*size {
+	if got := pipelinetest.Value(st.Metrics.MessagesIn); got != n*size {
 		t.Errorf("messages in %v, want %d", got, n*size)
 	}
 }
@@ -391,7 +382,7 @@ func testStreamProcessingErrorIsRouted(t *testing.T) {
 			t.Errorf("failed message %d: %+v, want offset %d and an error containing %q", i, x, 11+i, wantErr[i])
 		}
 	}
-	if got := memCounter(t, st.Metrics.ProcessErrors); got != 3 {
+	if got := pipelinetest.Value(st.Metrics.ProcessErrors); got != 3 {
 		t.Errorf("process errors %v, want 3", got)
 	}
 }
@@ -449,7 +440,7 @@ func testStreamRoutesRejectedAndReportsAcked(t *testing.T) {
 	st = newMemStream(src, &memSink{}, &limitedSink{memSink: &memSink{}, max: 1})
 	st.DrainTimeout = 50 * time.Millisecond
 	stop = runStream(t, st)
-	waitFor(t, "two sink errors", func() bool { return memCounter(t, st.Metrics.SinkErrors.WithLabelValues("dead")) >= 2 })
+	waitFor(t, "two sink errors", func() bool { return pipelinetest.Value(st.Metrics.SinkErrors.WithLabelValues("dead")) >= 2 })
 	if n := len(src.acked()); n != 0 {
 		t.Errorf("%d batches acknowledged with a dead letter never written", n)
 	}
@@ -520,7 +511,7 @@ func TestStreamRetriesOnlyTheFailedSink(t *testing.T) {
 			if okSink.calls != 1 || badSink.calls != 4 {
 				t.Errorf("writes: healthy sink %d, failing sink %d; want 1 and 4", okSink.calls, badSink.calls)
 			}
-			if got := memCounter(t, st.Metrics.SinkErrors.WithLabelValues(tc.failLabel)); got != 3 {
+			if got := pipelinetest.Value(st.Metrics.SinkErrors.WithLabelValues(tc.failLabel)); got != 3 {
 				t.Errorf("sink errors (%s) %v, want 3", tc.failLabel, got)
 			}
 		}))
@@ -616,7 +607,7 @@ func TestStreamReadErrors(t *testing.T) {
 		if err := stop(); err != nil {
 			t.Fatalf("Run = %v, want nil", err)
 		}
-		if got := memCounter(t, st.Metrics.ReadErrors); got != 2 {
+		if got := pipelinetest.Value(st.Metrics.ReadErrors); got != 2 {
 			t.Errorf("read errors %v, want 2", got)
 		}
 		if got := out.values(); len(got) != 4 {
@@ -640,7 +631,7 @@ func TestStreamReadErrors(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("the run did not end (the error was retried)")
 			}
-			if got := memCounter(t, st.Metrics.ReadErrors); got != 0 {
+			if got := pipelinetest.Value(st.Metrics.ReadErrors); got != 0 {
 				t.Errorf("read errors %v, want 0 (not retried)", got)
 			}
 		}))

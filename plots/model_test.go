@@ -1,11 +1,8 @@
 package plots_test
 
 import (
-	"encoding/xml"
 	"fmt"
-	"image/png"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -190,50 +187,14 @@ func TestWritePNGAndSVG(t *testing.T) {
 	if err := fig.Write(p); err != nil {
 		t.Fatal(err)
 	}
-	CheckPNG(t, p)
+	plotstest.CheckPNG(t, p)
 	s := filepath.Join(dir, "f.svg")
 	if err := fig.Write(s); err != nil {
 		t.Fatal(err)
 	}
-	CheckSVG(t, s)
+	plotstest.CheckSVG(t, s)
 	if err := fig.Write(filepath.Join(dir, "f.pdfx")); err == nil {
 		t.Fatal("bad extension accepted")
-	}
-}
-
-// CheckPNG fails t unless path is a PNG at least 1600 px wide.
-func CheckPNG(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if w := img.Bounds().Dx(); w < 1600 {
-		t.Fatalf("%s: %d px wide, want >= 1600", path, w)
-	}
-}
-
-// CheckSVG fails t unless path is well-formed XML with an svg root.
-func CheckSVG(t *testing.T, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var root struct {
-		XMLName xml.Name
-		Width   string `xml:"width,attr"`
-	}
-	if err := xml.Unmarshal(b, &root); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if root.XMLName.Local != "svg" || root.Width == "" {
-		t.Fatalf("%s: root %v width %q", path, root.XMLName, root.Width)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/codecs/arrowipc"
 	"github.com/dpsurv/dpsurv/codecs/arrowipc/arrowipctest"
+	"github.com/dpsurv/dpsurv/internal/benchtest"
 )
 
 // benchInput builds an n-row tte.v1 record (canonical-compatible types);
@@ -42,37 +42,39 @@ func benchInput(b *testing.B, n, badEvery int, mem memory.Allocator) arrow.Recor
 	return rec
 }
 
-// BenchmarkValidateIPC: decode + validate one 1000-row IPC message.
-func BenchmarkValidateIPC(b *testing.B) {
+// benchBadEvery runs body, for every bad-th row invalid (0: none, and 100),
+// on a fresh validator and a 1000-row input of benchInput.
+func benchBadEvery(b *testing.B, body func(b *testing.B, v *Validator, rec arrow.Record, mem memory.Allocator)) {
 	for _, bad := range []int{0, 100} {
 		b.Run(fmt.Sprintf("bad_every_%d", bad), func(b *testing.B) {
 			mem := memory.NewGoAllocator()
 			v := newTestValidator(b, testSpec(), mem)
 			rec := benchInput(b, 1000, bad, mem)
 			defer rec.Release()
-			data, err := arrowipc.Encode(rec, mem)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			benchRows(b, int(rec.NumRows()), func() (arrow.Record, []DeadLetter) { return v.DecodeIPC(data) })
+			body(b, v, rec, mem)
 		})
 	}
 }
 
+// BenchmarkValidateIPC: decode + validate one 1000-row IPC message.
+func BenchmarkValidateIPC(b *testing.B) {
+	benchBadEvery(b, func(b *testing.B, v *Validator, rec arrow.Record, mem memory.Allocator) {
+		data, err := arrowipc.Encode(rec, mem)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		benchRows(b, int(rec.NumRows()), func() (arrow.Record, []DeadLetter) { return v.DecodeIPC(data) })
+	})
+}
+
 // BenchmarkValidate: validation alone of an already decoded 1000-row record.
 func BenchmarkValidate(b *testing.B) {
-	for _, bad := range []int{0, 100} {
-		b.Run(fmt.Sprintf("bad_every_%d", bad), func(b *testing.B) {
-			mem := memory.NewGoAllocator()
-			v := newTestValidator(b, testSpec(), mem)
-			rec := benchInput(b, 1000, bad, mem)
-			defer rec.Release()
-			b.ReportAllocs()
-			benchRows(b, int(rec.NumRows()), func() (arrow.Record, []DeadLetter) { return v.Validate(rec) })
-		})
-	}
+	benchBadEvery(b, func(b *testing.B, v *Validator, rec arrow.Record, _ memory.Allocator) {
+		b.ReportAllocs()
+		benchRows(b, int(rec.NumRows()), func() (arrow.Record, []DeadLetter) { return v.Validate(rec) })
+	})
 }
 
 func BenchmarkDecodeJSON(b *testing.B) {
@@ -173,16 +175,10 @@ func BenchmarkReadFileCSV(b *testing.B) {
 	}
 }
 
-// cpuSeconds is the process's user + system CPU time: the benchmarks report
-// throughput per CPU second besides wall time, since the machine they run
-// on is shared.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
-}
+// cpuSeconds is the process's user + system CPU time in seconds: the
+// benchmarks report throughput per CPU second besides wall time, since the
+// machine they run on is shared.
+func cpuSeconds() float64 { return float64(benchtest.ProcessCPU()) / 1e9 }
 
 // BenchmarkReadFileArrow: a 200,000-row Arrow IPC file (tte.v1, one
 // covariate, 8 batches). "load": reading the file and loading its record
@@ -265,19 +261,12 @@ func loadArrow(f *os.File, _ int64, zc bool) (int, error) {
 // cohorts A,B,C and covariates age,female,bmi), to compare with other
 // readers of the same file.
 func BenchmarkReadTableCSVFile(b *testing.B) {
-	path := os.Getenv("DPSURV_BENCH_CSV")
-	if path == "" {
-		b.Skip("set DPSURV_BENCH_CSV to a CSV file written by dpsurv gen --covariates 3")
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
+	path, size := benchtest.CSVFile(b)
 	v, err := NewValidator(Spec{Cohorts: []string{"A", "B", "C"}, TimeUnit: "days", Covariates: []string{"age", "female", "bmi"}}, memory.NewGoAllocator())
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(fi.Size())
+	b.SetBytes(size)
 	b.ReportAllocs()
 	cpu0 := cpuSeconds()
 	for b.Loop() {
@@ -286,5 +275,5 @@ func BenchmarkReadTableCSVFile(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(fi.Size())*float64(b.N)/1e6/(cpuSeconds()-cpu0), "MB/cpu-s")
+	b.ReportMetric(float64(size)*float64(b.N)/1e6/(cpuSeconds()-cpu0), "MB/cpu-s")
 }

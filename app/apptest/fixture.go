@@ -3,7 +3,8 @@ package apptest
 import (
 	"bytes"
 	"context"
-	"math"
+	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 	"github.com/dpsurv/dpsurv/sinks"
 	"github.com/dpsurv/dpsurv/sources"
 )
@@ -315,36 +317,10 @@ func (r *Reader) Next() []message.Message {
 }
 
 // Metric is the sum of reg's series of the named counter or gauge whose
-// labels include labels (NaN when reg cannot be gathered).
+// labels include labels (NaN when reg cannot be gathered):
+// pipelinetest.Metric, here for the fixture's users.
 func Metric(reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	mfs, err := reg.Gather()
-	if err != nil {
-		return math.NaN()
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue next
-				}
-			}
-			if m.GetCounter() != nil {
-				sum += m.GetCounter().GetValue()
-			} else {
-				sum += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
+	return pipelinetest.Metric(reg, name, labels)
 }
 
 // Clock is a settable aggregators.Clock.
@@ -384,6 +360,18 @@ func (l *Logs) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// Lines are the JSON log lines logged so far whose msg is msg.
+func (l *Logs) Lines(msg string) []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(l.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Tail is the last 3000 bytes logged, for a failure message.

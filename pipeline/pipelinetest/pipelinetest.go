@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -133,11 +134,48 @@ type DeadLetterJSON struct {
 	Source    map[string]any `json:"source"`
 }
 
-// CounterValue is c's value (-1 if it cannot be read).
-func CounterValue(c prometheus.Counter) float64 {
+// Metric is the sum of the series of the named counter or gauge in reg
+// whose labels include labels (nil: every series); NaN when reg cannot be
+// gathered.
+func Metric(reg prometheus.Gatherer, name string, labels map[string]string) float64 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return math.NaN()
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue next
+				}
+			}
+			if m.GetCounter() != nil {
+				sum += m.GetCounter().GetValue()
+			} else {
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// Value is the value of a counter or gauge (-1 if it cannot be read).
+func Value(c prometheus.Metric) float64 {
 	var m dto.Metric
 	if err := c.Write(&m); err != nil {
 		return -1
+	}
+	if g := m.GetGauge(); g != nil {
+		return g.GetValue()
 	}
 	return m.GetCounter().GetValue()
 }

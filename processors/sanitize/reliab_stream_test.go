@@ -128,7 +128,7 @@ func TestStreamTooLargeForTheBrokerIsDeadLettered(t *testing.T) {
 	if reasons[sanitize.ReasonOutputTooLarge] != 2000 || reasons[schemas.ReasonUndecodable] != 1 || len(out.msgs) != 0 {
 		t.Errorf("dead letters by reason %v, outputs %d; want 2000 output_too_large rows and 1 undecodable", reasons, len(out.msgs))
 	}
-	in, o, d := pipelinetest.CounterValue(m.RecordsIn), pipelinetest.CounterValue(m.RecordsOut), pipelinetest.CounterValue(m.DeadLetterRows)
+	in, o, d := pipelinetest.Value(m.RecordsIn), pipelinetest.Value(m.RecordsOut), pipelinetest.Value(m.DeadLetterRows)
 	if in != 2000 || o != 0 || d != 2000 {
 		t.Errorf("records in %v, out %v, dead-letter rows %v", in, o, d)
 	}

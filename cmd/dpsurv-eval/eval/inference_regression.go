@@ -2,7 +2,6 @@ package eval
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -35,8 +34,7 @@ var paper000Table2 = struct {
 }
 
 func runInferenceRegression(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("inference-regression", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("inference-regression", stderr)
 	write := fs.String("write", "", "replace the generated block of this markdown file (default: print to stdout)")
 	records := fs.Int("records", 50000, "records per data set (newton, output, objective, MLE)")
 	psgldRecords := fs.Int("psgld-records", 20000, "records per data set of pSGLD (its chain costs seconds per release)")

@@ -226,6 +226,34 @@ func kmRow(h *km.Histogram, ex []kmExact, m kmMethod, eps float64, reps int, src
 	return st, total, nil
 }
 
+// kmSweep writes the bin-width sweep table of method m (under head and
+// sep), its releases drawing from src: per width, the binning-only
+// reference and each budget's mean sup / mean coverage.
+func kmSweep(w io.Writer, d *fitsData, ex []kmExact, cfg kmEvalConfig, m kmMethod, src dp.Source, head, sep string) error {
+	fmt.Fprintln(w, head)
+	fmt.Fprintln(w, sep)
+	for _, bw := range cfg.sweepWidths {
+		hs, err := kmHistogram(d, bw, cfg.timeMax)
+		if err != nil {
+			return fmt.Errorf("sweep: %w", err)
+		}
+		ref, _, err := kmRow(hs, ex, m, math.Inf(1), 1, nil)
+		if err != nil {
+			return fmt.Errorf("sweep: %w", err)
+		}
+		line := fmt.Sprintf("| %g | %d | %s / %s |", bw, hs.Bins, fitsFmt(fitsMean(ref.sup)), fitsFmt(fitsMean(ref.cover)))
+		for _, eps := range cfg.eps {
+			st, _, err := kmRow(hs, ex, m, eps, cfg.sweepReps, src)
+			if err != nil {
+				return fmt.Errorf("sweep: %w", err)
+			}
+			line += fmt.Sprintf(" %s / %s |", fitsFmt(fitsMean(st.sup)), fitsFmt(fitsMean(st.cover)))
+		}
+		fmt.Fprintln(w, line)
+	}
+	return nil
+}
+
 func kmEvaluate(w io.Writer, d *fitsData, cfg kmEvalConfig, command string) error {
 	ex, err := kmExactCurves(d, cfg.timeMax)
 	if err != nil {
@@ -282,48 +310,12 @@ func kmEvaluate(w io.Writer, d *fitsData, cfg kmEvalConfig, command string) erro
 			head += fmt.Sprintf(" ε = %s |", fitsEpsLabel(eps))
 			sep += "---|"
 		}
-		fmt.Fprintln(w, head)
-		fmt.Fprintln(w, sep)
-		for _, bw := range cfg.sweepWidths {
-			hs, err := kmHistogram(d, bw, cfg.timeMax)
-			if err != nil {
-				return fmt.Errorf("sweep: %w", err)
-			}
-			ref, _, err := kmRow(hs, ex, kmMethods[0], math.Inf(1), 1, nil)
-			if err != nil {
-				return fmt.Errorf("sweep: %w", err)
-			}
-			line := fmt.Sprintf("| %g | %d | %s / %s |", bw, hs.Bins, fitsFmt(fitsMean(ref.sup)), fitsFmt(fitsMean(ref.cover)))
-			for _, eps := range cfg.eps {
-				st, _, err := kmRow(hs, ex, kmMethods[0], eps, cfg.sweepReps, src)
-				if err != nil {
-					return fmt.Errorf("sweep: %w", err)
-				}
-				line += fmt.Sprintf(" %s / %s |", fitsFmt(fitsMean(st.sup)), fitsFmt(fitsMean(st.cover)))
-			}
-			fmt.Fprintln(w, line)
+		if err := kmSweep(w, d, ex, cfg, kmMethods[0], src, head, sep); err != nil {
+			return err
 		}
 		fmt.Fprintf(w, "\nThe same sweep for hierarchical-histogram KM (its own stream, seed + 1000, continued from the main table):\n\n")
-		fmt.Fprintln(w, head)
-		fmt.Fprintln(w, sep)
-		for _, bw := range cfg.sweepWidths {
-			hs, err := kmHistogram(d, bw, cfg.timeMax)
-			if err != nil {
-				return fmt.Errorf("sweep: %w", err)
-			}
-			ref, _, err := kmRow(hs, ex, kmHierarchical, math.Inf(1), 1, nil)
-			if err != nil {
-				return fmt.Errorf("sweep: %w", err)
-			}
-			line := fmt.Sprintf("| %g | %d | %s / %s |", bw, hs.Bins, fitsFmt(fitsMean(ref.sup)), fitsFmt(fitsMean(ref.cover)))
-			for _, eps := range cfg.eps {
-				st, _, err := kmRow(hs, ex, kmHierarchical, eps, cfg.sweepReps, own)
-				if err != nil {
-					return fmt.Errorf("sweep: %w", err)
-				}
-				line += fmt.Sprintf(" %s / %s |", fitsFmt(fitsMean(st.sup)), fitsFmt(fitsMean(st.cover)))
-			}
-			fmt.Fprintln(w, line)
+		if err := kmSweep(w, d, ex, cfg, kmHierarchical, own, head, sep); err != nil {
+			return err
 		}
 	}
 	if cfg.early > 0 {

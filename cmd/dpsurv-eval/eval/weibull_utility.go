@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-eval/inference"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit/weibull"
 	"github.com/dpsurv/dpsurv/survival"
@@ -77,19 +77,9 @@ func weibullUtility(src dp.Source, c survival.Compressed, cfg weibull.WeibullCon
 				el[r] = math.Abs(f.Scale - refScale)
 			}
 			res.Rows = append(res.Rows, wbUtilityRow{
-				Epsilon: eps, Method: method, MdAEShape: wbMedian(es), MdAEScale: wbMedian(el), Reps: reps,
+				Epsilon: eps, Method: method, MdAEShape: inference.Median(es), MdAEScale: inference.Median(el), Reps: reps,
 			})
 		}
 	}
 	return res, nil
-}
-
-func wbMedian(x []float64) float64 {
-	s := slices.Clone(x)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

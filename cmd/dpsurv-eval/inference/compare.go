@@ -3,7 +3,6 @@ package inference
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/regression"
@@ -107,15 +106,9 @@ func RunCompare(cfg CompareConfig) (CompareCell, error) {
 	if cfg.Records < 2 || cfg.Reps < 1 {
 		return out, fmt.Errorf("regression comparison: records %d and reps %d", cfg.Records, cfg.Reps)
 	}
-	var seed [32]byte
-	for i := 0; i < 8; i++ {
-		seed[i] = byte(cfg.Seed >> (8 * i))
-	}
-	seed[8] = 'c'
-	rng := rand.New(rand.NewChaCha8(seed))
+	rng := worldRand(cfg.Seed, 'c')
 	src := dp.NewSeededSource(cfg.Seed ^ 0xc0a7)
-	beta := []float64{1, -1}
-	alpha := []float64{regressionBaseline, 0, 0}
+	beta, alpha := worldBeta, worldAlpha
 	e := len(alpha)
 	base := regression.DiscreteOptions{Link: cfg.Link, TimeMax: 1, Intervals: regression.DefaultIntervals,
 		Knots: regression.DefaultKnots, Lambda: regression.DefaultLambda}

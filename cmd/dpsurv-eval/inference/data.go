@@ -3,6 +3,7 @@ package inference
 import (
 	"encoding/csv"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sort"
 	"strconv"
@@ -73,4 +74,16 @@ func (d Data) byCohort() [][]int {
 		out[c] = append(out[c], i)
 	}
 	return out
+}
+
+// resample draws len(idx) records with replacement from the records idx of
+// d (one bootstrap sample of a cohort): their times and events.
+func (d Data) resample(rng *rand.Rand, idx []int) ([]float64, []bool) {
+	tt := make([]float64, len(idx))
+	ee := make([]bool, len(idx))
+	for j := range idx {
+		i := idx[rng.IntN(len(idx))]
+		tt[j], ee[j] = d.Time[i], d.Event[i]
+	}
+	return tt, ee
 }

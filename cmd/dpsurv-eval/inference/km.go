@@ -167,11 +167,8 @@ func RunKM(d Data, cfg KMConfig) (KMResult, error) {
 		}
 		boot := make([]survival.KMCurve, k)
 		for c, idx := range groups {
-			tt := make([]float64, len(idx))
-			ee := make([]bool, len(idx))
-			for j := range idx {
-				i := idx[rng.IntN(len(idx))]
-				tt[j], ee[j] = d.Time[i], d.Event[i]
+			tt, ee := d.resample(rng, idx)
+			for j := range tt {
 				if err := h.Add(tt[j], ee[j], c); err != nil {
 					return out, err
 				}

@@ -107,12 +107,31 @@ func (c RegressionCoverage) WaldCoverage() float64 {
 // an event before their censoring).
 const regressionBaseline = -3
 
+// The study world's true coefficients: beta = (1, -1) and, the baseline
+// hazard being constant, the spline baseline's alpha = (regressionBaseline,
+// 0, 0). Read only.
+var (
+	worldBeta  = []float64{1, -1}
+	worldAlpha = []float64{regressionBaseline, 0, 0}
+)
+
+// worldRand is the ChaCha8 stream a regression study draws its worlds
+// from: seeded by seed, with tag telling apart the studies that share it.
+func worldRand(seed uint64, tag byte) *rand.Rand {
+	var key [32]byte
+	for i := 0; i < 8; i++ {
+		key[i] = byte(seed >> (8 * i))
+	}
+	key[8] = tag
+	return rand.New(rand.NewChaCha8(key))
+}
+
 // regressionWorld draws one data set of the study's world with the
 // per-interval hazard g^-1(baseline + beta'x), g the link (logit or
 // cloglog).
 func regressionWorld(rng *rand.Rand, n int, link regression.Link) regression.Data {
 	const q = regression.DefaultIntervals
-	beta := []float64{1, -1}
+	beta := worldBeta
 	h := 1 / math.Sqrt2
 	d := regression.Data{Time: make([]float64, n), Event: make([]bool, n), X: make([][]float64, n)}
 	for i := 0; i < n; i++ {
@@ -143,15 +162,9 @@ func RunRegression(cfg RegressionConfig) (RegressionCoverage, error) {
 	if cfg.Records < 2 || cfg.Reps < 1 {
 		return RegressionCoverage{}, fmt.Errorf("regression coverage: records %d and reps %d", cfg.Records, cfg.Reps)
 	}
-	var seed [32]byte
-	for i := 0; i < 8; i++ {
-		seed[i] = byte(cfg.Seed >> (8 * i))
-	}
-	seed[8] = 'r'
-	rng := rand.New(rand.NewChaCha8(seed))
+	rng := worldRand(cfg.Seed, 'r')
 	src := dp.NewSeededSource(cfg.Seed ^ 0x5eed)
-	beta := []float64{1, -1}
-	alpha := []float64{regressionBaseline, 0, 0}
+	beta, alpha := worldBeta, worldAlpha
 	out := RegressionCoverage{AlphaCovered: make([]int, len(alpha)), BetaBias: make([]float64, len(beta))}
 	base := regression.DiscreteOptions{TimeMax: 1, Intervals: regression.DefaultIntervals, Knots: regression.DefaultKnots, Lambda: regression.DefaultLambda}
 	for r := 0; r < cfg.Reps; r++ {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/dpsurv/dpsurv/dpfit/km"
 	"github.com/dpsurv/dpsurv/plots"
@@ -34,6 +35,19 @@ type ReportConfig struct {
 	Command            string
 }
 
+// tableHead writes a markdown table's header row and the rule under it.
+func tableHead(w io.Writer, header string) {
+	fmt.Fprintln(w, header)
+	fmt.Fprintln(w, strings.Repeat("|---", strings.Count(header, "|")-1)+"|")
+}
+
+// writeRows writes a markdown table's rows, one a line.
+func writeRows(w io.Writer, rows []string) {
+	for _, row := range rows {
+		fmt.Fprintln(w, row)
+	}
+}
+
 func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 
 // WriteReport runs the studies and writes the markdown of docs/inference.md
@@ -54,8 +68,7 @@ func WriteReport(w io.Writer, d Data, cfg ReportConfig) error {
 		"`sampling_lower`/`sampling_upper` (R's log Greenwood interval on the noisy counts, what the release published "+
 		"before issue 12); *non-private* is R's log Greenwood interval of the same bootstrap sample, unbinned. *reach*: "+
 		"share of curves not truncated before t.\n\n", cfg.KMReps, cfg.KMReps*len(d.Labels))
-	fmt.Fprintln(w, "| ε | t (days) | released | sampling-only | non-private | reach |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	tableHead(w, "| ε | t (days) | released | sampling-only | non-private | reach |")
 	var medRows, bandRows []string
 	for i, eps := range cfg.Epsilons {
 		r, err := RunKM(d, KMConfig{Epsilon: eps, TimeMax: cfg.TimeMax, Checkpoints: []float64{365, 730, 1826},
@@ -81,27 +94,20 @@ func WriteReport(w io.Writer, d Data, cfg ReportConfig) error {
 		"simulated 95%% quantile of the sup of the standardised deviation (mechanism rerun on the released counts plus "+
 		"Greenwood sampling paths). *coverage*: the truth (at each bin's end) is inside the band at every released time of "+
 		"the range. Means over the curves with a band.\n\n")
-	fmt.Fprintln(w, "| ε | curves | with band | coverage | mean band_from | mean band_to | mean c |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
-	for _, row := range bandRows {
-		fmt.Fprintln(w, row)
-	}
+	tableHead(w, "| ε | curves | with band | coverage | mean band_from | mean band_to | mean c |")
+	writeRows(w, bandRows)
 	fmt.Fprintf(w, "\n### Medians\n\nSame replicates. *with median*: (replicate, cohort) pairs whose true curve reaches 0.5; "+
 		"*coverage*: [median_lower, median_upper] holds the true median (a null limit is unbounded on its side); "+
 		"*released*: share of those with a median; *false medians*: a median released for a cohort whose true curve "+
 		"does not reach 0.5 (private / non-private R).\n\n")
-	fmt.Fprintln(w, "| ε | with median | coverage | non-private coverage | released | false medians | non-private false |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
-	for _, row := range medRows {
-		fmt.Fprintln(w, row)
-	}
+	tableHead(w, "| ε | with median | coverage | non-private coverage | released | false medians | non-private false |")
+	writeRows(w, medRows)
 
 	fmt.Fprintf(w, "\n### Log-rank test: size under permuted labels\n\n%d releases per ε of %d records drawn with "+
 		"replacement and given 3 random labels (no true difference); %d simulated null releases per test; α = 0.05. "+
 		"*calibrated* is `logrank.p`; *naive* is `logrank.p_naive` (chi-square of the noisy counts as if exact); "+
 		"*non-private* is the exact test on the same records.\n\n", cfg.SizeReps, cfg.SizeRecords, cfg.Sims)
-	fmt.Fprintln(w, "| ε | tests | calibrated | naive | non-private |")
-	fmt.Fprintln(w, "|---|---|---|---|---|")
+	tableHead(w, "| ε | tests | calibrated | naive | non-private |")
 	for i, eps := range cfg.Epsilons {
 		r, err := RunLogRank(d, LogRankConfig{Epsilon: eps, TimeMax: cfg.TimeMax, Permute: true, Groups: 3,
 			Records: cfg.SizeRecords, Reps: cfg.SizeReps, Sims: cfg.Sims, Seed: cfg.Seed + uint64(100+i)})
@@ -112,8 +118,7 @@ func WriteReport(w io.Writer, d Data, cfg ReportConfig) error {
 	}
 	fmt.Fprintf(w, "\n### Log-rank test: power\n\n%d bootstrap releases per ε of two real cohorts with a moderate "+
 		"difference (full-data chi-square closest to 10); α = 0.05.\n\n", cfg.PowerReps)
-	fmt.Fprintln(w, "| ε | cohorts | full-data χ² | calibrated | naive | non-private |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	tableHead(w, "| ε | cohorts | full-data χ² | calibrated | naive | non-private |")
 	for i, eps := range cfg.Epsilons {
 		r, err := RunLogRank(d, LogRankConfig{Epsilon: eps, TimeMax: cfg.TimeMax, Reps: cfg.PowerReps, Sims: cfg.Sims,
 			Seed: cfg.Seed + uint64(200+i)})
@@ -136,8 +141,7 @@ func WriteReport(w io.Writer, d Data, cfg ReportConfig) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "| ε | bin width (days) | bins | mean sup | reach |")
-	fmt.Fprintln(w, "|---|---|---|---|---|")
+	tableHead(w, "| ε | bin width (days) | bins | mean sup | reach |")
 	series := map[float64]*plots.Series{}
 	var order []float64
 	for _, c := range cells {
@@ -178,8 +182,7 @@ func writeRegression(w io.Writer, cfg ReportConfig) error {
 		"its β columns are the withheld bootstrap limits, recomputed from each release; its α is not measured.\n\n",
 		regression.DefaultIntervals, regressionBaseline, regressionBaseline, regression.DefaultKnots, regression.DefaultLambda,
 		regression.DefaultIntervalFraction)
-	fmt.Fprintln(w, "| method | ε | n | releases | β coverage | β width | β bias | withheld α | noise-only β | Wald β (width) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	tableHead(w, "| method | ε | n | releases | β coverage | β width | β bias | withheld α | noise-only β | Wald β (width) |")
 	for _, s := range RegressionPlan {
 		if cfg.RegReps > 0 {
 			s.Reps = cfg.RegReps

@@ -91,12 +91,7 @@ func RunWeibull(d Data, cfg WeibullConfig) (WeibullCoverage, error) {
 	z := 1.959963984540054
 	for r := 0; r < cfg.Reps; r++ {
 		for c, idx := range groups {
-			tt := make([]float64, len(idx))
-			ee := make([]bool, len(idx))
-			for j := range idx {
-				i := idx[rng.IntN(len(idx))]
-				tt[j], ee[j] = d.Time[i], d.Event[i]
-			}
+			tt, ee := d.resample(rng, idx)
 			cm, err := survival.CompressChecked(tt, ee)
 			if err != nil {
 				return out, err
@@ -142,8 +137,8 @@ func RunWeibull(d Data, cfg WeibullConfig) (WeibullCoverage, error) {
 			nwl = append(nwl, hi-lo)
 		}
 	}
-	out.ShapeWidth, out.ScaleWidth = median(ws), median(wl)
-	out.NonPrivateShapeWidth, out.NonPrivateScaleWidth = median(nws), median(nwl)
+	out.ShapeWidth, out.ScaleWidth = Median(ws), Median(wl)
+	out.NonPrivateShapeWidth, out.NonPrivateScaleWidth = Median(nws), Median(nwl)
 	return out, nil
 }
 
@@ -176,8 +171,9 @@ func weibullLogSE(c survival.Compressed, cfg weibull.WeibullConfig, p, lambda fl
 	return math.Sqrt(-hbb / det), math.Sqrt(-haa / det), true
 }
 
-// median of x (NaN when empty; NaN entries sort first).
-func median(x []float64) float64 {
+// Median is the sample median of x, the mean of the middle two for an even
+// count (NaN when empty; NaN entries sort first).
+func Median(x []float64) float64 {
 	if len(x) == 0 {
 		return math.NaN()
 	}
@@ -215,8 +211,7 @@ func WriteWeibullReport(w io.Writer, d Data, cfg WeibullReportConfig) error {
 		"interval (log scale, observed information) of the bootstrap sample's MLE. Widths are medians. A coverage of "+
 		"0.95 from n intervals has a binomial standard error of sqrt(0.95 x 0.05 / n).\n\n",
 		cfg.DataName, len(d.Time), len(d.Labels), cfg.TimeMax, cfg.Reps, cfg.Reps*len(d.Labels), simsLabel(cfg.Sims))
-	fmt.Fprintln(w, "| ε | intervals | shape coverage | shape width | non-private | non-private width | scale coverage | scale width | non-private | non-private width |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	tableHead(w, "| ε | intervals | shape coverage | shape width | non-private | non-private width | scale coverage | scale width | non-private | non-private width |")
 	for i, eps := range cfg.Epsilons {
 		r, err := RunWeibull(d, WeibullConfig{Epsilon: eps, TimeMax: cfg.TimeMax, Reps: cfg.Reps, Sims: cfg.Sims,
 			Seed: cfg.Seed + uint64(40+i)})

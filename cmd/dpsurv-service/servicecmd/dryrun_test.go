@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/app/apptest"
 )
 
 // The slim binary's `run` checks what the full binary's does before it
@@ -15,10 +17,7 @@ import (
 // slim binary skipped both before the two `run`s shared their code.
 func TestSlimRunChecksAsTheFullBinary(t *testing.T) {
 	dir := t.TempDir()
-	key := filepath.Join(dir, "prf.key")
-	if err := os.WriteFile(key, []byte(strings.Repeat("5a", 32)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := apptest.KeyFile(t)
 	config := func(sasl string) string {
 		p := filepath.Join(t.TempDir(), "c.yaml")
 		y := "kafka: {brokers: [\"127.0.0.1:1\"]" + sasl + "}\ninput: {topic: in}\nschema: {time_max: 100, cohorts: [a, b]}\n" +

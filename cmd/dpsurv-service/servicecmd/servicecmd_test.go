@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dpsurv/dpsurv"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/cmd/dpsurv-service/servicecmd"
 )
 
@@ -22,10 +23,7 @@ func main(args ...string) (string, string, int) {
 // every other command with its usage.
 func TestSlimCommandLine(t *testing.T) {
 	dir := t.TempDir()
-	key := filepath.Join(dir, "prf.key")
-	if err := os.WriteFile(key, []byte(strings.Repeat("5a", 32)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := apptest.KeyFile(t)
 	cfg := filepath.Join(dir, "c.yaml")
 	if err := os.WriteFile(cfg, []byte(`
 kafka: {brokers: ["127.0.0.1:1"]}

@@ -12,20 +12,29 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/app"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/internal/datasets"
 )
+
+// runOK runs a command and returns its stdout, failing the test (with the
+// command line and what it printed) unless it exits 0.
+func runOK(t *testing.T, args ...string) string {
+	t.Helper()
+	o, e, code := run(t, args...)
+	if code != 0 {
+		t.Fatalf("dpsurv %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, o, e)
+	}
+	return o
+}
 
 // runJSON runs a command that prints one JSON object and returns it,
 // failing the test unless the command exits 0 with such an object.
 func runJSON(t *testing.T, args ...string) map[string]any {
 	t.Helper()
-	o, e, code := run(t, args...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e)
-	}
+	o := runOK(t, args...)
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(o), &doc); err != nil {
-		t.Fatal(err)
+		t.Fatalf("dpsurv %s: %v: %s", strings.Join(args, " "), err, o)
 	}
 	return doc
 }
@@ -37,27 +46,15 @@ func run(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
-func writeKey(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "prf.key")
-	if err := os.WriteFile(p, []byte(strings.Repeat("5a", 32)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestSanitizeJSONAndReplayStability(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	args := func(out string) []string {
 		return []string{"sanitize", "--input", datasets.Path(t, "kidney_tte.csv"), "--output", out,
 			"--cohorts", "1,2,3", "--time-max", "600", "--te-epsilon", "0.1", "--te-window", "10",
 			"--rrr-epsilon", "1", "--key-file", key, "--max-skipped", "0.2"} // cohort 4's 8 rows of 76 dead-lettered on purpose
 	}
-	o1, e1, code := run(t, args(filepath.Join(dir, "a.csv"))...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e1)
-	}
+	o1 := runOK(t, args(filepath.Join(dir, "a.csv"))...)
 	var sum struct {
 		RecordsIn         int            `json:"records_in"`
 		RecordsOut        int            `json:"records_out"`
@@ -122,7 +119,7 @@ func TestSanitizeRefusesWithoutKey(t *testing.T) {
 
 func TestRunDryRun(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	cfg := `
 kafka: {brokers: ["127.0.0.1:1"]}
 input: {topic: in}
@@ -155,10 +152,7 @@ output: {sanitized_topic: out, dead_letter_topic: dlq}
 
 func TestDemoRunsEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	o, e, code := run(t, "demo", "--n", "3000", "--out-dir", dir, "--duration", "60s")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, o, e)
-	}
+	o := runOK(t, "demo", "--n", "3000", "--out-dir", dir, "--duration", "60s")
 	for _, want := range []string{"EPHEMERAL", "sanitized: 3001 records", "dead letters: 4", "duplicate_id:1", "undecodable:1", "median survival",
 		"central releases on the fit topic", "km-demo", "weibull-demo", "pure-dp", "stream budget left"} {
 		if !strings.Contains(o, want) {
@@ -204,10 +198,7 @@ func TestSanitizeBaselines(t *testing.T) {
 		out := filepath.Join(dir, tc.mech+".csv")
 		args := append([]string{"sanitize", "--mechanism", tc.mech, "--input", datasets.Path(t, "kidney_tte.csv"), "--output", out,
 			"--cohorts", "1,2,3,4", "--time-max", "600"}, tc.extra...)
-		o, e, code := run(t, args...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", tc.mech, code, e)
-		}
+		o := runOK(t, args...)
 		if !strings.Contains(o, `"guarantee":"`+tc.guar+`"`) || !strings.Contains(o, `"records_in":76`) {
 			t.Fatalf("%s summary: %s", tc.mech, o)
 		}
@@ -224,7 +215,7 @@ func TestSanitizeBaselines(t *testing.T) {
 // over the whole file. A file of bad rows only still gets its header.
 func TestSanitizeDeadLettersAsOnTheTopic(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	in := filepath.Join(dir, "in.csv")
 	body := "id,time,event,cohort\np1,5,1,1\np2,6,0,9\np3,7,1,2\np4,x,1,1\np5,9,0,2\n"
 	if err := os.WriteFile(in, []byte(body), 0o600); err != nil {
@@ -232,12 +223,9 @@ func TestSanitizeDeadLettersAsOnTheTopic(t *testing.T) {
 	}
 	sanitize := func(input, output string) SanitizeSummary {
 		t.Helper()
-		o, e, code := run(t, "sanitize", "--input", input, "--output", output, "--cohorts", "1,2",
+		o := runOK(t, "sanitize", "--input", input, "--output", output, "--cohorts", "1,2",
 			"--time-max", "100", "--te-epsilon", "0.5", "--rrr-epsilon", "1", "--key-file", key, "--batch", "2",
 			"--max-skipped", "1") // 2 of 5 rows bad on purpose
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, e)
-		}
 		var sum SanitizeSummary
 		if err := json.Unmarshal([]byte(o), &sum); err != nil {
 			t.Fatalf("summary: %v\n%s", err, o)

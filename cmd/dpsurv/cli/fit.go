@@ -150,6 +150,8 @@ type commonFit struct {
 	format     *string
 	maxSkipped *float64
 	shape      *inputShape // the input's header, read by spec
+	plot       *string     // --plot: the figure's file, "" for none
+	unit       *string     // --time-unit: the figure's time axis
 }
 
 // read reads the input (readFitFile), reports the rows skipped, and
@@ -180,6 +182,8 @@ func addCommonFit(fs *flag.FlagSet) commonFit {
 		format:     fs.String("format", "json", "output format: json (full precision, docs/analysts.md), table (R summary style, rounded) or csv"),
 		maxSkipped: addMaxSkipped(fs),
 		shape:      &inputShape{},
+		plot:       fs.String("plot", "", plotFlagHelp),
+		unit:       fs.String("time-unit", "days", timeUnitHelp),
 	}
 	fs.Var(c.eps, "epsilon", "privacy budget of the release, or inf for the non-private reference (required)")
 	c.cols = addColumnFlags(fs)
@@ -312,17 +316,12 @@ func fitKM(env Env, args []string) error {
 	binWidth := fs.Float64("bin-width", 0, "time bin width of the private histogram (time units; default time-max/150)")
 	timeMax := fs.Float64("time-max", 0, "public time bound (required for a private fit; optional with --epsilon inf): a time beyond it counts as censored at it")
 	method := fs.String("method", "hierarchical", "private method: hierarchical (tree noise on the histogram, the default), histogram (noisy histogram), lnte (baseline; epsilon per time point), or rrr (the input is a sanitized file whose cohort labels went through RRR at --epsilon: debiased KM, no new budget)")
-	plot := fs.String("plot", "", plotFlagHelp)
-	unit := fs.String("time-unit", "days", timeUnitHelp)
 	naive := fs.Bool("naive", false, "on a sanitized input (cohort labels by RRR): the naive KM of the reported labels, labelled as such (default: the debiased estimator)")
 	budget := addBudgetFlags(fs)
-	if err := parse(fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
-	if err := unitOK(*unit); err != nil {
-		return err
-	}
-	if done, err := fitKMSanitized(env, kmSanitizedFlags{fs: fs, c: c, timeMax: timeMax, binWidth: binWidth, method: method, naive: naive, plot: plot, unit: unit}); done {
+	if done, err := fitKMSanitized(env, kmSanitizedFlags{fs: fs, c: c, timeMax: timeMax, binWidth: binWidth, method: method, naive: naive, plot: c.plot, unit: c.unit}); done {
 		return err
 	}
 	prog, err := c.begin(&env, "km", timeMax, budget, *method != "rrr")
@@ -331,11 +330,7 @@ func fitKM(env Env, args []string) error {
 	}
 	defer prog.finish()
 	prog.setPhase("reading the input", 0)
-	spec, err := c.spec()
-	if err != nil {
-		return err
-	}
-	d, err := c.read(env, spec)
+	spec, d, err := c.load(env)
 	if err != nil {
 		return err
 	}
@@ -380,7 +375,7 @@ func fitKM(env Env, args []string) error {
 			curves = append(curves, npKMCohort(label, k, curve))
 			conf = curve.Conf
 		}
-		fig = nonPrivateKMSpec(*c.input, *unit, curves, conf)
+		fig = nonPrivateKMSpec(*c.input, *c.unit, curves, conf)
 		out["cohorts"] = cs
 		if len(labels) >= 2 {
 			lr, err := survival.LogRankTest(d.Time, d.Event, group, len(labels))
@@ -441,7 +436,7 @@ func fitKM(env Env, args []string) error {
 		for _, ck := range res.Cohorts {
 			cs = append(cs, privateCohortJSON(labels[ck.Cohort], ck))
 		}
-		fig = privateKMSpec(*c.input, *unit, labels, res, *timeMax)
+		fig = privateKMSpec(*c.input, *c.unit, labels, res, *timeMax)
 		out["cohorts"] = cs
 		if len(labels) >= 2 {
 			var df any
@@ -468,8 +463,8 @@ func fitKM(env Env, args []string) error {
 			}
 		}
 	}
-	if *plot != "" {
-		if err := writeFigure(*plot, fig); err != nil {
+	if *c.plot != "" {
+		if err := writeFigure(*c.plot, fig); err != nil {
 			return err
 		}
 	}
@@ -518,13 +513,8 @@ func fitWeibull(env Env, args []string) error {
 	method := fs.String("method", "lsp", "lsp (LSP + TLL), laplace or saa (baselines)")
 	only := fs.String("cohort", "", "fit only this cohort (default: all records)")
 	isims := fs.Int("interval-sims", 0, "simulated releases per candidate shape behind the noise-aware shape/scale intervals (lsp; 0 = default, negative = no intervals)")
-	plot := fs.String("plot", "", plotFlagHelp)
-	unit := fs.String("time-unit", "days", timeUnitHelp)
 	budget := addBudgetFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := unitOK(*unit); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	prog, err := c.begin(&env, "weibull", timeMax, budget, true)
@@ -533,11 +523,7 @@ func fitWeibull(env Env, args []string) error {
 	}
 	defer prog.finish()
 	prog.setPhase("reading the input", 0)
-	spec, err := c.spec()
-	if err != nil {
-		return err
-	}
-	d, err := c.read(env, spec)
+	spec, d, err := c.load(env)
 	if err != nil {
 		return err
 	}
@@ -619,8 +605,8 @@ func fitWeibull(env Env, args []string) error {
 		if err := weibullWaldFields(out, cm, cfg, fit); err != nil {
 			return err
 		}
-		if *plot != "" {
-			if err := plotWeibullNonPrivate(*plot, *c.input, *unit, *only, want, tt, ee, fit, tmax, cfg.Omega, out); err != nil {
+		if *c.plot != "" {
+			if err := plotWeibullNonPrivate(*c.plot, *c.input, *c.unit, *only, want, tt, ee, fit, tmax, cfg.Omega, out); err != nil {
 				return err
 			}
 		}
@@ -662,8 +648,8 @@ func fitWeibull(env Env, args []string) error {
 	if err := budget.charge(env, *c.input, "fit weibull --method "+fit.Method, fit.Epsilon, out); err != nil {
 		return err
 	}
-	if *plot != "" {
-		if err := plotWeibullPrivate(*plot, *c.input, *unit, *only, want, fit, *timeMax, out); err != nil {
+	if *c.plot != "" {
+		if err := plotWeibullPrivate(*c.plot, *c.input, *c.unit, *only, want, fit, *timeMax, out); err != nil {
 			return err
 		}
 	}

@@ -18,10 +18,7 @@ func TestFitDiscreteCloglogEveryMethod(t *testing.T) {
 	base := []string{"fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2",
 		"--link", "cloglog", "--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100", "--intervals", "20"}
 	for _, m := range []string{"output", "objective"} {
-		o, e, code := run(t, append(append([]string(nil), base...), "--method", m)...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d %s", m, code, e)
-		}
+		o := runOK(t, append(append([]string(nil), base...), "--method", m)...)
 		var r struct {
 			Link            string    `json:"link"`
 			EpsilonFit      float64   `json:"epsilon_fit"`

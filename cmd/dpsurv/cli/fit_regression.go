@@ -26,6 +26,15 @@ func parseFloats(flagName, s string) ([]float64, error) {
 	return out, nil
 }
 
+// parseScaling parses --centre and --scale (nil where a flag is empty).
+func parseScaling(centre, scale string) (cs, ss []float64, err error) {
+	if cs, err = parseFloats("--centre", centre); err != nil {
+		return nil, nil, err
+	}
+	ss, err = parseFloats("--scale", scale)
+	return cs, ss, err
+}
+
 func fitDiscrete(env Env, args []string) error {
 	fs := newFlags("fit discrete", env)
 	c := addCommonFit(fs)
@@ -52,13 +61,8 @@ func fitDiscrete(env Env, args []string) error {
 	fs.Float64Var(&ps.Mu, "psgld-mu", 0, "psgld: preconditioner decay mu (0: 0.99)")
 	fs.Float64Var(&ps.StepScale, "psgld-step-scale", 0, "psgld: step scale a in a (b+t)^-tau (0: 1/n)")
 	fs.Float64Var(&ps.StepOffset, "psgld-step-offset", 0, "psgld: step offset b")
-	plot := fs.String("plot", "", plotFlagHelp)
-	unit := fs.String("time-unit", "days", timeUnitHelp)
 	budget := addBudgetFlags(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := unitOK(*unit); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	prog, err := c.begin(&env, "discrete", timeMax, budget, true)
@@ -83,19 +87,11 @@ func fitDiscrete(env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "dpsurv fit discrete: --method %s needs a finite --epsilon\n", m)
 		return errUsage
 	}
-	spec, err := c.spec()
+	spec, err := c.regressionSpec(env)
 	if err != nil {
 		return err
 	}
-	if len(spec.Covariates) == 0 {
-		fmt.Fprintln(env.Stderr, "dpsurv fit discrete: --covariates is required")
-		return errUsage
-	}
-	cs, err := parseFloats("--centre", *centre)
-	if err != nil {
-		return err
-	}
-	ss, err := parseFloats("--scale", *scale)
+	cs, ss, err := parseScaling(*centre, *scale)
 	if err != nil {
 		return err
 	}
@@ -156,8 +152,8 @@ func fitDiscrete(env Env, args []string) error {
 		out.CensoredAtHorizonNote = censoredAtHorizonWithheld
 		out.ScalingSource = scalingGiven
 	}
-	if *plot != "" {
-		if err := plotDiscrete(*plot, *c.input, *unit, res, d); err != nil {
+	if *c.plot != "" {
+		if err := plotDiscrete(*c.plot, *c.input, *c.unit, res, d); err != nil {
 			return err
 		}
 	}
@@ -205,12 +201,7 @@ func fitCox(env Env, args []string) error {
 	centre := fs.String("centre", "", "per-covariate centres, comma separated")
 	scale := fs.String("scale", "", "per-covariate scales, comma separated")
 	timeMax := fs.Float64("time-max", 0, "optional horizon: a time beyond it counts as censored at it (administrative censoring)")
-	plot := fs.String("plot", "", plotFlagHelp)
-	unit := fs.String("time-unit", "days", timeUnitHelp)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := unitOK(*unit); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	if err := c.check(env, "cox", nil); err != nil {
@@ -220,24 +211,16 @@ func fitCox(env Env, args []string) error {
 		fmt.Fprintln(env.Stderr, "dpsurv fit cox: Cox PH has no DP mechanism here; use --epsilon inf (HPPCox projections are labelled none (heuristic))")
 		return errUsage
 	}
-	spec, err := c.spec()
+	spec, err := c.regressionSpec(env)
 	if err != nil {
 		return err
-	}
-	if len(spec.Covariates) == 0 {
-		fmt.Fprintln(env.Stderr, "dpsurv fit cox: --covariates is required")
-		return errUsage
 	}
 	if *siteCol != "" {
 		spec.Columns.Site = *siteCol
 	}
 	var scaling *regression.Scaling
 	if *centre != "" || *scale != "" {
-		cs, err := parseFloats("--centre", *centre)
-		if err != nil {
-			return err
-		}
-		ss, err := parseFloats("--scale", *scale)
+		cs, ss, err := parseScaling(*centre, *scale)
 		if err != nil {
 			return err
 		}
@@ -257,12 +240,12 @@ func fitCox(env Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("fit cox: %w", err)
 	}
-	if *plot != "" {
+	if *c.plot != "" {
 		var sc []float64
 		if scaling != nil {
 			sc = scaling.Scale
 		}
-		if err := plotCox(*plot, *c.input, *unit, res, d, sc); err != nil {
+		if err := plotCox(*c.plot, *c.input, *c.unit, res, d, sc); err != nil {
 			return err
 		}
 	}

@@ -64,10 +64,7 @@ func TestFitRegressionInfMatchesR(t *testing.T) {
 	base := []string{"--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "inf",
 		"--covariates", strings.Join(g.Covariates, ","), "--centre", joinF(g.Centre), "--scale", joinF(g.Scale)}
 	for _, d := range g.Discrete {
-		o, e, code := run(t, append([]string{"fit", "discrete", "--link", d.Link, "--time-max", fmt.Sprint(g.TimeMax)}, base...)...)
-		if code != 0 {
-			t.Fatalf("discrete %s: exit %d: %s", d.Link, code, e)
-		}
+		o := runOK(t, append([]string{"fit", "discrete", "--link", d.Link, "--time-max", fmt.Sprint(g.TimeMax)}, base...)...)
 		var res struct {
 			Alpha, Beta []float64
 		}
@@ -78,10 +75,7 @@ func TestFitRegressionInfMatchesR(t *testing.T) {
 	// coxph ran on the raw covariates.
 	raw := base[:len(base)-4]
 	for _, c := range g.Cox {
-		o, e, code := run(t, append([]string{"fit", "cox", "--ties", c.Ties}, raw...)...)
-		if code != 0 {
-			t.Fatalf("cox %s: exit %d: %s", c.Ties, code, e)
-		}
+		o := runOK(t, append([]string{"fit", "cox", "--ties", c.Ties}, raw...)...)
 		var res struct {
 			Beta, SE  []float64
 			Guarantee string
@@ -118,25 +112,11 @@ func TestFitRegressionInfMatchesR(t *testing.T) {
 // old release published n_noisy = true and a noisy n while its noise_scale
 // gave n away).
 func TestFitPrivateReleasesStatePublic(t *testing.T) {
-	o, e, code := run(t, "fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "inf",
+	mle := runJSON(t, "fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "inf",
 		"--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
-	if code != 0 {
-		t.Fatalf("mle: exit %d %s", code, e)
-	}
-	var mle map[string]any
-	if err := json.Unmarshal([]byte(o), &mle); err != nil {
-		t.Fatal(err)
-	}
 	for _, m := range []string{"newton", "output", "objective", "psgld"} {
-		o, e, code := run(t, "fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2",
+		res := runJSON(t, "fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2",
 			"--method", m, "--psgld-steps", "200", "--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
-		if code != 0 {
-			t.Fatalf("%s: exit %d %s", m, code, e)
-		}
-		var res map[string]any
-		if err := json.Unmarshal([]byte(o), &res); err != nil {
-			t.Fatal(err)
-		}
 		pub, _ := res["public"].([]any)
 		if res["n"] != mle["n"] || res["n_noisy"] != false || len(pub) == 0 || pub[0] != "n" || res["epsilon_count"] != nil {
 			t.Errorf("%s: n %v (exact %v), n_noisy %v, public %v, epsilon_count %v", m, res["n"], mle["n"], res["n_noisy"], res["public"], res["epsilon_count"])
@@ -147,16 +127,9 @@ func TestFitPrivateReleasesStatePublic(t *testing.T) {
 		{"weibull", "--time-max", "1100"},
 	} {
 		a := append([]string{"fit"}, args[0], "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "1")
-		o, e, code := run(t, append(a, args[1:]...)...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d %s", args[0], code, e)
-		}
-		var res map[string]any
-		if err := json.Unmarshal([]byte(o), &res); err != nil {
-			t.Fatal(err)
-		}
+		res := runJSON(t, append(a, args[1:]...)...)
 		if pub, _ := res["public"].([]any); len(pub) == 0 {
-			t.Errorf("%s: no public list: %s", args[0], o)
+			t.Errorf("%s: no public list: %v", args[0], res)
 		}
 	}
 }
@@ -174,14 +147,7 @@ func TestFitDiscreteIntervalFraction(t *testing.T) {
 		fit      float64
 		hessians bool
 	}{{nil, 2 * (1 - regression.DefaultIntervalFraction), true}, {[]string{"--interval-epsilon-fraction", "0"}, 2, false}} {
-		o, e, code := run(t, append(append([]string(nil), base...), c.extra...)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d %s", c.extra, code, e)
-		}
-		var res map[string]any
-		if err := json.Unmarshal([]byte(o), &res); err != nil {
-			t.Fatal(err)
-		}
+		res := runJSON(t, append(append([]string(nil), base...), c.extra...)...)
 		_, hasH := res["hessians"]
 		_, hasLo := res["beta_lower"]
 		_, hasNoiseOnly := res["noise_only_beta_lower"]
@@ -206,14 +172,7 @@ func TestFitDiscreteNewtonDefault(t *testing.T) {
 	base := []string{"fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2",
 		"--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100"}
 	for _, extra := range [][]string{nil, {"--link", "cloglog"}} {
-		o, e, code := run(t, append(append([]string(nil), base...), extra...)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d %s", extra, code, e)
-		}
-		var res map[string]any
-		if err := json.Unmarshal([]byte(o), &res); err != nil {
-			t.Fatal(err)
-		}
+		res := runJSON(t, append(append([]string(nil), base...), extra...)...)
 		if res["method"] != "newton" || res["epsilon_fit"] != 2.0 || res["epsilon_interval"] != 0.0 || res["coefficient_interval_method"] != regression.IntervalNewton {
 			t.Errorf("%v: method %v, epsilon_fit %v, epsilon_interval %v, interval method %v", extra, res["method"], res["epsilon_fit"], res["epsilon_interval"], res["coefficient_interval_method"])
 		}
@@ -226,5 +185,18 @@ func TestFitDiscreteNewtonDefault(t *testing.T) {
 	_, e, code := run(t, append(append([]string(nil), base...), "--interval-epsilon-fraction", "0.3")...)
 	if code != 2 || !strings.Contains(e, "does not apply to --method newton") {
 		t.Errorf("explicit fraction with newton: exit %d %s", code, e)
+	}
+}
+
+// The regression fits refuse an input without --covariates (usage, exit 2),
+// naming the command, before reading any row.
+func TestRegressionFitsNeedCovariates(t *testing.T) {
+	for _, name := range []string{"discrete", "cox"} {
+		t.Run(name, func(t *testing.T) {
+			_, e, code := run(t, "fit", name, "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "inf")
+			if want := "dpsurv fit " + name + ": --covariates is required"; code != 2 || !strings.Contains(e, want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, e, want)
+			}
+		})
 	}
 }

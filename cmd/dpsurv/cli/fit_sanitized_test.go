@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -45,10 +46,7 @@ func sanitizeSynthetic(t *testing.T, dir string) (string, kmMedians) {
 	if _, e, code := run(t, "gen", "--n", "20000", "--seed", "5", "--output", orig); code != 0 {
 		t.Fatalf("gen: %s", e)
 	}
-	o, e, code := run(t, "fit", "km", "--input", orig, "--epsilon", "inf")
-	if code != 0 {
-		t.Fatalf("fit original: %s", e)
-	}
+	o := runOK(t, "fit", "km", "--input", orig, "--epsilon", "inf")
 	_, truth := parseKMMedians(t, o)
 	for _, l := range []string{"A", "B", "C"} {
 		if truth[l][0] < 0 {
@@ -134,7 +132,7 @@ func TestFitKMSanitizedCoverage(t *testing.T) {
 // message saying what to do; --naive on an ordinary file is refused.
 func TestFitKMSanitizedRefusals(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	san := filepath.Join(dir, "san.csv")
 	if _, e, code := run(t, "sanitize", "--input", "../../../data/lung_tte.csv", "--output", san, "--cohorts", "1,2", "--time-max", "1100",
 		"--rrr-epsilon", "1", "--key-file", key, "--public", "time,event"); code != 0 {
@@ -158,10 +156,7 @@ func TestFitKMSanitizedRefusals(t *testing.T) {
 		t.Errorf("--naive on an ordinary file: exit %d, %s", code, e)
 	}
 	// the file's own epsilon is accepted, and the horizon rule is applied
-	o, e, code := run(t, "fit", "km", "--input", san, "--epsilon", "1", "--time-max", "500")
-	if code != 0 {
-		t.Fatalf("fit km: %s", e)
-	}
+	o := runOK(t, "fit", "km", "--input", san, "--epsilon", "1", "--time-max", "500")
 	r, _ := parseKMMedians(t, o)
 	if c, _ := r["censored_at_horizon"].(float64); !(c > 0) || r["time_max_from"] != "--time-max" {
 		t.Errorf("horizon rule: censored_at_horizon %v, time_max_from %v", r["censored_at_horizon"], r["time_max_from"])
@@ -174,7 +169,7 @@ func TestFitKMSanitizedRefusals(t *testing.T) {
 // wrong_schema.
 func TestFitKMSanitizedArrow(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	var want string
 	for _, ext := range []string{"csv", "arrow", "arrows"} {
 		san := filepath.Join(dir, "san."+ext)
@@ -182,10 +177,7 @@ func TestFitKMSanitizedArrow(t *testing.T) {
 			"--rrr-epsilon", "1", "--te-epsilon", "0.5", "--key-file", key); code != 0 {
 			t.Fatalf("sanitize %s: %s", ext, e)
 		}
-		o, e, code := run(t, "fit", "km", "--input", san, "--cohorts", "1,2", "--time-max", "1100")
-		if code != 0 {
-			t.Fatalf("fit %s: %s", ext, e)
-		}
+		o := runOK(t, "fit", "km", "--input", san, "--cohorts", "1,2", "--time-max", "1100")
 		r, _ := parseKMMedians(t, o)
 		if r["method"] != "rrr-debiased-km" || r["n"] != 210.0 {
 			t.Fatalf("%s: method %v, n %v", ext, r["method"], r["n"])
@@ -209,7 +201,7 @@ func TestDemoSanitizedKMDebiased(t *testing.T) {
 	orig, truth := sanitizeSynthetic(t, dir)
 	san := filepath.Join(dir, "san.arrows")
 	if _, e, code := run(t, "sanitize", "--input", orig, "--output", san, "--cohorts", "A,B,C", "--time-max", "3650",
-		"--rrr-epsilon", "1", "--te-epsilon", "0.5", "--key-file", writeKey(t)); code != 0 {
+		"--rrr-epsilon", "1", "--te-epsilon", "0.5", "--key-file", apptest.KeyFile(t)); code != 0 {
 		t.Fatalf("sanitize: %s", e)
 	}
 	d, err := readSanitizedArrow(san, []string{"A", "B", "C"}, schemas.DefaultColumns())

@@ -9,9 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/internal/datasets"
 )
 
+// readGolden reads a CSV file with a header row: one map per row, column
+// name to value.
 func readGolden(t *testing.T, path string) []map[string]string {
 	t.Helper()
 	f, err := os.Open(path)
@@ -232,7 +235,7 @@ func TestFitPrivateKMAndWeibull(t *testing.T) {
 // other, the debiased ones much less.
 func TestFitKMRRRDebiasesSanitizedLabels(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	san := dir + "/s.csv"
 	if _, e, code := run(t, "gen", "--n", "20000", "--cohorts", "A,B", "--output", dir+"/in.csv", "--seed", "3"); code != 0 {
 		t.Fatal(e)
@@ -242,10 +245,7 @@ func TestFitKMRRRDebiasesSanitizedLabels(t *testing.T) {
 		t.Fatal(e)
 	}
 	median := func(args ...string) []float64 {
-		o, e, code := run(t, append([]string{"fit", "km", "--input", san, "--cohorts", "A,B", "--time-max", "3650", "--bin-width", "30"}, args...)...)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, e)
-		}
+		o := runOK(t, append([]string{"fit", "km", "--input", san, "--cohorts", "A,B", "--time-max", "3650", "--bin-width", "30"}, args...)...)
 		var res struct {
 			Guarantee string `json:"guarantee"`
 			Cohorts   []struct {
@@ -261,10 +261,7 @@ func TestFitKMRRRDebiasesSanitizedLabels(t *testing.T) {
 	}
 	raw := median("--epsilon", "inf", "--naive") // the default on a sanitized file is the debiased fit
 	deb := median("--epsilon", "1", "--method", "rrr")
-	truth, e, code := run(t, "fit", "km", "--input", dir+"/in.csv", "--cohorts", "A,B", "--epsilon", "inf")
-	if code != 0 {
-		t.Fatal(e)
-	}
+	truth := runOK(t, "fit", "km", "--input", dir+"/in.csv", "--cohorts", "A,B", "--epsilon", "inf")
 	var tr struct {
 		Cohorts []struct {
 			Median float64 `json:"median"`

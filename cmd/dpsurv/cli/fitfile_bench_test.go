@@ -2,8 +2,9 @@ package cli
 
 import (
 	"io"
-	"os"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/internal/benchtest"
 )
 
 // BenchmarkFitCoxFile is `dpsurv fit cox` (Efron, the file's covariates
@@ -12,15 +13,8 @@ import (
 // scripts/bench_fits.sh), in process: with -cpuprofile it shows where the
 // command's time goes (the file read against the Newton steps).
 func BenchmarkFitCoxFile(b *testing.B) {
-	path := os.Getenv("DPSURV_BENCH_CSV")
-	if path == "" {
-		b.Skip("set DPSURV_BENCH_CSV to a CSV file written by dpsurv gen --covariates 3")
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(fi.Size())
+	path, size := benchtest.CSVFile(b)
+	b.SetBytes(size)
 	b.ReportAllocs()
 	for b.Loop() {
 		if rc := Main([]string{"fit", "cox", "--input", path, "--cohorts", "A,B,C", "--covariates", "age,female,bmi", "--epsilon", "inf"}, io.Discard, io.Discard); rc != 0 {

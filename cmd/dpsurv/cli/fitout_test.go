@@ -54,10 +54,7 @@ func TestFitFormatTableEveryFit(t *testing.T) {
 	}
 	for name, args := range fitCommands(t) {
 		t.Run(name, func(t *testing.T) {
-			o, e, code := run(t, append(args, "--format", "table")...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, e)
-			}
+			o := runOK(t, append(args, "--format", "table")...)
 			for _, w := range want[name] {
 				if !strings.Contains(o, w) {
 					t.Errorf("table lacks %q:\n%s", w, o)
@@ -228,14 +225,7 @@ func TestFitDiscreteCoxJSONSchema(t *testing.T) {
 		"discrete/inf": {"alpha_se", "beta_se", "beta_z", "beta_p", "beta_lower", "beta_upper", "alpha_lower", "alpha_upper", "coefficient_interval_method"},
 		"cox/inf":      {"exp_coef", "exp_coef_lower", "exp_coef_upper", "conf", "se", "z", "p", "lr_test"},
 	} {
-		o, e, code := run(t, fitCommands(t)[name]...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", name, code, e)
-		}
-		var doc map[string]any
-		if err := json.Unmarshal([]byte(o), &doc); err != nil {
-			t.Fatal(err)
-		}
+		doc := runJSON(t, fitCommands(t)[name]...)
 		if v, ok := doc["epsilon"]; !ok || v != nil || doc["neighbouring"] != "none (non-private)" {
 			t.Errorf("%s: epsilon %v neighbouring %v", name, doc["epsilon"], doc["neighbouring"])
 		}
@@ -390,10 +380,7 @@ func TestAnalystsDocTablesCurrent(t *testing.T) {
 				args[i+1] = filepath.Join("..", "..", "..", args[i+1])
 			}
 		}
-		o, e, code := run(t, args...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", m[1], code, e)
-		}
+		o := runOK(t, args...)
 		if o != m[2] {
 			t.Errorf("docs/analysts.md shows for %q:\n%s\nthe command prints:\n%s", m[1], m[2], o)
 		}
@@ -428,10 +415,7 @@ func TestFitKMTableMatchesR(t *testing.T) {
 		return v
 	}
 	for _, ds := range []string{"lung", "kidney"} {
-		o, e, code := run(t, "fit", "km", "--input", datasets.Path(t, ds+"_tte.csv"), "--epsilon", "inf", "--format", "table")
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, e)
-		}
+		o := runOK(t, "fit", "km", "--input", datasets.Path(t, ds+"_tte.csv"), "--epsilon", "inf", "--format", "table")
 		lines := strings.Split(o, "\n")
 		find := func(prefix []string) string {
 			for _, l := range lines {

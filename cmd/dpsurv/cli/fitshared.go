@@ -2,7 +2,13 @@ package cli
 
 // Steps the fit subcommands share.
 
-import "github.com/dpsurv/dpsurv/survival"
+import (
+	"flag"
+	"fmt"
+
+	"github.com/dpsurv/dpsurv/schemas"
+	"github.com/dpsurv/dpsurv/survival"
+)
 
 // begin is the start of `fit NAME` once its flags are parsed: the common
 // flags are checked (commonFit.check), a private release that charges
@@ -37,4 +43,36 @@ func cohortKM(d fileData, k int) (km survival.KMCurve, ok bool, err error) {
 	}
 	km, err = survival.KaplanMeier(tt, ee, 0.95)
 	return km, err == nil, err
+}
+
+// parse parses a fit's flags and checks the figure's --time-unit.
+func (c commonFit) parse(fs *flag.FlagSet, args []string) error {
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	return unitOK(*c.unit)
+}
+
+// load is spec then read: the input's spec and its valid rows.
+func (c commonFit) load(env Env) (schemas.Spec, fileData, error) {
+	spec, err := c.spec()
+	if err != nil {
+		return spec, fileData{}, err
+	}
+	d, err := c.read(env, spec)
+	return spec, d, err
+}
+
+// regressionSpec is spec for a regression fit, which refuses an input
+// without --covariates.
+func (c commonFit) regressionSpec(env Env) (schemas.Spec, error) {
+	spec, err := c.spec()
+	if err != nil {
+		return spec, err
+	}
+	if len(spec.Covariates) == 0 {
+		fmt.Fprintf(env.Stderr, "dpsurv fit %s: --covariates is required\n", c.name)
+		return spec, errUsage
+	}
+	return spec, nil
 }

@@ -51,11 +51,7 @@ func decodeOut[T any](t *testing.T, s string) T {
 // its noise of it (4 noise SDs of log S: the clamp put it near 0.19).
 func TestFitKMCensorsAtHorizon(t *testing.T) {
 	lung := datasets.Path(t, "lung_tte.csv")
-	o, e, code := run(t, "fit", "km", "--input", lung, "--epsilon", "inf", "--cohorts", "1,2", "--time-max", "100")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e)
-	}
-	ref := decodeOut[kmOut](t, o)
+	ref := decodeOut[kmOut](t, runOK(t, "fit", "km", "--input", lung, "--epsilon", "inf", "--cohorts", "1,2", "--time-max", "100"))
 	if ref.CensoredAtHorizon == nil || *ref.CensoredAtHorizon != rLungCensoredAt100 || ref.HorizonRule != HorizonRule || ref.TimeMax != 100 {
 		t.Fatalf("non-private: censored_at_horizon %v, rule %q, time_max %v; want %d (exact on the non-private path)",
 			ref.CensoredAtHorizon, ref.HorizonRule, ref.TimeMax, rLungCensoredAt100)
@@ -73,11 +69,7 @@ func TestFitKMCensorsAtHorizon(t *testing.T) {
 		s100[c.Cohort] = c.Surv[last]
 	}
 	for _, method := range []string{"hierarchical", "histogram"} {
-		o, e, code = run(t, "fit", "km", "--input", lung, "--epsilon", "1", "--cohorts", "1,2", "--time-max", "100", "--method", method)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", method, code, e)
-		}
-		priv := decodeOut[kmOut](t, o)
+		priv := decodeOut[kmOut](t, runOK(t, "fit", "km", "--input", lung, "--epsilon", "1", "--cohorts", "1,2", "--time-max", "100", "--method", method))
 		if priv.CensoredAtHorizon != nil || priv.HorizonRule != HorizonRule {
 			t.Fatalf("%s: censored_at_horizon %v (a private release withholds it), rule %q", method, priv.CensoredAtHorizon, priv.HorizonRule)
 		}
@@ -119,11 +111,7 @@ func TestFitWeibullCensorsAtHorizon(t *testing.T) {
 	if ref.CensoredAtHorizon == nil || *ref.CensoredAtHorizon != rLungCensoredAt100 || ref.ClampedTimes != 0 {
 		t.Fatalf("censored_at_horizon %v, clamped_times %d; want %d and 0", ref.CensoredAtHorizon, ref.ClampedTimes, rLungCensoredAt100)
 	}
-	o, e, code = run(t, "fit", "weibull", "--input", lung, "--epsilon", "200", "--cohorts", "1,2", "--time-max", "100", "--interval-sims", "-1")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e)
-	}
-	priv := decodeOut[wOut](t, o)
+	priv := decodeOut[wOut](t, runOK(t, "fit", "weibull", "--input", lung, "--epsilon", "200", "--cohorts", "1,2", "--time-max", "100", "--interval-sims", "-1"))
 	if priv.Shape < 0.7 || priv.Shape > 1.8 || priv.CensoredAtHorizon != nil {
 		t.Fatalf("private shape %v (want near %v), censored_at_horizon %v (withheld)", priv.Shape, rLungWeibullShape100, priv.CensoredAtHorizon)
 	}
@@ -146,16 +134,8 @@ func TestFitRegressionCensorsAtHorizon(t *testing.T) {
 		{"discrete", []string{"fit", "discrete", "--epsilon", "inf", "--covariates", "age,ph.ecog", "--centre", "62,1", "--scale", "40,4", "--intervals", "20"}},
 		{"cox", []string{"fit", "cox", "--epsilon", "inf", "--covariates", "age,ph.ecog"}},
 	} {
-		o, e, code := run(t, append(tc.args, "--input", lung, "--time-max", "100")...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", tc.name, code, e)
-		}
-		got := decodeOut[rOut](t, o)
-		o, e, code = run(t, append(tc.args, "--input", censored, "--time-max", "100")...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", tc.name, code, e)
-		}
-		want := decodeOut[rOut](t, o)
+		got := decodeOut[rOut](t, runOK(t, append(tc.args, "--input", lung, "--time-max", "100")...))
+		want := decodeOut[rOut](t, runOK(t, append(tc.args, "--input", censored, "--time-max", "100")...))
 		if got.CensoredAtHorizon == nil || *got.CensoredAtHorizon != rLungCensoredAt100 || got.HorizonRule != HorizonRule {
 			t.Fatalf("%s: censored_at_horizon %v, rule %q", tc.name, got.CensoredAtHorizon, got.HorizonRule)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/internal/datasets"
 )
 
@@ -43,7 +44,7 @@ func malformedLung(t *testing.T) map[string]string {
 func TestFitAndSanitizeRefuseMalformedInput(t *testing.T) {
 	files := malformedLung(t)
 	lung := datasets.Path(t, "lung_tte.csv")
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	inputs := []struct {
 		name, input string
 		extra       []string

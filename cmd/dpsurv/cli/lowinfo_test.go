@@ -21,19 +21,11 @@ type lowInfoOut struct {
 // CLI field, JSON key exactly "low_information".
 func TestFitWeibullSmallSampleFlagged(t *testing.T) {
 	lung := datasets.Path(t, "lung_tte.csv")
-	o, e, code := run(t, "fit", "weibull", "--input", lung, "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e)
-	}
-	got := decodeOut[lowInfoOut](t, o)
+	got := decodeOut[lowInfoOut](t, runOK(t, "fit", "weibull", "--input", lung, "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100"))
 	if got.LowInformation == nil || !*got.LowInformation || got.LowInformationReason == nil || *got.LowInformationReason == "" {
-		t.Fatalf("lung at epsilon 1: low_information %v, reason %v; want flagged with a reason\n%s", got.LowInformation, got.LowInformationReason, o)
+		t.Fatalf("lung at epsilon 1: low_information %v, reason %v; want flagged with a reason", got.LowInformation, got.LowInformationReason)
 	}
-	o, e, code = run(t, "fit", "weibull", "--input", lung, "--epsilon", "inf", "--time-max", "1100")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e)
-	}
-	if got := decodeOut[lowInfoOut](t, o); got.LowInformation == nil || *got.LowInformation {
+	if got := decodeOut[lowInfoOut](t, runOK(t, "fit", "weibull", "--input", lung, "--epsilon", "inf", "--time-max", "1100")); got.LowInformation == nil || *got.LowInformation {
 		t.Fatalf("non-private: low_information %v, want false", got.LowInformation)
 	}
 }
@@ -44,11 +36,8 @@ func TestFitWeibullSmallSampleFlagged(t *testing.T) {
 // rule on its own interval.)
 func TestFitDiscreteNoiseFlagged(t *testing.T) {
 	lung := datasets.Path(t, "lung_tte.csv")
-	o, e, code := run(t, "fit", "discrete", "--input", lung, "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100",
+	o := runOK(t, "fit", "discrete", "--input", lung, "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100",
 		"--covariates", "age,ph.ecog", "--centre", "62,1", "--scale", "40,4", "--intervals", "20", "--method", "output")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e)
-	}
 	got := decodeOut[lowInfoOut](t, o)
 	if got.LowInformation == nil || !*got.LowInformation || !strings.Contains(*got.LowInformationReason, "noise dominates") {
 		t.Fatalf("low_information %v, reason %v; want flagged\n%s", got.LowInformation, got.LowInformationReason, o)
@@ -58,10 +47,7 @@ func TestFitDiscreteNoiseFlagged(t *testing.T) {
 // A private KM cohort of a handful of records is flagged with a reason.
 func TestFitKMLowInformationReason(t *testing.T) {
 	lung := datasets.Path(t, "lung_tte.csv")
-	o, e, code := run(t, "fit", "km", "--input", lung, "--epsilon", "0.05", "--cohorts", "1,2", "--time-max", "1100")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e)
-	}
+	o := runOK(t, "fit", "km", "--input", lung, "--epsilon", "0.05", "--cohorts", "1,2", "--time-max", "1100")
 	type kmLow struct {
 		Cohorts []struct {
 			LowInformation       bool    `json:"low_information"`
@@ -96,20 +82,12 @@ func TestFitDiscreteScaling(t *testing.T) {
 		ScalingSource string `json:"scaling_source"`
 		ClippedRows   *int   `json:"clipped_rows"`
 	}
-	o, e, code := run(t, "fit", "discrete", "--input", lung, "--epsilon", "inf", "--covariates", "age,ph.ecog")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e)
-	}
-	data := decodeOut[dOut](t, o)
+	data := decodeOut[dOut](t, runOK(t, "fit", "discrete", "--input", lung, "--epsilon", "inf", "--covariates", "age,ph.ecog"))
 	if !strings.HasPrefix(data.ScalingSource, "data") || data.ClippedRows == nil || *data.ClippedRows != 0 ||
 		len(data.Scaling.Scale) != 2 || math.Abs(data.Scaling.Centre[0]-62.4) > 0.1 {
 		t.Fatalf("non-private without scaling: source %q, clipped %v, scaling %+v", data.ScalingSource, data.ClippedRows, data.Scaling)
 	}
-	o, e, code = run(t, "fit", "discrete", "--input", lung, "--epsilon", "inf", "--covariates", "age,ph.ecog", "--centre", "62,1", "--scale", "40,4")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e)
-	}
-	pub := decodeOut[dOut](t, o)
+	pub := decodeOut[dOut](t, runOK(t, "fit", "discrete", "--input", lung, "--epsilon", "inf", "--covariates", "age,ph.ecog", "--centre", "62,1", "--scale", "40,4"))
 	perYear, perYearPub := data.Beta[0]/data.Scaling.Scale[0], pub.Beta[0]/pub.Scaling.Scale[0]
 	if math.Abs(perYear-0.0117) > 0.0005 || math.Abs(perYear-perYearPub) > 0.0005 || pub.ClippedRows == nil || !strings.HasPrefix(pub.ScalingSource, "public") {
 		t.Fatalf("age per year %v (data scaling), %v (public scaling, clipped %v); want both about 0.0117", perYear, perYearPub, pub.ClippedRows)

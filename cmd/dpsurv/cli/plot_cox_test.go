@@ -1,13 +1,14 @@
 package cli
 
 import (
-	"encoding/csv"
 	"image/png"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/internal/datasets"
 )
 
 // The Cox figure's curve is R's survfit(coxph) at the covariate means with
@@ -15,26 +16,17 @@ import (
 // testdata/cox_curve.R, at R's coefficients), and `fit cox --plot` draws
 // it over the KM at publication width.
 func TestCoxMeanSurvivalMatchesR(t *testing.T) {
-	f, err := os.Open("../../../data/lung_tte.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var tt []float64
 	var ee []bool
 	var x [][]float64
-	for _, r := range rows[1:] {
-		age, e1 := strconv.ParseFloat(r[4], 64)
-		ecog, e2 := strconv.ParseFloat(r[5], 64)
-		tm, _ := strconv.ParseFloat(r[1], 64)
+	for _, r := range readGolden(t, datasets.Path(t, "lung_tte.csv")) {
+		age, e1 := strconv.ParseFloat(r["age"], 64)
+		ecog, e2 := strconv.ParseFloat(r["ph.ecog"], 64)
+		tm, _ := strconv.ParseFloat(r["time"], 64)
 		if e1 != nil || e2 != nil {
 			continue // NA, as R drops it
 		}
-		tt, ee, x = append(tt, tm), append(ee, r[2] == "1"), append(x, []float64{age, ecog})
+		tt, ee, x = append(tt, tm), append(ee, r["event"] == "1"), append(x, []float64{age, ecog})
 	}
 	ts, sv, err := coxMeanSurvival(tt, ee, x, []float64{0.0123319792005, 0.434964170341}, nil)
 	if err != nil {
@@ -49,10 +41,7 @@ func TestCoxMeanSurvivalMatchesR(t *testing.T) {
 		}
 	}
 	out := filepath.Join(t.TempDir(), "cox.png")
-	_, e, code := run(t, "fit", "cox", "--input", "../../../data/lung_tte.csv", "--epsilon", "inf", "--covariates", "age,ph.ecog", "--cohorts", "1,2", "--plot", out)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, e)
-	}
+	runOK(t, "fit", "cox", "--input", "../../../data/lung_tte.csv", "--epsilon", "inf", "--covariates", "age,ph.ecog", "--cohorts", "1,2", "--plot", out)
 	pf, err := os.Open(out)
 	if err != nil {
 		t.Fatal(err)

@@ -3,9 +3,7 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
-	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -106,7 +104,7 @@ func TestFitKMPlotFiles(t *testing.T) {
 		if _, e, code := run(t, args...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, e)
 		}
-		checkFigureFile(t, p)
+		plotstest.CheckFigureFile(t, p)
 	}
 	if _, e, code := run(t, "fit", "km", "--input", lung, "--epsilon", "inf", "--plot", filepath.Join(dir, "x.jpg")); code == 0 {
 		t.Fatalf("a .jpg plot was accepted: %s", e)
@@ -130,30 +128,7 @@ func TestFitWeibullPlotFiles(t *testing.T) {
 		if _, e, code := run(t, args...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, e)
 		}
-		checkFigureFile(t, p)
-	}
-}
-
-func checkFigureFile(t *testing.T, p string) {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if strings.HasSuffix(p, ".png") {
-		img, err := png.Decode(f)
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		if w := img.Bounds().Dx(); w < 1600 {
-			t.Fatalf("%s: %d px wide, want >= 1600", p, w)
-		}
-		return
-	}
-	var root struct{ XMLName xml.Name }
-	if err := xml.NewDecoder(f).Decode(&root); err != nil || root.XMLName.Local != "svg" {
-		t.Fatalf("%s: %v %v", p, root.XMLName, err)
+		plotstest.CheckFigureFile(t, p)
 	}
 }
 
@@ -248,10 +223,7 @@ func TestPlotCommand(t *testing.T) {
 		{"np", []string{"--epsilon", "inf"}},
 		{"p", []string{"--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100"}},
 	} {
-		o, e, code := run(t, append([]string{"fit", "km", "--input", lung}, tc.args...)...)
-		if code != 0 {
-			t.Fatalf("fit: %s", e)
-		}
+		o := runOK(t, append([]string{"fit", "km", "--input", lung}, tc.args...)...)
 		js := filepath.Join(dir, tc.name+".json")
 		if err := os.WriteFile(js, []byte(o), 0o644); err != nil {
 			t.Fatal(err)
@@ -260,7 +232,7 @@ func TestPlotCommand(t *testing.T) {
 		if _, e, code := run(t, "plot", "--input", js, "--output", png, "--cohorts", "1,2"); code != 0 {
 			t.Fatalf("plot: %s", e)
 		}
-		checkFigureFile(t, png)
+		plotstest.CheckFigureFile(t, png)
 		var doc map[string]any
 		if err := json.Unmarshal([]byte(o), &doc); err != nil {
 			t.Fatal(err)
@@ -348,7 +320,7 @@ func TestDocsFiguresRegenerated(t *testing.T) {
 		if !strings.Contains(string(script), "/"+name+"\"") && !strings.Contains(string(script), "/"+name) {
 			t.Errorf("docs/figures.md shows img/%s, which scripts/figures.sh does not write", name)
 		}
-		checkFigureFile(t, filepath.Join(root, "docs", "img", name))
+		plotstest.CheckFigureFile(t, filepath.Join(root, "docs", "img", name))
 	}
 	if shown < 8 {
 		t.Fatalf("docs/figures.md shows %d figures", shown)
@@ -405,11 +377,8 @@ func TestFitDiscretePlot(t *testing.T) {
 		{"p.png", []string{"--epsilon", "2", "--time-max", "1100"}},
 	} {
 		p := filepath.Join(dir, tc.name)
-		o, e, code := run(t, append(append(append([]string(nil), base...), "--plot", p), tc.args...)...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", tc.name, code, e)
-		}
-		checkFigureFile(t, p)
+		o := runOK(t, append(append(append([]string(nil), base...), "--plot", p), tc.args...)...)
+		plotstest.CheckFigureFile(t, p)
 		var res regression.DiscreteResult
 		if err := json.Unmarshal([]byte(o), &res); err != nil {
 			t.Fatal(err)

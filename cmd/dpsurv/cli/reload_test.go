@@ -1,61 +1,31 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dpsurv/dpsurv/app/apptest"
 )
 
-// lockedBuffer collects the service's log lines while the test reads them.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// lines returns the JSON log lines whose msg is msg.
-func (l *lockedBuffer) lines(msg string) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(l.b.Bytes()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func (l *lockedBuffer) waitFor(t *testing.T, msg string, n int) map[string]any {
+// waitForLog returns the nth JSON log line whose msg is msg; it fails the
+// test when none comes within 30 s.
+func waitForLog(t *testing.T, logs *apptest.Logs, msg string, n int) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if ls := l.lines(msg); len(ls) >= n {
+		if ls := logs.Lines(msg); len(ls) >= n {
 			return ls[n-1]
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t.Fatalf("no %d× %q in the log:\n%s", n, msg, l.b.String())
+	t.Fatalf("no %d× %q in the log:\n%s", n, msg, logs.String())
 	return nil
 }
 
@@ -78,7 +48,7 @@ func strs(v any) []string {
 // unreachable on purpose: the service is alive and not ready.
 func TestRunReloadsOnSIGHUP(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	cfg := func(level, topic, budget string) string {
 		return `
 kafka: {brokers: ["127.0.0.1:1"]}
@@ -104,7 +74,7 @@ log: {level: ` + level + `}
 		}
 	}
 	write(cfg("info", "in", "1"))
-	var logs lockedBuffer
+	var logs apptest.Logs
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- runService(ctx, Env{Stdout: io.Discard, Stderr: &logs}, []string{"--config", p}) }()
@@ -116,7 +86,7 @@ log: {level: ` + level + `}
 			t.Error("dpsurv run did not stop")
 		}
 	})
-	up := logs.waitFor(t, "health and metrics endpoints up", 1)
+	up := waitForLog(t, &logs, "health and metrics endpoints up", 1)
 	addr, _ := up["addr"].(string)
 	limit := func() string {
 		t.Helper()
@@ -146,7 +116,7 @@ log: {level: ` + level + `}
 
 	write(cfg("debug", "in2", "2"))
 	hup()
-	rep := logs.waitFor(t, "config reloaded", 1)
+	rep := waitForLog(t, &logs, "config reloaded", 1)
 	if a := strings.Join(strs(rep["applied"]), "; "); a != "log.level: info -> debug; ledger.budget.stream: 1 -> 2" {
 		t.Errorf("applied %q", a)
 	}
@@ -159,7 +129,7 @@ log: {level: ` + level + `}
 
 	write(cfg("debug", "in2", "0.5"))
 	hup()
-	rep = logs.waitFor(t, "config reloaded", 2)
+	rep = waitForLog(t, &logs, "config reloaded", 2)
 	if r := strings.Join(strs(rep["refused"]), "; "); !strings.Contains(r, "ledger.budget.stream: 0.5 is below the running 2") {
 		t.Errorf("refused %q", r)
 	}
@@ -169,7 +139,7 @@ log: {level: ` + level + `}
 
 	write("kafka: {brokers: [")
 	hup()
-	bad := logs.waitFor(t, "config reload refused; running on the config in force", 1)
+	bad := waitForLog(t, &logs, "config reload refused; running on the config in force", 1)
 	if e, _ := bad["error"].(string); !strings.Contains(e, "parse config") {
 		t.Errorf("refusal error %q", e)
 	}

@@ -5,13 +5,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/app/apptest"
 )
 
 // `dpsurv run --dry-run` accepts a config with a discrete aggregator and
 // names the field of a bad discrete param.
 func TestRunDryRunDiscreteAggregator(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
+	key := apptest.KeyFile(t)
 	cfg := `
 kafka: {brokers: ["127.0.0.1:1"]}
 input: {topic: in}

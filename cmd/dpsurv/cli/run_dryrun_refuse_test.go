@@ -1,54 +1,14 @@
 package cli
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-)
 
-// writeCertPair writes a self-signed certificate and its key (modes
-// certMode, keyMode) and returns their paths.
-func writeCertPair(t *testing.T, dir string, certMode, keyMode os.FileMode) (string, string) {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dpsurv-test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	for _, f := range []struct {
-		path, typ string
-		der       []byte
-		mode      os.FileMode
-	}{{cert, "CERTIFICATE", der, certMode}, {key, "EC PRIVATE KEY", kder, keyMode}} {
-		if err := os.WriteFile(f.path, pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der}), f.mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(f.path, f.mode); err != nil { // past the umask
-			t.Fatal(err)
-		}
-	}
-	return cert, key
-}
+	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
+)
 
 // Issue 21, defect 6: configuration that validates but cannot work is
 // refused by `dpsurv run --dry-run`, naming the field: an aggregator
@@ -58,11 +18,13 @@ func writeCertPair(t *testing.T, dir string, certMode, keyMode os.FileMode) (str
 // the dry-run output. On the code before, every case below passed.
 func TestRunDryRunRefusesWhatCannotWork(t *testing.T) {
 	dir := t.TempDir()
-	key := writeKey(t)
-	cert, tlsKey := writeCertPair(t, dir, 0o644, 0o600)
-	loose := filepath.Join(dir, "loose")
-	os.Mkdir(loose, 0o700)
-	_, looseKey := writeCertPair(t, loose, 0o644, 0o644)
+	key := apptest.KeyFile(t)
+	pki := brokertest.NewPKI(t, dir, false)
+	ca, cert, tlsKey := pki.CAFile, pki.ClientCertFile, pki.ClientKeyFile
+	looseKey := brokertest.NewPKI(t, t.TempDir(), false).ClientKeyFile
+	if err := os.Chmod(looseKey, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	pw := filepath.Join(dir, "pw")
 	os.WriteFile(pw, []byte("secret\n"), 0o600)
 	pwLoose := filepath.Join(dir, "pw-loose")
@@ -114,7 +76,7 @@ ledger: {file: ` + filepath.Join(dir, "ledger") + `, budget: {stream: 100}}
 		})
 	}
 	t.Run("good TLS and SASL files pass", func(t *testing.T) {
-		os.WriteFile(p, []byte(cfg(tls("ca_file: "+cert+", cert_file: "+cert+", key_file: "+tlsKey)+"\n  sasl: {mechanism: scram-sha-512, username: u, password_file: "+pw+"}", "100", "1")), 0o600)
+		os.WriteFile(p, []byte(cfg(tls("ca_file: "+ca+", cert_file: "+cert+", key_file: "+tlsKey)+"\n  sasl: {mechanism: scram-sha-512, username: u, password_file: "+pw+"}", "100", "1")), 0o600)
 		o, e, code := run(t, "run", "--config", p, "--dry-run")
 		if code != 0 || !strings.Contains(o, `"config":"ok"`) || strings.Contains(o, "warnings") {
 			t.Fatalf("exit %d\nstdout %s\nstderr %s", code, o, e)

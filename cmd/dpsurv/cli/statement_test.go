@@ -54,10 +54,7 @@ func TestPrivacyDocStatementsAreGenerated(t *testing.T) {
 				args[i] = readme
 			}
 		}
-		stdout, stderr, code := run(t, append([]string{"statement"}, args...)...)
-		if code != 0 {
-			t.Fatalf("statement %v: exit %d: %s", args, code, stderr)
-		}
+		stdout := runOK(t, append([]string{"statement"}, args...)...)
 		if got := string(doc[b[4]:b[5]]); got != stdout {
 			if os.Getenv("DPSURV_WRITE_STATEMENTS") != "1" {
 				t.Errorf("docs/privacy.md statement for %v is stale:\n got  %q\n want %q", args, got, stdout)
@@ -98,10 +95,7 @@ func TestDryRunPrintsPatientStatement(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := run(t, "run", "--config", cfg, "--dry-run")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	stdout := runOK(t, "run", "--config", cfg, "--dry-run")
 	var got struct {
 		Statement struct {
 			SanitizedPerVersion  float64 `json:"sanitized_loss_per_version"`

@@ -58,24 +58,15 @@ func TestFitTopicStatementIsTheCommandsStatement(t *testing.T) {
 			if doc.Schema != schemas.PatientStatementSchemaName || doc.Kind != schemas.PatientStatementKind {
 				t.Errorf("schema %q kind %q", doc.Schema, doc.Kind)
 			}
-			js, stderr, code := run(t, "statement", "--config", path, "--json")
-			if code != 0 {
-				t.Fatalf("statement --json: exit %d: %s", code, stderr)
-			}
+			js := runOK(t, "statement", "--config", path, "--json")
 			if !bytes.Equal(bytes.TrimSpace([]byte(js)), doc.Statement) {
 				t.Errorf("fit topic statement\n%s\n`dpsurv statement --json`\n%s", doc.Statement, js)
 			}
-			md, stderr, code := run(t, "statement", "--config", path)
-			if code != 0 {
-				t.Fatalf("statement: exit %d: %s", code, stderr)
-			}
+			md := runOK(t, "statement", "--config", path)
 			if md != doc.Markdown {
 				t.Errorf("fit topic markdown\n%s\n`dpsurv statement`\n%s", doc.Markdown, md)
 			}
-			dry, stderr, code := run(t, "run", "--config", path, "--dry-run")
-			if code != 0 {
-				t.Fatalf("dry run: exit %d: %s", code, stderr)
-			}
+			dry := runOK(t, "run", "--config", path, "--dry-run")
 			var d struct {
 				Statement json.RawMessage `json:"patient_statement"`
 			}
