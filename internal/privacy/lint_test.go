@@ -42,9 +42,8 @@ var floatNoiseAllowed = map[string]string{
 	"regression/inference.go:bootstrap.run":                   "post-processing: the coefficient intervals' parametric bootstrap simulates the mechanism from the released coefficients and Hessians, seeded by a hash of the release",
 	"cmd/dpsurv-eval/inference/km.go:RunKM":                   "evaluation: coverage and size studies (bootstrap worlds), no release",
 	"cmd/dpsurv-eval/inference/weibull.go:RunWeibull":         "evaluation: coverage study of the Weibull intervals (bootstrap world), no release",
-	"cmd/dpsurv-eval/inference/regression.go:RunRegression":   "evaluation: coverage study of the regression coefficient intervals (synthetic world), no release",
+	"cmd/dpsurv-eval/inference/regression.go:worldRand":       "evaluation: the synthetic regression world of the coverage and side-by-side studies (RunRegression, RunCompare), no release",
 	"cmd/dpsurv-eval/inference/regression.go:regressionWorld": "evaluation: the synthetic world of the regression study, no release",
-	"cmd/dpsurv-eval/inference/compare.go:RunCompare":         "evaluation: side-by-side coverage study of the regression methods (synthetic world), no release",
 	"cmd/dpsurv-eval/inference/logrank.go:RunLogRank":         "evaluation: coverage and size studies (permuted labels), no release",
 
 	// the Weibull family (package dpfit/weibull)
