@@ -430,7 +430,6 @@ type newtonMoveParts struct {
 	scale    float64
 	noiseVar []float64 // diagonal of the variance of the score noise of the step
 	hessVar  [nBlocks]float64
-	step     []float64 // H^-1 g, before the trust region
 }
 
 func newtonMoveOf(steps []NewtonStep, f []float64, e, p int) (newtonMoveParts, bool) {
@@ -464,7 +463,7 @@ func newtonMoveOf(steps []NewtonStep, f []float64, e, p int) (newtonMoveParts, b
 	if !finite(next) {
 		return newtonMoveParts{}, false
 	}
-	mv := newtonMoveParts{next: next, h: h, raw: raw, scale: scale, noiseVar: scoreNoiseVar(last, e, p), hessVar: vars, step: step.RawVector().Data}
+	mv := newtonMoveParts{next: next, h: h, raw: raw, scale: scale, noiseVar: scoreNoiseVar(last, e, p), hessVar: vars}
 	if err := mv.hInv.Inverse(h); err != nil {
 		return newtonMoveParts{}, false
 	}

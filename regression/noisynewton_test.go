@@ -170,74 +170,45 @@ func TestNewtonCoverageShort(t *testing.T) {
 }
 
 // TestNewtonCoverageStudy is the full study of issue 20: n = 50,000,
-// epsilon in {0.5, 1, 2}, logit and cloglog, 100 releases per cell (200
-// beta intervals, 300 alpha intervals): beta coverage in [0.93, 0.99] per
-// cell, alpha coverage >= 0.90 per cell, mean beta width <= 2x the Wald
-// width at epsilon 1 (the ratio is logged at every epsilon). Issue 20
-// asks [0.93, 0.97] for beta; the limits are conservative (beta se /
-// empirical SD 1.0-1.2 over 40 releases per cell: the first-order term of
-// the Hessians' noise is computed with the noisy contractions, which
-// over-states it; subtracting the expected inflation made alpha
-// under-cover, 0.84-0.87), and measure 0.960-0.985 at these seeds, so the
-// upper end here is 0.99 (an open point of issue 20). The lower end, the
-// one that matters for honesty, stays 0.93 (P(<= 185) = 0.078 at a true
-// 0.95). The alpha bound is on the estimate. Measured at these seeds
-// (beta, alpha coverage, width ratio): logit 0.5: 0.975, 0.950, 2.64;
-// logit 1: 0.975, 0.977, 1.58; logit 2: 0.975, 0.957, 1.19; cloglog 0.5:
-// 0.970, 0.967, 2.64; cloglog 1: 0.985, 0.960, 1.58; cloglog 2: 0.960,
-// 0.913, 1.20. Why not [0.93, 0.97] with more releases: the band is
-// sound only at about 400 releases per cell (800 beta intervals: at a true
-// 0.95 a count outside [0.93, 0.97] has probability 0.0075 per cell, 0.044
-// over the six cells; at 100 releases it is 0.14 per cell, 0.60 over six),
-// and the limits measure 0.973 pooled over these 600 releases (1200
-// intervals, SE 0.0063 at 0.95): the band would fail on the estimator,
-// not by chance. Tried (same seeds, 100 releases per cell), no better on
-// beta: the floored directions' contraction l shrunk by its known noise
-// variance, l_s = max(0, l - var(l) / l) for l > 0 (0 otherwise), instead
-// of taken as 0: beta 0.975, 0.975, 0.975, 0.970, 0.985, 0.955, alpha
-// 0.947, 0.977, 0.920, 0.953, 0.950, 0.910, ratio 2.60, 1.56, 1.18, 2.59,
-// 1.55, 1.18 (logit 0.5, 1, 2, cloglog 0.5, 1, 2): the beta limits'
-// conservatism is not in the floored directions, and alpha loses margin
-// (logit 2: 0.957 -> 0.920). It lowers the width at large n (logit
-// epsilon 1, 10 releases: 200,000 1.66 -> 1.56, 400,000 2.28 -> 1.72)
-// without making it fall with n; not adopted.
+// epsilon in {0.5, 1, 2}, logit and cloglog, newtonStudyReps releases per
+// cell (800 beta intervals, 1200 alpha intervals): beta coverage in
+// [0.93, 0.98] per cell, alpha coverage >= 0.88 per cell, mean beta width
+// <= 2x the Wald width at epsilon 1 (the ratio is logged at every
+// epsilon, with whether the cell is inside issue 20's band [0.93, 0.97]).
 //
-// Where the beta conservatism is (measured this round; the limits are
-// post-processing, so each rule below was computed on the same releases):
-// the noise part of the beta variance is over-stated by its Hessian term.
-// At epsilon 2, logit, 150 releases (other seeds), the predicted noise
-// variance of beta is 8.0e-5 and 8.7e-5 against an empirical var(beta -
-// MLE) of 5.8e-5 and 5.2e-5, the score-noise part alone 5.5e-5 (it
-// matches), and the sampling part 1.49e-4 against the MLE's 1.54e-4 (Wald
-// 1.60e-4): private z^2 0.91 and 0.85, the MLE's 0.96. The Hessian term
-// comes from the last step (epsilon 1, 30 releases: the predicted noise
-// variance 2.4e-4 falls to 2.15e-4 without the first four steps' terms and
-// to 1.84e-4 without any, against 1.08e-4 empirical). Rules tried on this
-// study's releases (100 per cell): the step's second moment less its own
-// score noise (u u' - H^-1 D H^-1 in hessNoiseStepVar's basis): width -1%,
-// coverage unchanged; the Hessian's noise acting on the error the step
-// corrects (its noise variance V_k carried in, in the directions the floor
-// left alone; conditional on the released H the step's own score noise is
-// carried exactly by H^-1 D H^-1): beta 0.975, 0.975, 0.970, 0.960 (logit
-// 0.5, 1, 2, cloglog 0.5), width -5% at epsilon 1 and 2, but alpha 0.903
-// at logit 2 (from 0.957); the same with the step kept in the floored
-// directions: alpha 0.907 at logit 2 and 0.893 at cloglog 2 (from 0.913).
-// The alpha limits hold only with the over-stated term (the baseline's
-// shape directions are barely determined and the start's error there is
-// not in the limits), so a tighter beta term needs its own rule for the
-// baseline first; not adopted.
+// The band, binomial (the two intervals of a release counted as
+// independent): issue 20's [0.93, 0.97] at 800 intervals has a false-alarm
+// rate of 0.0075 per cell at a true 0.95 (0.044 over the six cells; at
+// the former 100 releases it was 0.14 per cell, 0.60 over six, no test).
+// The limits (newtonNoiseCov's calibration of issue 20) measure 0.965
+// pooled over 1,440 intervals (120 releases per cell), and at a true
+// 0.965 or 0.970 [0.93, 0.97] fails 0.24 or 0.69 of the time over six
+// cells: it would test the draw, not the limits. The test uses [0.93,
+// 0.98]: false alarm 0.0054 per cell at a true 0.95, 0.0048 at 0.965
+// (0.03 over six), 0.032 per cell at 0.97. The lower end, the one honesty
+// needs, is issue 20's. Alpha: issue 20 asks >= 0.90; at 1200 intervals a
+// count below 0.88 has probability 0.011 at a true 0.90, 0.0002 at 0.91
+// (the constant-baseline world's shape directions sit at 0.91-0.92 at
+// epsilon 2, measured over 120 releases per cell).
+//
+// Cost: 2,400 releases and 48 MLE fits, about 8 minutes of one core on
+// an idle machine (make stats; skipped under -race and -short). The
+// releases run one after another: each release's clipped sums already use
+// every core.
 func TestNewtonCoverageStudy(t *testing.T) {
 	testtier.Heavy(t, "noisy Newton coverage study")
-	const reps = 100
+	reps := newtonStudyReps
 	for i, link := range []Link{LinkLogit, LinkCloglog} {
 		for k, eps := range []float64{0.5, 1, 2} {
 			c, a, ratio := newtonCoverage(t, link, eps, 50000, reps, newtonWaldReps, uint64(10000*(3*i+k+1)))
-			t.Logf("%s eps %v: beta coverage %d/%d, alpha %d/%d, width ratio %.2f", link, eps, c, 2*reps, a, 3*reps, ratio)
-			if f := float64(c) / (2 * reps); f < 0.93 || f > 0.99 {
-				t.Errorf("%s eps %v: beta coverage %.3f outside [0.93, 0.99]", link, eps, f)
+			f := float64(c) / float64(2*reps)
+			t.Logf("%s eps %v: beta coverage %d/%d (%.3f, in issue 20's [0.93, 0.97]: %v), alpha %d/%d (%.3f), width ratio %.2f",
+				link, eps, c, 2*reps, f, f >= 0.93 && f <= 0.97, a, 3*reps, float64(a)/float64(3*reps), ratio)
+			if f < 0.93 || f > 0.98 {
+				t.Errorf("%s eps %v: beta coverage %.3f outside [0.93, 0.98]", link, eps, f)
 			}
-			if f := float64(a) / (3 * reps); f < 0.90 {
-				t.Errorf("%s eps %v: alpha coverage %.3f below 0.90", link, eps, f)
+			if fa := float64(a) / float64(3*reps); fa < 0.88 {
+				t.Errorf("%s eps %v: alpha coverage %.3f below 0.88", link, eps, fa)
 			}
 			if eps == 1 && ratio > 2 {
 				t.Errorf("%s eps 1: width ratio %.2f > 2", link, ratio)
@@ -245,3 +216,6 @@ func TestNewtonCoverageStudy(t *testing.T) {
 		}
 	}
 }
+
+// newtonStudyReps is the releases per cell of TestNewtonCoverageStudy.
+const newtonStudyReps = 400
