@@ -401,6 +401,11 @@ func TestCloglogPrivateReleases(t *testing.T) {
 		if m == MethodObjective && (res.BetaLower != nil || res.IntervalMethod != IntervalObjectiveCloglogWithheld) {
 			t.Errorf("objective cloglog: limits %v published (%s), want withheld", res.BetaLower, res.IntervalMethod)
 		}
+		// withheld limits: flagged, the reason saying it was not assessed
+		// (before: low_information false, meaning "not assessed")
+		if m == MethodObjective && (!res.LowInformation || !strings.HasPrefix(res.LowInformationReason, "not assessed: no coefficient limits released")) {
+			t.Errorf("objective cloglog: low_information %v (%q), want flagged as not assessed", res.LowInformation, res.LowInformationReason)
+		}
 		if m == MethodOutput && (res.BetaLower == nil || res.BetaUpper == nil) {
 			t.Errorf("%s: no beta limits (%s)", m, res.IntervalMethod)
 		}

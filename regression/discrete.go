@@ -612,13 +612,13 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMem
 		}
 	}
 	setIntervals(&res)
-	res.LowInformation, res.LowInformationReason = AssessInformation(res)
 	switch {
 	case hessErr != nil:
 		res.IntervalMethod = IntervalFailed + hessErr.Error() + IntervalUnspentNote
 	case res.Fallback && epsInt > 0:
 		res.IntervalMethod += IntervalUnspentNote
 	}
+	res.LowInformation, res.LowInformationReason = AssessInformation(res)
 	return res, nil
 }
 

@@ -421,6 +421,9 @@ func TestPSGLDIntervalsWithheld(t *testing.T) {
 		t.Errorf("beta limits %v, alpha limits %v, alpha_debiased %v, beta_debiased %v, method %q, %d hessians",
 			res.BetaLower, res.AlphaLower, res.AlphaDebiased, res.BetaDebiased, res.IntervalMethod, len(res.Hessians))
 	}
+	if !res.LowInformation || !strings.HasPrefix(res.LowInformationReason, "not assessed: no coefficient limits released") {
+		t.Errorf("low_information %v (%q), want flagged as not assessed (limits withheld)", res.LowInformation, res.LowInformationReason)
+	}
 	est, lo, hi, _, err := CoefficientIntervals(res, 0.95, 0)
 	if err != nil || lo == nil {
 		t.Fatalf("recomputed limits: %v", err)

@@ -29,8 +29,9 @@ const NewtonStudiedRecords = 10000
 
 // AssessInformation returns whether a private discrete release carries
 // little information about the coefficients, and why. The non-private fit
-// is never flagged; a pSGLD release without limits is not assessed (false,
-// with the reason saying so).
+// is never flagged; a private release without any coefficient limits
+// (pSGLD and objective-cloglog withhold theirs) is flagged, its reason
+// starting "not assessed".
 func AssessInformation(res DiscreteResult) (bool, string) {
 	if res.Method == MethodMLE || math.IsInf(float64(res.Epsilon), 1) {
 		return false, ""
@@ -47,7 +48,13 @@ func AssessInformation(res DiscreteResult) (bool, string) {
 		lo, hi, what = res.NoiseOnlyBetaLower, res.NoiseOnlyBetaUpper, "95% noise-only limits"
 	}
 	if lo == nil || len(hi) != len(lo) {
-		return false, "not assessed: no coefficient interval released"
+		// limits withheld (pSGLD; objective with cloglog: they
+		// under-covered) or not computable: nothing published shows that
+		// the release says anything about the coefficients, so it is
+		// flagged, the reason saying it was not assessed (a false flag
+		// here used to mean "not assessed")
+		return true, "not assessed: no coefficient limits released (" + withheldWhy(res.IntervalMethod) + "): " +
+			"nothing in the release shows how much it says about the coefficients; do not read effects from it"
 	}
 	for j := range lo {
 		if lo[j] <= -LowInformationEffect && hi[j] >= LowInformationEffect {
@@ -60,4 +67,13 @@ func AssessInformation(res DiscreteResult) (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// withheldWhy is the release's interval method, or a placeholder when it
+// states none.
+func withheldWhy(method string) string {
+	if method == "" {
+		return "no coefficient_interval_method"
+	}
+	return "coefficient_interval_method: " + method
 }

@@ -26,7 +26,8 @@ func TestAssessInformation(t *testing.T) {
 		{"noise-only wide", with(func(r *DiscreteResult) {
 			r.NoiseOnlyBetaLower, r.NoiseOnlyBetaUpper = []float64{-2, 0}, []float64{2, 0.1}
 		}), true, "noise-only"},
-		{"no interval", priv, false, "not assessed"},
+		{"no interval", priv, true, "not assessed"},
+		{"withheld", with(func(r *DiscreteResult) { r.Method, r.IntervalMethod = MethodPSGLD, IntervalPSGLDWithheld }), true, "not assessed: no coefficient limits released (coefficient_interval_method: none: psgld"},
 	} {
 		got, reason := AssessInformation(tc.res)
 		if got != tc.want || !strings.Contains(reason, tc.reason) {

@@ -104,7 +104,7 @@ var (
 var defaultStepShares = []float64{0.03, 0.05, 0.08, 0.24, 0.6}
 
 // IntervalNewton describes the limits of a MethodNewton release.
-const IntervalNewton = "wald: f ± z sqrt(diag(V + B G B')), replaying the released steps k = 1..K (f_k+1 = f_k - c_k H_k^-1 g_k, H_k the released Hessian sums near f_k pooled by inverse noise variance with eigenvalues floored at sqrt(d) noise units, c_k the trust region's factor): V is the noise the steps leave in f, V_k+1 = L_k V_k L_k' + c_k^2 H_k^-1 (D_k + C_k) H_k^-1, D_k the variance of step k's score noise, C_k that of the step's change by the noise of the floored Hessian (to first order; noise in floored directions does not reach H_k), L_k = I - c_k H_k^-1 G_k the part of f_k's error step k leaves uncorrected, G_k the pooled Hessian in the directions the floor left alone and 0 in the floored ones (not determined by the releases: no contraction assumed); B G B' the sampling error the moves carry, B_k+1 = L_k B_k + c_k H_k^-1, G the last step's G_k; hazard_ratio limits are exp(beta limits)"
+const IntervalNewton = "wald: f ± z se, se^2 the diagonal of V + B G B' (beta) or V_a + B H B' (alpha), replaying the released steps k = 1..K (f_k+1 = f_k - c_k H_k^-1 g_k, H_k the released Hessian sums near f_k pooled by inverse noise variance with eigenvalues floored at sqrt(d) noise units, c_k the trust region's factor): V is the noise the steps leave in f, V_k+1 = L_k V_k L_k' + c_k^2 H_k^-1 (D_k + C_k) H_k^-1, D_k the variance of step k's score noise, C_k that of the Hessian's noise (in the directions the floor left alone) acting on the error carried into the step, E[e_k e_k'] = V_k (to first order; V_a, the baseline's: acting on the released step H_k^-1 g_k, an upper bound for the floored shape directions), L_k = I - c_k H_k^-1 G_k the part of f_k's error step k leaves uncorrected, G_k the pooled Hessian in the directions the floor left alone and 0 in the floored ones (not determined by the releases: no contraction assumed); B G B' the sampling error the moves carry, B_k+1 = L_k B_k + c_k H_k^-1, G the last step's G_k, H the last step's floored Hessian (alpha: the floored directions, the baseline's shape, bounded by the floor); hazard_ratio limits are exp(beta limits)"
 
 // NewtonBlock is one released block: the noisy sum and its noise.
 type NewtonBlock struct {
@@ -430,7 +430,6 @@ type newtonMoveParts struct {
 	scale    float64
 	noiseVar []float64 // diagonal of the variance of the score noise of the step
 	hessVar  [nBlocks]float64
-	step     []float64 // H^-1 g, before the trust region
 }
 
 func newtonMoveOf(steps []NewtonStep, f []float64, e, p int) (newtonMoveParts, bool) {
@@ -464,7 +463,7 @@ func newtonMoveOf(steps []NewtonStep, f []float64, e, p int) (newtonMoveParts, b
 	if !finite(next) {
 		return newtonMoveParts{}, false
 	}
-	mv := newtonMoveParts{next: next, h: h, raw: raw, scale: scale, noiseVar: scoreNoiseVar(last, e, p), hessVar: vars, step: step.RawVector().Data}
+	mv := newtonMoveParts{next: next, h: h, raw: raw, scale: scale, noiseVar: scoreNoiseVar(last, e, p), hessVar: vars}
 	if err := mv.hInv.Inverse(h); err != nil {
 		return newtonMoveParts{}, false
 	}

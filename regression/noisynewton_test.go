@@ -3,6 +3,8 @@ package regression
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -43,26 +45,35 @@ func newtonWorld(rng *rand.Rand, n int, link Link) Data {
 // information).
 func mleWaldSE(t *testing.T, d Data, link Link) (DiscreteResult, []float64) {
 	t.Helper()
+	mle, se, err := studyMLE(d, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mle, se
+}
+
+// studyMLE is mleWaldSE without t (for the study's workers).
+func studyMLE(d Data, link Link) (DiscreteResult, []float64, error) {
 	opts := DiscreteOptions{Method: MethodMLE, Link: link, TimeMax: 1}
 	mle, err := FitDiscrete(d, opts, nil)
 	if err != nil {
-		t.Fatal(err)
+		return DiscreteResult{}, nil, err
 	}
 	f := append(append([]float64{}, mle.Alpha...), mle.Beta...)
 	info, err := MeanInformation(d, opts, f)
 	if err != nil {
-		t.Fatal(err)
+		return DiscreteResult{}, nil, err
 	}
 	k := len(f)
 	var inv mat.Dense
 	if err := inv.Inverse(mat.NewDense(k, k, info)); err != nil {
-		t.Fatal(err)
+		return DiscreteResult{}, nil, err
 	}
 	se := make([]float64, k)
 	for j := range se {
 		se[j] = math.Sqrt(inv.At(j, j) / float64(d.Len()))
 	}
-	return mle, se
+	return mle, se, nil
 }
 
 // TestNewtonReproducesMLE: with a negligible noise (epsilon 1e6) the
@@ -99,25 +110,54 @@ func TestNewtonReproducesMLE(t *testing.T) {
 // MLE's mean Wald width; the Wald width, a function of the design that
 // hardly moves between data sets of one size, is taken from the first
 // min(reps, waldReps) data sets (the MLE costs as much as a release).
+// Release r draws its data and noise from seeds of r alone, so the
+// releases run on GOMAXPROCS workers (half of a release's CPU is serial:
+// the data, the replay) and the figures do not depend on the order; they
+// are summed in release order.
 func newtonCoverage(t *testing.T, link Link, eps float64, n, reps, waldReps int, seed uint64) (betaCov, alphaCov int, ratio float64) {
 	t.Helper()
 	trueAlpha := []float64{-3, 0, 0}
 	trueBeta := []float64{1, -1}
-	var width, wald float64
 	nw := min(reps, waldReps)
-	for r := 0; r < reps; r++ {
-		d := newtonWorld(rand.New(rand.NewPCG(seed+uint64(r), 7)), n, link)
-		res, err := FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(seed+uint64(r)+1000))
-		if err != nil {
-			t.Fatal(err)
+	type one struct {
+		res DiscreteResult
+		se  []float64
+		err error
+	}
+	out := make([]one, reps)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, min(runtime.GOMAXPROCS(0), reps)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range next {
+				d := newtonWorld(rand.New(rand.NewPCG(seed+uint64(r), 7)), n, link)
+				o := &out[r]
+				o.res, o.err = FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(seed+uint64(r)+1000))
+				if o.err == nil && r < nw {
+					_, o.se, o.err = studyMLE(d, link)
+				}
+			}
+		}()
+	}
+	for r := range reps {
+		next <- r
+	}
+	close(next)
+	wg.Wait()
+	var width, wald float64
+	for r, o := range out {
+		if o.err != nil {
+			t.Fatalf("rep %d: %v", r, o.err)
 		}
+		res := o.res
 		if res.BetaLower == nil {
 			t.Fatalf("rep %d: no intervals: %s", r, res.IntervalMethod)
 		}
 		if r < nw {
-			_, se := mleWaldSE(t, d, link)
 			for j := range trueBeta {
-				wald += 2 * 1.959963984540054 * se[3+j] / float64(2*nw)
+				wald += 2 * 1.959963984540054 * o.se[3+j] / float64(2*nw)
 			}
 		}
 		for j, b := range trueBeta {
@@ -145,9 +185,12 @@ const newtonWaldReps = 8
 // intervals, 72 alpha intervals). At a true coverage of 0.95 the count of
 // covering beta intervals is <= 40 with probability 0.0024 (binomial; the
 // false-alarm rate); at a true alpha coverage of 0.90 the count of
-// covering alpha intervals is <= 57 with probability 0.0046 (measured:
-// 68/72 at these seeds). The mean beta width must be at most 2x the
-// MLE's Wald width.
+// covering alpha intervals is <= 57 with probability 0.0046. The upper
+// end is not tested here: at 48 intervals all 48 cover with probability
+// 0.085 at a true 0.95 (the full study tests it). Measured at these seeds
+// with issue 20's calibration: beta 47/48, alpha 68/72, width ratio 1.41
+// (logit) and 1.31 (cloglog). The mean beta width must be at most 2x the
+// MLE's Wald width. About 5 s of CPU.
 func TestNewtonCoverageShort(t *testing.T) {
 	t.Parallel() // heavy: runs beside the other heavy tests
 	const reps = 12
@@ -170,74 +213,57 @@ func TestNewtonCoverageShort(t *testing.T) {
 }
 
 // TestNewtonCoverageStudy is the full study of issue 20: n = 50,000,
-// epsilon in {0.5, 1, 2}, logit and cloglog, 100 releases per cell (200
-// beta intervals, 300 alpha intervals): beta coverage in [0.93, 0.99] per
-// cell, alpha coverage >= 0.90 per cell, mean beta width <= 2x the Wald
-// width at epsilon 1 (the ratio is logged at every epsilon). Issue 20
-// asks [0.93, 0.97] for beta; the limits are conservative (beta se /
-// empirical SD 1.0-1.2 over 40 releases per cell: the first-order term of
-// the Hessians' noise is computed with the noisy contractions, which
-// over-states it; subtracting the expected inflation made alpha
-// under-cover, 0.84-0.87), and measure 0.960-0.985 at these seeds, so the
-// upper end here is 0.99 (an open point of issue 20). The lower end, the
-// one that matters for honesty, stays 0.93 (P(<= 185) = 0.078 at a true
-// 0.95). The alpha bound is on the estimate. Measured at these seeds
-// (beta, alpha coverage, width ratio): logit 0.5: 0.975, 0.950, 2.64;
-// logit 1: 0.975, 0.977, 1.58; logit 2: 0.975, 0.957, 1.19; cloglog 0.5:
-// 0.970, 0.967, 2.64; cloglog 1: 0.985, 0.960, 1.58; cloglog 2: 0.960,
-// 0.913, 1.20. Why not [0.93, 0.97] with more releases: the band is
-// sound only at about 400 releases per cell (800 beta intervals: at a true
-// 0.95 a count outside [0.93, 0.97] has probability 0.0075 per cell, 0.044
-// over the six cells; at 100 releases it is 0.14 per cell, 0.60 over six),
-// and the limits measure 0.973 pooled over these 600 releases (1200
-// intervals, SE 0.0063 at 0.95): the band would fail on the estimator,
-// not by chance. Tried (same seeds, 100 releases per cell), no better on
-// beta: the floored directions' contraction l shrunk by its known noise
-// variance, l_s = max(0, l - var(l) / l) for l > 0 (0 otherwise), instead
-// of taken as 0: beta 0.975, 0.975, 0.975, 0.970, 0.985, 0.955, alpha
-// 0.947, 0.977, 0.920, 0.953, 0.950, 0.910, ratio 2.60, 1.56, 1.18, 2.59,
-// 1.55, 1.18 (logit 0.5, 1, 2, cloglog 0.5, 1, 2): the beta limits'
-// conservatism is not in the floored directions, and alpha loses margin
-// (logit 2: 0.957 -> 0.920). It lowers the width at large n (logit
-// epsilon 1, 10 releases: 200,000 1.66 -> 1.56, 400,000 2.28 -> 1.72)
-// without making it fall with n; not adopted.
+// epsilon in {0.5, 1, 2}, logit and cloglog, newtonStudyReps = 400
+// releases per cell (800 beta intervals, 1200 alpha intervals): beta
+// coverage in [0.93, 0.975] per cell, alpha coverage >= 0.88 per cell,
+// mean beta width <= 2x the Wald width at epsilon 1 (the ratio is logged
+// at every epsilon, with whether the cell is inside issue 20's band
+// [0.93, 0.97]).
 //
-// Where the beta conservatism is (measured this round; the limits are
-// post-processing, so each rule below was computed on the same releases):
-// the noise part of the beta variance is over-stated by its Hessian term.
-// At epsilon 2, logit, 150 releases (other seeds), the predicted noise
-// variance of beta is 8.0e-5 and 8.7e-5 against an empirical var(beta -
-// MLE) of 5.8e-5 and 5.2e-5, the score-noise part alone 5.5e-5 (it
-// matches), and the sampling part 1.49e-4 against the MLE's 1.54e-4 (Wald
-// 1.60e-4): private z^2 0.91 and 0.85, the MLE's 0.96. The Hessian term
-// comes from the last step (epsilon 1, 30 releases: the predicted noise
-// variance 2.4e-4 falls to 2.15e-4 without the first four steps' terms and
-// to 1.84e-4 without any, against 1.08e-4 empirical). Rules tried on this
-// study's releases (100 per cell): the step's second moment less its own
-// score noise (u u' - H^-1 D H^-1 in hessNoiseStepVar's basis): width -1%,
-// coverage unchanged; the Hessian's noise acting on the error the step
-// corrects (its noise variance V_k carried in, in the directions the floor
-// left alone; conditional on the released H the step's own score noise is
-// carried exactly by H^-1 D H^-1): beta 0.975, 0.975, 0.970, 0.960 (logit
-// 0.5, 1, 2, cloglog 0.5), width -5% at epsilon 1 and 2, but alpha 0.903
-// at logit 2 (from 0.957); the same with the step kept in the floored
-// directions: alpha 0.907 at logit 2 and 0.893 at cloglog 2 (from 0.913).
-// The alpha limits hold only with the over-stated term (the baseline's
-// shape directions are barely determined and the start's error there is
-// not in the limits), so a tighter beta term needs its own rule for the
-// baseline first; not adopted.
+// The band, binomial (a release's two intervals counted as independent):
+// issue 20's [0.93, 0.97] at 800 intervals has a false-alarm rate of
+// 0.0075 per cell at a true 0.95 (0.044 over the six cells; at the former
+// 100 releases per cell it was 0.14 per cell, 0.60 over six: no test).
+// The limits measure 0.960 pooled (4610 of 4800 intervals at these
+// seeds), and at a true 0.960 [0.93, 0.97] fails 0.057 per cell, 0.30
+// over six: it would test the draw. [0.93, 0.975] is the tightest upper
+// end whose false-alarm rate is at most 0.05 over the six cells both at a
+// true 0.95 (0.0055 per cell, 0.033 over six) and at the measured 0.96
+// (0.0083, 0.049). Alpha: issue 20 asks >= 0.90; at 1200 intervals a count
+// below 0.88 has probability 0.011 at a true 0.90 (measured 0.957-0.975).
+//
+// Measured at these seeds (beta coverage, alpha coverage, width ratio to
+// Wald): logit 0.5: 0.954, 0.958, 2.50; logit 1: 0.955, 0.975, 1.42;
+// logit 2: 0.958, 0.970, 1.12; cloglog 0.5: 0.969, 0.967, 2.44; cloglog
+// 1: 0.964, 0.963, 1.42; cloglog 2: 0.964, 0.957, 1.13: every beta cell
+// inside issue 20's [0.93, 0.97]; alpha is held by an upper bound
+// (newtonNoiseCov: the baseline's own rule) and is conservative. The
+// limits before issue 20's calibration, recomputed on the first 120
+// releases of every cell (they are post-processing): beta 0.971, 0.971,
+// 0.975, 0.975, 0.988, 0.958 (0.973 pooled), alpha 0.947, 0.969, 0.956,
+// 0.961, 0.967, 0.922, width ratio 2.67, 1.57, 1.20, 2.63, 1.57, 1.20; the
+// calibrated ones on the same releases: beta 0.958, 0.971, 0.971, 0.967,
+// 0.975, 0.950 (0.965), alpha 0.950, 0.972, 0.969, 0.961, 0.967, 0.936,
+// 2.47, 1.44, 1.12, 2.43, 1.44, 1.13.
+//
+// Cost: 2,400 releases and 48 MLE fits, about 0.11 s of CPU each (the
+// -short test's user time), on GOMAXPROCS workers (newtonCoverage): about
+// 5 minutes of CPU (773 s wall on the shared 2-core machine at a load of
+// 15). make stats runs it; skipped under -race and -short.
 func TestNewtonCoverageStudy(t *testing.T) {
 	testtier.Heavy(t, "noisy Newton coverage study")
-	const reps = 100
+	reps := newtonStudyReps
 	for i, link := range []Link{LinkLogit, LinkCloglog} {
 		for k, eps := range []float64{0.5, 1, 2} {
 			c, a, ratio := newtonCoverage(t, link, eps, 50000, reps, newtonWaldReps, uint64(10000*(3*i+k+1)))
-			t.Logf("%s eps %v: beta coverage %d/%d, alpha %d/%d, width ratio %.2f", link, eps, c, 2*reps, a, 3*reps, ratio)
-			if f := float64(c) / (2 * reps); f < 0.93 || f > 0.99 {
-				t.Errorf("%s eps %v: beta coverage %.3f outside [0.93, 0.99]", link, eps, f)
+			f := float64(c) / float64(2*reps)
+			t.Logf("%s eps %v: beta coverage %d/%d (%.3f, in issue 20's [0.93, 0.97]: %v), alpha %d/%d (%.3f), width ratio %.2f",
+				link, eps, c, 2*reps, f, f >= 0.93 && f <= 0.97, a, 3*reps, float64(a)/float64(3*reps), ratio)
+			if f < 0.93 || f > 0.975 {
+				t.Errorf("%s eps %v: beta coverage %.3f outside [0.93, 0.975]", link, eps, f)
 			}
-			if f := float64(a) / (3 * reps); f < 0.90 {
-				t.Errorf("%s eps %v: alpha coverage %.3f below 0.90", link, eps, f)
+			if fa := float64(a) / float64(3*reps); fa < 0.88 {
+				t.Errorf("%s eps %v: alpha coverage %.3f below 0.88", link, eps, fa)
 			}
 			if eps == 1 && ratio > 2 {
 				t.Errorf("%s eps 1: width ratio %.2f > 2", link, ratio)
@@ -245,3 +271,6 @@ func TestNewtonCoverageStudy(t *testing.T) {
 		}
 	}
 }
+
+// newtonStudyReps is the releases per cell of TestNewtonCoverageStudy.
+const newtonStudyReps = 400
