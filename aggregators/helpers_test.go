@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -218,35 +220,16 @@ func rowsOf(p string, n int) schemas.Rows {
 	return r
 }
 
-// metric returns the value of a counter or gauge with the given labels.
+// metric is pipelinetest.Metric (the sum of the series of a counter or
+// gauge whose labels include labels); a registry that cannot be gathered
+// fails the test.
 func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	v := pipelinetest.Metric(reg, name, labels)
+	if math.IsNaN(v) {
+		t.Fatalf("metric %s: the registry cannot be gathered", name)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue next
-				}
-			}
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
+	return v
 }
 
 // kmConfig is a km aggregate with the flat noisy histogram, whose noise law

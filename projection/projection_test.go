@@ -2,25 +2,13 @@ package projection
 
 import (
 	"math"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/stattest"
 	"gonum.org/v1/gonum/stat/distuv"
 )
-
-func ks(xs []float64, cdf func(float64) float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := float64(len(s))
-	var d float64
-	for i, x := range s {
-		f := cdf(x)
-		d = math.Max(d, math.Max(f-float64(i)/n, float64(i+1)/n-f))
-	}
-	return d
-}
 
 // TestRandomGaussian: the entries of B are N(0, 1/m). KS at level 0.001
 // (the false-alarm rate of this fixed-seed test).
@@ -36,12 +24,12 @@ func TestRandomGaussian(t *testing.T) {
 			xs = append(xs, v*math.Sqrt(m))
 		}
 	}
-	crit := math.Sqrt(-math.Log(0.001/2)/2) / math.Sqrt(float64(len(xs)))
-	if D := ks(xs, distuv.UnitNormal.CDF); D > crit {
+	crit := stattest.KSCritical(len(xs), 0.001)
+	if D := stattest.KS(xs, distuv.UnitNormal.CDF); D > crit {
 		t.Errorf("KS distance of the scaled entries to N(0,1) = %.4f > %.4f", D, crit)
 	}
 	// a wrong variance is rejected (the test has power against a 25% scale error)
-	if D := ks(xs, distuv.Normal{Mu: 0, Sigma: 1.25}.CDF); D <= crit {
+	if D := stattest.KS(xs, distuv.Normal{Mu: 0, Sigma: 1.25}.CDF); D <= crit {
 		t.Errorf("KS does not reject N(0, 1.25^2): D = %.4f", D)
 	}
 	// Apply is B'x

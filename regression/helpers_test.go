@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"testing"
 
@@ -107,25 +106,6 @@ func loadGolden(t testing.TB, name string) golden {
 // closeRel reports |got - want| <= rel * |want| + abs.
 func closeRel(got, want, rel, abs float64) bool {
 	return math.Abs(got-want) <= rel*math.Abs(want)+abs
-}
-
-// ksStatistic is the one-sample Kolmogorov–Smirnov distance of xs to cdf.
-func ksStatistic(xs []float64, cdf func(float64) float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := float64(len(s))
-	var d float64
-	for i, x := range s {
-		f := cdf(x)
-		d = math.Max(d, math.Max(f-float64(i)/n, float64(i+1)/n-f))
-	}
-	return d
-}
-
-// ksCritical is the asymptotic critical value of the KS distance at
-// level alpha: sqrt(-ln(alpha/2)/2) / sqrt(n).
-func ksCritical(n int, alpha float64) float64 {
-	return math.Sqrt(-math.Log(alpha/2)/2) / math.Sqrt(float64(n))
 }
 
 // synthetic draws n records from a discrete-time logistic model with p

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/stattest"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize"
 )
@@ -39,11 +40,11 @@ func checkLatticeNoise(t *testing.T, label string, bs [][]float64, n LatticeNois
 			xs = append(xs, v)
 		}
 	}
-	crit := ksCritical(len(xs), ksAlpha)
-	if D := ksStatistic(xs, laplaceCDF(n.Scale)); D > crit {
+	crit := stattest.KSCritical(len(xs), ksAlpha)
+	if D := stattest.KS(xs, laplaceCDF(n.Scale)); D > crit {
 		t.Errorf("%s: KS(coordinates, Laplace(%.4g)) = %.4f > %.4f", label, n.Scale, D, crit)
 	}
-	if D := ksStatistic(xs, laplaceCDF(1.3*n.Scale)); D <= crit {
+	if D := stattest.KS(xs, laplaceCDF(1.3*n.Scale)); D <= crit {
 		t.Errorf("%s: KS does not reject Laplace(1.3 scale): D = %.4f", label, D)
 	}
 }

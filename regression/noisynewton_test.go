@@ -11,34 +11,17 @@ import (
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/internal/testtier"
+	"github.com/dpsurv/dpsurv/synth"
 )
 
-// newtonWorld is the study world of docs/inference.md: q = 200 intervals,
-// a constant baseline (logit or cloglog -3), x uniform in
-// [-0.707, 0.707]^2, beta = (1, -1), censoring uniform on the intervals.
+// newtonWorld is the study world of docs/inference.md (synth.DiscreteWorld,
+// as cmd/dpsurv-eval/inference draws it): q = 200 intervals, a constant
+// baseline (logit or cloglog -3), x uniform in [-0.707, 0.707]^2,
+// beta = (1, -1), censoring uniform on the intervals.
 func newtonWorld(rng *rand.Rand, n int, link Link) Data {
-	const q = DefaultIntervals
-	beta := []float64{1, -1}
-	h := 1 / math.Sqrt2
-	d := Data{Time: make([]float64, n), Event: make([]bool, n), X: make([][]float64, n)}
-	for i := 0; i < n; i++ {
-		x := []float64{(2*rng.Float64() - 1) * h, (2*rng.Float64() - 1) * h}
-		u := -3 + beta[0]*x[0] + beta[1]*x[1]
-		p := 1 / (1 + math.Exp(-u))
-		if link == LinkCloglog {
-			p = -math.Expm1(-math.Exp(u))
-		}
-		c := 1 + rng.IntN(q)
-		s, ev := c, false
-		for k := 1; k <= c; k++ {
-			if rng.Float64() < p {
-				s, ev = k, true
-				break
-			}
-		}
-		d.Time[i], d.Event[i], d.X[i] = (float64(s)-0.5)/q, ev, x // mid-interval: s/q rounds into interval s+1 at s = 7, 14, 28, ...
-	}
-	return d
+	w := synth.DiscreteWorld{Intervals: DefaultIntervals, Baseline: -3, Beta: []float64{1, -1}, Cloglog: link == LinkCloglog}
+	time, event, x := w.Draw(rng, n)
+	return Data{Time: time, Event: event, X: x}
 }
 
 // mleWaldSE returns the MLE and its Wald standard errors (inverse observed

@@ -433,6 +433,43 @@ func weibullComputeLadder(d weibullData, cfg WeibullConfig) WeibullLadder {
 	return weibullComputeLadderOpt(d, cfg, false)
 }
 
+// setGrid lays the scan's grid over [0, gamma] and returns its number of
+// cells G: cells of width gamma/G with omega*width <= 1/4, so t^delta over
+// a cell is a fast-converging series. With fast (the simulation's scan:
+// the fast ladder and weibullSimSide) the grid is 4 times coarser
+// (omega*width <= 1, a few more Taylor terms): the scan costs a quarter,
+// and it finds the same first crossing wherever a function crosses zero at
+// most once within a coarse cell. It sets the number of Taylor terms J
+// (the first with x^J/J! < 1e-18, x = omega*width; at most 60), the
+// series' scratch and, with fast, the table of 1/j.
+func (e *weibullLadderEngine) setGrid(gamma, omega float64, fast bool) int {
+	G := 16
+	for float64(G) < 4*omega*gamma && G < 1<<20 {
+		G *= 2
+	}
+	if fast {
+		G = max(16, G/4)
+	}
+	e.cellW = gamma / float64(G)
+	e.cells = make([]*weibullCell, G+1)
+	x := omega * e.cellW
+	term := 1.0
+	for e.nTerms = 1; e.nTerms < 60; e.nTerms++ {
+		term *= x / float64(e.nTerms)
+		if term < 1e-18 {
+			break
+		}
+	}
+	e.scratch = make([]float64, e.nTerms+1)
+	if fast {
+		e.inv = make([]float64, e.nTerms+1)
+		for j := 1; j < len(e.inv); j++ {
+			e.inv[j] = 1 / float64(j)
+		}
+	}
+	return G
+}
+
 // weibullComputeLadderOpt is weibullComputeLadder; with fast (the interval
 // simulation only, never a release) the scan runs over a 4 times coarser
 // grid and updates each t^p by one multiplication per grid step instead of
@@ -461,36 +498,7 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 	if e.kmax == 0 {
 		return lad
 	}
-	// Grid: G cells of width gamma/G with omega*width <= 1/4, so t^delta
-	// over a cell is a fast-converging series.
-	G := 16
-	for float64(G) < 4*cfg.Omega*gamma && G < 1<<20 {
-		G *= 2
-	}
-	if fast {
-		// the simulation scans a 4 times coarser grid (omega*width <= 1,
-		// a few more Taylor terms): the scan costs a quarter, and it finds
-		// the same first crossing wherever a function crosses zero at most
-		// once within a coarse cell
-		G = max(16, G/4)
-	}
-	e.cellW = gamma / float64(G)
-	e.cells = make([]*weibullCell, G+1)
-	x := cfg.Omega * e.cellW
-	term := 1.0
-	for e.nTerms = 1; e.nTerms < 60; e.nTerms++ {
-		term *= x / float64(e.nTerms)
-		if term < 1e-18 {
-			break
-		}
-	}
-	e.scratch = make([]float64, e.nTerms+1)
-	if fast {
-		e.inv = make([]float64, e.nTerms+1)
-		for j := 1; j < len(e.inv); j++ {
-			e.inv[j] = 1 / float64(j)
-		}
-	}
+	G := e.setGrid(gamma, cfg.Omega, fast)
 
 	// First grid point (index 1..G) where hA > 0 and where hB >= 0; G+1 = none.
 	firstA := make([]int, e.kmax+1)

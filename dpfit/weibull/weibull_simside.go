@@ -65,28 +65,8 @@ func weibullSimSide(d weibullData, cfg WeibullConfig, released float64) int {
 	}
 	gamma, tol := cfg.Gamma, cfg.Tolerance
 	margin := weibullSideMargin * tol
-	// the fast ladder's grid (weibullComputeLadderOpt with fast)
-	G := 16
-	for float64(G) < 4*cfg.Omega*gamma && G < 1<<20 {
-		G *= 2
-	}
-	G = max(16, G/4)
-	e.cellW = gamma / float64(G)
-	e.cells = make([]*weibullCell, G+1)
+	G := e.setGrid(gamma, cfg.Omega, true) // the fast ladder's grid
 	e.cellNeeds = make([][]bool, G+1)
-	x := cfg.Omega * e.cellW
-	term := 1.0
-	for e.nTerms = 1; e.nTerms < 60; e.nTerms++ {
-		term *= x / float64(e.nTerms)
-		if term < 1e-18 {
-			break
-		}
-	}
-	e.scratch = make([]float64, e.nTerms+1)
-	e.inv = make([]float64, e.nTerms+1)
-	for j := 1; j < len(e.inv); j++ {
-		e.inv[j] = 1 / float64(j)
-	}
 	iters := 0
 	for w := e.cellW; w > tol; w /= 2 {
 		iters++

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/stattest"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
@@ -609,13 +610,8 @@ func TestWeibullRungSamplingChiSquare(t *testing.T) {
 				}
 				return s
 			}
-			slices.Sort(ps)
-			dmax := 0.0
-			for i, x := range ps {
-				f := cdf(x)
-				dmax = max(dmax, math.Abs(f-float64(i)/draws), math.Abs(f-float64(i+1)/draws))
-			}
-			if crit := 1.95 / math.Sqrt(draws); dmax > crit {
+			dmax := stattest.KS(ps, cdf)
+			if crit := stattest.KSCritical(draws, 1e-3); dmax > crit {
 				t.Fatalf("KS distance %v > %v", dmax, crit)
 			}
 			t.Logf("chi-square %.2f on %d cells (p = %.3f), KS %.4f", chi, cells, pval, dmax)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/regression"
+	"github.com/dpsurv/dpsurv/synth"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -126,32 +127,14 @@ func worldRand(seed uint64, tag byte) *rand.Rand {
 	return rand.New(rand.NewChaCha8(key))
 }
 
-// regressionWorld draws one data set of the study's world with the
-// per-interval hazard g^-1(baseline + beta'x), g the link (logit or
-// cloglog).
+// regressionWorld draws one data set of the study's world
+// (synth.DiscreteWorld at the production default intervals, the study's
+// baseline and beta) with the per-interval hazard g^-1(baseline + beta'x),
+// g the link (logit or cloglog).
 func regressionWorld(rng *rand.Rand, n int, link regression.Link) regression.Data {
-	const q = regression.DefaultIntervals
-	beta := worldBeta
-	h := 1 / math.Sqrt2
-	d := regression.Data{Time: make([]float64, n), Event: make([]bool, n), X: make([][]float64, n)}
-	for i := 0; i < n; i++ {
-		x := []float64{(2*rng.Float64() - 1) * h, (2*rng.Float64() - 1) * h}
-		u := regressionBaseline + beta[0]*x[0] + beta[1]*x[1]
-		p := 1 / (1 + math.Exp(-u))
-		if link == regression.LinkCloglog {
-			p = -math.Expm1(-math.Exp(u))
-		}
-		c := 1 + rng.IntN(q)
-		s, ev := c, false
-		for k := 1; k <= c; k++ {
-			if rng.Float64() < p {
-				s, ev = k, true
-				break
-			}
-		}
-		d.Time[i], d.Event[i], d.X[i] = (float64(s)-0.5)/q, ev, x // mid-interval: s/q rounds into interval s+1 at s = 7, 14, 28, ...
-	}
-	return d
+	w := synth.DiscreteWorld{Intervals: regression.DefaultIntervals, Baseline: regressionBaseline, Beta: worldBeta, Cloglog: link == regression.LinkCloglog}
+	time, event, x := w.Draw(rng, n)
+	return regression.Data{Time: time, Event: event, X: x}
 }
 
 // RunRegression runs the coverage study (see RegressionConfig).

@@ -1,0 +1,5 @@
+// Package stattest holds the goodness-of-fit arithmetic the statistical
+// tests share: the one-sample Kolmogorov–Smirnov distance of a sample to an
+// exact CDF and its asymptotic critical value. It is test support: only
+// tests import it.
+package stattest
