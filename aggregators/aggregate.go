@@ -90,6 +90,9 @@ type aggregate struct {
 	foreign bool
 	prf     *dp.PRF // fingerprint key (from the checkpoint)
 	rs      dp.RecordState
+	// registered is the latest processing-time window this engine
+	// registered (math.MinInt64 before its first Tick or record).
+	registered int64
 }
 
 func newAggregate(cfg Config) (*aggregate, error) {
@@ -98,7 +101,7 @@ func newAggregate(cfg Config) (*aggregate, error) {
 		return nil, err
 	}
 	a := &aggregate{cfg: cfg, kind: kindOf(cfg), size: int64(cfg.Window.Size), late: int64(cfg.Window.Lateness),
-		open: map[int64]window{}, closedBefore: math.MinInt64, patients: map[int64]patientTable{}, capped: map[int64]bool{}}
+		open: map[int64]window{}, closedBefore: math.MinInt64, registered: math.MinInt64, patients: map[int64]patientTable{}, capped: map[int64]bool{}}
 	a.plan = windowPlan(a)
 	if p, ok := a.kind.(planner); ok {
 		a.plan = p.plan(a)
@@ -125,11 +128,23 @@ func (a *aggregate) windowStart(tns int64) int64 {
 // now: with processing time the current one; with event time every window
 // that started by now and closes after now. Which windows exist depends on
 // the clock and the service's uptime only, never on the data, so whether a
-// window is released reveals nothing about the records.
+// window is released reveals nothing about the records. With processing
+// time that includes the windows the clock passed since this engine's last
+// registration: a Tick that outlasts a whole window (its ledger and topic
+// I/O on a loaded machine) leaves that window empty, not unreleased.
+// Windows before the engine's first registration (downtime) are not
+// registered.
 func (a *aggregate) register(now int64) {
 	cur := a.windowStart(now)
 	if a.cfg.Window.Time == TimeProcessing {
-		a.ensure(cur)
+		from := cur
+		if a.registered != math.MinInt64 && a.registered < cur {
+			from = a.registered + a.size
+		}
+		for s := from; s <= cur; s += a.size {
+			a.ensure(s)
+		}
+		a.registered = max(a.registered, cur)
 		return
 	}
 	for s := cur; s+a.size+a.late > now; s -= a.size {
