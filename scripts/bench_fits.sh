@@ -26,6 +26,7 @@
 # machine multiplies both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/docs_table.sh
 docs=0
 if [[ ${1:-} == --docs ]]; then
 	docs=1
@@ -132,14 +133,5 @@ cat("\n", md, sep = "\n")
 writeLines(md, args[2])
 ' "$tmp/runs" "$tmp/table.md" "$rows" "$start" "$end" "$commit" "$(nproc)" "$cmdline"
 if ((docs)); then
-	f=docs/performance.md
-	grep -q '^<!-- bench_fits:begin -->$' "$f" && grep -q '^<!-- bench_fits:end -->$' "$f" || {
-		echo "bench_fits.sh: $f has no <!-- bench_fits:begin --> / <!-- bench_fits:end --> lines" >&2
-		exit 1
-	}
-	awk -v table="$tmp/table.md" '
-		/^<!-- bench_fits:begin -->$/ { print; while ((getline line < table) > 0) print line; skip = 1; next }
-		/^<!-- bench_fits:end -->$/ { skip = 0 }
-		!skip { print }' "$f" >"$tmp/doc" && cat "$tmp/doc" >"$f"
-	echo "# wrote the table into $f"
+	docs_table bench_fits "$tmp/table.md"
 fi

@@ -18,6 +18,7 @@
 # Takes about a minute on a quiet 2-core machine, several under load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/docs_table.sh
 docs=0
 if [[ ${1:-} == --docs ]]; then
 	docs=1
@@ -76,15 +77,5 @@ echo
 cat "$tmp/table"
 
 if ((docs)); then
-	f=docs/performance.md
-	grep -q '^<!-- bench_private:begin -->$' "$f" && grep -q '^<!-- bench_private:end -->$' "$f" || {
-		echo "bench_private: $f lacks the bench_private markers" >&2
-		exit 1
-	}
-	awk -v table="$tmp/table" '
-		/^<!-- bench_private:begin -->$/ { print; while ((getline l < table) > 0) print l; skip = 1; next }
-		/^<!-- bench_private:end -->$/ { skip = 0 }
-		!skip { print }' "$f" >"$tmp/page"
-	cp "$tmp/page" "$f"
-	echo "# wrote the table into $f"
+	docs_table bench_private "$tmp/table"
 fi

@@ -18,6 +18,7 @@
 # <!-- bench_stream:end -->. Takes RUNS x DURATION plus a few seconds each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/docs_table.sh
 docs=0
 if [[ ${1:-} == --docs ]]; then
 	docs=1
@@ -68,15 +69,5 @@ echo
 cat "$tmp/table"
 
 if ((docs)); then
-	f=docs/performance.md
-	grep -q '^<!-- bench_stream:begin -->$' "$f" && grep -q '^<!-- bench_stream:end -->$' "$f" || {
-		echo "bench_stream: $f lacks the bench_stream markers" >&2
-		exit 1
-	}
-	awk -v table="$tmp/table" '
-		/^<!-- bench_stream:begin -->$/ { print; while ((getline l < table) > 0) print l; skip = 1; next }
-		/^<!-- bench_stream:end -->$/ { skip = 0 }
-		!skip { print }' "$f" >"$tmp/page"
-	cp "$tmp/page" "$f"
-	echo "# wrote the table into $f"
+	docs_table bench_stream "$tmp/table"
 fi
