@@ -26,10 +26,10 @@ func FollowTopic(ctx context.Context, conn kafkaconn.Config, topic, group string
 	defer src.Close()
 	for {
 		b, err := src.ReadBatch(ctx)
+		if err != nil && ctx.Err() != nil {
+			return nil // the end, not a failure
+		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
 			return fmt.Errorf("read topic %s: %w", topic, err)
 		}
 		now := time.Now()
