@@ -26,13 +26,11 @@ const btrsMinMean = 10
 // it against the pmf.
 func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
 	switch {
-	case n <= 0 || !(p > 0):
-		return 0
-	case p >= 1:
-		return n
-	case p > 0.5:
+	case n > 0 && p > 0.5 && p < 1:
 		return n - BinomialSim(src, n, 1-p)
-	case float64(n)*p < btrsMinMean:
+	case !(n > 0 && p > 0 && p <= 0.5 && float64(n)*p >= btrsMinMean):
+		// binomial answers n <= 0, p <= 0 (or NaN) and p >= 1 without a
+		// draw, and counts waiting times below btrsMinMean
 		return binomial(src, n, p)
 	}
 	nf := float64(n)
@@ -111,7 +109,7 @@ const binomialWaitingMean = 30
 // binomial draws Binomial(n, p): by counting geometric waiting times
 // (O(n min(p, 1-p)) work) when the mean is small, by rejection (gonum's
 // distuv.Binomial, O(1) expected) otherwise. BinomialSim uses it for
-// means below btrsMinMean. Simulation only: not a private path.
+// means below btrsMinMean and for n <= 0, p <= 0 (or NaN) and p >= 1. Simulation only: not a private path.
 func binomial(src *rand.ChaCha8, n int64, p float64) int64 {
 	switch {
 	case n <= 0 || !(p > 0):

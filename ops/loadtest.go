@@ -24,7 +24,6 @@ import (
 	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/sinks"
-	"github.com/dpsurv/dpsurv/sources"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -425,27 +424,7 @@ func (t *tally) add(m message.Message, now time.Time, measure bool) {
 
 // consume reads the sanitized topic until ctx ends, feeding the tally.
 func consume(ctx context.Context, conn kafkaconn.Config, topic, group string, t *tally, measure bool, log *zap.Logger) error {
-	src, err := sources.NewKafka(sources.KafkaConfig{Conn: conn, Topic: topic, GroupID: group, MaxBatch: 256}, log)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	for {
-		b, err := src.ReadBatch(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("read sanitized topic: %w", err)
-		}
-		now := time.Now()
-		for _, m := range b.Messages {
-			t.add(m, now, measure)
-		}
-		if err := b.Ack(ctx); err != nil && ctx.Err() == nil {
-			return fmt.Errorf("commit sanitized topic: %w", err)
-		}
-	}
+	return FollowTopic(ctx, conn, topic, group, log, func(m message.Message, now time.Time) { t.add(m, now, measure) })
 }
 
 func latencyOf(h *Histogram) Latency {

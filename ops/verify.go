@@ -15,8 +15,6 @@ import (
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/processors/sanitize"
-	"github.com/dpsurv/dpsurv/sanitizers"
-	"github.com/dpsurv/dpsurv/schemas"
 )
 
 // Row is one sanitized record as the fault tests compare it.
@@ -33,11 +31,7 @@ type Row struct {
 // dead letters are an error (the fault tests use clean input).
 func Reference(cfg app.Config, key []byte, msgs []message.Message) (map[string]Row, error) {
 	mem := memory.NewGoAllocator()
-	v, err := schemas.NewValidator(cfg.Spec(), mem)
-	if err != nil {
-		return nil, fmt.Errorf("reference: %w", err)
-	}
-	chain, err := sanitizers.New(cfg.SanitizerConfig(key), mem)
+	v, chain, err := cfg.Stages(key, mem)
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}

@@ -191,21 +191,19 @@ func sumRows3(acc, x []float64, lo, hi int, w func(int) float64) {
 		r := w(i)
 		xi := x[3*i : 3*i+3 : 3*i+3]
 		x0, x1, x2 := xi[0], xi[1], xi[2]
-		r0, r1, r2 := r*x0, r*x1, r*x2
-		a0 += r
-		a1 += r0
-		a2 += r1
-		a3 += r2
-		b0 += r0 * x0
-		b1 += r1 * x0
-		b2 += r1 * x1
-		b3 += r2 * x0
-		b4 += r2 * x1
-		b5 += r2 * x2
+		a0, a1, a2, a3, b0, b1, b2, b3, b4, b5 = addRow3(a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, r, x0, x1, x2)
 	}
 	acc = acc[:10:10]
 	acc[0], acc[1], acc[2], acc[3] = a0, a1, a2, a3
 	acc[4], acc[5], acc[6], acc[7], acc[8], acc[9] = b0, b1, b2, b3, b4, b5
+}
+
+// addRow3 is accumulate for 3 covariates on ten scalar sums (a: r and
+// r x; b: the lower triangle of r x x'), the same operations in the same
+// order: sumRows3's step, inlined so that the sums stay in registers.
+func addRow3(a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, r, x0, x1, x2 float64) (float64, float64, float64, float64, float64, float64, float64, float64, float64, float64) {
+	r0, r1, r2 := r*x0, r*x1, r*x2
+	return a0 + r, a1 + r0, a2 + r1, a3 + r2, b0 + r0*x0, b1 + r1*x0, b2 + r1*x1, b3 + r2*x0, b4 + r2*x1, b5 + r2*x2
 }
 
 // efronTerms adds one run's terms given its risk set s and its nd tied

@@ -175,17 +175,7 @@ func (lt *coxLattice) sumRows3(acc []float64, lo, hi int) {
 		k := ids[i : i+3 : i+3]
 		r := t0[k[0]] * t1[k[1]] * t2[k[2]]
 		x0, x1, x2 := v0[k[0]], v1[k[1]], v2[k[2]]
-		r0, r1, r2 := r*x0, r*x1, r*x2
-		a0 += r
-		a1 += r0
-		a2 += r1
-		a3 += r2
-		b0 += r0 * x0
-		b1 += r1 * x0
-		b2 += r1 * x1
-		b3 += r2 * x0
-		b4 += r2 * x1
-		b5 += r2 * x2
+		a0, a1, a2, a3, b0, b1, b2, b3, b4, b5 = addRow3(a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, r, x0, x1, x2)
 	}
 	acc = acc[:10:10]
 	acc[0], acc[1], acc[2], acc[3] = a0, a1, a2, a3

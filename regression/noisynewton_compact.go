@@ -35,40 +35,70 @@ func (m *discreteModel) newtonCompact() newtonRecords {
 	rep := make([]int32, np) // a record of each pattern
 	for i := n - 1; i >= 0; i-- {
 		g := int(pat[i])
-		k := 2 * (int(m.s[i]) - 1)
-		if m.event[i] {
-			k++
-		}
-		cnt[g*cells+k]++
+		cnt[g*cells+m.cellOf(i)]++
 		rep[g] = int32(i)
 	}
-	c := *m
-	c.groups = nil
 	nd := 0
 	for _, v := range cnt {
 		if v != 0 {
 			nd++
 		}
 	}
-	c.s, c.event, c.x = make([]int32, 0, nd), make([]bool, 0, nd), make([]float64, 0, nd*p)
-	w := make([]float64, 0, nd)
-	pstart := make([]int32, np+1)
+	out := newCompactOut(m, np, nd)
 	for g := range np {
-		pstart[g] = int32(len(w))
-		xi := m.x[int(rep[g])*p : (int(rep[g])+1)*p]
-		for k, v := range cnt[g*cells : (g+1)*cells] {
-			if v == 0 {
-				continue
-			}
-			c.s = append(c.s, int32(k/2+1))
-			c.event = append(c.event, k%2 == 1)
-			c.x = append(c.x, xi...)
-			w = append(w, v)
-		}
+		out.pattern(g, m.x[int(rep[g])*p:(int(rep[g])+1)*p], cnt[g*cells:(g+1)*cells])
 	}
-	pstart[np] = int32(len(w))
-	c.n = len(w)
-	return newtonRecords{m: &c, w: w, pstart: pstart}
+	return out.records()
+}
+
+// cellOf is record i's (last interval, event) cell: 2 (s-1), plus 1 for an
+// event.
+func (m *discreteModel) cellOf(i int) int {
+	k := 2 * (int(m.s[i]) - 1)
+	if m.event[i] {
+		k++
+	}
+	return k
+}
+
+// compactOut collects a compaction's distinct records, pattern by pattern.
+type compactOut struct {
+	c      discreteModel
+	w      []float64
+	pstart []int32
+}
+
+// newCompactOut starts the compaction of m's records into np patterns and
+// at most nd distinct records.
+func newCompactOut(m *discreteModel, np, nd int) *compactOut {
+	o := &compactOut{c: *m, w: make([]float64, 0, nd), pstart: make([]int32, np+1)}
+	o.c.groups = nil
+	o.c.s, o.c.event, o.c.x = make([]int32, 0, nd), make([]bool, 0, nd), make([]float64, 0, nd*m.p)
+	return o
+}
+
+// pattern adds pattern g (covariates xi): one distinct record per
+// non-empty cell of cnt (its (last interval, event) counts), weighted by
+// its count; it zeroes cnt for the next pattern.
+func (o *compactOut) pattern(g int, xi, cnt []float64) {
+	o.pstart[g] = int32(len(o.w))
+	for k, v := range cnt {
+		if v == 0 {
+			continue
+		}
+		o.c.s = append(o.c.s, int32(k/2+1))
+		o.c.event = append(o.c.event, k%2 == 1)
+		o.c.x = append(o.c.x, xi...)
+		o.w = append(o.w, v)
+		cnt[k] = 0
+	}
+}
+
+// records ends the compaction.
+func (o *compactOut) records() newtonRecords {
+	o.pstart[len(o.pstart)-1] = int32(len(o.w))
+	o.c.n = len(o.w)
+	return newtonRecords{m: &o.c, w: o.w, pstart: o.pstart}
 }
 
 // compactSorted is newtonCompact's merge when the patterns times the cells
@@ -91,38 +121,16 @@ func compactSorted(m *discreteModel, pat []int32, np int) newtonRecords {
 		pos[g]++
 	}
 	// within a pattern, one distinct record per (last interval, event)
-	c := *m
-	c.groups = nil
-	nd := min(n, 2*q*np) // at most the distinct records
-	c.s, c.event, c.x = make([]int32, 0, nd), make([]bool, 0, nd), make([]float64, 0, nd*p)
-	w := make([]float64, 0, nd)
-	pstart := make([]int32, np+1)
+	out := newCompactOut(m, np, min(n, 2*q*np)) // at most the distinct records
 	cnt := make([]float64, 2*q)
 	for g := range np {
-		pstart[g] = int32(len(w))
 		rec := order[start[g]:start[g+1]]
 		for _, i := range rec {
-			k := 2 * (int(m.s[i]) - 1)
-			if m.event[i] {
-				k++
-			}
-			cnt[k]++
+			cnt[m.cellOf(int(i))]++
 		}
-		xi := m.x[int(rec[0])*p : (int(rec[0])+1)*p]
-		for k, v := range cnt {
-			if v == 0 {
-				continue
-			}
-			c.s = append(c.s, int32(k/2+1))
-			c.event = append(c.event, k%2 == 1)
-			c.x = append(c.x, xi...)
-			w = append(w, v)
-			cnt[k] = 0
-		}
+		out.pattern(g, m.x[int(rec[0])*p:(int(rec[0])+1)*p], cnt)
 	}
-	pstart[np] = int32(len(w))
-	c.n = len(w)
-	return newtonRecords{m: &c, w: w, pstart: pstart}
+	return out.records()
 }
 
 // newtonRecords are the records a MethodNewton step sums: m's records

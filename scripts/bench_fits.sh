@@ -26,24 +26,16 @@
 # machine multiplies both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/docs_table.sh
-docs=0
-if [[ ${1:-} == --docs ]]; then
-	docs=1
-	shift
-fi
+. scripts/bench_common.sh
+bench_docs_flag "${1:-}"
+shift "$docs"
 rows=${1:-1000000}
 rounds=${2:-3}
 jobs=${3:-km cox weibull discrete}
-cmdline="$rows $rounds \"$jobs\""
-if ((docs)); then cmdline="--docs $cmdline"; fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+bench_begin "$rows $rounds \"$jobs\""
 go build -o "$tmp/dpsurv" ./cmd/dpsurv
 "$tmp/dpsurv" gen --n "$rows" --covariates 3 --seed 1 --output "$tmp/gen.csv" 2>/dev/null
 start=$(date -u +%FT%TZ)
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD -- . 2>/dev/null || commit="$commit+changes"
 echo "# $start rows=$rows bytes=$(stat -c %s "$tmp/gen.csv") nproc=$(nproc) commit=$commit load=$(cut -d' ' -f1-3 /proc/loadavg)"
 
 dpsurv_cmd() {
@@ -61,18 +53,17 @@ r_cmd() {
 	*) echo "Rscript scripts/bench_fits.R $1 $tmp/gen.csv" ;;
 	esac
 }
-load1() { cut -d' ' -f1 /proc/loadavg; }
 # measure TOOL JOB ROUND CMD...: prints "tool job round wall cpu rss_mib load_before load_after"
 measure() {
 	local tool=$1 job=$2 round=$3 before
 	shift 3
-	before=$(load1)
+	before=$(load)
 	/usr/bin/time -v -o "$tmp/time" "$@" >"$tmp/out" 2>"$tmp/err" || {
 		echo "$tool $job failed:" >&2
 		cat "$tmp/err" >&2
 		return 1
 	}
-	awk -v tool="$tool" -v job="$job" -v round="$round" -v lb="$before" -v la="$(load1)" '
+	awk -v tool="$tool" -v job="$job" -v round="$round" -v lb="$before" -v la="$(load)" '
 		/Elapsed \(wall clock\)/ { n = split($NF, a, ":"); w = 0; for (i = 1; i <= n; i++) w = w * 60 + a[i] }
 		/User time/ { u = $NF } /System time/ { s = $NF }
 		/Maximum resident set size/ { m = $NF / 1024 }

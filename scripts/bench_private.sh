@@ -18,20 +18,11 @@
 # Takes about a minute on a quiet 2-core machine, several under load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/docs_table.sh
-docs=0
-if [[ ${1:-} == --docs ]]; then
-	docs=1
-	shift
-fi
+. scripts/bench_common.sh
+bench_docs_flag "${1:-}"
+shift "$docs"
 benchtime=${1:-3x}
-cmdline="$benchtime"
-if ((docs)); then cmdline="--docs $cmdline"; fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-load() { cut -d' ' -f1 /proc/loadavg; }
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then commit="$commit+changes"; fi
+bench_begin "$benchtime"
 start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
 rows=()
@@ -58,10 +49,10 @@ for spec in "dpfit/km KMPrivateVsExact1M|KM by cohort, pointwise intervals, band
 	echo "$line"
 	# metric: the value before a unit name on the benchmark's line
 	metric() { awk -v u="$1" '{for (i = 2; i < NF; i++) if ($(i+1) == u) print $i}' <<<"$line"; }
-	row=$(printf '| %s | %.0f ms / %.0f ms | %.0f ms / %.0f ms | **%.1f× / %.1f×** | %s–%s |' "$label" \
+	row=$(printf '| %s | %.0f ms / %.0f ms | %.0f ms / %.0f ms | **%.1f× / %.1f×** | %s |' "$label" \
 		"$(metric exact-ms/op)" "$(metric exact-cpu-ms/op)" "$(metric private-ms/op)" "$(metric private-cpu-ms/op)" \
 		"$(metric private/exact)" "$(metric private/exact-cpu)" \
-		"$(printf '%s\n%s\n' "$l0" "$l1" | sort -g | head -1)" "$(printf '%s\n%s\n' "$l0" "$l1" | sort -g | tail -1)")
+		"$(load_range "$l0" "$l1")")
 	rows+=("$row")
 done
 end=$(date -u +%Y-%m-%dT%H:%M:%SZ)

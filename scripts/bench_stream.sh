@@ -18,22 +18,13 @@
 # <!-- bench_stream:end -->. Takes RUNS x DURATION plus a few seconds each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/docs_table.sh
-docs=0
-if [[ ${1:-} == --docs ]]; then
-	docs=1
-	shift
-fi
+. scripts/bench_common.sh
+bench_docs_flag "${1:-}"
+shift "$docs"
 rate=${1:-250000}
 duration=${2:-60s}
 runs=${3:-2}
-cmdline="$rate $duration $runs"
-if ((docs)); then cmdline="--docs $cmdline"; fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-load() { cut -d' ' -f1 /proc/loadavg; }
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then commit="$commit+changes"; fi
+bench_begin "$rate $duration $runs"
 go build -o "$tmp/dpsurv" ./cmd/dpsurv
 start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
@@ -51,8 +42,8 @@ for ((r = 1; r <= runs; r++)); do
 	head -c 600 "$tmp/run.json"
 	echo " …"
 	f=$tmp/run.json
-	rows+=("$(printf '| %d | %s–%s | %.0f | %.0f | %.0f | %.1f ms | %.1f ms | **%.1f ms** | %.0f ms |' "$r" \
-		"$(printf '%s\n%s\n' "$l0" "$l1" | sort -g | head -1)" "$(printf '%s\n%s\n' "$l0" "$l1" | sort -g | tail -1)" \
+	rows+=("$(printf '| %d | %s | %.0f | %.0f | %.0f | %.1f ms | %.1f ms | **%.1f ms** | %.0f ms |' "$r" \
+		"$(load_range "$l0" "$l1")" \
 		"$(num duration_s "$f")" "$(num throughput_records_per_s "$f")" "$(num lost_records "$f")" \
 		"$(num p50_ms "$f")" "$(num p95_ms "$f")" "$(num p99_ms "$f")" "$(num max_ms "$f")")")
 done

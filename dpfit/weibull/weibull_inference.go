@@ -450,6 +450,25 @@ func (w *weibullInversion) pivots(c *weibullCandidate) error {
 	return nil
 }
 
+// bisect halves [lo, hi] geometrically weibullInversionSteps times,
+// evaluating the candidate shape at each midpoint: the midpoint becomes lo
+// where below holds of it, hi where not.
+func (w *weibullInversion) bisect(lo, hi float64, below func(weibullCandidate) bool) (float64, float64, error) {
+	for s := 0; s < weibullInversionSteps; s++ {
+		mid := math.Sqrt(lo * hi)
+		c, err := w.eval(mid)
+		if err != nil {
+			return lo, hi, err
+		}
+		if below(c) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, hi, nil
+}
+
 func (w *weibullInversion) run(iv *WeibullInterval) error {
 	gamma := w.cfg.Gamma
 	pMin := math.Min(0.01, w.fit.Shape/2)
@@ -466,17 +485,8 @@ func (w *weibullInversion) run(iv *WeibullInterval) error {
 	if c.qhi >= w.fit.Shape {
 		iv.ShapeLower = 0
 	} else {
-		for s := 0; s < weibullInversionSteps; s++ {
-			mid := math.Sqrt(lo * hi)
-			c, err := w.eval(mid)
-			if err != nil {
-				return err
-			}
-			if c.qhi < w.fit.Shape {
-				lo = mid
-			} else {
-				hi = mid
-			}
+		if lo, _, err = w.bisect(lo, hi, func(c weibullCandidate) bool { return c.qhi < w.fit.Shape }); err != nil {
+			return err
 		}
 		iv.ShapeLower = lo // the last rejected point: conservative
 	}
@@ -488,17 +498,8 @@ func (w *weibullInversion) run(iv *WeibullInterval) error {
 	if c.qlo <= w.fit.Shape {
 		iv.ShapeUpper = gamma
 	} else {
-		for s := 0; s < weibullInversionSteps; s++ {
-			mid := math.Sqrt(lo * hi)
-			c, err := w.eval(mid)
-			if err != nil {
-				return err
-			}
-			if c.qlo > w.fit.Shape {
-				hi = mid
-			} else {
-				lo = mid
-			}
+		if _, hi, err = w.bisect(lo, hi, func(c weibullCandidate) bool { return !(c.qlo > w.fit.Shape) }); err != nil {
+			return err
 		}
 		iv.ShapeUpper = hi
 	}

@@ -274,15 +274,7 @@ func newWeibullLadderEngine(d weibullData, cfg WeibullConfig) *weibullLadderEngi
 func (e *weibullLadderEngine) sums(p float64, pre, grp []float64) (s, nn float64) {
 	ci := 0
 	for i, l := range e.d.lt {
-		w := math.Exp(p * l)
-		if ci < len(e.cutG) && e.cutG[ci] == i {
-			pre[ci] = s
-			grp[ci] = w
-			ci++
-		}
-		cw := e.d.count[i] * w
-		s += cw
-		nn += cw * l
+		ci, s, nn = e.addPoint(i, ci, l, math.Exp(p*l), s, nn, pre, grp)
 	}
 	return s, nn
 }
@@ -294,16 +286,44 @@ func (e *weibullLadderEngine) sumsStep(pw, step, pre, grp []float64) (s, nn floa
 	for i, l := range e.d.lt {
 		w := pw[i] * step[i]
 		pw[i] = w
-		if ci < len(e.cutG) && e.cutG[ci] == i {
-			pre[ci] = s
-			grp[ci] = w
-			ci++
-		}
-		cw := e.d.count[i] * w
-		s += cw
-		nn += cw * l
+		ci, s, nn = e.addPoint(i, ci, l, w, s, nn, pre, grp)
 	}
 	return s, nn
+}
+
+// addPoint is one point of sums' scan: point i (log time l, weight
+// w = t_i^p) adds count w to S and count w l to N, after recording S below
+// it and w when it opens cut group ci; it returns the next cut group and
+// the new sums (inlined: the scan's hot loop).
+func (e *weibullLadderEngine) addPoint(i, ci int, l, w, s, nn float64, pre, grp []float64) (int, float64, float64) {
+	if ci < len(e.cutG) && e.cutG[ci] == i {
+		pre[ci] = s
+		grp[ci] = w
+		ci++
+	}
+	cw := e.d.count[i] * w
+	return ci, s + cw, nn + cw*l
+}
+
+// powSteps returns the fast scan's factors step = t^cellW per point (the
+// simulator's cached cell powers where the data come from it: the same
+// numbers) and the running powers pw = t^0 = 1 that sumsStep advances.
+func (e *weibullLadderEngine) powSteps() (step, pw []float64) {
+	step = make([]float64, len(e.d.lt))
+	pw = make([]float64, len(e.d.lt))
+	var cached []float64 // t^cellW per simulator cell
+	if e.d.pc != nil && len(e.d.cell) == len(e.d.lt) {
+		cached = e.d.pc.at(1, e.cellW)
+	}
+	for i, l := range e.d.lt {
+		if cached != nil {
+			step[i] = cached[e.d.cell[i]] // the same number: exp(cellW l)
+		} else {
+			step[i] = math.Exp(e.cellW * l)
+		}
+		pw[i] = 1
+	}
+	return step, pw
 }
 
 func (e *weibullLadderEngine) hA(k int, p, s, nn float64) float64 {
@@ -519,20 +539,7 @@ func weibullComputeLadderOpt(d weibullData, cfg WeibullConfig, fast bool) Weibul
 	}
 	var step, pw []float64
 	if fast {
-		step = make([]float64, len(e.d.lt))
-		pw = make([]float64, len(e.d.lt))
-		var cached []float64 // t^cellW per simulator cell
-		if e.d.pc != nil && len(e.d.cell) == len(e.d.lt) {
-			cached = e.d.pc.at(1, e.cellW)
-		}
-		for i, l := range e.d.lt {
-			if cached != nil {
-				step[i] = cached[e.d.cell[i]] // the same number: exp(cellW l)
-			} else {
-				step[i] = math.Exp(e.cellW * l)
-			}
-			pw[i] = 1
-		}
+		step, pw = e.powSteps()
 	}
 	for j := 1; j <= G && (openA > 0 || openB > 0); j++ {
 		p := float64(j) * e.cellW

@@ -71,20 +71,7 @@ func weibullSimSide(d weibullData, cfg WeibullConfig, released float64) int {
 	for w := e.cellW; w > tol; w /= 2 {
 		iters++
 	}
-	step := make([]float64, len(e.d.lt))
-	pw := make([]float64, len(e.d.lt))
-	var cached []float64
-	if e.d.pc != nil && len(e.d.cell) == len(e.d.lt) {
-		cached = e.d.pc.at(1, e.cellW)
-	}
-	for i, l := range e.d.lt {
-		if cached != nil {
-			step[i] = cached[e.d.cell[i]]
-		} else {
-			step[i] = math.Exp(e.cellW * l)
-		}
-		pw[i] = 1
-	}
+	step, pw := e.powSteps()
 	pre := make([]float64, len(e.cutG))
 	grp := make([]float64, len(e.cutG))
 	nan := math.NaN()

@@ -19,7 +19,6 @@ import (
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/ops"
 	"github.com/dpsurv/dpsurv/schemas"
-	"github.com/dpsurv/dpsurv/sources"
 )
 
 // probes measure the run from outside the service: the intake latency of
@@ -60,30 +59,6 @@ func (p *probes) pollFits(ctx context.Context, reg *prometheus.Registry) {
 	}
 }
 
-// read feeds every message of topic (own consumer group, from the start)
-// to f with the time its batch was read, until ctx ends.
-func read(ctx context.Context, conn kafkaconn.Config, topic, group string, f func(m message.Message, now time.Time)) error {
-	src, err := sources.NewKafka(sources.KafkaConfig{Conn: conn, Topic: topic, GroupID: group, MaxBatch: 256}, nil)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	for {
-		b, err := src.ReadBatch(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		now := time.Now()
-		for _, m := range b.Messages {
-			f(m, now)
-		}
-		_ = b.Ack(ctx)
-	}
-}
-
 // traceParent is input message i's W3C traceparent header: its trace id
 // and parent id are i+1. The service copies a valid trace context to the
 // sanitized message (processors/sanitize), which is how the probe finds
@@ -115,7 +90,7 @@ func messageIndex(m message.Message) int {
 // readSanitized measures each input message's intake latency: produced ->
 // its sanitized message read back.
 func (p *probes) readSanitized(ctx context.Context, conn kafkaconn.Config, topic string) error {
-	return read(ctx, conn, topic, "windowsrun-intake-probe", func(m message.Message, now time.Time) {
+	return ops.FollowTopic(ctx, conn, topic, "windowsrun-intake-probe", nil, func(m message.Message, now time.Time) {
 		i := messageIndex(m)
 		if i < 0 || i >= len(p.sent) || p.seen[i].Swap(true) {
 			return // not ours, or a duplicate
@@ -136,7 +111,7 @@ func (p *probes) sanitizedMessages() int64 { return p.sanitized.Load() }
 // readFits records each window's release delay: the first fit message of
 // the window read back, minus the window's close (end + lateness).
 func (p *probes) readFits(ctx context.Context, conn kafkaconn.Config, topic string) error {
-	return read(ctx, conn, topic, "windowsrun-fit-probe", func(m message.Message, now time.Time) {
+	return ops.FollowTopic(ctx, conn, topic, "windowsrun-fit-probe", nil, func(m message.Message, now time.Time) {
 		if schemas.IsPatientStatementKey(m.Key) {
 			return
 		}

@@ -26,8 +26,6 @@ import (
 	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/processors/sanitize"
-	"github.com/dpsurv/dpsurv/sanitizers"
-	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -324,11 +322,7 @@ type ioPassthrough struct {
 
 func newIOPassthrough(cfg app.Config, key []byte, msgs []message.Message, mem memory.Allocator) (ioPassthrough, error) {
 	p := ioPassthrough{mem: mem, bytes: new(atomic.Int64), records: new(atomic.Int64)}
-	v, err := schemas.NewValidator(cfg.Spec(), mem)
-	if err != nil {
-		return p, fmt.Errorf("bench io passthrough: %w", err)
-	}
-	chain, err := sanitizers.New(cfg.SanitizerConfig(key), mem)
+	v, chain, err := cfg.Stages(key, mem)
 	if err != nil {
 		return p, fmt.Errorf("bench io passthrough: %w", err)
 	}
@@ -405,13 +399,9 @@ func (p ioPassthrough) Process(_ context.Context, msg message.Message) ([]pipeli
 // benchStages measures the validator, the sanitizer chain and AES in
 // memory, on one goroutine, from the bench's input messages.
 func benchStages(res *BenchResult, cfg app.Config, key []byte, msgs []message.Message, records int, mem memory.Allocator) error {
-	v, err := schemas.NewValidator(cfg.Spec(), mem)
+	v, chain, err := cfg.Stages(key, mem)
 	if err != nil {
-		return fmt.Errorf("bench validator: %w", err)
-	}
-	chain, err := sanitizers.New(cfg.SanitizerConfig(key), mem)
-	if err != nil {
-		return fmt.Errorf("bench chain: %w", err)
+		return fmt.Errorf("bench stages: %w", err)
 	}
 	defer chain.Release()
 	var decoded, valid []arrow.Record

@@ -324,16 +324,11 @@ func fitKM(env Env, args []string) error {
 	if done, err := fitKMSanitized(env, kmSanitizedFlags{fs: fs, c: c, timeMax: timeMax, binWidth: binWidth, method: method, naive: naive, plot: c.plot, unit: c.unit}); done {
 		return err
 	}
-	prog, err := c.begin(&env, "km", timeMax, budget, *method != "rrr")
+	prog, spec, d, err := c.beginLoad(&env, "km", timeMax, budget, *method != "rrr")
 	if err != nil {
 		return err
 	}
 	defer prog.finish()
-	prog.setPhase("reading the input", 0)
-	spec, d, err := c.load(env)
-	if err != nil {
-		return err
-	}
 	labels := d.Labels
 	if *binWidth == 0 {
 		*binWidth = km.DefaultBinWidth(*timeMax)
@@ -517,16 +512,11 @@ func fitWeibull(env Env, args []string) error {
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
-	prog, err := c.begin(&env, "weibull", timeMax, budget, true)
+	prog, spec, d, err := c.beginLoad(&env, "weibull", timeMax, budget, true)
 	if err != nil {
 		return err
 	}
 	defer prog.finish()
-	prog.setPhase("reading the input", 0)
-	spec, d, err := c.load(env)
-	if err != nil {
-		return err
-	}
 	var tt []float64
 	var ee []bool
 	want := -1

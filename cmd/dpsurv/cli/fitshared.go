@@ -26,6 +26,23 @@ func (c commonFit) begin(env *Env, name string, timeMax *float64, budget *budget
 	return startProgress(env, "fit "+name), nil
 }
 
+// beginLoad is begin, then load under the phase "reading the input": the
+// start of a fit on the input's valid rows. On an error after begin it
+// finishes the progress display itself; otherwise the caller finishes it.
+func (c commonFit) beginLoad(env *Env, name string, timeMax *float64, budget *budgetFlags, charges bool) (*progress, schemas.Spec, fileData, error) {
+	prog, err := c.begin(env, name, timeMax, budget, charges)
+	if err != nil {
+		return nil, schemas.Spec{}, fileData{}, err
+	}
+	prog.setPhase("reading the input", 0)
+	spec, d, err := c.load(*env)
+	if err != nil {
+		prog.finish()
+		return nil, spec, d, err
+	}
+	return prog, spec, d, nil
+}
+
 // cohortKM is the non-private Kaplan–Meier curve (95% intervals) of the
 // rows of d in cohort k, as `fit km --epsilon inf` and `fit km --naive`
 // publish it; ok is false when the cohort has no row.
