@@ -23,6 +23,7 @@ import (
 // the output-perturbation release equals (within 1e-4) the ridge MLE of
 // regression.FitDiscrete on the same window's records.
 func TestDiscreteAggregatorEndToEnd(t *testing.T) {
+	t.Parallel()
 	cohorts := []string{"A", "B"}
 	const timeMax, intervals = 400.0, 40
 	cfg := e2eConfig(nil, "disc-e2e", cohorts, "out")
@@ -39,11 +40,11 @@ func TestDiscreteAggregatorEndToEnd(t *testing.T) {
 	}
 	cfg.Ledger = app.LedgerConfig{Topic: "dpsurv.ledger", Budget: map[string]float64{"stream": 1e7}, CheckpointInterval: time.Hour}
 	w0 := time.Unix(1_700_002_800, 0).UTC() // an hour boundary
-	f := apptest.New(t, cfg, apptest.Partitions(2), apptest.Timeout(50*time.Second), apptest.FakeClock(w0.Add(time.Minute)))
+	f := apptest.New(t, cfg, apptest.Partitions(2), apptest.Timeout(120*time.Second), apptest.FakeClock(w0.Add(time.Minute)))
 	const n = 600
 	d := produceCohort(f, synth.Options{N: n, Cohorts: cohorts, TimeMax: timeMax, Seed: 5, IDPrefix: "secret-patient-"}, 25)
 	svc := f.Run()
-	f.WaitFor(30*time.Second, "the window's records counted", func() bool {
+	f.WaitFor(60*time.Second, "the window's records counted", func() bool {
 		return svc.Metric("dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt"}) == n &&
 			svc.Metric("dpsurv_aggregator_records_total", map[string]string{"aggregate": "dt-mcmc"}) == n
 	})
