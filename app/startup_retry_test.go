@@ -68,7 +68,9 @@ func TestAggregatorsStartRetriedWhileNotReady(t *testing.T) {
 	logs := f.Logs
 	// A 50 ms first backoff (500 ms in production) reaches three failed
 	// starts sooner; the retries still back off, doubling.
-	svc := f.Run(func(s *app.Service) { s.Mem, s.AggregatorTick, s.RetryBackoff = nil, 20*time.Millisecond, 50*time.Millisecond })
+	svc := f.Run(func(s *app.Service) {
+		s.Mem, s.AggregatorTick, s.RetryBackoff = nil, 20*time.Millisecond, 50*time.Millisecond
+	})
 	reg := svc.Registry
 	svc.WaitFor(30*time.Second, "three failed starts of the aggregators", func() bool { return refused.Load() >= 3 })
 	svc.WaitFor(10*time.Second, "the health server", func() bool { return svc.HealthAddr() != "" })
