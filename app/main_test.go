@@ -11,6 +11,6 @@ import (
 // timeouts, retries with backoff); each runs its own cluster and calls
 // t.Parallel, and more of them run at once than there are cores.
 func TestMain(m *testing.M) {
-	brokertest.WaitBoundParallel()
+	brokertest.WaitBoundParallel(8)
 	os.Exit(m.Run())
 }
