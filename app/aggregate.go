@@ -17,7 +17,6 @@ import (
 	"github.com/dpsurv/dpsurv/ledger/kafkaledger"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/pipeline"
-	"github.com/dpsurv/dpsurv/retry"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -175,7 +174,7 @@ func (s *Service) aggregatorLoop(cfg Config, validator *schemas.Validator) func(
 		// source) is retried with backoff while the service stays alive,
 		// sanitizing, and not ready (no aggregator runner yet).
 		var agg *aggregation
-		bo := retry.New(500*time.Millisecond, 30*time.Second)
+		bo := s.retryBackoff(500 * time.Millisecond)
 		for {
 			var err error
 			if agg, err = s.startAggregation(ctx, cfg, validator, metrics); err == nil {

@@ -10,6 +10,7 @@ import (
 // Aggregator config errors reach the caller as FieldErrors under
 // aggregators[i], findable with errors.As (no parsing of the text).
 func TestAggregatorConfigErrorsAreFieldErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		from, to, path string
 		sentinel       error

@@ -30,6 +30,7 @@ ledger:
 `
 
 func TestParseAggregatorConfig(t *testing.T) {
+	t.Parallel()
 	cfg, acs := aggregatorConfigs(t, aggYAML)
 	checks := []struct {
 		name      string
@@ -56,6 +57,7 @@ func TestParseAggregatorConfig(t *testing.T) {
 }
 
 func TestAggregatorConfigErrorsNameFieldPath(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, from, to, want string
 	}{

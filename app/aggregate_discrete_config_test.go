@@ -26,6 +26,7 @@ ledger:
 `
 
 func TestParseDiscreteAggregatorConfig(t *testing.T) {
+	t.Parallel()
 	_, acs := aggregatorConfigs(t, discreteYAML)
 	p, _ := acs[0].Params.(aggregators.DiscreteParams)
 	if acs[0].Kind != "discrete" || p.Method != "objective" || p.Intervals != 100 || p.Lambda != 0.05 || p.MaxRecords != 50000 ||
@@ -38,6 +39,7 @@ func TestParseDiscreteAggregatorConfig(t *testing.T) {
 }
 
 func TestDiscreteAggregatorErrorsNameFieldPath(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, from, to, want string
 	}{

@@ -69,8 +69,12 @@ func (downSink) Write(context.Context, []message.Message) error {
 // (same bytes, no new noise, no new charge), counts the killed window's
 // records once, and each window is released exactly once.
 func TestAggregatorsEndToEndKillRestartReleaseOnce(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"kafka-ledger", "file-ledger"} {
-		t.Run(mode, func(t *testing.T) { testAggregatorsEndToEnd(t, mode == "file-ledger") })
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testAggregatorsEndToEnd(t, mode == "file-ledger")
+		})
 	}
 }
 
@@ -87,7 +91,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 		cfg.Ledger.Topic, cfg.Ledger.File = "", filepath.Join(t.TempDir(), "ledger.jsonl")
 	}
 	w0 := time.Unix(1_700_002_800, 0).UTC() // an hour boundary
-	f := apptest.New(t, cfg, apptest.Partitions(2), apptest.Timeout(50*time.Second), apptest.FakeClock(w0.Add(time.Minute)))
+	f := apptest.New(t, cfg, apptest.Partitions(2), apptest.Timeout(120*time.Second), apptest.FakeClock(w0.Add(time.Minute)))
 	clock := f.Clock
 
 	const perWindow = 600
@@ -96,7 +100,7 @@ func testAggregatorsEndToEnd(t *testing.T, fileLedger bool) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		f.WaitFor(30*time.Second, what, cond)
+		f.WaitFor(60*time.Second, what, cond)
 	}
 
 	// Run 1: window 0 fills; at its end its release goes to the ledger but

@@ -22,6 +22,7 @@ import (
 // When the holder stops, the standby takes over from the holder's final
 // checkpoint and releases the window with every record in it.
 func TestAggregatorLeaseOneReplicaAggregates(t *testing.T) {
+	t.Parallel()
 	testtier.Full(t, "replica test")
 	cohorts := []string{"A", "B"}
 	cfg := e2eConfig(nil, "lease", cohorts, "out")

@@ -22,8 +22,10 @@ import (
 // without the sanitized-topic amendment; with a sanitized topic the same
 // release lists presence and n as public through it.
 func TestCentralOnlyServiceEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, sanitized := range []string{"", "out"} {
 		t.Run("sanitized_topic="+sanitized, func(t *testing.T) {
+			t.Parallel()
 			cohorts := []string{"A", "B"}
 			cfg := e2eConfig(nil, "central-e2e", cohorts, sanitized)
 			cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour},

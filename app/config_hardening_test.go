@@ -16,6 +16,7 @@ import (
 // Defect 6: hostile or careless configuration is refused, and every error
 // names its field path.
 func TestConfigHardening(t *testing.T) {
+	t.Parallel()
 	many := make([]string, MaxCohorts+1)
 	for i := range many {
 		many[i] = fmt.Sprintf("%q", fmt.Sprint("c", i))
@@ -47,6 +48,7 @@ func TestConfigHardening(t *testing.T) {
 }
 
 func TestLoadConfigBounded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.yaml")
 	if err := os.WriteFile(big, []byte(validYAML+"#"+strings.Repeat("x", MaxConfigBytes)+"\n"), 0o600); err != nil {
@@ -67,6 +69,7 @@ func TestLoadConfigBounded(t *testing.T) {
 }
 
 func TestReadKeyFileHardening(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name string, b []byte, mode os.FileMode) string {
 		p := filepath.Join(dir, name)

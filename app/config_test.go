@@ -30,6 +30,7 @@ output:
 `
 
 func TestParseConfigValid(t *testing.T) {
+	t.Parallel()
 	cfg, err := ParseConfig([]byte(validYAML))
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +45,7 @@ func TestParseConfigValid(t *testing.T) {
 }
 
 func TestConfigErrorsNameFieldPath(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, from, to, want string
 	}{
@@ -67,6 +69,7 @@ func TestConfigErrorsNameFieldPath(t *testing.T) {
 }
 
 func TestReadKey(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	hexKey := filepath.Join(dir, "hex")
 	os.WriteFile(hexKey, []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
@@ -90,6 +93,7 @@ func TestReadKey(t *testing.T) {
 // The runtime's default message bound is the Kafka sinks' default batch
 // size (pipeline does not import sinks, so the two constants are tied here).
 func TestDefaultMaxMessageBytesIsTheSinkDefault(t *testing.T) {
+	t.Parallel()
 	if sanitize.DefaultMaxMessageBytes != sinks.DefaultBatchBytes {
 		t.Fatalf("sanitize.DefaultMaxMessageBytes = %d, sinks.DefaultBatchBytes = %d", sanitize.DefaultMaxMessageBytes, sinks.DefaultBatchBytes)
 	}

@@ -160,6 +160,7 @@ func deadLetters(t *testing.T, msgs []message.Message) []pipelinetest.DeadLetter
 // not handle used to stop `dpsurv run` (exit 1, again after every
 // restart). Each is now dead-lettered and the partition keeps flowing.
 func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
+	t.Parallel()
 	spec := schemas.Spec{Cohorts: pipelinetest.Cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
 	for _, tc := range []struct {
 		name   string
@@ -179,6 +180,7 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 		{"public site missing", []string{"event", "site"}, pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("nosite-", 5), false), schemas.ReasonMissingField, 0, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := reliabFixture(t, "crash", 60*time.Second, func(cfg *app.Config) {
 				cfg.Schema.Public = tc.public
 				if slices.Contains(tc.public, "site") {
@@ -218,6 +220,7 @@ func TestCrashLoopMessagesAreDeadLettered(t *testing.T) {
 // exceeds it, an undecodable message whose dead letter would (base64), and
 // a huge key used to block the partition forever (retried, never ready).
 func TestLargeMessagesAreSplitAndDeadLettersBounded(t *testing.T) {
+	t.Parallel()
 	f := reliabFixture(t, "large", 90*time.Second, nil)
 	ctx, cfg := f.Ctx, f.Config
 	const big = 25_000
@@ -284,6 +287,7 @@ func (f *failingSink) Write(ctx context.Context, msgs []message.Message) error {
 // sanitized batch again, and dead letters were counted before they were
 // written.
 func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
+	t.Parallel()
 	f := reliabFixture(t, "retry", 60*time.Second, nil)
 	ctx, cfg := f.Ctx, f.Config
 	// Each message: 10 good rows and one duplicate (a dead letter).
@@ -337,6 +341,7 @@ func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 // Defect 1: the bound is learned from the output topics' max.message.bytes
 // when that is lower than output.max_message_bytes.
 func TestOutputBoundLearnedFromTopic(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, reliabConfig(t, nil, "learn"), apptest.Timeout(60*time.Second), apptest.Key(reliabKey), apptest.NoValidate())
 	ctx, cfg := f.Ctx, f.Config
 	const topicMax = 200_000

@@ -88,6 +88,7 @@ type outRow struct {
 }
 
 func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
+	t.Parallel()
 	cohorts := []string{"label-alpha-secret", "label-beta-secret", "label-gamma-secret"}
 	cfg := app.DefaultConfig()
 	cfg.Kafka = kafkaconn.Config{ClientID: "e2e"}
@@ -100,7 +101,7 @@ func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq"}
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Log.Level = "debug"
-	f := apptest.New(t, cfg, apptest.Partitions(3), apptest.Timeout(30*time.Second), apptest.Key(bytes.Repeat([]byte{9}, 32)),
+	f := apptest.New(t, cfg, apptest.Partitions(3), apptest.Timeout(90*time.Second), apptest.Key(bytes.Repeat([]byte{9}, 32)),
 		apptest.Topics(map[string]int{"out": 3, "dlq": 1}), apptest.NoValidate())
 	cfg, logs, mem := f.Config, f.Logs, f.Mem
 

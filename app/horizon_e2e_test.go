@@ -20,6 +20,7 @@ import (
 // horizon published under the first horizon's one charge (on the old code:
 // release_index 1 again, spent unchanged).
 func TestCumulativeLostCheckpointEndToEnd(t *testing.T) {
+	t.Parallel()
 	cohorts := []string{"A", "B"}
 	dir := t.TempDir()
 	cfg := e2eConfig(nil, "horizon-e2e", cohorts, "out")

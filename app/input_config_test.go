@@ -12,6 +12,7 @@ import (
 // time_max below the time unit's resolution, and the optional columns the
 // validator reads.
 func TestInputSchemaConfig(t *testing.T) {
+	t.Parallel()
 	withSchema := func(extra string) string {
 		return strings.Replace(validYAML, "  public: [event, age]\n", extra, 1)
 	}

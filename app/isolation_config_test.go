@@ -8,6 +8,7 @@ import (
 // input.isolation_level: read_committed by default, read_uncommitted on
 // request, anything else refused naming the field.
 func TestInputIsolationLevelConfig(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ value, wantErr string }{
 		{"", ""},
 		{"read_committed", ""},

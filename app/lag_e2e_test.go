@@ -21,6 +21,7 @@ import (
 // offset, and a partition whose committed offset stays behind for
 // input.stall_timeout makes the service not ready.
 func TestUnconsumedPartitionShowsInLagAndReadiness(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("consumer-group rebalance test (~15 s): full tier only")
 	}

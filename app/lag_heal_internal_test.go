@@ -8,6 +8,7 @@ import (
 )
 
 func TestHealDecision(t *testing.T) {
+	t.Parallel()
 	owners := func(parts map[int]string, members ...string) kafkaconn.Owners {
 		o := kafkaconn.Owners{Members: map[string]bool{}, Partitions: parts}
 		for _, m := range members {

@@ -63,6 +63,7 @@ func documentedMetrics(t *testing.T) (anywhere, table map[string]bool) {
 // their labels (on the old main the six below appeared only at their first
 // increment, and five exported metrics were undocumented).
 func TestEveryDocumentedMetricExportedAtStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	keyFile := apptest.KeyFile(t)
 	cfg, err := app.ParseConfig([]byte(`

@@ -16,6 +16,7 @@ import (
 // and dpsurv_privacy_budget_limit carries the configured budget of each
 // scope, before any event.
 func TestInitialSeries(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	m := sanitize.NewMetrics(reg)
 	initStreamSeries(m)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/message"
 )
@@ -18,6 +19,7 @@ import (
 // nor goes ready; it logs which topics it needs and retries; once they
 // can be made it sanitizes. On main it exited at once ("ensure topics").
 func TestServiceWaitsForTopicsTheBrokerWillNotCreate(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, txnConfig(nil), apptest.Topics(map[string]int{"in": 1}))
 	var refuse atomic.Bool
 	refuse.Store(true)
@@ -31,7 +33,8 @@ func TestServiceWaitsForTopicsTheBrokerWillNotCreate(t *testing.T) {
 		return nil, errors.New("no CreateTopics API"), true
 	})
 	p := makeTxnPayloads(t, f.Config, f.Mem)
-	svc := f.Run()
+	// 100 ms between the first retries (1 s in production); they double.
+	svc := f.Run(func(s *app.Service) { s.RetryBackoff = 100 * time.Millisecond })
 	defer svc.StopOK()
 
 	svc.WaitFor(20*time.Second, "CreateTopics refused twice (the service retries)", func() bool { return refused.Load() >= 2 })

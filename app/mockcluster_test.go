@@ -31,6 +31,7 @@ import (
 // broker, the undecodable message is dead-lettered, and the group's
 // commits reach the end of every partition.
 func TestSanitizerOnLibrdkafkaMockCluster(t *testing.T) {
+	t.Parallel()
 	testtier.Full(t, "librdkafka mock cluster end to end (kcat)")
 	mock := brokertest.StartMockCluster(t, 3)
 	defer func() {

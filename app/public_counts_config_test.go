@@ -11,6 +11,7 @@ import (
 // field-path error unless ledger.allow_public_counts is set; then the
 // add/remove-one aggregates are marked to state it in their releases.
 func TestPublicCountsBesideAddRemoveRefused(t *testing.T) {
+	t.Parallel()
 	discrete := "\n  - name: discrete-daily\n    kind: discrete\n    epsilon: 1\n    window: {size: 24h}\n" +
 		"    params: {covariates: [age], centre: [60], scale: [15]}\nledger:"
 	cases := []struct {
@@ -57,6 +58,7 @@ func TestPublicCountsBesideAddRemoveRefused(t *testing.T) {
 // (allowed when aggregators are configured: central releases only) none
 // is; a service with neither a sanitized topic nor aggregators is refused.
 func TestSanitizedTopicMarksPresencePublic(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, yaml string
 		want       bool

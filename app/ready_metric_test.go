@@ -17,10 +17,11 @@ import (
 // stream alone). Here partition 1 never commits (the reader restart does
 // not heal it): the service is not ready, and the metric says so.
 func TestReadyMetricEqualsReadyzWhenStalled(t *testing.T) {
+	t.Parallel()
 	f := reliabFixture(t, "readymetric", 90*time.Second, func(cfg *app.Config) {
 		cfg.Input.Partitions = 2
 		cfg.Input.MaxBatch = 1
-		cfg.Input.StallTimeout = 2 * time.Second
+		cfg.Input.StallTimeout = time.Second // the smallest valid
 		cfg.HTTP.Listen = "127.0.0.1:0"
 	})
 	cfg := f.Config

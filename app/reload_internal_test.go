@@ -18,6 +18,7 @@ import (
 // every ledger opened later), updates dpsurv_privacy_budget_limit, sets the
 // log level, and names what needs a restart by its config path.
 func TestReloadRaisesTheOpenLedger(t *testing.T) {
+	t.Parallel()
 	cfg, err := ParseConfig([]byte(`
 kafka: {brokers: ["127.0.0.1:1"]}
 input: {topic: in}

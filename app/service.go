@@ -47,6 +47,10 @@ type Service struct {
 	// AggregatorTick is how often the aggregators check the clock (0:
 	// pipeline.DefaultAggregatorTick).
 	AggregatorTick time.Duration
+	// RetryBackoff is the first wait of the start-up retries (the Kafka
+	// connection, the topics, the aggregators' start) after a failure (0:
+	// 500 ms, 1 s for the topics); each wait doubles up to 30 s.
+	RetryBackoff time.Duration
 	// LogLevel is the level of Log, if it is adjustable: Reload (SIGHUP)
 	// changes it.
 	LogLevel *zap.AtomicLevel
@@ -211,7 +215,7 @@ func (s *Service) Run(ctx context.Context) error {
 
 	// Connect (and authenticate) before consuming; stay alive, not ready,
 	// while the broker refuses us.
-	bo := retry.New(500*time.Millisecond, 30*time.Second)
+	bo := s.retryBackoff(500 * time.Millisecond)
 	for {
 		err := kafkaconn.CheckConnection(ctx, cfg.Kafka)
 		if err == nil {
@@ -234,7 +238,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if cfg.Input.Partitions > 0 {
 		topics[cfg.Input.Topic] = cfg.Input.Partitions
 	}
-	if err := ensureTopics(ctx, s.Log, cfg.Kafka, topics); err != nil {
+	if err := ensureTopics(ctx, s.Log, cfg.Kafka, topics, s.retryBackoff(time.Second)); err != nil {
 		return fmt.Errorf("ensure topics: %w", err)
 	} else if ctx.Err() != nil {
 		return nil
@@ -324,3 +328,12 @@ type discardSink struct{}
 func (discardSink) Connect(context.Context) error                  { return nil }
 func (discardSink) Write(context.Context, []message.Message) error { return nil }
 func (discardSink) Close() error                                   { return nil }
+
+// retryBackoff is a start-up retry's backoff: from RetryBackoff (def when
+// unset), doubling up to 30 s.
+func (s *Service) retryBackoff(def time.Duration) *retry.Backoff {
+	if s.RetryBackoff > 0 {
+		def = s.RetryBackoff
+	}
+	return retry.New(def, 30*time.Second)
+}

@@ -68,6 +68,7 @@ func committedToEnd(ctx context.Context, cfg app.Config) bool {
 // rejoin the group), after which the partition is consumed from its
 // committed offset: it recovers without a restart of the service.
 func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
+	t.Parallel()
 	f := reliabFixture(t, "heal", 90*time.Second, func(cfg *app.Config) {
 		cfg.Input.Partitions = 2
 		cfg.Input.MaxBatch = 1 // a batch never mixes partitions
@@ -142,6 +143,7 @@ func joinAndVanish(t *testing.T, addr, group, topic string) {
 // to restart its reader; the rebalance that follows drops the dead
 // member, and every partition is consumed again.
 func TestDeadMemberKeptByBrokerIsHealed(t *testing.T) {
+	t.Parallel()
 	testtier.Full(t, "consumer-group stall recovery test (~20-80 s)")
 	f := reliabFixture(t, "kept", 150*time.Second, func(cfg *app.Config) {
 		cfg.Input.Partitions = 2

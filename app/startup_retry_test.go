@@ -36,6 +36,7 @@ func readyzAndMetric(t *testing.T, addr string, reg *prometheus.Registry) (ready
 // with backoff, and the aggregators start once the broker answers.
 // dpsurv_ready equals /readyz throughout.
 func TestAggregatorsStartRetriedWhileNotReady(t *testing.T) {
+	t.Parallel()
 	cfg := e2eConfig(nil, "startretry", pipelinetest.Cohorts, "out")
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Aggregators = []app.AggregatorConfig{{Name: "km", Kind: "km", Epsilon: 1,
@@ -65,7 +66,11 @@ func TestAggregatorsStartRetriedWhileNotReady(t *testing.T) {
 	})
 
 	logs := f.Logs
-	svc := f.Run(func(s *app.Service) { s.Mem, s.AggregatorTick = nil, 20*time.Millisecond })
+	// A 50 ms first backoff (500 ms in production) reaches three failed
+	// starts sooner; the retries still back off, doubling.
+	svc := f.Run(func(s *app.Service) {
+		s.Mem, s.AggregatorTick, s.RetryBackoff = nil, 20*time.Millisecond, 50*time.Millisecond
+	})
 	reg := svc.Registry
 	svc.WaitFor(30*time.Second, "three failed starts of the aggregators", func() bool { return refused.Load() >= 3 })
 	svc.WaitFor(10*time.Second, "the health server", func() bool { return svc.HealthAddr() != "" })

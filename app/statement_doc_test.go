@@ -17,6 +17,7 @@ import (
 // dpsurv.patient_statement.v1 section, and the section names the schema
 // and key the service uses.
 func TestAnalystsDocNamesEveryStatementField(t *testing.T) {
+	t.Parallel()
 	sec := doctable.Section(t, "../docs/analysts.md", "## `"+schemas.PatientStatementSchemaName+"`: the per-patient privacy statement (JSON)")
 	if !strings.Contains(sec, "`"+schemas.PatientStatementKey+"`") {
 		t.Errorf("the section does not name the key %q", schemas.PatientStatementKey)

@@ -21,8 +21,10 @@ import (
 // the new statement (its central cap follows the budget). On the old main
 // the fit topic carried releases only.
 func TestStatementPublishedOnFitTopic(t *testing.T) {
+	t.Parallel()
 	for _, sanitized := range []string{"out", ""} {
 		t.Run("sanitized_topic="+sanitized, func(t *testing.T) {
+			t.Parallel()
 			cohorts := []string{"A", "B"}
 			cfg := e2eConfig(nil, "statement-e2e", cohorts, sanitized)
 			cfg.Aggregators = []app.AggregatorConfig{

@@ -43,6 +43,7 @@ func (f *flakySink) Write(_ context.Context, msgs []message.Message) error {
 // statement (app.StatementMessage). In a synctest bubble: the retry
 // backoff runs on the bubble's fake clock, not the machine's.
 func TestStatementRetriedWhenTheFitTopicRefusesIt(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, testStatementRetriedWhenTheFitTopicRefusesIt)
 }
 

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -16,9 +15,8 @@ import (
 // CreateTopics API, as librdkafka's mock cluster, or refuses it): the
 // service stays alive and not ready, and says which topics it needs, until
 // an operator creates them. Any other error is returned. It returns nil
-// when ctx ends first (the service is stopping).
-func ensureTopics(ctx context.Context, log *zap.Logger, conn kafkaconn.Config, topics map[string]int) error {
-	bo := retry.New(time.Second, 30*time.Second)
+// when ctx ends first (the service is stopping). bo spaces the retries.
+func ensureTopics(ctx context.Context, log *zap.Logger, conn kafkaconn.Config, topics map[string]int, bo *retry.Backoff) error {
 	for {
 		err := kafkaconn.EnsureTopics(ctx, conn, topics, nil)
 		var missing *kafkaconn.MissingTopicsError

@@ -164,6 +164,7 @@ func runTxnScenario(t *testing.T, cfg app.Config, p txnPayloads, mem memory.Allo
 // (franz-go's transactional kgo client, as NiFi/Connect/Flink write).
 // On main: 50 rows sanitized and counted, 2 dead letters.
 func TestTransactionalProducerServiceKgo(t *testing.T) {
+	t.Parallel()
 	c, _ := brokertest.Start(t, broker.Options{Topics: map[string]int{"in": 1, "out": 1, "dlq": 1}})
 	cfg := txnConfig(c.Addrs())
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -205,6 +206,7 @@ func TestTransactionalProducerServiceKgo(t *testing.T) {
 // packages are pinned by tools/kafkajs/package-lock.json; .ci/run installs
 // them, and this test runs `npm ci` itself when they are missing.
 func TestTransactionalProducerServiceKafkajs(t *testing.T) {
+	t.Parallel()
 	testtier.Full(t, "kafkajs transactional producer end to end")
 	dir := kafkajsDir(t)
 	c, _ := brokertest.Start(t, broker.Options{Topics: map[string]int{"in": 1, "out": 1, "dlq": 1}})

@@ -15,6 +15,7 @@ import (
 )
 
 func TestCheckConnectionSASLAndTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pki := brokertest.NewPKI(t, dir, true)
 	users := []broker.SASLUser{
@@ -89,6 +90,7 @@ func TestCheckConnectionSASLAndTLS(t *testing.T) {
 }
 
 func TestCheckConnectionPlaintextToSASLBroker(t *testing.T) {
+	t.Parallel()
 	c, _ := brokertest.Start(t, broker.Options{SASL: []broker.SASLUser{{Mechanism: "PLAIN", User: "u", Password: "p"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
@@ -100,6 +102,7 @@ func TestCheckConnectionPlaintextToSASLBroker(t *testing.T) {
 }
 
 func TestCheckConnectionUnreachableAndPlaintextToTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pki := brokertest.NewPKI(t, dir, false)
 	tlsOnly, _ := brokertest.Start(t, broker.Options{TLS: pki.ServerTLS})
@@ -140,6 +143,7 @@ func TestCheckConnectionUnreachableAndPlaintextToTLS(t *testing.T) {
 }
 
 func TestEnsureTopics(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pki := brokertest.NewPKI(t, dir, false)
 	c, _ := brokertest.Start(t, broker.Options{

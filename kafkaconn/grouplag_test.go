@@ -18,6 +18,7 @@ import (
 // counting them would call the partition stalled while the transaction is
 // open); once it commits they are.
 func TestGroupLagAgainstLastStableOffset(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	c, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"tx": 1}})

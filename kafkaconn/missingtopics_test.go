@@ -21,6 +21,7 @@ import (
 // *MissingTopicsError naming exactly the missing topics, for the service
 // to report while it retries; once they exist, EnsureTopics succeeds.
 func TestEnsureTopicsMissingTopicsError(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		control func(kmsg.Request) (kmsg.Response, error, bool)

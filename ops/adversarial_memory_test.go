@@ -25,6 +25,7 @@ import (
 // letters, the 60-million-entry dictionary 632 MiB, sixteen 990 KB JSON
 // messages 443 MiB.
 func TestAdversarialInputsPeakMemory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process memory test: full tier only")
 	}
@@ -65,6 +66,7 @@ func TestAdversarialInputsPeakMemory(t *testing.T) {
 		}, 150 << 20},
 	} {
 		t.Run(run.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 			defer cancel()
 			cl, conn := brokertest.Start(t, broker.Options{Partitions: 1})

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
+	"github.com/dpsurv/dpsurv/ops"
 	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 	"github.com/dpsurv/dpsurv/schemas"
@@ -79,6 +81,7 @@ func peakRSS(pid int) (int64, error) {
 // processes four sub-1 MB messages of 110,000 duplicate-id rows each, and
 // the metrics alone balance: records in = records out + dead-letter rows.
 func TestDuplicateRowsPeakMemoryBounded(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process memory test: full tier only")
 	}
@@ -193,10 +196,24 @@ func waitRecordsIn(t *testing.T, ctx context.Context, p *dpsurvProcess, addr str
 // test binary is built with) and starts it with args.
 func startBuiltDpsurv(t *testing.T, args ...string) *dpsurvProcess {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "dpsurv")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/dpsurv")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build dpsurv: %v\n%s", err, out)
+	bin, err := builtDpsurv()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return startProcess(t, exec.Command(bin, args...), args)
 }
+
+// builtDpsurv builds cmd/dpsurv once for the package's tests (a link takes
+// seconds) into ops.TestBinDir.
+var builtDpsurv = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "dpsurv-ops-test-")
+	if err != nil {
+		return "", err
+	}
+	ops.TestBinDir = dir
+	bin := filepath.Join(dir, "dpsurv")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/dpsurv").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build dpsurv: %w\n%s", err, out)
+	}
+	return bin, nil
+})

@@ -53,7 +53,8 @@ func TestOpsServiceTLSAndSASL(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			t.Cleanup(cancel)
 			conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "ops-sec", TLS: tlsCfg, SASL: tc.sasl}
 			group := "ops-sec-" + strings.ReplaceAll(tc.name, " ", "-")

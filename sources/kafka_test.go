@@ -104,6 +104,7 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 }
 
 func TestReadAckCommits(t *testing.T) {
+	t.Parallel()
 	c, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"in": 4}})
 	const n = 500
 	produce(t, conn, "in", "v", 0, n)
@@ -156,6 +157,7 @@ func TestReadAckCommits(t *testing.T) {
 }
 
 func TestReadBatchCancelAndClose(t *testing.T) {
+	t.Parallel()
 	c, _ := brokertest.Start(t, broker.Options{Topics: map[string]int{"empty": 2}})
 	k := newSource(t, sources.KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Addrs()}, Topic: "empty", GroupID: "g"})
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -184,6 +186,7 @@ func TestReadBatchCancelAndClose(t *testing.T) {
 // A consumer closed mid-stream without acking its last batches: a new
 // consumer in the same group gets exactly the un-acked messages again.
 func TestRedeliveryAfterCloseWithoutAck(t *testing.T) {
+	t.Parallel()
 	_, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"in": 3}})
 	const n = 300
 	produce(t, conn, "in", "v", 0, n)
@@ -228,6 +231,7 @@ func TestRedeliveryAfterCloseWithoutAck(t *testing.T) {
 // Two consumers in one group split the partitions and together see every
 // message, while messages keep arriving through the rebalance.
 func TestRebalanceTwoConsumers(t *testing.T) {
+	t.Parallel()
 	c, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"in": 4}})
 	ctx := testCtx(t, 50*time.Second)
 	const rounds, per = 10, 40
@@ -319,6 +323,7 @@ func TestRebalanceTwoConsumers(t *testing.T) {
 
 // With a DataDir, records and committed offsets survive a broker restart.
 func TestBrokerRestartKeepsRecordsAndOffsets(t *testing.T) {
+	t.Parallel()
 	testtier.Full(t, "broker-restart fault test")
 	dir := t.TempDir()
 	c1, err := broker.Start(broker.Options{DataDir: dir, Topics: map[string]int{"in": 2}})
@@ -373,6 +378,7 @@ func TestBrokerRestartKeepsRecordsAndOffsets(t *testing.T) {
 }
 
 func TestAckOrderAndLag(t *testing.T) {
+	t.Parallel()
 	c, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"one": 1}})
 	produce(t, conn, "one", "v", 0, 100)
 	ctx := testCtx(t, 30*time.Second)
@@ -404,6 +410,7 @@ func TestAckOrderAndLag(t *testing.T) {
 }
 
 func TestNewKafkaValidation(t *testing.T) {
+	t.Parallel()
 	conn := kafkaconn.Config{Brokers: []string{"127.0.0.1:9092"}}
 	tests := []struct {
 		name string
@@ -437,6 +444,7 @@ func TestNewKafkaValidation(t *testing.T) {
 // TLS + SCRAM end to end: the reader's Dialer and the writer's Transport
 // both authenticate.
 func TestReadOverTLSAndSASL(t *testing.T) {
+	t.Parallel()
 	pki := brokertest.NewPKI(t, t.TempDir(), true)
 	c, _ := brokertest.Start(t, broker.Options{
 		TLS:    pki.ServerTLS,
@@ -460,6 +468,7 @@ func TestReadOverTLSAndSASL(t *testing.T) {
 // A rejected credential surfaces from ReadBatch as kafkaconn.ErrAuth, not
 // as a hang.
 func TestReadBatchWrongPassword(t *testing.T) {
+	t.Parallel()
 	testtier.Full(t, "authentication-retry test (waits out a 10 s backoff)")
 	c, _ := brokertest.Start(t, broker.Options{
 		SASL:   []broker.SASLUser{{Mechanism: "SCRAM-SHA-512", User: "u", Password: "right"}},
@@ -481,6 +490,7 @@ func TestReadBatchWrongPassword(t *testing.T) {
 // error marked message.ErrFatal (kafkaconn.ErrAuth) with a wrong one, and
 // one marked message.ErrNotConnected when no broker answers.
 func TestConnect(t *testing.T) {
+	t.Parallel()
 	c, _ := brokertest.Start(t, broker.Options{
 		SASL:   []broker.SASLUser{brokertest.ConnectUser},
 		Topics: map[string]int{"in": 1},

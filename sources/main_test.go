@@ -7,4 +7,9 @@ import (
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 )
 
-func TestMain(m *testing.M) { os.Exit(brokertest.RunWithLeakCheck(m)) }
+// Its Kafka tests mostly wait on broker round trips, each on its own
+// cluster: more of them run at once than there are cores.
+func TestMain(m *testing.M) {
+	brokertest.WaitBoundParallel(8)
+	os.Exit(brokertest.RunWithLeakCheck(m))
+}

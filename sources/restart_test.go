@@ -17,6 +17,7 @@ import (
 // reader continues on the new one, which resumes from the committed
 // offsets (acknowledged messages are not redelivered, the rest are).
 func TestRestartRejoinsAndResumes(t *testing.T) {
+	t.Parallel()
 	cl, _ := brokertest.Start(t, broker.Options{Partitions: 2})
 	conn := kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "restart"}
 	ctx := testCtx(t, 60*time.Second)

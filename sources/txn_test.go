@@ -70,6 +70,7 @@ func plainProduce(ctx context.Context, t *testing.T, addrs []string, topic, pref
 // (against the last stable offset) is 0. With read_uncommitted it returns
 // the aborted records too, but still no marker.
 func TestReadCommittedSkipsAbortedAndMarkers(t *testing.T) {
+	t.Parallel()
 	c, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"tx": 1}})
 	ctx := testCtx(t, 60*time.Second)
 	txnProduce(ctx, t, c.Addrs(), "tx", "hospital-nifi", "committed", 20, true)
@@ -90,6 +91,7 @@ func TestReadCommittedSkipsAbortedAndMarkers(t *testing.T) {
 		}()},
 	} {
 		t.Run("isolation="+tc.isolation, func(t *testing.T) {
+			t.Parallel() // its own group
 			group := "g-" + tc.isolation
 			k := newSource(t, sources.KafkaConfig{Conn: conn, Topic: "tx", GroupID: group, MaxBatch: 7, IsolationLevel: tc.isolation})
 			got := readN(ctx, t, k, len(tc.want), true)
@@ -128,6 +130,7 @@ func TestReadCommittedSkipsAbortedAndMarkers(t *testing.T) {
 // commits, everything arrives. A marker that is the last record of the
 // partition is committed past although no message follows it.
 func TestReadCommittedOpenTransactionAndTrailingMarker(t *testing.T) {
+	t.Parallel()
 	c, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"tx": 1}})
 	ctx := testCtx(t, 60*time.Second)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.TransactionalID("open"), kgo.DefaultProduceTopic("tx"),
@@ -146,13 +149,21 @@ func TestReadCommittedOpenTransactionAndTrailingMarker(t *testing.T) {
 	}
 	plainProduce(ctx, t, c.Addrs(), "tx", "after", 2)
 	k := newSource(t, sources.KafkaConfig{Conn: conn, Topic: "tx", GroupID: "g", MaxBatch: 100})
-	short, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
-	defer cancel()
-	if b, err := k.ReadBatch(short); err == nil {
-		t.Fatalf("read %d messages (first %q) while a transaction before them is open", len(b.Messages), b.Messages[0].Value)
-	}
-	if u := k.Unstable(); u != 5 {
-		t.Errorf("Unstable() = %d with a 3-record transaction open and 2 records after it, want 5", u)
+	// Nothing is read while the transaction is open, however long the
+	// source fetches; Unstable() counts the 5 records once it has fetched
+	// (its group join and first fetch take a while on a loaded machine).
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		b, err := k.ReadBatch(short)
+		cancel()
+		if err == nil {
+			t.Fatalf("read %d messages (first %q) while a transaction before them is open", len(b.Messages), b.Messages[0].Value)
+		}
+		if u := k.Unstable(); u == 5 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("Unstable() = %d with a 3-record transaction open and 2 records after it, want 5", u)
+		}
 	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
@@ -197,6 +208,7 @@ func TestReadCommittedOpenTransactionAndTrailingMarker(t *testing.T) {
 // once (acknowledging each batch) and no aborted one, and the group ends
 // committed at the end of both partitions.
 func TestReadCommittedInterleavedProducers(t *testing.T) {
+	t.Parallel()
 	c, conn := brokertest.Start(t, broker.Options{Topics: map[string]int{"mix": 2}})
 	ctx := testCtx(t, 90*time.Second)
 	var mu sync.Mutex

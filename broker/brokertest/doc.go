@@ -6,6 +6,9 @@
 //   - NewPKI writes a throwaway CA with server and client certificates;
 //   - RunWithLeakCheck, called from TestMain, fails the package's run when
 //     kafka-go, kfake or dpsurv goroutines outlive the tests.
+//   - WaitBoundParallel, called from TestMain, lets more tests that call
+//     t.Parallel run at once than there are cores: for packages whose tests
+//     mostly wait on a broker or a timeout.
 //
 // Only _test.go files import it.
 package brokertest

@@ -98,7 +98,9 @@ function curve(value) {
 async function main() {
   const f = flags(process.argv.slice(2));
   const kafka = new Kafka({ clientId: 'dpsurv-consumer-js', brokers: f.brokers.split(','), logLevel: logLevel.NOTHING });
-  const consumer = kafka.consumer({ groupId: f.group });
+  // A fetch waits at most 500 ms for new data, so stopping after --idle does
+  // not wait out kafkajs's default 5 s long poll.
+  const consumer = kafka.consumer({ groupId: f.group, maxWaitTimeInMs: 500 });
   const topics = [f['sanitized-topic'], f['fit-topic'], f['curve-topic']].filter((t) => t !== '');
   await consumer.connect();
   await consumer.subscribe({ topics, fromBeginning: true });

@@ -46,7 +46,7 @@ func (c *testClock) set(t time.Time) {
 // prints them.
 func TestConsumerReadsServiceOutput(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
-	defer cancel()
+	t.Cleanup(cancel) // the consumers below run after this function returns
 	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 	cohorts := []string{"A", "B", "C"}
 	cfg := app.DefaultConfig()
@@ -225,10 +225,24 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 		t.Fatalf("curve tables: %d", curves)
 	}
 
-	// The command-line form, in a fresh group: CSV rows and a line per
-	// release.
+	// The command-line form and the JavaScript consumer of docs/analysts.md
+	// read the same topics, each in a fresh group; they run side by side
+	// (each stops only after its idle time without a message).
+	t.Run("go", func(t *testing.T) {
+		t.Parallel()
+		checkGoConsumer(t, cl.Addrs(), n, want.Line())
+	})
+	t.Run("javascript", func(t *testing.T) {
+		t.Parallel()
+		checkJSConsumer(t, cl.Addrs(), n, cohorts, want.Line())
+	})
+}
+
+// checkGoConsumer runs the command-line form in a fresh group: CSV rows
+// and a line per release.
+func checkGoConsumer(t *testing.T, brokers []string, n int, statement string) {
 	var out, errb bytes.Buffer
-	if err := run([]string{"-brokers", strings.Join(cl.Addrs(), ","), "-sanitized-topic", "tte.sanitized", "-fit-topic", "tte.fits",
+	if err := run([]string{"-brokers", strings.Join(brokers, ","), "-sanitized-topic", "tte.sanitized", "-fit-topic", "tte.fits",
 		"-group", "cli", "-idle", "1s"}, &out, &errb); err != nil {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}
@@ -236,16 +250,14 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 	if got := strings.Count(s, "\n") - strings.Count(s, "# ") - 1 - strings.Count(s, "fit km/") - strings.Count(s, "curve km/") - strings.Count(s, "statement patient_statement:"); got != n {
 		t.Errorf("CSV data lines %d, want %d", got, n)
 	}
-	if got := strings.Count(s, want.Line()+"\n"); got != 1 {
-		t.Errorf("%d statement lines %q, want 1", got, want.Line())
+	if got := strings.Count(s, statement+"\n"); got != 1 {
+		t.Errorf("%d statement lines %q, want 1", got, statement)
 	}
 	for _, want := range []string{"# tte.sanitized.v1, time unit days", `mechanism "te-sanitizer"`, "id,time,cohort,event", "fit km/", "curve km/"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	// The JavaScript consumer of docs/analysts.md on the same topics.
-	t.Run("javascript", func(t *testing.T) { checkJSConsumer(t, cl.Addrs(), n, cohorts, want.Line()) })
 }
 
 func TestDecodeRejectsWrongInput(t *testing.T) {

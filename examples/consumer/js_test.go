@@ -68,7 +68,7 @@ func checkJSConsumer(t *testing.T, brokers []string, n int, cohorts []string, st
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "consume.mjs", "--brokers", strings.Join(brokers, ","), "--sanitized-topic", "tte.sanitized",
-		"--fit-topic", "tte.fits", "--group", "js", "--idle", "3000")
+		"--fit-topic", "tte.fits", "--group", "js", "--idle", "2000")
 	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
