@@ -50,7 +50,9 @@ type AggregatorRunner struct {
 	// committed when no window closes (default DefaultCheckpointInterval).
 	Tick               time.Duration
 	CheckpointInterval time.Duration
-	// DrainTimeout bounds the final checkpoint and commit (default 10 s).
+	// DrainTimeout bounds the final publication, checkpoint and commit
+	// (default 10 s); the Tick in flight when the stop comes has up to half
+	// of it to finish first.
 	DrainTimeout time.Duration
 
 	ready atomic.Bool
@@ -111,6 +113,23 @@ func (r *AggregatorRunner) Run(ctx context.Context) error {
 		}
 		acks = acks[:0]
 	}
+	// A stop does not cut short the Tick in flight: a ledger append
+	// cancelled mid-way leaves its window charged or not, unknown until a
+	// later holder reads the ledger, so the in-flight Tick keeps tctx until
+	// it returns or half the drain time has passed since the stop. No Tick
+	// starts after the stop.
+	tctx, tcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer tcancel()
+	stopGrace := context.AfterFunc(ctx, func() {
+		grace := time.NewTimer(drain / 2)
+		defer grace.Stop()
+		select {
+		case <-grace.C:
+			tcancel()
+		case <-tctx.Done():
+		}
+	})
+	defer stopGrace()
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 	last := time.Now()
@@ -118,7 +137,7 @@ func (r *AggregatorRunner) Run(ctx context.Context) error {
 	defer r.ready.Store(false)
 	// An immediate first tick registers the current windows and releases
 	// what the restored checkpoint left pending.
-	if _, err := r.Engine.Tick(ctx); err != nil {
+	if _, err := r.Engine.Tick(tctx); err != nil {
 		log.Warn("aggregator checkpoint failed; retrying", zap.Error(err))
 	}
 	for {
@@ -152,13 +171,16 @@ func (r *AggregatorRunner) Run(ctx context.Context) error {
 			}
 			acks = append(acks, b.Ack)
 		case <-ticker.C:
-			saved, err := r.Engine.Tick(ctx)
+			if ctx.Err() != nil {
+				continue // stopping: the drain follows
+			}
+			saved, err := r.Engine.Tick(tctx)
 			if err != nil {
 				log.Warn("aggregator checkpoint failed; retrying", zap.Error(err))
 				continue
 			}
 			if !saved && len(acks) > 0 && time.Since(last) >= every {
-				if err := r.Engine.Checkpoint(ctx); err != nil {
+				if err := r.Engine.Checkpoint(tctx); err != nil {
 					log.Warn("aggregator checkpoint failed; retrying", zap.Error(err))
 					continue
 				}
@@ -166,7 +188,7 @@ func (r *AggregatorRunner) Run(ctx context.Context) error {
 			}
 			if saved {
 				last = time.Now()
-				commit(ctx)
+				commit(tctx)
 			}
 		}
 	}

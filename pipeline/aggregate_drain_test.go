@@ -141,3 +141,104 @@ func TestAggregatorRunnerStopPublishesChargedWindow(t *testing.T) {
 		t.Errorf("%d windows pending after the stop, want 0", p)
 	}
 }
+
+// holdAppend is a ledger backend whose first Append blocks until the test
+// lets it go, then persists only if its context is still live (an append
+// cut short by the stop persists nothing).
+type holdAppend struct {
+	ledger.Memory
+	started, release chan struct{}
+	once             sync.Once
+	ctxErr           error
+}
+
+func (b *holdAppend) Append(ctx context.Context, e ledger.Entry) error {
+	first := false
+	b.once.Do(func() { first = true })
+	if first {
+		close(b.started)
+		select {
+		case <-b.release:
+		case <-ctx.Done():
+		}
+		b.ctxErr = ctx.Err()
+		if b.ctxErr != nil {
+			return b.ctxErr
+		}
+	}
+	return b.Memory.Append(ctx, e)
+}
+
+// A stop that comes while a window's ledger append is in flight does not
+// cut the append short (that leaves the window charged or not, unknown
+// until a later holder reads the ledger): the append completes, and the
+// window is charged once and published before Run returns.
+func TestAggregatorRunnerStopLetsLedgerAppendFinish(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewGoAllocator()
+	spec := schemas.Spec{Cohorts: pipelinetest.Cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
+	v, err := schemas.NewValidator(spec, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	backend := &holdAppend{started: make(chan struct{}), release: make(chan struct{})}
+	l, err := ledger.Open(ctx, backend, ledger.Options{Budget: map[string]float64{"stream": 100}, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Unix(1_700_000_000, 0).Truncate(time.Minute).Add(10 * time.Second)
+	clock := &drainClock{now: start}
+	fits := &cutWrite{started: make(chan struct{}), cut: true} // every write succeeds
+	km := aggregators.Config{Name: "km", Kind: aggregators.KindKM, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1,
+		Cohorts: pipelinetest.Cohorts, TimeMax: 3000, TimeUnit: "days", Params: aggregators.KMParams{Method: aggregators.MethodNoisyHistogram, BinWidth: 500}}
+	eng, err := aggregators.NewEngine(ctx, aggregators.EngineConfig{Aggregates: []aggregators.Config{km}, Topic: "in", Ledger: l,
+		State: &ledger.MemoryState{}, Fits: fits, Clock: clock, Noise: dp.NewSeededSource(1), Metrics: aggregators.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &oneBatch{b: message.Batch{Messages: []message.Message{{Partition: 0, Offset: 0,
+		Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("hold-", 50), false)}}, Ack: func(context.Context) error { return nil }}}
+	decode := func(b []byte) arrow.Record { good, _ := v.DecodeIPC(b); return good }
+	r := &pipeline.AggregatorRunner{Source: src, Engine: aggregators.Feed{Engine: eng, Decode: decode}, Tick: 5 * time.Millisecond, DrainTimeout: 20 * time.Second}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for pipelinetest.Metric(reg, "dpsurv_aggregator_records_total", nil) < 50 {
+		if time.Now().After(deadline) {
+			t.Fatal("the records were never counted")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	clock.Set(start.Add(time.Minute)) // the window closes: its release is appended to the ledger
+	select {
+	case <-backend.started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the window's ledger append never started")
+	}
+	cancel() // SIGTERM during the append
+	time.Sleep(50 * time.Millisecond)
+	close(backend.release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after the stop")
+	}
+	if backend.ctxErr != nil {
+		t.Fatalf("the in-flight ledger append was cut short by the stop: %v", backend.ctxErr)
+	}
+	if got := len(backend.Entries()); got != 1 {
+		t.Errorf("%d ledger entries, want 1 (the window charged once)", got)
+	}
+	if n := fits.published(); n != len(pipelinetest.Cohorts) {
+		t.Fatalf("%d fit messages published after the stop, want %d (the charged window)", n, len(pipelinetest.Cohorts))
+	}
+	if p := eng.Pending(); p != 0 {
+		t.Errorf("%d windows pending after the stop, want 0", p)
+	}
+}
