@@ -7,7 +7,7 @@ VERSION := $(shell cat VERSION)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/dpsurv/dpsurv/buildinfo.version=$(VERSION) -X github.com/dpsurv/dpsurv/buildinfo.revision=$(REVISION)
 
-.PHONY: demo test check unit stats stats-sequential stats-regression helm build bench figures sbom
+.PHONY: demo test check unit stats stats-sequential stats-regression stats-docs helm build bench figures sbom
 
 demo:
 	$(GO) run ./cmd/dpsurv demo
@@ -53,16 +53,23 @@ unit:
 
 # stats: the sequential packages without -race, their coverage and size
 # studies at full size (testtier.Long: not -short, not -race), and the
-# regression coverage study, the two side by side (each output kept whole).
+# regression coverage study, the two side by side (each output kept whole),
+# then the documented commands of the long tier (stats-docs).
 # unit and stats run -vet=off: check has vetted every package.
 stats:
-	$(MAKE) --no-print-directory -j2 --output-sync=target stats-sequential stats-regression
+	$(MAKE) --no-print-directory -j2 --output-sync=target stats-sequential stats-regression stats-docs
 
 stats-sequential:
 	$(GO) test -vet=off -count=1 -timeout 30m $(addprefix ./,$(addsuffix /,$(SEQUENTIAL)))
 
 stats-regression:
 	$(GO) test -vet=off -count=1 -timeout 30m -run 'CoverageStudy' ./regression/
+
+# stats-docs: the documented commands marked `full` (regenerations,
+# benchmarks, a fuzzing run), which internal/doccmd runs only without
+# -short and -race: their binaries are never race-built.
+stats-docs:
+	$(GO) test -vet=off -count=1 -timeout 30m -run '^TestDocumentedCommands$$' ./internal/doccmd/
 
 helm:
 	@if [ -f tools/helm/go.mod ]; then cd tools/helm && $(GO) test -count=1 -timeout 20m ./...; fi

@@ -96,11 +96,13 @@ func TestBinaryReportsVersion(t *testing.T) {
 		}
 	}
 	bin := filepath.Join(t.TempDir(), "dpsurv")
-	// No -trimpath: the stamps are link-time only, so the test reuses the
-	// build cache of the packages and links once.
+	// No -trimpath and no CGO_ENABLED=0 (the Makefile's other build
+	// settings): the stamps are link-time only, so the test reuses the
+	// build cache of the packages that the other tests' builds of dpsurv
+	// fill (CGO_ENABLED=0 alone recompiled every package that imports net)
+	// and links once.
 	build := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, "./cmd/dpsurv")
 	build.Dir = r
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}

@@ -44,13 +44,26 @@ func collectCSV(t testing.TB, ncov int, read func(fn func(arrow.Record, []DeadLe
 // requires identical rows, dead letters and errors.
 func compareCSV(t testing.TB, data []byte, spec Spec, batch int) {
 	t.Helper()
+	compareCSVChunks(t, data, spec, batch, csvChunkings)
+}
+
+// csvChunking is one way of cutting a file for the parallel reader.
+type csvChunking struct{ chunk, workers int }
+
+// csvChunkings: one chunk, chunks smaller than a row (7, 13 bytes: a row
+// spans several), and chunks of a few rows, over 1 to 4 workers.
+var csvChunkings = []csvChunking{{1 << 20, 1}, {7, 1}, {64, 2}, {13, 4}, {1 << 10, 3}}
+
+// compareCSVChunks is compareCSV over the given chunkings.
+func compareCSVChunks(t testing.TB, data []byte, spec Spec, batch int, chunkings []csvChunking) {
+	t.Helper()
 	mem := checkedMem(t)
 	v := newTestValidator(t, spec, mem)
 	ncov := len(spec.Covariates)
 	want := collectCSV(t, ncov, func(fn func(arrow.Record, []DeadLetter) error) error {
 		return readCSVOracle(bytes.NewReader(data), v, batch, fn)
 	})
-	for _, cfg := range []struct{ chunk, workers int }{{1 << 20, 1}, {7, 1}, {64, 2}, {13, 4}, {1 << 10, 3}} {
+	for _, cfg := range chunkings {
 		got := collectCSV(t, ncov, func(fn func(arrow.Record, []DeadLetter) error) error {
 			return readCSVWith(bytes.NewReader(data), int64(len(data)), v, batch, fn, cfg.chunk, cfg.workers)
 		})
@@ -166,7 +179,13 @@ func TestReadCSVParallelLarge(t *testing.T) {
 	for i := range 20000 {
 		fmt.Fprintf(&b, "p%07d,%d,%d,%s,%d.%d\n", i%19000, i%3650, i%2, []string{"1", "2", "control"}[i%3], 40+i%40, i%10)
 	}
-	compareCSV(t, b.Bytes(), testSpec(), 1000)
+	// Chunks of a few rows to a hundred: the file's 490 KB make 120 to
+	// 1,900 chunks, nearly every boundary inside a row, over 1 to 4
+	// workers. Chunks smaller than a row (7 and 13 bytes) run on the
+	// small inputs of TestReadCSVMatchesEncodingCSV; here they made 70,000
+	// chunks of a record each and most of the test's time (3 s, 25 s
+	// under -race).
+	compareCSVChunks(t, b.Bytes(), testSpec(), 1000, []csvChunking{{1 << 20, 1}, {257, 2}, {1 << 10, 3}, {4093, 4}})
 	mem := checkedMem(t)
 	v := newTestValidator(t, testSpec(), mem)
 	stop := errors.New("stop")
@@ -232,7 +251,13 @@ func TestDuplicateRowsMatchesMap(t *testing.T) {
 				hashes[i] = hashes[i]>>32<<32 | 12345
 			}
 		}
-		got := duplicateRows(hashes, func(row int32) []byte { return []byte(ids[row]) })
+		// The ids' bytes once: the probe compares them often where hashes
+		// collide, and a conversion per call would be most of the test.
+		idBytes := make([][]byte, len(ids))
+		for i, id := range ids {
+			idBytes[i] = []byte(id)
+		}
+		got := duplicateRows(hashes, func(row int32) []byte { return idBytes[row] })
 		var want []int32
 		seen := map[string]bool{}
 		for i, id := range ids {

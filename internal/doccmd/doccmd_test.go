@@ -5,15 +5,22 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dpsurv/dpsurv/internal/testtier"
 )
 
 // repoRoot walks up to the directory holding go.mod.
@@ -113,10 +120,17 @@ func TestParse(t *testing.T) {
 // TestDocumentedCommands runs every command printed in README.md and
 // docs/*.md, as printed, from a copy of the repository (so it reads only
 // the repository's files), with dpsurv and dpsurv-eval on PATH and `go run
-// ./cmd/X` taken as the built X. Commands of one file run in order in one
-// directory, so a file's earlier commands (a key, a sanitized output) serve
-// its later ones. A command fails the test when it exits non-zero; a
-// `server` command when it exits non-zero within its first seconds.
+// ./DIR` taken as DIR's main package built once from the repository (see
+// goRunTargets). Commands of one file run in order in one directory, so a
+// file's earlier commands (a key, a sanitized output) serve its later
+// ones. A command fails the test when it exits non-zero; a `server`
+// command when it exits non-zero within its first seconds.
+//
+// The `full` commands (regenerations, benchmarks, a fuzzing run: minutes
+// of number crunching in binaries that are never race-built) run in the
+// long tier only, without -short and -race: `make stats` runs this test so
+// (its stats-docs target). A `full` command printed identically in several
+// documents runs once, in the first.
 func TestDocumentedCommands(t *testing.T) {
 	root := repoRoot(t)
 	files := []string{filepath.Join(root, "README.md")}
@@ -126,37 +140,69 @@ func TestDocumentedCommands(t *testing.T) {
 	}
 	files = append(files, more...)
 
-	bin := t.TempDir()
-	// One build of both binaries: the go command compiles their packages
-	// once, in parallel.
-	build := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "./cmd/dpsurv", "./cmd/dpsurv-eval")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build dpsurv, dpsurv-eval: %v\n%s", err, out)
+	type parsed struct {
+		cmds  []Command
+		named []File
 	}
-	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-
-	var total, skipped atomic.Int64
-	// Each document runs in its own copy of the repository with its own
-	// ports, in parallel with the other documents (at most -parallel at
-	// once); a document's commands run in order, so its earlier commands
-	// (a key, a sanitized output, a broker in the background) serve its
-	// later ones. No document may rely on another's files or processes.
-	t.Cleanup(func() {
-		t.Logf("%d documented commands, %d not run here (each names its reason)", total.Load(), skipped.Load())
-	})
-	for _, f := range files {
+	docs := make([]parsed, len(files))
+	var all []Command
+	for i, f := range files {
 		cmds, _, named, err := ParseAll(f)
 		if err != nil {
 			t.Fatal(err)
 		}
+		docs[i] = parsed{cmds, named}
+		all = append(all, cmds...)
+	}
+	firstFull := firstFullCommands(all)
+
+	bin := t.TempDir()
+	// One build of every binary the documents run (dpsurv, dpsurv-eval and
+	// each `go run ./DIR`), in the repository itself: the go command
+	// compiles their packages once, in parallel, and its cache keeps them
+	// across runs (a build in a document's copy would compile them afresh
+	// each time: the cache keys a package on its directory). -s -w: no
+	// symbol table or DWARF, which halves the link.
+	targets := goRunTargets(all)
+	build := exec.Command("go", append([]string{"build", "-ldflags=-s -w", "-o", bin + string(os.PathSeparator)}, targets...)...)
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build %v: %v\n%s", targets, err, out)
+	}
+	// DPSURV: scripts that build dpsurv (scripts/figures.sh) take this
+	// build of the same checkout instead, as they document.
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"DPSURV="+filepath.Join(bin, "dpsurv"))
+
+	var total, skipped atomic.Int64
+	// Each document runs in its own copy of the repository with its own
+	// ports, in parallel with the other documents (docsAtOnce at once:
+	// more than -parallel's two on two cores, because a document's
+	// `server` command mostly waits); a document's commands run in order,
+	// so its earlier commands (a key, a sanitized output, a broker in the
+	// background) serve its later ones. No document may rely on another's
+	// files or processes.
+	t.Cleanup(func() {
+		t.Logf("%d documented commands, %d not run here (each names its reason)", total.Load(), skipped.Load())
+	})
+	const docsAtOnce = 4
+	slots := make(chan struct{}, docsAtOnce)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i, f := range files {
+		cmds, named := docs[i].cmds, docs[i].named
 		total.Add(int64(len(cmds)))
 		if len(cmds) == 0 {
 			continue
 		}
 		rel, _ := filepath.Rel(root, f)
-		t.Run(strings.ReplaceAll(rel, "/", "_"), func(t *testing.T) {
-			t.Parallel()
+		slots <- struct{}{}
+		wg.Add(1)
+		run := func(name string, f func(*testing.T)) {
+			defer func() { <-slots; wg.Done() }()
+			t.Run(name, f) // the slot is freed even when -run skips f
+		}
+		go run(strings.ReplaceAll(rel, "/", "_"), func(t *testing.T) {
 			work := t.TempDir()
 			copyTree(t, root, work)
 			ports := newPortMap(t)
@@ -186,17 +232,21 @@ func TestDocumentedCommands(t *testing.T) {
 						skipped.Add(1)
 						t.Skipf("not run (%s): %s", c.Reason, c.Text)
 					case Full:
-						if testing.Short() {
+						if !testtier.Long() {
 							skipped.Add(1)
-							t.Skipf("full tier only (%s): %s", c.Reason, c.Text)
+							t.Skipf("long tier only, without -short and -race (make stats runs it; %s): %s", c.Reason, c.Text)
+						}
+						if first := firstFull[c.Text]; first != c {
+							t.Skipf("same command as %s:%d, run there once", relTo(root, first.File), first.Line)
 						}
 					}
 					c.Text = ports.rewrite(c.Text)
-					runDocumented(t, work, env, c, func(stop func()) { stops = append(stops, stop) })
+					runDocumented(t, work, env, targets, c, func(stop func()) { stops = append(stops, stop) })
 				})
 			}
 		})
 	}
+	wg.Wait()
 	if total.Load() == 0 {
 		t.Fatal("no documented commands found")
 	}
@@ -204,14 +254,94 @@ func TestDocumentedCommands(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// goRunRe matches `go run ./DIR` (DIR a main package of the repository).
+var goRunRe = regexp.MustCompile(`\bgo run (\./[A-Za-z0-9_./-]*[A-Za-z0-9_-])(?:\s|$)`)
+
+// goRunTargets lists the packages the test builds once: dpsurv,
+// dpsurv-eval and every `go run ./DIR` of a command the test may run (not
+// a skipped one), each run as the built DIR (its last path element on
+// PATH).
+func goRunTargets(cmds []Command) []string {
+	targets := []string{"./cmd/dpsurv", "./cmd/dpsurv-eval"}
+	for _, c := range cmds {
+		if c.Mode == Skip {
+			continue
+		}
+		for _, m := range goRunRe.FindAllStringSubmatch(c.Text, -1) {
+			if !slices.Contains(targets, m[1]) {
+				targets = append(targets, m[1])
+			}
+		}
+	}
+	return targets
+}
+
+// rewriteGoRun replaces each `go run ./DIR` of text whose DIR is built by
+// the built binary's name.
+func rewriteGoRun(text string, built []string) string {
+	return goRunRe.ReplaceAllStringFunc(text, func(m string) string {
+		target := goRunRe.FindStringSubmatch(m)[1]
+		if !slices.Contains(built, target) {
+			return m
+		}
+		return strings.Replace(m, "go run "+target, path.Base(target), 1)
+	})
+}
+
+// TestGoRunTargets: every `go run ./DIR` of a command that runs is built
+// once and runs as the built binary; a skipped command's is not built.
+func TestGoRunTargets(t *testing.T) {
+	cmds := []Command{
+		{Text: "go run ./cmd/dpsurv demo", Mode: Run},
+		{Text: "go run ./examples/consumer", Mode: Server},
+		{Text: "go run ./cmd/dpsurv-eval km -data x.csv && go run ./examples/producer -topic t", Mode: Full},
+		{Text: "go run ./ops/windowsrun -kind km", Mode: Skip},
+	}
+	got := goRunTargets(cmds)
+	want := []string{"./cmd/dpsurv", "./cmd/dpsurv-eval", "./examples/consumer", "./examples/producer"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("targets %v, want %v", got, want)
+	}
+	for in, out := range map[string]string{
+		"go run ./cmd/dpsurv demo":                                  "dpsurv demo",
+		"go run ./cmd/dpsurv-eval km && go run ./examples/consumer": "dpsurv-eval km && consumer",
+		"go run ./ops/windowsrun -kind km":                          "go run ./ops/windowsrun -kind km",
+		"go run ./cmd/dpsurvx":                                      "go run ./cmd/dpsurvx",
+	} {
+		if r := rewriteGoRun(in, got); r != out {
+			t.Errorf("%q ran as %q, want %q", in, r, out)
+		}
+	}
+}
+
+// firstFullCommands maps the text of each `full` command to its first
+// place in cmds (documents in order): a full command is a regeneration or
+// a benchmark, whose output no later command reads, so one run of a
+// command printed in several documents proves them all.
+func firstFullCommands(cmds []Command) map[string]Command {
+	first := map[string]Command{}
+	for _, c := range cmds {
+		if _, ok := first[c.Text]; c.Mode == Full && !ok {
+			first[c.Text] = c
+		}
+	}
+	return first
+}
+
+func relTo(root, p string) string {
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		return p
+	}
+	return rel
+}
+
 // runDocumented runs one documented command in dir; started gets the stop
 // of its process group as soon as it runs (a command may leave a process
 // in the background for the document's next commands: the document's
 // cleanup stops it, even when this command fails).
-func runDocumented(t *testing.T, dir string, env []string, c Command, started func(stop func())) {
-	text := c.Text
-	text = strings.ReplaceAll(text, "go run ./cmd/dpsurv-eval", "dpsurv-eval")
-	text = strings.ReplaceAll(text, "go run ./cmd/dpsurv ", "dpsurv ")
+func runDocumented(t *testing.T, dir string, env []string, built []string, c Command, started func(stop func())) {
+	text := rewriteGoRun(c.Text, built)
 	limit := 15 * time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
@@ -265,7 +395,34 @@ func runDocumented(t *testing.T, dir string, env []string, c Command, started fu
 	if err != nil {
 		t.Fatalf("%s:%d: %q failed: %v\n%s", c.File, c.Line, c.Text, err, tail(out.String()))
 	}
+	// A command that leaves a server in the background ("dpsurv broker
+	// --listen ADDR &") is done when its addresses answer, as a user sees
+	// it start before typing the next command (which, built beforehand,
+	// starts at once).
+	if strings.HasSuffix(strings.TrimSpace(c.Text), "&") {
+		for _, m := range loopbackPortRe.FindAllString(c.Text, -1) {
+			waitListening(t, m, out)
+		}
+	}
 	t.Logf("%q ok in %.1fs", c.Text, time.Since(start).Seconds())
+}
+
+// waitListening waits until addr accepts a connection (two minutes at
+// most: a loaded machine may be slow to start a server).
+func waitListening(t *testing.T, addr string, out fileText) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s two minutes after the command: %v\n%s", addr, err, tail(out.String()))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func tail(s string) string {

@@ -55,6 +55,7 @@ type auditJSON struct {
 }
 
 func TestAuditCommand(t *testing.T) {
+	t.Parallel()
 	dir, input, key := auditFixture(t)
 	for _, ext := range []string{"csv", "arrow"} {
 		san := filepath.Join(dir, "san."+ext)

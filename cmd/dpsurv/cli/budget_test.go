@@ -25,6 +25,7 @@ func budgetOf(t *testing.T, out string) map[string]any {
 // total, naming spent, requested and total; without it the output says
 // that repeated runs add up.
 func TestFitBudgetFile(t *testing.T) {
+	t.Parallel()
 	bf := filepath.Join(t.TempDir(), "budget.json")
 	km := []string{"fit", "km", "--input", "../../../data/lung_tte.csv", "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100"}
 	o, e, code := run(t, km...)
@@ -91,6 +92,7 @@ func TestFitBudgetChargesTotalLoss(t *testing.T) {
 // Two fits at once against a total that holds one of them: exactly one is
 // released.
 func TestFitBudgetConcurrent(t *testing.T) {
+	t.Parallel()
 	bf := filepath.Join(t.TempDir(), "budget.json")
 	args := []string{"fit", "km", "--input", "../../../data/lung_tte.csv", "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100",
 		"--budget-file", bf, "--budget-total", "1.5"}

@@ -151,6 +151,7 @@ output: {sanitized_topic: out, dead_letter_topic: dlq}
 }
 
 func TestDemoRunsEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	o := runOK(t, "demo", "--n", "3000", "--out-dir", dir, "--duration", "60s")
 	for _, want := range []string{"EPHEMERAL", "sanitized: 3001 records", "dead letters: 4", "duplicate_id:1", "undecodable:1", "median survival",

@@ -15,6 +15,7 @@ import (
 // refused for them. Fails on the old main (cloglog refused for output and
 // objective).
 func TestFitDiscreteCloglogEveryMethod(t *testing.T) {
+	t.Parallel()
 	base := []string{"fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "2",
 		"--link", "cloglog", "--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100", "--intervals", "20"}
 	for _, m := range []string{"output", "objective"} {

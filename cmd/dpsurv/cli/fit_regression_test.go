@@ -53,6 +53,7 @@ func relClose(t *testing.T, what string, got, want []float64, tol float64) {
 // on lung_tte.csv and compares with R's glm(binomial) on the person-period
 // expansion and coxph (regression/testdata, scripts/golden_regression.R).
 func TestFitRegressionInfMatchesR(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../../regression/testdata/lung.json")
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +113,7 @@ func TestFitRegressionInfMatchesR(t *testing.T) {
 // old release published n_noisy = true and a noisy n while its noise_scale
 // gave n away).
 func TestFitPrivateReleasesStatePublic(t *testing.T) {
+	t.Parallel()
 	mle := runJSON(t, "fit", "discrete", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "inf",
 		"--covariates", "age,ph.ecog", "--centre", "60,1", "--scale", "20,2", "--time-max", "1100")
 	for _, m := range []string{"newton", "output", "objective", "psgld"} {

@@ -70,6 +70,7 @@ func sanitizeSynthetic(t *testing.T, dir string) (string, kmMedians) {
 // must miss at least 15 of the 30 (it misses every interval of A and C,
 // which RRR pulls toward the pooled curve: A about 800 against 690).
 func TestFitKMSanitizedCoverage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	orig, truth := sanitizeSynthetic(t, dir)
 	t.Logf("original medians: %v", truth)
@@ -197,6 +198,7 @@ func TestFitKMSanitizedArrow(t *testing.T) {
 // cover the original data's medians (one seed; the coverage over seeds is
 // TestFitKMSanitizedCoverage's, same estimator).
 func TestDemoSanitizedKMDebiased(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	orig, truth := sanitizeSynthetic(t, dir)
 	san := filepath.Join(dir, "san.arrows")

@@ -142,6 +142,7 @@ func TestFitKMInfMatchesR(t *testing.T) {
 }
 
 func TestFitPrivateKMAndWeibull(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	o, e, code := run(t, "fit", "km", "--input", datasets.Path(t, "lung_tte.csv"), "--cohorts", "1,2", "--epsilon", "1",
 		"--time-max", "1100", "--bin-width", "10", "--plot", dir+"/km.svg")
@@ -234,6 +235,7 @@ func TestFitPrivateKMAndWeibull(t *testing.T) {
 // fits the debiased KM from it: the reported curves are pulled toward each
 // other, the debiased ones much less.
 func TestFitKMRRRDebiasesSanitizedLabels(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key := apptest.KeyFile(t)
 	san := dir + "/s.csv"

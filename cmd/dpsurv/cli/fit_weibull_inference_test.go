@@ -10,6 +10,7 @@ import (
 // A private weibull fit prints noise-aware intervals around its estimates;
 // --interval-sims -1 prints them null.
 func TestFitWeibullIntervals(t *testing.T) {
+	t.Parallel()
 	args := []string{"fit", "weibull", "--input", "../../../data/lung_tte.csv", "--cohorts", "1,2", "--epsilon", "2",
 		"--time-max", "1100", "--rungs", "100"}
 	o, e, code := run(t, append(args, "--interval-sims", "39")...)

@@ -43,6 +43,7 @@ var garbage = regexp.MustCompile(`\d\.\d{8,}|\d{16,}|e\+(1[5-9]|[2-9]\d|\d{3})|e
 // exp(coef) with its interval (Cox), standard errors (Weibull, discrete).
 // On the old main --format accepted only json.
 func TestFitFormatTableEveryFit(t *testing.T) {
+	t.Parallel()
 	want := map[string][]string{
 		"km/inf":       {"conf.type \"log\" (R survfit's default", "0.95LCL", "Log-rank test: Chisq = ", "Non-private"},
 		"km/1":         {"conf.type \"log-log\"", "se(sampling)", "se(noise)", "privacy noise", "calibrated for the noise", "repeated runs add up"},
@@ -71,6 +72,7 @@ func TestFitFormatTableEveryFit(t *testing.T) {
 // table readable by read.csv (numbers or NA) for every fit, and that the
 // non-private KM's numbers are the JSON's (15 significant digits).
 func TestFitFormatCSVEveryFit(t *testing.T) {
+	t.Parallel()
 	for name, args := range fitCommands(t) {
 		t.Run(name, func(t *testing.T) {
 			o, e, code := run(t, append(args, "--format", "csv")...)
@@ -283,6 +285,7 @@ func TestFitWeibullInfWaldMatchesR(t *testing.T) {
 // floor 1/200 is released as p_upper with p null, in JSON and as "< 0.005"
 // in the table (the old main printed "p": 0.005).
 func TestFitKMPValueFloorIsBound(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var sb strings.Builder
 	sb.WriteString("id,time,event,cohort\n")

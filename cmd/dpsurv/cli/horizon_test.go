@@ -50,6 +50,7 @@ func decodeOut[T any](t *testing.T, s string) T {
 // clamping made both 100), and the private release's S(100) lies within
 // its noise of it (4 noise SDs of log S: the clamp put it near 0.19).
 func TestFitKMCensorsAtHorizon(t *testing.T) {
+	t.Parallel()
 	lung := datasets.Path(t, "lung_tte.csv")
 	ref := decodeOut[kmOut](t, runOK(t, "fit", "km", "--input", lung, "--epsilon", "inf", "--cohorts", "1,2", "--time-max", "100"))
 	if ref.CensoredAtHorizon == nil || *ref.CensoredAtHorizon != rLungCensoredAt100 || ref.HorizonRule != HorizonRule || ref.TimeMax != 100 {

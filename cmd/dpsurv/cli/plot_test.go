@@ -31,6 +31,7 @@ import (
 // flchain, a false drop from 1.0 to 0.69 on lung), and each cohort keeps
 // its label position's colour.
 func TestPrivateKMFigureNoPhantom(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		file    string
 		labels  string
@@ -89,6 +90,7 @@ func TestPrivateKMFigureNoPhantom(t *testing.T) {
 // not, PNG and SVG: the PNG decodes and is at least 1600 px wide (672 px
 // before issue 19), the SVG parses.
 func TestFitKMPlotFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	lung := datasets.Path(t, "lung_tte.csv")
 	for _, tc := range []struct {
@@ -214,6 +216,7 @@ func TestWeibullBoxBand(t *testing.T) {
 // TestPlotCommand: `dpsurv plot` draws the JSON `fit km` printed, private
 // and not, with the same drawing model checks as --plot.
 func TestPlotCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	lung := datasets.Path(t, "lung_tte.csv")
 	for _, tc := range []struct {
@@ -300,6 +303,7 @@ func TestDemoFiguresShareColours(t *testing.T) {
 // written by scripts/figures.sh (its regeneration command, which doccmd
 // runs) and is in docs/img as a PNG at least 1600 px wide or an SVG.
 func TestDocsFiguresRegenerated(t *testing.T) {
+	t.Parallel()
 	root := filepath.Dir(datasets.Dir(t))
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "figures.md"))
 	if err != nil {
@@ -366,6 +370,7 @@ func TestWeibullFigureLowInformation(t *testing.T) {
 // curve is the product of (1 - hazard) over the intervals of the released
 // alpha, checked here against a direct computation at the last interval.
 func TestFitDiscretePlot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	lung := datasets.Path(t, "lung_tte.csv")
 	base := []string{"fit", "discrete", "--input", lung, "--cohorts", "1,2", "--covariates", "age,ph.ecog", "--centre", "62,1", "--scale", "40,4"}
