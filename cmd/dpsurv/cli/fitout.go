@@ -531,17 +531,26 @@ func weibullTable(w io.Writer, m map[string]any) {
 	} else {
 		fmt.Fprintf(tw, "\testimate\tse(log)\tlower %s\tupper %s\t\n", lvl, lvl)
 	}
-	row := func(name string, est, se, lo, hi float64) {
+	// A private scale upper limit beyond scaleCap time_max (a shape
+	// interval reaching near 0) is shown as "> cap": its digits say
+	// nothing a person can use (up to 1e15 time_max; beyond, it is null).
+	const scaleCap = 1e6
+	capped := private && fnum(m, "scale_upper") > scaleCap
+	row := func(name string, est, se, lo, hi, hiCap float64) {
 		if private {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, noisy(est, 3), noisy(lo, 3), noisy(hi, 3))
+			up := noisy(hi, 3)
+			if capped && hiCap > 0 {
+				up = "> " + noisy(hiCap, 3)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, noisy(est, 3), noisy(lo, 3), up)
 		} else {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", name, sig(est, 4), sig(se, 3), sig(lo, 4), sig(hi, 4))
 		}
 	}
-	row("shape", fnum(m, "shape"), fnum(m, "log_shape_se"), fnum(m, "shape_lower"), fnum(m, "shape_upper"))
-	row("scale (t / time_max)", fnum(m, "scale"), fnum(m, "log_scale_se"), fnum(m, "scale_lower"), fnum(m, "scale_upper"))
+	row("shape", fnum(m, "shape"), fnum(m, "log_shape_se"), fnum(m, "shape_lower"), fnum(m, "shape_upper"), 0)
+	row("scale (t / time_max)", fnum(m, "scale"), fnum(m, "log_scale_se"), fnum(m, "scale_lower"), fnum(m, "scale_upper"), scaleCap)
 	if !math.IsNaN(tmax) {
-		row("scale ("+unit+")", fnum(m, "scale")*tmax, fnum(m, "log_scale_se"), fnum(m, "scale_lower")*tmax, fnum(m, "scale_upper")*tmax)
+		row("scale ("+unit+")", fnum(m, "scale")*tmax, fnum(m, "log_scale_se"), fnum(m, "scale_lower")*tmax, fnum(m, "scale_upper")*tmax, scaleCap*tmax)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -552,6 +561,10 @@ func weibullTable(w io.Writer, m map[string]any) {
 			fmt.Fprintln(w, "beyond time_max is an extrapolation.")
 		} else {
 			fmt.Fprintf(w, "No intervals: %s.\n", fstr(m, "interval_method"))
+		}
+		if capped {
+			fmt.Fprintf(w, "The scale's upper limit is beyond a million time_max (%s %s): the release does not bound the scale from above in any useful way; --format json has its value.\n",
+				noisy(scaleCap*tmax, 3), unit)
 		}
 		if note := fstr(m, "scale_limit_note"); note != "" {
 			fmt.Fprintf(w, "NA scale limit: %s.\n", note)

@@ -475,3 +475,39 @@ func TestTableNumberFormats(t *testing.T) {
 		}
 	}
 }
+
+// A private Weibull release whose scale upper limit is finite but beyond a
+// million time_max (about 2% of the lung fits at epsilon 1 with 40
+// interval simulations: 3.27e+16 days was printed) shows "> cap" and says
+// why, instead of digits no one can use; a usable limit prints as before.
+func TestWeibullTableCapsAbsurdScaleLimit(t *testing.T) {
+	t.Parallel()
+	release := func(upper float64) map[string]any {
+		return map[string]any{"epsilon": 1.0, "method": "lsp", "time_unit": "days", "time_max": 1100.0, "n": 151.0,
+			"shape": 4.56, "shape_lower": 0.01, "shape_upper": 10.0, "scale": 0.592, "scale_lower": 0.0, "scale_upper": upper}
+	}
+	for _, tc := range []struct {
+		upper      float64
+		want, lack []string
+	}{
+		{2.97e13, []string{"> 1000000", "> 1.10e+09", "beyond a million time_max"}, []string{"e+16"}},
+		{3.5, []string{"3.50", "3850"}, []string{"> ", "beyond a million"}},
+	} {
+		var b strings.Builder
+		weibullTable(&b, release(tc.upper))
+		o := b.String()
+		for _, w := range tc.want {
+			if !strings.Contains(o, w) {
+				t.Errorf("upper %v: table lacks %q:\n%s", tc.upper, w, o)
+			}
+		}
+		for _, l := range tc.lack {
+			if strings.Contains(o, l) {
+				t.Errorf("upper %v: table has %q:\n%s", tc.upper, l, o)
+			}
+		}
+		if g := garbage.FindString(o); g != "" {
+			t.Errorf("upper %v: garbage number %q in the table:\n%s", tc.upper, g, o)
+		}
+	}
+}
