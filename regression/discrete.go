@@ -393,6 +393,10 @@ func FitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 type outputMemo struct {
 	done, ok bool
 	f        []float64
+	// noIntervals skips the post-processing into limits (setIntervals,
+	// whose bootstrap costs more than the release): for a test that
+	// measures the release's noise alone. It draws nothing from src.
+	noIntervals bool
 }
 
 func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMemo) (DiscreteResult, error) {
@@ -528,7 +532,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMem
 				f = r.f // (its iteration count is a function of the data: not published)
 			}
 			if memo != nil {
-				*memo = outputMemo{done: true, ok: ok, f: append([]float64(nil), f...)}
+				memo.done, memo.ok, memo.f = true, ok, append([]float64(nil), f...)
 			}
 		} else if ok = memo.ok; ok {
 			f = append([]float64(nil), memo.f...)
@@ -611,7 +615,9 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMem
 			res.Public = append(res.Public, "hessians.noise", "hessians.epsilon")
 		}
 	}
-	setIntervals(&res)
+	if memo == nil || !memo.noIntervals {
+		setIntervals(&res)
+	}
 	switch {
 	case hessErr != nil:
 		res.IntervalMethod = IntervalFailed + hessErr.Error() + IntervalUnspentNote
