@@ -1,10 +1,9 @@
 package regression
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -94,9 +93,10 @@ func TestNewtonReproducesMLE(t *testing.T) {
 // hardly moves between data sets of one size, is taken from the first
 // min(reps, waldReps) data sets (the MLE costs as much as a release).
 // Release r draws its data and noise from seeds of r alone, so the
-// releases run on GOMAXPROCS workers (half of a release's CPU is serial:
-// the data, the replay) and the figures do not depend on the order; they
-// are summed in release order.
+// releases run on GOMAXPROCS workers (parallelReps, whose own streams are
+// not used; half of a release's CPU is serial: the data, the replay) and
+// the figures do not depend on the order; they are summed in release
+// order.
 func newtonCoverage(t *testing.T, link Link, eps float64, n, reps, waldReps int, seed uint64) (betaCov, alphaCov int, ratio float64) {
 	t.Helper()
 	trueAlpha := []float64{-3, 0, 0}
@@ -105,35 +105,26 @@ func newtonCoverage(t *testing.T, link Link, eps float64, n, reps, waldReps int,
 	type one struct {
 		res DiscreteResult
 		se  []float64
-		err error
 	}
 	out := make([]one, reps)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range max(1, min(runtime.GOMAXPROCS(0), reps)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range next {
-				d := newtonWorld(rand.New(rand.NewPCG(seed+uint64(r), 7)), n, link)
-				o := &out[r]
-				o.res, o.err = FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(seed+uint64(r)+1000))
-				if o.err == nil && r < nw {
-					_, o.se, o.err = studyMLE(d, link)
-				}
-			}
-		}()
+	err := parallelReps(reps, dp.NewSeededSource(seed), func(r int, _ dp.Source) error {
+		d := newtonWorld(rand.New(rand.NewPCG(seed+uint64(r), 7)), n, link)
+		o := &out[r]
+		var err error
+		o.res, err = FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(seed+uint64(r)+1000))
+		if err == nil && r < nw {
+			_, o.se, err = studyMLE(d, link)
+		}
+		if err != nil {
+			return fmt.Errorf("rep %d: %w", r, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for r := range reps {
-		next <- r
-	}
-	close(next)
-	wg.Wait()
 	var width, wald float64
 	for r, o := range out {
-		if o.err != nil {
-			t.Fatalf("rep %d: %v", r, o.err)
-		}
 		res := o.res
 		if res.BetaLower == nil {
 			t.Fatalf("rep %d: no intervals: %s", r, res.IntervalMethod)
