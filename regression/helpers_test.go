@@ -137,4 +137,3 @@ func synthetic(src dp.Source, n, p, q int, alpha0 float64, beta []float64) Data 
 	}
 	return d
 }
-
