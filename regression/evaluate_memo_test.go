@@ -18,6 +18,7 @@ import (
 // AssessInformation) applied to it gives FitDiscrete's, and it leaves the
 // stream where FitDiscrete does.
 func TestOutputMemoSameReleases(t *testing.T) {
+	t.Parallel()
 	data := synthetic(dp.NewSeededSource(3), 400, 2, 10, -2, []float64{1, -1})
 	for phi, budgets := range map[float64][]float64{0: {0.5, 2, 0.5, 8}, 0.5: {0.5, 2}} {
 		plain, memoSrc, bareSrc := dp.NewSeededSource(17), dp.NewSeededSource(17), dp.NewSeededSource(17)

@@ -24,6 +24,7 @@ import (
 // in the two records). The bound must hold, and be at least half used
 // (so the calibration is not vacuous).
 func TestHessianWorstCaseRatio(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		q, e, p int
 		eps     float64
@@ -221,6 +222,7 @@ func TestIntervalReleaseOff(t *testing.T) {
 // the JSON release gives the same limits; a different release gives
 // different ones.
 func TestCoefficientIntervalsDeterministic(t *testing.T) {
+	t.Parallel()
 	src := dp.NewSeededSource(43)
 	data := synthetic(src, 5000, 2, 20, -2, []float64{1, -1})
 	opts := DiscreteOptions{Method: MethodOutput, Epsilon: 1, TimeMax: 1, Intervals: 20, IntervalFraction: 0.5}
@@ -387,6 +389,7 @@ func TestNoiseOnlyIntervalCoverage(t *testing.T) {
 // study); the bootstrap's limits, recomputed from the release, exist (what
 // the study measures).
 func TestPSGLDIntervalsWithheld(t *testing.T) {
+	t.Parallel()
 	src := dp.NewSeededSource(44)
 	data := synthetic(src, 2000, 2, 20, -2, []float64{1, -1})
 	res, err := FitDiscrete(data, DiscreteOptions{Method: MethodPSGLD, Epsilon: 1, TimeMax: 1, Intervals: 20, IntervalFraction: 0.5,
