@@ -393,10 +393,7 @@ func FitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 type outputMemo struct {
 	done, ok bool
 	f        []float64
-	// noIntervals skips the post-processing into limits (setIntervals,
-	// whose bootstrap costs more than the release): for a test that
-	// measures the release's noise alone. It draws nothing from src.
-	noIntervals bool
+	noIntervals bool // skip setIntervals (draws nothing): tests of the noise alone
 }
 
 func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMemo) (DiscreteResult, error) {
