@@ -391,8 +391,8 @@ func FitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 // it depends on neither epsilon nor the noise), so a repetition only draws
 // its noise. nil: no memo. Evaluation only; a release never shares one.
 type outputMemo struct {
-	done, ok bool
-	f        []float64
+	done, ok    bool
+	f           []float64
 	noIntervals bool // skip setIntervals (draws nothing): tests of the noise alone
 }
 
