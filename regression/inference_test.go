@@ -277,16 +277,23 @@ type coverage struct {
 
 func coverageStudy(t *testing.T, seed uint64, method Method, n, reps int, eps, phi float64) coverage {
 	t.Helper()
-	src := dp.NewSeededSource(seed)
 	beta := []float64{1, -1}
+	// release r draws its data and noise from its own stream
+	// (parallelReps: the releases on GOMAXPROCS workers, the figures a
+	// function of seed alone)
+	out := make([]DiscreteResult, reps)
+	err := parallelReps(reps, dp.NewSeededSource(seed), func(r int, src dp.Source) error {
+		data := synthetic(src, n, 2, 20, -2, beta)
+		var err error
+		out[r], err = FitDiscrete(data, DiscreteOptions{Method: method, Epsilon: eps, TimeMax: 1, Intervals: 20, IntervalFraction: phi}, src)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var bc, nc, nn int
 	var width float64
-	for r := 0; r < reps; r++ {
-		data := synthetic(src, n, 2, 20, -2, beta)
-		res, err := FitDiscrete(data, DiscreteOptions{Method: method, Epsilon: eps, TimeMax: 1, Intervals: 20, IntervalFraction: phi}, src)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for r, res := range out {
 		if res.Fallback || res.IntervalMethod != IntervalBootstrap+IntervalAlphaNote || res.AlphaLower != nil {
 			t.Fatalf("release %d: fallback %v, %q, alpha limits %v", r, res.Fallback, res.IntervalMethod, res.AlphaLower)
 		}
