@@ -42,9 +42,9 @@ check:
 # checks it), except the packages in RACED: PKG=TEST|TEST names the tests
 # that run the package's concurrent code, and those also run under -race
 # in unit.
-SEQUENTIAL := dp dpfit dpfit/km dpfit/weibull cmd/dpsurv-eval/eval cmd/dpsurv-eval/inference
+SEQUENTIAL := dp dpfit dpfit/km dpfit/weibull cmd/dpsurv-eval/eval cmd/dpsurv-eval/inference regression
 SEQUENTIAL_RE := /($(subst $(eval) ,|,$(SEQUENTIAL)))$$
-RACED := dpfit/weibull=TestWeibullIntervalEarlyAcceptance
+RACED := dpfit/weibull=TestWeibullIntervalEarlyAcceptance regression=TestCoxEvalWorkers|TestCoxManyRunsScan|TestParallelRepsDeterministic|TestNewtonCompactSums|TestFitDiscreteGroupedMatchesRecords
 
 # unit: every other package under -race, and the RACED tests.
 unit:
@@ -52,18 +52,19 @@ unit:
 	$(foreach r,$(RACED),$(GO) test -vet=off -race -count=1 -timeout 20m -run '^($(word 2,$(subst =, ,$(r))))$$' ./$(word 1,$(subst =, ,$(r)))/ &&) true
 
 # stats: the sequential packages without -race, their coverage and size
-# studies at full size (testtier.Long: not -short, not -race), and the
-# regression coverage study, the two side by side (each output kept whole),
-# then the documented commands of the long tier (stats-docs).
+# studies at full size (testtier.Long: not -short, not -race), regression
+# (whose noisy Newton coverage study alone takes minutes) beside them, and
+# the documented commands of the long tier (stats-docs), two at a time
+# (each output kept whole).
 # unit and stats run -vet=off: check has vetted every package.
 stats:
 	$(MAKE) --no-print-directory -j2 --output-sync=target stats-sequential stats-regression stats-docs
 
 stats-sequential:
-	$(GO) test -vet=off -count=1 -timeout 30m $(addprefix ./,$(addsuffix /,$(SEQUENTIAL)))
+	$(GO) test -vet=off -count=1 -timeout 30m $(addprefix ./,$(addsuffix /,$(filter-out regression,$(SEQUENTIAL))))
 
 stats-regression:
-	$(GO) test -vet=off -count=1 -timeout 30m -run 'CoverageStudy' ./regression/
+	$(GO) test -vet=off -count=1 -timeout 30m ./regression/
 
 # stats-docs: the documented commands marked `full` (regenerations,
 # benchmarks, a fuzzing run), which internal/doccmd runs only without

@@ -349,6 +349,7 @@ func TestCloglogHessianWorstCaseRatio(t *testing.T) {
 // coefficient intervals are published (beta) for the perturbation methods;
 // probit is still refused.
 func TestCloglogPrivateReleases(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(11, 12))
 	const n = 3000
 	data := Data{}

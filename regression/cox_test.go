@@ -10,6 +10,7 @@ import (
 )
 
 func TestFitCoxGoldenR(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"lung", "kidney", "flchain"} {
 		g := loadGolden(t, name)
 		data := loadCSV(t, g.File, g.Covariates)
@@ -101,6 +102,7 @@ func TestFitCoxValidation(t *testing.T) {
 }
 
 func TestHPPCox(t *testing.T) {
+	t.Parallel()
 	g := loadGolden(t, "lung")
 	data := loadCSV(t, g.File, g.Covariates)
 	// three sites, assigned by a public rule (row index)

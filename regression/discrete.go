@@ -391,8 +391,9 @@ func FitDiscrete(data Data, opts DiscreteOptions, src dp.Source) (DiscreteResult
 // it depends on neither epsilon nor the noise), so a repetition only draws
 // its noise. nil: no memo. Evaluation only; a release never shares one.
 type outputMemo struct {
-	done, ok bool
-	f        []float64
+	done, ok    bool
+	f           []float64
+	noIntervals bool // skip setIntervals (draws nothing): tests of the noise alone
 }
 
 func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMemo) (DiscreteResult, error) {
@@ -528,7 +529,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMem
 				f = r.f // (its iteration count is a function of the data: not published)
 			}
 			if memo != nil {
-				*memo = outputMemo{done: true, ok: ok, f: append([]float64(nil), f...)}
+				memo.done, memo.ok, memo.f = true, ok, append([]float64(nil), f...)
 			}
 		} else if ok = memo.ok; ok {
 			f = append([]float64(nil), memo.f...)
@@ -611,7 +612,9 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMem
 			res.Public = append(res.Public, "hessians.noise", "hessians.epsilon")
 		}
 	}
-	setIntervals(&res)
+	if memo == nil || !memo.noIntervals {
+		setIntervals(&res)
+	}
 	switch {
 	case hessErr != nil:
 		res.IntervalMethod = IntervalFailed + hessErr.Error() + IntervalUnspentNote

@@ -31,6 +31,7 @@ func gridData(src dp.Source, n, p, q, levels int) Data {
 // person-period rows, for every link, inside and outside the logit fast
 // path's range, with one worker and several.
 func TestGroupedEvaluatorMatchesPersonPeriod(t *testing.T) {
+	t.Parallel()
 	data := gridData(dp.NewSeededSource(12), 4000, 3, 40, 3)
 	for _, link := range []Link{LinkLogit, LinkCloglog, LinkProbit} {
 		opts := DiscreteOptions{Method: MethodMLE, Link: link, Intervals: 40, TimeMax: 1}

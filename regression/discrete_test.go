@@ -64,6 +64,7 @@ func personPeriod(m *discreteModel, f []float64) (float64, []float64, []float64)
 }
 
 func TestCompactEvaluatorMatchesPersonPeriod(t *testing.T) {
+	t.Parallel()
 	src := dp.NewSeededSource(11)
 	data := synthetic(src, 3000, 3, 40, -2.5, []float64{1, -0.5, 0.8})
 	for _, link := range []Link{LinkLogit, LinkCloglog, LinkProbit} {

@@ -144,7 +144,9 @@ func EvaluateMRE(data Data, base DiscreteOptions, methods []Method, epsilons []f
 // dp.NewSeededSource whose seed is the r-th draw of src (all drawn before
 // any repetition starts), so the results are a function of src's state
 // alone, whatever the scheduling. Evaluation only: used for pSGLD, whose
-// chain is sequential (the other methods' fits already use every core).
+// chain is sequential (the other methods' fits already use every core),
+// and by the noisy Newton coverage study's test (whose test files may
+// start no goroutine: internal/archtest).
 func parallelReps(reps int, src dp.Source, fit func(r int, s dp.Source) error) error {
 	seeds := make([]uint64, reps)
 	for r := range seeds {

@@ -13,12 +13,17 @@ import (
 // outputMemo (the minimiser computed in the first, reused after) equal
 // those of FitDiscrete from the same stream, field for field, with and
 // without the interval release, across budgets; the memo's copy is not
-// changed by the noise added to a release.
+// changed by the noise added to a release. A memo with noIntervals gives
+// the same release but for its limits: setIntervals (then
+// AssessInformation) applied to it gives FitDiscrete's, and it leaves the
+// stream where FitDiscrete does.
 func TestOutputMemoSameReleases(t *testing.T) {
+	t.Parallel()
 	data := synthetic(dp.NewSeededSource(3), 400, 2, 10, -2, []float64{1, -1})
 	for phi, budgets := range map[float64][]float64{0: {0.5, 2, 0.5, 8}, 0.5: {0.5, 2}} {
-		plain, memoSrc := dp.NewSeededSource(17), dp.NewSeededSource(17)
+		plain, memoSrc, bareSrc := dp.NewSeededSource(17), dp.NewSeededSource(17), dp.NewSeededSource(17)
 		memo := new(outputMemo)
+		bare := &outputMemo{noIntervals: true}
 		for r, eps := range budgets {
 			opts := DiscreteOptions{Method: MethodOutput, Epsilon: eps, TimeMax: 1, Intervals: 10, IntervalFraction: phi}
 			want, err := FitDiscrete(data, opts, plain)
@@ -35,6 +40,21 @@ func TestOutputMemoSameReleases(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("phi %v release %d (eps %v): memo release differs:\n got %+v\nwant %+v", phi, r, eps, got, want)
 			}
+			noLim, err := fitDiscrete(data, opts, bareSrc, bare)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if noLim.BetaDebiased != nil || noLim.NoiseOnlyBetaLower != nil || !bare.noIntervals {
+				t.Errorf("phi %v release %d: noIntervals release has limits (%+v) or lost the flag", phi, r, noLim)
+			}
+			setIntervals(&noLim)
+			noLim.LowInformation, noLim.LowInformationReason = AssessInformation(noLim)
+			if !reflect.DeepEqual(noLim, want) {
+				t.Errorf("phi %v release %d (eps %v): noIntervals release plus its limits differs:\n got %+v\nwant %+v", phi, r, eps, noLim, want)
+			}
+		}
+		if plain.Uint64() != bareSrc.Uint64() {
+			t.Errorf("phi %v: noIntervals releases left the stream elsewhere than FitDiscrete's", phi)
 		}
 	}
 }

@@ -85,6 +85,7 @@ func TestLambdaSweep(t *testing.T) {
 // TestCoxVsDiscrete is the paper's Table 3: the discrete-time logit beta is
 // close to Cox's on the same covariates (the paper reports 2.6%–9%).
 func TestCoxVsDiscrete(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"lung", "kidney", "flchain"} {
 		data, base := goldenProblem(t, name)
 		c, err := CoxVsDiscrete(data, base)
@@ -104,6 +105,7 @@ func TestCoxVsDiscrete(t *testing.T) {
 // 18-27 the cloglog MRE ranged 0.05-0.11 (with the float Gaussian noise
 // and with the lattice noise alike), hence the bound 0.15.
 func TestPSGLDLinks(t *testing.T) {
+	t.Parallel()
 	data := synthetic(dp.NewSeededSource(17), 3000, 3, 50, -3.5, []float64{1, -0.8, 0.5})
 	for _, link := range []Link{LinkLogit, LinkCloglog, LinkProbit} {
 		opts := DiscreteOptions{Link: link, TimeMax: 1, Intervals: 50}

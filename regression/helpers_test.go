@@ -137,37 +137,3 @@ func synthetic(src dp.Source, n, p, q int, alpha0 float64, beta []float64) Data 
 	}
 	return d
 }
-
-// gaussianPair returns two independent standard normals (Marsaglia polar):
-// a fast float Gaussian for test oracles and for the update-rule test of
-// the sampler (production pSGLD noise is dp.GaussianOnGrid).
-func gaussianPair(src dp.Source) (float64, float64) {
-	for {
-		u := 2*dp.Float64(src) - 1
-		v := 2*dp.Float64(src) - 1
-		s := u*u + v*v
-		if s >= 1 || s == 0 {
-			continue
-		}
-		f := math.Sqrt(-2 * math.Log(s) / s)
-		return u * f, v * f
-	}
-}
-
-// fillGaussian fills out with independent standard normals (tests only).
-func fillGaussian(src dp.Source, out []float64) {
-	for j := 0; j < len(out); j += 2 {
-		a, b := gaussianPair(src)
-		out[j] = a
-		if j+1 < len(out) {
-			out[j+1] = b
-		}
-	}
-}
-
-// floatNoise is a float Gaussian for SamplerConfig.Noise in tests of the
-// update rule (fast; the lattice noise has its own test in dp).
-func floatNoise(src dp.Source, sigma float64) (float64, error) {
-	a, _ := gaussianPair(src)
-	return sigma * a, nil
-}

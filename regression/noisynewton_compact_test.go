@@ -12,6 +12,7 @@ import (
 // extreme points and every link; with continuous covariates newtonCompact
 // declines (no repeats to gain from).
 func TestNewtonCompactSums(t *testing.T) {
+	t.Parallel()
 	const q, n = 20, 6000
 	rng := rand.New(rand.NewPCG(21, 5))
 	o, _ := NewtonOptions{}.resolve(q)

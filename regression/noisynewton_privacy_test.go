@@ -126,6 +126,7 @@ var newtonPoints = [][]float64{
 // TestNewtonClippedSumsExact: the released sums (product form, prefix
 // sums, workers) equal the per-period definition.
 func TestNewtonClippedSumsExact(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(9, 9))
 	cl := NewtonOptions{}
 	cl, _ = cl.resolve(30)

@@ -1,10 +1,9 @@
 package regression
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -62,6 +61,7 @@ func studyMLE(d Data, link Link) (DiscreteResult, []float64, error) {
 // TestNewtonReproducesMLE: with a negligible noise (epsilon 1e6) the
 // noisy Newton iterate is the MLE and its standard errors the Wald ones.
 func TestNewtonReproducesMLE(t *testing.T) {
+	t.Parallel()
 	for _, link := range []Link{LinkLogit, LinkCloglog} {
 		d := newtonWorld(rand.New(rand.NewPCG(3, 7)), 20000, link)
 		mle, se := mleWaldSE(t, d, link)
@@ -94,9 +94,10 @@ func TestNewtonReproducesMLE(t *testing.T) {
 // hardly moves between data sets of one size, is taken from the first
 // min(reps, waldReps) data sets (the MLE costs as much as a release).
 // Release r draws its data and noise from seeds of r alone, so the
-// releases run on GOMAXPROCS workers (half of a release's CPU is serial:
-// the data, the replay) and the figures do not depend on the order; they
-// are summed in release order.
+// releases run on GOMAXPROCS workers (parallelReps, whose own streams are
+// not used; half of a release's CPU is serial: the data, the replay) and
+// the figures do not depend on the order; they are summed in release
+// order.
 func newtonCoverage(t *testing.T, link Link, eps float64, n, reps, waldReps int, seed uint64) (betaCov, alphaCov int, ratio float64) {
 	t.Helper()
 	trueAlpha := []float64{-3, 0, 0}
@@ -105,35 +106,26 @@ func newtonCoverage(t *testing.T, link Link, eps float64, n, reps, waldReps int,
 	type one struct {
 		res DiscreteResult
 		se  []float64
-		err error
 	}
 	out := make([]one, reps)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range max(1, min(runtime.GOMAXPROCS(0), reps)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range next {
-				d := newtonWorld(rand.New(rand.NewPCG(seed+uint64(r), 7)), n, link)
-				o := &out[r]
-				o.res, o.err = FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(seed+uint64(r)+1000))
-				if o.err == nil && r < nw {
-					_, o.se, o.err = studyMLE(d, link)
-				}
-			}
-		}()
+	err := parallelReps(reps, dp.NewSeededSource(seed), func(r int, _ dp.Source) error {
+		d := newtonWorld(rand.New(rand.NewPCG(seed+uint64(r), 7)), n, link)
+		o := &out[r]
+		var err error
+		o.res, err = FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(seed+uint64(r)+1000))
+		if err == nil && r < nw {
+			_, o.se, err = studyMLE(d, link)
+		}
+		if err != nil {
+			return fmt.Errorf("rep %d: %w", r, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for r := range reps {
-		next <- r
-	}
-	close(next)
-	wg.Wait()
 	var width, wald float64
 	for r, o := range out {
-		if o.err != nil {
-			t.Fatalf("rep %d: %v", r, o.err)
-		}
 		res := o.res
 		if res.BetaLower == nil {
 			t.Fatalf("rep %d: no intervals: %s", r, res.IntervalMethod)
@@ -159,7 +151,7 @@ func newtonCoverage(t *testing.T, link Link, eps float64, n, reps, waldReps int,
 }
 
 // newtonWaldReps is how many data sets of a cell the study fits the MLE
-// on for the Wald width; the -short test fits 2 per link (at n = 50,000
+// on for the Wald width; the -short test fits 1 per link (at n = 50,000
 // the Wald width moves well under 1% between data sets, the bound is 2x).
 const newtonWaldReps = 8
 
@@ -179,7 +171,7 @@ func TestNewtonCoverageShort(t *testing.T) {
 	const reps = 12
 	var cov, acov int
 	for i, link := range []Link{LinkLogit, LinkCloglog} {
-		c, a, ratio := newtonCoverage(t, link, 1, 50000, reps, 2, uint64(100*i))
+		c, a, ratio := newtonCoverage(t, link, 1, 50000, reps, 1, uint64(100*i))
 		t.Logf("%s eps 1: beta coverage %d/%d, alpha %d/%d, width ratio %.2f", link, c, 2*reps, a, 3*reps, ratio)
 		if ratio > 2 {
 			t.Errorf("%s: mean beta width %.2f x the Wald width, want <= 2", link, ratio)

@@ -43,6 +43,7 @@ func TestDiscretePrivateReleaseNPublic(t *testing.T) {
 // output-perturbation noise at the same public n, lambda and epsilon,
 // labelled fallback. Its coefficients are checked against that law (KS).
 func TestDiscreteFailureFallback(t *testing.T) {
+	t.Parallel()
 	src := dp.NewSeededSource(21)
 	data := synthetic(src, 300, 2, 20, -2, []float64{1, -1})
 	basis, _ := SplineBasis(20, DefaultKnots)

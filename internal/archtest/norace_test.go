@@ -19,13 +19,24 @@ import (
 // crunching whose code and tests start no goroutine, so the detector has
 // nothing to find there while it slows them tenfold, except the packages
 // in raced.
-var sequential = []string{"dp", "dpfit", "dpfit/km", "dpfit/weibull", "cmd/dpsurv-eval/eval", "cmd/dpsurv-eval/inference"}
+var sequential = []string{"dp", "dpfit", "dpfit/km", "dpfit/weibull", "cmd/dpsurv-eval/eval", "cmd/dpsurv-eval/inference", "regression"}
 
 // raced are the sequential packages whose code starts goroutines, with the
 // tests that run that code on several goroutines: the Makefile's RACED
 // runs them under -race in its unit step.
 var raced = map[string][]string{
 	"dpfit/weibull": {"TestWeibullIntervalEarlyAcceptance"},
+	// each of regression's go statements on two or more goroutines:
+	// newCoxData's means (cox.go) and the Cox workers (cox_eval.go) in
+	// TestCoxEvalWorkers, the Cox scatter (cox_eval.go, 699,051 rows) in
+	// TestCoxManyRunsScan, parallelReps (evaluate.go) in
+	// TestParallelRepsDeterministic, the clipped sums
+	// (noisynewton_sums.go) and their per-pattern form
+	// (noisynewton_patterns.go) in TestNewtonCompactSums,
+	// accumulateShares (model.go, 20,000 records) in
+	// TestFitDiscreteGroupedMatchesRecords
+	"regression": {"TestCoxEvalWorkers", "TestCoxManyRunsScan", "TestParallelRepsDeterministic",
+		"TestNewtonCompactSums", "TestFitDiscreteGroupedMatchesRecords"},
 }
 
 // The packages run without -race start no goroutine, or are raced and
