@@ -32,6 +32,11 @@ type RegressionConfig struct {
 	Records  int
 	Reps     int
 	Wald     bool // also fit the non-private MLE and its Wald interval
+	// Withheld also measures the limits a release withholds (alpha's;
+	// pSGLD's beta), recomputed from each release: a second run of its
+	// bootstrap, half of an Ext-Out-Pert release's CPU. Without it
+	// AlphaCoverage is NaN and a pSGLD release counts as without limits.
+	Withheld bool
 	Seed     uint64
 }
 
@@ -198,13 +203,15 @@ func RunRegression(cfg RegressionConfig) (RegressionCoverage, error) {
 		if res.BetaLower == nil && res.Hessians != nil && res.BetaDebiased != nil {
 			out.BetaWithheld++
 		}
-		// the limits measured: the release's beta limits; where a release
-		// withholds them (pSGLD) and for alpha (withheld from every
-		// release, the reasons in coefficient_interval_method) the
-		// bootstrap's, recomputed from the release, to justify that
-		_, lo, hi, _, err := regression.CoefficientIntervals(res, 0.95, 0)
-		if err != nil {
-			lo, hi = nil, nil
+		// the limits measured: the release's beta limits; with Withheld,
+		// where a release withholds them (pSGLD) and for alpha (withheld
+		// from every release, the reasons in coefficient_interval_method)
+		// the bootstrap's, recomputed from the release, to justify that
+		var lo, hi []float64
+		if cfg.Withheld {
+			if _, lo, hi, _, err = regression.CoefficientIntervals(res, 0.95, 0); err != nil {
+				lo, hi = nil, nil
+			}
 		}
 		e := len(alpha)
 		bl, bh := res.BetaLower, res.BetaUpper

@@ -192,7 +192,7 @@ func writeRegression(w io.Writer, cfg ReportConfig) error {
 		}
 		for i, eps := range []float64{0.5, 1, 2} {
 			c, err := RunRegression(RegressionConfig{Method: s.Method, Epsilon: eps, Records: s.Records, Reps: s.Reps,
-				Wald: s.Method == regression.MethodOutput, Seed: s.Seed + uint64(i)})
+				Wald: s.Method == regression.MethodOutput, Withheld: true, Seed: s.Seed + uint64(i)})
 			if err != nil {
 				return err
 			}
