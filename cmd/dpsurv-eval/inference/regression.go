@@ -38,6 +38,9 @@ type RegressionConfig struct {
 	// AlphaCoverage is NaN and a pSGLD release counts as without limits.
 	Withheld bool
 	Seed     uint64
+	// PSGLDSteps is pSGLD's chain length (regression.PSGLDOptions.Steps);
+	// 0: the production default. A smoke run shortens it.
+	PSGLDSteps int
 }
 
 // RegressionPlan is the study of docs/inference.md's regression table:
@@ -189,6 +192,9 @@ func RunRegression(cfg RegressionConfig) (RegressionCoverage, error) {
 		}
 		o := base
 		o.Method, o.Epsilon, o.IntervalFraction = cfg.Method, cfg.Epsilon, cfg.Fraction
+		if cfg.Method == regression.MethodPSGLD {
+			o.PSGLD.Steps = cfg.PSGLDSteps
+		}
 		res, err := regression.FitDiscrete(data, o, src)
 		if err != nil {
 			return out, err
