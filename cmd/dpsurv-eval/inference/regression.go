@@ -47,7 +47,8 @@ type RegressionConfig struct {
 // per method the releases per epsilon (each epsilon in {0.5, 1, 2}), the
 // records per data set and the seeds; the non-private Wald interval is
 // computed beside Ext-Out-Pert. WriteReport and
-// TestRegressionCoverageFull run it with the same seeds.
+// TestRegressionCoverageFull run it with the same seeds (the test: without
+// the Wald fit, and only pSGLD's first regressionPSGLDTestReps releases).
 var RegressionPlan = []struct {
 	Method  regression.Method
 	Reps    int
