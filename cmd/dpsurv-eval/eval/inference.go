@@ -26,6 +26,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	widthReps := fs.Int("width-reps", 10, "releases per cell of the bin-width study")
 	regReps := fs.Int("reg-reps", 0, "releases per cell of the regression study (0: the plan's, as make stats runs it)")
 	regRecords := fs.Int("reg-records", 0, "records per release of the regression study (0: the plan's)")
+	regSteps := fs.Int("reg-psgld-steps", 0, "pSGLD's chain length in the regression study (0: the production default; shorter only for a smoke run)")
 	seed := fs.Uint64("seed", 1, "seed of the studies (dp.NewSeededSource; evaluation only)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -33,8 +34,8 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 	if *kmReps < 1 || *sizeReps < 1 || *powerReps < 1 || *sims < 1 || *widthReps < 1 {
 		return fmt.Errorf("replicate counts must be >= 1")
 	}
-	if *regReps < 0 || *regRecords < 0 {
-		return fmt.Errorf("-reg-reps and -reg-records must be >= 0")
+	if *regReps < 0 || *regRecords < 0 || *regSteps < 0 {
+		return fmt.Errorf("-reg-reps, -reg-records and -reg-psgld-steps must be >= 0")
 	}
 	d, err := inference.Load(*data)
 	if err != nil {
@@ -50,7 +51,7 @@ func runInference(args []string, stdout, stderr io.Writer) error {
 		return inference.WriteReport(w, d, inference.ReportConfig{
 			DataName: filepath.Base(*data), TimeMax: *timeMax, Epsilons: []float64{0.5, 1, 2},
 			KMReps: *kmReps, SizeReps: *sizeReps, PowerReps: *powerReps, Sims: *sims, SizeRecords: *records,
-			Widths: []float64{1, 7, 14, 36, 60, 90, 180}, WidthReps: *widthReps, RegReps: *regReps, RegRecords: *regRecords, Seed: *seed,
+			Widths: []float64{1, 7, 14, 36, 60, 90, 180}, WidthReps: *widthReps, RegReps: *regReps, RegRecords: *regRecords, RegPSGLDSteps: *regSteps, Seed: *seed,
 			Figure: *figure, FigureLink: link, Command: command,
 		})
 	})

@@ -64,6 +64,7 @@ func kmTableRows(t *testing.T, out, head string) [][]string {
 // data set (4 cohorts, 76 records) and checks the output's shape, the
 // figures, the -write mode and that a fixed seed reproduces the page.
 func TestKMCommandKidney(t *testing.T) {
+	t.Parallel() // independent CPU-bound generators: the package uses both cores
 	dir := t.TempDir()
 	page := filepath.Join(dir, "page.md")
 	if err := os.WriteFile(page, []byte("# page\n\nhand-written\n"), 0o644); err != nil {

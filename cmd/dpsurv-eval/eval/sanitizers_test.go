@@ -2,6 +2,7 @@ package eval
 
 import (
 	"bytes"
+	"fmt"
 	"github.com/dpsurv/dpsurv/internal/datasets"
 	"os"
 	"path/filepath"
@@ -15,28 +16,38 @@ import (
 // sets of 20 per cohort, 2 draws), writes the page and every figure it links, and is
 // deterministic: two runs give the same page byte for byte.
 func TestSanitizersEvaluationDeterministic(t *testing.T) {
+	t.Parallel() // independent CPU-bound generators: the package uses both cores
 	data := datasets.Dir(t)
 	var pages [2][]byte
-	for i := range pages {
-		out := t.TempDir()
-		var stdout, stderr bytes.Buffer
-		if code := mainArgs([]string{"sanitizers", "-data", data, "-out", out, "-resamples", "3", "-per-cohort", "20", "-draws", "2"}, &stdout, &stderr); code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr.String())
+	// the two runs side by side (each its own directory and page)
+	t.Run("runs", func(t *testing.T) {
+		for i := range pages {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
+				out := t.TempDir()
+				var stdout, stderr bytes.Buffer
+				if code := mainArgs([]string{"sanitizers", "-data", data, "-out", out, "-resamples", "3", "-per-cohort", "20", "-draws", "2"}, &stdout, &stderr); code != 0 {
+					t.Fatalf("exit %d: %s", code, stderr.String())
+				}
+				page, err := os.ReadFile(filepath.Join(out, "evaluation-sanitizers.md"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				pages[i] = bytes.ReplaceAll(page, []byte(out), []byte("OUT"))
+				for _, line := range strings.Split(string(page), "\n") {
+					if !strings.HasPrefix(line, "![") {
+						continue
+					}
+					img := line[strings.Index(line, "](")+2 : len(line)-1]
+					if st, err := os.Stat(filepath.Join(out, img)); err != nil || st.Size() < 1000 {
+						t.Errorf("figure %s: %v", img, err)
+					}
+				}
+			})
 		}
-		page, err := os.ReadFile(filepath.Join(out, "evaluation-sanitizers.md"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pages[i] = bytes.ReplaceAll(page, []byte(out), []byte("OUT"))
-		for _, line := range strings.Split(string(page), "\n") {
-			if !strings.HasPrefix(line, "![") {
-				continue
-			}
-			img := line[strings.Index(line, "](")+2 : len(line)-1]
-			if st, err := os.Stat(filepath.Join(out, img)); err != nil || st.Size() < 1000 {
-				t.Errorf("figure %s: %v", img, err)
-			}
-		}
+	})
+	if t.Failed() {
+		return
 	}
 	if !bytes.Equal(pages[0], pages[1]) {
 		t.Error("two runs with the same seed wrote different pages")

@@ -45,6 +45,7 @@ func wbLoadFlchain(t *testing.T) (survival.Compressed, float64) {
 // repetitions: LSP+TLL beats both baselines on both parameters (paper 002,
 // figures 3 and 4), and its errors shrink as epsilon grows.
 func TestWeibullUtilityMdAEOrdering(t *testing.T) {
+	t.Parallel() // independent CPU-bound generators: the package uses both cores
 	fl, flMax := wbLoadFlchain(t)
 	res, err := weibullUtility(dp.NewSeededSource(2024), fl, weibull.WeibullConfig{TimeMax: flMax}, []float64{0.2, 1, 3.2}, 25)
 	if err != nil {

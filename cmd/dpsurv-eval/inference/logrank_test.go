@@ -52,22 +52,22 @@ func TestDPLogRankSize(t *testing.T) {
 // non-private test on the same records (a pair of flchain cohorts with a
 // moderate difference). It checks only that the test is not degenerate:
 // at epsilon 2 it rejects at least as often as a fifth of the non-private
-// test (full tier) — the price of calibration is reported in
-// docs/inference.md.
+// test (full tier) — the price of calibration, at every epsilon, is the
+// generator's table in docs/inference.md (this test ran epsilon 0.5 and 1
+// too until 2026-11-26, logged and never gated: 2/3 of its CPU).
 func TestDPLogRankPower(t *testing.T) {
 	t.Parallel() // independent seeded studies: make stats uses both cores
 	if !testtier.Long() {
 		t.Skip("power study: full tier only")
 	}
 	d := flchain(t)
-	for i, eps := range []float64{0.5, 1, 2} {
-		r, err := RunLogRank(d, LogRankConfig{Epsilon: eps, TimeMax: 5400, Reps: 100, Sims: 99, Seed: uint64(200 + i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("epsilon %v, cohorts %v (full-data chisq %.1f): power %.2f, non-private %.2f", eps, r.Pair, r.PairChiSq, r.Rate(), r.NonPrivateRate())
-		if eps == 2 && r.Rate() < r.NonPrivateRate()/5 {
-			t.Errorf("epsilon 2: power %.2f below a fifth of the non-private %.2f", r.Rate(), r.NonPrivateRate())
-		}
+	// epsilon 2 with its seed of the three-epsilon study (200 + index 2)
+	r, err := RunLogRank(d, LogRankConfig{Epsilon: 2, TimeMax: 5400, Reps: 100, Sims: 99, Seed: 202})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("epsilon 2, cohorts %v (full-data chisq %.1f): power %.2f, non-private %.2f", r.Pair, r.PairChiSq, r.Rate(), r.NonPrivateRate())
+	if r.Rate() < r.NonPrivateRate()/5 {
+		t.Errorf("epsilon 2: power %.2f below a fifth of the non-private %.2f", r.Rate(), r.NonPrivateRate())
 	}
 }

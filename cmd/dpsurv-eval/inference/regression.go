@@ -32,14 +32,23 @@ type RegressionConfig struct {
 	Records  int
 	Reps     int
 	Wald     bool // also fit the non-private MLE and its Wald interval
+	// Withheld also measures the limits a release withholds (alpha's;
+	// pSGLD's beta), recomputed from each release: a second run of its
+	// bootstrap, half of an Ext-Out-Pert release's CPU. Without it
+	// AlphaCoverage is NaN and a pSGLD release counts as without limits.
+	Withheld bool
 	Seed     uint64
+	// PSGLDSteps is pSGLD's chain length (regression.PSGLDOptions.Steps);
+	// 0: the production default. A smoke run shortens it.
+	PSGLDSteps int
 }
 
 // RegressionPlan is the study of docs/inference.md's regression table:
 // per method the releases per epsilon (each epsilon in {0.5, 1, 2}), the
 // records per data set and the seeds; the non-private Wald interval is
 // computed beside Ext-Out-Pert. WriteReport and
-// TestRegressionCoverageFull run it with the same seeds.
+// TestRegressionCoverageFull run it with the same seeds (the test: without
+// the Wald fit, and only pSGLD's first regressionPSGLDTestReps releases).
 var RegressionPlan = []struct {
 	Method  regression.Method
 	Reps    int
@@ -184,6 +193,9 @@ func RunRegression(cfg RegressionConfig) (RegressionCoverage, error) {
 		}
 		o := base
 		o.Method, o.Epsilon, o.IntervalFraction = cfg.Method, cfg.Epsilon, cfg.Fraction
+		if cfg.Method == regression.MethodPSGLD {
+			o.PSGLD.Steps = cfg.PSGLDSteps
+		}
 		res, err := regression.FitDiscrete(data, o, src)
 		if err != nil {
 			return out, err
@@ -198,13 +210,15 @@ func RunRegression(cfg RegressionConfig) (RegressionCoverage, error) {
 		if res.BetaLower == nil && res.Hessians != nil && res.BetaDebiased != nil {
 			out.BetaWithheld++
 		}
-		// the limits measured: the release's beta limits; where a release
-		// withholds them (pSGLD) and for alpha (withheld from every
-		// release, the reasons in coefficient_interval_method) the
-		// bootstrap's, recomputed from the release, to justify that
-		_, lo, hi, _, err := regression.CoefficientIntervals(res, 0.95, 0)
-		if err != nil {
-			lo, hi = nil, nil
+		// the limits measured: the release's beta limits; with Withheld,
+		// where a release withholds them (pSGLD) and for alpha (withheld
+		// from every release, the reasons in coefficient_interval_method)
+		// the bootstrap's, recomputed from the release, to justify that
+		var lo, hi []float64
+		if cfg.Withheld {
+			if _, lo, hi, _, err = regression.CoefficientIntervals(res, 0.95, 0); err != nil {
+				lo, hi = nil, nil
+			}
 		}
 		e := len(alpha)
 		bl, bh := res.BetaLower, res.BetaUpper

@@ -28,7 +28,9 @@ type ReportConfig struct {
 	// RegReps and RegRecords, when > 0, replace RegressionPlan's releases
 	// per cell and records per release (small runs of the generator).
 	RegReps, RegRecords int
-	Seed                uint64
+	// RegPSGLDSteps, when > 0, shortens pSGLD's chain (a smoke run).
+	RegPSGLDSteps int
+	Seed          uint64
 	// Figure is the path of the error-vs-bin-width figure ("" for none) and
 	// FigureLink how the markdown refers to it.
 	Figure, FigureLink string
@@ -192,7 +194,8 @@ func writeRegression(w io.Writer, cfg ReportConfig) error {
 		}
 		for i, eps := range []float64{0.5, 1, 2} {
 			c, err := RunRegression(RegressionConfig{Method: s.Method, Epsilon: eps, Records: s.Records, Reps: s.Reps,
-				Wald: s.Method == regression.MethodOutput, Seed: s.Seed + uint64(i)})
+				Wald: s.Method == regression.MethodOutput, Withheld: true, Seed: s.Seed + uint64(i),
+				PSGLDSteps: cfg.RegPSGLDSteps})
 			if err != nil {
 				return err
 			}
