@@ -104,7 +104,7 @@ func TestAggregatorRunnerStopPublishesChargedWindow(t *testing.T) {
 	src := &oneBatch{b: message.Batch{Messages: []message.Message{{Partition: 0, Offset: 0,
 		Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("drain-", 50), false)}}, Ack: func(context.Context) error { return nil }}}
 	decode := func(b []byte) arrow.Record { good, _ := v.DecodeIPC(b); return good }
-	r := &pipeline.AggregatorRunner{Source: src, Engine: aggregators.Feed{Engine: eng, Decode: decode}, Tick: 5 * time.Millisecond, DrainTimeout: 10 * time.Second}
+	r := &pipeline.AggregatorRunner{Source: src, Engine: aggregators.Feed{Engine: eng, Decode: decode}, Tick: 5 * time.Millisecond, DrainTimeout: 4 * time.Second} // the cut write waits 2 s (half) before the drain writes it again
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
