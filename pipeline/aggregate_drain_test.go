@@ -75,69 +75,95 @@ func (s *cutWrite) Write(ctx context.Context, msgs []message.Message) error {
 
 func (s *cutWrite) published() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.msgs) }
 
-// A clean stop (the SIGTERM path: the run context is cancelled) while a
-// charged window's fit-topic write is in flight publishes that window
-// before Run returns (issue 21: it stayed unpublished until a later start).
-func TestAggregatorRunnerStopPublishesChargedWindow(t *testing.T) {
+// drainRun is a km engine under an AggregatorRunner on one batch of 50
+// records, its window open at the start clock.
+type drainRun struct {
+	reg    *prometheus.Registry
+	ledger *ledger.Ledger
+	eng    *aggregators.Engine
+	clock  *drainClock
+	start  time.Time
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startDrainRun starts Run with backend and fits, and waits until the 50
+// records are counted.
+func startDrainRun(t *testing.T, backend ledger.Backend, fits aggregators.Publisher, idPrefix string, drain time.Duration) *drainRun {
+	t.Helper()
 	ctx := context.Background()
-	mem := memory.NewGoAllocator()
 	spec := schemas.Spec{Cohorts: pipelinetest.Cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
-	v, err := schemas.NewValidator(spec, mem)
+	v, err := schemas.NewValidator(spec, memory.NewGoAllocator())
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	l, err := ledger.Open(ctx, &ledger.Memory{}, ledger.Options{Budget: map[string]float64{"stream": 100}, Registerer: reg})
+	d := &drainRun{reg: prometheus.NewRegistry(), done: make(chan error, 1)}
+	d.ledger, err = ledger.Open(ctx, backend, ledger.Options{Budget: map[string]float64{"stream": 100}, Registerer: d.reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Unix(1_700_000_000, 0).Truncate(time.Minute).Add(10 * time.Second)
-	clock := &drainClock{now: start}
-	fits := &cutWrite{started: make(chan struct{})}
+	d.start = time.Unix(1_700_000_000, 0).Truncate(time.Minute).Add(10 * time.Second)
+	d.clock = &drainClock{now: d.start}
 	km := aggregators.Config{Name: "km", Kind: aggregators.KindKM, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1,
 		Cohorts: pipelinetest.Cohorts, TimeMax: 3000, TimeUnit: "days", Params: aggregators.KMParams{Method: aggregators.MethodNoisyHistogram, BinWidth: 500}}
-	eng, err := aggregators.NewEngine(ctx, aggregators.EngineConfig{Aggregates: []aggregators.Config{km}, Topic: "in", Ledger: l,
-		State: &ledger.MemoryState{}, Fits: fits, Clock: clock, Noise: dp.NewSeededSource(1), Metrics: aggregators.NewMetrics(reg)})
+	d.eng, err = aggregators.NewEngine(ctx, aggregators.EngineConfig{Aggregates: []aggregators.Config{km}, Topic: "in", Ledger: d.ledger,
+		State: &ledger.MemoryState{}, Fits: fits, Clock: d.clock, Noise: dp.NewSeededSource(1), Metrics: aggregators.NewMetrics(d.reg)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := &oneBatch{b: message.Batch{Messages: []message.Message{{Partition: 0, Offset: 0,
-		Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("drain-", 50), false)}}, Ack: func(context.Context) error { return nil }}}
+		Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs(idPrefix, 50), false)}}, Ack: func(context.Context) error { return nil }}}
 	decode := func(b []byte) arrow.Record { good, _ := v.DecodeIPC(b); return good }
-	r := &pipeline.AggregatorRunner{Source: src, Engine: aggregators.Feed{Engine: eng, Decode: decode}, Tick: 5 * time.Millisecond, DrainTimeout: 4 * time.Second} // the cut write waits 2 s (half) before the drain writes it again
+	r := &pipeline.AggregatorRunner{Source: src, Engine: aggregators.Feed{Engine: d.eng, Decode: decode}, Tick: 5 * time.Millisecond, DrainTimeout: drain}
 	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
+	d.cancel = cancel
+	t.Cleanup(cancel)
+	go func() { d.done <- r.Run(rctx) }()
 	deadline := time.Now().Add(20 * time.Second)
-	for pipelinetest.Metric(reg, "dpsurv_aggregator_records_total", nil) < 50 {
+	for pipelinetest.Metric(d.reg, "dpsurv_aggregator_records_total", nil) < 50 {
 		if time.Now().After(deadline) {
 			t.Fatal("the records were never counted")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	clock.Set(start.Add(time.Minute)) // the window closes: released, charged, written
+	return d
+}
+
+// stop cancels the run and waits for Run to return nil.
+func (d *drainRun) stop(t *testing.T) {
+	t.Helper()
+	d.cancel()
+	select {
+	case err := <-d.done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after the stop")
+	}
+}
+
+// A clean stop (the SIGTERM path: the run context is cancelled) while a
+// charged window's fit-topic write is in flight publishes that window
+// before Run returns (issue 21: it stayed unpublished until a later start).
+func TestAggregatorRunnerStopPublishesChargedWindow(t *testing.T) {
+	fits := &cutWrite{started: make(chan struct{})}
+	// The cut write waits 2 s (half the drain) before the drain writes it again.
+	d := startDrainRun(t, &ledger.Memory{}, fits, "drain-", 4*time.Second)
+	d.clock.Set(d.start.Add(time.Minute)) // the window closes: released, charged, written
 	select {
 	case <-fits.started:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the window's fit-topic write never started")
 	}
-	if l.Spent("stream") != 1 {
-		t.Fatalf("stream spent %v before the write, want 1 (charged)", l.Spent("stream"))
+	if d.ledger.Spent("stream") != 1 {
+		t.Fatalf("stream spent %v before the write, want 1 (charged)", d.ledger.Spent("stream"))
 	}
-	cancel() // SIGTERM during the write
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not return after the stop")
-	}
+	d.stop(t) // SIGTERM during the write
 	if n := fits.published(); n != len(pipelinetest.Cohorts) {
 		t.Fatalf("%d fit messages published after the stop, want %d (the charged window)", n, len(pipelinetest.Cohorts))
 	}
-	if p := eng.Pending(); p != 0 {
+	if p := d.eng.Pending(); p != 0 {
 		t.Errorf("%d windows pending after the stop, want 0", p)
 	}
 }
@@ -174,61 +200,19 @@ func (b *holdAppend) Append(ctx context.Context, e ledger.Entry) error {
 // until a later holder reads the ledger): the append completes, and the
 // window is charged once and published before Run returns.
 func TestAggregatorRunnerStopLetsLedgerAppendFinish(t *testing.T) {
-	ctx := context.Background()
-	mem := memory.NewGoAllocator()
-	spec := schemas.Spec{Cohorts: pipelinetest.Cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
-	v, err := schemas.NewValidator(spec, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
 	backend := &holdAppend{started: make(chan struct{}), release: make(chan struct{})}
-	l, err := ledger.Open(ctx, backend, ledger.Options{Budget: map[string]float64{"stream": 100}, Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Unix(1_700_000_000, 0).Truncate(time.Minute).Add(10 * time.Second)
-	clock := &drainClock{now: start}
 	fits := &cutWrite{started: make(chan struct{}), cut: true} // every write succeeds
-	km := aggregators.Config{Name: "km", Kind: aggregators.KindKM, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1,
-		Cohorts: pipelinetest.Cohorts, TimeMax: 3000, TimeUnit: "days", Params: aggregators.KMParams{Method: aggregators.MethodNoisyHistogram, BinWidth: 500}}
-	eng, err := aggregators.NewEngine(ctx, aggregators.EngineConfig{Aggregates: []aggregators.Config{km}, Topic: "in", Ledger: l,
-		State: &ledger.MemoryState{}, Fits: fits, Clock: clock, Noise: dp.NewSeededSource(1), Metrics: aggregators.NewMetrics(reg)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := &oneBatch{b: message.Batch{Messages: []message.Message{{Partition: 0, Offset: 0,
-		Value: pipelinetest.RowsMessage(t, pipelinetest.SeqIDs("hold-", 50), false)}}, Ack: func(context.Context) error { return nil }}}
-	decode := func(b []byte) arrow.Record { good, _ := v.DecodeIPC(b); return good }
-	r := &pipeline.AggregatorRunner{Source: src, Engine: aggregators.Feed{Engine: eng, Decode: decode}, Tick: 5 * time.Millisecond, DrainTimeout: 20 * time.Second}
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for pipelinetest.Metric(reg, "dpsurv_aggregator_records_total", nil) < 50 {
-		if time.Now().After(deadline) {
-			t.Fatal("the records were never counted")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	clock.Set(start.Add(time.Minute)) // the window closes: its release is appended to the ledger
+	d := startDrainRun(t, backend, fits, "hold-", 20*time.Second)
+	d.clock.Set(d.start.Add(time.Minute)) // the window closes: its release is appended to the ledger
 	select {
 	case <-backend.started:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the window's ledger append never started")
 	}
-	cancel() // SIGTERM during the append
+	d.cancel() // SIGTERM during the append
 	time.Sleep(50 * time.Millisecond)
 	close(backend.release)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return after the stop")
-	}
+	d.stop(t)
 	if backend.ctxErr != nil {
 		t.Fatalf("the in-flight ledger append was cut short by the stop: %v", backend.ctxErr)
 	}
@@ -238,7 +222,7 @@ func TestAggregatorRunnerStopLetsLedgerAppendFinish(t *testing.T) {
 	if n := fits.published(); n != len(pipelinetest.Cohorts) {
 		t.Fatalf("%d fit messages published after the stop, want %d (the charged window)", n, len(pipelinetest.Cohorts))
 	}
-	if p := eng.Pending(); p != 0 {
+	if p := d.eng.Pending(); p != 0 {
 		t.Errorf("%d windows pending after the stop, want 0", p)
 	}
 }
