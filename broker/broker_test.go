@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,14 +18,7 @@ import (
 
 func TestStartOptions(t *testing.T) {
 	// A free loopback port for the explicit-listen case.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
+	port := brokertest.FreePort(t)
 	tests := []struct {
 		name      string
 		opts      broker.Options
@@ -35,7 +27,7 @@ func TestStartOptions(t *testing.T) {
 		wantParts map[string]int
 	}{
 		{name: "default loopback", opts: broker.Options{}, wantAddr: "127.0.0.1:"},
-		{name: "explicit listen", opts: broker.Options{Listen: "127.0.0.1:" + strconv.Itoa(port)}, wantAddr: "127.0.0.1:" + strconv.Itoa(port)},
+		{name: "explicit listen", opts: broker.Options{Listen: "127.0.0.1:" + port}, wantAddr: "127.0.0.1:" + port},
 		{name: "seed topics", opts: broker.Options{Partitions: 3, Topics: map[string]int{"a": 2, "b": 0}},
 			wantParts: map[string]int{"a": 2, "b": 3}},
 		{name: "bad listen", opts: broker.Options{Listen: "nonsense"}, wantErr: "listen \"nonsense\""},

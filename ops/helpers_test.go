@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/ops"
@@ -110,22 +110,11 @@ func opsEnsureTopics(t *testing.T, ctx context.Context, conn kafkaconn.Config, c
 	}
 }
 
-// opsFreeAddr returns a loopback address with a port that was free a
-// moment ago. Tests set http.listen to it instead of reading
-// Service.HealthAddr while Run may still be starting (HealthAddr is not
-// synchronised with Run).
-func opsFreeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
+// opsFreeAddr returns a loopback address with a port that is free now
+// and below the ephemeral range (brokertest.FreeAddr). Tests set
+// http.listen to it instead of reading Service.HealthAddr while Run may
+// still be starting (HealthAddr is not synchronised with Run).
+func opsFreeAddr(t *testing.T) string { return brokertest.FreeAddr(t) }
 
 // opsRunService starts svc in a goroutine; the returned function cancels it
 // and returns Run's error (stopping twice returns the same error). The test

@@ -2,7 +2,6 @@ package brokertest
 
 import (
 	"errors"
-	"net"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/broker"
@@ -28,12 +27,7 @@ type ConnectCase struct {
 // listens is message.ErrNotConnected.
 func ConnectCases(t testing.TB, addrs []string) []ConnectCase {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := ln.Addr().String()
-	ln.Close()
+	down := FreeAddr(t) // nothing listens there
 	sasl := func(pw string) kafkaconn.SASLConfig {
 		return kafkaconn.SASLConfig{Mechanism: "scram-sha-512", Username: ConnectUser.User, Password: pw}
 	}

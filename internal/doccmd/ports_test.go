@@ -1,14 +1,11 @@
 package doccmd
 
 import (
-	"math/rand/v2"
-	"net"
-	"os"
 	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/broker/brokertest"
 )
 
 // loopbackPortRe matches a loopback address with a port as the documents
@@ -45,43 +42,9 @@ func (p *portMap) rewrite(s string) string {
 	})
 }
 
-// freePort returns a port no one holds now, below the kernel's ephemeral
-// range: the documented command binds it later (seconds later on a loaded
-// machine), and a port from the ephemeral range can be handed to any
-// outgoing connection meanwhile (a free port from 127.0.0.1:0 was taken so
-// at load 19: "address already in use"). Ports below the range are only
-// ever bound on purpose; a random one of them is checked free here.
-func freePort(t *testing.T) string {
-	lo := ephemeralLow()
-	for range 200 {
-		port := 10000 + rand.IntN(lo-10000)
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return strconv.Itoa(port)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
-// ephemeralLow is the bottom of the kernel's ephemeral port range (Linux's
-// ip_local_port_range; 32768, its default, elsewhere).
-func ephemeralLow() int {
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if lo, err := strconv.Atoi(f[0]); err == nil && lo > 11000 {
-				return lo
-			}
-		}
-	}
-	return 32768
-}
+// freePort is brokertest.FreePort: a free port below the kernel's
+// ephemeral range, since the documented command binds it seconds later.
+func freePort(t *testing.T) string { return brokertest.FreePort(t) }
 
 // TestPortMapRewrite: a documented port becomes the same free port
 // everywhere, and never the printed one.
