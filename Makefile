@@ -7,7 +7,7 @@ VERSION := $(shell cat VERSION)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/dpsurv/dpsurv/buildinfo.version=$(VERSION) -X github.com/dpsurv/dpsurv/buildinfo.revision=$(REVISION)
 
-.PHONY: demo test check unit stats stats-sequential stats-regression stats-docs helm build bench figures sbom
+.PHONY: demo test gated check unit stats stats-sequential stats-regression stats-docs helm build bench figures sbom
 
 demo:
 	$(GO) run ./cmd/dpsurv demo
@@ -28,8 +28,18 @@ sbom:
 
 # test: formatting, vet, staticcheck, every package under the race detector,
 # the long statistical studies (without -race: pure number crunching), and
-# the Helm chart tests (a separate module under tools/helm).
-test: check unit stats helm
+# the Helm chart tests (a separate module under tools/helm). Two lanes run
+# side by side so that both cores stay busy to the end: check, unit and
+# helm one after another (gated), beside the three stats targets (pure
+# computation, the longest first). The unit lane thus always runs beside a
+# CPU-heavy process, the load its tests must stand anyway.
+test:
+	@$(MAKE) --no-print-directory -j4 --output-sync=target gated stats-sequential stats-regression stats-docs
+
+gated:
+	@$(MAKE) --no-print-directory check
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory helm
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -42,7 +52,7 @@ check:
 # checks it), except the packages in RACED: PKG=TEST|TEST names the tests
 # that run the package's concurrent code, and those also run under -race
 # in unit.
-SEQUENTIAL := dp dpfit dpfit/km dpfit/weibull cmd/dpsurv-eval/eval cmd/dpsurv-eval/inference regression
+SEQUENTIAL := cmd/dpsurv-eval/inference cmd/dpsurv-eval/eval dpfit/weibull dpfit/km dp dpfit regression
 SEQUENTIAL_RE := /($(subst $(eval) ,|,$(SEQUENTIAL)))$$
 RACED := dpfit/weibull=TestWeibullIntervalEarlyAcceptance regression=TestCoxEvalWorkers|TestCoxManyRunsScan|TestParallelRepsDeterministic|TestNewtonCompactSums|TestFitDiscreteGroupedMatchesRecords
 
