@@ -87,12 +87,7 @@ func (r *AggregatorRunner) Run(ctx context.Context) error {
 				log.Warn("aggregator read failed; retrying", zap.Error(err), zap.Duration("backoff", wait))
 			},
 			send: func(b message.Batch) bool {
-				select {
-				case batches <- b:
-					return true
-				case <-rctx.Done():
-					return false
-				}
+				return send(rctx, batches, b)
 			},
 		})
 		if err != nil {

@@ -80,3 +80,14 @@ func readLoop(ctx context.Context, src message.Source, h readHooks) error {
 		}
 	}
 }
+
+// send hands v to ch unless ctx ends first: false when it did not (the
+// run is stopping).
+func send[T any](ctx context.Context, ch chan<- T, v T) bool {
+	select {
+	case ch <- v:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -157,12 +157,7 @@ func (s *Stream) Run(ctx context.Context) error {
 					s.Metrics.ConsumerLag.Set(float64(s.Lag()))
 				}
 				s.Metrics.MessagesIn.Add(float64(len(b.Messages)))
-				select {
-				case readCh <- b:
-					return true
-				case <-wctx.Done():
-					return false
-				}
+				return send(wctx, readCh, b)
 			},
 		})
 		if err != nil {
@@ -209,9 +204,7 @@ func (s *Stream) Run(ctx context.Context) error {
 					zap.String("source", position(b.Messages[i])))
 				results[i] = s.Failures.Failed(b.Messages[i], err)
 			}
-			select {
-			case procCh <- processed{batch: b, results: results, start: start}:
-			case <-wctx.Done():
+			if !send(wctx, procCh, processed{batch: b, results: results, start: start}) {
 				return
 			}
 		}

@@ -48,29 +48,36 @@ const roundoffMargin = 1 + 1e-12
 // sqrt(dim) l2 + dim g, and Scale = that / epsilon. g is the power of two
 // near 2^-20 of sqrt(dim) l2 / epsilon (dp.LaplaceGrid).
 func OutputNoise(l2 float64, dim int, epsilon float64) (LatticeNoise, error) {
-	if dim < 1 {
-		return LatticeNoise{}, fmt.Errorf("output noise: dimension must be >= 1, got %d", dim)
+	l1, err := l1Bound("sensitivity", l2, dim, epsilon)
+	if err != nil {
+		return LatticeNoise{}, fmt.Errorf("output noise: %w", err)
 	}
-	if !(l2 > 0) || math.IsInf(l2, 0) || !(epsilon > 0) || math.IsInf(epsilon, 0) {
-		return LatticeNoise{}, fmt.Errorf("output noise: sensitivity %v and epsilon %v must be positive and finite", l2, epsilon)
-	}
-	l1 := sqrtUp(float64(dim)) * l2 * roundoffMargin
 	g := dp.LaplaceGrid(l1 / epsilon)
 	l1 += float64(dim) * g
 	return LatticeNoise{Grid: g, Scale: l1 / epsilon, L1: l1}, nil
+}
+
+// l1Bound is the L1 bound sqrt(dim) l2, rounded up, of a vector of dim
+// coordinates whose L2 norm is at most l2 (named what in the error), after
+// checking dim, l2 and epsilon.
+func l1Bound(what string, l2 float64, dim int, epsilon float64) (float64, error) {
+	if dim < 1 {
+		return 0, fmt.Errorf("dimension must be >= 1, got %d", dim)
+	}
+	if !(l2 > 0) || math.IsInf(l2, 0) || !(epsilon > 0) || math.IsInf(epsilon, 0) {
+		return 0, fmt.Errorf("%s %v and epsilon %v must be positive and finite", what, l2, epsilon)
+	}
+	return sqrtUp(float64(dim)) * l2 * roundoffMargin, nil
 }
 
 // ObjectiveNoise is the noise b of objective perturbation: L1 scale
 // sqrt(dim) t / epsilon for a gradient bound t (L2), on the grid near 2^-20
 // of the scale. No rounding term: b is drawn, not rounded from data.
 func ObjectiveNoise(t float64, dim int, epsilon float64) (LatticeNoise, error) {
-	if dim < 1 {
-		return LatticeNoise{}, fmt.Errorf("objective noise: dimension must be >= 1, got %d", dim)
+	l1, err := l1Bound("bound", t, dim, epsilon)
+	if err != nil {
+		return LatticeNoise{}, fmt.Errorf("objective noise: %w", err)
 	}
-	if !(t > 0) || math.IsInf(t, 0) || !(epsilon > 0) || math.IsInf(epsilon, 0) {
-		return LatticeNoise{}, fmt.Errorf("objective noise: bound %v and epsilon %v must be positive and finite", t, epsilon)
-	}
-	l1 := sqrtUp(float64(dim)) * t * roundoffMargin
 	return LatticeNoise{Grid: dp.LaplaceGrid(l1 / epsilon), Scale: l1 / epsilon, L1: l1}, nil
 }
 

@@ -502,14 +502,12 @@ func (c *Chain) Apply(rec arrow.Record) (arrow.Record, Stats, error) {
 			fields = append(fields, oc.field)
 		case outTE:
 			// the sanitized values become the column's buffer (no copy)
-			ad := array.NewData(arrow.PrimitiveTypes.Int64, n,
-				[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(timeOut))}, nil, 0, 0)
+			ad := bufferData(arrow.PrimitiveTypes.Int64, n, arrow.Int64Traits.CastToBytes(timeOut))
 			cols = append(cols, array.NewInt64Data(ad))
 			ad.Release()
 			fields = append(fields, oc.field)
 		case outRRR:
-			ad := array.NewData(arrow.PrimitiveTypes.Int32, n,
-				[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(cohOut))}, nil, 0, 0)
+			ad := bufferData(arrow.PrimitiveTypes.Int32, n, arrow.Int32Traits.CastToBytes(cohOut))
 			idx := array.NewInt32Data(ad)
 			ad.Release()
 			cols = append(cols, array.NewDictionaryArray(c.dictType, idx, c.labels))
@@ -536,4 +534,10 @@ func putLE(b []byte, v uint64) {
 	for i := range 8 {
 		b[i] = byte(v >> (8 * i))
 	}
+}
+
+// bufferData is the data of a column of n fixed-width values of type typ,
+// with no nulls, held in b (no copy).
+func bufferData(typ arrow.DataType, n int, b []byte) arrow.ArrayData {
+	return array.NewData(typ, n, []*memory.Buffer{nil, memory.NewBufferBytes(b)}, nil, 0, 0)
 }

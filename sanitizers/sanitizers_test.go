@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/dpsurv/dpsurv/codecs/arrowipc/arrowipctest"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/schemas"
 )
@@ -53,6 +54,15 @@ func canonical(t testing.TB, mem memory.Allocator, ids []string, times []float64
 	db.AppendIndices(idx, nil)
 	b.Field(4).(*array.Float64Builder).AppendValues(age, nil)
 	return b.NewRecord()
+}
+
+// canonicalRows is canonical of rows(n), released when the test ends.
+func canonicalRows(t testing.TB, mem memory.Allocator, n int) arrow.Record {
+	t.Helper()
+	ids, times, events, cohorts, age := rows(n)
+	in := canonical(t, mem, ids, times, events, cohorts, age)
+	t.Cleanup(in.Release)
+	return in
 }
 
 func baseConfig() Config {
@@ -148,11 +158,9 @@ func TestGuaranteesReportErratum(t *testing.T) {
 }
 
 func TestDefaultDenyAndReplayStability(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	ids, times, events, cohorts, age := rows(500)
-	in := canonical(t, mem, ids, times, events, cohorts, age)
-	defer in.Release()
+	mem := arrowipctest.CheckedMem(t)
+	in := canonicalRows(t, mem, 500)
+	ids := in.Column(0).(*array.String)
 
 	c := newChain(t, baseConfig(), mem)
 	out1, st, err := c.Apply(in)
@@ -172,7 +180,7 @@ func TestDefaultDenyAndReplayStability(t *testing.T) {
 	}
 	pid := out1.Column(0).(*array.String)
 	for i := range 500 {
-		if pid.Value(i) == ids[i] || len(pid.Value(i)) != PseudonymLen {
+		if pid.Value(i) == ids.Value(i) || len(pid.Value(i)) != PseudonymLen {
 			t.Fatalf("row %d: id not pseudonymised: %q", i, pid.Value(i))
 		}
 	}
@@ -228,8 +236,7 @@ func TestDefaultDenyAndReplayStability(t *testing.T) {
 func TestInputValueEntersPRF(t *testing.T) {
 	// Two versions of one patient's record (time 100 then 130) must not carry
 	// the same noise: otherwise the outputs reveal the exact difference.
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	mem := arrowipctest.CheckedMem(t)
 	c := newChain(t, baseConfig(), mem)
 	const n = 400
 	var ids []string
@@ -269,8 +276,7 @@ func TestInputValueEntersPRF(t *testing.T) {
 }
 
 func TestTimeNoiseDistributionThroughChain(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	mem := arrowipctest.CheckedMem(t)
 	cfg := baseConfig()
 	cfg.Time = TimeConfig{Mechanism: "te", Epsilon: 0.3, Window: 6}
 	c := newChain(t, cfg, mem)
@@ -315,8 +321,7 @@ func TestTimeNoiseDistributionThroughChain(t *testing.T) {
 }
 
 func TestClampingIntoPublicDomain(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	mem := arrowipctest.CheckedMem(t)
 	c := newChain(t, baseConfig(), mem)
 	in := canonical(t, mem, []string{"a", "b", "c"}, []float64{0, 5000, 999.6}, []bool{true, false, true}, []int32{0, 1, 2}, []float64{1, 2, 3})
 	defer in.Release()
@@ -337,8 +342,7 @@ func TestClampingIntoPublicDomain(t *testing.T) {
 }
 
 func TestApplyRejectsWrongLayout(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	mem := arrowipctest.CheckedMem(t)
 	c := newChain(t, baseConfig(), mem)
 	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String}}, nil)
 	b := array.NewRecordBuilder(mem, schema)
@@ -356,9 +360,7 @@ func TestApplyRejectsWrongLayout(t *testing.T) {
 // included. Target: >= 2e6 records/s per core.
 func BenchmarkChain(b *testing.B) {
 	mem := memory.NewGoAllocator()
-	ids, times, events, cohorts, age := rows(4096)
-	in := canonical(b, mem, ids, times, events, cohorts, age)
-	defer in.Release()
+	in := canonicalRows(b, mem, 4096)
 	c, err := New(baseConfig(), mem)
 	if err != nil {
 		b.Fatal(err)
@@ -379,11 +381,8 @@ func BenchmarkChain(b *testing.B) {
 // the event flag is published unchanged, so a reader must treat a time at
 // time_max as censored there.
 func TestSanitizedTimeStatesHorizonRule(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	ids, times, events, cohorts, age := rows(50)
-	in := canonical(t, mem, ids, times, events, cohorts, age)
-	defer in.Release()
+	mem := arrowipctest.CheckedMem(t)
+	in := canonicalRows(t, mem, 50)
 	cfg := baseConfig()
 	c := newChain(t, cfg, mem)
 	out, _, err := c.Apply(in)

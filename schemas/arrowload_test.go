@@ -62,9 +62,7 @@ func TestArrowZeroCopyMatchesReader(t *testing.T) {
 // counted, in every format.
 func TestReadTableMatchesReadFile(t *testing.T) {
 	t.Parallel()
-	mem := checkedMem(t)
-	spec := testSpec()
-	v := newTestValidator(t, spec, mem)
+	_, spec, v := testValidator(t)
 	rec := arrowipctest.Record(t, InputSchema(testSpec()), 300, memory.NewGoAllocator())
 	defer rec.Release()
 	dir := t.TempDir()

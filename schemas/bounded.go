@@ -66,15 +66,12 @@ func (v *Validator) configured(name string) bool {
 
 // boundedCell is cellValue with strings and byte strings cut to limit
 // bytes, and nested values (lists, structs, maps) shown as their type only.
-func boundedCell(arr arrow.Array, i, limit int) (val any) {
-	defer func() {
-		if p := recover(); p != nil {
-			val = "<unreadable>"
-		}
-	}()
-	if i < 0 || i >= arr.Len() || arr.IsNull(i) {
-		return nil
-	}
+func boundedCell(arr arrow.Array, i, limit int) any {
+	return guardedCell(arr, i, func() any { return readBoundedCell(arr, i, limit) })
+}
+
+// readBoundedCell is boundedCell of a non-null cell in range.
+func readBoundedCell(arr arrow.Array, i, limit int) any {
 	switch a := arr.(type) {
 	case *array.String:
 		return jsonrec.CutString(a.Value(i), limit)
@@ -98,7 +95,7 @@ func boundedCell(arr arrow.Array, i, limit int) (val any) {
 	if arrow.IsNested(arr.DataType().ID()) {
 		return fmt.Sprintf("<%s value not shown>", arr.DataType())
 	}
-	return cellValue(arr, i)
+	return readCell(arr, i)
 }
 
 // sparseCodes maps the cohort of each row (-1: no label) for a dictionary

@@ -58,6 +58,17 @@ func strFromUint[T uint8 | uint16 | uint32 | uint64](a valuer[T]) func(int) (str
 	}
 }
 
+// dictStrings is the per-row accessor of a dictionary column whose
+// dictionary's accessor is inner (ok false for a null row).
+func dictStrings(a *array.Dictionary, inner func(int) (string, bool)) func(int) (string, bool) {
+	return func(i int) (string, bool) {
+		if a.IsNull(i) {
+			return "", false
+		}
+		return inner(a.GetValueIndex(i))
+	}
+}
+
 // stringGetter returns a per-row accessor for string-like columns (utf8,
 // large_utf8, dictionary of those or of ints, any int type as decimal).
 // ok is false for nulls. Unsupported types give a getter that reports null.
@@ -78,13 +89,7 @@ func stringGetter(arr arrow.Array) func(int) (string, bool) {
 			return a.Value(i), true
 		}
 	case *array.Dictionary:
-		inner := stringGetter(a.Dictionary())
-		return func(i int) (string, bool) {
-			if a.IsNull(i) {
-				return "", false
-			}
-			return inner(a.GetValueIndex(i))
-		}
+		return dictStrings(a, stringGetter(a.Dictionary()))
 	case *array.Int8:
 		return strFromInt[int8](a)
 	case *array.Int16:
@@ -253,9 +258,10 @@ func parseTimestamp(s string) (int64, bool) {
 	return 0, false
 }
 
-// cellValue returns a JSON-friendly Go value of one cell. It never panics: a
-// cell that cannot be read (malformed nested data) is rendered as a marker.
-func cellValue(arr arrow.Array, i int) (v any) {
+// guardedCell is read(), the value of cell i of arr, where the cell holds
+// one: nil for a null or out-of-range cell. It never panics: a cell that
+// cannot be read (malformed nested data) is rendered as a marker.
+func guardedCell(arr arrow.Array, i int, read func() any) (v any) {
 	defer func() {
 		if p := recover(); p != nil {
 			v = "<unreadable>"
@@ -264,6 +270,16 @@ func cellValue(arr arrow.Array, i int) (v any) {
 	if i < 0 || i >= arr.Len() || arr.IsNull(i) {
 		return nil
 	}
+	return read()
+}
+
+// cellValue returns a JSON-friendly Go value of one cell (guardedCell).
+func cellValue(arr arrow.Array, i int) any {
+	return guardedCell(arr, i, func() any { return readCell(arr, i) })
+}
+
+// readCell is cellValue of a non-null cell in range.
+func readCell(arr arrow.Array, i int) any {
 	switch a := arr.(type) {
 	case *array.String:
 		return strings.Clone(a.Value(i)) // do not alias input memory

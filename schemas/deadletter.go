@@ -65,18 +65,23 @@ func (d DeadLetter) Rows() int {
 	return 1
 }
 
+// DeadLetterWire is the JSON form of a dead letter (DeadLetter.MarshalJSON),
+// as a reader of the dead-letter route decodes it: Count is omitted for a
+// single row, RawBase64 is null unless the raw bytes are kept.
+type DeadLetterWire struct {
+	Reason    string         `json:"reason"`
+	Detail    string         `json:"detail"`
+	RowIndex  int            `json:"row_index"`
+	Row       map[string]any `json:"row"`
+	RawBase64 *string        `json:"raw_base64"`
+	Count     int            `json:"count,omitempty"`
+}
+
 // MarshalJSON renders {"reason","detail","row_index","row","raw_base64"}.
 // Non-finite floats in Row are written as the strings "NaN", "+Inf", "-Inf";
 // byte slices as base64 strings; times as RFC 3339.
 func (d DeadLetter) MarshalJSON() ([]byte, error) {
-	out := struct {
-		Reason    string         `json:"reason"`
-		Detail    string         `json:"detail"`
-		RowIndex  int            `json:"row_index"`
-		Row       map[string]any `json:"row"`
-		RawBase64 *string        `json:"raw_base64"`
-		Count     int            `json:"count,omitempty"`
-	}{Reason: d.Reason, Detail: d.Detail, RowIndex: d.RowIndex}
+	out := DeadLetterWire{Reason: d.Reason, Detail: d.Detail, RowIndex: d.RowIndex}
 	if d.Count > 1 {
 		out.Count = d.Count
 	}

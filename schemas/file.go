@@ -448,13 +448,7 @@ func textFormatter(arr arrow.Array) func(int) (string, bool) {
 			return a.Value(i).ToTime(unit).UTC().Format(time.RFC3339Nano), true
 		}
 	case *array.Dictionary:
-		inner := textFormatter(a.Dictionary())
-		return func(i int) (string, bool) {
-			if a.IsNull(i) {
-				return "", false
-			}
-			return inner(a.GetValueIndex(i))
-		}
+		return dictStrings(a, textFormatter(a.Dictionary()))
 	}
 	if g := stringGetter(arr); isString(arr.DataType().ID()) || isInt(arr.DataType().ID()) {
 		return g

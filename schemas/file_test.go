@@ -344,9 +344,7 @@ func TestFormatFromPath(t *testing.T) {
 // dead letters, never a crash, and never more rows than the file holds.
 func TestReadFileCorruptArrowNeverCrash(t *testing.T) {
 	t.Parallel()
-	mem := checkedMem(t)
-	spec := testSpec()
-	v := newTestValidator(t, spec, mem)
+	mem, spec, v := testValidator(t)
 	rec, err := BuildInput(spec, []string{"a", "b", "c"}, []float64{1, 2, 3}, []bool{true, false, true},
 		[]string{"1", "2", "control"}, [][]float64{{1, 2, 3}}, mem)
 	if err != nil {

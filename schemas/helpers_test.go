@@ -44,6 +44,15 @@ func testSpec() Spec {
 	}
 }
 
+// testValidator is a validator of testSpec on a checked allocator (back
+// at zero when the test ends), with the spec and the allocator.
+func testValidator(t testing.TB) (*memory.CheckedAllocator, Spec, *Validator) {
+	t.Helper()
+	mem := checkedMem(t)
+	spec := testSpec()
+	return mem, spec, newTestValidator(t, spec, mem)
+}
+
 func newTestValidator(t testing.TB, spec Spec, mem memory.Allocator) *Validator {
 	t.Helper()
 	v, err := NewValidator(spec, mem)

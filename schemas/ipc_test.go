@@ -25,9 +25,7 @@ func encode(t testing.TB, rec arrow.Record, mem memory.Allocator) []byte {
 
 func TestIPCRoundTrip(t *testing.T) {
 	t.Parallel()
-	mem := checkedMem(t)
-	spec := testSpec()
-	v := newTestValidator(t, spec, mem)
+	mem, spec, v := testValidator(t)
 	in, err := BuildInput(spec, []string{"a", "b", "c", "a"}, []float64{1, -2, 3, 4}, []bool{true, false, true, true},
 		[]string{"control", "1", "9", "2"}, [][]float64{{50, 51, 52, 53}}, mem)
 	if err != nil {
@@ -82,9 +80,7 @@ func TestIPCRoundTrip(t *testing.T) {
 // detection across batches.
 func TestDecodeIPCMultiBatch(t *testing.T) {
 	t.Parallel()
-	mem := checkedMem(t)
-	spec := testSpec()
-	v := newTestValidator(t, spec, mem)
+	mem, spec, v := testValidator(t)
 	r1, _ := BuildInput(spec, []string{"a", "b"}, []float64{1, 2}, []bool{true, true}, []string{"1", "2"}, [][]float64{{1, 2}}, mem)
 	defer r1.Release()
 	r2, _ := BuildInput(spec, []string{"c", "a"}, []float64{3, 4}, []bool{false, true}, []string{"1", "1"}, [][]float64{{3, 4}}, mem)
@@ -116,9 +112,7 @@ func TestDecodeIPCMultiBatch(t *testing.T) {
 
 func TestDecodeIPCWholeMessageFailures(t *testing.T) {
 	t.Parallel()
-	mem := checkedMem(t)
-	spec := testSpec()
-	v := newTestValidator(t, spec, mem)
+	mem, spec, v := testValidator(t)
 	good, _ := BuildInput(spec, []string{"a", "b"}, []float64{1, 2}, []bool{true, true}, []string{"1", "2"}, [][]float64{{1, 2}}, mem)
 	defer good.Release()
 	valid := encode(t, good, mem)
@@ -220,9 +214,7 @@ func lz4Bomb(t testing.TB, data []byte) []byte {
 // beyond the data must give an undecodable dead letter, not a panic.
 func TestDecodeIPCCorruptedBytesNeverPanic(t *testing.T) {
 	t.Parallel()
-	mem := checkedMem(t)
-	spec := testSpec()
-	v := newTestValidator(t, spec, mem)
+	mem, spec, v := testValidator(t)
 	good, _ := BuildInput(spec, []string{"alpha", "beta", "gamma"}, []float64{1, 2, 3}, []bool{true, false, true},
 		[]string{"1", "2", "control"}, [][]float64{{1, 2, 3}}, mem)
 	defer good.Release()
@@ -282,9 +274,7 @@ func legacyFraming(t *testing.T, data []byte, noEOS bool) []byte {
 // marker give the same rows.
 func TestDecodeIPCFramings(t *testing.T) {
 	t.Parallel()
-	mem := checkedMem(t)
-	spec := testSpec()
-	v := newTestValidator(t, spec, mem)
+	mem, spec, v := testValidator(t)
 	in, err := BuildInput(spec, []string{"a", "bb", "ccc"}, []float64{1, 2, 3}, []bool{true, false, true},
 		[]string{"1", "2", "control"}, [][]float64{{50, 51, 52}}, mem)
 	if err != nil {

@@ -18,19 +18,17 @@ func TestOptionalColumns(t *testing.T) {
 	t.Parallel()
 	mem := checkedMem(t)
 	base := Spec{Cohorts: []string{"1", "2"}, TimeUnit: "days"}
-	noSite := mkRecord(t, mem, nil,
-		col{"id", arrow.BinaryTypes.String, []any{"a", "b", "c"}},
-		col{"time", arrow.PrimitiveTypes.Float64, []any{1.0, 2.0, 3.0}},
-		col{"event", arrow.FixedWidthTypes.Boolean, []any{true, false, true}},
-		col{"cohort", arrow.BinaryTypes.String, []any{"1", "2", "1"}})
+	required := []col{
+		{"id", arrow.BinaryTypes.String, []any{"a", "b", "c"}},
+		{"time", arrow.PrimitiveTypes.Float64, []any{1.0, 2.0, 3.0}},
+		{"event", arrow.FixedWidthTypes.Boolean, []any{true, false, true}},
+		{"cohort", arrow.BinaryTypes.String, []any{"1", "2", "1"}},
+	}
+	noSite := mkRecord(t, mem, nil, required...)
 	defer noSite.Release()
-	withSite := mkRecord(t, mem, nil,
-		col{"id", arrow.BinaryTypes.String, []any{"a", "b", "c"}},
-		col{"time", arrow.PrimitiveTypes.Float64, []any{1.0, 2.0, 3.0}},
-		col{"event", arrow.FixedWidthTypes.Boolean, []any{true, false, true}},
-		col{"cohort", arrow.BinaryTypes.String, []any{"1", "2", "1"}},
+	withSite := mkRecord(t, mem, nil, append(required,
 		col{"site", arrow.BinaryTypes.String, []any{"north", nil, "south"}},
-		col{"observed_at", arrow.BinaryTypes.String, []any{"not a time", "2024-01-01", nil}})
+		col{"observed_at", arrow.BinaryTypes.String, []any{"not a time", "2024-01-01", nil}})...)
 	defer withSite.Release()
 	encode := func(rec arrow.Record) []byte {
 		b, err := arrowipc.Encode(rec, mem)
@@ -38,6 +36,15 @@ func TestOptionalColumns(t *testing.T) {
 			t.Fatal(err)
 		}
 		return b
+	}
+	// decodeIPC is rec decoded by a validator of base with set applied,
+	// the output released when the subtest ends.
+	decodeIPC := func(t *testing.T, set func(*Spec), rec arrow.Record) (arrow.Record, []DeadLetter) {
+		spec := base
+		set(&spec)
+		out, dead := newTestValidator(t, spec, mem).DecodeIPC(encode(rec))
+		t.Cleanup(out.Release)
+		return out, dead
 	}
 
 	t.Run("nullable, absent: null column", func(t *testing.T) {
@@ -65,11 +72,7 @@ func TestOptionalColumns(t *testing.T) {
 		}
 	})
 	t.Run("nullable, present with a null: kept null", func(t *testing.T) {
-		spec := base
-		spec.NullableSite, spec.SkipObservedAt = true, true
-		v := newTestValidator(t, spec, mem)
-		out, dead := v.DecodeIPC(encode(withSite))
-		defer out.Release()
+		out, dead := decodeIPC(t, func(s *Spec) { s.NullableSite, s.SkipObservedAt = true, true }, withSite)
 		if len(dead) != 0 || out.NumRows() != 3 {
 			t.Fatalf("dead %+v, %d rows", dead, out.NumRows())
 		}
@@ -82,21 +85,13 @@ func TestOptionalColumns(t *testing.T) {
 		}
 	})
 	t.Run("required, absent: whole message, rows counted", func(t *testing.T) {
-		spec := base
-		spec.RequireSite = true
-		v := newTestValidator(t, spec, mem)
-		out, dead := v.DecodeIPC(encode(noSite))
-		out.Release()
+		_, dead := decodeIPC(t, func(s *Spec) { s.RequireSite = true }, noSite)
 		if len(dead) != 1 || dead[0].RowIndex != -1 || dead[0].Reason != ReasonMissingField || dead[0].Rows() != 3 {
 			t.Fatalf("dead %+v: want one whole-message missing_field of 3 rows", dead)
 		}
 	})
 	t.Run("skipped: not read, not validated", func(t *testing.T) {
-		spec := base
-		spec.SkipSite, spec.SkipObservedAt = true, true
-		v := newTestValidator(t, spec, mem)
-		out, dead := v.DecodeIPC(encode(withSite))
-		defer out.Release()
+		out, dead := decodeIPC(t, func(s *Spec) { s.SkipSite, s.SkipObservedAt = true, true }, withSite)
 		// observed_at "not a time" would be invalid_observed_at, site null missing_field
 		if len(dead) != 0 || out.NumRows() != 3 || out.NumCols() != 4 {
 			t.Fatalf("dead %+v, %d rows, schema %v", dead, out.NumRows(), out.Schema())

@@ -230,9 +230,7 @@ func TestValidateReasons(t *testing.T) {
 
 func TestValidateCanonicalValues(t *testing.T) {
 	t.Parallel()
-	mem := checkedMem(t)
-	spec := testSpec()
-	v := newTestValidator(t, spec, mem)
+	mem, spec, v := testValidator(t)
 	paris, _ := time.LoadLocation("Europe/Paris")
 	obsT := time.Date(2024, 3, 1, 12, 30, 0, 0, paris)
 	rec := mkRecord(t, mem, nil,
@@ -286,9 +284,7 @@ func TestValidateCanonicalValues(t *testing.T) {
 // must give identical records.
 func TestValidateZeroCopyMatchesGather(t *testing.T) {
 	t.Parallel()
-	mem := checkedMem(t)
-	spec := testSpec()
-	v := newTestValidator(t, spec, mem)
+	mem, _, v := testValidator(t)
 	good := mkRecord(t, mem, nil, ids("a", "b"), times(1.0, 2.0), events(true, false), cohorts("2", "1"), ages(3.0, 4.0))
 	defer good.Release()
 	mixed := mkRecord(t, mem, nil, ids("a", "zz", "b"), times(1.0, -1.0, 2.0), events(true, true, false), cohorts("2", "1", "1"), ages(3.0, 0.0, 4.0))

@@ -26,32 +26,32 @@ func benchRecords(n, g int, integer bool) (time []float64, event []bool, group [
 }
 
 func BenchmarkKaplanMeier1M(b *testing.B) {
-	for _, bc := range []struct {
-		name    string
-		integer bool
-	}{{"integer", true}, {"float", false}} {
-		b.Run(bc.name, func(b *testing.B) {
-			time, event, _ := benchRecords(1_000_000, 1, bc.integer)
-			b.ResetTimer()
-			for b.Loop() {
-				if _, err := KaplanMeier(time, event, 0.95); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchTimeKinds(b, 1, func(time []float64, event []bool, _ []int) error {
+		_, err := KaplanMeier(time, event, 0.95)
+		return err
+	})
 }
 
 func BenchmarkLogRank1M(b *testing.B) {
+	benchTimeKinds(b, 4, func(time []float64, event []bool, group []int) error {
+		_, err := LogRankTest(time, event, group, 4)
+		return err
+	})
+}
+
+// benchTimeKinds benchmarks run on 1M records in the given number of
+// groups (benchRecords), in the sub-benchmarks "integer" (integer days)
+// and "float" (distinct float times).
+func benchTimeKinds(b *testing.B, groups int, run func(time []float64, event []bool, group []int) error) {
 	for _, bc := range []struct {
 		name    string
 		integer bool
 	}{{"integer", true}, {"float", false}} {
 		b.Run(bc.name, func(b *testing.B) {
-			time, event, group := benchRecords(1_000_000, 4, bc.integer)
+			time, event, group := benchRecords(1_000_000, groups, bc.integer)
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := LogRankTest(time, event, group, 4); err != nil {
+				if err := run(time, event, group); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -71,17 +71,12 @@ func zcMessages(data []byte) ([]zcMessage, error) {
 		if int64(mlen) > int64(len(data)-pos) {
 			return nil, fmt.Errorf("message %d: length %d exceeds the %d bytes left", n, mlen, len(data)-pos)
 		}
-		meta := data[pos : pos+int(mlen)]
-		pos += int(mlen)
-		bodyLen, err := verifyMessage(meta)
+		meta, bodyLen, bodyAt, err := verifiedMessage(data, pos, int(mlen), n)
 		if err != nil {
-			return nil, fmt.Errorf("message %d: %w", n, err)
+			return nil, err
 		}
-		if bodyLen < 0 || bodyLen > int64(len(data)-pos) {
-			return nil, fmt.Errorf("message %d: body length %d exceeds the %d bytes left", n, bodyLen, len(data)-pos)
-		}
-		body := data[pos : pos+int(bodyLen) : pos+int(bodyLen)]
-		pos += int(bodyLen)
+		pos = bodyAt + int(bodyLen)
+		body := data[bodyAt:pos:pos]
 		f := &fbuf{b: meta}
 		root, _ := f.u32(0)
 		msg, err := f.table(int(root)) // verified above

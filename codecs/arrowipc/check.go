@@ -225,25 +225,31 @@ func (b *DictBudget) Add(rec arrow.Record, max int64) error {
 	return nil
 }
 
+// intValues is the per-row accessor of integer values that all fit in
+// int64.
+func intValues[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32](vals []T) func(int) (int64, bool) {
+	return func(i int) (int64, bool) { return int64(vals[i]), true }
+}
+
 // IntGetter returns a per-row accessor for an integer column of any width
 // (a dictionary's indices, an int id or cohort column); its second result is
 // false when a uint64 value does not fit in int64, and for any other type.
 func IntGetter(arr arrow.Array) func(int) (int64, bool) {
 	switch a := arr.(type) {
 	case *array.Int8:
-		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+		return intValues(a.Int8Values())
 	case *array.Int16:
-		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+		return intValues(a.Int16Values())
 	case *array.Int32:
-		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+		return intValues(a.Int32Values())
 	case *array.Int64:
-		return func(i int) (int64, bool) { return a.Value(i), true }
+		return intValues(a.Int64Values())
 	case *array.Uint8:
-		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+		return intValues(a.Uint8Values())
 	case *array.Uint16:
-		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+		return intValues(a.Uint16Values())
 	case *array.Uint32:
-		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
+		return intValues(a.Uint32Values())
 	case *array.Uint64:
 		return func(i int) (int64, bool) {
 			x := a.Value(i)

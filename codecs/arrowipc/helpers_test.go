@@ -5,17 +5,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/memory"
-
-	"github.com/dpsurv/dpsurv/codecs/arrowipc/arrowipctest"
 )
-
-// checkedMem returns a checked allocator that must be back at zero when the
-// test ends.
-func checkedMem(t testing.TB) *memory.CheckedAllocator {
-	t.Helper()
-	return arrowipctest.CheckedMem(t)
-}
 
 // readAll opens path with OpenFile and returns its records (retained; the
 // caller releases them).

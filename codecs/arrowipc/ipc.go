@@ -184,19 +184,31 @@ func prescanIPC(data []byte) (sum Summary, err error) {
 		if mlen > uint32(len(data)-pos) || mlen > 1<<30 {
 			return sum, fmt.Errorf("message %d: metadata length %d exceeds the %d bytes left", msgs, mlen, len(data)-pos)
 		}
-		meta := data[pos : pos+int(mlen)]
-		pos += int(mlen)
-		body, err := verifyMessage(meta)
+		meta, body, bodyAt, err := verifiedMessage(data, pos, int(mlen), msgs)
 		if err != nil {
-			return sum, fmt.Errorf("message %d: %w", msgs, err)
-		}
-		if body < 0 || body > int64(len(data)-pos) {
-			return sum, fmt.Errorf("message %d: body length %d exceeds the %d bytes left", msgs, body, len(data)-pos)
+			return sum, err
 		}
 		sum.count(meta)
-		pos += int(body)
+		pos = bodyAt + int(body)
 		msgs++
 	}
+}
+
+// verifiedMessage is message n of a stream: its flatbuffer metadata, the
+// mlen bytes at pos (already checked to fit), verified (verifyMessage),
+// and its body length, checked against the bytes left, with the offset at
+// which the body starts.
+func verifiedMessage(data []byte, pos, mlen, n int) (meta []byte, bodyLen int64, bodyAt int, err error) {
+	meta = data[pos : pos+mlen]
+	pos += mlen
+	bodyLen, err = verifyMessage(meta)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("message %d: %w", n, err)
+	}
+	if bodyLen < 0 || bodyLen > int64(len(data)-pos) {
+		return nil, 0, 0, fmt.Errorf("message %d: body length %d exceeds the %d bytes left", n, bodyLen, len(data)-pos)
+	}
+	return meta, bodyLen, pos, nil
 }
 
 // trailing rejects bytes after the end-of-stream marker: they are either a

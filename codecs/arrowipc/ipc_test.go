@@ -12,7 +12,7 @@ import (
 
 func TestDecodeRecordsErrors(t *testing.T) {
 	t.Parallel()
-	mem := checkedMem(t)
+	mem := arrowipctest.CheckedMem(t)
 	if _, err := DecodeRecords([]byte("nope"), mem); err == nil {
 		t.Error("no error for garbage")
 	}
@@ -25,7 +25,7 @@ func TestDecodeRecordsErrors(t *testing.T) {
 // allocated.
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	t.Parallel()
-	mem := checkedMem(t)
+	mem := arrowipctest.CheckedMem(t)
 	in := arrowipctest.Record(t, arrowipctest.Schema(), 300, mem)
 	defer in.Release()
 	data, err := Encode(in, mem)
@@ -49,7 +49,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 // large record counts only its own rows).
 func TestIPCSizeHint(t *testing.T) {
 	t.Parallel()
-	mem := checkedMem(t)
+	mem := arrowipctest.CheckedMem(t)
 	n := 3000
 	in := arrowipctest.Record(t, arrowipctest.Schema(), n, mem)
 	defer in.Release()

@@ -19,6 +19,20 @@ func ScanColumn(r io.Reader, column string, fn func(cell []byte)) error {
 	return scanColumn(r, column, ChunkSize, fn)
 }
 
+// columnIndex is the index of column in a CSV header (at least one cell):
+// the last cell of that name, the first cell read without its byte-order
+// mark; -1 if there is none.
+func columnIndex(header []string, column string) int {
+	header[0] = strings.TrimPrefix(header[0], "\uFEFF")
+	k := -1
+	for i, h := range header {
+		if h == column {
+			k = i
+		}
+	}
+	return k
+}
+
 func scanColumn(r io.Reader, column string, chunkSize int, fn func(cell []byte)) error {
 	ck := NewChunker(r, chunkSize, 1)
 	var c Chunk
@@ -34,13 +48,7 @@ func scanColumn(r io.Reader, column string, chunkSize int, fn func(cell []byte))
 		}
 		header, pos = Header(c.Data)
 	}
-	header[0] = strings.TrimPrefix(header[0], "\uFEFF")
-	k := -1
-	for i, h := range header {
-		if h == column {
-			k = i
-		}
-	}
+	k := columnIndex(header, column)
 	if k < 0 {
 		return fmt.Errorf("no column %q", column)
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/codecs/csvrec/csvrectest"
@@ -24,13 +23,7 @@ func scanOracle(r io.Reader, column string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	header[0] = strings.TrimPrefix(header[0], "\uFEFF")
-	k := -1
-	for i, h := range header {
-		if h == column {
-			k = i
-		}
-	}
+	k := columnIndex(header, column)
 	if k < 0 {
 		return nil, errors.New("no column")
 	}
@@ -45,6 +38,27 @@ func scanOracle(r io.Reader, column string) ([]string, error) {
 		}
 		if k < len(rec) {
 			out = append(out, rec[k])
+		}
+	}
+}
+
+// columnIndex finds the last cell of a name, reads the first cell without
+// its byte-order mark, and says -1 for a name the header lacks.
+func TestColumnIndex(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		header []string
+		column string
+		want   int
+	}{
+		{[]string{"id", "time"}, "time", 1},
+		{[]string{"\uFEFFid", "time"}, "id", 0},
+		{[]string{"x", "y", "x"}, "x", 2},
+		{[]string{"id", "time"}, "age", -1},
+		{[]string{"\uFEFF"}, "", 0},
+	} {
+		if got := columnIndex(slices.Clone(tc.header), tc.column); got != tc.want {
+			t.Errorf("columnIndex(%q, %q) = %d, want %d", tc.header, tc.column, got, tc.want)
 		}
 	}
 }

@@ -118,6 +118,32 @@ func (o KMOptions) checkEpsilon() error {
 	return nil
 }
 
+// histogramOptions checks a histogram release's inputs: the histogram and
+// the options, returned with their defaults filled in.
+func histogramOptions(h *Histogram, opts KMOptions) (KMOptions, error) {
+	if err := h.check(); err != nil {
+		return KMOptions{}, err
+	}
+	return opts.withDefaults()
+}
+
+// centralOptions is histogramOptions for a central release (noisy
+// histogram, hierarchical): also the epsilon, and a randomness source
+// wherever noise is drawn (a finite epsilon).
+func centralOptions(h *Histogram, src dp.Source, opts KMOptions) (KMOptions, error) {
+	o, err := histogramOptions(h, opts)
+	if err != nil {
+		return KMOptions{}, err
+	}
+	if err := o.checkEpsilon(); err != nil {
+		return KMOptions{}, err
+	}
+	if src == nil && !math.IsInf(o.Epsilon, 1) {
+		return KMOptions{}, fmt.Errorf("nil randomness source")
+	}
+	return o, nil
+}
+
 // CohortKM is one private curve.
 type CohortKM struct {
 	// Cohort is the cohort index; -1 for the curve of all cohorts pooled.
@@ -274,18 +300,9 @@ func discreteLaplaceVariance(scale float64) float64 {
 // and 30-day bins about 0.03 (at the replace-one calibration of scale
 // 2/epsilon, twice these, the tests measured a mean sup error of 0.08).
 func NoisyHistogramKM(h *Histogram, src dp.Source, opts KMOptions) (KMResult, error) {
-	if err := h.check(); err != nil {
-		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
-	}
-	o, err := opts.withDefaults()
+	o, err := centralOptions(h, src, opts)
 	if err != nil {
 		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
-	}
-	if err := o.checkEpsilon(); err != nil {
-		return KMResult{}, fmt.Errorf("noisy-histogram km: %w", err)
-	}
-	if src == nil && !math.IsInf(o.Epsilon, 1) {
-		return KMResult{}, fmt.Errorf("noisy-histogram km: nil randomness source")
 	}
 	ev, ce, err := noisyCells(h, src, o.Epsilon)
 	if err != nil {

@@ -60,12 +60,7 @@ func TestEmptyWindowRelease(t *testing.T) {
 // (km_interval.go), std_err^2 = greenwood^2 + noise^2, and
 // a median is released only with a finite upper limit at a bin end.
 func TestNoiseAwareIntervalContainsSampling(t *testing.T) {
-	d := loadKMData(t, "flchain")
-	h := d.histogram(t, DefaultBinWidth(5400), 5400)
-	res, err := HierarchicalKM(h, dp.NewSeededSource(3), KMOptions{Epsilon: 1, LogRankSims: -1, IntervalSims: 30})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, res := flchainRelease(t, 3)
 	for _, ck := range res.Cohorts {
 		cv := ck.Curve
 		for i := range cv.Time {
@@ -87,6 +82,20 @@ func TestNoiseAwareIntervalContainsSampling(t *testing.T) {
 			t.Errorf("cohort %d: null median without a note", ck.Cohort)
 		}
 	}
+}
+
+// flchainRelease is a hierarchical release (epsilon 1, simulated
+// intervals, no log-rank) of flchain's cohorts over 5400 days at the
+// default bin width, with its histogram.
+func flchainRelease(t *testing.T, seed uint64) (*Histogram, KMResult) {
+	t.Helper()
+	d := loadKMData(t, "flchain")
+	h := d.histogram(t, DefaultBinWidth(5400), 5400)
+	res, err := HierarchicalKM(h, dp.NewSeededSource(seed), KMOptions{Epsilon: 1, LogRankSims: -1, IntervalSims: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, res
 }
 
 // TestMoverInterval: the interval's two limiting cases — no noise: the
@@ -121,12 +130,7 @@ func TestMoverInterval(t *testing.T) {
 // critical value exceeds z) and ends before the noise-dominated tail; with
 // the simulation disabled there is no band and band_method says so.
 func TestSimultaneousBandShape(t *testing.T) {
-	d := loadKMData(t, "flchain")
-	h := d.histogram(t, DefaultBinWidth(5400), 5400)
-	res, err := HierarchicalKM(h, dp.NewSeededSource(4), KMOptions{Epsilon: 1, LogRankSims: -1, IntervalSims: 30})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, res := flchainRelease(t, 4)
 	z := math.Sqrt2 * math.Erfinv(0.95)
 	for _, ck := range append(res.Cohorts, res.Overall) {
 		if ck.BandMethod != BandMethodSimulated {
@@ -153,7 +157,7 @@ func TestSimultaneousBandShape(t *testing.T) {
 			}
 		}
 	}
-	res, err = HierarchicalKM(h, dp.NewSeededSource(4), KMOptions{Epsilon: 1, LogRankSims: -1, IntervalSims: -1})
+	res, err := HierarchicalKM(h, dp.NewSeededSource(4), KMOptions{Epsilon: 1, LogRankSims: -1, IntervalSims: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

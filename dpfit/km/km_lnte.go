@@ -31,10 +31,7 @@ import (
 // phantom events in every bin, which is why its curves collapse (the
 // pitfall of mechanisms.md §3).
 func LNTE(h *Histogram, src dp.Source, opts KMOptions) (KMResult, error) {
-	if err := h.check(); err != nil {
-		return KMResult{}, fmt.Errorf("lnte: %w", err)
-	}
-	o, err := opts.withDefaults()
+	o, err := histogramOptions(h, opts)
 	if err != nil {
 		return KMResult{}, fmt.Errorf("lnte: %w", err)
 	}

@@ -43,10 +43,7 @@ func TestHierarchicalKMWorstCaseLoss(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ht, err := newHierTrees(c.bins, defaultHierConfig, c.eps)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ht := hierTreesFor(t, c.bins, c.eps)
 			tr := ht.tree
 			// path[b][v] = 1 if node v counts leaf b.
 			unit := func(b int) []int64 {

@@ -23,15 +23,34 @@ func rrrHistogram(t *testing.T, d kmData, mech *dp.RRR, src dp.Source, bw, tMax 
 	return h
 }
 
+// newRRR is the RRR mechanism at epsilon over the given number of labels.
+func newRRR(t *testing.T, epsilon float64, labels int) *dp.RRR {
+	t.Helper()
+	mech, err := dp.NewRRR(epsilon, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mech
+}
+
+// rrrRelease is RRRKM on d's records with their labels sanitized by mech
+// (seeded), binned at width bw over [0, 5400], with its histogram.
+func rrrRelease(t *testing.T, d kmData, mech *dp.RRR, seed uint64, bw float64, opts KMOptions) (*Histogram, KMResult) {
+	t.Helper()
+	h := rrrHistogram(t, d, mech, dp.NewSeededSource(seed), bw, 5400)
+	res, err := RRRKM(h, mech, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, res
+}
+
 // Debiased counts are unbiased: over 400 sanitizations the mean debiased
 // event total of every cohort is within 4.5 standard errors of the truth
 // (false-alarm rate about 3e-5 over 10 cohorts, normal approximation).
 func TestRRRDebiasUnbiased(t *testing.T) {
 	d := loadKMData(t, "flchain")
-	mech, err := dp.NewRRR(1, len(d.labels))
-	if err != nil {
-		t.Fatal(err)
-	}
+	mech := newRRR(t, 1, len(d.labels))
 	truth := make([]float64, len(d.labels))
 	for i := range d.time {
 		if d.event[i] {
@@ -72,15 +91,8 @@ func TestRRRKM(t *testing.T) {
 	d := loadKMData(t, "flchain")
 	k := len(d.labels)
 	t.Run("metadata", func(t *testing.T) {
-		mech, err := dp.NewRRR(2, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := rrrHistogram(t, d, mech, dp.NewSeededSource(1), 30, 5400)
-		res, err := RRRKM(h, mech, KMOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		mech := newRRR(t, 2, k)
+		_, res := rrrRelease(t, d, mech, 1, 30, KMOptions{})
 		if res.Guarantee != "local-dp" || res.Epsilon != mech.Epsilon() || res.Method != MethodRRRKM || res.Neighbouring == "" {
 			t.Errorf("metadata %q %v %q %q", res.Guarantee, res.Epsilon, res.Method, res.Neighbouring)
 		}
@@ -93,31 +105,17 @@ func TestRRRKM(t *testing.T) {
 		}
 	})
 	t.Run("near-deterministic labels give the exact curves", func(t *testing.T) {
-		mech, err := dp.NewRRR(35, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := rrrHistogram(t, d, mech, dp.NewSeededSource(2), 1, 5400)
-		res, err := RRRKM(h, mech, KMOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		mech := newRRR(t, 35, k)
+		_, res := rrrRelease(t, d, mech, 2, 1, KMOptions{})
 		for c := range d.labels {
 			sameCurve(t, "cohort", res.Cohorts[c].Curve, d.exact(t, c), 1e-9)
 		}
 	})
 	t.Run("debiasing beats the raw reported labels", func(t *testing.T) {
-		mech, err := dp.NewRRR(2, k)
-		if err != nil {
-			t.Fatal(err)
-		}
+		mech := newRRR(t, 2, k)
 		var debErr, rawErr float64
 		for s := uint64(0); s < 5; s++ {
-			h := rrrHistogram(t, d, mech, dp.NewSeededSource(100+s), 30, 5400)
-			res, err := RRRKM(h, mech, KMOptions{MaxNoiseStdErr: math.Inf(1)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			h, res := rrrRelease(t, d, mech, 100+s, 30, KMOptions{MaxNoiseStdErr: math.Inf(1)})
 			raw, err := NoisyHistogramKM(h, nil, KMOptions{Epsilon: math.Inf(1), AllowNonPrivate: true})
 			if err != nil {
 				t.Fatal(err)

@@ -246,23 +246,40 @@ func TestNoisyHistogramKMLargeEpsilonIsExact(t *testing.T) {
 }
 
 func TestNoisyHistogramKMMetadataAndErrors(t *testing.T) {
+	checkCentralRelease(t, MethodNoisyHistogramKM, NoisyHistogramKM)
+}
+
+// checkCentralRelease: fit, a central release, states its metadata (pure
+// DP under add/remove-one at epsilon 0.7, its method, a mechanism text,
+// the bin width), releases without noise at +Inf with the opt-in, and
+// rejects the inputs every KM release rejects plus extra (an extra input
+// with a nil histogram is given the valid one: 1-wide bins over [0, 100],
+// two cohorts).
+func checkCentralRelease(t *testing.T, method string, fit func(*Histogram, dp.Source, KMOptions) (KMResult, error), extra ...badKMInput) {
+	t.Helper()
 	h, err := NewHistogram(1, 100, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := NoisyHistogramKM(h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.7})
+	res, err := fit(h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.7})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Guarantee != "pure-dp" || res.Neighbouring != NeighbouringAddRemove || res.Epsilon != 0.7 || res.EpsilonTotal != 0.7 ||
-		res.Method != MethodNoisyHistogramKM || res.Mechanism == "" {
-		t.Errorf("metadata %q %q %v %v %q %q", res.Guarantee, res.Neighbouring, res.Epsilon, res.EpsilonTotal, res.Method, res.Mechanism)
+		res.Method != method || res.Mechanism == "" || res.BinWidth != 1 {
+		t.Errorf("metadata %q %q %v %v %q %q %v", res.Guarantee, res.Neighbouring, res.Epsilon, res.EpsilonTotal, res.Method, res.Mechanism, res.BinWidth)
 	}
-	inf, err := NoisyHistogramKM(h, nil, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true})
+	t.Logf("mechanism: %s", res.Mechanism)
+	inf, err := fit(h, nil, KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: math.Inf(1), AllowNonPrivate: true})
 	if err != nil || inf.Guarantee != GuaranteeNone {
 		t.Errorf("non-private release: %v, guarantee %q", err, inf.Guarantee)
 	}
-	checkRejects(t, h, NoisyHistogramKM)
+	for i := range extra {
+		if extra[i].h == nil {
+			extra[i].h = h
+		}
+	}
+	checkRejects(t, h, fit, extra...)
 }
 
 // badKMInput is an input a release must reject.

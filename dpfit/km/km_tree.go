@@ -206,20 +206,11 @@ func (ht *hierTrees) release(src dp.Source, leaves, nodes []int64, y, buf []floa
 }
 
 func hierarchicalKM(h *Histogram, src dp.Source, opts KMOptions, cfg hierConfig) (KMResult, error) {
-	if err := h.check(); err != nil {
-		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
-	}
-	o, err := opts.withDefaults()
+	o, err := centralOptions(h, src, opts)
 	if err != nil {
 		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
 	}
-	if err := o.checkEpsilon(); err != nil {
-		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
-	}
 	exact := math.IsInf(o.Epsilon, 1)
-	if src == nil && !exact {
-		return KMResult{}, fmt.Errorf("hierarchical km: nil randomness source")
-	}
 	ht, err := newHierTrees(h.Bins, cfg, o.Epsilon)
 	if err != nil {
 		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)

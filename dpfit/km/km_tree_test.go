@@ -148,6 +148,17 @@ func TestBinTreeInferMatchesDenseGLS(t *testing.T) {
 	}
 }
 
+// hierTreesFor is the release's trees (the default configuration) over
+// bins at epsilon.
+func hierTreesFor(t *testing.T, bins int, epsilon float64) *hierTrees {
+	t.Helper()
+	ht, err := newHierTrees(bins, defaultHierConfig, epsilon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ht
+}
+
 // The node noise of every level is the exact two-sided geometric
 // distribution of scale 1/epsilon_l (add/remove-one) with epsilon_l = epsilon 2^-l / sum:
 // chi-square goodness of fit per level at false-alarm rate 1e-3 per case
@@ -162,10 +173,7 @@ func TestHierarchicalNodeNoiseDistribution(t *testing.T) {
 	}{{1, 256, 400, 1}, {0.3, 300, 300, 2}, {4, 40, 3000, 3}}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("epsilon=%v,bins=%d", tc.epsilon, tc.bins), func(t *testing.T) {
-			ht, err := newHierTrees(tc.bins, defaultHierConfig, tc.epsilon)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ht := hierTreesFor(t, tc.bins, tc.epsilon)
 			tr := ht.tree
 			L := tr.levels()
 			sum := 0.0
@@ -245,10 +253,7 @@ func TestHierarchicalSensitivity(t *testing.T) {
 	}{{40, 2, 1}, {300, 2, 0.5}, {16, 3, 2}, {1, 2, 1}}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("bins=%d,cohorts=%d", tc.bins, tc.cohorts), func(t *testing.T) {
-			ht, err := newHierTrees(tc.bins, defaultHierConfig, tc.epsilon)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ht := hierTreesFor(t, tc.bins, tc.epsilon)
 			tr := ht.tree
 			L := tr.levels()
 			levelOf := make([]int, tr.nodes)
@@ -412,19 +417,8 @@ func TestHierarchicalKMLargeEpsilonIsExact(t *testing.T) {
 }
 
 func TestHierarchicalKMMetadataAndErrors(t *testing.T) {
-	h, err := NewHistogram(1, 100, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := HierarchicalKM(h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Guarantee != "pure-dp" || res.Neighbouring != NeighbouringAddRemove || res.Epsilon != 0.7 || res.EpsilonTotal != 0.7 ||
-		res.Method != "hierarchical-histogram-km" || res.Mechanism == "" || res.BinWidth != 1 {
-		t.Errorf("metadata %q %q %v %v %q %q", res.Guarantee, res.Neighbouring, res.Epsilon, res.EpsilonTotal, res.Method, res.Mechanism)
-	}
-	t.Logf("mechanism: %s", res.Mechanism)
+	checkCentralRelease(t, "hierarchical-histogram-km", HierarchicalKM,
+		badKMInput{"tiny epsilon (root scale beyond the sampler)", nil, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e-12}})
 	one, err := NewHistogram(1, 0, 1) // a single bin: the tree is its root
 	if err != nil {
 		t.Fatal(err)
@@ -435,8 +429,6 @@ func TestHierarchicalKMMetadataAndErrors(t *testing.T) {
 	} else {
 		checkCurve(t, "single bin", r.Cohorts[0])
 	}
-	checkRejects(t, h, HierarchicalKM,
-		badKMInput{"tiny epsilon (root scale beyond the sampler)", h, dp.NewSeededSource(1), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1e-12}})
 }
 
 // The public noise model is the real one: over 1500 releases of one tree
@@ -447,10 +439,7 @@ func TestHierarchicalKMMetadataAndErrors(t *testing.T) {
 // quantity, normal approximation).
 func TestHierarchicalNoiseModelMatchesSimulation(t *testing.T) {
 	const bins, reps = 174, 1500
-	ht, err := newHierTrees(bins, defaultHierConfig, 0.5)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ht := hierTreesFor(t, bins, 0.5)
 	tr := ht.tree
 	src := dp.NewSeededSource(21)
 	leaves := make([]int64, bins)

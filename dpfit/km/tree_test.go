@@ -1,6 +1,7 @@
 package km
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
 	"math"
@@ -128,14 +129,7 @@ func TestTreeCounterSerialisation(t *testing.T) {
 		}
 	}
 	before := orig.Prefix(nil)
-	blob, err := orig.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var restored TreeCounter
-	if err := restored.UnmarshalBinary(blob); err != nil {
-		t.Fatal(err)
-	}
+	restored := roundTrip[TreeCounter](t, orig)
 	after := restored.Prefix(nil)
 	for k := range before {
 		if before[k] != after[k] {
@@ -320,14 +314,7 @@ func TestContinualKMRestore(t *testing.T) {
 			checkCurve(t, "continual", c)
 		}
 	}
-	blob, err := orig.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var restored ContinualKM
-	if err := restored.UnmarshalBinary(blob); err != nil {
-		t.Fatal(err)
-	}
+	restored := roundTrip[ContinualKM](t, orig)
 	again, err := restored.Current()
 	if err != nil {
 		t.Fatal(err)
@@ -352,6 +339,10 @@ func TestContinualKMRestore(t *testing.T) {
 			sameCurve(t, fmt.Sprintf("window %d", w), rb.Cohorts[c].Curve, ra.Cohorts[c].Curve, 0)
 		}
 	}
+	blob, err := orig.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var bad ContinualKM
 	if err := bad.UnmarshalBinary(blob[:len(blob)-1]); err == nil {
 		t.Error("truncated state: expected an error")
@@ -375,4 +366,21 @@ func mustTree(t *testing.T) *TreeCounter {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// roundTrip is orig marshalled and unmarshalled into a new T.
+func roundTrip[T any, P interface {
+	*T
+	encoding.BinaryUnmarshaler
+}](t *testing.T, orig encoding.BinaryMarshaler) *T {
+	t.Helper()
+	blob, err := orig.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := new(T)
+	if err := P(restored).UnmarshalBinary(blob); err != nil {
+		t.Fatal(err)
+	}
+	return restored
 }

@@ -157,10 +157,7 @@ func WeibullIntervals(fit WeibullFit, opt WeibullIntervalOptions) (WeibullInterv
 		return WeibullInterval{}, fmt.Errorf("weibull intervals: not a private release (epsilon %v)", fit.Epsilon)
 	}
 	p := fit.Params
-	cfg := WeibullConfig{
-		Epsilon: fit.Epsilon, TimeMax: p["time_max"], Omega: p["omega"], Gamma: p["gamma"],
-		Rungs: int(p["rungs"]), Tolerance: p["tolerance"], ScaleBound: p["scale_bound"],
-	}.WithDefaults()
+	cfg := releaseConfig(fit)
 	if err := cfg.Validate(); err != nil {
 		return WeibullInterval{}, fmt.Errorf("weibull intervals: release params: %w", err)
 	}
@@ -206,12 +203,8 @@ func WeibullIntervals(fit WeibullFit, opt WeibullIntervalOptions) (WeibullInterv
 		// a degenerate release (shape 0): no model to simulate from
 		return iv, nil
 	}
-	inv := &weibullInversion{
-		fit: fit, cfg: cfg, sims: sims, res: res, bw: opt.BinWidth, alpha: alpha, seed: weibullReleaseSeed(fit), progress: opt.Progress,
-		events: weibullEvents(fit.N), ratio: math.Pow(fit.Scale, fit.Shape),
-	}
-	inv.simCfg = cfg
-	inv.simCfg.Rungs = weibullSimRungs(cfg)
+	inv := newWeibullInversion(fit, cfg, sims, res, opt.BinWidth, alpha)
+	inv.progress = opt.Progress
 	if err := inv.run(&iv); err != nil {
 		return WeibullInterval{}, fmt.Errorf("weibull intervals: %w", err)
 	}
@@ -223,6 +216,30 @@ func WeibullIntervals(fit WeibullFit, opt WeibullIntervalOptions) (WeibullInterv
 const weibullInversionSteps = 6
 
 // weibullInversion inverts the mechanism's shape test (see WeibullIntervals).
+// releaseConfig is the configuration a release's params state (its
+// defaults filled in).
+func releaseConfig(fit WeibullFit) WeibullConfig {
+	p := fit.Params
+	return WeibullConfig{
+		Epsilon: fit.Epsilon, TimeMax: p["time_max"], Omega: p["omega"], Gamma: p["gamma"],
+		Rungs: int(p["rungs"]), Tolerance: p["tolerance"], ScaleBound: p["scale_bound"],
+	}.WithDefaults()
+}
+
+// newWeibullInversion is the inversion of sims simulated releases around
+// fit (configuration cfg) at level alpha, on res grid points (or bins of
+// width bw when bw > 0), with the ladder of the simulations cut at
+// weibullSimRungs.
+func newWeibullInversion(fit WeibullFit, cfg WeibullConfig, sims, res int, bw, alpha float64) *weibullInversion {
+	inv := &weibullInversion{
+		fit: fit, cfg: cfg, sims: sims, res: res, bw: bw, alpha: alpha, seed: weibullReleaseSeed(fit),
+		events: weibullEvents(fit.N), ratio: math.Pow(fit.Scale, fit.Shape),
+	}
+	inv.simCfg = cfg
+	inv.simCfg.Rungs = weibullSimRungs(cfg)
+	return inv
+}
+
 type weibullInversion struct {
 	fit    WeibullFit
 	cfg    WeibullConfig

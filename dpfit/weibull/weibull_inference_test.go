@@ -134,20 +134,9 @@ func TestWeibullIntervalEarlyAcceptance(t *testing.T) {
 			t.Fatal(err)
 		}
 		inversion := func(all bool, workers int) (*weibullInversion, WeibullInterval) {
-			p := fit.Params
-			c := WeibullConfig{
-				Epsilon: fit.Epsilon, TimeMax: p["time_max"], Omega: p["omega"], Gamma: p["gamma"],
-				Rungs: int(p["rungs"]), Tolerance: p["tolerance"], ScaleBound: p["scale_bound"],
-			}.WithDefaults()
-			w := &weibullInversion{fit: fit, cfg: c, sims: 39, res: 256, alpha: 0.05, seed: weibullReleaseSeed(fit),
-				events: weibullEvents(fit.N), ratio: math.Pow(fit.Scale, fit.Shape), allShapes: all, workers: workers}
-			w.simCfg = c
-			w.simCfg.Rungs = weibullSimRungs(c)
-			var iv WeibullInterval
-			if err := w.run(&iv); err != nil {
-				t.Fatal(err)
-			}
-			return w, iv
+			w := newWeibullInversion(fit, releaseConfig(fit), 39, 256, 0, 0.05)
+			w.allShapes, w.workers = all, workers
+			return w, runInversion(t, w)
 		}
 		early, ivEarly := inversion(false, 0)
 		whole, ivWhole := inversion(true, 0)
@@ -289,4 +278,14 @@ func TestWeibullPowCacheSameLadder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runInversion is the interval w inverts.
+func runInversion(t *testing.T, w *weibullInversion) WeibullInterval {
+	t.Helper()
+	var iv WeibullInterval
+	if err := w.run(&iv); err != nil {
+		t.Fatal(err)
+	}
+	return iv
 }

@@ -36,27 +36,30 @@ func weibullTLLScale(delta, tau, p, omega float64) float64 {
 	return math.Exp(min(max(ll, -700), 700))
 }
 
-func weibullCheckFinite(cfg WeibullConfig, op string) error {
+// privateInput is a private release's configuration (defaults filled in,
+// validated, a finite epsilon) and its normalised data; errors name op.
+func privateInput(c survival.Compressed, cfg WeibullConfig, op string) (WeibullConfig, weibullData, error) {
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return cfg, weibullData{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if math.IsInf(cfg.Epsilon, 1) {
-		return fmt.Errorf("%s: epsilon must be finite (use FitWeibull for the non-private fit)", op)
+		return cfg, weibullData{}, fmt.Errorf("%s: epsilon must be finite (use FitWeibull for the non-private fit)", op)
 	}
-	return nil
+	d, err := normaliseWeibull(c, cfg)
+	if err != nil {
+		return cfg, weibullData{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return cfg, d, nil
 }
 
 // FitWeibullLSP releases the Weibull shape by LSP (epsilon/2) and the scale
 // by TLL (epsilon/4 + epsilon/4): epsilon-DP under add/remove-one (and so
 // 2 epsilon under replace-one).
 func FitWeibullLSP(src dp.Source, c survival.Compressed, cfg WeibullConfig) (WeibullFit, error) {
-	cfg = cfg.WithDefaults()
-	if err := weibullCheckFinite(cfg, "weibull lsp"); err != nil {
-		return WeibullFit{}, err
-	}
-	d, err := normaliseWeibull(c, cfg)
+	cfg, d, err := privateInput(c, cfg, "weibull lsp")
 	if err != nil {
-		return WeibullFit{}, fmt.Errorf("weibull lsp: %w", err)
+		return WeibullFit{}, err
 	}
 	return weibullFitLSP(src, d, weibullComputeLadder(d, cfg), cfg)
 }
@@ -96,13 +99,9 @@ func weibullClampedMLE(c survival.Compressed, gamma, scaleBound float64) (p, lam
 // sensitivity gamma (resp. scale bound) and epsilon/2 each. Outputs are
 // clamped back into the boxes (post-processing).
 func FitWeibullLaplace(src dp.Source, c survival.Compressed, cfg WeibullConfig) (WeibullFit, error) {
-	cfg = cfg.WithDefaults()
-	if err := weibullCheckFinite(cfg, "weibull laplace"); err != nil {
-		return WeibullFit{}, err
-	}
-	d, err := normaliseWeibull(c, cfg)
+	cfg, d, err := privateInput(c, cfg, "weibull laplace")
 	if err != nil {
-		return WeibullFit{}, fmt.Errorf("weibull laplace: %w", err)
+		return WeibullFit{}, err
 	}
 	p, l := weibullClampedMLE(d.compressed(), cfg.Gamma, cfg.ScaleBound)
 	return weibullRelease(src, p, l, cfg.Gamma, cfg.ScaleBound, cfg, WeibullMethodLaplace, 1)
@@ -156,13 +155,9 @@ func weibullSAABlocks(n float64, blockSize int) int {
 // Laplace noise with sensitivity gamma/B (resp. scale bound/B) and epsilon/2
 // each. A replaced record changes one block, so one clamped estimate.
 func FitWeibullSAA(src dp.Source, c survival.Compressed, cfg WeibullConfig) (WeibullFit, error) {
-	cfg = cfg.WithDefaults()
-	if err := weibullCheckFinite(cfg, "weibull saa"); err != nil {
-		return WeibullFit{}, err
-	}
-	d, err := normaliseWeibull(c, cfg)
+	cfg, d, err := privateInput(c, cfg, "weibull saa")
 	if err != nil {
-		return WeibullFit{}, fmt.Errorf("weibull saa: %w", err)
+		return WeibullFit{}, err
 	}
 	if d.n > 1<<31-1 {
 		return WeibullFit{}, fmt.Errorf("weibull saa: %v records is too many", d.n)

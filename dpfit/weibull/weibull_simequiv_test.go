@@ -31,21 +31,10 @@ func TestWeibullIntervalSidesMatchLadders(t *testing.T) {
 		fits = append(fits, fit)
 	}
 	for i, fit := range fits {
-		p := fit.Params
-		cfg := WeibullConfig{
-			Epsilon: fit.Epsilon, TimeMax: p["time_max"], Omega: p["omega"], Gamma: p["gamma"],
-			Rungs: int(p["rungs"]), Tolerance: p["tolerance"], ScaleBound: p["scale_bound"],
-		}.WithDefaults()
 		inversion := func(full bool) (*weibullInversion, WeibullInterval) {
-			w := &weibullInversion{fit: fit, cfg: cfg, sims: 19, res: 256, alpha: 0.1, seed: weibullReleaseSeed(fit),
-				events: weibullEvents(fit.N), ratio: math.Pow(fit.Scale, fit.Shape), fullLadders: full}
-			w.simCfg = cfg
-			w.simCfg.Rungs = weibullSimRungs(cfg)
-			var iv WeibullInterval
-			if err := w.run(&iv); err != nil {
-				t.Fatal(err)
-			}
-			return w, iv
+			w := newWeibullInversion(fit, releaseConfig(fit), 19, 256, 0, 0.1)
+			w.fullLadders = full
+			return w, runInversion(t, w)
 		}
 		fast, ivFast := inversion(false)
 		whole, ivWhole := inversion(true)

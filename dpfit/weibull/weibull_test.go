@@ -726,16 +726,24 @@ func TestWeibullTLLNoiseScale(t *testing.T) {
 	}
 }
 
+// flchainMLE is flchain's sample (records, compressed, time bound) and
+// FitWeibull's non-private fit of it (the clamped MLE) with method.
+func flchainMLE(t *testing.T, method string) (wbRecords, survival.Compressed, float64, WeibullFit) {
+	t.Helper()
+	fl, flMax := loadWB(t, "flchain")
+	c := fl.compress()
+	mle, err := FitWeibull(nil, c, WeibullConfig{Epsilon: math.Inf(1), TimeMax: flMax}, method)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fl, c, flMax, mle
+}
+
 // TestWeibullLaplaceBaseline: with a huge budget the baseline returns the
 // clamped MLE; at a moderate budget its shape noise has mean absolute value
 // 2 gamma / epsilon (sensitivity gamma, epsilon/2), within 5%.
 func TestWeibullLaplaceBaseline(t *testing.T) {
-	fl, flMax := loadWB(t, "flchain")
-	c := fl.compress()
-	ref, err := FitWeibull(nil, c, WeibullConfig{Epsilon: math.Inf(1), TimeMax: flMax}, WeibullMethodLaplace)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, flMax, ref := flchainMLE(t, WeibullMethodLaplace)
 	src := dp.NewSeededSource(8)
 	f, err := FitWeibull(src, c, WeibullConfig{Epsilon: 1e7, TimeMax: flMax}, WeibullMethodLaplace)
 	if err != nil {
@@ -774,12 +782,7 @@ func TestWeibullLaplaceBaseline(t *testing.T) {
 // MLE; the block assignment comes from the injected source (same seed, same
 // answer; different seed, different blocks).
 func TestWeibullSAABaseline(t *testing.T) {
-	fl, flMax := loadWB(t, "flchain")
-	c := fl.compress()
-	ref, err := FitWeibull(nil, c, WeibullConfig{Epsilon: math.Inf(1), TimeMax: flMax}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fl, c, flMax, ref := flchainMLE(t, "")
 	cfg := WeibullConfig{Epsilon: 1e7, TimeMax: flMax}
 	a, err := FitWeibullSAA(dp.NewSeededSource(1), c, cfg)
 	if err != nil {
@@ -820,12 +823,7 @@ func TestWeibullSAABaseline(t *testing.T) {
 // TestWeibullFitDispatchAndErrors covers the non-private path, the method
 // switch and bad input.
 func TestWeibullFitDispatchAndErrors(t *testing.T) {
-	fl, flMax := loadWB(t, "flchain")
-	c := fl.compress()
-	mle, err := FitWeibull(nil, c, WeibullConfig{Epsilon: math.Inf(1), TimeMax: flMax}, "lsp")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, flMax, mle := flchainMLE(t, "lsp")
 	// R survreg on the clamped flchain sample (survival/testdata/weibull_golden.json).
 	var g struct {
 		Cases []struct {

@@ -123,15 +123,11 @@ func InputRecord(t testing.TB, spec schemas.Spec, n int, id func(int) string, ti
 	return rec
 }
 
-// DeadLetterJSON is the dead-letter message as the tests read it.
+// DeadLetterJSON is the dead-letter message as the tests read it: the dead
+// letter and the source position the route appends.
 type DeadLetterJSON struct {
-	Reason    string         `json:"reason"`
-	Detail    string         `json:"detail"`
-	RowIndex  int            `json:"row_index"`
-	Row       map[string]any `json:"row"`
-	RawBase64 *string        `json:"raw_base64"`
-	Count     int            `json:"count"`
-	Source    map[string]any `json:"source"`
+	schemas.DeadLetterWire
+	Source map[string]any `json:"source"`
 }
 
 // Metric is the sum of the series of the named counter or gauge in reg
