@@ -44,7 +44,7 @@ var floors = []struct {
 		"kafkaconn", "broker", "broker/brokertest", "ledger/kafkaledger",
 	}},
 	{"service", []string{
-		"app", "app/apptest", "cmd/dpsurv-service/servicecmd",
+		"app", "app/apptest", "cmd/dpsurv-service/servicecmd", "cmd/dpsurv-service/servicecmd/configtest",
 	}},
 	{"tools and studies", []string{
 		"ops/harness", "ops", "ops/windowsrun", "cmd/dpsurv-eval/eval", "cmd/dpsurv-eval/inference", "cmd/dpsurv-sbom/sbom",
