@@ -33,7 +33,7 @@ var floors = []struct {
 		"schemas", "schemas/schemastest", "dp", "survival", "projection", "synth", "plots", "plots/plotstest",
 	}},
 	{"estimators and mechanisms", []string{
-		"dpfit", "dpfit/km", "dpfit/weibull", "regression", "sanitizers", "baselines", "audit", "ledger",
+		"dpfit", "dpfit/km", "dpfit/weibull", "regression", "sanitizers", "baselines", "audit", "audit/audittest", "ledger",
 	}},
 	// pipeline is the runtime only (imports message and retry,
 	// TestPipelineImportsOnlyMessageAndRetry), so it sits on the first
