@@ -24,7 +24,7 @@ var floors = []struct {
 	{"utilities", []string{
 		"", // the module's root package (version)
 		"message", "varint", "retry", "buildinfo",
-		"internal/testtier", "internal/datasets", "internal/privacy", "internal/benchtest", "internal/doctable", "internal/stattest",
+		"internal/testtier", "internal/datasets", "internal/privacy", "internal/benchtest", "internal/doctable", "internal/stattest", "internal/gofiles",
 	}},
 	{"codecs", []string{
 		"codecs/arrowipc", "codecs/arrowipc/arrowipctest", "codecs/csvrec", "codecs/csvrec/csvrectest", "codecs/jsonrec",

@@ -4,13 +4,14 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/internal/gofiles"
 )
 
 // floatNoiseAllowed lists the production functions that may hold
@@ -311,45 +312,18 @@ func floatNoise(fset *token.FileSet, f *ast.File, pkg string) []finding {
 // float uniform, log(u), a float inverse CDF, a float Gaussian, math/rand)
 // appears in any production file outside floatNoiseAllowed.
 func TestNoFloatNoiseOnPrivatePaths(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := gofiles.Root(t)
 	fset := token.NewFileSet()
 	flagged := map[string][]finding{}
-	files := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, rel := range gofiles.Production(t) {
+		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, parser.SkipObjectResolution)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		files++
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
 		for _, fd := range floatNoise(fset, f, f.Name.Name) {
 			key := rel + ":" + fd.fn
 			flagged[key] = append(flagged[key], fd)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 100 {
-		t.Fatalf("scanned only %d files under %s: wrong root?", files, root)
 	}
 	var bad []string
 	for rel, fs := range flagged {
