@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,28 +13,6 @@ import (
 func fitsDataPath(t *testing.T, name string) string {
 	t.Helper()
 	return datasets.Path(t, name)
-}
-
-// fitsLoadData loads one of the repository's data sets (no covariates) as
-// the fit evaluations read it, failing the test if it cannot.
-func fitsLoadData(t *testing.T, name string) *fitsData {
-	t.Helper()
-	d, err := fitsLoadCSV(fitsDataPath(t, name), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// tableNumber is the number in cell i of a markdown table row, failing the
-// test when the cell holds none.
-func tableNumber(t *testing.T, row []string, i int) float64 {
-	t.Helper()
-	var v float64
-	if _, err := fmt.Sscan(row[i], &v); err != nil {
-		t.Fatalf("cell %q: %v", row[i], err)
-	}
-	return v
 }
 
 func TestFitsReadCSV(t *testing.T) {

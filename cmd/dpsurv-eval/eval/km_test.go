@@ -60,6 +60,28 @@ func kmTableRows(t *testing.T, out, head string) [][]string {
 	return nil
 }
 
+// fitsLoadData loads one of the repository's data sets (no covariates) as
+// the fit evaluations read it, failing the test if it cannot.
+func fitsLoadData(t *testing.T, name string) *fitsData {
+	t.Helper()
+	d, err := fitsLoadCSV(fitsDataPath(t, name), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// tableNumber is the number in cell i of a markdown table row, failing the
+// test when the cell holds none.
+func tableNumber(t *testing.T, row []string, i int) float64 {
+	t.Helper()
+	var v float64
+	if _, err := fmt.Sscan(row[i], &v); err != nil {
+		t.Fatalf("cell %q: %v", row[i], err)
+	}
+	return v
+}
+
 // TestKMCommandKidney runs the subcommand end to end on the small kidney
 // data set (4 cohorts, 76 records) and checks the output's shape, the
 // figures, the -write mode and that a fixed seed reproduces the page.
