@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -99,15 +100,9 @@ type AttackOptions struct {
 }
 
 func (o AttackOptions) withDefaults() (AttackOptions, error) {
-	if o.PerCohort == 0 {
-		o.PerCohort = 100
-	}
-	if o.Resamples == 0 {
-		o.Resamples = 100
-	}
-	if o.Quantile == 0 {
-		o.Quantile = 0.95
-	}
+	o.PerCohort = cmp.Or(o.PerCohort, 100)
+	o.Resamples = cmp.Or(o.Resamples, 100)
+	o.Quantile = cmp.Or(o.Quantile, 0.95)
 	if o.PerCohort < 1 || o.Resamples < 1 {
 		return o, fmt.Errorf("per-cohort test size and resamples must be >= 1, got %d and %d", o.PerCohort, o.Resamples)
 	}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -33,15 +34,9 @@ type UtilityOptions struct {
 }
 
 func (o UtilityOptions) withDefaults() (UtilityOptions, error) {
-	if o.KLBin == 0 {
-		o.KLBin = 1
-	}
-	if o.Alpha == 0 {
-		o.Alpha = 0.5
-	}
-	if o.Conf == 0 {
-		o.Conf = 0.95
-	}
+	o.KLBin = cmp.Or(o.KLBin, 1)
+	o.Alpha = cmp.Or(o.Alpha, 0.5)
+	o.Conf = cmp.Or(o.Conf, 0.95)
 	if o.KLBin < 1 {
 		return o, fmt.Errorf("kl bin width must be >= 1, got %d", o.KLBin)
 	}

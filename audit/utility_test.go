@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsurv/dpsurv/audit/audittest"
 	"github.com/dpsurv/dpsurv/dp"
 )
 
@@ -211,28 +212,13 @@ func TestReportJSONAndText(t *testing.T) {
 	if err := rep.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
 	}
-	var got struct {
-		Attack struct {
-			Precision           map[string]*float64 `json:"precision"`
-			PrecisionNonPrivate map[string]*float64 `json:"precision_nonprivate"`
-		} `json:"attack"`
-		Utility struct {
-			KL           *float64            `json:"kl"`
-			MAE          *float64            `json:"mae"`
-			LogRank      map[string]*float64 `json:"logrank"`
-			MAEPerRecord *float64            `json:"mae_per_record"`
-			Joined       int                 `json:"joined"`
-		} `json:"utility"`
-	}
-	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
-		t.Fatalf("%v: %s", err, buf.String())
-	}
+	got := audittest.Decode(t, buf.Bytes())
 	for _, l := range labels {
 		if got.Attack.Precision[l] == nil || got.Attack.PrecisionNonPrivate[l] == nil || got.Utility.LogRank[l] == nil {
 			t.Errorf("cohort %s missing in %s", l, buf.String())
 		}
 	}
-	if got.Utility.KL == nil || got.Utility.MAE == nil || got.Utility.MAEPerRecord == nil || got.Utility.Joined != 400 {
+	if got.Utility.KL == nil || got.Utility.MAE == nil || got.Utility.MAEPerRecord == nil || got.Utility.Joined == nil || *got.Utility.Joined != 400 {
 		t.Errorf("utility incomplete: %s", buf.String())
 	}
 	if *got.Attack.PrecisionNonPrivate["early"] != 1 {

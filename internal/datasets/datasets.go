@@ -58,20 +58,40 @@ type Table struct {
 // "lung_tte.csv"); a missing or malformed file fails the test.
 func Read(t testing.TB, name string) Table {
 	t.Helper()
-	path := Path(t, name)
+	return ReadFile(t, Path(t, name))
+}
+
+// ReadFile reads a CSV file with a header row whole (a dataset, or a golden
+// file kept with the script that made it); a missing, malformed or empty
+// file fails the test.
+func ReadFile(t testing.TB, path string) Table {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
-		t.Fatalf("datasets: open %s: %v", name, err)
+		t.Fatalf("datasets: open %s: %v", path, err)
 	}
 	defer f.Close()
 	recs, err := csv.NewReader(f).ReadAll()
 	if err != nil {
-		t.Fatalf("datasets: read %s: %v", name, err)
+		t.Fatalf("datasets: read %s: %v", path, err)
 	}
 	if len(recs) < 1 {
-		t.Fatalf("datasets: %s is empty", name)
+		t.Fatalf("datasets: %s is empty", path)
 	}
 	return Table{Header: recs[0], Rows: recs[1:]}
+}
+
+// Records is the table's rows as maps from column name to value.
+func (tb Table) Records() []map[string]string {
+	out := make([]map[string]string, len(tb.Rows))
+	for r, row := range tb.Rows {
+		m := make(map[string]string, len(tb.Header))
+		for i, h := range tb.Header {
+			m[h] = row[i]
+		}
+		out[r] = m
+	}
+	return out
 }
 
 // Columns maps each header name to its column index.

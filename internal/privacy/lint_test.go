@@ -4,13 +4,14 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/internal/gofiles"
 )
 
 // floatNoiseAllowed lists the production functions that may hold
@@ -158,25 +159,8 @@ func floatNoise(fset *token.FileSet, f *ast.File, pkg string) []finding {
 	taint := func(body ast.Node) map[string]bool {
 		tainted := map[string]bool{}
 		mark := func(lhs ast.Expr) bool {
-			for {
-				switch e := lhs.(type) {
-				case *ast.IndexExpr:
-					lhs = e.X
-					continue
-				case *ast.SliceExpr:
-					lhs = e.X
-					continue
-				case *ast.UnaryExpr:
-					lhs = e.X
-					continue
-				case *ast.ParenExpr:
-					lhs = e.X
-					continue
-				}
-				break
-			}
-			id, ok := lhs.(*ast.Ident)
-			if !ok || id.Name == "_" || tainted[id.Name] {
+			id := assignedVar(lhs)
+			if id == nil || id.Name == "_" || tainted[id.Name] {
 				return false
 			}
 			tainted[id.Name] = true
@@ -311,45 +295,18 @@ func floatNoise(fset *token.FileSet, f *ast.File, pkg string) []finding {
 // float uniform, log(u), a float inverse CDF, a float Gaussian, math/rand)
 // appears in any production file outside floatNoiseAllowed.
 func TestNoFloatNoiseOnPrivatePaths(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := gofiles.Root(t)
 	fset := token.NewFileSet()
 	flagged := map[string][]finding{}
-	files := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, rel := range gofiles.Production(t) {
+		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, parser.SkipObjectResolution)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		files++
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
 		for _, fd := range floatNoise(fset, f, f.Name.Name) {
 			key := rel + ":" + fd.fn
 			flagged[key] = append(flagged[key], fd)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 100 {
-		t.Fatalf("scanned only %d files under %s: wrong root?", files, root)
 	}
 	var bad []string
 	for rel, fs := range flagged {
@@ -392,6 +349,7 @@ func TestFloatNoiseLinterCatches(t *testing.T) {
 		{"crypto/rand Int to float", "package x\nimport (\"crypto/rand\"; \"math/big\")\nfunc f() float64 { n, _ := rand.Int(rand.Reader, big.NewInt(1<<53)); return float64(n.Int64()) / (1 << 53) }"},
 		{"crypto/rand Int to big.Float", "package x\nimport (cr \"crypto/rand\"; \"math/big\")\nfunc f() *big.Float { n, _ := cr.Int(cr.Reader, big.NewInt(1<<53)); return new(big.Float).SetInt(n) }"},
 		{"crypto/rand Read to float", "package x\nimport (\"crypto/rand\"; \"encoding/binary\"; \"math\")\nfunc f() float64 { var b [8]byte; rand.Read(b[:]); w := binary.LittleEndian.Uint64(b[:]); return math.Float64frombits(w) }"},
+		{"word kept in an array element", "package x\nfunc f(s interface{ Uint64() uint64 }) float64 { var a [2]uint64; (a[0]) = s.Uint64() >> 11; return float64(a[0]) / (1 << 53) }"},
 		{"generator Float64", "package x\nfunc f(r interface{ Float64() float64 }) float64 { return r.Float64() }"},
 	} {
 		fset := token.NewFileSet()
@@ -439,5 +397,27 @@ func TestFloatNoiseLinterCatches(t *testing.T) {
 	f, _ := parser.ParseFile(fset, "x.go", clean, 0)
 	if fs := floatNoise(fset, f, "x"); len(fs) != 0 {
 		t.Errorf("exact sampler flagged: %+v", fs)
+	}
+}
+
+// assignedVar is the variable an assignment to e writes: x of x, x[i],
+// x[i:j], &x and (x), however nested; nil when e names none (a field, a
+// call's result).
+func assignedVar(e ast.Expr) *ast.Ident {
+	for {
+		switch x := e.(type) {
+		case *ast.Ident:
+			return x
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.SliceExpr:
+			e = x.X
+		case *ast.UnaryExpr:
+			e = x.X
+		case *ast.ParenExpr:
+			e = x.X
+		default:
+			return nil
+		}
 	}
 }

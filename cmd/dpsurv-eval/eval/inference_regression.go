@@ -182,16 +182,15 @@ func writeRegressionCompare(w io.Writer, cfg regressionCompareConfig) error {
 	return nil
 }
 
-func f3c(v float64) string {
+// fixedCell formats a table cell with prec decimals ("—" for NaN: a
+// cell without releases).
+func fixedCell(v float64, prec int) string {
 	if math.IsNaN(v) {
 		return "—"
 	}
-	return strconv.FormatFloat(v, 'f', 3, 64)
+	return strconv.FormatFloat(v, 'f', prec, 64)
 }
 
-func f2c(v float64) string {
-	if math.IsNaN(v) {
-		return "—"
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
-}
+func f3c(v float64) string { return fixedCell(v, 3) }
+
+func f2c(v float64) string { return fixedCell(v, 2) }

@@ -60,6 +60,28 @@ func kmTableRows(t *testing.T, out, head string) [][]string {
 	return nil
 }
 
+// fitsLoadData loads one of the repository's data sets (no covariates) as
+// the fit evaluations read it, failing the test if it cannot.
+func fitsLoadData(t *testing.T, name string) *fitsData {
+	t.Helper()
+	d, err := fitsLoadCSV(fitsDataPath(t, name), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// tableNumber is the number in cell i of a markdown table row, failing the
+// test when the cell holds none.
+func tableNumber(t *testing.T, row []string, i int) float64 {
+	t.Helper()
+	var v float64
+	if _, err := fmt.Sscan(row[i], &v); err != nil {
+		t.Fatalf("cell %q: %v", row[i], err)
+	}
+	return v
+}
+
 // TestKMCommandKidney runs the subcommand end to end on the small kidney
 // data set (4 cohorts, 76 records) and checks the output's shape, the
 // figures, the -write mode and that a fixed seed reproduces the page.
@@ -161,23 +183,14 @@ func TestKMCommandKidney(t *testing.T) {
 // means have standard errors below 0.01 and 0.05, so the margins below are
 // many standard errors wide: the false-alarm rate is negligible (< 1e-6).
 func TestKMUtilityFlchain(t *testing.T) {
-	d, err := fitsLoadCSV(fitsDataPath(t, "flchain_tte.csv"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := fitsLoadData(t, "flchain_tte.csv")
 	var out bytes.Buffer
 	cfg := kmEvalConfig{data: "flchain_tte.csv", timeMax: 5200, binWidth: 30, eps: []float64{2}, reps: 3, seed: 7}
 	if err := kmEvaluate(&out, d, cfg, "cmd"); err != nil {
 		t.Fatal(err)
 	}
 	rows := kmTableRows(t, out.String(), "| method | ε |")
-	num := func(r []string, i int) float64 {
-		var v float64
-		if _, err := fmt.Sscan(r[i], &v); err != nil {
-			t.Fatalf("cell %q: %v", r[i], err)
-		}
-		return v
-	}
+	num := func(r []string, i int) float64 { return tableNumber(t, r, i) }
 	ref, nh, hk, ln := rows[0], rows[1], rows[2], rows[3]
 	t.Logf("mean sup: binned exact %s, noisy-histogram %s, hierarchical %s, LNTE %s", ref[3], nh[3], hk[3], ln[3])
 	if v := num(ref, 3); v > 0.03 {

@@ -87,10 +87,7 @@ func TestRegressionCommandKidney(t *testing.T) {
 	// The ridge bias grows with the ridge (a deterministic column).
 	var prev float64
 	for i, r := range sweep {
-		var b float64
-		if _, err := fmt.Sscan(r[4], &b); err != nil {
-			t.Fatalf("cell %q: %v", r[4], err)
-		}
+		b := tableNumber(t, r, 4)
 		if i > 0 && !(b > prev) {
 			t.Errorf("ridge bias not increasing: %v", sweep)
 		}

@@ -443,8 +443,7 @@ func sanSection3(w io.Writer, cfg sanConfig, lung, flchain *sanDataset) error {
 			fmt.Fprintf(w, "Log-rank χ² of the sanitized against the original KM curve per cohort (* p ≤ 0.05), and the shift of the KM median in %s (original medians: ", ds.unit)
 			var meds []string
 			for c, n := range ds.names {
-				o, e := sanCohort(ds.data, c)
-				km, err := survival.KaplanMeier(o, e, 0.95)
+				km, err := sanKM(ds.data, c)
 				if err != nil {
 					return err
 				}
@@ -478,16 +477,13 @@ func sanSection3(w io.Writer, cfg sanConfig, lung, flchain *sanDataset) error {
 		for _, r := range runs {
 			var pairs []sanPair
 			for _, c := range cs.plotCohorts {
-				o, e := sanCohort(ds.data, c)
-				ko, err := survival.KaplanMeier(o, e, 0.95)
+				ko, err := sanKM(ds.data, c)
 				if err != nil {
 					return err
 				}
 				pr := sanPair{label: ds.names[c], orig: ko}
-				if s, se := sanCohort(r.san, c); len(s) > 0 {
-					if kr, err := survival.KaplanMeier(s, se, 0.95); err == nil {
-						pr.released, pr.ok = kr, true
-					}
+				if kr, err := sanKM(r.san, c); err == nil { // none where the release emptied the cohort
+					pr.released, pr.ok = kr, true
 				}
 				pairs = append(pairs, pr)
 			}
@@ -501,6 +497,13 @@ func sanSection3(w io.Writer, cfg sanConfig, lung, flchain *sanDataset) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// sanKM is the Kaplan–Meier curve (95% intervals) of cohort c of d; an
+// error for an empty cohort.
+func sanKM(d audit.Data, c int) (survival.KMCurve, error) {
+	t, e := sanCohort(d, c)
+	return survival.KaplanMeier(t, e, 0.95)
 }
 
 // sanCohort returns the float times and events of cohort c.

@@ -2,7 +2,6 @@ package eval
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -48,10 +47,7 @@ func TestWeibullCommandKidney(t *testing.T) {
 // P(|error| < 0.3) < 0.03 per draw, so a median below 0.3 needs 11 such
 // draws: both false-alarm rates are below 1e-9.
 func TestWeibullUtilityFlchain(t *testing.T) {
-	d, err := fitsLoadCSV(fitsDataPath(t, "flchain_tte.csv"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := fitsLoadData(t, "flchain_tte.csv")
 	var out bytes.Buffer
 	cfg := wbEvalConfig{data: "flchain_tte.csv", timeMax: 5200, eps: []float64{2}, reps: 21, seed: 5}
 	if err := wbEvaluate(&out, d, cfg, "cmd"); err != nil {
@@ -60,11 +56,7 @@ func TestWeibullUtilityFlchain(t *testing.T) {
 	rows := kmTableRows(t, out.String(), "| ε (total) | method | MdAE shape |")
 	val := map[string]float64{}
 	for _, r := range rows {
-		var v float64
-		if _, err := fmt.Sscan(r[2], &v); err != nil {
-			t.Fatalf("cell %q: %v", r[2], err)
-		}
-		val[r[1]] = v
+		val[r[1]] = tableNumber(t, r, 2)
 	}
 	t.Logf("MdAE shape at epsilon 2: %v", val)
 	if lsp, lap := val[wbMethodNames["lsp"]], val[wbMethodNames["laplace"]]; !(lsp < 0.05 && lap > 0.3) {

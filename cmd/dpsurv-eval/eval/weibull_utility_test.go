@@ -1,14 +1,13 @@
 package eval
 
 import (
-	"encoding/csv"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/dpfit/weibull"
+	"github.com/dpsurv/dpsurv/internal/datasets"
 	"github.com/dpsurv/dpsurv/survival"
 )
 
@@ -17,19 +16,11 @@ import (
 // largest time.
 func wbLoadFlchain(t *testing.T) (survival.Compressed, float64) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "..", "survival", "testdata", "weibull_flchain.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := datasets.ReadFile(t, filepath.Join("..", "..", "..", "survival", "testdata", "weibull_flchain.csv")).Rows
 	var tm []float64
 	var ev []bool
 	mx := 0.0
-	for _, row := range rows[1:] {
+	for _, row := range rows {
 		v, err := strconv.ParseFloat(row[0], 64)
 		if err != nil {
 			t.Fatal(err)

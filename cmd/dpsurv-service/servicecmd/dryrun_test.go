@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-service/servicecmd/configtest"
 )
 
 // The slim binary's `run` checks what the full binary's does before it
@@ -19,17 +20,10 @@ func TestSlimRunChecksAsTheFullBinary(t *testing.T) {
 	dir := t.TempDir()
 	key := apptest.KeyFile(t)
 	config := func(sasl string) string {
-		p := filepath.Join(t.TempDir(), "c.yaml")
-		y := "kafka: {brokers: [\"127.0.0.1:1\"]" + sasl + "}\ninput: {topic: in}\nschema: {time_max: 100, cohorts: [a, b]}\n" +
-			"sanitizers:\n  key_file: " + key + "\n  time: {mechanism: te, epsilon: 0.1, window: 10}\n  cohort: {mechanism: rrr, epsilon: 1}\n" +
-			"output: {sanitized_topic: out, dead_letter_topic: dlq}\n"
-		if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return configtest.Write(t, filepath.Join(t.TempDir(), "c.yaml"), configtest.Config{Key: key, Kafka: sasl}.YAML())
 	}
 	missing := filepath.Join(dir, "no-such-password")
-	_, e, code := main("run", "--config", config(", sasl: {mechanism: scram-sha-512, username: u, password_file: "+missing+"}"), "--dry-run")
+	_, e, code := main("run", "--config", config("sasl: {mechanism: scram-sha-512, username: u, password_file: "+missing+"}"), "--dry-run")
 	if code == 0 || !strings.Contains(e, "kafka.sasl.password_file") {
 		t.Errorf("unreadable password file: exit %d, stderr %q; want a refusal naming kafka.sasl.password_file", code, e)
 	}
@@ -37,7 +31,7 @@ func TestSlimRunChecksAsTheFullBinary(t *testing.T) {
 	if err := os.WriteFile(pw, []byte("secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o, e, code := main("run", "--config", config(", sasl: {mechanism: plain, username: u, password_file: "+pw+"}"), "--dry-run")
+	o, e, code := main("run", "--config", config("sasl: {mechanism: plain, username: u, password_file: "+pw+"}"), "--dry-run")
 	if code != 0 {
 		t.Fatalf("dry run: exit %d, stderr %q", code, e)
 	}

@@ -2,7 +2,6 @@ package servicecmd_test
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/dpsurv/dpsurv"
 	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/cmd/dpsurv-service/servicecmd"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-service/servicecmd/configtest"
 )
 
 func main(args ...string) (string, string, int) {
@@ -24,19 +24,7 @@ func main(args ...string) (string, string, int) {
 func TestSlimCommandLine(t *testing.T) {
 	dir := t.TempDir()
 	key := apptest.KeyFile(t)
-	cfg := filepath.Join(dir, "c.yaml")
-	if err := os.WriteFile(cfg, []byte(`
-kafka: {brokers: ["127.0.0.1:1"]}
-input: {topic: in}
-schema: {time_max: 100, cohorts: [a, b]}
-sanitizers:
-  key_file: `+key+`
-  time: {mechanism: te, epsilon: 0.1, window: 10}
-  cohort: {mechanism: rrr, epsilon: 1}
-output: {sanitized_topic: out, dead_letter_topic: dlq}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := configtest.Write(t, filepath.Join(dir, "c.yaml"), configtest.Config{Key: key}.YAML())
 	if o, e, code := main("run", "--config", cfg, "--dry-run"); code != 0 || !strings.Contains(o, `"config":"ok"`) || !strings.Contains(o, "worst_case_loss") {
 		t.Errorf("run --dry-run: exit %d\n%s\n%s", code, o, e)
 	}

@@ -2,12 +2,13 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/audit/audittest"
 )
 
 func auditMain(t *testing.T, args ...string) (string, string, int) {
@@ -39,21 +40,6 @@ func auditFixture(t *testing.T) (dir, input, key string) {
 	return dir, input, key
 }
 
-type auditJSON struct {
-	Mechanism string `json:"mechanism"`
-	Attack    struct {
-		Precision           map[string]*float64 `json:"precision"`
-		PrecisionNonPrivate map[string]*float64 `json:"precision_nonprivate"`
-	} `json:"attack"`
-	Utility struct {
-		KL           *float64            `json:"kl"`
-		MAE          *float64            `json:"mae"`
-		LogRank      map[string]*float64 `json:"logrank"`
-		MAEPerRecord *float64            `json:"mae_per_record"`
-		Joined       *int                `json:"joined"`
-	} `json:"utility"`
-}
-
 func TestAuditCommand(t *testing.T) {
 	t.Parallel()
 	dir, input, key := auditFixture(t)
@@ -72,10 +58,7 @@ func TestAuditCommand(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("audit: exit %d: %s", code, stderr)
 			}
-			var got auditJSON
-			if err := json.Unmarshal([]byte(out), &got); err != nil {
-				t.Fatalf("%v: %s", err, out)
-			}
+			got := audittest.Decode(t, []byte(out))
 			if got.Mechanism != "te-sanitizer(epsilon=0.5, window=10)" {
 				t.Errorf("mechanism %q", got.Mechanism)
 			}
@@ -114,10 +97,7 @@ func TestAuditCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("audit identity: exit %d: %s", code, stderr)
 	}
-	var id auditJSON
-	if err := json.Unmarshal([]byte(out), &id); err != nil {
-		t.Fatal(err)
-	}
+	id := audittest.Decode(t, []byte(out))
 	if *id.Attack.Precision["odd"] != 1 || *id.Utility.KL != 0 || *id.Utility.MAE != 0 || *id.Utility.LogRank["odd"] != 0 {
 		t.Errorf("identity audit: %s", out)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-service/servicecmd/configtest"
 	"github.com/dpsurv/dpsurv/internal/datasets"
 )
 
@@ -120,30 +121,20 @@ func TestSanitizeRefusesWithoutKey(t *testing.T) {
 func TestRunDryRun(t *testing.T) {
 	dir := t.TempDir()
 	key := apptest.KeyFile(t)
-	cfg := `
-kafka: {brokers: ["127.0.0.1:1"]}
-input: {topic: in}
-schema: {time_max: 100, cohorts: [a, b]}
-sanitizers:
-  key_file: ` + key + `
-  time: {mechanism: te, epsilon: 0.1, window: 10}
-  cohort: {mechanism: rrr, epsilon: 1}
-output: {sanitized_topic: out, dead_letter_topic: dlq}
-`
-	p := filepath.Join(dir, "c.yaml")
-	os.WriteFile(p, []byte(cfg), 0o600)
+	cfg := configtest.Config{Key: key}.YAML()
+	p := configtest.Write(t, filepath.Join(dir, "c.yaml"), cfg)
 	o, e, code := run(t, "run", "--config", p, "--dry-run")
 	if code != 0 || !strings.Contains(o, `"config":"ok"`) || !strings.Contains(o, "worst_case_loss") {
 		t.Fatalf("exit %d\n%s\n%s", code, o, e)
 	}
 	// Missing key: refuses to start.
-	os.WriteFile(p, []byte(strings.Replace(cfg, "key_file: "+key, "key_file: "+filepath.Join(dir, "absent"), 1)), 0o600)
+	configtest.Write(t, p, strings.Replace(cfg, "key_file: "+key, "key_file: "+filepath.Join(dir, "absent"), 1))
 	_, e, code = run(t, "run", "--config", p, "--dry-run")
 	if code == 0 || !strings.Contains(e, "sanitizers.key_file") {
 		t.Fatalf("missing key: exit %d, %s", code, e)
 	}
 	// A config error names its field.
-	os.WriteFile(p, []byte(strings.Replace(cfg, "input: {topic: in}", "input: {topik: in}", 1)), 0o600)
+	configtest.Write(t, p, strings.Replace(cfg, "input: {topic: in}", "input: {topik: in}", 1))
 	_, e, code = run(t, "run", "--config", p, "--dry-run")
 	if code == 0 || !strings.Contains(e, "input.topik: unknown field") {
 		t.Fatalf("unknown field: exit %d, %s", code, e)

@@ -68,22 +68,9 @@ func fstr(m map[string]any, k string) string {
 	return s
 }
 
-// fvec reads an array of numbers (null entries NaN); nil when absent.
-func fvec(m map[string]any, k string) []float64 {
-	a, ok := m[k].([]any)
-	if !ok {
-		return nil
-	}
-	out := make([]float64, len(a))
-	for i, v := range a {
-		if f, ok := v.(float64); ok {
-			out[i] = f
-		} else {
-			out[i] = math.NaN()
-		}
-	}
-	return out
-}
+// fvec reads the array of numbers at key k (null entries NaN); nil when
+// absent (jsonFloats).
+func fvec(m map[string]any, k string) []float64 { return jsonFloats(m[k]) }
 
 func fstrs(m map[string]any, k string) []string {
 	a, _ := m[k].([]any)

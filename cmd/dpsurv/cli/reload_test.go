@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dpsurv/dpsurv/app/apptest"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-service/servicecmd/configtest"
 )
 
 // waitForLog returns the nth JSON log line whose msg is msg; it fails the
@@ -50,28 +51,22 @@ func TestRunReloadsOnSIGHUP(t *testing.T) {
 	dir := t.TempDir()
 	key := apptest.KeyFile(t)
 	cfg := func(level, topic, budget string) string {
-		return `
-kafka: {brokers: ["127.0.0.1:1"]}
-input: {topic: ` + topic + `}
-schema: {time_max: 100, cohorts: [a, b]}
-sanitizers:
-  key_file: ` + key + `
-  time: {mechanism: te, epsilon: 0.1, window: 10}
-  cohort: {mechanism: rrr, epsilon: 1}
-output: {sanitized_topic: out, dead_letter_topic: dlq, fit_topic: fits}
-aggregators:
+		return configtest.Config{
+			Key:      key,
+			Topic:    topic,
+			FitTopic: true,
+			More: `aggregators:
   - {name: km-weekly, kind: km, epsilon: 0.5, window: {size: 168h}}
 ledger: {file: ` + filepath.Join(dir, "ledger.jsonl") + `, budget: {stream: ` + budget + `}}
 http: {listen: "127.0.0.1:0"}
 log: {level: ` + level + `}
-`
+`,
+		}.YAML()
 	}
 	p := filepath.Join(dir, "c.yaml")
 	write := func(s string) {
 		t.Helper()
-		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		configtest.Write(t, p, s)
 	}
 	write(cfg("info", "in", "1"))
 	var logs apptest.Logs

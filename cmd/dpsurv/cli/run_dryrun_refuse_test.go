@@ -8,6 +8,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-service/servicecmd/configtest"
 )
 
 // Issue 21, defect 6: configuration that validates but cannot work is
@@ -32,24 +33,15 @@ func TestRunDryRunRefusesWhatCannotWork(t *testing.T) {
 	os.Chmod(pwLoose, 0o644)
 	big := filepath.Join(dir, "big.crt")
 	os.WriteFile(big, make([]byte, 2<<20), 0o644)
-	base := `
-kafka:
-  brokers: ["127.0.0.1:1"]
-  KAFKA
-input: {topic: in}
-schema: {time_max: TIMEMAX, cohorts: [a, b]}
-sanitizers:
-  key_file: ` + key + `
-  time: {mechanism: te, epsilon: 0.1, window: 10}
-  cohort: {mechanism: rrr, epsilon: 1}
-output: {sanitized_topic: out, dead_letter_topic: dlq, fit_topic: fits}
-aggregators:
-  - {name: km, kind: km, epsilon: EPS, window: {size: 1m}}
-ledger: {file: ` + filepath.Join(dir, "ledger") + `, budget: {stream: 100}}
-`
 	cfg := func(kafka, timeMax, eps string) string {
-		r := strings.NewReplacer("KAFKA", kafka, "TIMEMAX", timeMax, "EPS", eps)
-		return r.Replace(base)
+		return configtest.Config{
+			Key:      key,
+			Kafka:    kafka,
+			Schema:   "{time_max: " + timeMax + ", cohorts: [a, b]}",
+			FitTopic: true,
+			More: "aggregators:\n  - {name: km, kind: km, epsilon: " + eps + ", window: {size: 1m}}\n" +
+				"ledger: {file: " + filepath.Join(dir, "ledger") + ", budget: {stream: 100}}\n",
+		}.YAML()
 	}
 	tls := func(extra string) string { return "tls: {enabled: true, " + extra + "}" }
 	cases := []struct {
@@ -68,7 +60,7 @@ ledger: {file: ` + filepath.Join(dir, "ledger") + `, budget: {stream: 100}}
 	p := filepath.Join(dir, "c.yaml")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			os.WriteFile(p, []byte(c.config), 0o600)
+			configtest.Write(t, p, c.config)
 			o, e, code := run(t, "run", "--config", p, "--dry-run")
 			if code == 0 || !strings.Contains(e, c.want) {
 				t.Fatalf("exit %d, want a refusal naming %s\nstdout %s\nstderr %s", code, c.want, o, e)
@@ -76,14 +68,14 @@ ledger: {file: ` + filepath.Join(dir, "ledger") + `, budget: {stream: 100}}
 		})
 	}
 	t.Run("good TLS and SASL files pass", func(t *testing.T) {
-		os.WriteFile(p, []byte(cfg(tls("ca_file: "+ca+", cert_file: "+cert+", key_file: "+tlsKey)+"\n  sasl: {mechanism: scram-sha-512, username: u, password_file: "+pw+"}", "100", "1")), 0o600)
+		configtest.Write(t, p, cfg(tls("ca_file: "+ca+", cert_file: "+cert+", key_file: "+tlsKey)+", sasl: {mechanism: scram-sha-512, username: u, password_file: "+pw+"}", "100", "1"))
 		o, e, code := run(t, "run", "--config", p, "--dry-run")
 		if code != 0 || !strings.Contains(o, `"config":"ok"`) || strings.Contains(o, "warnings") {
 			t.Fatalf("exit %d\nstdout %s\nstderr %s", code, o, e)
 		}
 	})
 	t.Run("SASL PLAIN without TLS is warned", func(t *testing.T) {
-		os.WriteFile(p, []byte(cfg("sasl: {mechanism: plain, username: u, password_file: "+pw+"}", "100", "1")), 0o600)
+		configtest.Write(t, p, cfg("sasl: {mechanism: plain, username: u, password_file: "+pw+"}", "100", "1"))
 		o, e, code := run(t, "run", "--config", p, "--dry-run")
 		if code != 0 || !strings.Contains(o, `"warnings":["kafka.sasl.mechanism: plain without kafka.tls.enabled`) {
 			t.Fatalf("exit %d\nstdout %s\nstderr %s", code, o, e)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dpsurv/dpsurv/cmd/dpsurv-service/servicecmd/configtest"
 )
 
 // Defect 6: `dpsurv run --dry-run` with key_file /dev/zero used to read
@@ -33,20 +35,7 @@ func TestRunDryRunRefusesHostileKeyFiles(t *testing.T) {
 			if _, err := os.Stat(tc.key); err != nil {
 				t.Skipf("no %s", tc.key)
 			}
-			cfg := `
-kafka: {brokers: ["127.0.0.1:1"]}
-input: {topic: in}
-schema: {time_max: 100, cohorts: [a, b]}
-sanitizers:
-  key_file: ` + tc.key + `
-  time: {mechanism: te, epsilon: 0.1, window: 10}
-  cohort: {mechanism: rrr, epsilon: 1}
-output: {sanitized_topic: out, dead_letter_topic: dlq}
-`
-			p := filepath.Join(t.TempDir(), "c.yaml")
-			if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			p := configtest.Write(t, filepath.Join(t.TempDir(), "c.yaml"), configtest.Config{Key: tc.key}.YAML())
 			start := time.Now()
 			_, e, code := run(t, "run", "--config", p, "--dry-run")
 			if code == 0 || !strings.Contains(e, "sanitizers.key_file") || !strings.Contains(e, tc.want) {

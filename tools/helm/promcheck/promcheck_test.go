@@ -281,12 +281,8 @@ func buildDpsurv(t *testing.T, dir string) string {
 // listens on every interface of the pod; the test host is no pod).
 func serviceConfig(t *testing.T, r chartrender.Rendered, dir string, port int) string {
 	t.Helper()
-	text, err := r.ServiceConfig()
+	cfg, _, err := r.ServiceConfigMap()
 	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	key := make([]byte, 32)

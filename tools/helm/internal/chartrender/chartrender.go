@@ -227,3 +227,17 @@ func (r Rendered) ServiceConfig() (string, error) {
 	}
 	return found[0], nil
 }
+
+// ServiceConfigMap is ServiceConfig decoded strictly (a duplicate key
+// fails), with its text.
+func (r Rendered) ServiceConfigMap() (map[string]any, string, error) {
+	text, err := r.ServiceConfig()
+	if err != nil {
+		return nil, "", err
+	}
+	var cfg map[string]any
+	if err := yaml.UnmarshalStrict([]byte(text), &cfg); err != nil {
+		return nil, "", fmt.Errorf("parse rendered config.yaml: %w", err)
+	}
+	return cfg, text, nil
+}
