@@ -1,7 +1,8 @@
 package brokertest
 
 import (
-	"math/rand/v2"
+	"crypto/rand"
+	"math/big"
 	"net"
 	"os"
 	"strconv"
@@ -15,12 +16,17 @@ import (
 // ephemeral, and on a loaded machine the seconds between this call and the
 // bind are enough for an outgoing connection to be handed it ("address
 // already in use" at load 19). Ports below the range are only ever bound
-// on purpose; a random one of them is checked free here.
+// on purpose; a random one of them (crypto/rand: this file is
+// production code to the float-noise linter) is checked free here.
 func FreePort(t testing.TB) string {
 	t.Helper()
 	lo := ephemeralLow()
 	for range 200 {
-		port := 10000 + rand.IntN(lo-10000)
+		r, err := rand.Int(rand.Reader, big.NewInt(int64(lo-10000)))
+		if err != nil {
+			break
+		}
+		port := 10000 + int(r.Int64())
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			continue
