@@ -320,16 +320,7 @@ log: {level: info}
 	}
 	lastKey := aggregators.WindowKey("km-3s", caughtUp.Unix()/3*3)
 	if !harness.WaitFor(ctx, 15*time.Second, func() bool {
-		es, err := ops.ReadLedger(ctx, conn, cfg.Ledger.Topic)
-		if err != nil {
-			return false
-		}
-		for _, e := range es {
-			if e.Key == lastKey {
-				return true
-			}
-		}
-		return false
+		return ledgerHas(ctx, conn, cfg.Ledger.Topic, lastKey)
 	}) {
 		t.Fatalf("window %s never released", lastKey)
 	}
