@@ -14,9 +14,7 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/app/apptest"
-	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops/harness"
-	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -28,15 +26,10 @@ import (
 // prints them.
 func TestConsumerReadsServiceOutput(t *testing.T) {
 	cohorts := []string{"A", "B", "C"}
-	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{ClientID: "example"}
-	cfg.Input = app.InputConfig{Topic: "in", GroupID: "example-svc", Format: "arrow", MaxBatch: 8, Partitions: 1}
-	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
-	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10}
-	cfg.Sanitizers.Cohort = sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: 2}
+	cfg := apptest.Config("example", cohorts, 400) // TE ε 0.5, window 10
+	cfg.Input.GroupID, cfg.Input.Partitions = "example-svc", 1
+	cfg.Sanitizers.Cohort.Epsilon = 2
 	cfg.Output = app.OutputConfig{SanitizedTopic: "tte.sanitized", DeadLetterTopic: "tte.dlq", FitTopic: "tte.fits"}
-	cfg.HTTP.Listen = ""
 	cfg.Aggregators = []app.AggregatorConfig{
 		{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.KMParams{BinWidth: 10}},
 	}
