@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"go.uber.org/zap"
@@ -174,19 +173,11 @@ func (s *Service) aggregatorLoop(cfg Config, validator *schemas.Validator) func(
 		// source) is retried with backoff while the service stays alive,
 		// sanitizing, and not ready (no aggregator runner yet).
 		var agg *aggregation
-		bo := s.retryBackoff(500 * time.Millisecond)
-		for {
-			var err error
-			if agg, err = s.startAggregation(ctx, cfg, validator, metrics); err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				return nil
-			}
-			s.Log.Error("aggregators could not start; not ready, retrying", zap.Error(err), zap.Duration("backoff", bo.Current()))
-			if !bo.Wait(ctx) {
-				return nil
-			}
+		if !s.retryUntil(ctx, "aggregators could not start; not ready, retrying", func() (err error) {
+			agg, err = s.startAggregation(ctx, cfg, validator, metrics)
+			return err
+		}) {
+			return nil
 		}
 		defer agg.close(s.Log)
 		s.agg.Store(agg.runner)

@@ -58,9 +58,7 @@ func TestParseAggregatorConfig(t *testing.T) {
 
 func TestAggregatorConfigErrorsNameFieldPath(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name, from, to, want string
-	}{
+	wantEditsRefused(t, aggYAML, []configEdit{
 		{"no ledger", "  topic: dpsurv.ledger\n", "", "ledger: set ledger.topic"},
 		{"both ledgers", "  topic: dpsurv.ledger\n", "  topic: dpsurv.ledger\n  file: /tmp/l\n", "not both"},
 		{"no stream budget", "stream: 20, ", "", "ledger.budget.stream: required"},
@@ -83,10 +81,5 @@ func TestAggregatorConfigErrorsNameFieldPath(t *testing.T) {
 		{"weibull sims range", "method: lsp, rungs: 200", "method: lsp, interval_sims: 20", "aggregators[2].params.interval_sims: want 0 (default)"},
 		{"km conf range", "bin_width: 7, conf: 0.9", "bin_width: 7, conf: 1.5", "aggregators[0].params.conf: must be in (0, 1)"},
 		{"window size type", "size: 24h}\n    params: {method", "size: [1]}\n    params: {method", "aggregators[2].window.size"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			wantConfigError(t, edited(t, aggYAML, tc.from, tc.to), tc.want)
-		})
-	}
+	})
 }

@@ -40,9 +40,7 @@ func TestParseDiscreteAggregatorConfig(t *testing.T) {
 
 func TestDiscreteAggregatorErrorsNameFieldPath(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name, from, to, want string
-	}{
+	wantEditsRefused(t, discreteYAML, []configEdit{
 		{"no covariates", "      covariates: [age]\n", "", "aggregators[0].params.covariates: required"},
 		{"covariate not in schema", "      covariates: [age]", "      covariates: [weight]", `aggregators[0].params.covariates[0]: "weight" is not in schema.covariates`},
 		{"no centre", "      centre: [60]\n", "", "aggregators[0].params.centre: required"},
@@ -53,10 +51,5 @@ func TestDiscreteAggregatorErrorsNameFieldPath(t *testing.T) {
 		{"cap", "max_records: 50000", "max_records: 0.5", "aggregators[0].params.max_records: want an integer"},
 		{"zero interval fraction", "max_records: 50000", "max_records: 50000\n      interval_epsilon_fraction: 0", "aggregators[0].params.interval_epsilon_fraction: "},
 		{"psgld interval fraction", "method: objective", "method: psgld\n      interval_epsilon_fraction: 0.2", "aggregators[0].params.interval_epsilon_fraction: psgld releases publish no limits"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			wantConfigError(t, edited(t, discreteYAML, tc.from, tc.to), tc.want)
-		})
-	}
+	})
 }

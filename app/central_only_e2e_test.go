@@ -10,9 +10,8 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/app/apptest"
-	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops/harness"
-	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
+	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
 )
@@ -56,14 +55,11 @@ func TestCentralOnlyServiceEndToEnd(t *testing.T) {
 // given sanitized topic ("" for central releases only); the caller adds
 // the aggregators and the ledger.
 func e2eConfig(brokers []string, name string, cohorts []string, sanitized string) app.Config {
-	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{Brokers: brokers, ClientID: name}
-	cfg.Input = app.InputConfig{Topic: "in", GroupID: name, Format: "arrow", MaxBatch: 8, Partitions: 1}
-	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
-	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
+	cfg := apptest.Config(name, cohorts, 400)
+	cfg.Kafka.Brokers = brokers
+	cfg.Input.Partitions = 1
+	cfg.Sanitizers.Cohort = sanitizers.CohortConfig{Mechanism: "none"}
 	cfg.Output = app.OutputConfig{SanitizedTopic: sanitized, DeadLetterTopic: "dlq", FitTopic: "fits"}
-	cfg.HTTP.Listen = ""
 	cfg.Log.Level = "debug"
 	return cfg
 }

@@ -27,6 +27,20 @@ func wantConfigError(t *testing.T, yaml, want string) {
 	}
 }
 
+// configEdit is one case of a refusal test: the base YAML with the first
+// from replaced by to must be refused with an error containing want.
+type configEdit struct{ name, from, to, want string }
+
+// wantEditsRefused runs each edit of base as a subtest (wantConfigError).
+func wantEditsRefused(t *testing.T, base string, edits []configEdit) {
+	t.Helper()
+	for _, e := range edits {
+		t.Run(e.name, func(t *testing.T) {
+			wantConfigError(t, edited(t, base, e.from, e.to), e.want)
+		})
+	}
+}
+
 // aggregatorConfigs parses yaml and returns the config and its aggregates'
 // configs, failing the test on any error.
 func aggregatorConfigs(t *testing.T, yaml string) (Config, []aggregators.Config) {

@@ -19,11 +19,9 @@ import (
 
 	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/message"
-	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/codecs/arrowipc"
-	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/pipeline"
 	"github.com/dpsurv/dpsurv/processors/sanitize"
@@ -90,15 +88,8 @@ type outRow struct {
 func TestEndToEndCrashRestartNoLossIdenticalDuplicates(t *testing.T) {
 	t.Parallel()
 	cohorts := []string{"label-alpha-secret", "label-beta-secret", "label-gamma-secret"}
-	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{ClientID: "e2e"}
-	cfg.Input = app.InputConfig{Topic: "in", GroupID: "e2e", Format: "arrow", MaxBatch: 4, Partitions: 3}
-	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: cohorts, Public: []string{"event"}}
-	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
-	cfg.Sanitizers.Cohort.Mechanism = "rrr"
-	cfg.Sanitizers.Cohort.Epsilon = 1
-	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq"}
+	cfg := apptest.Config("e2e", cohorts, 4000)
+	cfg.Input.MaxBatch, cfg.Input.Partitions = 4, 3
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Log.Level = "debug"
 	f := apptest.New(t, cfg, apptest.Partitions(3), apptest.Timeout(90*time.Second), apptest.Key(bytes.Repeat([]byte{9}, 32)),

@@ -3,8 +3,9 @@ package app
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,12 +98,7 @@ func (s *Service) Reload(next Config, key []byte) ReloadReport {
 	for k := range next.Ledger.Budget {
 		scopes[k] = true
 	}
-	names := make([]string, 0, len(scopes))
-	for k := range scopes {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, sc := range names {
+	for _, sc := range slices.Sorted(maps.Keys(scopes)) {
 		old, had := s.reload.budget[sc]
 		v, has := next.Ledger.Budget[sc]
 		path := "ledger.budget." + sc

@@ -19,23 +19,7 @@ import (
 // log level, and names what needs a restart by its config path.
 func TestReloadRaisesTheOpenLedger(t *testing.T) {
 	t.Parallel()
-	cfg, err := ParseConfig([]byte(`
-kafka: {brokers: ["127.0.0.1:1"]}
-input: {topic: in}
-schema: {time_max: 100, cohorts: [a, b]}
-sanitizers:
-  key_file: /unused
-  time: {mechanism: te, epsilon: 0.1, window: 10}
-  cohort: {mechanism: rrr, epsilon: 1}
-output: {sanitized_topic: out, dead_letter_topic: dlq, fit_topic: fits}
-aggregators:
-  - {name: km, kind: km, epsilon: 0.5, window: {size: 168h}}
-ledger: {file: /tmp/unused-ledger, budget: {stream: 1, "cohort:a": 3}}
-log: {level: info}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := parseKMConfig(t, "{sanitized_topic: out, dead_letter_topic: dlq, fit_topic: fits}", `{stream: 1, "cohort:a": 3}`)
 	lvl := zap.NewAtomicLevelAt(zap.InfoLevel)
 	s := &Service{Config: cfg, Key: []byte("k"), Log: zap.NewNop(), LogLevel: &lvl, Registry: prometheus.NewRegistry()}
 	if err := s.initMetricsAtStart(cfg, pipeline.NewMetrics(s.Registry), sanitize.NewMetrics(s.Registry)); err != nil {

@@ -215,19 +215,10 @@ func (s *Service) Run(ctx context.Context) error {
 
 	// Connect (and authenticate) before consuming; stay alive, not ready,
 	// while the broker refuses us.
-	bo := s.retryBackoff(500 * time.Millisecond)
-	for {
-		err := kafkaconn.CheckConnection(ctx, cfg.Kafka)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		s.Log.Error("kafka connection failed; not ready, retrying", zap.Error(err), zap.Duration("backoff", bo.Current()))
-		if !bo.Wait(ctx) {
-			return nil
-		}
+	if !s.retryUntil(ctx, "kafka connection failed; not ready, retrying", func() error {
+		return kafkaconn.CheckConnection(ctx, cfg.Kafka)
+	}) {
+		return nil
 	}
 	topics := map[string]int{cfg.Output.DeadLetterTopic: 1}
 	outTopics := []string{cfg.Output.DeadLetterTopic}
@@ -336,4 +327,24 @@ func (s *Service) retryBackoff(def time.Duration) *retry.Backoff {
 		def = s.RetryBackoff
 	}
 	return retry.New(def, 30*time.Second)
+}
+
+// retryUntil calls op until it succeeds, logging each failure as msg and
+// waiting with the retry backoff (from 500 ms) between calls; it reports
+// false when ctx ends first.
+func (s *Service) retryUntil(ctx context.Context, msg string, op func() error) bool {
+	bo := s.retryBackoff(500 * time.Millisecond)
+	for {
+		err := op()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		s.Log.Error(msg, zap.Error(err), zap.Duration("backoff", bo.Current()))
+		if !bo.Wait(ctx) {
+			return false
+		}
+	}
 }

@@ -93,7 +93,10 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 	start := time.Now()
 	svc.WaitFor(40*time.Second, "every message read, partition 1 held", func() bool {
 		st := wrapped.Load()
-		return st != nil && st.held.Load() > 0 && svc.Acked() == int64(len(msgs))
+		// At least: on a loaded machine the stall timeout can restart the
+		// reader before every message was read once, and the held ones are
+		// then acknowledged again.
+		return st != nil && st.held.Load() > 0 && svc.Acked() >= int64(len(msgs))
 	})
 	svc.WaitFor(40*time.Second, "a reader restart, then both partitions committed to their end, nothing stalled, ready", func() bool {
 		m := svc.Metrics()

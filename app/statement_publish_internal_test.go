@@ -48,22 +48,7 @@ func TestStatementRetriedWhenTheFitTopicRefusesIt(t *testing.T) {
 }
 
 func testStatementRetriedWhenTheFitTopicRefusesIt(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`
-kafka: {brokers: ["127.0.0.1:1"]}
-input: {topic: in}
-schema: {time_max: 100, cohorts: [a, b]}
-sanitizers:
-  key_file: /unused
-  time: {mechanism: te, epsilon: 0.1, window: 10}
-  cohort: {mechanism: rrr, epsilon: 1}
-output: {dead_letter_topic: dlq, fit_topic: fits}
-aggregators:
-  - {name: km, kind: km, epsilon: 0.5, window: {size: 168h}}
-ledger: {file: /tmp/unused-ledger, budget: {stream: 1}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := parseKMConfig(t, "{dead_letter_topic: dlq, fit_topic: fits}", "{stream: 1}")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s := &Service{Config: cfg, Log: zap.NewNop()}

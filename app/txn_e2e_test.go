@@ -36,17 +36,8 @@ import (
 type txnPayloads struct{ committed, aborted, plain []byte }
 
 func txnConfig(addrs []string) app.Config {
-	cohorts := []string{"alpha", "beta"}
-	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{Brokers: addrs, ClientID: "txn"}
-	cfg.Input = app.InputConfig{Topic: "in", GroupID: "txn", Format: "arrow", MaxBatch: 8}
-	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 1000, Cohorts: cohorts, Public: []string{"event"}}
-	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = pipelinetest.TimeConfig()
-	cfg.Sanitizers.Cohort.Mechanism = "rrr"
-	cfg.Sanitizers.Cohort.Epsilon = 1
-	cfg.Output = app.OutputConfig{SanitizedTopic: "out", DeadLetterTopic: "dlq"}
-	cfg.HTTP.Listen = ""
+	cfg := apptest.Config("txn", []string{"alpha", "beta"}, 1000)
+	cfg.Kafka.Brokers = addrs
 	return cfg
 }
 

@@ -1,10 +1,9 @@
 package broker_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/broker/brokertest"
 )
 
-func TestMain(m *testing.M) { os.Exit(brokertest.RunWithLeakCheck(m)) }
+func TestMain(m *testing.M) { brokertest.Main(m, 0) }

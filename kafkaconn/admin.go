@@ -32,6 +32,17 @@ func (c Config) client() (*kafka.Client, *kafka.Transport, error) {
 	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: t, Timeout: adminTimeout}, t, nil
 }
 
+// openAdmin is c's admin client for the requests of one call, with ctx
+// bounded by adminTimeout when it has no deadline; done releases both.
+func (c Config) openAdmin(ctx context.Context) (context.Context, *kafka.Client, func(), error) {
+	cl, t, err := c.client()
+	if err != nil {
+		return ctx, nil, nil, err
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	return ctx, cl, func() { cancel(); t.CloseIdleConnections() }, nil
+}
+
 // Classify wraps err with ErrAuth when it is a rejected SASL credential or
 // an authorization failure, and with ErrTLS when it is a TLS handshake or
 // certificate failure; other errors are returned unchanged. Readers and
@@ -132,13 +143,11 @@ func EnsureTopics(ctx context.Context, c Config, topics map[string]int, compacte
 	if len(topics) == 0 {
 		return nil
 	}
-	cl, t, err := c.client()
+	ctx, cl, done, err := c.openAdmin(ctx)
 	if err != nil {
 		return fmt.Errorf("ensure kafka topics: %w", err)
 	}
-	defer t.CloseIdleConnections()
-	ctx, cancel := withDefaultTimeout(ctx)
-	defer cancel()
+	defer done()
 
 	names := make([]string, 0, len(topics))
 	for name := range topics {

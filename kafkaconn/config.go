@@ -187,15 +187,7 @@ func (c Config) password() (string, error) {
 	if c.SASL.PasswordFile == "" {
 		return "", errors.New("kafka.sasl.password_file: required when mechanism is set")
 	}
-	b, err := ReadSecretFile(c.SASL.PasswordFile, MaxPasswordFileBytes, c.SASL.AllowGroupReadable)
-	if err != nil {
-		return "", fmt.Errorf("kafka.sasl.password_file: %w", err)
-	}
-	p := strings.TrimRight(string(b), "\r\n")
-	if p == "" {
-		return "", fmt.Errorf("kafka.sasl.password_file: %s is empty", c.SASL.PasswordFile)
-	}
-	return p, nil
+	return readSecretLine("kafka.sasl.password_file", c.SASL.PasswordFile, MaxPasswordFileBytes, c.SASL.AllowGroupReadable)
 }
 
 // mechanism builds the SASL mechanism, nil when SASL is disabled.

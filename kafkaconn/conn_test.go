@@ -144,18 +144,7 @@ func TestCheckConnectionUnreachableAndPlaintextToTLS(t *testing.T) {
 
 func TestEnsureTopics(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	pki := brokertest.NewPKI(t, dir, false)
-	c, _ := brokertest.Start(t, broker.Options{
-		TLS:    pki.ServerTLS,
-		SASL:   []broker.SASLUser{{Mechanism: "SCRAM-SHA-512", User: "svc", Password: "pw"}},
-		Topics: map[string]int{"existing": 2},
-	})
-	cfg := kafkaconn.Config{
-		Brokers: c.Addrs(),
-		TLS:     kafkaconn.TLSConfig{Enabled: true, CAFile: pki.CAFile},
-		SASL:    kafkaconn.SASLConfig{Mechanism: "scram-sha-512", Username: "svc", Password: "pw"},
-	}
+	c, cfg := brokertest.StartSCRAMOverTLS(t, "SCRAM-SHA-512", false, broker.Options{Topics: map[string]int{"existing": 2}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	topics := map[string]int{"in": 3, "releases": 1, "existing": 7, "default-parts": 0}

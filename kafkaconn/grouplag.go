@@ -26,13 +26,11 @@ func (p PartitionLag) Lag() int64 { return max(0, p.End-p.Committed) }
 // offsets of every partition of topic — whether or not any member has the
 // partition assigned — so that a partition nobody consumes shows.
 func GroupLag(ctx context.Context, c Config, group, topic string) ([]PartitionLag, error) {
-	cl, t, err := c.client()
+	ctx, cl, done, err := c.openAdmin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("group lag: %w", err)
 	}
-	defer t.CloseIdleConnections()
-	ctx, cancel := withDefaultTimeout(ctx)
-	defer cancel()
+	defer done()
 	meta, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
 		return nil, fmt.Errorf("group lag: %w", Classify(err))
@@ -100,13 +98,11 @@ func GroupLag(ctx context.Context, c Config, group, topic string) ([]PartitionLa
 // (its own setting or the broker default it inherits). A topic whose
 // value is missing or unreadable is left out.
 func TopicMaxMessageBytes(ctx context.Context, c Config, topics ...string) (map[string]int, error) {
-	cl, t, err := c.client()
+	ctx, cl, done, err := c.openAdmin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("describe topic configs: %w", err)
 	}
-	defer t.CloseIdleConnections()
-	ctx, cancel := withDefaultTimeout(ctx)
-	defer cancel()
+	defer done()
 	req := &kafka.DescribeConfigsRequest{}
 	for _, tp := range topics {
 		req.Resources = append(req.Resources, kafka.DescribeConfigRequestResource{
@@ -145,13 +141,11 @@ type Owners struct {
 // of topic. While the group is not "Stable" (the returned state) the
 // assignment is not final and Owners is empty.
 func GroupOwners(ctx context.Context, c Config, group, topic string) (owners Owners, state string, err error) {
-	cl, t, err := c.client()
+	ctx, cl, done, err := c.openAdmin(ctx)
 	if err != nil {
 		return Owners{}, "", fmt.Errorf("describe group: %w", err)
 	}
-	defer t.CloseIdleConnections()
-	ctx, cancel := withDefaultTimeout(ctx)
-	defer cancel()
+	defer done()
 	resp, err := cl.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
 	if err != nil {
 		return Owners{}, "", fmt.Errorf("describe group: %w", Classify(err))

@@ -120,15 +120,7 @@ func (ts *tokenSource) secret() (string, error) {
 	if ts.cfg.ClientSecret != "" {
 		return ts.cfg.ClientSecret, nil
 	}
-	b, err := ReadSecretFile(ts.cfg.ClientSecretFile, 4096, ts.allow)
-	if err != nil {
-		return "", fmt.Errorf("kafka.sasl.oauth.client_secret_file: %w", err)
-	}
-	s := strings.TrimRight(string(b), "\r\n")
-	if s == "" {
-		return "", fmt.Errorf("kafka.sasl.oauth.client_secret_file: %s is empty", ts.cfg.ClientSecretFile)
-	}
-	return s, nil
+	return readSecretLine("kafka.sasl.oauth.client_secret_file", ts.cfg.ClientSecretFile, 4096, ts.allow)
 }
 
 // Token returns a valid access token, fetching a new one when the cached

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // ErrSecretFileMode is returned for a secret file that others may read.
@@ -29,6 +30,21 @@ func ReadSecretFile(path string, max int64, allowGroup bool) ([]byte, error) {
 		}
 		return nil
 	})
+}
+
+// readSecretLine reads a one-line secret (a password, a client secret)
+// with ReadSecretFile and trims its line ending; errors name the config
+// field, and an empty secret is one.
+func readSecretLine(field, path string, max int64, allowGroup bool) (string, error) {
+	b, err := ReadSecretFile(path, max, allowGroup)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", field, err)
+	}
+	s := strings.TrimRight(string(b), "\r\n")
+	if s == "" {
+		return "", fmt.Errorf("%s: %s is empty", field, path)
+	}
+	return s, nil
 }
 
 // ReadRegularFile reads a regular file of at most max bytes (a device such

@@ -2,7 +2,6 @@ package ops_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,12 +25,7 @@ import (
 // messages 443 MiB.
 func TestAdversarialInputsPeakMemory(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("multi-process memory test: full tier only")
-	}
-	if _, err := os.Stat("/proc/self/status"); err != nil {
-		t.Skip("needs /proc to read the peak RSS")
-	}
+	peakRSSTest(t)
 	for _, run := range []struct {
 		name, format string
 		msgs         func(t *testing.T) [][]byte

@@ -34,7 +34,6 @@ import (
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ops"
 	"github.com/dpsurv/dpsurv/ops/harness"
-	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
 )
@@ -320,16 +319,7 @@ log: {level: info}
 	}
 	lastKey := aggregators.WindowKey("km-3s", caughtUp.Unix()/3*3)
 	if !harness.WaitFor(ctx, 15*time.Second, func() bool {
-		es, err := ops.ReadLedger(ctx, conn, cfg.Ledger.Topic)
-		if err != nil {
-			return false
-		}
-		for _, e := range es {
-			if e.Key == lastKey {
-				return true
-			}
-		}
-		return false
+		return ledgerHas(ctx, conn, cfg.Ledger.Topic, lastKey)
 	}) {
 		t.Fatalf("window %s never released", lastKey)
 	}
@@ -478,7 +468,7 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 		wbEps  = 0.5
 		budget = 1000.0
 	)
-	cfg := aggRestartConfig(conn, size, kmEps, wbEps, budget)
+	cfg := opsAggConfig(conn, "ops-aggrestart", size, kmEps, wbEps, budget)
 	cfg.HTTP.Listen = opsFreeAddr(t)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -657,31 +647,6 @@ func logTimes(log, msg string) []time.Time {
 		}
 	}
 	return out
-}
-
-// aggRestartConfig is an in-process service config with a km and a
-// weibull aggregator on processing-time windows of size, a Kafka ledger
-// (lease session 6 s) and 4 input partitions.
-func aggRestartConfig(conn kafkaconn.Config, size time.Duration, kmEps, wbEps, budget float64) app.Config {
-	cfg := app.DefaultConfig()
-	cfg.Kafka = conn
-	cfg.Input = app.InputConfig{Topic: "ar.in", GroupID: "ops-aggrestart", Format: "arrow", MaxBatch: 4, Partitions: 4, SessionTimeout: 6 * time.Second}
-	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 4000, Cohorts: []string{"ops-alpha", "ops-beta", "ops-gamma"}, Public: []string{"event"}}
-	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10}
-	cfg.Sanitizers.Cohort = sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: 1}
-	cfg.Output = app.OutputConfig{SanitizedTopic: "ar.sanitized", DeadLetterTopic: "ar.deadletter", FitTopic: "ar.fits"}
-	cfg.Aggregators = []app.AggregatorConfig{
-		{Name: "km", Kind: "km", Epsilon: kmEps, Window: app.WindowConfig{Size: size},
-			Params: aggregators.KMParams{Method: "noisy-histogram", BinWidth: 1000}},
-		{Name: "weibull", Kind: "weibull", Epsilon: wbEps, Window: app.WindowConfig{Size: size},
-			// no noise-aware intervals: hundreds of mechanism runs per
-			// window, not what this tests
-			Params: aggregators.WeibullParams{BinWidth: 50, IntervalSims: -1, Rungs: 200}},
-	}
-	cfg.Ledger = app.LedgerConfig{Topic: "ar.ledger", CheckpointInterval: time.Second,
-		LeaseSessionTimeout: 6 * time.Second, Budget: map[string]float64{"stream": budget}}
-	return cfg
 }
 
 // TestCheckReleases feeds CheckReleases a consistent fit topic and ledger,

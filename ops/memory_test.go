@@ -21,6 +21,7 @@ import (
 
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/internal/testtier"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/message"
 	"github.com/dpsurv/dpsurv/ops"
@@ -75,6 +76,16 @@ func peakRSS(pid int) (int64, error) {
 	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
 
+// peakRSSTest marks a test of a child process's peak RSS: full tier only
+// (multi-process), and it needs /proc to read the peak.
+func peakRSSTest(t *testing.T) {
+	t.Helper()
+	testtier.Full(t, "multi-process memory test")
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("needs /proc to read the peak RSS")
+	}
+}
+
 // Defect 3: a message of many rows with one id produced one dead letter
 // (with its row map and JSON) per row: 492 MB RSS for 240,000 rows. A
 // real `dpsurv run` process now stays under 150 MiB peak RSS while it
@@ -82,12 +93,7 @@ func peakRSS(pid int) (int64, error) {
 // the metrics alone balance: records in = records out + dead-letter rows.
 func TestDuplicateRowsPeakMemoryBounded(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("multi-process memory test: full tier only")
-	}
-	if _, err := os.Stat("/proc/self/status"); err != nil {
-		t.Skip("needs /proc to read the peak RSS")
-	}
+	peakRSSTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	cl, conn := brokertest.Start(t, broker.Options{Partitions: 1})

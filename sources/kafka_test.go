@@ -445,17 +445,7 @@ func TestNewKafkaValidation(t *testing.T) {
 // both authenticate.
 func TestReadOverTLSAndSASL(t *testing.T) {
 	t.Parallel()
-	pki := brokertest.NewPKI(t, t.TempDir(), true)
-	c, _ := brokertest.Start(t, broker.Options{
-		TLS:    pki.ServerTLS,
-		SASL:   []broker.SASLUser{{Mechanism: "SCRAM-SHA-256", User: "svc", Password: "pw"}},
-		Topics: map[string]int{"in": 2},
-	})
-	conn := kafkaconn.Config{
-		Brokers: c.Addrs(),
-		TLS:     kafkaconn.TLSConfig{Enabled: true, CAFile: pki.CAFile, CertFile: pki.ClientCertFile, KeyFile: pki.ClientKeyFile},
-		SASL:    kafkaconn.SASLConfig{Mechanism: "scram-sha-256", Username: "svc", Password: "pw"},
-	}
+	_, conn := brokertest.StartSCRAMOverTLS(t, "SCRAM-SHA-256", true, broker.Options{Topics: map[string]int{"in": 2}})
 	produce(t, conn, "in", "s", 0, 50)
 	ctx := testCtx(t, 30*time.Second)
 	k := newSource(t, sources.KafkaConfig{Conn: conn, Topic: "in", GroupID: "g"})

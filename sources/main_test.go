@@ -1,7 +1,6 @@
 package sources_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/broker/brokertest"
@@ -9,7 +8,4 @@ import (
 
 // Its Kafka tests mostly wait on broker round trips, each on its own
 // cluster: more of them run at once than there are cores.
-func TestMain(m *testing.M) {
-	brokertest.WaitBoundParallel(8)
-	os.Exit(brokertest.RunWithLeakCheck(m))
-}
+func TestMain(m *testing.M) { brokertest.Main(m, 8) }

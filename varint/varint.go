@@ -47,25 +47,17 @@ func (d *Decoder) fail(n int) {
 }
 
 // Uvarint reads an unsigned varint.
-func (d *Decoder) Uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail(n)
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *Decoder) Uvarint() uint64 { return next(d, binary.Uvarint) }
 
 // Varint reads a signed (zig-zag) varint.
-func (d *Decoder) Varint() int64 {
+func (d *Decoder) Varint() int64 { return next(d, binary.Varint) }
+
+// next reads one varint with read (binary.Uvarint or binary.Varint).
+func next[T uint64 | int64](d *Decoder, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b)
+	v, n := read(d.b)
 	if n <= 0 {
 		d.fail(n)
 		return 0

@@ -35,6 +35,27 @@ func Start(t testing.TB, opts broker.Options) (*broker.Cluster, kafkaconn.Config
 	return c, kafkaconn.Config{Brokers: c.Addrs()}
 }
 
+// StartSCRAMOverTLS starts a cluster (Start, with opts) that speaks TLS
+// only, with a fresh PKI in a temporary directory (mutual: clients must
+// present the PKI's client certificate), and admits the one user "svc"
+// (password "pw") by SCRAM mechanism ("SCRAM-SHA-256" or
+// "SCRAM-SHA-512"). It returns the cluster with the config of a client
+// that trusts the CA, presents the client certificate when mutual, and
+// logs in as svc.
+func StartSCRAMOverTLS(t testing.TB, mechanism string, mutual bool, opts broker.Options) (*broker.Cluster, kafkaconn.Config) {
+	t.Helper()
+	pki := NewPKI(t, t.TempDir(), mutual)
+	opts.TLS = pki.ServerTLS
+	opts.SASL = []broker.SASLUser{{Mechanism: mechanism, User: "svc", Password: "pw"}}
+	c, conn := Start(t, opts)
+	conn.TLS = kafkaconn.TLSConfig{Enabled: true, CAFile: pki.CAFile}
+	if mutual {
+		conn.TLS.CertFile, conn.TLS.KeyFile = pki.ClientCertFile, pki.ClientKeyFile
+	}
+	conn.SASL = kafkaconn.SASLConfig{Mechanism: strings.ToLower(mechanism), Username: "svc", Password: "pw"}
+	return c, conn
+}
+
 // PKI is a throwaway certificate authority with one server and one
 // client certificate, written as PEM files for configs that name files.
 type PKI struct {

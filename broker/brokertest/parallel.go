@@ -2,7 +2,9 @@ package brokertest
 
 import (
 	"flag"
+	"os"
 	"strconv"
+	"testing"
 )
 
 // WaitBoundParallel, called from TestMain before m.Run, lets n tests that
@@ -23,4 +25,14 @@ func WaitBoundParallel(n int) {
 	if !set {
 		_ = flag.Set("test.parallel", strconv.Itoa(n))
 	}
+}
+
+// Main is the TestMain of a package of Kafka tests: with parallel > 0 it
+// lets that many parallel tests run at once (WaitBoundParallel), then runs
+// the tests with RunWithLeakCheck and exits with their code.
+func Main(m *testing.M, parallel int) {
+	if parallel > 0 {
+		WaitBoundParallel(parallel)
+	}
+	os.Exit(RunWithLeakCheck(m))
 }

@@ -2,41 +2,21 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
-	"go.uber.org/zap"
 
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/app"
-	"github.com/dpsurv/dpsurv/broker"
-	"github.com/dpsurv/dpsurv/broker/brokertest"
-	"github.com/dpsurv/dpsurv/kafkaconn"
+	"github.com/dpsurv/dpsurv/app/apptest"
 	"github.com/dpsurv/dpsurv/ops/harness"
-	"github.com/dpsurv/dpsurv/sanitizers"
 	"github.com/dpsurv/dpsurv/synth"
 )
-
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *testClock) set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
 
 // The example consumer reads what the real service writes: the service runs
 // on the embedded broker with TE-Sanitizer, RRR and one km aggregate; 300
@@ -45,54 +25,31 @@ func (c *testClock) set(t time.Time) {
 // their curve tables from the fit Arrow topic, and its command-line form
 // prints them.
 func TestConsumerReadsServiceOutput(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
-	t.Cleanup(cancel) // the consumers below run after this function returns
-	cl, _ := brokertest.Start(t, broker.Options{Partitions: 1})
 	cohorts := []string{"A", "B", "C"}
-	cfg := app.DefaultConfig()
-	cfg.Kafka = kafkaconn.Config{Brokers: cl.Addrs(), ClientID: "example"}
-	cfg.Input = app.InputConfig{Topic: "in", GroupID: "example-svc", Format: "arrow", MaxBatch: 8, Partitions: 1}
-	cfg.Schema = app.SchemaConfig{TimeUnit: "days", TimeMax: 400, Cohorts: cohorts, Public: []string{"event"}}
-	cfg.Sanitizers.KeyFile = "(test)"
-	cfg.Sanitizers.Time = sanitizers.TimeConfig{Mechanism: "te", Epsilon: 0.5, Window: 10}
-	cfg.Sanitizers.Cohort = sanitizers.CohortConfig{Mechanism: "rrr", Epsilon: 2}
+	cfg := apptest.Config("example", cohorts, 400) // TE ε 0.5, window 10
+	cfg.Input.GroupID, cfg.Input.Partitions = "example-svc", 1
+	cfg.Sanitizers.Cohort.Epsilon = 2
 	cfg.Output = app.OutputConfig{SanitizedTopic: "tte.sanitized", DeadLetterTopic: "tte.dlq", FitTopic: "tte.fits"}
-	cfg.HTTP.Listen = ""
 	cfg.Aggregators = []app.AggregatorConfig{
 		{Name: "km", Kind: "km", Epsilon: 1, Window: app.WindowConfig{Size: time.Hour}, Params: aggregators.KMParams{BinWidth: 10}},
 	}
 	cfg.Ledger = app.LedgerConfig{File: filepath.Join(t.TempDir(), "ledger.jsonl"), Budget: map[string]float64{"stream": 10}, CheckpointInterval: time.Hour}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	log := zap.NewNop()
-	mem := memory.NewGoAllocator()
 	w0 := time.Unix(1_700_002_800, 0).UTC() // an hour boundary
-	clock := &testClock{now: w0.Add(time.Minute)}
-	if err := kafkaconn.EnsureTopics(ctx, cfg.Kafka, map[string]int{"in": 1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	// The fixture's context ends at cleanup: the consumers below run after
+	// this function returns.
+	f := apptest.New(t, cfg, apptest.Timeout(50*time.Second), apptest.Key(bytes.Repeat([]byte{9}, 32)), apptest.FakeClock(w0.Add(time.Minute)))
+	ctx, cl := f.Ctx, f.Cluster
 	const n = 300
 	d, err := synth.Generate(synth.Options{N: n, Cohorts: cohorts, TimeMax: 400, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := harness.Messages(cfg.Spec(), d, 50, mem)
+	msgs, err := harness.Messages(f.Config.Spec(), d, 50, f.Mem)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := harness.Produce(ctx, cfg.Kafka, "in", msgs, log); err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	svc := &app.Service{Config: cfg, Key: bytes.Repeat([]byte{9}, 32), Log: log, Mem: mem, Registry: reg, Clock: clock, AggregatorTick: 20 * time.Millisecond}
-	svcCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(svcCtx) }()
-	t.Cleanup(func() {
-		stop()
-		<-done
-	})
+	f.Produce("in", msgs)
+	f.Run()
 
 	// Sanitized topic: every record, with the fields' guarantees.
 	var rows [][]string
@@ -142,7 +99,7 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 	}
 
 	// Close the window: one km release per cohort, JSON and Arrow.
-	clock.set(w0.Add(61 * time.Minute))
+	f.Clock.Set(w0.Add(61 * time.Minute))
 	fits := map[string]Fit{}
 	var statements []Statement
 	if !harness.WaitFor(ctx, 30*time.Second, func() bool {

@@ -186,24 +186,23 @@ type Table struct {
 
 // DecodeSanitized decodes one sanitized-topic message.
 func DecodeSanitized(value []byte) (Table, error) {
-	t, err := decodeArrow(value)
-	if err != nil {
-		return t, err
-	}
-	if t.Schema != "tte.sanitized.v1" {
-		return t, fmt.Errorf("decode sanitized: schema %q, want tte.sanitized.v1", t.Schema)
-	}
-	return t, nil
+	return decodeTable(value, "decode sanitized", "tte.sanitized.v1")
 }
 
 // DecodeCurve decodes one fit-Arrow-topic message (a km curve table).
 func DecodeCurve(value []byte) (Table, error) {
+	return decodeTable(value, "decode curve", "dpsurv.fit.km.v1")
+}
+
+// decodeTable decodes an Arrow message whose schema metadata must name
+// schema; op prefixes the error of another schema.
+func decodeTable(value []byte, op, schema string) (Table, error) {
 	t, err := decodeArrow(value)
 	if err != nil {
 		return t, err
 	}
-	if t.Schema != "dpsurv.fit.km.v1" {
-		return t, fmt.Errorf("decode curve: schema %q, want dpsurv.fit.km.v1", t.Schema)
+	if t.Schema != schema {
+		return t, fmt.Errorf("%s: schema %q, want %s", op, t.Schema, schema)
 	}
 	return t, nil
 }
