@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
-
-	"github.com/dpsurv/dpsurv/dp"
 )
 
 // randomSym is a d x d symmetric matrix with eigenvalues spread over
@@ -139,27 +137,6 @@ func BenchmarkBootstrapLinalg(b *testing.B) {
 					w.cholesky(s, 0)
 					copy(x, f)
 					w.solve(x)
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkCoefficientIntervals: the 2,000-simulation parametric bootstrap
-// of one Ext-Out-Pert release (5,000 records, 2 covariates, 20 intervals:
-// 22 coefficients) and of a small one (3 intervals: 5 coefficients).
-func BenchmarkCoefficientIntervals(b *testing.B) {
-	for _, q := range []int{3, 20} {
-		src := dp.NewSeededSource(43)
-		data := synthetic(src, 5000, 2, q, -2, []float64{1, -1})
-		res, err := FitDiscrete(data, DiscreteOptions{Method: MethodOutput, Epsilon: 1, TimeMax: 1, Intervals: q, IntervalFraction: 0.5}, src)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(fmt.Sprintf("q=%d", q), func(b *testing.B) {
-			for b.Loop() {
-				if _, lo, _, _, err := CoefficientIntervals(res, 0.95, 0); err != nil || lo == nil {
-					b.Fatal(err)
 				}
 			}
 		})
