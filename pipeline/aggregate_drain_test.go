@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -146,7 +147,13 @@ func (d *drainRun) stop(t *testing.T) {
 // A clean stop (the SIGTERM path: the run context is cancelled) while a
 // charged window's fit-topic write is in flight publishes that window
 // before Run returns (issue 21: it stayed unpublished until a later start).
+// It runs in a synctest bubble (see bubble): the drain's seconds pass on
+// the fake clock, not the machine's.
 func TestAggregatorRunnerStopPublishesChargedWindow(t *testing.T) {
+	synctest.Test(t, testStopPublishesChargedWindow)
+}
+
+func testStopPublishesChargedWindow(t *testing.T) {
 	fits := &cutWrite{started: make(chan struct{})}
 	// The cut write waits 2 s (half the drain) before the drain writes it again.
 	d := startDrainRun(t, &ledger.Memory{}, fits, "drain-", 4*time.Second)
@@ -199,7 +206,12 @@ func (b *holdAppend) Append(ctx context.Context, e ledger.Entry) error {
 // cut the append short (that leaves the window charged or not, unknown
 // until a later holder reads the ledger): the append completes, and the
 // window is charged once and published before Run returns.
+// In a synctest bubble, like the test above.
 func TestAggregatorRunnerStopLetsLedgerAppendFinish(t *testing.T) {
+	synctest.Test(t, testStopLetsLedgerAppendFinish)
+}
+
+func testStopLetsLedgerAppendFinish(t *testing.T) {
 	backend := &holdAppend{started: make(chan struct{}), release: make(chan struct{})}
 	fits := &cutWrite{started: make(chan struct{}), cut: true} // every write succeeds
 	d := startDrainRun(t, backend, fits, "hold-", 20*time.Second)

@@ -1,8 +1,11 @@
 package plots
 
 import (
+	"bufio"
 	"fmt"
 	"image/color"
+	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,13 +46,19 @@ func newCanvas(path string, height vg.Length) (vg.CanvasWriterTo, error) {
 	return nil, fmt.Errorf("plot %s: want a .png or .svg file", path)
 }
 
+// pngEncoder writes the figures' PNGs at deflate's fastest level: the
+// same pixels as png.Encode's default level for about 0.73 of its CPU,
+// the file about 4% larger (BenchmarkPNGEncode; the tests and the
+// evaluation pages write hundreds of figures).
+var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed}
+
 // writeCanvas writes the drawn canvas to path.
 func writeCanvas(path string, cw vg.CanvasWriterTo) error {
 	out, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
-	if _, err := cw.WriteTo(out); err != nil {
+	if err := writeTo(out, cw); err != nil {
 		out.Close()
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
@@ -57,6 +66,21 @@ func writeCanvas(path string, cw vg.CanvasWriterTo) error {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeTo encodes the canvas to w: a PNG canvas with pngEncoder, any
+// other with its own WriteTo.
+func writeTo(w io.Writer, cw vg.CanvasWriterTo) error {
+	pc, ok := cw.(vgimg.PngCanvas)
+	if !ok {
+		_, err := cw.WriteTo(w)
+		return err
+	}
+	b := bufio.NewWriter(w)
+	if err := pngEncoder.Encode(b, pc.Image()); err != nil {
+		return err
+	}
+	return b.Flush()
 }
 
 func textStyle(size vg.Length, col color.Color) draw.TextStyle {

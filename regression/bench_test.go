@@ -1,6 +1,7 @@
 package regression
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/dp"
@@ -94,5 +95,26 @@ func BenchmarkFitDiscreteNewton50k(b *testing.B) {
 		if _, err := FitDiscrete(data, opts, src); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCoefficientIntervals: the 2,000-simulation parametric bootstrap
+// of one Ext-Out-Pert release (5,000 records, 2 covariates, 20 intervals:
+// 22 coefficients) and of a small one (3 intervals: 5 coefficients).
+func BenchmarkCoefficientIntervals(b *testing.B) {
+	for _, q := range []int{3, 20} {
+		src := dp.NewSeededSource(43)
+		data := synthetic(src, 5000, 2, q, -2, []float64{1, -1})
+		res, err := FitDiscrete(data, DiscreteOptions{Method: MethodOutput, Epsilon: 1, TimeMax: 1, Intervals: q, IntervalFraction: 0.5}, src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("q=%d", q), func(b *testing.B) {
+			for b.Loop() {
+				if _, lo, _, _, err := CoefficientIntervals(res, 0.95, 0); err != nil || lo == nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -257,7 +257,7 @@ func newBootstrap(res DiscreteResult) (*bootstrap, error) {
 		return nil, errors.New("hessian eigen-decomposition failed")
 	}
 	b.h = h
-	b.est = b.debias(h, f)
+	b.est = debias(h, b.r, f)
 	if b.est == nil {
 		return nil, errors.New("de-biasing failed")
 	}
@@ -280,25 +280,7 @@ func upperToSym(u []float64, d int) *mat.SymDense {
 
 // projectPD returns the matrix with the eigenvalues of s floored at floor.
 func projectPD(s *mat.SymDense, floor float64) (*mat.SymDense, bool) {
-	var eig mat.EigenSym
-	if !eig.Factorize(s, true) {
-		return nil, false
-	}
-	d := s.SymmetricDim()
-	var q mat.Dense
-	eig.VectorsTo(&q)
-	vals := eig.Values(nil)
-	out := mat.NewSymDense(d, nil)
-	for a := 0; a < d; a++ {
-		for c := a; c < d; c++ {
-			var v float64
-			for k, l := range vals {
-				v += q.At(a, k) * math.Max(l, floor) * q.At(c, k)
-			}
-			out.SetSym(a, c, v)
-		}
-	}
-	return out, true
+	return newSymWork(s.SymmetricDim()).projectPD(s, floor)
 }
 
 // debiasRidge is the ridge r of the linearised first-order condition of
@@ -323,66 +305,42 @@ func debiasRidge(res DiscreteResult) (float64, error) {
 }
 
 // debias returns (I + r h^-1) f, nil if h is singular.
-func (b *bootstrap) debias(h *mat.SymDense, f []float64) []float64 { return debias(h, b.r, f) }
-
-// debias returns (I + r h^-1) f, nil if h is singular.
 func debias(h *mat.SymDense, r float64, f []float64) []float64 {
-	var chol mat.Cholesky
-	if !chol.Factorize(h) {
-		return nil
-	}
-	var x mat.VecDense
-	if err := chol.SolveVecTo(&x, mat.NewVecDense(len(f), append([]float64(nil), f...))); err != nil {
-		return nil
-	}
-	out := make([]float64, len(f))
-	for j, v := range f {
-		out[j] = v + r*x.AtVec(j)
-	}
-	return out
+	return newSymWork(h.SymmetricDim()).debias(h, r, f)
 }
 
 // worldMats returns, for a world Hessian h, the factor H^{-1/2}/sqrt(n) of
-// the sampling error, the Cholesky factor of H + r and, for pSGLD, the
-// factor of the sample's spread around the mode; ok false if h is not
-// positive definite.
-func (b *bootstrap) worldMats(h *mat.SymDense) (sampleL *mat.Dense, hrChol *mat.Cholesky, postL *mat.Dense, ok bool) {
+// the sampling error and, for pSGLD, the factor of the sample's spread
+// around the mode, and leaves w holding the Cholesky factor of H + r; ok
+// false if h is not positive definite.
+func (b *bootstrap) worldMats(w *symWork, h *mat.SymDense) (sampleL, postL *mat.Dense, ok bool) {
 	d := b.d
-	var eig mat.EigenSym
-	if !eig.Factorize(h, true) {
-		return nil, nil, nil, false
+	if !w.eigen(h) {
+		return nil, nil, false
 	}
-	var q mat.Dense
-	eig.VectorsTo(&q)
-	vals := eig.Values(nil)
+	vals := w.vals
 	sampleL = mat.NewDense(d, d, nil)
 	for i := 0; i < d; i++ {
 		for j := 0; j < d; j++ {
 			if !(vals[j] > 0) {
-				return nil, nil, nil, false
+				return nil, nil, false
 			}
-			sampleL.Set(i, j, q.At(i, j)/math.Sqrt(vals[j]*b.n))
+			sampleL.Set(i, j, w.vec(i, j)/math.Sqrt(vals[j]*b.n))
 		}
-	}
-	hr := mat.NewSymDense(d, nil)
-	hr.CopySym(h)
-	for j := 0; j < d; j++ {
-		hr.SetSym(j, j, hr.At(j, j)+b.r)
-	}
-	hrChol = new(mat.Cholesky)
-	if !hrChol.Factorize(hr) {
-		return nil, nil, nil, false
 	}
 	if b.kind == MethodPSGLD {
 		// precision c (sigma + n H) of the sample around the mode
 		postL = mat.NewDense(d, d, nil)
 		for i := 0; i < d; i++ {
 			for j := 0; j < d; j++ {
-				postL.Set(i, j, q.At(i, j)/math.Sqrt(b.c*(b.sig+b.n*vals[j])))
+				postL.Set(i, j, w.vec(i, j)/math.Sqrt(b.c*(b.sig+b.n*vals[j])))
 			}
 		}
 	}
-	return sampleL, hrChol, postL, true
+	if !w.cholesky(h, b.r) {
+		return nil, nil, false
+	}
+	return sampleL, postL, true
 }
 
 // run draws sims bootstrap releases and returns the basic-bootstrap
@@ -396,6 +354,7 @@ func (b *bootstrap) worldMats(h *mat.SymDense) (sampleL *mat.Dense, hrChol *mat.
 // Hessian around H_w, and de-biased like the real one.
 func (b *bootstrap) run(conf float64, sims int, seed [32]byte) (lower, upper []float64) {
 	d := b.d
+	w := newSymWork(d)
 	rng := rand.New(rand.NewChaCha8(seed))
 	laplace := func(scale float64) float64 {
 		e := rng.ExpFloat64() * scale
@@ -411,7 +370,7 @@ func (b *bootstrap) run(conf float64, sims int, seed [32]byte) (lower, upper []f
 				hb.SetSym(a, c, h.At(a, c)+laplace(b.hScale))
 			}
 		}
-		return projectPD(hb, b.floor)
+		return w.projectPD(hb, b.floor)
 	}
 	devs := make([][]float64, d)
 	for j := range devs {
@@ -420,13 +379,14 @@ func (b *bootstrap) run(conf float64, sims int, seed [32]byte) (lower, upper []f
 	z := make([]float64, d)
 	fhat := mat.NewVecDense(d, nil)
 	rhs := mat.NewVecDense(d, nil)
-	var ft mat.VecDense
+	ftv := make([]float64, d)
+	ft := mat.NewVecDense(d, ftv)
 	for s := 0; s < sims; s++ {
 		hw, ok := noisy(b.h)
 		if !ok {
 			continue
 		}
-		sampleL, hrChol, postL, ok := b.worldMats(hw)
+		sampleL, postL, ok := b.worldMats(w, hw)
 		if !ok {
 			continue
 		}
@@ -443,9 +403,8 @@ func (b *bootstrap) run(conf float64, sims int, seed [32]byte) (lower, upper []f
 				rhs.SetVec(j, rhs.AtVec(j)-laplace(b.noise))
 			}
 		}
-		if err := hrChol.SolveVecTo(&ft, rhs); err != nil {
-			continue
-		}
+		copy(ftv, rhs.RawVector().Data)
+		w.solve(ftv)
 		switch b.kind {
 		case MethodOutput:
 			for j := 0; j < d; j++ {
@@ -457,7 +416,7 @@ func (b *bootstrap) run(conf float64, sims int, seed [32]byte) (lower, upper []f
 			}
 			var e mat.VecDense
 			e.MulVec(postL, mat.NewVecDense(d, z))
-			ft.AddVec(&ft, &e)
+			ft.AddVec(ft, &e)
 		}
 		// the release's noisy Hessian and its projection
 		hp, ok := noisy(hw)
@@ -468,7 +427,7 @@ func (b *bootstrap) run(conf float64, sims int, seed [32]byte) (lower, upper []f
 		for j := range fv {
 			fv[j] = ft.AtVec(j)
 		}
-		est := b.debias(hp, fv)
+		est := w.debias(hp, b.r, fv)
 		if est == nil {
 			continue
 		}

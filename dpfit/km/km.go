@@ -532,6 +532,9 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		out.TruncatedAt = float64(end) * binWidth
 	}
 	var tm, nr, ne, nc, nsd []float64
+	if !o.countsOnly { // at most one row per bin up to end: sized once, not grown
+		tm, nr, ne, nc, nsd = make([]float64, 0, end), make([]float64, 0, end), make([]float64, 0, end), make([]float64, 0, end), make([]float64, 0, end)
+	}
 	private := !math.IsInf(o.Epsilon, 1)
 	n, prev := 0.0, 1.0
 	if end > 0 {
