@@ -71,16 +71,16 @@ stats:
 	$(MAKE) --no-print-directory -j2 --output-sync=target stats-sequential stats-regression stats-docs
 
 stats-sequential:
-	$(GO) test -vet=off -count=1 -timeout 30m $(addprefix ./,$(addsuffix /,$(filter-out regression,$(SEQUENTIAL))))
+	$(GO) test -vet=off -count=1 -timeout 60m $(addprefix ./,$(addsuffix /,$(filter-out regression,$(SEQUENTIAL))))
 
 stats-regression:
-	$(GO) test -vet=off -count=1 -timeout 30m ./regression/
+	$(GO) test -vet=off -count=1 -timeout 60m ./regression/
 
 # stats-docs: the documented commands marked `full` (regenerations,
 # benchmarks, a fuzzing run), which internal/doccmd runs only without
 # -short and -race: their binaries are never race-built.
 stats-docs:
-	$(GO) test -vet=off -count=1 -timeout 30m -run '^TestDocumentedCommands$$' ./internal/doccmd/
+	$(GO) test -vet=off -count=1 -timeout 60m -run '^TestDocumentedCommands$$' ./internal/doccmd/
 
 helm:
 	@if [ -f tools/helm/go.mod ]; then cd tools/helm && $(GO) test -count=1 -timeout 20m ./...; fi

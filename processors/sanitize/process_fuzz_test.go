@@ -32,7 +32,7 @@ const fuzzMaxMessageBytes = 16 << 10
 // dead-lettered. The seed corpus holds the crash class the adversarial run
 // found (a negative null count on `event`). Run it for a bounded time:
 //
-//	go test -run '^$' -fuzz FuzzSanitizeProcessor -fuzztime 30s ./processors/sanitize/
+//	go test -run '^$' -fuzz FuzzSanitizeProcessor -fuzztime 10s ./processors/sanitize/
 func FuzzSanitizeProcessor(f *testing.F) {
 	spec := schemas.Spec{Cohorts: pipelinetest.Cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
 	f.Add(pipelinetest.NegativeNullCountMessage(f, spec, "nc-", 13))
