@@ -336,13 +336,26 @@ func relTo(root, p string) string {
 	return rel
 }
 
+// commandLimit bounds one documented command: 15 minutes, or up to two
+// minutes before the test binary's deadline (-timeout) when that leaves
+// more, so that on a loaded machine a slow command runs to the end while a
+// hung one is still named before the binary's timeout stops everything
+// (the long tier's regenerations took over 15 minutes at load 30).
+func commandLimit(t *testing.T) time.Duration {
+	limit := 15 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		limit = max(limit, time.Until(d)-2*time.Minute)
+	}
+	return limit
+}
+
 // runDocumented runs one documented command in dir; started gets the stop
 // of its process group as soon as it runs (a command may leave a process
 // in the background for the document's next commands: the document's
 // cleanup stops it, even when this command fails).
 func runDocumented(t *testing.T, dir string, env []string, built []string, c Command, started func(stop func())) {
 	text := rewriteGoRun(c.Text, built)
-	limit := 15 * time.Minute
+	limit := commandLimit(t)
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", "set -o pipefail; "+text)
