@@ -14,6 +14,7 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -44,7 +45,7 @@ func discRecord(t *testing.T, n int) arrow.Record {
 }
 
 // asyncEngine is an engine over a fresh in-memory ledger.
-func asyncEngine(t *testing.T, async bool, clock *fakeClock, fits *captureSink, aggs ...aggregators.Config) (*aggregators.Engine, *ledger.Ledger) {
+func asyncEngine(t *testing.T, async bool, clock *pipelinetest.Clock, fits *captureSink, aggs ...aggregators.Config) (*aggregators.Engine, *ledger.Ledger) {
 	t.Helper()
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()

@@ -14,6 +14,7 @@ import (
 	"github.com/dpsurv/dpsurv/aggregators"
 	"github.com/dpsurv/dpsurv/dp"
 	"github.com/dpsurv/dpsurv/ledger"
+	"github.com/dpsurv/dpsurv/pipeline/pipelinetest"
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
@@ -64,7 +65,7 @@ func BenchmarkAggregatorBytesPerRecord(b *testing.B) {
 
 // benchEngine is an engine of the one aggregate cfg over an in-memory
 // ledger (a budget no benchmark exhausts) and state.
-func benchEngine(b *testing.B, clock *fakeClock, cfg aggregators.Config) *aggregators.Engine {
+func benchEngine(b *testing.B, clock *pipelinetest.Clock, cfg aggregators.Config) *aggregators.Engine {
 	b.Helper()
 	ctx := context.Background()
 	l, err := ledger.Open(ctx, &ledger.Memory{}, ledger.Options{Budget: map[string]float64{"stream": 1e9}})
@@ -156,7 +157,7 @@ func discBenchRecordFrom(b *testing.B, n, base int) arrow.Record {
 	return rec
 }
 
-func discBenchEngine(b *testing.B, method string, clock *fakeClock) *aggregators.Engine {
+func discBenchEngine(b *testing.B, method string, clock *pipelinetest.Clock) *aggregators.Engine {
 	b.Helper()
 	names := make([]string, benchCovs)
 	centre, scale := make([]float64, benchCovs), make([]float64, benchCovs)

@@ -29,25 +29,7 @@ func spec() schemas.Spec {
 	return schemas.Spec{Cohorts: cohorts, TimeUnit: "days", Columns: schemas.DefaultColumns()}
 }
 
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock(t time.Time) *fakeClock { return &fakeClock{now: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
+func newClock(t time.Time) *pipelinetest.Clock { return pipelinetest.NewClock(t) }
 
 // captureSink records what is written; Fail makes writes fail.
 type captureSink struct {
@@ -108,7 +90,7 @@ type rig struct {
 	budget  map[string]float64
 	backend *ledger.Memory
 	state   *ledger.MemoryState
-	clock   *fakeClock
+	clock   *pipelinetest.Clock
 	fits    *captureSink
 	noise   *countingSource
 	reg     *prometheus.Registry
@@ -179,7 +161,7 @@ func canonical(t testing.TB, rows schemas.Rows) arrow.Record {
 // observeWindow observes n records (patients "w<w>-…") in the 5-second
 // window w, the clock at its second 1, and moves the clock to the window's
 // end.
-func observeWindow(t *testing.T, e *aggregators.Engine, clock *fakeClock, w, n int) {
+func observeWindow(t *testing.T, e *aggregators.Engine, clock *pipelinetest.Clock, w, n int) {
 	t.Helper()
 	clock.Set(at(5*w + 1))
 	r := canonical(t, rowsOf(fmt.Sprintf("w%d", w), n))

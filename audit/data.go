@@ -71,6 +71,9 @@ func (d Data) ByCohort() [][]int {
 	return out
 }
 
+// FloatTimes returns the times as float64 (for the survival package).
+func (d Data) FloatTimes() []float64 { return floatTimes(d.Time) }
+
 // floatTimes returns the times as float64 (for the survival package).
 func floatTimes(t []int64) []float64 {
 	out := make([]float64, len(t))

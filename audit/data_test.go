@@ -63,14 +63,7 @@ func TestArrowFieldMetadata(t *testing.T) {
 	for _, name := range []string{"x.arrow", "x.arrows"} {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), name)
-			w, err := schemas.NewFileWriter(p, sch, nil, mem)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Write(rec); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
+			if err := schemas.WriteFile(p, rec, nil, mem); err != nil {
 				t.Fatal(err)
 			}
 			got, _, err := ArrowFieldMetadata(p, "days")

@@ -285,8 +285,24 @@ func (r *Release) Schema() *arrow.Schema {
 	return schemas.SanitizedSchema(fields, r.Config.TimeUnit)
 }
 
-// Records regenerates the released records as one batch (caller releases):
-// per cohort and bin, the released events then censorings, time = bin start.
+// EachRecord calls fn for every record the release regenerates: per
+// cohort and bin, the released events then censorings, time = bin start.
+func (r *Release) EachRecord(fn func(cohort int, time int64, event bool)) {
+	for c := range r.Events {
+		for b := range r.Events[c] {
+			t := int64(b) * r.TimeBin
+			for range r.Events[c][b] {
+				fn(c, t, true)
+			}
+			for range r.Censor[c][b] {
+				fn(c, t, false)
+			}
+		}
+	}
+}
+
+// Records regenerates the released records as one batch (caller releases),
+// in EachRecord's order.
 func (r *Release) Records(mem memory.Allocator) (arrow.Record, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -309,23 +325,13 @@ func (r *Release) Records(mem memory.Allocator) (arrow.Record, error) {
 	cb.Reserve(int(n))
 	seq := 0
 	prefix := r.Method + "-"
-	for c := range r.Events {
-		for b := range r.Events[c] {
-			t := int64(b) * r.TimeBin
-			for _, part := range []struct {
-				count int64
-				event bool
-			}{{r.Events[c][b], true}, {r.Censor[c][b], false}} {
-				for range part.count {
-					seq++
-					ib.Append(prefix + strconv.Itoa(seq))
-					tb.Append(t)
-					eb.Append(part.event)
-					cb.Append(int32(c))
-				}
-			}
-		}
-	}
+	r.EachRecord(func(cohort int, time int64, event bool) {
+		seq++
+		ib.Append(prefix + strconv.Itoa(seq))
+		tb.Append(time)
+		eb.Append(event)
+		cb.Append(int32(cohort))
+	})
 	lb := array.NewStringBuilder(mem)
 	lb.AppendValues(r.Config.Cohorts, nil)
 	labels := lb.NewArray()

@@ -67,15 +67,7 @@ func SanitizeFile(input, output string, spec schemas.Spec, cfg Config, src dp.So
 		return sum, err
 	}
 	defer rec.Release()
-	w, err := schemas.NewFileWriter(output, rec.Schema(), spec.RenameToInput(), mem)
-	if err != nil {
-		return sum, fmt.Errorf("baselines sanitize: %w", err)
-	}
-	if err := w.Write(rec); err != nil {
-		w.Close()
-		return sum, fmt.Errorf("baselines sanitize: %w", err)
-	}
-	if err := w.Close(); err != nil {
+	if err := schemas.WriteFile(output, rec, spec.RenameToInput(), mem); err != nil {
 		return sum, fmt.Errorf("baselines sanitize: %w", err)
 	}
 	sum.RecordsOut = rec.NumRows()

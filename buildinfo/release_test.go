@@ -14,16 +14,8 @@ import (
 
 	"github.com/dpsurv/dpsurv"
 	"github.com/dpsurv/dpsurv/buildinfo"
+	"github.com/dpsurv/dpsurv/internal/gofiles"
 )
-
-func root(t *testing.T) string {
-	t.Helper()
-	r, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
 
 // semver is the Semantic Versioning 2.0.0 grammar (semver.org's regex).
 var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
@@ -32,7 +24,7 @@ var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((
 // CHANGELOG has its section, a git tag on this commit is "v"+VERSION, and
 // LICENSE is the Apache License 2.0.
 func TestReleaseArtefacts(t *testing.T) {
-	r := root(t)
+	r := gofiles.Root(t)
 	v := dpsurv.Version()
 	if !semver.MatchString(v) {
 		t.Fatalf("VERSION %q is not a semantic version", v)
@@ -74,17 +66,9 @@ func TestReleaseArtefacts(t *testing.T) {
 // A binary built with the Makefile's -ldflags reports VERSION and the
 // stamped revision, in `dpsurv version --json` and `dpsurv --version`.
 func TestBinaryReportsVersion(t *testing.T) {
-	r := root(t)
-	mk, err := os.ReadFile(filepath.Join(r, "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^LDFLAGS := (.*)$`).FindSubmatch(mk)
-	if m == nil {
-		t.Fatal("Makefile has no LDFLAGS := line")
-	}
+	r := gofiles.Root(t)
 	const rev = "0123456789abcdef0123456789abcdef01234567"
-	ldflags := strings.NewReplacer("$(VERSION)", dpsurv.Version(), "$(REVISION)", rev).Replace(string(m[1]))
+	ldflags := strings.NewReplacer("$(VERSION)", dpsurv.Version(), "$(REVISION)", rev).Replace(gofiles.MakeVar(t, "LDFLAGS"))
 	// The Dockerfile stamps the same symbols from its build args.
 	df, err := os.ReadFile(filepath.Join(r, "Dockerfile"))
 	if err != nil {

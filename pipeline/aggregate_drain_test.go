@@ -21,15 +21,6 @@ import (
 	"github.com/dpsurv/dpsurv/schemas"
 )
 
-// drainClock is a settable aggregators.Clock.
-type drainClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *drainClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *drainClock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
-
 // oneBatch delivers one batch, then blocks until ctx ends.
 type oneBatch struct {
 	b    message.Batch
@@ -82,7 +73,7 @@ type drainRun struct {
 	reg    *prometheus.Registry
 	ledger *ledger.Ledger
 	eng    *aggregators.Engine
-	clock  *drainClock
+	clock  *pipelinetest.Clock
 	start  time.Time
 	cancel context.CancelFunc
 	done   chan error
@@ -104,7 +95,7 @@ func startDrainRun(t *testing.T, backend ledger.Backend, fits aggregators.Publis
 		t.Fatal(err)
 	}
 	d.start = time.Unix(1_700_000_000, 0).Truncate(time.Minute).Add(10 * time.Second)
-	d.clock = &drainClock{now: d.start}
+	d.clock = pipelinetest.NewClock(d.start)
 	km := aggregators.Config{Name: "km", Kind: aggregators.KindKM, Window: aggregators.Window{Size: time.Minute}, Epsilon: 1,
 		Cohorts: pipelinetest.Cohorts, TimeMax: 3000, TimeUnit: "days", Params: aggregators.KMParams{Method: aggregators.MethodNoisyHistogram, BinWidth: 500}}
 	d.eng, err = aggregators.NewEngine(ctx, aggregators.EngineConfig{Aggregates: []aggregators.Config{km}, Topic: "in", Ledger: d.ledger,

@@ -1,8 +1,6 @@
 package regression
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +8,8 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpsurv/dpsurv/dp"
 )
 
 // Coefficient intervals of a discrete-time release (issue 12).
@@ -461,42 +461,23 @@ func quantileSorted(xs []float64, p float64) float64 {
 
 // releaseSeed hashes the released values the intervals depend on.
 func releaseSeed(res DiscreteResult) [32]byte {
-	hh := sha256.New()
-	var buf [8]byte
-	put := func(v float64) {
-		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
-		hh.Write(buf[:])
-	}
-	hh.Write([]byte(res.Method))
-	for _, v := range res.Alpha {
-		put(v)
-	}
-	for _, v := range res.Beta {
-		put(v)
-	}
+	hh := dp.NewSeedHash()
+	hh.String(string(res.Method))
+	hh.Float64(res.Alpha...)
+	hh.Float64(res.Beta...)
 	for _, h := range res.Hessians {
-		for _, v := range h.At {
-			put(v)
-		}
-		for _, v := range h.Upper {
-			put(v)
-		}
-		put(h.Noise.Scale)
+		hh.Float64(h.At...)
+		hh.Float64(h.Upper...)
+		hh.Float64(h.Noise.Scale)
 	}
-	put(float64(res.N))
-	put(res.Lambda)
-	put(res.Delta)
-	put(res.EpsilonFit)
+	hh.Float64(float64(res.N), res.Lambda, res.Delta, res.EpsilonFit)
 	if res.Noise != nil {
-		put(res.Noise.Scale)
+		hh.Float64(res.Noise.Scale)
 	}
 	if res.PSGLD != nil {
-		put(res.PSGLD.V)
-		put(res.PSGLD.Sigma)
+		hh.Float64(res.PSGLD.V, res.PSGLD.Sigma)
 	}
-	var seed [32]byte
-	copy(seed[:], hh.Sum(nil))
-	return seed
+	return hh.Seed()
 }
 
 // setIntervals fills res's coefficient intervals at level 0.95. It never

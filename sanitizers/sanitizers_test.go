@@ -25,14 +25,7 @@ func testKey(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 // canonical builds a batch in the canonical validated layout.
 func canonical(t testing.TB, mem memory.Allocator, ids []string, times []float64, events []bool, cohorts []int32, age []float64) arrow.Record {
 	t.Helper()
-	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.BinaryTypes.String},
-		{Name: "time", Type: arrow.PrimitiveTypes.Float64},
-		{Name: "event", Type: arrow.FixedWidthTypes.Boolean},
-		{Name: "cohort", Type: dt},
-		{Name: "age", Type: arrow.PrimitiveTypes.Float64},
-	}, nil)
+	schema := schemas.CanonicalSchema(schemas.Spec{Cohorts: labels, Covariates: []string{"age"}, TimeUnit: "days"}, false, false)
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
 	b.Field(0).(*array.StringBuilder).AppendValues(ids, nil)

@@ -222,6 +222,20 @@ type FileWriter struct {
 	scratch []string
 }
 
+// WriteFile writes rec as the whole file path (NewFileWriter: the format
+// by path's extension, rename as there), then closes it.
+func WriteFile(path string, rec arrow.Record, rename map[string]string, mem memory.Allocator) error {
+	w, err := NewFileWriter(path, rec.Schema(), rename, mem)
+	if err != nil {
+		return err
+	}
+	if err := w.Write(rec); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
 // NewFileWriter creates path and writes its header (CSV) or schema (IPC).
 // rename maps schema field names to output column names (nil keeps them),
 // so that an output keeps the input's column names. In CSV and JSON, bools

@@ -1,10 +1,8 @@
 package survival
 
 import (
-	"encoding/csv"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"testing"
@@ -30,19 +28,8 @@ type csvTable struct {
 
 func readCSV(t *testing.T, path string) csvTable {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("open %s: %v", path, err)
-	}
-	t.Cleanup(func() { f.Close() })
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatalf("read %s: %v", path, err)
-	}
-	if len(recs) < 1 {
-		t.Fatalf("%s: empty", path)
-	}
-	return csvTable{header: recs[0], rows: recs[1:]}
+	tb := datasets.ReadFile(t, path)
+	return csvTable{header: tb.Header, rows: tb.Rows}
 }
 
 func (c csvTable) col(t *testing.T, name string) int {

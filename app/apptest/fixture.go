@@ -75,7 +75,7 @@ func Key(k []byte) Option { return func(s *settings) { s.key = k } }
 // FakeClock drives the aggregators' windows from a clock set to start,
 // checked every 20 ms; the test moves it with Fixture.Clock.Set.
 func FakeClock(start time.Time) Option {
-	return func(s *settings) { s.clock, s.tick = &Clock{now: start}, 20*time.Millisecond }
+	return func(s *settings) { s.clock, s.tick = NewClock(start), 20*time.Millisecond }
 }
 
 // NoValidate skips cfg.Validate (for tests of what the service does with
@@ -323,24 +323,12 @@ func Metric(reg *prometheus.Registry, name string, labels map[string]string) flo
 	return pipelinetest.Metric(reg, name, labels)
 }
 
-// Clock is a settable aggregators.Clock.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// Clock is a settable aggregators.Clock: pipelinetest.Clock, here for the
+// fixture's users.
+type Clock = pipelinetest.Clock
 
 // NewClock is a clock at now.
-func NewClock(now time.Time) *Clock { return &Clock{now: now} }
-
-// Now implements aggregators.Clock.
-func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-// Set moves the clock to t.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
+func NewClock(now time.Time) *Clock { return pipelinetest.NewClock(now) }
 
 // Logs collects JSON log lines from several goroutines.
 type Logs struct {

@@ -1,8 +1,6 @@
 package km
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -132,19 +130,13 @@ func markUncalibrated(res *KMResult) {
 
 // releaseSeed hashes the released per-bin counts of every cohort.
 func releaseSeed(res *KMResult) [32]byte {
-	hh := sha256.New()
-	var b [8]byte
+	hh := dp.NewSeedHash()
 	for _, ck := range res.Cohorts {
 		for i := range ck.BinNRisk {
-			binary.LittleEndian.PutUint64(b[:], math.Float64bits(ck.BinNRisk[i]))
-			hh.Write(b[:])
-			binary.LittleEndian.PutUint64(b[:], math.Float64bits(ck.BinNEvent[i]))
-			hh.Write(b[:])
+			hh.Float64(ck.BinNRisk[i], ck.BinNEvent[i])
 		}
 	}
-	var seed [32]byte
-	copy(seed[:], hh.Sum(nil))
-	return seed
+	return hh.Seed()
 }
 
 // nullModel is the data-generating model of calibrateLogRank.

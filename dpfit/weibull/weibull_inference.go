@@ -1,8 +1,6 @@
 package weibull
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -638,29 +636,19 @@ func baselineInterval(v, sens, box, eps, alpha float64) (lo, hi float64) {
 
 // weibullReleaseSeed hashes the released values of a Weibull release.
 func weibullReleaseSeed(fit WeibullFit) [32]byte {
-	hh := sha256.New()
-	var b [8]byte
-	put := func(v float64) {
-		binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
-		hh.Write(b[:])
-	}
-	put(fit.Shape)
-	put(fit.Scale)
-	put(math.Max(fit.N, 0)) // as published (clamped at 0)
-	put(fit.Epsilon)
-	hh.Write([]byte(fit.Method))
+	h := dp.NewSeedHash()
+	h.Float64(fit.Shape, fit.Scale, math.Max(fit.N, 0), fit.Epsilon) // n as published (clamped at 0)
+	h.String(fit.Method)
 	keys := make([]string, 0, len(fit.Params))
 	for k := range fit.Params {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		hh.Write([]byte(k))
-		put(fit.Params[k])
+		h.String(k)
+		h.Float64(fit.Params[k])
 	}
-	var seed [32]byte
-	copy(seed[:], hh.Sum(nil))
-	return seed
+	return h.Seed()
 }
 
 // weibullLadderSampleFloat draws an LSP shape with the distribution of

@@ -4,14 +4,12 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/dpsurv/dpsurv/internal/datasets"
+	"github.com/dpsurv/dpsurv/internal/gofiles"
 )
 
 // sequential are the packages `make test` runs once without -race (its
@@ -43,7 +41,7 @@ var raced = map[string][]string{
 // start them only in production code whose named tests exist (and run
 // under -race); the Makefile's lists are these.
 func TestSequentialPackagesStartNoGoroutine(t *testing.T) {
-	root := filepath.Dir(datasets.Dir(t))
+	root := gofiles.Root(t)
 	for _, pkg := range sequential {
 		files, err := filepath.Glob(filepath.Join(root, pkg, "*.go"))
 		if err != nil || len(files) == 0 {
@@ -85,26 +83,14 @@ func TestSequentialPackagesStartNoGoroutine(t *testing.T) {
 			t.Errorf("raced: %s is not sequential (it runs under -race whole)", pkg)
 		}
 	}
-	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^SEQUENTIAL := (.*)$`).FindSubmatch(mk)
-	if m == nil {
-		t.Fatal("Makefile: no SEQUENTIAL := line")
-	}
 	// The Makefile orders them longest first (go test starts them in
 	// that order); the set is what must agree.
-	got := strings.Fields(string(m[1]))
+	got := strings.Fields(gofiles.MakeVar(t, "SEQUENTIAL"))
 	if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(sequential))) {
 		t.Fatalf("Makefile SEQUENTIAL %v, want %v (this test's list)", got, sequential)
 	}
-	m = regexp.MustCompile(`(?m)^RACED := (.*)$`).FindSubmatch(mk)
-	if m == nil {
-		t.Fatal("Makefile: no RACED := line")
-	}
 	gotRaced := map[string][]string{}
-	for _, f := range strings.Fields(string(m[1])) {
+	for _, f := range strings.Fields(gofiles.MakeVar(t, "RACED")) {
 		pkg, tests, _ := strings.Cut(f, "=")
 		gotRaced[pkg] = strings.Split(tests, "|")
 	}

@@ -2,6 +2,8 @@
 // that check every one of them: the file-size limit and the README's
 // layout table (internal/archtest), the float-noise linter
 // (internal/privacy). One walk, so the checks agree on what the tree is.
+// It also finds the module's root and reads the Makefile's variables
+// (MakeVar) for the tests that hold the tree to the Makefile.
 // Test support only: no production code imports it.
 package gofiles
 

@@ -165,20 +165,10 @@ func sanBaseline(d audit.Data, cfg baselines.Config, src dp.Source) (audit.Data,
 		return audit.Data{}, nil, err
 	}
 	out := audit.Data{Cohorts: d.Cohorts}
-	for c := range rel.Events {
-		for b := range rel.Events[c] {
-			t := int64(b) * rel.TimeBin
-			for _, part := range []struct {
-				n int64
-				e bool
-			}{{rel.Events[c][b], true}, {rel.Censor[c][b], false}} {
-				for range part.n {
-					out.Time = append(out.Time, t)
-					out.Event = append(out.Event, part.e)
-					out.Cohort = append(out.Cohort, c)
-				}
-			}
-		}
-	}
+	rel.EachRecord(func(cohort int, time int64, event bool) {
+		out.Time = append(out.Time, time)
+		out.Event = append(out.Event, event)
+		out.Cohort = append(out.Cohort, cohort)
+	})
 	return out, rel, nil
 }

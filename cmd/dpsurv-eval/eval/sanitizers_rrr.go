@@ -51,7 +51,7 @@ func sanKMOutcome(d audit.Data) (sanRRROutcome, error) {
 	}
 	g := make([]int, d.Len())
 	copy(g, d.Cohort)
-	pw, err := survival.PairwiseLogRank(sanFloat(d.Time), d.Event, g, len(d.Cohorts))
+	pw, err := survival.PairwiseLogRank(d.FloatTimes(), d.Event, g, len(d.Cohorts))
 	if err != nil {
 		return out, err
 	}
@@ -67,14 +67,6 @@ func sanDPOutcome(res km.KMResult) sanRRROutcome {
 		out.curves = append(out.curves, c)
 	}
 	out.pairwise = res.Pairwise
-	return out
-}
-
-func sanFloat(t []int64) []float64 {
-	out := make([]float64, len(t))
-	for i, v := range t {
-		out[i] = float64(v)
-	}
 	return out
 }
 

@@ -12,24 +12,15 @@ import (
 
 	"github.com/dpsurv/dpsurv"
 	"github.com/dpsurv/dpsurv/cmd/dpsurv-sbom/sbom"
+	"github.com/dpsurv/dpsurv/internal/gofiles"
 )
-
-// moduleRoot is the repository root (this package is cmd/dpsurv-sbom/sbom).
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
 
 // The SBOM that `make sbom` writes (cmd/dpsurv-sbom) lists every module
 // that go.mod requires, at the version go.mod requires, with its go.sum
 // hash; the required stack is marked as linked into the binary; the main
 // module carries the VERSION file's version and the Apache-2.0 license.
 func TestSBOMListsGoModModules(t *testing.T) {
-	root := moduleRoot(t)
+	root := gofiles.Root(t)
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("go toolchain not on PATH: %v", err)

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"crypto/aes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -140,12 +139,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		b, err := json.Marshal(res)
-		if err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-		fmt.Fprintln(env.Stdout, string(b))
-		return nil
+		return printJSON(env.Stdout, res)
 	}
 	fmt.Fprintf(env.Stdout, "records per round      %d in %d messages of %d\n", res.Records, res.Messages, res.BatchRecords)
 	fmt.Fprintf(env.Stdout, "passthrough (Arrow)    %.0f records/s  (decode + re-encode the same batches)\n", res.PassthroughRecordsPerS)

@@ -58,15 +58,7 @@ func runGen(ctx context.Context, env Env, args []string) error {
 		return fmt.Errorf("build records: %w", err)
 	}
 	defer rec.Release()
-	w, err := schemas.NewFileWriter(*output, rec.Schema(), nil, mem)
-	if err != nil {
-		return err
-	}
-	if err := w.Write(rec); err != nil {
-		w.Close()
-		return err
-	}
-	if err := w.Close(); err != nil {
+	if err := schemas.WriteFile(*output, rec, nil, mem); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "wrote %d synthetic records to %s\n", *n, *output)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -62,11 +61,9 @@ func runLoadtest(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 		if *asJSON {
-			b, err := json.Marshal(res)
-			if err != nil {
-				return fmt.Errorf("encode result: %w", err)
+			if err := printJSON(env.Stdout, res); err != nil {
+				return err
 			}
-			fmt.Fprintln(env.Stdout, string(b))
 		} else {
 			if *rounds > 1 {
 				fmt.Fprintf(env.Stdout, "round %d of %d\n", r+1, *rounds)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -140,9 +139,7 @@ func runSanitize(ctx context.Context, env Env, args []string) error {
 		}
 		return errors.Join(err, removeRefusedOutput(*output))
 	}
-	b, _ := json.Marshal(sum)
-	fmt.Fprintln(env.Stdout, string(b))
-	return nil
+	return printJSON(env.Stdout, sum)
 }
 
 // removeRefusedOutput deletes the output of a refused sanitize run, so

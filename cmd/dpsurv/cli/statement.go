@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -50,9 +49,7 @@ func runStatement(_ context.Context, env Env, args []string) error {
 		return fmt.Errorf("statement: %w", err)
 	}
 	if *asJSON {
-		b, _ := json.Marshal(st)
-		fmt.Fprintln(env.Stdout, string(b))
-		return nil
+		return printJSON(env.Stdout, st)
 	}
 	fmt.Fprint(env.Stdout, st.Markdown())
 	return nil
