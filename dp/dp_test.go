@@ -220,9 +220,11 @@ func teDraws(t *testing.T, te *TE, n int, key byte) []int {
 	t.Helper()
 	prf := testPRF(t, key)
 	out := make([]int, n)
+	var rs RecordState // prf.Record's state, reused
+	id := append(make([]byte, 0, 24), "rec-"...)
 	for i := range n {
-		rs, err := prf.Record("rec-" + strconv.Itoa(i))
-		if err != nil {
+		id = strconv.AppendInt(id[:4], int64(i), 10)
+		if err := rs.Reset(prf, string(id)); err != nil {
 			t.Fatal(err)
 		}
 		u, _ := rs.Tag(FieldTime, TEVersion, 100)
@@ -250,6 +252,7 @@ func TestTEDistributionAndWorstCaseRatio(t *testing.T) {
 		w   int
 	}{{0.1, 10}, {1, 5}, {0.5, 3}, {2, 2}} {
 		t.Run(fmt.Sprintf("eps=%v,W=%d", c.eps, c.w), func(t *testing.T) {
+			t.Parallel()
 			te, err := NewTE(c.eps, c.w)
 			if err != nil {
 				t.Fatal(err)
@@ -319,6 +322,7 @@ func TestRRRDistributionAndRatio(t *testing.T) {
 	for _, n := range []int{2, 3, 5} {
 		for _, eps := range []float64{0.5, 1, 2} {
 			t.Run(fmt.Sprintf("n=%d,eps=%v", n, eps), func(t *testing.T) {
+				t.Parallel()
 				r, err := NewRRR(eps, n)
 				if err != nil {
 					t.Fatal(err)
@@ -335,10 +339,15 @@ func TestRRRDistributionAndRatio(t *testing.T) {
 				const draws = 200000
 				// counts[true][reported]
 				counts := make([][]int, n)
+				var rs RecordState // one state, Reset per record: the ids of prf.Record(fmt.Sprintf("r%d-%d", c, i)) without its allocations
+				id := make([]byte, 0, 16)
 				for c := range n {
 					counts[c] = make([]int, n)
 					for i := range draws {
-						rs, _ := prf.Record(fmt.Sprintf("r%d-%d", c, i))
+						id = strconv.AppendInt(append(strconv.AppendInt(append(id[:0], 'r'), int64(c), 10), '-'), int64(i), 10)
+						if err := rs.Reset(prf, string(id)); err != nil {
+							t.Fatal(err)
+						}
 						u, _ := rs.Tag(FieldCohort, RRRVersion, uint64(c))
 						counts[c][r.Sample(c, u)]++
 					}

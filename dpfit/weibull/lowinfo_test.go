@@ -7,6 +7,7 @@ import (
 )
 
 func TestWeibullLowInformationRule(t *testing.T) {
+	t.Parallel()
 	fit := func(eps, n float64) WeibullFit {
 		return WeibullFit{Method: WeibullMethodLSP, Epsilon: eps, N: n, Params: map[string]float64{"gamma": 10}}
 	}

@@ -68,6 +68,7 @@ func maxGridLogRatio(t testing.TB, a, b WeibullLadder, eps float64) float64 {
 // changes by at most exp(epsilon/2) between neighbouring data sets (one
 // record replaced, including extreme replacements).
 func TestWeibullLSPGridWorstCaseRatio(t *testing.T) {
+	t.Parallel()
 	kid, kidMax := loadWB(t, "kidney")
 	lung, lungMax := loadWB(t, "lung")
 	src := dp.NewSeededSource(17)
@@ -104,6 +105,7 @@ func TestWeibullLSPGridWorstCaseRatio(t *testing.T) {
 // TestWeibullLSPSampleOnGrid: every released shape is a multiple of the
 // public grid (the old sampler drew a float uniformly inside the rung).
 func TestWeibullLSPSampleOnGrid(t *testing.T) {
+	t.Parallel()
 	kid, kidMax := loadWB(t, "kidney")
 	cfg := WeibullConfig{TimeMax: kidMax, Rungs: 30, Tolerance: 1.0 / 1024}.WithDefaults()
 	lad := wbLadder(t, kid.compress(), cfg)
@@ -123,6 +125,7 @@ func TestWeibullLSPSampleOnGrid(t *testing.T) {
 // points), the draws of Sample match the exact pmf exp(-rung e)/Z point by
 // point (chi-square, seeded, false-alarm rate 1e-4 per case).
 func TestWeibullLSPSampleExactPMF(t *testing.T) {
+	t.Parallel()
 	lad := WeibullLadder{
 		Lower: []float64{math.NaN(), 4, 3, 0, 0},
 		Upper: []float64{math.NaN(), 5, 7, 8, 10},
@@ -259,6 +262,7 @@ func lemma1Violation(e, en *weibullLadderEngine, ps []float64) string {
 // replace-one alike). Capping the numerator at 0 — still an upper bound,
 // since M'/E' <= 0 — restores the inequality.
 func TestWeibullLadderCapNeeded(t *testing.T) {
+	t.Parallel()
 	var r wbRecords
 	for i := 0; i < 50; i++ {
 		tm, ev := 100.0, true
@@ -288,6 +292,7 @@ func TestWeibullLadderCapNeeded(t *testing.T) {
 // add/remove-one neighbours in both directions (D' = D plus or minus one
 // record). This is what gives LSP its add/remove-one guarantee.
 func TestWeibullBoundsLemma1AddRemove(t *testing.T) {
+	t.Parallel()
 	src := dp.NewSeededSource(23)
 	for _, tc := range kidneyLung(t) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -308,6 +313,7 @@ func TestWeibullBoundsLemma1AddRemove(t *testing.T) {
 // changes by at most exp(epsilon/2) between add/remove-one neighbours,
 // enumerated over the whole output space.
 func TestWeibullLSPGridWorstCaseRatioAddRemove(t *testing.T) {
+	t.Parallel()
 	src := dp.NewSeededSource(29)
 	for _, tc := range kidneyLung(t) {
 		t.Run(tc.name, func(t *testing.T) {

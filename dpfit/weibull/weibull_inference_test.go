@@ -30,6 +30,7 @@ func weibullSample(n int, shape, scale, timeMax float64, seed uint64) survival.C
 // The interval is a deterministic function of the release (seeded by its
 // hash), well formed, and contains a typical release's own estimate.
 func TestWeibullIntervalsDeterministic(t *testing.T) {
+	t.Parallel()
 	cfg := WeibullConfig{Epsilon: 2, TimeMax: 1000, Rungs: 100}
 	fit, err := FitWeibullLSP(dp.NewSeededSource(1), weibullSample(150, 1.3, 600, 1000, 1), cfg)
 	if err != nil {
@@ -62,6 +63,7 @@ func TestWeibullIntervalsDeterministic(t *testing.T) {
 }
 
 func TestWeibullIntervalsErrors(t *testing.T) {
+	t.Parallel()
 	good := WeibullFit{Shape: 1, Scale: 1, N: 50, Epsilon: 1, Method: WeibullMethodLSP,
 		Params: map[string]float64{"omega": 6, "gamma": 10, "rungs": 20, "time_max": 100, "tolerance": 1e-9}}
 	for name, tc := range map[string]struct {
@@ -103,6 +105,7 @@ func TestWeibullIntervalsErrors(t *testing.T) {
 // at 1 from its tau/delta (no noise): the nuisance scale of a candidate is
 // the one that explains the released ratio.
 func TestWeibullMatchScale(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ p, lambda, q float64 }{{1.3, 0.6, 1.3}, {0.8, 2.5, 0.8}, {2, 0.9, 1.1}, {1, 4, 3}} {
 		c := weibullSample(200_000, tc.p, tc.lambda*1000, 1000, 3)
 		var tau, delta float64
@@ -124,6 +127,7 @@ func TestWeibullMatchScale(t *testing.T) {
 // scale) equals the whole simulation's exactly, on a small and a larger
 // sample.
 func TestWeibullIntervalEarlyAcceptance(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		n   int
 		eps float64
@@ -171,6 +175,7 @@ func TestWeibullIntervalEarlyAcceptance(t *testing.T) {
 // exponents and ratios from tiny to huge (both ends of [-50, 50]
 // included), to 1e-9 relative.
 func TestWeibullMatchScaleBracketEqualsBisection(t *testing.T) {
+	t.Parallel()
 	bisect := func(p, q, ratio float64) float64 {
 		const m = 64
 		tll := func(ll float64) float64 {
@@ -219,6 +224,7 @@ func TestWeibullMatchScaleBracketEqualsBisection(t *testing.T) {
 // interval is the whole box), coverage at least 0.95 - 3 SE (SE = 0.011;
 // false alarm 0.1%), and the interval narrower than the box.
 func TestWeibullBaselineIntervalCoverage(t *testing.T) {
+	t.Parallel()
 	c := weibullSample(400, 1.3, 600, 1000, 4)
 	cfg := WeibullConfig{Epsilon: 40, TimeMax: 1000}.WithDefaults()
 	d, err := normaliseWeibull(c, cfg)
@@ -259,6 +265,7 @@ func TestWeibullBaselineIntervalCoverage(t *testing.T) {
 // the simulator's cache (weibullPowCache) instead of computing an exp per
 // data set; the ladders are the same, bit for bit.
 func TestWeibullPowCacheSameLadder(t *testing.T) {
+	t.Parallel()
 	cfg := WeibullConfig{Epsilon: 1, TimeMax: 1000}.WithDefaults()
 	sc := cfg
 	sc.Rungs = weibullSimRungs(cfg)

@@ -11,6 +11,7 @@ import (
 // time_max (the old main published 2457816997797660500000 from the search
 // bracket) is never published as a number.
 func TestBoundScaleLimits(t *testing.T) {
+	t.Parallel()
 	nan := math.NaN()
 	for _, tc := range []struct {
 		lo, hi         float64
@@ -36,6 +37,7 @@ func TestBoundScaleLimits(t *testing.T) {
 // TestPValueBound: a Monte-Carlo p at its floor is a bound, not an
 // estimate.
 func TestPValueBound(t *testing.T) {
+	t.Parallel()
 	floor := 1.0 / 200
 	if p, u := dpfit.PValueBound(1.0/200, floor); !math.IsNaN(p) || u != floor {
 		t.Errorf("at the floor: p %v upper %v", p, u)

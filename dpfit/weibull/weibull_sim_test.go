@@ -21,6 +21,7 @@ import (
 // reads them through sampleData, which must equal normaliseWeibull of
 // sample.
 func TestWeibullSimCellCounts(t *testing.T) {
+	t.Parallel()
 	checkSampleData(t)
 	for _, tc := range []struct {
 		name string
@@ -87,6 +88,7 @@ func TestWeibullSimCellCounts(t *testing.T) {
 // records) gets its interval. Drawing every event time (the old sampler)
 // would take about 10^9 draws per simulated data set, hours in all.
 func TestWeibullIntervalsHugeCount(t *testing.T) {
+	t.Parallel()
 	cfg := WeibullConfig{Epsilon: 1, TimeMax: 1000, Rungs: 100}
 	fit, err := FitWeibullLSP(dp.NewSeededSource(3), weibullSample(2000, 1.3, 600, 1000, 3), cfg)
 	if err != nil {
@@ -110,6 +112,7 @@ func TestWeibullIntervalsHugeCount(t *testing.T) {
 // RungProbabilities (chi-square over levels with expected count >= 5,
 // pooled tail; false alarm 0.1%).
 func TestWeibullLadderSampleFloat(t *testing.T) {
+	t.Parallel()
 	for _, eps := range []float64{0.5, 2} {
 		cfg := WeibullConfig{Epsilon: eps, TimeMax: 1000, Rungs: 60, Tolerance: 1e-3}.WithDefaults()
 		d, err := normaliseWeibull(weibullSample(80, 1.3, 600, 1000, 9), cfg)
@@ -186,6 +189,7 @@ func checkSampleData(t *testing.T) {
 // the real samples of TestWeibullLadderMatchesDirect. A grid step of the
 // rung ends is 1e-9 of a shape whose levels span thousands of grid points.
 func TestWeibullFastLadderMatchesRelease(t *testing.T) {
+	t.Parallel()
 	cfg := WeibullConfig{Epsilon: 1, TimeMax: 1000}.WithDefaults()
 	cfg.Rungs = weibullSimRungs(cfg)
 	check := func(t *testing.T, d weibullData, cfg WeibullConfig) {
@@ -224,6 +228,7 @@ func TestWeibullFastLadderMatchesRelease(t *testing.T) {
 // rootBracket brackets the same crossing as bisectBracket, to within the
 // final width, on smooth, kinked, flat and non-bracketing functions.
 func TestRootBracketMatchesBisection(t *testing.T) {
+	t.Parallel()
 	const width, iters = 0.15, 28
 	w := width / (1 << iters)
 	for i, f := range []func(float64) float64{

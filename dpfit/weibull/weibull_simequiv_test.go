@@ -16,6 +16,7 @@ import (
 // shortcut, both of which must be exercised); at conf 0.9 (19 simulated
 // releases per candidate) to keep it short under -race.
 func TestWeibullIntervalSidesMatchLadders(t *testing.T) {
+	t.Parallel()
 	large := WeibullFit{Shape: 1.623620764, Scale: 1.1579631610542005, Method: WeibullMethodLSP, Epsilon: 1, N: 300148.11667633057,
 		Params: map[string]float64{"gamma": 10, "omega": 6, "rungs": 500, "shape_grid": 1e-09, "time_max": 5000, "tll_grid": 3.814697265625e-06, "tolerance": 1e-09}}
 	fits := []WeibullFit{large}
@@ -66,6 +67,7 @@ func TestWeibullIntervalSidesMatchLadders(t *testing.T) {
 // published shape, scale and noisy event count for fixed seeds are the
 // bits they were before it (recorded from commit 0aacb77).
 func TestWeibullReleaseBitsUnchanged(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		n                 int
 		eps               float64

@@ -19,6 +19,7 @@ import (
 // and at a cut of 20 rungs (where the last level is too heavy to skip, so
 // every draw takes the rewind to the whole ladder).
 func TestWeibullSimSideMatchesLadder(t *testing.T) {
+	t.Parallel()
 	params := map[string]float64{"gamma": 10, "omega": 6, "rungs": 500, "time_max": 5000, "tolerance": 1e-09}
 	for _, tc := range []struct {
 		name  string

@@ -128,6 +128,7 @@ func wbLadder(t testing.TB, c survival.Compressed, cfg WeibullConfig) WeibullLad
 }
 
 func TestWeibullConfigValidate(t *testing.T) {
+	t.Parallel()
 	ok := WeibullConfig{Epsilon: 1, TimeMax: 100}.WithDefaults()
 	tests := []struct {
 		name   string
@@ -168,6 +169,7 @@ func TestWeibullConfigValidate(t *testing.T) {
 // rungs are nested, lie in [0, gamma], the last is [0, gamma], and each
 // contains the MLE of the same normalised data (rung 0 is that point).
 func TestWeibullLadderNestedAndContainsMLE(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"flchain", "lung", "kidney"} {
 		r, mx := loadWB(t, name)
 		cohorts := []string{""}
@@ -287,6 +289,7 @@ func directLadder(d weibullData, cfg WeibullConfig) (lo, up []float64) {
 // TestWeibullLadderMatchesDirect: the moment-expansion engine finds the same
 // interval ends as direct evaluation, to within two tolerance steps.
 func TestWeibullLadderMatchesDirect(t *testing.T) {
+	t.Parallel()
 	fl, flMax := loadWB(t, "flchain")
 	lung, lungMax := loadWB(t, "lung")
 	kid, kidMax := loadWB(t, "kidney")
@@ -338,6 +341,7 @@ func extremeRecords(tmax float64) []struct {
 // records replaced, adversarially or at random) the MLE of D' lies in
 // S^k(D). This is what makes the bound functions of section IV-A1 valid.
 func TestWeibullLadderCoversDistanceK(t *testing.T) {
+	t.Parallel()
 	src := dp.NewSeededSource(11)
 	for _, tc := range kidneyLung(t) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -410,6 +414,7 @@ func TestWeibullLadderCoversDistanceK(t *testing.T) {
 // replacements include t = exp(-1/p) (where t^p ln t is smallest), which
 // breaks the paper's uncapped f_U when its numerator is positive.
 func TestWeibullBoundsLemma1(t *testing.T) {
+	t.Parallel()
 	src := dp.NewSeededSource(21)
 	for _, tc := range kidneyLung(t) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -494,6 +499,7 @@ func maxLogDensityRatio(a, b WeibullLadder, eps float64) (float64, int) {
 // by at most one everywhere and the LSP output density ratio, enumerated over
 // all rung segments, is at most exp(epsilon/2).
 func TestWeibullLSPWorstCaseRatio(t *testing.T) {
+	t.Parallel()
 	kid, kidMax := loadWB(t, "kidney")
 	lung, lungMax := loadWB(t, "lung")
 	fl, flMax := loadWB(t, "flchain")
@@ -545,6 +551,7 @@ func TestWeibullLSPWorstCaseRatio(t *testing.T) {
 // p is uniform within the chosen level (Kolmogorov-Smirnov against the exact
 // piecewise-uniform CDF, false-alarm rate about 1e-3 per case).
 func TestWeibullRungSamplingChiSquare(t *testing.T) {
+	t.Parallel()
 	kid, kidMax := loadWB(t, "kidney")
 	cfg := WeibullConfig{TimeMax: kidMax, Rungs: 12}.WithDefaults()
 	lad := wbLadder(t, kid.compress(), cfg)
@@ -625,6 +632,7 @@ func clamp01(x, a, b float64) float64 { return max(0, min(x, b)-a) }
 // TestWeibullLSPLargeEpsilon: with a huge budget LSP+TLL returns (almost) the
 // MLE: p inside rung 1 and lambda within 0.5%.
 func TestWeibullLSPLargeEpsilon(t *testing.T) {
+	t.Parallel()
 	fl, flMax := loadWB(t, "flchain")
 	lung, lungMax := loadWB(t, "lung")
 	for _, tc := range []struct {
@@ -681,6 +689,7 @@ func TestWeibullLSPLargeEpsilon(t *testing.T) {
 // (standard error 0.7% at 20000 draws, false-alarm rate < 1e-7) and the mean
 // is 0 within 0.05 * 4/epsilon (5 standard errors).
 func TestWeibullTLLNoiseScale(t *testing.T) {
+	t.Parallel()
 	lung, lungMax := loadWB(t, "lung")
 	cfg := WeibullConfig{TimeMax: lungMax}.WithDefaults()
 	d, err := normaliseWeibull(lung.compress(), cfg)
@@ -743,6 +752,7 @@ func flchainMLE(t *testing.T, method string) (wbRecords, survival.Compressed, fl
 // clamped MLE; at a moderate budget its shape noise has mean absolute value
 // 2 gamma / epsilon (sensitivity gamma, epsilon/2), within 5%.
 func TestWeibullLaplaceBaseline(t *testing.T) {
+	t.Parallel()
 	_, c, flMax, ref := flchainMLE(t, WeibullMethodLaplace)
 	src := dp.NewSeededSource(8)
 	f, err := FitWeibull(src, c, WeibullConfig{Epsilon: 1e7, TimeMax: flMax}, WeibullMethodLaplace)
@@ -782,6 +792,7 @@ func TestWeibullLaplaceBaseline(t *testing.T) {
 // MLE; the block assignment comes from the injected source (same seed, same
 // answer; different seed, different blocks).
 func TestWeibullSAABaseline(t *testing.T) {
+	t.Parallel()
 	fl, c, flMax, ref := flchainMLE(t, "")
 	cfg := WeibullConfig{Epsilon: 1e7, TimeMax: flMax}
 	a, err := FitWeibullSAA(dp.NewSeededSource(1), c, cfg)
@@ -823,6 +834,7 @@ func TestWeibullSAABaseline(t *testing.T) {
 // TestWeibullFitDispatchAndErrors covers the non-private path, the method
 // switch and bad input.
 func TestWeibullFitDispatchAndErrors(t *testing.T) {
+	t.Parallel()
 	_, c, flMax, mle := flchainMLE(t, "lsp")
 	// R survreg on the clamped flchain sample (survival/testdata/weibull_golden.json).
 	var g struct {
@@ -884,6 +896,7 @@ func TestWeibullFitDispatchAndErrors(t *testing.T) {
 // releases (p uniform on [0, gamma]); time values beyond the public bounds
 // are clamped.
 func TestWeibullNoEvents(t *testing.T) {
+	t.Parallel()
 	c := survival.Compress([]float64{-3, 0, 5, 50, 500}, []bool{false, false, false, false, false})
 	cfg := WeibullConfig{Epsilon: 1, TimeMax: 100, Rungs: 20}
 	lad := wbLadder(t, c, cfg)
@@ -916,6 +929,7 @@ func TestWeibullNoEvents(t *testing.T) {
 // private method; Release refuses a non-finite epsilon and an unknown
 // method.
 func TestPreparedReleaseMatchesFit(t *testing.T) {
+	t.Parallel()
 	fl, flMax := loadWB(t, "flchain")
 	cfg := WeibullConfig{TimeMax: flMax}
 	prep, err := Prepare(fl.compress(), cfg)

@@ -23,7 +23,7 @@ var floors = []struct {
 }{
 	{"utilities", []string{
 		"", // the module's root package (version)
-		"message", "varint", "retry", "buildinfo",
+		"message", "varint", "retry", "buildinfo", "broker/brokertest/freeport",
 		"internal/testtier", "internal/datasets", "internal/privacy", "internal/benchtest", "internal/doctable", "internal/stattest", "internal/gofiles",
 	}},
 	{"codecs", []string{

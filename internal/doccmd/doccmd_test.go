@@ -3,6 +3,7 @@ package doccmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -42,8 +43,10 @@ func repoRoot(t *testing.T) string {
 
 // copyTree copies the repository (without .git and build outputs) so that
 // documented commands that write files (docs regenerations, outputs) run
-// on a copy.
-func copyTree(t *testing.T, src, dst string) {
+// on a copy. Without goSource it leaves out the Go files (633 of the 820
+// files of the tree), which only a command that runs the go tool on the
+// copy reads (see needsGoSource): the documented `go run`s run prebuilt.
+func copyTree(t *testing.T, src, dst string, goSource bool) {
 	t.Helper()
 	skip := map[string]bool{".git": true, "bin": true, "dpsurv-demo": true, "node_modules": true, "out": true}
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
@@ -57,7 +60,7 @@ func copyTree(t *testing.T, src, dst string) {
 			}
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
 		}
-		if !d.Type().IsRegular() {
+		if !d.Type().IsRegular() || (!goSource && strings.HasSuffix(d.Name(), ".go")) {
 			return nil
 		}
 		in, err := os.Open(p)
@@ -157,18 +160,8 @@ func TestDocumentedCommands(t *testing.T) {
 	firstFull := firstFullCommands(all)
 
 	bin := t.TempDir()
-	// One build of every binary the documents run (dpsurv, dpsurv-eval and
-	// each `go run ./DIR`), in the repository itself: the go command
-	// compiles their packages once, in parallel, and its cache keeps them
-	// across runs (a build in a document's copy would compile them afresh
-	// each time: the cache keys a package on its directory). -s -w: no
-	// symbol table or DWARF, which halves the link.
 	targets := goRunTargets(all)
-	build := exec.Command("go", append([]string{"build", "-ldflags=-s -w", "-o", bin + string(os.PathSeparator)}, targets...)...)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build %v: %v\n%s", targets, err, out)
-	}
+	buildTargets(t, root, bin, targets)
 	// DPSURV: scripts that build dpsurv (scripts/figures.sh) take this
 	// build of the same checkout instead, as they document.
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
@@ -203,8 +196,13 @@ func TestDocumentedCommands(t *testing.T) {
 			t.Run(name, f) // the slot is freed even when -run skips f
 		}
 		go run(strings.ReplaceAll(rel, "/", "_"), func(t *testing.T) {
+			// The copy is made only for a document with a command that
+			// runs in this tier (under -short, five documents have none),
+			// and holds the Go source only when such a command needs it.
 			work := t.TempDir()
-			copyTree(t, root, work)
+			if runs := runsHere(cmds, firstFull); len(runs) > 0 {
+				copyTree(t, root, work, needsGoSource(runs, targets))
+			}
 			ports := newPortMap(t)
 			var stops []func()
 			t.Cleanup(func() {
@@ -253,6 +251,74 @@ func TestDocumentedCommands(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// runsHere lists the commands of cmds that run in this tier: every
+// command but a skipped one, a `full` one only in the long tier and there
+// only at its first place (firstFull).
+func runsHere(cmds []Command, firstFull map[string]Command) []Command {
+	var out []Command
+	for _, c := range cmds {
+		switch c.Mode {
+		case Skip:
+			continue
+		case Full:
+			if !testtier.Long() || firstFull[c.Text] != c {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// goToolRe matches what in a command (after its `go run`s are rewritten to
+// the prebuilt binaries) reads the Go source of the copy: the go tool,
+// make, a script (scripts/figures.sh builds dpsurv), or a Go file named.
+var goToolRe = regexp.MustCompile(`(^|[\s;&|(])(go\s|make(\s|$)|scripts/)|\.go\b`)
+
+// needsGoSource reports whether a command of cmds reads the Go source.
+func needsGoSource(cmds []Command, built []string) bool {
+	return slices.ContainsFunc(cmds, func(c Command) bool { return goToolRe.MatchString(rewriteGoRun(c.Text, built)) })
+}
+
+// buildTargets puts one build of every binary the documents run (dpsurv,
+// dpsurv-eval and each `go run ./DIR`, targets[0] being dpsurv) in bin,
+// built in the repository itself: the go command compiles their packages
+// once and its cache keeps them across runs (a build in a document's copy
+// would compile them afresh each time: the cache keys a package on its
+// directory). -s -w: no symbol table or DWARF, which halves the link.
+//
+// Each is built by `go run -exec cp DIR bin/NAME`, not `go build -o bin/`:
+// the go command caches the executables of go run (Go 1.24 on), so a run
+// on an unchanged tree links nothing, where `go build -o` into this fresh
+// directory relinked all four binaries every run (about 4.5 CPU-s). The
+// first target, whose packages include every other target's but their
+// main packages, is built alone, so that on a cold cache the others, built
+// together after it, find its packages compiled rather than compile them
+// each at once.
+func buildTargets(t *testing.T, root, bin string, targets []string) {
+	t.Helper()
+	build := func(target string) error {
+		cmd := exec.Command("go", "run", "-ldflags=-s -w", "-exec", "cp", target, filepath.Join(bin, path.Base(target)))
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go run -exec cp %s: %v\n%s", target, err, out)
+		}
+		return nil
+	}
+	if err := build(targets[0]); err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, target := range targets[1:] {
+		wg.Go(func() { errs[i] = build(target) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // goRunRe matches `go run ./DIR` (DIR a main package of the repository).
 var goRunRe = regexp.MustCompile(`\bgo run (\./[A-Za-z0-9_./-]*[A-Za-z0-9_-])(?:\s|$)`)
@@ -310,6 +376,30 @@ func TestGoRunTargets(t *testing.T) {
 	} {
 		if r := rewriteGoRun(in, got); r != out {
 			t.Errorf("%q ran as %q, want %q", in, r, out)
+		}
+	}
+}
+
+// TestNeedsGoSource: a document's copy holds the Go files only for a
+// command that runs the go tool, make or a script, or names a Go file; a
+// `go run` of a prebuilt binary needs none.
+func TestNeedsGoSource(t *testing.T) {
+	built := []string{"./cmd/dpsurv", "./cmd/dpsurv-eval"}
+	for text, want := range map[string]bool{
+		"go run ./cmd/dpsurv demo":                                 false,
+		"dpsurv fit km --input data/lung_tte.csv --epsilon inf":    false,
+		"(umask 077; head -c 32 /dev/urandom > prf.key)":           false,
+		"go run ./cmd/dpsurv-eval km -data x.csv -write docs/x.md": false,
+		"go run ./ops/windowsrun -rate 1000":                       true,
+		"go test -run XXX -bench . ./dpfit/km":                     true,
+		"cd tools/helm && go test ./promcheck":                     true,
+		"make stats":                                               true,
+		"scripts/figures.sh":                                       true,
+		"head -n 5 cmd/dpsurv/main.go":                             true,
+		"dpsurv demo --out-dir gobble":                             false,
+	} {
+		if got := needsGoSource([]Command{{Text: text}}, built); got != want {
+			t.Errorf("%q: needs the Go source %v, want %v", text, got, want)
 		}
 	}
 }

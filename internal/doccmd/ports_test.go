@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/broker/brokertest/freeport"
 )
 
 // loopbackPortRe matches a loopback address with a port as the documents
@@ -42,9 +42,10 @@ func (p *portMap) rewrite(s string) string {
 	})
 }
 
-// freePort is brokertest.FreePort: a free port below the kernel's
+// freePort is freeport.Port (brokertest.FreePort, without the cluster
+// helpers, which this test binary need not link): a free port below the kernel's
 // ephemeral range, since the documented command binds it seconds later.
-func freePort(t *testing.T) string { return brokertest.FreePort(t) }
+func freePort(t *testing.T) string { return freeport.Port(t) }
 
 // TestPortMapRewrite: a documented port becomes the same free port
 // everywhere, and never the printed one.
