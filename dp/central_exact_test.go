@@ -3,6 +3,8 @@ package dp
 import (
 	"math"
 	"testing"
+
+	"github.com/dpsurv/dpsurv/internal/stattest"
 )
 
 // TestBernoulliExp: the frequency of true matches exp(-num/den) for
@@ -107,25 +109,14 @@ func TestDiscreteGaussian(t *testing.T) {
 		for y := -lim; y <= lim; y++ {
 			z += math.Exp(-float64(y*y) / (2 * float64(sigma2)))
 		}
-		var chi, pe, po float64
-		cells := 0
+		var obs, exp []float64
 		for y := -lim; y <= lim; y++ {
-			e := draws * math.Exp(-float64(y*y)/(2*float64(sigma2))) / z
-			if e < 5 {
-				pe += e
-				po += counts[y]
-				continue
-			}
-			chi += (counts[y] - e) * (counts[y] - e) / e
-			cells++
+			obs = append(obs, counts[y])
+			exp = append(exp, draws*math.Exp(-float64(y*y)/(2*float64(sigma2)))/z)
 		}
-		chi += (po - pe) * (po - pe) / max(pe, 1)
-		cells++
-		// 1e-4 critical value by the Wilson–Hilferty approximation
-		k := float64(cells - 1)
-		crit := k * math.Pow(1-2/(9*k)+3.719*math.Sqrt(2/(9*k)), 3)
-		if chi > crit {
-			t.Errorf("sigma2 %d: chi-square %v > %v on %d cells", sigma2, chi, crit, cells)
+		chi, df := stattest.PooledChiSquare(obs, exp)
+		if crit := stattest.ChiSquareCritical(df, 1e-4); chi > crit {
+			t.Errorf("sigma2 %d: chi-square %v > %v on %d df", sigma2, chi, crit, df)
 		}
 	}
 	if _, err := DiscreteGaussian(NewSeededSource(1), 0); err == nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/dpsurv/dpsurv/internal/stattest"
 )
 
 // BinomialSim follows the binomial pmf: chi-square over the values with
@@ -27,28 +29,16 @@ func TestBinomialSim(t *testing.T) {
 		d := distuv.Binomial{N: float64(tc.n), P: tc.p}
 		mean, sd := float64(tc.n)*tc.p, math.Sqrt(float64(tc.n)*tc.p*(1-tc.p))
 		lo, hi := int64(math.Max(0, math.Floor(mean-8*sd))), int64(math.Min(float64(tc.n), math.Ceil(mean+8*sd)))
-		var chi, ep, op float64
-		df := -1
+		// the support's cells, then the tails beyond +-8 sd as one cell
+		var o, e []float64
 		seen := 0.0
 		for k := lo; k <= hi; k++ {
-			e := draws * d.Prob(float64(k))
-			o := obs[k]
-			seen += o
-			if e < 5 {
-				ep += e
-				op += o
-				continue
-			}
-			chi += (o - e) * (o - e) / e
-			df++
+			o, e = append(o, obs[k]), append(e, draws*d.Prob(float64(k)))
+			seen += obs[k]
 		}
-		ep += draws * (d.CDF(float64(lo)-0.5) + 1 - d.CDF(float64(hi)+0.5))
-		op += draws - seen
-		if ep > 0 {
-			chi += (op - ep) * (op - ep) / ep
-			df++
-		}
-		crit := distuv.ChiSquared{K: float64(df)}.Quantile(0.999)
+		o, e = append(o, draws-seen), append(e, draws*(d.CDF(float64(lo)-0.5)+1-d.CDF(float64(hi)+0.5)))
+		chi, df := stattest.PooledChiSquare(o, e)
+		crit := stattest.ChiSquareCritical(df, 0.001)
 		t.Logf("n %d p %v: chi-square %.1f on %d df (0.999 quantile %.1f)", tc.n, tc.p, chi, df, crit)
 		if chi > crit {
 			t.Errorf("n %d p %v: chi-square %.1f > %.1f", tc.n, tc.p, chi, crit)

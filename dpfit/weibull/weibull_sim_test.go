@@ -6,9 +6,8 @@ import (
 	"reflect"
 	"testing"
 
-	"gonum.org/v1/gonum/stat/distuv"
-
 	"github.com/dpsurv/dpsurv/dp"
+	"github.com/dpsurv/dpsurv/internal/stattest"
 )
 
 // The simulated data sets of the Weibull intervals are drawn binned: the
@@ -57,24 +56,13 @@ func TestWeibullSimCellCounts(t *testing.T) {
 				width = tc.bw / timeMax
 			}
 			cdf := func(u float64) float64 { return -math.Expm1(-math.Pow(u/scale, shape)) }
-			var chi, expPool, obsPool float64
-			df := -1
-			for j := 0; j < cells; j++ {
+			exp := make([]float64, cells)
+			for j := range exp {
 				a, b := float64(j)*width, math.Min(float64(j+1)*width, 1)
-				e := events * (cdf(b) - cdf(a)) / cdf(1)
-				if e < 5 {
-					expPool += e
-					obsPool += obs[j]
-					continue
-				}
-				chi += (obs[j] - e) * (obs[j] - e) / e
-				df++
+				exp[j] = events * (cdf(b) - cdf(a)) / cdf(1)
 			}
-			if expPool > 0 {
-				chi += (obsPool - expPool) * (obsPool - expPool) / expPool
-				df++
-			}
-			crit := distuv.ChiSquared{K: float64(df)}.Quantile(0.999)
+			chi, df := stattest.PooledChiSquare(obs, exp)
+			crit := stattest.ChiSquareCritical(df, 0.001)
 			t.Logf("chi-square %.1f on %d df (0.999 quantile %.1f), %v events", chi, df, crit, events)
 			if chi > crit {
 				t.Errorf("cell counts do not follow the truncated Weibull: chi-square %.1f > %.1f", chi, crit)
@@ -132,23 +120,12 @@ func TestWeibullLadderSampleFloat(t *testing.T) {
 			}
 			obs[k]++
 		}
-		var chi, ep, op float64
-		df := -1
+		exp := make([]float64, len(probs))
 		for k, pk := range probs {
-			e := draws * pk
-			if e < 5 {
-				ep += e
-				op += obs[k]
-				continue
-			}
-			chi += (obs[k] - e) * (obs[k] - e) / e
-			df++
+			exp[k] = draws * pk
 		}
-		if ep > 0 {
-			chi += (op - ep) * (op - ep) / ep
-			df++
-		}
-		crit := distuv.ChiSquared{K: float64(max(df, 1))}.Quantile(0.999)
+		chi, df := stattest.PooledChiSquare(obs, exp)
+		crit := stattest.ChiSquareCritical(max(df, 1), 0.001)
 		t.Logf("epsilon %v: chi-square %.1f on %d df (0.999 quantile %.1f)", eps, chi, df, crit)
 		if chi > crit {
 			t.Errorf("epsilon %v: level frequencies differ from RungProbabilities: chi-square %.1f > %.1f", eps, chi, crit)

@@ -574,28 +574,17 @@ func TestWeibullRungSamplingChiSquare(t *testing.T) {
 				obs[lad.Level(p)]++
 			}
 			// Chi-square, pooling cells with expected count < 5 into one.
-			var chi, pe, po float64
-			cells := 0
+			exp := make([]float64, len(probs))
 			for k, p := range probs {
-				e := p * draws
-				if e < 5 {
-					pe += e
-					po += obs[k]
-					if e == 0 && obs[k] > 0 {
-						t.Fatalf("level %d has probability 0 but was drawn %v times", k, obs[k])
-					}
-					continue
+				exp[k] = p * draws
+				if p == 0 && obs[k] > 0 {
+					t.Fatalf("level %d has probability 0 but was drawn %v times", k, obs[k])
 				}
-				chi += (obs[k] - e) * (obs[k] - e) / e
-				cells++
 			}
-			if pe > 0 {
-				chi += (po - pe) * (po - pe) / max(pe, 1)
-				cells++
-			}
-			pval := 1 - distuv.ChiSquared{K: float64(cells - 1)}.CDF(chi)
+			chi, df := stattest.PooledChiSquare(obs, exp)
+			pval := 1 - distuv.ChiSquared{K: float64(df)}.CDF(chi)
 			if pval < 1e-4 {
-				t.Fatalf("chi-square %v on %d cells, p = %v", chi, cells, pval)
+				t.Fatalf("chi-square %v on %d df, p = %v", chi, df, pval)
 			}
 			// KS against the exact CDF of the LSP output.
 			cdf := func(x float64) float64 {
@@ -621,7 +610,7 @@ func TestWeibullRungSamplingChiSquare(t *testing.T) {
 			if crit := stattest.KSCritical(draws, 1e-3); dmax > crit {
 				t.Fatalf("KS distance %v > %v", dmax, crit)
 			}
-			t.Logf("chi-square %.2f on %d cells (p = %.3f), KS %.4f", chi, cells, pval, dmax)
+			t.Logf("chi-square %.2f on %d df (p = %.3f), KS %.4f", chi, df, pval, dmax)
 		})
 	}
 }
