@@ -88,6 +88,11 @@ type KMOptions struct {
 	// pooled curve (the log-rank's simulated null releases, whose tests
 	// read the counts only).
 	countsOnly bool
+	// survOnly draws each curve's S alone (Curve.Surv, by the product of
+	// survival.KaplanMeierFromCounts on the consistent counts, the same
+	// arithmetic in the same order): no counts kept, no Greenwood SE,
+	// limits or median (the interval simulations, which read S only).
+	survOnly bool
 }
 
 func (o KMOptions) withDefaults() (KMOptions, error) {
@@ -525,14 +530,20 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		sRaw[b] = math.Min(1, math.Max(0, sRaw[b]))
 	}
 	// 4. consistent counts
-	out := CohortKM{N: m[0], nHat: nHat, TruncatedAt: math.NaN(),
-		BinNRisk: make([]float64, bins), BinNEvent: make([]float64, bins)}
+	out := CohortKM{N: m[0], nHat: nHat, TruncatedAt: math.NaN()}
+	if !o.survOnly {
+		out.BinNRisk, out.BinNEvent = make([]float64, bins), make([]float64, bins)
+	}
 	noBand(&out)
 	if end < bins {
 		out.TruncatedAt = float64(end) * binWidth
 	}
 	var tm, nr, ne, nc, nsd []float64
-	if !o.countsOnly { // at most one row per bin up to end: sized once, not grown
+	var sv survOnlyCurve
+	switch {
+	case o.survOnly:
+		sv = newSurvOnlyCurve(end)
+	case !o.countsOnly: // at most one row per bin up to end: sized once, not grown
 		tm, nr, ne, nc, nsd = make([]float64, 0, end), make([]float64, 0, end), make([]float64, 0, end), make([]float64, 0, end), make([]float64, 0, end)
 	}
 	private := !math.IsInf(o.Epsilon, 1)
@@ -565,11 +576,17 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		if c > 0 && c < kmSnap*math.Max(1, rem) {
 			c, next = 0, rem
 		}
-		out.BinNRisk[b], out.BinNEvent[b] = n, d
+		if !o.survOnly {
+			out.BinNRisk[b], out.BinNEvent[b] = n, d
+		}
 		// a private curve has a row in every bin it covers: its noise grows
 		// bin by bin even where no event or censoring is left after the
 		// post-processing, and the interval must show it
-		if (d > 0 || c > 0 || private) && !o.countsOnly {
+		switch {
+		case !(d > 0 || c > 0 || private) || o.countsOnly:
+		case o.survOnly:
+			sv.row(n, d, c)
+		default:
 			tm = append(tm, float64(b)*binWidth)
 			nr = append(nr, n)
 			ne = append(ne, d)
@@ -579,7 +596,14 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		n = next
 		prev = sRaw[b]
 	}
-	if o.countsOnly {
+	switch {
+	case o.countsOnly:
+		return out, nil
+	case o.survOnly:
+		if sv.bad >= 0 {
+			return CohortKM{}, fmt.Errorf("kaplan-meier from counts: row %d: need finite counts with 0 <= n_event <= n_risk and n_censor >= 0", sv.bad)
+		}
+		out.Curve = survival.KMCurve{Surv: sv.surv, Median: math.NaN(), MedianLower: math.NaN(), MedianUpper: math.NaN(), Conf: o.Conf}
 		return out, nil
 	}
 	if len(tm) == 0 {

@@ -206,14 +206,23 @@ func (ht *hierTrees) release(src dp.Source, leaves, nodes []int64, y, buf []floa
 }
 
 func hierarchicalKM(h *Histogram, src dp.Source, opts KMOptions, cfg hierConfig) (KMResult, error) {
+	return hierarchicalKMTrees(h, src, opts, cfg, nil)
+}
+
+// hierarchicalKMTrees is hierarchicalKM with the trees' public shape and
+// scales given (nil: built from h, cfg and the epsilon): the simulated
+// releases of simulateNoiseSD and calibrateLogRank share their release's
+// (same bins, design and epsilon), instead of building them again each.
+func hierarchicalKMTrees(h *Histogram, src dp.Source, opts KMOptions, cfg hierConfig, ht *hierTrees) (KMResult, error) {
 	o, err := centralOptions(h, src, opts)
 	if err != nil {
 		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
 	}
 	exact := math.IsInf(o.Epsilon, 1)
-	ht, err := newHierTrees(h.Bins, cfg, o.Epsilon)
-	if err != nil {
-		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
+	if ht == nil {
+		if ht, err = newHierTrees(h.Bins, cfg, o.Epsilon); err != nil {
+			return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
+		}
 	}
 	k := h.Cohorts()
 	ev := make([][]float64, k)
@@ -265,7 +274,7 @@ func hierarchicalKM(h *Histogram, src dp.Source, opts KMOptions, cfg hierConfig)
 		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
 	}
 	refit := func(hs *Histogram, src dp.Source, os KMOptions) (KMResult, error) {
-		return hierarchicalKM(hs, src, os, cfg)
+		return hierarchicalKMTrees(hs, src, os, cfg, ht)
 	}
 	if err := simulateNoiseSD(&res, h, o, refit); err != nil {
 		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
