@@ -492,13 +492,20 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	isotonicNonIncreasing(m[:bins])
 	// at risk within [0, max(N_hat, 0)]: the released n (the noisy count)
 	// is the first at-risk number, and no later bin exceeds it (pooling
-	// can only raise the first value above N_hat)
+	// can only raise the first value above N_hat). (The builtin min and
+	// max here and below, inlined, give math.Min's and math.Max's bits:
+	// they differ only for a NaN beside an infinity of the other sign,
+	// and their arguments are constants or at-risk numbers >= 0.)
 	for b := range m {
-		m[b] = math.Min(math.Max(m[b], 0), math.Max(nHat, 0))
+		m[b] = min(max(m[b], 0), max(nHat, 0))
 	}
 	// 2. signed product-limit curve, truncated
 	sRaw := make([]float64, 0, bins)
-	noiseSD := make([]float64, 0, bins)
+	keepSD := !o.countsOnly && !o.survOnly // the rows' NoiseStdErr
+	var noiseSD []float64
+	if keepSD {
+		noiseSD = make([]float64, 0, bins)
+	}
 	s, v := 1.0, 0.0
 	end := bins
 	bc, corrected := noise.(logSBiasCorrected)
@@ -522,12 +529,14 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		}
 		s *= f
 		sRaw = append(sRaw, s)
-		noiseSD = append(noiseSD, math.Sqrt(v))
+		if keepSD {
+			noiseSD = append(noiseSD, math.Sqrt(v))
+		}
 	}
 	// 3. isotonic regression, clamp
 	isotonicNonIncreasing(sRaw)
 	for b := range sRaw {
-		sRaw[b] = math.Min(1, math.Max(0, sRaw[b]))
+		sRaw[b] = min(1, max(0, sRaw[b]))
 	}
 	// 4. consistent counts
 	out := CohortKM{N: m[0], nHat: nHat, TruncatedAt: math.NaN()}
@@ -555,8 +564,8 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		d := 0.0
 		if prev > 0 && sRaw[b] < prev {
 			d = n * (1 - sRaw[b]/prev)
-			d = math.Min(math.Max(d, 0), n)
-			if d < kmSnap*math.Max(1, n) {
+			d = min(max(d, 0), n)
+			if d < kmSnap*max(1, n) {
 				d = 0 // rounding residue, not an event
 			}
 		}
@@ -573,7 +582,7 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		case target < rem:
 			c, next = rem-target, target
 		}
-		if c > 0 && c < kmSnap*math.Max(1, rem) {
+		if c > 0 && c < kmSnap*max(1, rem) {
 			c, next = 0, rem
 		}
 		if !o.survOnly {

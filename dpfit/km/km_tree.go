@@ -197,7 +197,7 @@ func (ht *hierTrees) release(src dp.Source, leaves, nodes []int64, y, buf []floa
 		// relative 1e-9 of an integer is that integer (with negligible
 		// noise, the exact count; otherwise a tiny change, harmless
 		// post-processing)
-		if r := math.Round(x); math.Abs(x-r) <= kmSnap*math.Max(1, math.Abs(r)) {
+		if r := math.Round(x); math.Abs(x-r) <= kmSnap*max(1, math.Abs(r)) {
 			x = r
 		}
 		out[b] = x
@@ -504,7 +504,7 @@ func (p *prefixNoise) add(b int, m float64) (cum, own float64) {
 
 // factor is the second-order bias correction of a product-limit factor
 // (logSBiasCorrected): exp(Var(e_b) / (2 m_b^2)).
-func (p *prefixNoise) factor(own float64) float64 { return math.Exp(math.Min(own, maxBiasShare) / 2) }
+func (p *prefixNoise) factor(own float64) float64 { return math.Exp(min(own, maxBiasShare) / 2) }
 
 // uncorrected hides prefixNoise's factor method (tests only).
 type uncorrected struct{ p *prefixNoise }
