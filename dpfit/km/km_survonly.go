@@ -34,3 +34,15 @@ func (sc *survOnlyCurve) row(n, d, c float64) {
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// fmax is math.Max(x, y) for every x and y (+Inf beside a NaN included),
+// which the builtin max differs from only there, inlined (math.Max is a
+// call): the band's hot loop takes the running maximum with it.
+func fmax(x, y float64) float64 {
+	if x > math.MaxFloat64 || y > math.MaxFloat64 { // +Inf
+		return posInf
+	}
+	return max(x, y)
+}
+
+var posInf = math.Inf(1)

@@ -63,3 +63,15 @@ func TestSurvOnlyCurveMatchesFullCurve(t *testing.T) {
 		}
 	}
 }
+
+// fmax is math.Max, bit for bit, on the special values and ordinary ones.
+func TestFmaxIsMathMax(t *testing.T) {
+	vals := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 1, -1, 2.5, math.MaxFloat64, math.SmallestNonzeroFloat64}
+	for _, x := range vals {
+		for _, y := range vals {
+			if got, want := fmax(x, y), math.Max(x, y); math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Errorf("fmax(%v, %v) = %v, want %v", x, y, got, want)
+			}
+		}
+	}
+}
