@@ -308,6 +308,8 @@ type binTree struct {
 	// sumS[v] = sum of s over v's children (0 for leaves); alpha[v] is
 	// s[v] / sumS[parent(v)] (0 for the root).
 	s, sumS, alpha []float64
+	// leafVars[b] is leafVar(b)
+	leafVars []float64
 }
 
 // newBinTree builds the shape for bins leaves with the given branching and
@@ -366,6 +368,10 @@ func newBinTree(bins, branch int, levelVar []float64) (*binTree, error) {
 				t.alpha[c] = t.s[c] / S
 			}
 		}
+	}
+	t.leafVars = make([]float64, t.size[0])
+	for b := range t.leafVars {
+		t.leafVars[b] = t.leafVarOf(b)
 	}
 	return t, nil
 }
@@ -515,8 +521,13 @@ func (u uncorrected) add(b int, m float64) (cum, own float64) { return u.p.add(b
 // own = (1/8)^2, the default bound of the single-bin truncation rule.
 const maxBiasShare = 1.0 / 64
 
-// leafVar is the variance of the inferred bin b's error.
-func (t *binTree) leafVar(b int) float64 {
+// leafVar is the variance of the inferred bin b's error (structural:
+// computed once per tree, read for every bin of every curve drawn on it,
+// the simulated ones included).
+func (t *binTree) leafVar(b int) float64 { return t.leafVars[b] }
+
+// leafVarOf computes leafVar(b).
+func (t *binTree) leafVarOf(b int) float64 {
 	v, A, u := 0.0, 1.0, b
 	for l := 0; l+1 < len(t.size); l++ {
 		par := t.off[l+1] + (u-t.off[l])/t.branch
