@@ -494,8 +494,8 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	// is the first at-risk number, and no later bin exceeds it (pooling
 	// can only raise the first value above N_hat). (The builtin min and
 	// max here and below, inlined, give math.Min's and math.Max's bits:
-	// they differ only for a NaN beside an infinity of the other sign,
-	// and their arguments are constants or at-risk numbers >= 0.)
+	// they differ only where a NaN meets -Inf (min) or +Inf (max), and
+	// one argument is a constant or both are at-risk numbers >= 0.)
 	for b := range m {
 		m[b] = min(max(m[b], 0), max(nHat, 0))
 	}
