@@ -662,7 +662,10 @@ func isotonicNonIncreasing(y []float64) {
 		sum   float64
 		count int
 	}
-	blocks := make([]block, 0, 64)
+	// on the stack up to 256 blocks (a monotone run keeps one block per
+	// value: the at-risk column of a 150-bin curve has about 150); longer
+	// inputs grow onto the heap
+	blocks := make([]block, 0, 256)
 	for _, v := range y {
 		blocks = append(blocks, block{v, 1})
 		for len(blocks) > 1 {
