@@ -88,6 +88,11 @@ type KMOptions struct {
 	// pooled curve (the log-rank's simulated null releases, whose tests
 	// read the counts only).
 	countsOnly bool
+	// survOnly draws each curve's S alone (Curve.Surv, by the product of
+	// survival.KaplanMeierFromCounts on the consistent counts, the same
+	// arithmetic in the same order): no counts kept, no Greenwood SE,
+	// limits or median (the interval simulations, which read S only).
+	survOnly bool
 }
 
 func (o KMOptions) withDefaults() (KMOptions, error) {
@@ -487,13 +492,20 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 	isotonicNonIncreasing(m[:bins])
 	// at risk within [0, max(N_hat, 0)]: the released n (the noisy count)
 	// is the first at-risk number, and no later bin exceeds it (pooling
-	// can only raise the first value above N_hat)
+	// can only raise the first value above N_hat). (The builtin min and
+	// max here and below, inlined, give math.Min's and math.Max's bits:
+	// they differ only where a NaN meets -Inf (min) or +Inf (max), and
+	// one argument is a constant or both are at-risk numbers >= 0.)
 	for b := range m {
-		m[b] = math.Min(math.Max(m[b], 0), math.Max(nHat, 0))
+		m[b] = min(max(m[b], 0), max(nHat, 0))
 	}
 	// 2. signed product-limit curve, truncated
 	sRaw := make([]float64, 0, bins)
-	noiseSD := make([]float64, 0, bins)
+	keepSD := !o.countsOnly && !o.survOnly // the rows' NoiseStdErr
+	var noiseSD []float64
+	if keepSD {
+		noiseSD = make([]float64, 0, bins)
+	}
 	s, v := 1.0, 0.0
 	end := bins
 	bc, corrected := noise.(logSBiasCorrected)
@@ -517,22 +529,30 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		}
 		s *= f
 		sRaw = append(sRaw, s)
-		noiseSD = append(noiseSD, math.Sqrt(v))
+		if keepSD {
+			noiseSD = append(noiseSD, math.Sqrt(v))
+		}
 	}
 	// 3. isotonic regression, clamp
 	isotonicNonIncreasing(sRaw)
 	for b := range sRaw {
-		sRaw[b] = math.Min(1, math.Max(0, sRaw[b]))
+		sRaw[b] = min(1, max(0, sRaw[b]))
 	}
 	// 4. consistent counts
-	out := CohortKM{N: m[0], nHat: nHat, TruncatedAt: math.NaN(),
-		BinNRisk: make([]float64, bins), BinNEvent: make([]float64, bins)}
+	out := CohortKM{N: m[0], nHat: nHat, TruncatedAt: math.NaN()}
+	if !o.survOnly {
+		out.BinNRisk, out.BinNEvent = make([]float64, bins), make([]float64, bins)
+	}
 	noBand(&out)
 	if end < bins {
 		out.TruncatedAt = float64(end) * binWidth
 	}
 	var tm, nr, ne, nc, nsd []float64
-	if !o.countsOnly { // at most one row per bin up to end: sized once, not grown
+	var sv survOnlyCurve
+	switch {
+	case o.survOnly:
+		sv = newSurvOnlyCurve(end)
+	case !o.countsOnly: // at most one row per bin up to end: sized once, not grown
 		tm, nr, ne, nc, nsd = make([]float64, 0, end), make([]float64, 0, end), make([]float64, 0, end), make([]float64, 0, end), make([]float64, 0, end)
 	}
 	private := !math.IsInf(o.Epsilon, 1)
@@ -544,8 +564,8 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		d := 0.0
 		if prev > 0 && sRaw[b] < prev {
 			d = n * (1 - sRaw[b]/prev)
-			d = math.Min(math.Max(d, 0), n)
-			if d < kmSnap*math.Max(1, n) {
+			d = min(max(d, 0), n)
+			if d < kmSnap*max(1, n) {
 				d = 0 // rounding residue, not an event
 			}
 		}
@@ -562,14 +582,20 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		case target < rem:
 			c, next = rem-target, target
 		}
-		if c > 0 && c < kmSnap*math.Max(1, rem) {
+		if c > 0 && c < kmSnap*max(1, rem) {
 			c, next = 0, rem
 		}
-		out.BinNRisk[b], out.BinNEvent[b] = n, d
+		if !o.survOnly {
+			out.BinNRisk[b], out.BinNEvent[b] = n, d
+		}
 		// a private curve has a row in every bin it covers: its noise grows
 		// bin by bin even where no event or censoring is left after the
 		// post-processing, and the interval must show it
-		if (d > 0 || c > 0 || private) && !o.countsOnly {
+		switch {
+		case !(d > 0 || c > 0 || private) || o.countsOnly:
+		case o.survOnly:
+			sv.row(n, d, c)
+		default:
 			tm = append(tm, float64(b)*binWidth)
 			nr = append(nr, n)
 			ne = append(ne, d)
@@ -579,7 +605,14 @@ func kmFromSignedCellsNoise(ev, ce []float64, noise logSNoise, binWidth float64,
 		n = next
 		prev = sRaw[b]
 	}
-	if o.countsOnly {
+	switch {
+	case o.countsOnly:
+		return out, nil
+	case o.survOnly:
+		if sv.bad >= 0 {
+			return CohortKM{}, fmt.Errorf("kaplan-meier from counts: row %d: need finite counts with 0 <= n_event <= n_risk and n_censor >= 0", sv.bad)
+		}
+		out.Curve = survival.KMCurve{Surv: sv.surv, Median: math.NaN(), MedianLower: math.NaN(), MedianUpper: math.NaN(), Conf: o.Conf}
 		return out, nil
 	}
 	if len(tm) == 0 {
@@ -629,7 +662,10 @@ func isotonicNonIncreasing(y []float64) {
 		sum   float64
 		count int
 	}
-	blocks := make([]block, 0, 64)
+	// on the stack up to 256 blocks (a monotone run keeps one block per
+	// value: the at-risk column of a 150-bin curve has about 150); longer
+	// inputs grow onto the heap
+	blocks := make([]block, 0, 256)
 	for _, v := range y {
 		blocks = append(blocks, block{v, 1})
 		for len(blocks) > 1 {

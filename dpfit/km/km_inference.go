@@ -214,25 +214,29 @@ func simulateNoiseSD(res *KMResult, h *Histogram, o KMOptions, fit releaseFunc) 
 	so := o
 	so.naiveLogRank, so.noLogRank, so.IntervalSims, so.LogRankSims = true, true, -1, -1
 	so.noIntervals = true // only the simulated curves' S is used
+	so.survOnly = true
 	bins := h.Bins
 	// logs[c][r][b]: log S of simulated curve c (k: pooled) of run r in
-	// bin b (NaN where it does not reach b)
+	// bin b (NaN where it does not reach b), rows of one backing array
 	logs := make([][][]float64, k+1)
+	cells := make([]float64, (k+1)*sims*bins)
+	for i := range cells {
+		cells[i] = math.NaN()
+	}
 	for c := range logs {
 		logs[c] = make([][]float64, sims)
+		for r := range logs[c] {
+			logs[c][r], cells = cells[:bins:bins], cells[bins:]
+		}
 	}
 	record := func(c, r int, ck CohortKM) {
-		row := make([]float64, bins)
-		for b := range row {
-			row[b] = math.NaN()
-		}
+		row := logs[c][r]
 		for b, s := range ck.Curve.Surv {
 			if b >= bins || !(s > 0) {
 				break
 			}
 			row[b] = math.Log(s)
 		}
-		logs[c][r] = row
 	}
 	for r := 0; r < sims; r++ {
 		rs, err := fit(hs, src, so)

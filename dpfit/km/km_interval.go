@@ -139,7 +139,7 @@ func simultaneousBand(ck *CohortKM, dev [][]float64, reach []int, sims int, rng 
 				if math.IsNaN(d) {
 					break
 				}
-				sup = math.Max(sup, math.Abs(d+w)/cv.StdErr[i])
+				sup = fmax(sup, math.Abs(d+w)/cv.StdErr[i])
 			}
 			sups = append(sups, sup)
 		}

@@ -197,7 +197,7 @@ func (ht *hierTrees) release(src dp.Source, leaves, nodes []int64, y, buf []floa
 		// relative 1e-9 of an integer is that integer (with negligible
 		// noise, the exact count; otherwise a tiny change, harmless
 		// post-processing)
-		if r := math.Round(x); math.Abs(x-r) <= kmSnap*math.Max(1, math.Abs(r)) {
+		if r := math.Round(x); math.Abs(x-r) <= kmSnap*max(1, math.Abs(r)) {
 			x = r
 		}
 		out[b] = x
@@ -206,14 +206,23 @@ func (ht *hierTrees) release(src dp.Source, leaves, nodes []int64, y, buf []floa
 }
 
 func hierarchicalKM(h *Histogram, src dp.Source, opts KMOptions, cfg hierConfig) (KMResult, error) {
+	return hierarchicalKMTrees(h, src, opts, cfg, nil)
+}
+
+// hierarchicalKMTrees is hierarchicalKM with the trees' public shape and
+// scales given (nil: built from h, cfg and the epsilon): the simulated
+// releases of simulateNoiseSD and calibrateLogRank share their release's
+// (same bins, design and epsilon), instead of building them again each.
+func hierarchicalKMTrees(h *Histogram, src dp.Source, opts KMOptions, cfg hierConfig, ht *hierTrees) (KMResult, error) {
 	o, err := centralOptions(h, src, opts)
 	if err != nil {
 		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
 	}
 	exact := math.IsInf(o.Epsilon, 1)
-	ht, err := newHierTrees(h.Bins, cfg, o.Epsilon)
-	if err != nil {
-		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
+	if ht == nil {
+		if ht, err = newHierTrees(h.Bins, cfg, o.Epsilon); err != nil {
+			return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
+		}
 	}
 	k := h.Cohorts()
 	ev := make([][]float64, k)
@@ -265,7 +274,7 @@ func hierarchicalKM(h *Histogram, src dp.Source, opts KMOptions, cfg hierConfig)
 		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
 	}
 	refit := func(hs *Histogram, src dp.Source, os KMOptions) (KMResult, error) {
-		return hierarchicalKM(hs, src, os, cfg)
+		return hierarchicalKMTrees(hs, src, os, cfg, ht)
 	}
 	if err := simulateNoiseSD(&res, h, o, refit); err != nil {
 		return KMResult{}, fmt.Errorf("hierarchical km: %w", err)
@@ -299,6 +308,8 @@ type binTree struct {
 	// sumS[v] = sum of s over v's children (0 for leaves); alpha[v] is
 	// s[v] / sumS[parent(v)] (0 for the root).
 	s, sumS, alpha []float64
+	// leafVars[b] is leafVar(b)
+	leafVars []float64
 }
 
 // newBinTree builds the shape for bins leaves with the given branching and
@@ -357,6 +368,10 @@ func newBinTree(bins, branch int, levelVar []float64) (*binTree, error) {
 				t.alpha[c] = t.s[c] / S
 			}
 		}
+	}
+	t.leafVars = make([]float64, t.size[0])
+	for b := range t.leafVars {
+		t.leafVars[b] = t.leafVarOf(b)
 	}
 	return t, nil
 }
@@ -495,7 +510,7 @@ func (p *prefixNoise) add(b int, m float64) (cum, own float64) {
 
 // factor is the second-order bias correction of a product-limit factor
 // (logSBiasCorrected): exp(Var(e_b) / (2 m_b^2)).
-func (p *prefixNoise) factor(own float64) float64 { return math.Exp(math.Min(own, maxBiasShare) / 2) }
+func (p *prefixNoise) factor(own float64) float64 { return math.Exp(min(own, maxBiasShare) / 2) }
 
 // uncorrected hides prefixNoise's factor method (tests only).
 type uncorrected struct{ p *prefixNoise }
@@ -506,8 +521,13 @@ func (u uncorrected) add(b int, m float64) (cum, own float64) { return u.p.add(b
 // own = (1/8)^2, the default bound of the single-bin truncation rule.
 const maxBiasShare = 1.0 / 64
 
-// leafVar is the variance of the inferred bin b's error.
-func (t *binTree) leafVar(b int) float64 {
+// leafVar is the variance of the inferred bin b's error (structural:
+// computed once per tree, read for every bin of every curve drawn on it,
+// the simulated ones included).
+func (t *binTree) leafVar(b int) float64 { return t.leafVars[b] }
+
+// leafVarOf computes leafVar(b).
+func (t *binTree) leafVarOf(b int) float64 {
 	v, A, u := 0.0, 1.0, b
 	for l := 0; l+1 < len(t.size); l++ {
 		par := t.off[l+1] + (u-t.off[l])/t.branch
