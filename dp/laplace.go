@@ -3,6 +3,7 @@ package dp
 import (
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // This file holds the central-DP noise primitives. Integer noise is sampled
@@ -32,11 +33,9 @@ func rationalScale(scale float64) (s, t uint64, err error) {
 	t = 1 << maxDenBits
 	sf := math.Ceil(scale * float64(t)) // exact: scale*2^30 is exact in float64, ceil rounds up
 	s = uint64(sf)
-	for s%2 == 0 && t > 1 {
-		s /= 2
-		t /= 2
-	}
-	return s, t, nil
+	// strip the common factors of two (t's are its maxDenBits)
+	k := min(bits.TrailingZeros64(s), maxDenBits)
+	return s >> k, t >> k, nil
 }
 
 // bernoulliRat returns true with probability num/den exactly.
