@@ -26,6 +26,7 @@ aggregators:
 ledger:
   topic: dpsurv.ledger
   checkpoint_interval: 10s
+  drain_timeout: 40s
   budget: {stream: 20, "cohort:1": 10}
 `
 
@@ -45,6 +46,7 @@ func TestParseAggregatorConfig(t *testing.T) {
 		{"cohorts from schema", len(acs[2].Cohorts), 2},
 		{"time max from schema", acs[2].TimeMax, 5000.0},
 		{"checkpoint interval", cfg.CheckpointInterval(), 10 * time.Second},
+		{"drain timeout", cfg.AggregatorDrainTimeout(), 40 * time.Second},
 		{"group", cfg.AggregatorGroupID(), "dpsurv-agg"},
 		{"curve topic", cfg.FitCurveTopic(), "ehr.tte.fits.arrow"},
 		{"state topic", cfg.LedgerStateTopic(), "dpsurv.ledger.state"},
@@ -76,6 +78,7 @@ func TestAggregatorConfigErrorsNameFieldPath(t *testing.T) {
 		{"epsilon", "epsilon: 0.5\n    window", "epsilon: 0\n    window", "aggregators[0].epsilon"},
 		{"unknown window key", "time: event}", "time: event, slide: 1h}", "aggregators[0].window.slide: unknown field"},
 		{"checkpoint", "checkpoint_interval: 10s", "checkpoint_interval: -1s", "ledger.checkpoint_interval"},
+		{"drain timeout", "drain_timeout: 40s", "drain_timeout: -1s", "ledger.drain_timeout: must be >= 0"},
 		// the kinds' own typed params, each decoded and checked by its kind
 		{"weibull sims type", "method: lsp, rungs: 200", "method: lsp, interval_sims: many", "aggregators[2].params.interval_sims: want an integer, got many"},
 		{"weibull sims range", "method: lsp, rungs: 200", "method: lsp, interval_sims: 20", "aggregators[2].params.interval_sims: want 0 (default)"},
