@@ -33,7 +33,6 @@ import (
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ledger"
 	"github.com/dpsurv/dpsurv/ops"
-	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/synth"
 )
@@ -217,7 +216,7 @@ log: {level: info}
 	}
 	// One holder, and the other replica ready as a standby.
 	holder := -1
-	if !harness.WaitFor(ctx, 30*time.Second, func() bool {
+	if !waitPolled(ctx, 30*time.Second, func() bool {
 		l0, l1 := leader(0), leader(1)
 		if l0 == l1 || !ready(0) || !ready(1) {
 			return false
@@ -245,7 +244,7 @@ log: {level: info}
 
 	// Kill the holder once it has released two windows since the records
 	// began, in the middle of a window.
-	if !harness.WaitFor(ctx, 30*time.Second, func() bool { return releases(holder) >= before+2 }) {
+	if !waitPolled(ctx, 30*time.Second, func() bool { return releases(holder) >= before+2 }) {
 		t.Fatalf("the holder released %v km windows", releases(holder))
 	}
 	midWindow()
@@ -268,7 +267,7 @@ log: {level: info}
 	// Its aggregators' input group hands it the partitions after the dead
 	// member's session (input.session_timeout, 6 s) and it counts again.
 	var leaseAt, resumedAt, countingAt time.Time
-	if !harness.WaitFor(ctx, session+failoverMargin+10*time.Second, func() bool {
+	if !waitPolled(ctx, session+failoverMargin+10*time.Second, func() bool {
 		now := time.Now()
 		if leaseAt.IsZero() && leader(standby) {
 			leaseAt = now
@@ -315,7 +314,7 @@ log: {level: info}
 	// Every record checkpointed by the aggregators (their group's offsets
 	// committed to the end), then the window holding that moment released.
 	var caughtUp time.Time
-	if !harness.WaitFor(ctx, 30*time.Second, func() bool {
+	if !waitPolled(ctx, 30*time.Second, func() bool {
 		lag, err := ops.GroupLag(ctx, conn, cfg.AggregatorGroupID(), cfg.Input.Topic)
 		if err == nil && lag == 0 {
 			caughtUp = time.Now()
@@ -326,7 +325,7 @@ log: {level: info}
 		t.Fatal("the aggregators' offsets never reached the end of the input")
 	}
 	lastKey := aggregators.WindowKey("km-3s", caughtUp.Unix()/3*3)
-	if !harness.WaitFor(ctx, 15*time.Second, func() bool {
+	if !waitPolled(ctx, 15*time.Second, func() bool {
 		return ledgerHas(ctx, conn, cfg.Ledger.Topic, lastKey)
 	}) {
 		t.Fatalf("window %s never released", lastKey)
@@ -496,7 +495,7 @@ func TestAggregatorsBrokerRestart(t *testing.T) {
 	})
 	waitFor := func(what string, timeout time.Duration, cond func() bool) {
 		t.Helper()
-		if !harness.WaitFor(ctx, timeout, cond) {
+		if !waitPolled(ctx, timeout, cond) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 	}

@@ -26,7 +26,6 @@ import (
 	"github.com/dpsurv/dpsurv/cmd/dpsurv/cli"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops"
-	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -191,7 +190,7 @@ log: {level: info}
 	go func() { prodErr <- opsProduceAt(ctx, conn, cfg.Input.Topic, msgs, 1, 25*time.Millisecond) }()
 
 	// Kill A once it is visibly mid-stream.
-	if !harness.WaitFor(ctx, 20*time.Second, func() bool { return scrapeMessagesIn(addrs[0]) >= 20 }) {
+	if !waitPolled(ctx, 20*time.Second, func() bool { return scrapeMessagesIn(addrs[0]) >= 20 }) {
 		t.Fatalf("replica A never consumed 20 messages (scraped %v)", scrapeMessagesIn(addrs[0]))
 	}
 	killedAfter := scrapeMessagesIn(addrs[0])
