@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,7 +105,7 @@ var messagesInRe = regexp.MustCompile(`(?m)^dpsurv_messages_in_total (\S+)$`)
 // scrapeMessagesIn scrapes dpsurv_messages_in_total from the process's /metrics
 // (-1 when unavailable).
 func scrapeMessagesIn(addr string) float64 {
-	resp, err := http.Get("http://" + addr + "/metrics")
+	resp, err := scrapeClient.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return -1
 	}
