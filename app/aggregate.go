@@ -127,7 +127,8 @@ func (s *Service) startAggregation(ctx context.Context, cfg Config, validator *s
 	}
 	a.closers = append(a.closers, source.Close)
 	a.runner = &pipeline.AggregatorRunner{Source: source, Engine: aggregators.Feed{Engine: eng, Decode: goodRows(validator, cfg.Input.Format)},
-		Log: s.Log.Named("aggregators"), Tick: s.AggregatorTick, CheckpointInterval: cfg.CheckpointInterval()}
+		Log: s.Log.Named("aggregators"), Tick: s.AggregatorTick, CheckpointInterval: cfg.CheckpointInterval(),
+		DrainTimeout: cfg.AggregatorDrainTimeout()}
 	s.Log.Info("aggregators starting", zap.Int("aggregates", len(aggCfgs)), zap.String("group", cfg.AggregatorGroupID()),
 		zap.String("fit_topic", cfg.Output.FitTopic), zap.Bool("file_ledger", cfg.Ledger.File != ""))
 	return a, nil

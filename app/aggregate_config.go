@@ -54,6 +54,18 @@ func (c Config) CheckpointInterval() time.Duration {
 	return pipeline.DefaultCheckpointInterval
 }
 
+// DefaultAggregatorDrainTimeout bounds the aggregators' stop when
+// ledger.drain_timeout is not set.
+const DefaultAggregatorDrainTimeout = 10 * time.Second
+
+// AggregatorDrainTimeout is ledger.drain_timeout or its default.
+func (c Config) AggregatorDrainTimeout() time.Duration {
+	if c.Ledger.DrainTimeout > 0 {
+		return c.Ledger.DrainTimeout
+	}
+	return DefaultAggregatorDrainTimeout
+}
+
 // AggregatorConfigs returns the aggregators section with its params
 // decoded and the public schema bounds filled in.
 func (c Config) AggregatorConfigs() ([]aggregators.Config, error) {
@@ -151,6 +163,9 @@ func (c Config) validateAggregation() []error {
 	}
 	if c.Ledger.CheckpointInterval < 0 {
 		add("ledger.checkpoint_interval: must be >= 0")
+	}
+	if c.Ledger.DrainTimeout < 0 {
+		add("ledger.drain_timeout: must be >= 0")
 	}
 	// Kafka brokers refuse sessions under group.min.session.timeout.ms (6 s
 	// by default), and a refused lease group would never elect a holder.

@@ -1,10 +1,19 @@
 package app
 
 import (
+	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
 	"github.com/dpsurv/dpsurv/aggregators"
+	"github.com/dpsurv/dpsurv/broker"
+	"github.com/dpsurv/dpsurv/broker/brokertest"
+	"github.com/dpsurv/dpsurv/schemas"
 )
 
 const aggYAML = validYAML + `  fit_topic: ehr.tte.fits
@@ -26,6 +35,7 @@ aggregators:
 ledger:
   topic: dpsurv.ledger
   checkpoint_interval: 10s
+  drain_timeout: 40s
   budget: {stream: 20, "cohort:1": 10}
 `
 
@@ -45,6 +55,7 @@ func TestParseAggregatorConfig(t *testing.T) {
 		{"cohorts from schema", len(acs[2].Cohorts), 2},
 		{"time max from schema", acs[2].TimeMax, 5000.0},
 		{"checkpoint interval", cfg.CheckpointInterval(), 10 * time.Second},
+		{"drain timeout", cfg.AggregatorDrainTimeout(), 40 * time.Second},
 		{"group", cfg.AggregatorGroupID(), "dpsurv-agg"},
 		{"curve topic", cfg.FitCurveTopic(), "ehr.tte.fits.arrow"},
 		{"state topic", cfg.LedgerStateTopic(), "dpsurv.ledger.state"},
@@ -53,6 +64,35 @@ func TestParseAggregatorConfig(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
+	}
+}
+
+// ledger.drain_timeout reaches the aggregators' runner, which bounds
+// their stop with it; unset, the runner gets the 10 s default.
+func TestAggregatorDrainTimeoutReachesTheRunner(t *testing.T) {
+	t.Parallel()
+	_, conn := brokertest.Start(t, broker.Options{Partitions: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tc := range []struct{ set, want time.Duration }{{0, DefaultAggregatorDrainTimeout}, {40 * time.Second, 40 * time.Second}} {
+		cfg := parseKMConfig(t, "{dead_letter_topic: dlq, fit_topic: fits}", "{stream: 1}")
+		cfg.Kafka = conn
+		cfg.Ledger.File = filepath.Join(t.TempDir(), "ledger.jsonl")
+		cfg.Ledger.DrainTimeout = tc.set
+		reg := prometheus.NewRegistry()
+		s := &Service{Config: cfg, Log: zap.NewNop(), Registry: reg}
+		v, err := schemas.NewValidator(cfg.Spec(), memory.NewGoAllocator())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := s.startAggregation(ctx, cfg, v, aggregators.NewMetrics(reg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.runner.DrainTimeout; got != tc.want {
+			t.Errorf("ledger.drain_timeout %v: the runner's drain timeout is %v, want %v", tc.set, got, tc.want)
+		}
+		a.close(s.Log)
 	}
 }
 
@@ -76,6 +116,7 @@ func TestAggregatorConfigErrorsNameFieldPath(t *testing.T) {
 		{"epsilon", "epsilon: 0.5\n    window", "epsilon: 0\n    window", "aggregators[0].epsilon"},
 		{"unknown window key", "time: event}", "time: event, slide: 1h}", "aggregators[0].window.slide: unknown field"},
 		{"checkpoint", "checkpoint_interval: 10s", "checkpoint_interval: -1s", "ledger.checkpoint_interval"},
+		{"drain timeout", "drain_timeout: 40s", "drain_timeout: -1s", "ledger.drain_timeout: must be >= 0"},
 		// the kinds' own typed params, each decoded and checked by its kind
 		{"weibull sims type", "method: lsp, rungs: 200", "method: lsp, interval_sims: many", "aggregators[2].params.interval_sims: want an integer, got many"},
 		{"weibull sims range", "method: lsp, rungs: 200", "method: lsp, interval_sims: 20", "aggregators[2].params.interval_sims: want 0 (default)"},

@@ -141,6 +141,12 @@ type LedgerConfig struct {
 	// a silent holder (killed, partitioned) before another replica takes
 	// the lease (default 10s; Kafka-ledger mode only).
 	LeaseSessionTimeout time.Duration `yaml:"lease_session_timeout"`
+	// DrainTimeout bounds the aggregators' stop (SIGTERM, or the lease
+	// moving on): the tick in flight and the publication of the windows
+	// charged but not yet published get half of it each at most, then the
+	// final checkpoint and offset commit (default 10s). A charged window
+	// still unpublished is in that checkpoint for the next holder.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
 	// MaxPendingWindows bounds each weibull or discrete aggregate's closed
 	// windows waiting for their fit and release (default 32): a window
 	// closing beyond it is withheld unfitted and charged (reason

@@ -239,3 +239,14 @@ func (sv *opsSupervisor) stop() {
 	sv.cancel()
 	<-sv.done
 }
+
+// slowPoll is how often the fault tests' waits check a condition that
+// scrapes a child process's /metrics or reads a topic from the broker:
+// every 10 ms (harness.WaitFor) such a poll cost the -race-built children
+// and the in-process broker seconds of CPU a test.
+const slowPoll = 100 * time.Millisecond
+
+// waitPolled is harness.WaitForEvery at slowPoll.
+func waitPolled(ctx context.Context, timeout time.Duration, cond func() bool) bool {
+	return harness.WaitForEvery(ctx, timeout, slowPoll, cond)
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +25,6 @@ import (
 	"github.com/dpsurv/dpsurv/cmd/dpsurv/cli"
 	"github.com/dpsurv/dpsurv/kafkaconn"
 	"github.com/dpsurv/dpsurv/ops"
-	"github.com/dpsurv/dpsurv/ops/harness"
 	"github.com/dpsurv/dpsurv/synth"
 )
 
@@ -107,7 +105,7 @@ var messagesInRe = regexp.MustCompile(`(?m)^dpsurv_messages_in_total (\S+)$`)
 // scrapeMessagesIn scrapes dpsurv_messages_in_total from the process's /metrics
 // (-1 when unavailable).
 func scrapeMessagesIn(addr string) float64 {
-	resp, err := http.Get("http://" + addr + "/metrics")
+	resp, err := scrapeClient.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return -1
 	}
@@ -191,7 +189,7 @@ log: {level: info}
 	go func() { prodErr <- opsProduceAt(ctx, conn, cfg.Input.Topic, msgs, 1, 25*time.Millisecond) }()
 
 	// Kill A once it is visibly mid-stream.
-	if !harness.WaitFor(ctx, 20*time.Second, func() bool { return scrapeMessagesIn(addrs[0]) >= 20 }) {
+	if !waitPolled(ctx, 20*time.Second, func() bool { return scrapeMessagesIn(addrs[0]) >= 20 }) {
 		t.Fatalf("replica A never consumed 20 messages (scraped %v)", scrapeMessagesIn(addrs[0]))
 	}
 	killedAfter := scrapeMessagesIn(addrs[0])

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +44,7 @@ var metricRe = regexp.MustCompile(`(?m)^(dpsurv_[a-z_]+)(\{[^}]*\})? (\S+)$`)
 
 // scrapeMetrics returns the dpsurv_ metrics of a process (name{labels}).
 func scrapeMetrics(addr string) map[string]float64 {
-	resp, err := http.Get("http://" + addr + "/metrics")
+	resp, err := scrapeClient.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return nil
 	}

@@ -147,6 +147,13 @@ func (s *Sanitized) DecodeSanitized(value []byte, mem memory.Allocator) error {
 
 // WaitFor polls cond every 10 ms until it holds or the timeout passes.
 func WaitFor(ctx context.Context, timeout time.Duration, cond func() bool) bool {
+	return WaitForEvery(ctx, timeout, 10*time.Millisecond, cond)
+}
+
+// WaitForEvery polls cond every interval until it holds or the timeout
+// passes: a longer interval for a cond that costs a broker round trip or
+// a scrape of another process.
+func WaitForEvery(ctx context.Context, timeout, interval time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if cond() {
@@ -155,7 +162,7 @@ func WaitFor(ctx context.Context, timeout time.Duration, cond func() bool) bool 
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 	return cond()

@@ -479,6 +479,7 @@ func TestRejected(t *testing.T) {
 		{"cumulative without horizon", "", []string{agg + "config.aggregators[0].epsilon=1,config.aggregators[0].window.cumulative=true"}, "at '/config/aggregators/0/window': missing property 'horizon'", true},
 		{"horizon zero", "", []string{agg + "config.aggregators[0].epsilon=1,config.aggregators[0].window.horizon=0"}, "at '/config/aggregators/0/window/horizon': minimum", true},
 		{"bad checkpoint interval", "", []string{"config.ledger.checkpoint_interval=5"}, "at '/config/ledger/checkpoint_interval'", true},
+		{"bad drain timeout", "", []string{"config.ledger.drain_timeout=30"}, "at '/config/ledger/drain_timeout'", true},
 		{"fit arrow topic is sanitized topic", "", []string{"config.output.fit_arrow_topic=ehr.tte.sanitized"}, "must be distinct", false},
 		{"derived fit arrow topic is input", "", []string{"config.input.topic=f.arrow,config.output.fit_topic=f"}, "must be distinct", false},
 		{"config partitions disagree", "", []string{"config.input.partitions=3"}, "config.input.partitions (3) differs from input.partitions (1)", false},
@@ -567,6 +568,12 @@ func TestAccepted(t *testing.T) {
 		{"time declared public without mechanism", []string{"config.sanitizers.time.mechanism=none,config.schema.public={event,time}"}, nil},
 		{"cumulative with horizon", []string{agg + ",config.aggregators[0].window.cumulative=true,config.aggregators[0].window.horizon=30"}, nil},
 		{"config partitions agree", []string{"input.partitions=3,config.input.partitions=3"}, nil},
+		{"aggregators' drain timeout", []string{"config.ledger.drain_timeout=30s"}, func(t *testing.T, r rendered) {
+			cfg, _ := configOf(t, r)
+			if v := mustGet(t, cfg, "ledger", "drain_timeout"); v != "30s" {
+				t.Errorf("drain_timeout %v not passed through", v)
+			}
+		}},
 		{"one cohort without rrr", []string{"config.schema.cohorts={a}", "config.sanitizers.cohort.mechanism=none"}, nil},
 		{"aggregator with kind-specific parameter", []string{agg + ",config.aggregators[0].params.bin_width=7"}, func(t *testing.T, r rendered) {
 			cfg, _ := configOf(t, r)
