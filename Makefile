@@ -7,7 +7,7 @@ VERSION := $(shell cat VERSION)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/dpsurv/dpsurv/buildinfo.version=$(VERSION) -X github.com/dpsurv/dpsurv/buildinfo.revision=$(REVISION)
 
-.PHONY: demo test gated check unit stats stats-sequential stats-regression stats-docs helm build bench figures sbom
+.PHONY: demo test gated check vet staticcheck unit stats stats-sequential stats-regression stats-docs helm build bench figures sbom
 
 demo:
 	$(GO) run ./cmd/dpsurv demo
@@ -28,23 +28,31 @@ sbom:
 
 # test: formatting, vet, staticcheck, every package under the race detector,
 # the long statistical studies (without -race: pure number crunching), and
-# the Helm chart tests (a separate module under tools/helm). Two lanes run
-# side by side so that both cores stay busy to the end: check, unit and
-# helm one after another (gated), beside the three stats targets (pure
-# computation, the longest first) run at the lowest CPU priority
-# (STATS_NICE): they take whatever CPU the unit tests, whose broker round
-# trips have deadlines, leave idle, and both cores stay busy to the end.
+# the Helm chart tests (a separate module under tools/helm). gofmt and vet
+# run first and alone: vet compiles every package, and the lanes after it
+# find that work in the build cache instead of compiling the same packages
+# at the same moment in two processes. Then two lanes run side by side so
+# that both cores stay busy to the end: staticcheck, unit and helm one
+# after another (gated), beside the three stats targets (pure computation,
+# the longest first) run at the lowest CPU priority (STATS_NICE): they take
+# whatever CPU the unit tests, whose broker round trips have deadlines,
+# leave idle.
 test:
+	@$(MAKE) --no-print-directory vet
 	@$(MAKE) --no-print-directory -j4 --output-sync=target STATS_NICE='nice -n 19' gated stats-sequential stats-regression stats-docs
 
 gated:
-	@$(MAKE) --no-print-directory check
+	@$(MAKE) --no-print-directory staticcheck
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory helm
 
-check:
+check: vet staticcheck
+
+vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 # SEQUENTIAL: the number-crunching packages run once, without -race, in
@@ -53,7 +61,7 @@ check:
 # checks it), except the packages in RACED: PKG=TEST|TEST names the tests
 # that run the package's concurrent code, and those also run under -race
 # in unit.
-SEQUENTIAL := cmd/dpsurv-eval/inference cmd/dpsurv-eval/eval dpfit/weibull dpfit/km dp dpfit regression
+SEQUENTIAL := cmd/dpsurv-eval/inference cmd/dpsurv-eval/eval dpfit/weibull dpfit/km dp plots dpfit regression
 SEQUENTIAL_RE := /($(subst $(eval) ,|,$(SEQUENTIAL)))$$
 RACED := dpfit/weibull=TestWeibullIntervalEarlyAcceptance regression=TestCoxEvalWorkers|TestCoxManyRunsScan|TestParallelRepsDeterministic|TestNewtonCompactSums|TestFitDiscreteGroupedMatchesRecords
 

@@ -17,7 +17,7 @@ import (
 // crunching whose code and tests start no goroutine, so the detector has
 // nothing to find there while it slows them tenfold, except the packages
 // in raced.
-var sequential = []string{"dp", "dpfit", "dpfit/km", "dpfit/weibull", "cmd/dpsurv-eval/eval", "cmd/dpsurv-eval/inference", "regression"}
+var sequential = []string{"dp", "dpfit", "dpfit/km", "dpfit/weibull", "cmd/dpsurv-eval/eval", "cmd/dpsurv-eval/inference", "plots", "regression"}
 
 // raced are the sequential packages whose code starts goroutines, with the
 // tests that run that code on several goroutines: the Makefile's RACED
