@@ -60,48 +60,48 @@ func (l Link) gh(z float64, y bool) (g, h float64) {
 	return g, h
 }
 
-// log1pExp returns log(1 + exp(z)) without overflow.
-func log1pExp(z float64) float64 {
-	if z > 35 {
-		return z + math.Exp(-z)
-	}
-	if z < -35 {
-		return math.Exp(z)
-	}
-	return math.Log1p(math.Exp(z))
-}
-
-// sigmoid returns 1 / (1 + exp(-z)) without overflow.
-func sigmoid(z float64) float64 {
-	if z >= 0 {
-		return 1 / (1 + math.Exp(-z))
-	}
-	e := math.Exp(z)
-	return e / (1 + e)
-}
-
 func logitPair(z float64, y bool) (loss, g, h float64) {
-	loss = log1pExp(z)
+	p, q, e := sigmoids(z)
+	// log1pExp(z), its exponential shared where it is e (z < 0, or
+	// exp(-z) for z > 35): the same bits
+	switch {
+	case z > 35:
+		loss = z + e
+	case z < -35:
+		loss = e
+	case z < 0:
+		loss = math.Log1p(e)
+	default:
+		loss = math.Log1p(math.Exp(z))
+	}
 	if y {
 		loss -= z
 	}
-	g, h = logitGH(z, y)
+	g, h = logitDerivs(z, y, p, q)
 	return loss, g, h
 }
 
-// logitGH is logitPair's g and h: with p = sigmoid(z), h = p sigmoid(-z),
-// g = p (survival) or p - 1 (event; -sigmoid(-z) for z < 0). sigmoid(z)
-// and sigmoid(-z) are computed from one exponential, the one sigmoid takes
-// for either of them (exp(-|z|)), so they are sigmoid's bits.
+// logitGH is logitPair's g and h.
 func logitGH(z float64, y bool) (g, h float64) {
-	var p, q float64 // sigmoid(z), sigmoid(-z)
+	p, q, _ := sigmoids(z)
+	return logitDerivs(z, y, p, q)
+}
+
+// sigmoids returns sigmoid(z), sigmoid(-z) and e = exp(-|z|), the one
+// exponential sigmoid takes for either of them (so they are sigmoid's
+// bits).
+func sigmoids(z float64) (p, q, e float64) {
 	if z >= 0 {
-		e := math.Exp(-z)
-		p, q = 1/(1+e), e/(1+e)
-	} else {
-		e := math.Exp(z)
-		p, q = e/(1+e), 1/(1+e)
+		e = math.Exp(-z)
+		return 1 / (1 + e), e / (1 + e), e
 	}
+	e = math.Exp(z)
+	return e / (1 + e), 1 / (1 + e), e
+}
+
+// logitDerivs is logitPair's g and h from p = sigmoid(z) and q =
+// sigmoid(-z): h = p q, g = p (survival) or p - 1 (event; -q for z < 0).
+func logitDerivs(z float64, y bool, p, q float64) (g, h float64) {
 	h = p * q
 	g = p
 	if y {

@@ -6,6 +6,30 @@ import (
 	"testing"
 )
 
+// The sigmoid and log1pExp forms logitPair computes with one exponential
+// (the references of TestLinkGHIsPair; sigmoid also draws helpers_test's
+// synthetic data).
+
+// log1pExp returns log(1 + exp(z)) without overflow.
+func log1pExp(z float64) float64 {
+	if z > 35 {
+		return z + math.Exp(-z)
+	}
+	if z < -35 {
+		return math.Exp(z)
+	}
+	return math.Log1p(math.Exp(z))
+}
+
+// sigmoid returns 1 / (1 + exp(-z)) without overflow.
+func sigmoid(z float64) float64 {
+	if z >= 0 {
+		return 1 / (1 + math.Exp(-z))
+	}
+	e := math.Exp(z)
+	return e / (1 + e)
+}
+
 // linkPoints are linear predictors from every branch of the links: zero
 // of both signs, tiny, moderate, log1pExp's and millsLog's cut-offs, the
 // range where exp over- or underflows, the infinities.
