@@ -16,13 +16,7 @@ func TestLogitTerms3MatchesGeneral(t *testing.T) {
 	if m.e != 3 {
 		t.Fatalf("e = %d, want the default 3", m.e)
 	}
-	m4 := *m
-	m4.e = 4
-	m4.basis = make([]float64, 0, 4*m.q)
-	for s := range m.q {
-		m4.basis = append(m4.basis, m.basis[3*s:3*s+3]...)
-		m4.basis = append(m4.basis, 0)
-	}
+	m4 := padBasis(m)
 	an, an4 := make([]float64, m.q), make([]float64, m.q)
 	for s := range m.q {
 		an[s], an4[s] = sqNorm(m.basis[3*s:3*s+3]), sqNorm(m4.basis[4*s:4*s+4])
@@ -47,6 +41,50 @@ func TestLogitTerms3MatchesGeneral(t *testing.T) {
 			if !same {
 				t.Fatalf("at %v record %d: e = 3 terms %+v, general %+v", f, i, *rt, *rt4)
 			}
+		}
+	}
+}
+
+// padBasis is m (e = 3) with a fourth, zero basis column: its records
+// take the general loops, where adding g 0 changes no sum.
+func padBasis(m *discreteModel) discreteModel {
+	m4 := *m
+	m4.e = 4
+	m4.basis = make([]float64, 0, 4*m.q)
+	for s := range m.q {
+		m4.basis = append(m4.basis, m.basis[3*s:3*s+3]...)
+		m4.basis = append(m4.basis, 0)
+	}
+	return m4
+}
+
+// TestLogitSurvived3MatchesGeneral: the MLE's e = 3 logit loop
+// (logitSurvived3) accumulates the same bits as record's general loop (on
+// padBasis' model) into the loss, gradient and Hessian sums, at the
+// privacy tests' points and at a high hazard whose product of (1 + t)
+// passes 1e250 (the loss's logarithm taken along the way).
+func TestLogitSurvived3MatchesGeneral(t *testing.T) {
+	t.Parallel()
+	m := smallNewtonProblem(t, rand.New(rand.NewPCG(5, 3)), 3000, 60, LinkLogit)
+	m4 := padBasis(m)
+	for _, f := range append([][]float64{{12, 0, 0, 0.5, 0.5}}, newtonPoints...) {
+		f4 := append(append(append([]float64(nil), f[:3]...), 0), f[3:]...)
+		st, st4 := m.newState(), m4.newState()
+		m.prepare(st, f[:3])
+		m4.prepare(st4, f4[:4])
+		ac, ac4 := m.newAccum(true), m4.newAccum(true)
+		for i := range m.n {
+			m.record(i, f[3:], st, ac, true, true)
+			m4.record(i, f4[4:], st4, ac4, true, true)
+		}
+		same := sameFloat(ac.loss, ac4.loss)
+		for _, pr := range [][2][]float64{{ac.gs, ac4.gs}, {ac.hs, ac4.hs}, {ac.gb, ac4.gb}, {ac.hbb, ac4.hbb}, {ac.hab, ac4.hab[:3*m.p]}} {
+			for j := range pr[0] {
+				same = same && sameFloat(pr[0][j], pr[1][j])
+			}
+		}
+		if !same {
+			t.Fatalf("at %v: e = 3 sums differ from the general loop's: loss %v, %v", f, ac.loss, ac4.loss)
 		}
 	}
 }
