@@ -153,7 +153,7 @@ func (m *discreteModel) record(i int, beta []float64, st *intervalState, ac *acc
 		ac.loss, gsum, hsum, v[0], v[1], v[2] = logitSurvived3(ac.loss, st.ea[:k], math.Exp(u), m.basis[:3*k], ac.gs[:k], ac.hs[:k])
 	case m.link == LinkLogit && st.maxA+math.Abs(u) < fastLimit:
 		w := math.Exp(u)
-		prod := 1.0
+		prod, loss := 1.0, ac.loss
 		ea := st.ea[:k]
 		gs := ac.gs[:k]
 		hs := ac.hs[:k]
@@ -161,11 +161,7 @@ func (m *discreteModel) record(i int, beta []float64, st *intervalState, ac *acc
 			t := es * w
 			r := 1 / (1 + t)
 			pk := t * r
-			prod *= 1 + t
-			if prod > 1e250 {
-				ac.loss += math.Log(prod)
-				prod = 1
-			}
+			prod, loss = lossProd(prod, 1+t, loss)
 			if wantGrad {
 				hk := pk * r
 				gs[s] += pk
@@ -180,7 +176,7 @@ func (m *discreteModel) record(i int, beta []float64, st *intervalState, ac *acc
 				}
 			}
 		}
-		ac.loss += math.Log(prod)
+		ac.loss = loss + math.Log(prod)
 	default:
 		for s := 0; s < k; s++ {
 			l, g, h := m.link.pair(st.a[s]+u, false)
@@ -222,6 +218,17 @@ func (m *discreteModel) record(i int, beta []float64, st *intervalState, ac *acc
 	ac.addHessX(v, xi, hsum)
 }
 
+// lossProd multiplies the logit loss's running product of the 1 + t by
+// f, its logarithm moved into loss when it passes 1e250 (record's product
+// form: one logarithm per record, not one per interval).
+func lossProd(prod, f, loss float64) (float64, float64) {
+	prod *= f
+	if prod > 1e250 {
+		return 1, loss + math.Log(prod)
+	}
+	return prod, loss
+}
+
 // logitSurvived3 is record's logit product form over a record's survived
 // intervals (exp(a_s) in ea, w = exp(beta'x), basis the rows A_s) for the
 // default e = 3 with the Hessian: it adds the terms to gs and hs and the
@@ -235,11 +242,7 @@ func logitSurvived3(loss float64, ea []float64, w float64, basis, gs, hs []float
 		t := es * w
 		r := 1 / (1 + t)
 		pk := t * r
-		prod *= 1 + t
-		if prod > 1e250 {
-			loss += math.Log(prod)
-			prod = 1
-		}
+		prod, loss = lossProd(prod, 1+t, loss)
 		hk := pk * r
 		gs[s] += pk
 		gsum += pk
