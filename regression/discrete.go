@@ -109,6 +109,7 @@ type DiscreteOptions struct {
 	// (Ext-Out-Pert) or none. Must be in [0, 0.5]; logit or cloglog. The
 	// aggregator and the CLI default to DefaultIntervalFraction.
 	IntervalFraction float64
+	noGroups         bool // internal tests: the MLE record by record (groups)
 }
 
 // DefaultIntervalFraction is the share of a release's epsilon that the
@@ -430,7 +431,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMem
 		// the non-private fit only: sufficient statistics per (covariate
 		// pattern, interval) when the covariates are discrete (the private
 		// methods keep the per-record sums their releases were built on)
-		m.groups = groupPatternsFn(m)
+		m.groups = opts.groups(m)
 		o := objective{m: m, scale: 1 / n}
 		if opts.Ridge {
 			o.reg = opts.Lambda

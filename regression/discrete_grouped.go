@@ -277,6 +277,11 @@ func (m *discreteModel) pattern(k int, beta []float64, st *intervalState, ac *ac
 	ac.addHessX(v, xk, hsum)
 }
 
-// groupPatternsFn is groupPatterns; internal tests replace it to fit the
-// same data record by record.
-var groupPatternsFn = groupPatterns
+// groups is groupPatterns(m), or nil when o asks for the fit record by
+// record (noGroups: internal tests compare the two).
+func (o DiscreteOptions) groups(m *discreteModel) *patternGroups {
+	if o.noGroups {
+		return nil
+	}
+	return groupPatterns(m)
+}

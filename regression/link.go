@@ -43,44 +43,85 @@ func (l Link) pair(z float64, y bool) (loss, g, h float64) {
 	}
 }
 
-// log1pExp returns log(1 + exp(z)) without overflow.
-func log1pExp(z float64) float64 {
-	if z > 35 {
-		return z + math.Exp(-z)
+// gh is pair's g and h (the same bits) without the loss, for the sums
+// that use only the derivatives (noisy Newton's clipped sums): the loss's
+// logarithm is not computed.
+func (l Link) gh(z float64, y bool) (g, h float64) {
+	switch l {
+	case LinkCloglog:
+		_, g, h = cloglogTerms(z, y, false)
+	case linkCloglogHuber:
+		_, g, h = cloglogHuberPair(z, y)
+	case LinkProbit:
+		_, g, h = probitTerms(z, y, false)
+	default:
+		g, h = logitGH(z, y)
 	}
-	if z < -35 {
-		return math.Exp(z)
-	}
-	return math.Log1p(math.Exp(z))
-}
-
-// sigmoid returns 1 / (1 + exp(-z)) without overflow.
-func sigmoid(z float64) float64 {
-	if z >= 0 {
-		return 1 / (1 + math.Exp(-z))
-	}
-	e := math.Exp(z)
-	return e / (1 + e)
+	return g, h
 }
 
 func logitPair(z float64, y bool) (loss, g, h float64) {
-	p := sigmoid(z)
-	h = p * sigmoid(-z)
-	loss = log1pExp(z)
-	g = p
+	p, q, e := sigmoids(z)
+	// log1pExp(z), its exponential shared where it is e (z < 0, or
+	// exp(-z) for z > 35): the same bits
+	switch {
+	case z > 35:
+		loss = z + e
+	case z < -35:
+		loss = e
+	case z < 0:
+		loss = math.Log1p(e)
+	default:
+		loss = math.Log1p(math.Exp(z))
+	}
 	if y {
 		loss -= z
+	}
+	g, h = logitDerivs(z, y, p, q)
+	return loss, g, h
+}
+
+// logitGH is logitPair's g and h.
+func logitGH(z float64, y bool) (g, h float64) {
+	p, q, _ := sigmoids(z)
+	return logitDerivs(z, y, p, q)
+}
+
+// sigmoids returns sigmoid(z), sigmoid(-z) and e = exp(-|z|), the one
+// exponential sigmoid takes for either of them (so they are sigmoid's
+// bits).
+func sigmoids(z float64) (p, q, e float64) {
+	if z >= 0 {
+		e = math.Exp(-z)
+		return 1 / (1 + e), e / (1 + e), e
+	}
+	e = math.Exp(z)
+	return e / (1 + e), 1 / (1 + e), e
+}
+
+// logitDerivs is logitPair's g and h from p = sigmoid(z) and q =
+// sigmoid(-z): h = p q, g = p (survival) or p - 1 (event; -q for z < 0).
+func logitDerivs(z float64, y bool, p, q float64) (g, h float64) {
+	h = p * q
+	g = p
+	if y {
 		g = p - 1
 		if z < 0 {
-			g = -sigmoid(-z)
+			g = -q
 		}
 	}
-	return loss, g, h
+	return g, h
 }
 
 // cloglogPair: h(z) = 1 - exp(-exp(z)). With m = exp(z): survival rows
 // contribute m (with derivatives m, m); event rows -log(1 - exp(-m)).
 func cloglogPair(z float64, y bool) (loss, g, h float64) {
+	return cloglogTerms(z, y, true)
+}
+
+// cloglogTerms is cloglogPair; without wantLoss an event row's loss (a
+// logarithm) is not computed and is 0.
+func cloglogTerms(z float64, y, wantLoss bool) (loss, g, h float64) {
 	m := math.Exp(z)
 	if !y {
 		return m, m, m
@@ -89,7 +130,9 @@ func cloglogPair(z float64, y bool) (loss, g, h float64) {
 	if em1 == 0 {          // m underflowed to zero
 		return -z, -1, 0
 	}
-	loss = -math.Log(em1)
+	if wantLoss {
+		loss = -math.Log(em1)
+	}
 	// g = -m exp(-m) / (1 - exp(-m)) = -m / expm1(m)
 	ex := math.Exp(-m)
 	g = -m * ex / em1
@@ -110,25 +153,36 @@ const invSqrt2Pi = 0.3989422804014327 // 1/sqrt(2 pi)
 // normCDF is Phi(z).
 func normCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
 
-// millsLog returns log Phi(z) and lambda(z) = phi(z)/Phi(z), stable for very
-// negative z (asymptotic series below -30).
-func millsLog(z float64) (logPhi, lambda float64) {
+// millsLog returns log Phi(z) (0 unless wantLog) and lambda(z) =
+// phi(z)/Phi(z), stable for very negative z (asymptotic series below -30).
+func millsLog(z float64, wantLog bool) (logPhi, lambda float64) {
 	if z > -30 {
 		p := normCDF(z)
-		return math.Log(p), invSqrt2Pi * math.Exp(-0.5*z*z) / p
+		if wantLog {
+			logPhi = math.Log(p)
+		}
+		return logPhi, invSqrt2Pi * math.Exp(-0.5*z*z) / p
 	}
 	z2 := z * z
 	s := 1 - 1/z2 + 3/(z2*z2) - 15/(z2*z2*z2) + 105/(z2*z2*z2*z2)
-	logPhi = -0.5*z2 - math.Log(-z) + math.Log(invSqrt2Pi) + math.Log(s)
+	if wantLog {
+		logPhi = -0.5*z2 - math.Log(-z) + math.Log(invSqrt2Pi) + math.Log(s)
+	}
 	return logPhi, -z / s
 }
 
 // probitPair: h(z) = Phi(z).
 func probitPair(z float64, y bool) (loss, g, h float64) {
+	return probitTerms(z, y, true)
+}
+
+// probitTerms is probitPair; without wantLoss the loss (log Phi) is not
+// computed and is 0.
+func probitTerms(z float64, y, wantLoss bool) (loss, g, h float64) {
 	if y {
-		lp, lam := millsLog(z)
+		lp, lam := millsLog(z, wantLoss)
 		return -lp, -lam, lam * (z + lam)
 	}
-	lp, lam := millsLog(-z)
+	lp, lam := millsLog(-z, wantLoss)
 	return -lp, lam, lam * (lam - z)
 }

@@ -149,9 +149,11 @@ func (m *discreteModel) record(i int, beta []float64, st *intervalState, ac *acc
 				v[j] = w * pr[j]
 			}
 		}
+	case m.link == LinkLogit && st.maxA+math.Abs(u) < fastLimit && wantHess && e == 3:
+		ac.loss, gsum, hsum, v[0], v[1], v[2] = logitSurvived3(ac.loss, st.ea[:k], math.Exp(u), m.basis[:3*k], ac.gs[:k], ac.hs[:k])
 	case m.link == LinkLogit && st.maxA+math.Abs(u) < fastLimit:
 		w := math.Exp(u)
-		prod := 1.0
+		prod, loss := 1.0, ac.loss
 		ea := st.ea[:k]
 		gs := ac.gs[:k]
 		hs := ac.hs[:k]
@@ -159,11 +161,7 @@ func (m *discreteModel) record(i int, beta []float64, st *intervalState, ac *acc
 			t := es * w
 			r := 1 / (1 + t)
 			pk := t * r
-			prod *= 1 + t
-			if prod > 1e250 {
-				ac.loss += math.Log(prod)
-				prod = 1
-			}
+			prod, loss = lossProd(prod, 1+t, loss)
 			if wantGrad {
 				hk := pk * r
 				gs[s] += pk
@@ -178,7 +176,7 @@ func (m *discreteModel) record(i int, beta []float64, st *intervalState, ac *acc
 				}
 			}
 		}
-		ac.loss += math.Log(prod)
+		ac.loss = loss + math.Log(prod)
 	default:
 		for s := 0; s < k; s++ {
 			l, g, h := m.link.pair(st.a[s]+u, false)
@@ -218,6 +216,44 @@ func (m *discreteModel) record(i int, beta []float64, st *intervalState, ac *acc
 		v[j] += h * b
 	}
 	ac.addHessX(v, xi, hsum)
+}
+
+// lossProd multiplies the logit loss's running product of the 1 + t by
+// f, its logarithm moved into loss when it passes 1e250 (record's product
+// form: one logarithm per record, not one per interval).
+func lossProd(prod, f, loss float64) (float64, float64) {
+	prod *= f
+	if prod > 1e250 {
+		return 1, loss + math.Log(prod)
+	}
+	return prod, loss
+}
+
+// logitSurvived3 is record's logit product form over a record's survived
+// intervals (exp(a_s) in ea, w = exp(beta'x), basis the rows A_s) for the
+// default e = 3 with the Hessian: it adds the terms to gs and hs and the
+// loss to loss, and returns the loss and the sums of g, h and h A_s, held
+// in registers; the same operations in the same order as record's general
+// loop (the same bits).
+func logitSurvived3(loss float64, ea []float64, w float64, basis, gs, hs []float64) (_, gsum, hsum, v0, v1, v2 float64) {
+	prod := 1.0
+	gs, hs = gs[:len(ea)], hs[:len(ea)]
+	for s, es := range ea {
+		t := es * w
+		r := 1 / (1 + t)
+		pk := t * r
+		prod, loss = lossProd(prod, 1+t, loss)
+		hk := pk * r
+		gs[s] += pk
+		gsum += pk
+		hs[s] += hk
+		hsum += hk
+		row := basis[3*s : 3*s+3 : 3*s+3]
+		v0 += hk * row[0]
+		v1 += hk * row[1]
+		v2 += hk * row[2]
+	}
+	return loss + math.Log(prod), gsum, hsum, v0, v1, v2
 }
 
 // eval returns the total loss sum_i l(f; d_i) at f and, when grad (len dim)

@@ -86,7 +86,7 @@ func (m *discreteModel) addPattern(lo, hi int, beta []float64, st *intervalState
 		}
 	} else {
 		for s := 0; s < kmax; s++ {
-			_, pw.gw[s], pw.hw[s] = m.link.pair(st.a[s]+u, false)
+			pw.gw[s], pw.hw[s] = m.link.gh(st.a[s]+u, false)
 		}
 	}
 	for s := 0; s < kmax; s++ {
@@ -108,7 +108,7 @@ func (m *discreteModel) addPattern(lo, hi int, beta []float64, st *intervalState
 	rt.xi = xi
 	for i := lo; i < hi; i++ {
 		k := int(m.s[i]) - 1
-		_, g, h := m.link.pair(st.a[k]+u, m.event[i])
+		g, h := m.link.gh(st.a[k]+u, m.event[i])
 		last := m.basis[k*e : (k+1)*e]
 		for j, b := range last {
 			rt.ga[j] = pw.pga[k*e+j] + g*b

@@ -39,6 +39,10 @@ func (m *discreteModel) clippedSumsW(f []float64, cl [nBlocks]float64, weight []
 			pa[k] = pa[k-1] + st.ea[k-1]*an[k-1]
 		}
 	}
+	var ub *unclippedBound
+	if m.link == LinkLogit && weight == nil {
+		ub = m.newUnclippedBound(st, an, cl)
+	}
 	workers := m.clipWorkers()
 	acs := make([]*clipAccum, workers)
 	var wg sync.WaitGroup
@@ -51,6 +55,9 @@ func (m *discreteModel) clippedSumsW(f []float64, cl [nBlocks]float64, weight []
 		go func() {
 			defer wg.Done()
 			rt := m.newRecordTerms()
+			if ub != nil {
+				rt.bound, rt.into = ub, ac
+			}
 			for i := lo; i < hi; i++ {
 				m.recordTerms(i, f[e:], st, an, pa, rt)
 				wt := 1.0
@@ -125,6 +132,42 @@ type recordTerm struct {
 	gLast, hLast   float64   // cloglog: the last interval's
 	ga, va         []float64 // sum_s g_s A_s and sum_s h_s A_s
 	gsum, hsum, tr float64   // sum_s g_s, sum_s h_s, sum_s h_s ||A_s||^2
+	// logit, e = 3, no weights: with bound set, a record bound shows
+	// unclipped in its alpha blocks has its per-interval terms added to
+	// into's gs and hs as they are computed (direct), not stored in gw, hw
+	bound  *unclippedBound
+	into   *clipAccum
+	direct bool
+}
+
+// unclippedBound certifies, before a logit record's intervals are walked,
+// that its alpha score and alpha-alpha Hessian will not be clipped (clip
+// factors exactly 1), so that its per-interval terms can go straight into
+// the sums: adding g_s is adding 1 g_s, in the same record order, so the
+// sums keep their bits. In the product form g_s = t_s/(1 + t_s) <= t_s and
+// h_s = g_s/(1 + t_s) <= t_s with t_s = exp(a_s) w, w = exp(beta'x), so
+// ||sum_s g_s A_s|| <= w sum_{s<k} exp(a_s) ||A_s|| + |g_k| ||A_k|| and the
+// trace sum_s h_s ||A_s||^2 <= w sum_{s<k} exp(a_s) ||A_s||^2 + h_k
+// ||A_k||^2, both from prefix sums in O(1); the clips are shrunk by
+// unclippedMargin, far above the rounding of either side (about 200
+// roundings of 1.1e-16 each at q = 200).
+type unclippedBound struct {
+	pn, pt  []float64 // k = 0..q: sum_{s<k} exp(a_s) ||A_s||, sum_{s<k} exp(a_s) ||A_s||^2
+	na      []float64 // ||A_s||
+	ca, caa float64   // the alpha score and alpha-alpha Hessian clips, shrunk
+}
+
+const unclippedMargin = 1e-6
+
+func (m *discreteModel) newUnclippedBound(st *intervalState, an []float64, cl [nBlocks]float64) *unclippedBound {
+	b := &unclippedBound{pn: make([]float64, m.q+1), pt: make([]float64, m.q+1), na: make([]float64, m.q),
+		ca: cl[blkScoreA] * (1 - unclippedMargin), caa: cl[blkHessAA] * (1 - unclippedMargin)}
+	for s := range m.q {
+		b.na[s] = math.Sqrt(an[s])
+		b.pn[s+1] = b.pn[s] + st.ea[s]*b.na[s]
+		b.pt[s+1] = b.pt[s] + st.ea[s]*an[s]
+	}
+	return b
 }
 
 func (m *discreteModel) newRecordTerms() *recordTerm {
@@ -138,7 +181,7 @@ func (m *discreteModel) recordTerms(i int, beta []float64, st *intervalState, an
 	xi := m.x[i*p : (i+1)*p]
 	u := dotBeta(beta, xi)
 	k := int(m.s[i]) - 1
-	rt.xi, rt.k = xi, k
+	rt.xi, rt.k, rt.direct = xi, k, false
 	ga, va := rt.ga, rt.va
 	clear(ga)
 	clear(va)
@@ -154,7 +197,7 @@ func (m *discreteModel) recordTerms(i int, beta []float64, st *intervalState, an
 			va[j] = w * pr[j]
 		}
 		rt.gsum, rt.hsum, rt.tr = w*st.p0[k], w*st.p0[k], w*pa[k]
-		_, g, h := m.link.pair(st.a[k]+u, m.event[i])
+		g, h := m.link.gh(st.a[k]+u, m.event[i])
 		rt.gLast, rt.hLast = g, h
 		for j, b := range last {
 			ga[j] += g * b
@@ -163,6 +206,9 @@ func (m *discreteModel) recordTerms(i int, beta []float64, st *intervalState, an
 		rt.gsum += g
 		rt.hsum += h
 		rt.tr += h * an[k]
+		return
+	case m.link == LinkLogit && st.maxA+math.Abs(u) < fastLimit && e == 3:
+		m.logitTerms3(i, u, st, an, rt)
 		return
 	case m.link == LinkLogit && st.maxA+math.Abs(u) < fastLimit:
 		w := math.Exp(u)
@@ -173,10 +219,10 @@ func (m *discreteModel) recordTerms(i int, beta []float64, st *intervalState, an
 		}
 	default:
 		for s := 0; s < k; s++ {
-			_, rt.gw[s], rt.hw[s] = m.link.pair(st.a[s]+u, false)
+			rt.gw[s], rt.hw[s] = m.link.gh(st.a[s]+u, false)
 		}
 	}
-	_, rt.gw[k], rt.hw[k] = m.link.pair(st.a[k]+u, m.event[i])
+	rt.gw[k], rt.hw[k] = m.link.gh(st.a[k]+u, m.event[i])
 	for s := 0; s <= k; s++ {
 		g, h := rt.gw[s], rt.hw[s]
 		row := m.basis[s*e : (s+1)*e]
@@ -188,6 +234,59 @@ func (m *discreteModel) recordTerms(i int, beta []float64, st *intervalState, an
 		rt.hsum += h
 		rt.tr += h * an[s]
 	}
+}
+
+// logitTerms3 is recordTerms' logit product form for the default e = 3
+// (the coverage studies' inner loop): the survived intervals' terms and
+// their sums in one pass, the sums held in registers; the same operations
+// in the same order as the general case (t r r is (t r) r: the same bits),
+// rt as recordTerms leaves it. u is beta'x_i.
+func (m *discreteModel) logitTerms3(i int, u float64, st *intervalState, an []float64, rt *recordTerm) {
+	k := rt.k
+	w := math.Exp(u)
+	g, h := logitGH(st.a[k]+u, m.event[i]) // the last interval's
+	b := rt.bound
+	rt.direct = b != nil && w*b.pn[k]+math.Abs(g)*b.na[k] <= b.ca && w*b.pt[k]+h*an[k] <= b.caa
+	// the survived intervals' terms go to gw, hw, or (direct) into the sums
+	gw, hw := rt.gw[:k+1], rt.hw[:k+1]
+	if rt.direct {
+		gw, hw = rt.into.gs[:k+1], rt.into.hs[:k+1]
+	}
+	var g0, g1, g2, v0, v1, v2, gsum, hsum, tr float64
+	basis := m.basis[:3*k]
+	ank := an[:k]
+	for s, es := range st.ea[:k] {
+		t := es * w
+		r := 1 / (1 + t)
+		gs := t * r
+		hs := gs * r
+		if rt.direct {
+			gw[s] += gs
+			hw[s] += hs
+		} else {
+			gw[s], hw[s] = gs, hs
+		}
+		row := basis[3*s : 3*s+3 : 3*s+3]
+		g0 += gs * row[0]
+		g1 += gs * row[1]
+		g2 += gs * row[2]
+		v0 += hs * row[0]
+		v1 += hs * row[1]
+		v2 += hs * row[2]
+		gsum += gs
+		hsum += hs
+		tr += hs * ank[s]
+	}
+	if rt.direct {
+		gw[k] += g
+		hw[k] += h
+	} else {
+		gw[k], hw[k] = g, h
+	}
+	last := m.basis[3*k : 3*k+3 : 3*k+3]
+	rt.ga[0], rt.ga[1], rt.ga[2] = g0+g*last[0], g1+g*last[1], g2+g*last[2]
+	rt.va[0], rt.va[1], rt.va[2] = v0+h*last[0], v1+h*last[1], v2+h*last[2]
+	rt.gsum, rt.hsum, rt.tr = gsum+g, hsum+h, tr+h*an[k]
 }
 
 // clipAccum is one worker's share of the clipped sums.
@@ -229,10 +328,11 @@ func (ac *clipAccum) add(m *discreteModel, rt *recordTerm, cl [nBlocks]float64, 
 		ac.hw[k] += caa * rt.w
 		ac.gs[k] += ca * rt.gLast
 		ac.hs[k] += caa * rt.hLast
-	} else {
-		for s := 0; s <= k; s++ {
-			ac.gs[s] += ca * rt.gw[s]
-			ac.hs[s] += caa * rt.hw[s]
+	} else if !rt.direct { // direct: added by logitTerms3 (ca = caa = 1)
+		gs, hs, gw, hw := ac.gs[:k+1], ac.hs[:k+1], rt.gw[:k+1], rt.hw[:k+1]
+		for s, g := range gw {
+			gs[s] += ca * g
+			hs[s] += caa * hw[s]
 		}
 	}
 	for j, xv := range xi {

@@ -24,11 +24,12 @@ type DiscreteWorld struct {
 // censored there) has time (s - 0.5)/Intervals, the interval's midpoint, so
 // that rounding never moves it into the next interval.
 func (w DiscreteWorld) Draw(rng *rand.Rand, n int) (time []float64, event []bool, x [][]float64) {
-	q := w.Intervals
-	h := math.Sqrt(1 / float64(len(w.Beta))) // sqrt(1/2) is 1/sqrt(2) correctly rounded
+	q, p := w.Intervals, len(w.Beta)
+	h := math.Sqrt(1 / float64(p)) // sqrt(1/2) is 1/sqrt(2) correctly rounded
 	time, event, x = make([]float64, n), make([]bool, n), make([][]float64, n)
+	flat := make([]float64, n*p) // the rows share one array (one allocation)
 	for i := 0; i < n; i++ {
-		xi := make([]float64, len(w.Beta))
+		xi := flat[i*p : (i+1)*p : (i+1)*p]
 		u := w.Baseline
 		for j := range xi {
 			xi[j] = (2*rng.Float64() - 1) * h

@@ -54,6 +54,9 @@ func TestDiscreteWorld(t *testing.T) {
 	if !slices.Equal(time, time2) {
 		t.Fatal("the same stream gave different records")
 	}
+	if cap(x[0]) != 2 {
+		t.Fatal("a row's capacity reaches into the next row")
+	}
 	h := 1 / math.Sqrt2
 	events := 0
 	for i, ti := range time {
