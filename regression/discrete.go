@@ -432,7 +432,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMem
 		// pattern, interval) when the covariates are discrete (the private
 		// methods keep the per-record sums their releases were built on)
 		m.groups = opts.groups(m)
-		o := objective{m: m, scale: 1 / n}
+		o := objective{m: m, scale: 1 / n, memo: newEvalMemo(m)}
 		if opts.Ridge {
 			o.reg = opts.Lambda
 			res.Lambda = opts.Lambda
@@ -441,7 +441,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMem
 		if err != nil {
 			return DiscreteResult{}, fmt.Errorf("mle: %w", err)
 		}
-		ll := -m.eval(r.f, nil, nil)
+		ll := -o.memo.loss(r.f)
 		res.LogLik = &ll
 		res.Epsilon = Epsilon(math.Inf(1))
 		res.Guarantee = GuaranteeNone
@@ -452,7 +452,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMem
 		if opts.Ridge {
 			res.IntervalMethod = IntervalRidgeNone
 		} else {
-			mleWald(m, r.f, &res)
+			mleWald(o.memo, r.f, &res)
 		}
 		return res, nil
 	}

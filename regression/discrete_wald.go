@@ -1,6 +1,8 @@
 package regression
 
 import (
+	"slices"
+
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -16,10 +18,10 @@ const (
 // mleWald fills the non-private fit's standard errors and Wald 95%
 // intervals from the observed information (the Hessian of the total loss,
 // minus the log-likelihood's) at f.
-func mleWald(m *discreteModel, f []float64, res *DiscreteResult) {
+func mleWald(memo *evalMemo, f []float64, res *DiscreteResult) {
+	m := memo.m
 	d := m.dim()
-	h := make([]float64, d*d)
-	m.eval(f, nil, h)
+	_, h := memo.at(f)
 	sym := mat.NewSymDense(d, nil)
 	for i := 0; i < d; i++ {
 		for j := i; j < d; j++ {
@@ -47,4 +49,42 @@ func mleWald(m *discreteModel, f []float64, res *DiscreteResult) {
 	res.BetaLower, res.BetaUpper = lo[e:], hi[e:]
 	res.BetaZ, res.BetaP = z[e:], p[e:]
 	res.IntervalMethod = IntervalWald
+}
+
+// evalMemo keeps the model's loss and Hessian (unscaled: m.eval's) at the
+// last point an objective evaluated with a Hessian. The minimiser's last
+// evaluation is at the point it returns, with the Hessian, so the MLE's
+// log-likelihood and Wald limits read it there instead of passing over the
+// data twice more: the same computation at the same point, the same bits.
+type evalMemo struct {
+	m    *discreteModel
+	f    []float64
+	l    float64
+	hess []float64
+}
+
+func newEvalMemo(m *discreteModel) *evalMemo { return &evalMemo{m: m} }
+
+// keep records eval's loss and Hessian at f (copies; before any scaling).
+func (c *evalMemo) keep(f []float64, loss float64, hess []float64) {
+	c.f = append(c.f[:0], f...)
+	c.l = loss
+	c.hess = append(c.hess[:0], hess...)
+}
+
+// loss returns the loss at f (at's).
+func (c *evalMemo) loss(f []float64) float64 {
+	l, _ := c.at(f)
+	return l
+}
+
+// at returns the loss and Hessian at f: the kept ones if they are at f,
+// else a new evaluation (kept). The Hessian is shared: read it only.
+func (c *evalMemo) at(f []float64) (loss float64, hess []float64) {
+	if c.hess == nil || !slices.Equal(c.f, f) {
+		d := c.m.dim()
+		h := make([]float64, d*d)
+		c.keep(f, c.m.eval(f, nil, h), h)
+	}
+	return c.l, c.hess
 }

@@ -16,11 +16,15 @@ type objective struct {
 	scale float64
 	reg   float64
 	lin   []float64
+	memo  *evalMemo // if set, keeps the loss and Hessian of each evaluation with a Hessian
 }
 
 func (o objective) value(f, grad, hess []float64) float64 {
 	dim := len(f)
 	loss := o.m.eval(f, grad, hess)
+	if o.memo != nil && hess != nil {
+		o.memo.keep(f, loss, hess)
+	}
 	v := o.scale * loss
 	var ff float64
 	for j, x := range f {
@@ -78,6 +82,8 @@ func minimise(o objective, start []float64, opts newtonOptions) (newtonResult, e
 	hess := make([]float64, dim*dim)
 	trial := make([]float64, dim)
 	step := make([]float64, dim)
+	tgrad := make([]float64, dim)
+	thess := make([]float64, dim*dim)
 	val := o.value(f, grad, hess)
 	if math.IsNaN(val) || math.IsInf(val, 0) {
 		return newtonResult{}, errors.New("newton: objective not finite at the start")
@@ -106,16 +112,24 @@ func minimise(o objective, start []float64, opts newtonOptions) (newtonResult, e
 			}
 			return newtonResult{f: f, value: val, iter: it}, nil
 		}
+		// The full step (almost always accepted) is evaluated with its
+		// gradient and Hessian, which the next iteration needs: the loss is
+		// the same with or without them, so this is the search's own
+		// evaluation, not an extra one. Shorter steps are tried loss only.
 		t := 1.0
 		var tv float64
-		accepted := false
+		accepted, full := false, false
 		for ls := 0; ls < 60; ls++ {
 			for j := range f {
 				trial[j] = f[j] + t*step[j]
 			}
-			tv = o.value(trial, nil, nil)
+			if ls == 0 {
+				tv = o.value(trial, tgrad, thess)
+			} else {
+				tv = o.value(trial, nil, nil)
+			}
 			if !math.IsNaN(tv) && tv <= val-1e-4*t*dec {
-				accepted = true
+				accepted, full = true, ls == 0
 				break
 			}
 			t *= 0.5
@@ -128,7 +142,13 @@ func minimise(o objective, start []float64, opts newtonOptions) (newtonResult, e
 			return newtonResult{}, fmt.Errorf("newton: iteration %d: line search failed", it)
 		}
 		copy(f, trial)
-		val = o.value(f, grad, hess)
+		if full {
+			val = tv
+			grad, tgrad = tgrad, grad
+			hess, thess = thess, hess
+		} else {
+			val = o.value(f, grad, hess)
+		}
 	}
 	return newtonResult{f: f, value: val, iter: opts.maxIter}, errNotConverged
 }
