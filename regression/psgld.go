@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/dpsurv/dpsurv/dp"
 )
@@ -87,12 +88,18 @@ func RunPSGLD(start []float64, cfg SamplerConfig, oracle GradientOracle, src dp.
 	if noise == nil {
 		noise = dp.GaussianOnGrid
 	}
+	decay := stepDecay(cfg.StepOffset, cfg.Tau, cfg.Steps)
 	muT := 1.0 // Mu^t
 	for t := 1; t <= cfg.Steps; t++ {
 		if err := oracle(t, f, g); err != nil {
 			return nil, fmt.Errorf("psgld: step %d: %w", t, err)
 		}
-		eps := cfg.StepScale * math.Pow(cfg.StepOffset+float64(t), -cfg.Tau)
+		var eps float64
+		if decay != nil {
+			eps = cfg.StepScale * decay[t-1]
+		} else {
+			eps = cfg.StepScale * math.Pow(cfg.StepOffset+float64(t), -cfg.Tau)
+		}
 		muT *= cfg.Mu
 		corr := 1.0
 		if !cfg.NoBiasCorrection && muT > 0 {
@@ -122,4 +129,37 @@ func RunPSGLD(start []float64, cfg SamplerConfig, oracle GradientOracle, src dp.
 		}
 	}
 	return f, nil
+}
+
+// maxDecaySteps bounds the chains whose step decay is kept (stepDecay):
+// 64k steps, 512 KiB.
+const maxDecaySteps = 1 << 16
+
+// decaySchedule is (b + t)^-tau for t = 1..len(pow).
+type decaySchedule struct {
+	offset, tau float64
+	pow         []float64
+}
+
+// lastDecay is the schedule of the last chain that asked for one: chains
+// run with one configuration again and again (a window's releases, a
+// study's replicates) and need not each take Steps powers.
+var lastDecay atomic.Pointer[decaySchedule]
+
+// stepDecay returns (offset + t)^-tau for t = 1..steps, the same
+// math.Pow values the chain would take step by step, or nil for a chain
+// longer than maxDecaySteps (which then takes them step by step).
+func stepDecay(offset, tau float64, steps int) []float64 {
+	if steps > maxDecaySteps {
+		return nil
+	}
+	if d := lastDecay.Load(); d != nil && d.offset == offset && d.tau == tau && len(d.pow) >= steps {
+		return d.pow[:steps]
+	}
+	d := &decaySchedule{offset: offset, tau: tau, pow: make([]float64, steps)}
+	for t := range d.pow {
+		d.pow[t] = math.Pow(offset+float64(t+1), -tau)
+	}
+	lastDecay.Store(d)
+	return d.pow
 }
