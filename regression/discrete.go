@@ -523,7 +523,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMem
 	switch opts.Method {
 	case MethodOutput:
 		if memo == nil || !memo.done {
-			o := objective{m: m, scale: 1 / n, reg: opts.Lambda}
+			o := objective{m: m, scale: 1 / n, reg: opts.Lambda, memo: newEvalMemo(m)}
 			r, err := minimise(o, startValue(m), nopts)
 			ok = err == nil && certified(o, r.f)
 			if ok {
@@ -556,7 +556,7 @@ func fitDiscrete(data Data, opts DiscreteOptions, src dp.Source, memo *outputMem
 		if err != nil {
 			return DiscreteResult{}, fmt.Errorf("ext-obj-pert: %w", err)
 		}
-		o := objective{m: m, scale: 1 / n, reg: opts.Lambda + delta, lin: b}
+		o := objective{m: m, scale: 1 / n, reg: opts.Lambda + delta, lin: b, memo: newEvalMemo(m)}
 		r, err := minimise(o, startValue(m), nopts)
 		ok = err == nil && certified(o, r.f)
 		if ok {

@@ -16,14 +16,20 @@ type objective struct {
 	scale float64
 	reg   float64
 	lin   []float64
-	memo  *evalMemo // if set, keeps the loss and Hessian of each evaluation with a Hessian
+	memo  *evalMemo // if set, keeps each evaluation with a Hessian and answers a repeat at its point
 }
 
 func (o objective) value(f, grad, hess []float64) float64 {
 	dim := len(f)
-	loss := o.m.eval(f, grad, hess)
-	if o.memo != nil && hess != nil {
-		o.memo.keep(f, loss, hess)
+	var loss float64
+	switch {
+	case o.memo != nil && o.memo.holds(f, grad != nil, hess != nil):
+		loss = o.memo.fill(grad, hess)
+	case o.memo != nil && hess != nil:
+		loss = o.m.eval(f, grad, hess)
+		o.memo.keep(f, loss, grad, hess)
+	default:
+		loss = o.m.eval(f, grad, hess)
 	}
 	v := o.scale * loss
 	var ff float64
