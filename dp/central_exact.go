@@ -29,7 +29,7 @@ func BernoulliExp(src Source, num, den uint64) bool {
 		return false
 	}
 	for num > den {
-		if !bernoulliExpFrac(src, 1, 1) {
+		if !bernoulliExpOne(src) {
 			return false
 		}
 		num -= den

@@ -64,6 +64,19 @@ func bernoulliExpFrac(src Source, num, den uint64) bool {
 	return k%2 == 1
 }
 
+// bernoulliExpOne is bernoulliExpFrac(src, 1, 1), Bernoulli(exp(-1)), with
+// the same draws: the k = 1 trial is Bernoulli(1), which takes a word and
+// always succeeds (Uint64n(src, 1)), and trial k >= 2 is Bernoulli(1/k),
+// Uint64n(src, k) < 1.
+func bernoulliExpOne(src Source) bool {
+	src.Uint64()
+	k := uint64(2)
+	for Uint64n(src, k) == 0 {
+		k++
+	}
+	return k%2 == 1
+}
+
 // discreteLaplaceST samples P(Z=z) ∝ exp(-|z| den/num), i.e. scale num/den,
 // exactly (Canonne–Kamath–Steinke Algorithm 2 with their t = num, s = den).
 func discreteLaplaceST(src Source, num, den uint64) int64 {
@@ -73,7 +86,7 @@ func discreteLaplaceST(src Source, num, den uint64) int64 {
 			continue
 		}
 		v := uint64(0)
-		for bernoulliExpFrac(src, 1, 1) {
+		for bernoulliExpOne(src) {
 			v++
 		}
 		hi, tv := mul64(num, v)
@@ -81,7 +94,10 @@ func discreteLaplaceST(src Source, num, den uint64) int64 {
 		if hi != 0 || x < tv {
 			continue // astronomically unlikely overflow: reject and restart
 		}
-		y := x / den
+		y := x
+		if den != 1 { // DiscreteGaussian's scale is an integer: no division
+			y = x / den
+		}
 		b := src.Uint64()&1 == 1
 		if b && y == 0 {
 			continue
