@@ -113,12 +113,26 @@ func GaussianOnGrid(src Source, sigma float64) (float64, error) {
 	if !(sigma > 0) || math.IsInf(sigma, 0) {
 		return 0, fmt.Errorf("gaussian on grid: sigma must be positive and finite, got %v", sigma)
 	}
-	_, e := math.Frexp(sigma) // sigma in [2^(e-1), 2^e)
-	g := math.Ldexp(1, e-11)  // sigma/g in [2^10, 2^11)
-	u := sigma / g
+	g, u := onGrid(sigma)
 	y, err := DiscreteGaussian(src, uint64(math.Ceil(u*u)))
 	if err != nil {
 		return 0, fmt.Errorf("gaussian on grid: %w", err)
 	}
 	return float64(y) * g, nil
+}
+
+// onGrid returns GaussianOnGrid's grid g = 2^(e-11) for sigma in
+// [2^(e-1), 2^e), and u = sigma/g in [2^10, 2^11) (exact: g is a power of
+// two). For a normal sigma whose grid is normal too (sigma >= 2^-1012) g
+// and 1/g are written from sigma's exponent bits, which is what
+// Frexp and Ldexp compute, without their calls and a division.
+func onGrid(sigma float64) (g, u float64) {
+	if e := math.Float64bits(sigma) >> 52; e >= 11 && e <= 2046 { // sigma > 0: no sign bit
+		// sigma in [2^(e-1023), 2^(e-1022)): g = 2^(e-1033), 1/g = 2^(1033-e)
+		g = math.Float64frombits((e - 10) << 52)
+		return g, sigma * math.Float64frombits((2056-e)<<52)
+	}
+	_, e := math.Frexp(sigma) // sigma in [2^(e-1), 2^e)
+	g = math.Ldexp(1, e-11)   // sigma/g in [2^10, 2^11)
+	return g, sigma / g
 }

@@ -80,3 +80,27 @@ func BenchmarkGaussianOnGrid(b *testing.B) {
 	}
 
 }
+
+// TestOnGridMatchesFrexp: onGrid's exponent-bit fast path gives the grid
+// and grid units that Frexp, Ldexp and a division give, bit for bit, from
+// the subnormals to the largest float64.
+func TestOnGridMatchesFrexp(t *testing.T) {
+	rng := NewSeededSource(7)
+	check := func(sigma float64) {
+		_, e := math.Frexp(sigma)
+		wg := math.Ldexp(1, e-11)
+		wu := sigma / wg
+		g, u := onGrid(sigma)
+		if math.Float64bits(g) != math.Float64bits(wg) || math.Float64bits(u) != math.Float64bits(wu) {
+			t.Fatalf("sigma %v: onGrid (%v, %v), want (%v, %v)", sigma, g, u, wg, wu)
+		}
+	}
+	for _, s := range []float64{math.SmallestNonzeroFloat64, 0x1p-1060, 0x1p-1022, 0x1p-1013, 0x1p-1012, 0x1p-1011, 1, math.MaxFloat64} {
+		check(s)
+	}
+	for exp := uint64(0); exp <= 2046; exp++ {
+		for range 20 {
+			check(math.Float64frombits(exp<<52 | rng.Uint64()>>12))
+		}
+	}
+}
