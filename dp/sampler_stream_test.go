@@ -24,35 +24,28 @@ func TestExactSamplersFixedSeedStream(t *testing.T) {
 	src := &countingSource{src: NewSeededSource(2026)}
 	h := fnv.New64a()
 	put := func(v int64) { h.Write(strconv.AppendInt(nil, v, 36)); h.Write([]byte{','}) }
-	for _, s2 := range []uint64{1, 2, 3, 7, 100, 1000, 1 << 20, 1<<20 + 7, 3 << 20, 1<<22 - 1, 1 << 24} {
+	// 2000 draws of one sampler, then the words taken so far
+	draws := func(draw func() (int64, error)) {
 		for range 2000 {
-			y, err := DiscreteGaussian(src, s2)
+			v, err := draw()
 			if err != nil {
 				t.Fatal(err)
 			}
-			put(y)
+			put(v)
 		}
 		put(int64(src.n))
+	}
+	for _, s2 := range []uint64{1, 2, 3, 7, 100, 1000, 1 << 20, 1<<20 + 7, 3 << 20, 1<<22 - 1, 1 << 24} {
+		draws(func() (int64, error) { return DiscreteGaussian(src, s2) })
 	}
 	for _, sigma := range []float64{1e-3, 0.3, 1, 2.5, 1e4} {
-		for range 2000 {
+		draws(func() (int64, error) {
 			y, err := GaussianOnGrid(src, sigma)
-			if err != nil {
-				t.Fatal(err)
-			}
-			put(int64(math.Float64bits(y)))
-		}
-		put(int64(src.n))
+			return int64(math.Float64bits(y)), err
+		})
 	}
 	for _, scale := range []float64{0.1, 1, 3.7, 1000, 1 << 20} {
-		for range 2000 {
-			z, err := DiscreteLaplace(src, scale)
-			if err != nil {
-				t.Fatal(err)
-			}
-			put(z)
-		}
-		put(int64(src.n))
+		draws(func() (int64, error) { return DiscreteLaplace(src, scale) })
 	}
 	for _, c := range [][2]uint64{{0, 1}, {1, 1}, {1, 3}, {5, 3}, {7, 1 << 30}, {1<<32 + 5, 1 << 30}} {
 		var k int64
