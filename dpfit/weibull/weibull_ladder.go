@@ -354,8 +354,10 @@ func (e *weibullLadderEngine) cell(j int) *weibullCell {
 	back := make([]float64, J+2+2*rowsNeeded*(J+1))
 	c := &weibullCell{q: float64(j) * e.cellW, mom: back[: J+2 : J+2]}
 	rows := back[J+2:]
-	c.pre = make([][]float64, nc)
-	c.grp = make([][]float64, nc)
+	if rowsNeeded > 0 { // only cut groups' rows are read through pre and grp
+		pg := make([][]float64, 2*nc)
+		c.pre, c.grp = pg[:nc:nc], pg[nc:]
+	}
 	var pw []float64 // t^q per simulator cell (the interval simulation)
 	if e.inv != nil && e.d.pc != nil && len(e.d.cell) == len(e.d.lt) {
 		pw = e.d.pc.at(j, e.cellW)

@@ -13,7 +13,9 @@ import (
 // The generators of docs/inference.md run end to end at tiny sizes (the
 // documented full-size commands take about ten minutes; make stats runs
 // the same studies at full size): each writes its block into a copy of a
-// page and the tables appear.
+// page and the tables appear. One release per regression cell (each
+// release's bootstrap is most of a generator's CPU; a second one
+// exercised nothing new) and pSGLD chains of 100 steps.
 func TestInferenceCommandsSmall(t *testing.T) {
 	t.Parallel() // independent CPU-bound generators: the package uses both cores
 	data := datasets.Path(t, "kidney_tte.csv")
@@ -22,8 +24,8 @@ func TestInferenceCommandsSmall(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"inference", []string{"inference", "-data", data, "-time-max", "600", "-km-reps", "2", "-size-reps", "4", "-power-reps", "2", "-sims", "19", "-size-records", "200", "-width-reps", "1", "-reg-reps", "2", "-reg-records", "2000", "-reg-psgld-steps", "500"}, "Kaplan–Meier pointwise 95% intervals"},
-		{"inference-regression", []string{"inference-regression", "-records", "3000", "-psgld-records", "2000", "-newton-reps", "2", "-paper-reps", "1", "-psgld-reps", "1", "-psgld-steps", "500", "-sizes", "3000", "-size-reps", "1"}, "| newton (default) | cloglog | 1 |"},
+		{"inference", []string{"inference", "-data", data, "-time-max", "600", "-km-reps", "2", "-size-reps", "4", "-power-reps", "2", "-sims", "19", "-size-records", "200", "-width-reps", "1", "-reg-reps", "1", "-reg-records", "2000", "-reg-psgld-steps", "100"}, "Kaplan–Meier pointwise 95% intervals"},
+		{"inference-regression", []string{"inference-regression", "-records", "1000", "-psgld-records", "1000", "-newton-reps", "1", "-paper-reps", "1", "-psgld-reps", "1", "-psgld-steps", "100", "-sizes", "1000", "-size-reps", "1"}, "| newton (default) | cloglog | 1 |"},
 		{"inference-weibull", []string{"inference-weibull", "-data", data, "-time-max", "600", "-reps", "1", "-sims", "39"}, "|"},
 	}
 	for _, tc := range cases {

@@ -37,9 +37,22 @@ type sanConfig struct {
 	draws     int
 	seed      uint64
 	command   string
+	// noFigures writes the page without its figures (their links stay):
+	// the page is no function of the figures, so the determinism test's
+	// second run skips the PNG rendering, about half its CPU.
+	noFigures bool
 }
 
 func runSanitizers(args []string, stdout, stderr io.Writer) error {
+	cfg, err := sanParse(args, stderr)
+	if err != nil {
+		return err
+	}
+	return sanWrite(cfg, stderr)
+}
+
+// sanParse reads the command's flags.
+func sanParse(args []string, stderr io.Writer) (sanConfig, error) {
 	fs := newFlagSet("sanitizers", stderr)
 	var cfg sanConfig
 	fs.StringVar(&cfg.data, "data", "data", "directory of flchain_tte.csv, lung_tte.csv, kidney_tte.csv")
@@ -49,12 +62,17 @@ func runSanitizers(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.draws, "draws", 200, "RRR vs LNTE: repetitions of each mechanism for the summary table")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of dp.NewSeededSource (evaluation only)")
 	if err := parseArgs(fs, args); err != nil {
-		return err
+		return cfg, err
 	}
 	if cfg.resamples < 1 || cfg.perCohort < 1 || cfg.draws < 1 || cfg.seed == 0 {
-		return fmt.Errorf("resamples, per-cohort, draws and seed must be positive")
+		return cfg, fmt.Errorf("resamples, per-cohort, draws and seed must be positive")
 	}
 	cfg.command = sanCommand(args)
+	return cfg, nil
+}
+
+// sanWrite writes OUT/evaluation-sanitizers.md and its figures.
+func sanWrite(cfg sanConfig, stderr io.Writer) error {
 	if err := os.MkdirAll(filepath.Join(cfg.out, "img"), 0o755); err != nil {
 		return fmt.Errorf("sanitizers: %w", err)
 	}
@@ -489,7 +507,7 @@ func sanSection3(w io.Writer, cfg sanConfig, lung, flchain *sanDataset) error {
 			}
 			file := fmt.Sprintf("sanitizers_km_%s_%s.png", cs.figure, strings.ToLower(strings.ReplaceAll(r.method, "-", "")))
 			title := fmt.Sprintf("%s: original (dashed) vs %s %s (solid)", ds.name, r.method, r.params)
-			if err := sanPlotKM(filepath.Join(cfg.out, "img", file), title, "time ("+ds.unit+")", r.method, pairs); err != nil {
+			if err := cfg.plotKM(file, title, "time ("+ds.unit+")", r.method, pairs); err != nil {
 				return err
 			}
 			fmt.Fprintf(w, "![%s KM, %s](img/%s)\n", ds.name, r.method, file)

@@ -7,6 +7,7 @@ package eval
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/dpsurv/dpsurv/plots"
@@ -19,6 +20,15 @@ type sanPair struct {
 	orig     survival.KMCurve
 	released survival.KMCurve
 	ok       bool // released curve exists
+}
+
+// plotKM writes the figure OUT/img/file (sanPlotKM), or nothing with
+// noFigures.
+func (cfg sanConfig) plotKM(file, title, timeUnit, releasedName string, pairs []sanPair) error {
+	if cfg.noFigures {
+		return nil
+	}
+	return sanPlotKM(filepath.Join(cfg.out, "img", file), title, timeUnit, releasedName, pairs)
 }
 
 // sanPlotKM writes a figure of the pairs (plots.BuildKM): per cohort the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"strings"
 
 	"github.com/dpsurv/dpsurv/audit"
@@ -320,7 +319,7 @@ func sanSectionRRR(w io.Writer, cfg sanConfig, ds *sanDataset) error {
 			pairs = append(pairs, sanPair{label: nm, orig: orig.curves[c], released: fig.out.curves[c], ok: len(fig.out.curves[c].Time) > 0})
 		}
 		file := "sanitizers_km_kidney_" + strings.ReplaceAll(strings.ToLower(fig.name), " ", "_") + ".png"
-		if err := sanPlotKM(filepath.Join(cfg.out, "img", file), "kidney: original (dashed) vs "+fig.name+", ε = 3 (solid)", "time (days)", fig.name, pairs); err != nil {
+		if err := cfg.plotKM(file, "kidney: original (dashed) vs "+fig.name+", ε = 3 (solid)", "time (days)", fig.name, pairs); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "![kidney KM, %s](img/%s)\n", fig.name, file)

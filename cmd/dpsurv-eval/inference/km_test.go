@@ -3,6 +3,7 @@ package inference
 import (
 	"github.com/dpsurv/dpsurv/internal/testtier"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/dpsurv/dpsurv/internal/datasets"
@@ -25,11 +26,16 @@ func flchain(t testing.TB) Data {
 // simultaneous 95% bands (dpfit/km/km_interval.go) cover the truth at every
 // released time of their range.
 //
-// Short tier: 4 cohorts x 15 replicates x 3 checkpoints per epsilon with 50
-// interval simulations: the pooled coverage of the 540 intervals must be
-// within 0.95 +- 3 x 0.0094 (binomial SE; false alarm ~0.3%), every cell
-// above 0.80 (the sampling-only interval covers 0.37-0.85), and the 180
-// bands' pooled coverage at least 0.95 - 3 x 0.016 = 0.90.
+// Short tier: TestMedianCoverage's releases (medianStudy, computed once for
+// both tests: 3 cohorts x 30 replicates per epsilon with 50 interval
+// simulations) at 3 checkpoints: the pooled coverage of the 810 intervals
+// must be within 0.95 +- 3 x 0.0077 (binomial SE; false alarm ~0.3%), every
+// cell above 0.80 (the sampling-only interval covers 0.64-0.97), and the
+// 270 bands' pooled coverage at least 0.95 - 3 x 0.013 = 0.91 (measured:
+// pooled 0.958, cells 0.911-1.000, bands 0.941). (Until
+// 2026-11-26 it made releases of its own, 4 cohorts x 15 replicates: 540
+// intervals and 180 bands, a third of the package's short CPU with the
+// median study's.)
 // Full tier: 10 cohorts x 100 replicates (1000 intervals per cell, SE
 // 0.007) with the release's default 100 simulations: every cell in
 // [0.93, 0.97] (measured with these seeds: 0.942-0.963; R's log interval
@@ -48,20 +54,26 @@ func flchain(t testing.TB) Data {
 // 94, 96 and 98 of 100, false medians 1 of 2700.
 func TestKMCoverage(t *testing.T) {
 	t.Parallel() // independent seeded studies: make stats uses both cores
-	d := flchain(t)
-	cfg := KMConfig{TimeMax: 5400, Checkpoints: []float64{365, 730, 1826}, Reps: 100}
-	if !testtier.Long() {
-		cfg.Reps, cfg.Cohorts, cfg.IntervalSims = 15, 4, 50
+	var results []KMResult
+	if testtier.Long() {
+		d := flchain(t)
+		cfg := KMConfig{TimeMax: 5400, Checkpoints: kmCheckpoints, Reps: 100}
+		for i, eps := range studyEpsilons {
+			cfg.Epsilon, cfg.Seed = eps, uint64(10+i)
+			r, err := RunKM(d, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results = append(results, r)
+		}
+	} else {
+		results = medianStudy(t)
 	}
 	covered, total := 0, 0
 	bandCov, bandN := 0, 0
 	var medWith, medCov, medWithout, medFalse int
-	for i, eps := range []float64{0.5, 1, 2} {
-		cfg.Epsilon, cfg.Seed = eps, uint64(10+i)
-		r, err := RunKM(d, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, eps := range studyEpsilons {
+		r := results[i]
 		for _, p := range r.Points {
 			t.Logf("epsilon %v, t = %v: %d/%d reported, coverage %.3f (sampling-only %.3f, non-private %.3f)",
 				eps, p.Time, p.Reported, p.Intervals, p.Coverage(), p.SamplingCoverage(), p.NonPrivateCoverage())
@@ -124,6 +136,46 @@ func TestKMCoverage(t *testing.T) {
 	}
 }
 
+// studyEpsilons are the epsilons of the KM coverage studies and
+// kmCheckpoints their checkpoints (days: 1, 2 and 5 years).
+var (
+	studyEpsilons = []float64{0.5, 1, 2}
+	kmCheckpoints = []float64{365, 730, 1826}
+)
+
+// medianStudyOnce holds the releases of medianStudy.
+var medianStudyOnce struct {
+	sync.Once
+	results []KMResult
+	err     error
+}
+
+// medianStudy returns TestMedianCoverage's releases, one KMResult per
+// studyEpsilons (30 replicates of flchain's first 3 cohorts, 50
+// simulations, seeds 20, 21, 22), with the coverage at kmCheckpoints
+// (which draw nothing) for TestKMCoverage's short tier: made once for the
+// two tests.
+func medianStudy(t *testing.T) []KMResult {
+	t.Helper()
+	d := flchain(t)
+	medianStudyOnce.Do(func() {
+		cfg := KMConfig{TimeMax: 5400, Checkpoints: kmCheckpoints, Reps: 30, Cohorts: 3, IntervalSims: 50}
+		for i, eps := range studyEpsilons {
+			cfg.Epsilon, cfg.Seed = eps, uint64(20+i)
+			r, err := RunKM(d, cfg)
+			if err != nil {
+				medianStudyOnce.err = err
+				return
+			}
+			medianStudyOnce.results = append(medianStudyOnce.results, r)
+		}
+	})
+	if medianStudyOnce.err != nil {
+		t.Fatal(medianStudyOnce.err)
+	}
+	return medianStudyOnce.results
+}
+
 // TestMedianCoverage: the median interval covers the true median (flchain's
 // one cohort of ten whose curve reaches 0.5), and cohorts whose curve does
 // not reach 0.5 seldom get a median (the non-private KM of the same
@@ -142,15 +194,9 @@ func TestKMCoverage(t *testing.T) {
 // makes.)
 func TestMedianCoverage(t *testing.T) {
 	t.Parallel() // independent seeded studies: make stats uses both cores
-	d := flchain(t)
-	cfg := KMConfig{TimeMax: 5400, Reps: 30, Cohorts: 3, IntervalSims: 50}
 	var with, cov, without, falseMed int
-	for i, eps := range []float64{0.5, 1, 2} {
-		cfg.Epsilon, cfg.Seed = eps, uint64(20+i)
-		r, err := RunKM(d, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, r := range medianStudy(t) {
+		eps := studyEpsilons[i]
 		m := r.Median
 		t.Logf("epsilon %v: median CI covers %d/%d (non-private %d); released %d; false medians %d/%d (non-private %d)",
 			eps, m.Covered, m.WithMedian, m.NonPrivate, m.Released, m.False, m.WithoutMedian, m.NonPrivateFalse)

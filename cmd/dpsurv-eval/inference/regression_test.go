@@ -29,21 +29,25 @@ var regressionBounds = map[regression.Method][4]float64{ // each lo, each hi, po
 
 // TestRegressionCoverage (short): Ext-Out-Pert at the production defaults
 // (200 intervals, lambda 0.1, interval fraction 0.5) at epsilon 0.5, the
-// weakest cell of the full study, on 20000 records, 40 releases: the true
-// beta's coverage is at least 0.85 (80 intervals; 4 binomial SEs below
-// 0.95, false alarm well under 0.1%), every release has beta limits and
-// none has alpha limits (withheld at these defaults). (At 200 intervals
-// the noise dominates the ridge's bias, so the noise-only limits are no
-// longer a useful contrast here: they cover the true beta about as often.)
+// weakest cell of the full study, on 20000 records, 30 releases: the true
+// beta is covered by at least 52 of the 60 intervals (0.867; binomial:
+// false alarm 0.3% at a true 0.95, and an interval covering 0.80 passes
+// with probability 0.13), every release has beta limits and none has alpha
+// limits (withheld at these defaults). Measured: 55 of 60 (0.917). (Until
+// 2026-11-26: 40 releases, at least 68 of 80 (0.85): false alarm 0.02%, a
+// 0.80 interval passing with probability 0.16, for a third more CPU; the
+// 30 are the first 30 of those 40.) (At 200 intervals the noise dominates
+// the ridge's bias, so the noise-only limits are no longer a useful
+// contrast here: they cover the true beta about as often.)
 func TestRegressionCoverage(t *testing.T) {
 	t.Parallel() // independent seeded studies: make stats uses both cores
-	c, err := RunRegression(RegressionConfig{Method: regression.MethodOutput, Epsilon: 0.5, Records: 20000, Reps: 40, Seed: 3})
+	c, err := RunRegression(RegressionConfig{Method: regression.MethodOutput, Epsilon: 0.5, Records: 20000, Reps: 30, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logRegression(t, "output", 0.5, c)
-	if c.BetaCoverage() < 0.85 || c.Fallbacks > 0 || c.NoInterval > 0 {
-		t.Errorf("beta coverage %.3f (fallbacks %d, without interval %d)", c.BetaCoverage(), c.Fallbacks, c.NoInterval)
+	if c.BetaCovered < 52 || c.Fallbacks > 0 || c.NoInterval > 0 {
+		t.Errorf("beta coverage %d of %d, want at least 52 (fallbacks %d, without interval %d)", c.BetaCovered, 2*c.Releases, c.Fallbacks, c.NoInterval)
 	}
 	if c.AlphaWithheld != c.Releases {
 		t.Errorf("alpha limits published in %d of %d releases", c.Releases-c.AlphaWithheld, c.Releases)
