@@ -40,22 +40,23 @@ type valuer[T any] interface {
 	Value(int) T
 }
 
-func strFromInt[T int8 | int16 | int32 | int64](a valuer[T]) func(int) (string, bool) {
+// cellStrings is the per-row accessor of a column whose non-null cells read
+// as format(value) (ok false for a null row).
+func cellStrings[T any](a valuer[T], format func(T) string) func(int) (string, bool) {
 	return func(i int) (string, bool) {
 		if a.IsNull(i) {
 			return "", false
 		}
-		return strconv.FormatInt(int64(a.Value(i)), 10), true
+		return format(a.Value(i)), true
 	}
 }
 
+func strFromInt[T int8 | int16 | int32 | int64](a valuer[T]) func(int) (string, bool) {
+	return cellStrings(a, func(v T) string { return strconv.FormatInt(int64(v), 10) })
+}
+
 func strFromUint[T uint8 | uint16 | uint32 | uint64](a valuer[T]) func(int) (string, bool) {
-	return func(i int) (string, bool) {
-		if a.IsNull(i) {
-			return "", false
-		}
-		return strconv.FormatUint(uint64(a.Value(i)), 10), true
-	}
+	return cellStrings(a, func(v T) string { return strconv.FormatUint(uint64(v), 10) })
 }
 
 // dictStrings is the per-row accessor of a dictionary column whose

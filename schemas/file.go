@@ -430,37 +430,19 @@ func jsonValue(arr arrow.Array, i int) any {
 func textFormatter(arr arrow.Array) func(int) (string, bool) {
 	switch a := arr.(type) {
 	case *array.Boolean:
-		return func(i int) (string, bool) {
-			if a.IsNull(i) {
-				return "", false
+		return cellStrings(a, func(v bool) string {
+			if v {
+				return "1"
 			}
-			if a.Value(i) {
-				return "1", true
-			}
-			return "0", true
-		}
+			return "0"
+		})
 	case *array.Float64:
-		return func(i int) (string, bool) {
-			if a.IsNull(i) {
-				return "", false
-			}
-			return strconv.FormatFloat(a.Value(i), 'g', -1, 64), true
-		}
+		return cellStrings(a, func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) })
 	case *array.Float32:
-		return func(i int) (string, bool) {
-			if a.IsNull(i) {
-				return "", false
-			}
-			return strconv.FormatFloat(float64(a.Value(i)), 'g', -1, 32), true
-		}
+		return cellStrings(a, func(v float32) string { return strconv.FormatFloat(float64(v), 'g', -1, 32) })
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType).Unit
-		return func(i int) (string, bool) {
-			if a.IsNull(i) {
-				return "", false
-			}
-			return a.Value(i).ToTime(unit).UTC().Format(time.RFC3339Nano), true
-		}
+		return cellStrings(a, func(v arrow.Timestamp) string { return v.ToTime(unit).UTC().Format(time.RFC3339Nano) })
 	case *array.Dictionary:
 		return dictStrings(a, textFormatter(a.Dictionary()))
 	}

@@ -1,6 +1,7 @@
 package weibull
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -131,24 +132,12 @@ type WeibullConfig struct {
 
 // WithDefaults returns c with zero fields replaced by the defaults.
 func (c WeibullConfig) WithDefaults() WeibullConfig {
-	if c.Omega == 0 {
-		c.Omega = WeibullDefaultOmega
-	}
-	if c.Gamma == 0 {
-		c.Gamma = WeibullDefaultGamma
-	}
-	if c.Rungs == 0 {
-		c.Rungs = WeibullDefaultRungs
-	}
-	if c.Tolerance == 0 {
-		c.Tolerance = WeibullDefaultTolerance
-	}
-	if c.ScaleBound == 0 {
-		c.ScaleBound = c.Gamma
-	}
-	if c.BlockSize == 0 {
-		c.BlockSize = WeibullDefaultBlockSize
-	}
+	c.Omega = cmp.Or(c.Omega, WeibullDefaultOmega)
+	c.Gamma = cmp.Or(c.Gamma, WeibullDefaultGamma)
+	c.Rungs = cmp.Or(c.Rungs, WeibullDefaultRungs)
+	c.Tolerance = cmp.Or(c.Tolerance, WeibullDefaultTolerance)
+	c.ScaleBound = cmp.Or(c.ScaleBound, c.Gamma)
+	c.BlockSize = cmp.Or(c.BlockSize, WeibullDefaultBlockSize)
 	return c
 }
 

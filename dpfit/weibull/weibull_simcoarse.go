@@ -165,11 +165,15 @@ func weibullCoarseSide(s *weibullSim, e int64, cfg WeibullConfig, released float
 		return math.Inf(-1)
 	}
 	sw := cellW / weibullCoarseSub
-	sub := func(m int) (weibullGroupPows, bool) {
-		if i := m - s.csub0; i >= 0 && i < len(s.csub) {
-			return s.csub[i], true
+	// bounds of S and N over sub-cell m, the exponents [m, m+1] sub-steps
+	// (span); ok false where either end is not a stored sub-cell, or m is 0
+	subSpan := func(m int) (slo, shi, nlo, nhi float64, ok bool) {
+		i := m - s.csub0
+		if m == 0 || i < 0 || i+1 >= len(s.csub) {
+			return 0, 0, 0, 0, false
 		}
-		return weibullGroupPows{}, false
+		slo, shi, nlo, nhi = span(s.csub[i], s.csub[i+1])
+		return slo, shi, nlo, nhi, true
 	}
 	// below, at a grid point: hB_K >= 0 for every split at the last scan
 	// point below the released shape, so rung K's upper end is at most
@@ -188,14 +192,8 @@ func weibullCoarseSide(s *weibullSim, e int64, cfg WeibullConfig, released float
 	if xb := released - margin - 3*tol; xb > 0 {
 		ok := true
 		for m := int(math.Floor(xb / sw)); ok && m < int(math.Ceil(xb/cellW))*weibullCoarseSub; m++ {
-			w1, ok1 := sub(m)
-			w2, ok2 := sub(m + 1)
-			if !ok1 || !ok2 || m == 0 {
-				ok = false
-				break
-			}
-			slo, _, nlo, _ := span(w1, w2)
-			ok = hBlo(float64(m)*sw, slo, nlo) > abs
+			slo, _, nlo, _, inside := subSpan(m)
+			ok = inside && hBlo(float64(m)*sw, slo, nlo) > abs
 		}
 		if ok {
 			return -1
@@ -219,14 +217,8 @@ func weibullCoarseSide(s *weibullSim, e int64, cfg WeibullConfig, released float
 	}
 	ok := true
 	for m := j0 * weibullCoarseSub; ok && float64(m)*sw < xa; m++ {
-		w1, ok1 := sub(m)
-		w2, ok2 := sub(m + 1)
-		if !ok1 || !ok2 || m == 0 {
-			ok = false
-			break
-		}
-		_, shi, _, nhi := span(w1, w2)
-		ok = hAhi(float64(m)*sw, float64(m+1)*sw, shi, nhi) < -abs
+		_, shi, _, nhi, inside := subSpan(m)
+		ok = inside && hAhi(float64(m)*sw, float64(m+1)*sw, shi, nhi) < -abs
 	}
 	if ok {
 		return 1
