@@ -230,7 +230,7 @@ func dropEmptyRows(f *aggregators.FitMessage) {
 	if k == nil {
 		return
 	}
-	cols := []*[]aggregators.F{&k.Time, &k.NRisk, &k.NEvent, &k.NCensor, &k.Surv, &k.StdErr, &k.Lower, &k.Upper,
+	cols := []*schemas.NullableSeries{&k.Time, &k.NRisk, &k.NEvent, &k.NCensor, &k.Surv, &k.StdErr, &k.Lower, &k.Upper,
 		&k.NoiseStdErr, &k.SamplingStdErr, &k.SamplingLower, &k.SamplingUpper}
 	keep := []int{}
 	for i := range k.Time {

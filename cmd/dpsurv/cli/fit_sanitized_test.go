@@ -16,23 +16,48 @@ import (
 
 type kmMedians map[string][3]float64 // cohort -> median, lower, upper (NaN: null)
 
+// parseKMMedians decodes a `fit km` JSON output: its top-level fields (the
+// cohorts as raw JSON) and each cohort's median and interval (-1 for
+// null). The curves are not decoded: a 20,000-record fit carries
+// thousands of rows per cohort.
 func parseKMMedians(t *testing.T, out string) (map[string]any, kmMedians) {
 	t.Helper()
-	var r map[string]any
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &top); err != nil {
 		t.Fatalf("decode: %v\n%s", err, out)
 	}
+	r := map[string]any{}
+	for k, v := range top {
+		if k == "cohorts" {
+			r[k] = v
+			continue
+		}
+		var x any
+		if err := json.Unmarshal(v, &x); err != nil {
+			t.Fatalf("decode %s: %v", k, err)
+		}
+		r[k] = x
+	}
+	var cohorts []struct {
+		Cohort      string   `json:"cohort"`
+		Median      *float64 `json:"median"`
+		MedianLower *float64 `json:"median_lower"`
+		MedianUpper *float64 `json:"median_upper"`
+	}
+	if c, ok := top["cohorts"]; ok {
+		if err := json.Unmarshal(c, &cohorts); err != nil {
+			t.Fatalf("decode cohorts: %v", err)
+		}
+	}
 	m := kmMedians{}
-	cs, _ := r["cohorts"].([]any)
-	for _, c := range cs {
-		cm := c.(map[string]any)
-		f := func(k string) float64 {
-			if v, ok := cm[k].(float64); ok {
-				return v
-			}
+	f := func(v *float64) float64 {
+		if v == nil {
 			return -1
 		}
-		m[cm["cohort"].(string)] = [3]float64{f("median"), f("median_lower"), f("median_upper")}
+		return *v
+	}
+	for _, c := range cohorts {
+		m[c.Cohort] = [3]float64{f(c.Median), f(c.MedianLower), f(c.MedianUpper)}
 	}
 	return r, m
 }
