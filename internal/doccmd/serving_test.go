@@ -19,7 +19,9 @@ var brokerAddrRe = regexp.MustCompile(`brokers\W{1,6}((?:127\.0\.0\.1|localhost)
 
 // servingEvents is what shows that a documented server command serves:
 // each broker it names that nothing runs (the test listens there in the
-// broker's place) has had a connection from it, and each other loopback
+// broker's place, and closes the connection at once: a connection held
+// unanswered kept `dpsurv run` from stopping on SIGTERM for over 10 s)
+// has had a connection from it, and each other loopback
 // address it names (the config's http.listen) accepts connections. The
 // addresses are those of the command's text and of the config files it
 // names (a .yaml, .yml or .json word of the command that is a file of dir).
