@@ -10,10 +10,9 @@ import (
 	"testing"
 )
 
-// pngChunks accepts a PNG as the encoder wrote it and refuses one with a
-// flipped byte anywhere after the signature, a truncated one and one with
-// bytes after IEND.
-func TestPNGChunks(t *testing.T) {
+// encodedPNG is png.Encode's PNG of a 40 x 30 image of varied pixels.
+func encodedPNG(t *testing.T) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	img := image.NewNRGBA(image.Rect(0, 0, 40, 30))
 	for i := range img.Pix {
@@ -22,7 +21,14 @@ func TestPNGChunks(t *testing.T) {
 	if err := png.Encode(&buf, img); err != nil {
 		t.Fatal(err)
 	}
-	b := buf.Bytes()
+	return buf.Bytes()
+}
+
+// pngChunks accepts a PNG as the encoder wrote it and refuses one with a
+// flipped byte anywhere after the signature, a truncated one and one with
+// bytes after IEND.
+func TestPNGChunks(t *testing.T) {
+	b := encodedPNG(t)
 	if err := pngChunks(b); err != nil {
 		t.Fatalf("the encoder's PNG: %v", err)
 	}
@@ -81,15 +87,7 @@ func pngOf(t *testing.T, width, height uint32, raw []byte) []byte {
 // refuses image data a row short, a row long, with an unknown filter type
 // or whose zlib checksum fails.
 func TestPNGRows(t *testing.T) {
-	var enc bytes.Buffer
-	img := image.NewNRGBA(image.Rect(0, 0, 40, 30))
-	for i := range img.Pix {
-		img.Pix[i] = byte(i * 7)
-	}
-	if err := png.Encode(&enc, img); err != nil {
-		t.Fatal(err)
-	}
-	if err := pngRows(enc.Bytes()); err != nil {
+	if err := pngRows(encodedPNG(t)); err != nil {
 		t.Fatalf("the encoder's PNG: %v", err)
 	}
 	const w, h = 5, 4
