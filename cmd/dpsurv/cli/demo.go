@@ -135,7 +135,10 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	msgs = append(msgs, bad...)
-	svc := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem}
+	// The aggregators look at the clock every 50 ms (the service's default
+	// is 250): the demo ends when its window is released, and a shorter
+	// tick releases it sooner after the window closes.
+	svc := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem, AggregatorTick: 50 * time.Millisecond}
 	svcErr := make(chan error, 1)
 	svcCtx, stopSvc := context.WithCancel(ctx)
 	defer stopSvc()
