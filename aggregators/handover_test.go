@@ -28,11 +28,19 @@ func TestNextHolderPublishesChargedWindowAtOnce(t *testing.T) {
 			if r.led.Spent("stream") != 1 || len(r.fits.Messages()) != 0 {
 				t.Fatalf("spent %v, %d messages: want the window charged, unpublished", r.led.Spent("stream"), len(r.fits.Messages()))
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			// Drain retries the failed write until its context ends: here
+			// at its second failed write (the tick failed the first: one retry).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			r.fits.OnFail = func(failed int) {
+				if failed >= 3 {
+					cancel()
+				}
+			}
 			if err := r.eng.Drain(ctx); err == nil {
 				t.Fatal("Drain reported success with the fit topic down")
 			}
 			cancel()
+			r.fits.OnFail = nil
 			if finalCheckpoint {
 				if err := r.eng.Checkpoint(context.Background()); err != nil {
 					t.Fatal(err)

@@ -31,17 +31,24 @@ func spec() schemas.Spec {
 
 func newClock(t time.Time) *pipelinetest.Clock { return pipelinetest.NewClock(t) }
 
-// captureSink records what is written; Fail makes writes fail.
+// captureSink records what is written; Fail makes writes fail, and
+// OnFail, if set, is called with the number of writes failed so far.
 type captureSink struct {
-	mu   sync.Mutex
-	msgs []message.Message
-	Fail error
+	mu     sync.Mutex
+	msgs   []message.Message
+	Fail   error
+	OnFail func(failed int)
+	failed int
 }
 
 func (s *captureSink) Write(_ context.Context, msgs []message.Message) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Fail != nil {
+		s.failed++
+		if s.OnFail != nil {
+			s.OnFail(s.failed)
+		}
 		return s.Fail
 	}
 	s.msgs = append(s.msgs, msgs...)
@@ -230,7 +237,7 @@ func dropEmptyRows(f *aggregators.FitMessage) {
 	if k == nil {
 		return
 	}
-	cols := []*[]aggregators.F{&k.Time, &k.NRisk, &k.NEvent, &k.NCensor, &k.Surv, &k.StdErr, &k.Lower, &k.Upper,
+	cols := []*schemas.NullableSeries{&k.Time, &k.NRisk, &k.NEvent, &k.NCensor, &k.Surv, &k.StdErr, &k.Lower, &k.Upper,
 		&k.NoiseStdErr, &k.SamplingStdErr, &k.SamplingLower, &k.SamplingUpper}
 	keep := []int{}
 	for i := range k.Time {

@@ -168,10 +168,10 @@ type KMFields struct {
 	Conf float64 `json:"conf"`
 	// ConfType is the interval type of lower/upper, R survfit's conf.type
 	// name: "log-log" (km.ConfTypeLogLog) in every private release.
-	ConfType    string   `json:"conf_type"`
-	NoiseStdErr []F      `json:"noise_std_err"`
-	TruncatedAt F        `json:"truncated_at"`
-	LogRank     *LogRank `json:"logrank,omitempty"`
+	ConfType    string                 `json:"conf_type"`
+	NoiseStdErr schemas.NullableSeries `json:"noise_std_err"`
+	TruncatedAt F                      `json:"truncated_at"`
+	LogRank     *LogRank               `json:"logrank,omitempty"`
 	// The sampling-only (Greenwood) interval, which ignores the privacy
 	// noise (for comparison only: std_err, lower and upper above are the
 	// noise-aware values), the median note, the noise-dominated tail, the

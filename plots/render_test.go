@@ -3,6 +3,7 @@ package plots
 import (
 	"bytes"
 	"image"
+	"image/color"
 	"image/png"
 	"io"
 	"math"
@@ -41,8 +42,9 @@ func drawnPNGCanvas(tb testing.TB) vgimg.PngCanvas {
 	return cw.(vgimg.PngCanvas)
 }
 
-// TestPNGSamePixelsAsDefaultLevel: writeTo's fast-level PNG decodes to the
-// pixels of the default-level one that vgimg writes.
+// TestPNGSamePixelsAsDefaultLevel: writeTo's PNG (encodeOpaquePNG's: a
+// figure is opaque) decodes to the pixels of the default-level one that
+// vgimg writes.
 func TestPNGSamePixelsAsDefaultLevel(t *testing.T) {
 	pc := drawnPNGCanvas(t)
 	var def, fast bytes.Buffer
@@ -98,5 +100,45 @@ func BenchmarkPNGEncode(b *testing.B) {
 	b.ReportMetric(ms(cpu[1]), "fast-cpu-ms/op")
 	if cpu[0] > 0 {
 		b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "fast/default-cpu")
+	}
+}
+
+// TestOpaquePNG: encodeOpaquePNG writes an opaque image as an RGB PNG that
+// decodes to the same pixels (every byte value in every channel, a
+// sub-image whose rows do not start at the buffer's start); an image with one
+// pixel not opaque is left to png.Encoder (nothing written).
+func TestOpaquePNG(t *testing.T) {
+	full := image.NewRGBA(image.Rect(0, 0, 1700, 40))
+	for i := range full.Pix {
+		full.Pix[i] = byte(i*7 + i/4093)
+		if i%4 == 3 {
+			full.Pix[i] = 0xff
+		}
+	}
+	img := full.SubImage(image.Rect(3, 2, 1605, 37)).(*image.RGBA)
+	var buf bytes.Buffer
+	if done, err := encodeOpaquePNG(&buf, img); !done || err != nil {
+		t.Fatalf("opaque image: done %v, err %v", done, err)
+	}
+	got, err := png.Decode(&buf) // which checks every chunk's CRC
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := img.Bounds()
+	if got.Bounds().Dx() != b.Dx() || got.Bounds().Dy() != b.Dy() {
+		t.Fatalf("decoded %v, want %v", got.Bounds(), b)
+	}
+	for y := range b.Dy() {
+		for x := range b.Dx() {
+			if w, g := img.RGBAAt(b.Min.X+x, b.Min.Y+y), color.RGBAModel.Convert(got.At(x, y)); w != g {
+				t.Fatalf("pixel (%d, %d) = %v, want %v", x, y, g, w)
+			}
+		}
+	}
+
+	img.Pix[img.PixOffset(b.Max.X-1, b.Max.Y-1)+3] = 0xfe
+	buf.Reset()
+	if done, err := encodeOpaquePNG(&buf, img); done || err != nil || buf.Len() != 0 {
+		t.Fatalf("one pixel not opaque: done %v, err %v, %d bytes written", done, err, buf.Len())
 	}
 }

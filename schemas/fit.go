@@ -53,23 +53,45 @@ func NullableFloats(x []float64) []NullableFloat {
 	return out
 }
 
+// NullableSeries is a run of NullableFloat written as one JSON array, each
+// value as NullableFloat writes it, a nil series as null (as encoding/json
+// writes a nil []NullableFloat): the same bytes for one encoder call per
+// array instead of one per value (a km curve carries thousands).
+type NullableSeries []NullableFloat
+
+// MarshalJSON implements json.Marshaler.
+func (s NullableSeries) MarshalJSON() ([]byte, error) {
+	if s == nil {
+		return []byte("null"), nil
+	}
+	b := make([]byte, 0, 2+len(s)*12)
+	b = append(b, '[')
+	for i, v := range s {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendNullableFloat(b, float64(v), -1)
+	}
+	return append(b, ']'), nil
+}
+
 // KMCurve is the wire form of a Kaplan–Meier curve, with survfit's names:
 // one value per reported time, then the median and its interval; NaN (R's
 // NA) encodes as null. It is the curve of a km fit message (the fit topic,
 // aggregators.KMFields) and of each cohort `dpsurv fit km` prints; the
 // numeric curve (survival.KMCurve) converts to it with its Wire method.
 type KMCurve struct {
-	Time        []NullableFloat `json:"time"`
-	NRisk       []NullableFloat `json:"n_risk"`
-	NEvent      []NullableFloat `json:"n_event"`
-	NCensor     []NullableFloat `json:"n_censor"`
-	Surv        []NullableFloat `json:"surv"`
-	StdErr      []NullableFloat `json:"std_err"`
-	Lower       []NullableFloat `json:"lower"`
-	Upper       []NullableFloat `json:"upper"`
-	Median      NullableFloat   `json:"median"`
-	MedianLower NullableFloat   `json:"median_lower"`
-	MedianUpper NullableFloat   `json:"median_upper"`
+	Time        NullableSeries `json:"time"`
+	NRisk       NullableSeries `json:"n_risk"`
+	NEvent      NullableSeries `json:"n_event"`
+	NCensor     NullableSeries `json:"n_censor"`
+	Surv        NullableSeries `json:"surv"`
+	StdErr      NullableSeries `json:"std_err"`
+	Lower       NullableSeries `json:"lower"`
+	Upper       NullableSeries `json:"upper"`
+	Median      NullableFloat  `json:"median"`
+	MedianLower NullableFloat  `json:"median_lower"`
+	MedianUpper NullableFloat  `json:"median_upper"`
 }
 
 // FitSchemaName names the JSON document of every fit-topic message (its

@@ -9,9 +9,9 @@ package schemas
 // prints; the estimator's cohort (km.CohortKM) converts to it with its
 // Inference method. docs/analysts.md describes each field.
 type KMInference struct {
-	SamplingStdErr []NullableFloat `json:"sampling_std_err"`
-	SamplingLower  []NullableFloat `json:"sampling_lower"`
-	SamplingUpper  []NullableFloat `json:"sampling_upper"`
+	SamplingStdErr NullableSeries `json:"sampling_std_err"`
+	SamplingLower  NullableSeries `json:"sampling_lower"`
+	SamplingUpper  NullableSeries `json:"sampling_upper"`
 	// MedianNote says why median is null ("" when it is released).
 	MedianNote string `json:"median_note"`
 	// NoiseDominatedFrom is the first time from which the noise alone gives
@@ -27,10 +27,10 @@ type KMInference struct {
 	// it); BandCritical is its critical value and BandMethod says how it
 	// was obtained; all null, with the reason in BandMethod, where no band
 	// is computed.
-	BandLower    []NullableFloat `json:"band_lower"`
-	BandUpper    []NullableFloat `json:"band_upper"`
-	BandFrom     NullableFloat   `json:"band_from"`
-	BandTo       NullableFloat   `json:"band_to"`
-	BandCritical NullableFloat   `json:"band_critical_value"`
-	BandMethod   string          `json:"band_method"`
+	BandLower    NullableSeries `json:"band_lower"`
+	BandUpper    NullableSeries `json:"band_upper"`
+	BandFrom     NullableFloat  `json:"band_from"`
+	BandTo       NullableFloat  `json:"band_to"`
+	BandCritical NullableFloat  `json:"band_critical_value"`
+	BandMethod   string         `json:"band_method"`
 }

@@ -1,7 +1,6 @@
 package archtest
 
 import (
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -15,19 +14,7 @@ import (
 func TestPipelineImportsOnlyMessageAndRetry(t *testing.T) {
 	const module = "github.com/dpsurv/dpsurv/"
 	allowed := []string{module + "message", module + "retry"}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go tool not found: %v", err)
-	}
-	out, err := exec.Command(goBin, "list", "-f", "{{join .Imports \"\\n\"}}", module+"pipeline").Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("go list pipeline: %v\n%s", err, stderr)
-	}
-	imports := strings.Fields(string(out))
+	imports := modulePackages(t)[module+"pipeline"].Imports
 	if !slices.Contains(imports, "context") {
 		t.Fatalf("go list listed pipeline's imports as %q; want its real imports (context among them)", imports)
 	}

@@ -2,6 +2,7 @@ package benchtest
 
 import (
 	"errors"
+	"flag"
 	"runtime"
 	"testing"
 	"time"
@@ -45,8 +46,20 @@ func TestProcessCPUAdvances(t *testing.T) {
 
 // PairedRatio reports its six metrics, the ratio of a twice-as-long
 // private twin above 1 (wall), and fails the benchmark when a twin fails.
+//
+// 100 pairs, not testing.Benchmark's second of them: the test only reads
+// the metrics (-test.benchtime is restored after).
 func TestPairedRatio(t *testing.T) {
-	const work = 1 << 15
+	bt := flag.Lookup("test.benchtime")
+	if bt == nil {
+		t.Fatal("no -test.benchtime flag")
+	}
+	prev := bt.Value.String()
+	if err := bt.Value.Set("100x"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bt.Value.Set(prev) })
+	const work = 1 << 17
 	r := testing.Benchmark(func(b *testing.B) {
 		PairedRatio(b, func() error { sink += spin(work); return nil }, func() error { sink += spin(4 * work); return nil })
 	})
@@ -58,6 +71,7 @@ func TestPairedRatio(t *testing.T) {
 			t.Errorf("metric %q not reported: %v", k, r.Extra)
 		}
 	}
+	t.Logf("%d pairs: private/exact %.2f (wall), %.2f (CPU)", r.N, r.Extra["private/exact"], r.Extra["private/exact-cpu"])
 	if q := r.Extra["private/exact"]; !(q > 1) {
 		t.Errorf("private/exact = %v for a private twin of four times the work: want > 1", q)
 	}

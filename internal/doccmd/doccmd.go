@@ -9,7 +9,9 @@
 // of that file beginning with PREFIX:
 //
 //	<!-- doccmd: skip PREFIX -- REASON -->    not run (REASON is required)
-//	<!-- doccmd: server PREFIX -- REASON -->  a long-running command: it must still be running after a few seconds
+//	<!-- doccmd: server PREFIX -- REASON -->  a long-running command: it must come to serve (reach the broker it
+//	                                           names, answer on the address it serves), or, naming none, still run
+//	                                           after a few seconds; then it is stopped
 //	<!-- doccmd: full PREFIX -- REASON -->    run only in the full tier (not under go test -short)
 //
 // The longest matching prefix wins. A fenced block of another language whose

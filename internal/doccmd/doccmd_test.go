@@ -127,7 +127,10 @@ func TestParse(t *testing.T) {
 // goRunTargets). Commands of one file run in order in one directory, so a
 // file's earlier commands (a key, a sanitized output) serve its later
 // ones. A command fails the test when it exits non-zero; a `server`
-// command when it exits non-zero within its first seconds.
+// command when it exits non-zero before it serves (watchServing: it
+// connects to the broker it names, where the test listens if no document
+// runs one, and answers on the addresses its config names) or, naming no
+// address, within its first seconds.
 //
 // The `full` commands (regenerations, benchmarks, a fuzzing run: minutes
 // of number crunching in binaries that are never race-built) run in the
@@ -463,6 +466,11 @@ func runDocumented(t *testing.T, dir string, env []string, built []string, c Com
 	cmd.Stdout = outFile
 	cmd.Stderr = outFile
 	out := fileText{outFile}
+	var serving *servingEvents
+	watch := false
+	if c.Mode == Server {
+		serving, watch = watchServing(t, dir, text)
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s:%d: start %q: %v", c.File, c.Line, c.Text, err)
@@ -475,19 +483,32 @@ func runDocumented(t *testing.T, dir string, env []string, built []string, c Com
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	if c.Mode == Server {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("%s:%d: %q exited early: %v\n%s", c.File, c.Line, c.Text, err, tail(out.String()))
-			}
-		case <-time.After(4 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		if !watch {
+			// nothing to watch: it must still run after a few seconds
 			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				<-done
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("%s:%d: %q exited early: %v\n%s", c.File, c.Line, c.Text, err, tail(out.String()))
+				}
+			case <-time.After(4 * time.Second):
+				stopServer(pgid, done)
 			}
+			return
+		}
+		// It serves once it has reached its broker and answers on the
+		// addresses it serves (watchServing); then it is stopped.
+		exited, err := serving.wait(done, 2*time.Minute)
+		switch {
+		case exited && err != nil:
+			t.Fatalf("%s:%d: %q exited early: %v\n%s", c.File, c.Line, c.Text, err, tail(out.String()))
+		case exited:
+			t.Logf("%q exited 0 before serving", c.Text)
+		case err != nil:
+			stopServer(pgid, done)
+			t.Fatalf("%s:%d: %q not serving after two minutes: %v\n%s", c.File, c.Line, c.Text, err, tail(out.String()))
+		default:
+			t.Logf("%q serving after %.1fs", c.Text, time.Since(start).Seconds())
+			stopServer(pgid, done)
 		}
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dpsurv/dpsurv/app"
 	"github.com/dpsurv/dpsurv/app/apptest"
@@ -154,7 +153,7 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 	// the per-patient statement the service published, as `dpsurv
 	// statement` computes it for the demo's configuration
 	cfg := demoConfig([]string{"127.0.0.1:1"}, []string{"A", "B", "C"}, 3650)
-	demoAggregators(&cfg, 4*time.Second)
+	demoAggregators(&cfg, demoWindow)
 	st, err := app.Statement(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,11 @@ func demoAggregators(cfg *app.Config, window time.Duration) {
 	cfg.Ledger.CheckpointInterval = time.Second
 }
 
+// demoWindow is the demo's default aggregation window: every record is
+// read within about a second, and the demo ends when the window it is read
+// in has been released (about a second after the window closes).
+const demoWindow = 2 * time.Second
+
 func runDemo(ctx context.Context, env Env, args []string) error {
 	fs := newFlags("demo", env)
 	n := fs.Int("n", 20000, "synthetic records (ignored with --input)")
@@ -64,7 +69,7 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 	timeMax := fs.Float64("time-max", 3650, "public time bound")
 	duration := fs.Duration("duration", 20*time.Second, "stop after this long at the latest")
 	outDir := fs.String("out-dir", "dpsurv-demo", "where plots go")
-	window := fs.Duration("window", 4*time.Second, "aggregation window (whole seconds; 0 turns the central releases off)")
+	window := fs.Duration("window", demoWindow, "aggregation window (whole seconds; 0 turns the central releases off)")
 	logLevel := fs.String("log-level", "warn", "service log level (logs go to stderr)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -130,7 +135,10 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	msgs = append(msgs, bad...)
-	svc := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem}
+	// The aggregators look at the clock every 50 ms (the service's default
+	// is 250): the demo ends when its window is released, and a shorter
+	// tick releases it sooner after the window closes.
+	svc := &app.Service{Config: cfg, Key: key, Log: log, Mem: mem, AggregatorTick: 50 * time.Millisecond}
 	svcErr := make(chan error, 1)
 	svcCtx, stopSvc := context.WithCancel(ctx)
 	defer stopSvc()
