@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
@@ -174,4 +177,46 @@ func openLedger(t *testing.T, ctx context.Context, conn kafkaconn.Config, topic 
 		t.Fatal(err)
 	}
 	return b, l
+}
+
+// A fetch of the ledger topic that fails (the broker drops the connection)
+// is retried on a new connection after a pause: the ledger opened
+// meanwhile counts every entry once.
+func TestKafkaReadRetriesFailedFetch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, conn := brokertest.Start(t, broker.Options{Partitions: 1})
+	conn.ClientID = "refetch"
+	_, l := openLedger(t, ctx, conn, "refetch.ledger", map[string]float64{"stream": 10})
+	for _, key := range []string{"a", "b", "c"} {
+		big := []byte(`{"noise":"` + strings.Repeat(key, ChunkBytes) + `"}`) // two chunks
+		if _, _, err := l.Release(ctx, key, []string{"stream"}, 1, func(map[string]float64) ([]byte, error) { return big, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+
+	var fetches, dropped atomic.Int32
+	kf := cl.Kfake()
+	kf.ControlKey(kmsg.Fetch.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		if fetches.Add(1) == 1 {
+			dropped.Add(1)
+			return nil, errors.New("connection dropped"), true
+		}
+		return nil, nil, false
+	})
+	_, l2 := openLedger(t, ctx, conn, "refetch.ledger", nil)
+	defer l2.Close()
+	if dropped.Load() != 1 {
+		t.Fatalf("%d fetches dropped, want 1 (the test checks nothing)", dropped.Load())
+	}
+	if l2.Len() != 3 || l2.Spent("stream") != 3 {
+		t.Fatalf("after dropped fetches: %d entries, spent %v; want 3 and 3", l2.Len(), l2.Spent("stream"))
+	}
+	for _, key := range []string{"a", "b", "c"} {
+		if v, ok := l2.Lookup(key); !ok || !strings.Contains(string(v), strings.Repeat(key, 10)) {
+			t.Errorf("entry %s: %.30s (%v)", key, v, ok)
+		}
+	}
 }
