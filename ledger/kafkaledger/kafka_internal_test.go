@@ -24,10 +24,7 @@ import (
 // snapshot without its head): loading ignores them and keeps what was
 // complete, and the budget is not touched by the torn entry.
 func TestKafkaTornWrites(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	_, conn := brokertest.Start(t, broker.Options{Partitions: 1})
-	conn.ClientID = "torn"
+	ctx, _, conn := kafkaTest(t, "torn")
 
 	t.Run("ledger entry", func(t *testing.T) {
 		b, l := openLedger(t, ctx, conn, "torn.ledger", map[string]float64{"stream": 1})
@@ -91,10 +88,7 @@ func TestKafkaTornWrites(t *testing.T) {
 // carry the entry's hash), and the topic is created uncompacted with
 // unlimited retention: a compacted or expiring ledger topic is refused.
 func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cl, conn := brokertest.Start(t, broker.Options{Partitions: 1})
-	conn.ClientID = "late"
+	ctx, cl, conn := kafkaTest(t, "late")
 
 	b, l := openLedger(t, ctx, conn, "late.ledger", map[string]float64{"stream": 10})
 	defer l.Close()
@@ -166,6 +160,17 @@ func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
 
 // openLedger opens the Kafka ledger backend on topic and a ledger over it
 // with the budget, failing the test on an error.
+// kafkaTest is a test's context (20 s) and a one-partition broker, with
+// the client id clientID.
+func kafkaTest(t *testing.T, clientID string) (context.Context, *broker.Cluster, kafkaconn.Config) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	cl, conn := brokertest.Start(t, broker.Options{Partitions: 1})
+	conn.ClientID = clientID
+	return ctx, cl, conn
+}
+
 func openLedger(t *testing.T, ctx context.Context, conn kafkaconn.Config, topic string, budget map[string]float64) (*Backend, *ledger.Ledger) {
 	t.Helper()
 	b, err := Open(ctx, conn, topic, nil)
@@ -183,10 +188,7 @@ func openLedger(t *testing.T, ctx context.Context, conn kafkaconn.Config, topic 
 // is retried on a new connection after a pause: the ledger opened
 // meanwhile counts every entry once.
 func TestKafkaReadRetriesFailedFetch(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cl, conn := brokertest.Start(t, broker.Options{Partitions: 1})
-	conn.ClientID = "refetch"
+	ctx, cl, conn := kafkaTest(t, "refetch")
 	_, l := openLedger(t, ctx, conn, "refetch.ledger", map[string]float64{"stream": 10})
 	for _, key := range []string{"a", "b", "c"} {
 		big := []byte(`{"noise":"` + strings.Repeat(key, ChunkBytes) + `"}`) // two chunks
