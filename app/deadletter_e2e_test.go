@@ -319,7 +319,25 @@ func TestRetryRewritesOnlyTheFailedSink(t *testing.T) {
 	svc.WaitFor(30*time.Second, "30 sanitized rows and the dead letters", func() bool {
 		return sanitizedRows(t, out.snapshot()) >= 30 && len(dlq.snapshot()) >= 3 && svc.Acked() == 3
 	})
-	time.Sleep(500 * time.Millisecond) // let any extra copy arrive
+	// Every copy is written before its message is acknowledged: with all
+	// three acknowledged, the topic's end offsets are final, and the
+	// reader has every copy once it has read up to them.
+	ends, err := kafkaconn.GroupLag(ctx, cfg.Kafka, cfg.Output.SanitizedTopic+"-reader", cfg.Output.SanitizedTopic) // the reader's group
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.WaitFor(30*time.Second, "the reader at the sanitized topic's end offsets", func() bool {
+		read := map[int]int64{}
+		for _, msg := range out.snapshot() {
+			read[msg.Partition] = max(read[msg.Partition], msg.Offset+1)
+		}
+		for _, p := range ends {
+			if read[p.Partition] < p.End {
+				return false
+			}
+		}
+		return true
+	})
 	seen := map[string]int{}
 	for _, msg := range out.snapshot() {
 		seen[header(msg, sanitize.HeaderSource)]++

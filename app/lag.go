@@ -35,6 +35,7 @@ type lagMonitor struct {
 	log          *zap.Logger
 	stallAfter   time.Duration
 	interval     time.Duration
+	now          func() time.Time // the stall timeout's clock
 
 	// reader is the input's group reader (nil: report only); healthy
 	// reports whether the stream's own stages work (a sink outage stops
@@ -62,7 +63,7 @@ func newLagMonitor(cfg Config, m *pipeline.Metrics, log *zap.Logger) *lagMonitor
 		stall = DefaultStallTimeout
 	}
 	return &lagMonitor{conn: cfg.Kafka, group: cfg.Input.GroupID, topic: cfg.Input.Topic, metrics: m, log: log,
-		stallAfter: stall, interval: min(5*time.Second, max(stall/4, 100*time.Millisecond)),
+		stallAfter: stall, interval: min(5*time.Second, max(stall/4, 100*time.Millisecond)), now: time.Now,
 		committed: map[int]int64{}, since: map[int]time.Time{}}
 }
 
@@ -73,7 +74,7 @@ func (l *lagMonitor) run(ctx context.Context) {
 	t := time.NewTicker(l.interval)
 	defer t.Stop()
 	for {
-		l.check(ctx, time.Now())
+		l.check(ctx, l.now())
 		select {
 		case <-ctx.Done():
 			return

@@ -27,8 +27,10 @@ func TestReadyMetricEqualsReadyzWhenStalled(t *testing.T) {
 	cfg := f.Config
 	produceKeyed(f, "r", 20)
 	var wrapped atomic.Pointer[stallPartition]
+	clk := apptest.NewClock(time.Now())
 	svc := runQuiet(f, func(svc *app.Service) {
 		svc.Registry = prometheus.NewRegistry()
+		svc.StallClock = clk
 		svc.Transport = apptest.Kafka(cfg, func(role app.Role, s message.Source) message.Source {
 			if role != app.RoleInput {
 				return s
@@ -39,6 +41,7 @@ func TestReadyMetricEqualsReadyzWhenStalled(t *testing.T) {
 		}, nil)
 	})
 	reg := svc.Registry
+	stallNow(svc, clk, cfg.Input.StallTimeout)
 	svc.WaitFor(40*time.Second, "a stalled partition", func() bool {
 		m := svc.Metrics()
 		return m != nil && apptest.Metric(reg, "dpsurv_stalled_partitions", nil) > 0

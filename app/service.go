@@ -44,6 +44,9 @@ type Service struct {
 	Processor pipeline.Processor
 	// Clock drives the aggregators' windows (nil: the wall clock).
 	Clock aggregators.Clock
+	// StallClock is what input.stall_timeout is measured on (nil: the wall
+	// clock); a test moves it to reach a stall without waiting one out.
+	StallClock aggregators.Clock
 	// AggregatorTick is how often the aggregators check the clock (0:
 	// pipeline.DefaultAggregatorTick).
 	AggregatorTick time.Duration
@@ -288,6 +291,9 @@ func (s *Service) Run(ctx context.Context) error {
 		Routes:   map[string]message.Sink{sanitize.RouteOutput: out, sanitize.RouteDeadLetter: dead},
 		Failures: sanitize.DeadLetters{MaxMessageBytes: maxMsg}, OnAck: sm.Acked}
 	lm := newLagMonitor(cfg, m, s.Log)
+	if s.StallClock != nil {
+		lm.now = s.StallClock.Now
+	}
 	lm.reader, lm.healthy = readerOf(source), stream.Ready
 	s.lag.Store(lm)
 	lctx, lcancel := context.WithCancel(ctx)

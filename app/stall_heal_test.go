@@ -48,6 +48,20 @@ func (s *stallPartition) ReadBatch(ctx context.Context) (message.Batch, error) {
 	return b, err
 }
 
+// stallNow moves the service's stall clock past input.stall_timeout once
+// the lag monitor has seen the input's lag, so it has noted when each
+// partition last moved (on the stall clock, standing still until now): its
+// next check finds stalled every partition with lag that has not moved
+// since, without the stall timeout waited out. The clock then stands still
+// again, so the monitor restarts the reader at most once.
+func stallNow(svc *apptest.Service, clk *apptest.Clock, stall time.Duration) {
+	svc.WaitFor(40*time.Second, "the lag monitor to see the input's lag", func() bool {
+		m := svc.Metrics()
+		return m != nil && pipelinetest.Value(m.ConsumerLag) > 0
+	})
+	clk.Set(clk.Now().Add(stall))
+}
+
 // committedToEnd reports whether cfg's group has committed every input
 // partition to its end.
 func committedToEnd(ctx context.Context, cfg app.Config) bool {
@@ -80,7 +94,9 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 	msgs := produceKeyed(f, "h", 20)
 
 	var wrapped atomic.Pointer[stallPartition] // set on the service's goroutine
+	clk := apptest.NewClock(time.Now())
 	svc := runQuiet(f, func(svc *app.Service) {
+		svc.StallClock = clk
 		svc.Transport = apptest.Kafka(cfg, func(role app.Role, s message.Source) message.Source {
 			if role != app.RoleInput {
 				return s
@@ -98,6 +114,7 @@ func TestStalledAssignedPartitionRestartsReader(t *testing.T) {
 		// then acknowledged again.
 		return st != nil && st.held.Load() > 0 && svc.Acked() >= int64(len(msgs))
 	})
+	stallNow(svc, clk, cfg.Input.StallTimeout)
 	svc.WaitFor(40*time.Second, "a reader restart, then both partitions committed to their end, nothing stalled, ready", func() bool {
 		m := svc.Metrics()
 		if pipelinetest.Value(m.ReaderRestarts) < 1 || pipelinetest.Value(m.StalledPartitions) != 0 || !svc.Ready() {

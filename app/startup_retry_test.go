@@ -66,10 +66,11 @@ func TestAggregatorsStartRetriedWhileNotReady(t *testing.T) {
 	})
 
 	logs := f.Logs
-	// A 50 ms first backoff (500 ms in production) reaches three failed
-	// starts sooner; the retries still back off, doubling.
+	// A 10 ms first backoff (500 ms in production) reaches three failed
+	// starts sooner, and the start after the outage too; the retries still
+	// back off, doubling.
 	svc := f.Run(func(s *app.Service) {
-		s.Mem, s.AggregatorTick, s.RetryBackoff = nil, 20*time.Millisecond, 50*time.Millisecond
+		s.Mem, s.AggregatorTick, s.RetryBackoff = nil, 20*time.Millisecond, 10*time.Millisecond
 	})
 	reg := svc.Registry
 	svc.WaitFor(30*time.Second, "three failed starts of the aggregators", func() bool { return refused.Load() >= 3 })

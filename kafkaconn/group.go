@@ -76,12 +76,20 @@ func DescribeGroup(ctx context.Context, conn Config, group, topic string) (Group
 // WaitForGroup polls the group until it is Stable with exactly n members,
 // each owning at least one partition of topic, and returns that state.
 func WaitForGroup(ctx context.Context, conn Config, group, topic string, n int, timeout time.Duration) (GroupState, error) {
+	return waitForGroup(ctx, group, n, timeout, func(ctx context.Context) (GroupState, error) {
+		return DescribeGroup(ctx, conn, group, topic)
+	})
+}
+
+// waitForGroup is WaitForGroup with the describe call passed in: it
+// describes at least once, and on timeout reports the last state seen.
+func waitForGroup(ctx context.Context, group string, n int, timeout time.Duration, describe func(context.Context) (GroupState, error)) (GroupState, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last GroupState
 	var lastErr error
 	for {
-		st, err := DescribeGroup(ctx, conn, group, topic)
+		st, err := describe(ctx)
 		if err == nil {
 			last = st
 			if st.State == "Stable" && len(st.Members) == n && st.Assigned() == n {

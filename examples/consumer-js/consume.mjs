@@ -16,7 +16,8 @@
 //     curve of each km release as an Arrow IPC stream.
 //
 // It prints the sanitized rows as CSV and one line per release, per
-// statement and per curve table, then stops after --idle milliseconds without a new message:
+// statement and per curve table, then stops after --idle milliseconds without a new message
+// (with --to-end 1: as soon as every topic is read up to where it ended when it started):
 //
 //   cd examples/consumer-js && npm ci
 //   node consume.mjs --brokers 127.0.0.1:9092 --sanitized-topic ehr.tte.sanitized --fit-topic ehr.tte.fits
@@ -28,7 +29,7 @@ import { tableFromIPC } from 'apache-arrow';
 
 function flags(argv) {
   const f = { brokers: '127.0.0.1:9092', 'sanitized-topic': 'ehr.tte.sanitized', 'fit-topic': 'ehr.tte.fits',
-    'curve-topic': '', group: 'analyst-js', idle: '5000' };
+    'curve-topic': '', group: 'analyst-js', idle: '5000', 'to-end': '' };
   for (let i = 0; i < argv.length; i += 2) {
     const k = argv[i].replace(/^--?/, '');
     if (!(k in f) || i + 1 >= argv.length) throw new Error(`usage: consume.mjs [--${Object.keys(f).join(' V] [--')} V]`);
@@ -102,27 +103,69 @@ async function main() {
   // not wait out kafkajs's default 5 s long poll.
   const consumer = kafka.consumer({ groupId: f.group, maxWaitTimeInMs: 500 });
   const topics = [f['sanitized-topic'], f['fit-topic'], f['curve-topic']].filter((t) => t !== '');
+  const toEnd = f['to-end'] !== '' && f['to-end'] !== '0';
+  const left = toEnd ? await unread(kafka, f.group, topics) : new Map();
   await consumer.connect();
   await consumer.subscribe({ topics, fromBeginning: true });
   const counts = Object.fromEntries(topics.map((t) => [t, 0]));
   let timer;
+  let atEnd = toEnd && left.size === 0;
   const idle = Number(f.idle);
   const stopped = new Promise((resolve) => {
     const arm = () => { clearTimeout(timer); timer = setTimeout(resolve, idle); };
     arm();
+    if (toEnd && left.size === 0) resolve();
     consumer.run({
-      eachMessage: async ({ topic, message }) => {
+      eachMessage: async ({ topic, partition, message }) => {
         arm();
         counts[topic]++;
         if (topic === f['sanitized-topic']) sanitized(message.value);
         else if (topic === f['fit-topic']) fit(message.key.toString('utf8'), message.value);
         else curve(message.value);
+        const k = `${topic}/${partition}`;
+        if (left.has(k) && BigInt(message.offset) + 1n >= left.get(k)) {
+          left.delete(k);
+          if (toEnd && left.size === 0) { atEnd = true; resolve(); }
+        }
       },
     }).catch((e) => { console.error('consume.mjs:', e.message); process.exitCode = 1; resolve(); });
   });
   await stopped;
+  clearTimeout(timer);
   await consumer.disconnect();
-  for (const t of topics) console.error(`consume.mjs: ${counts[t]} messages from ${t}`);
+  const how = atEnd ? 'read to its end' : `idle for ${idle} ms`;
+  for (const t of topics) console.error(`consume.mjs: ${counts[t]} messages from ${t} (${how})`);
+}
+
+// unread maps topic/partition to the partition's end offset for every
+// partition with messages the group has not read yet (its committed
+// offset, else the first offset, is before the end).
+async function unread(kafka, groupId, topics) {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const left = new Map();
+    for (const topic of topics) {
+      const committed = new Map();
+      let offsets = [];
+      try {
+        offsets = await admin.fetchOffsets({ groupId, topics: [topic] });
+      } catch (e) {
+        if (e.type !== 'GROUP_ID_NOT_FOUND') throw e; // a new group: no commits
+      }
+      for (const t of offsets) {
+        for (const p of t.partitions) committed.set(p.partition, BigInt(p.offset)); // -1: none
+      }
+      for (const p of await admin.fetchTopicOffsets(topic)) {
+        const c = committed.get(p.partition) ?? -1n;
+        const from = c > BigInt(p.low) ? c : BigInt(p.low);
+        if (from < BigInt(p.high)) left.set(`${topic}/${p.partition}`, BigInt(p.high));
+      }
+    }
+    return left;
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 main().catch((e) => { console.error('consume.mjs:', e.message); process.exit(1); });

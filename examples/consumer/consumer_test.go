@@ -51,11 +51,15 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 	f.Produce("in", msgs)
 	f.Run()
 
+	// Each poll reads what the topic holds now, in one group: the next poll
+	// reads only what came since.
+	toEnd := Until{Idle: 30 * time.Second, End: true}
+
 	// Sanitized topic: every record, with the fields' guarantees.
 	var rows [][]string
 	var first Table
-	if !harness.WaitFor(ctx, 30*time.Second, func() bool {
-		_, err := ReadTopic(ctx, cl.Addrs(), "tte.sanitized", "analyst", 300*time.Millisecond, func(m kafka.Message) error {
+	if !harness.WaitForEvery(ctx, 30*time.Second, 50*time.Millisecond, func() bool {
+		_, _, err := ReadTopic(ctx, cl.Addrs(), "tte.sanitized", "analyst", toEnd, func(m kafka.Message) error {
 			b, err := DecodeSanitized(m.Value)
 			if err != nil {
 				return err
@@ -102,8 +106,8 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 	f.Clock.Set(w0.Add(61 * time.Minute))
 	fits := map[string]Fit{}
 	var statements []Statement
-	if !harness.WaitFor(ctx, 30*time.Second, func() bool {
-		_, err := ReadTopic(ctx, cl.Addrs(), "tte.fits", "analyst", 300*time.Millisecond, func(m kafka.Message) error {
+	if !harness.WaitForEvery(ctx, 30*time.Second, 50*time.Millisecond, func() bool {
+		_, _, err := ReadTopic(ctx, cl.Addrs(), "tte.fits", "analyst", toEnd, func(m kafka.Message) error {
 			if SchemaOf(m.Value) == StatementSchema {
 				st, err := DecodeStatement(m.Value)
 				if err != nil {
@@ -161,8 +165,8 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 		}
 	}
 	curves := 0
-	if !harness.WaitFor(ctx, 30*time.Second, func() bool {
-		_, err := ReadTopic(ctx, cl.Addrs(), "tte.fits.arrow", "analyst", 300*time.Millisecond, func(m kafka.Message) error {
+	if !harness.WaitForEvery(ctx, 30*time.Second, 50*time.Millisecond, func() bool {
+		_, _, err := ReadTopic(ctx, cl.Addrs(), "tte.fits.arrow", "analyst", toEnd, func(m kafka.Message) error {
 			c, err := DecodeCurve(m.Value)
 			if err != nil {
 				return err
@@ -183,8 +187,9 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 	}
 
 	// The command-line form and the JavaScript consumer of docs/analysts.md
-	// read the same topics, each in a fresh group; they run side by side
-	// (each stops only after its idle time without a message).
+	// read the same topics, each in a fresh group; they run side by side,
+	// each stopping once it has read every topic to where it ended when it
+	// started (everything was published by now).
 	t.Run("go", func(t *testing.T) {
 		t.Parallel()
 		checkGoConsumer(t, cl.Addrs(), n, want.Line())
@@ -200,8 +205,11 @@ func TestConsumerReadsServiceOutput(t *testing.T) {
 func checkGoConsumer(t *testing.T, brokers []string, n int, statement string) {
 	var out, errb bytes.Buffer
 	if err := run([]string{"-brokers", strings.Join(brokers, ","), "-sanitized-topic", "tte.sanitized", "-fit-topic", "tte.fits",
-		"-group", "cli", "-idle", "1s"}, &out, &errb); err != nil {
+		"-group", "cli", "-to-end", "-idle", "1m"}, &out, &errb); err != nil {
 		t.Fatalf("run: %v\n%s", err, errb.String())
+	}
+	if got := strings.Count(errb.String(), "(read to its end)"); got != 3 {
+		t.Errorf("%d of 3 topics read to their end offsets, want all (the others waited out -idle):\n%s", got, errb.String())
 	}
 	s := out.String()
 	if got := strings.Count(s, "\n") - strings.Count(s, "# ") - 1 - strings.Count(s, "fit km/") - strings.Count(s, "curve km/") - strings.Count(s, "statement patient_statement:"); got != n {

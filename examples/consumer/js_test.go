@@ -68,7 +68,7 @@ func checkJSConsumer(t *testing.T, brokers []string, n int, cohorts []string, st
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "consume.mjs", "--brokers", strings.Join(brokers, ","), "--sanitized-topic", "tte.sanitized",
-		"--fit-topic", "tte.fits", "--group", "js", "--idle", "2000")
+		"--fit-topic", "tte.fits", "--group", "js", "--to-end", "1", "--idle", "60000")
 	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -111,6 +111,9 @@ func checkJSConsumer(t *testing.T, brokers []string, n int, cohorts []string, st
 	if !header || rows != n || fits != len(cohorts) || curves != len(cohorts) || statements != 1 {
 		t.Errorf("JS consumer: header %v, %d rows (want %d), %d fits and %d curves (want %d), %d statements (want 1)\n%s",
 			header, rows, n, fits, curves, len(cohorts), statements, errb.String())
+	}
+	if got := strings.Count(errb.String(), "(read to its end)"); got != 3 {
+		t.Errorf("%d of 3 topics read to their end offsets, want all (it waited out --idle):\n%s", got, errb.String())
 	}
 	for _, want := range []string{"# tte.sanitized.v1, time unit days", `mechanism "te-sanitizer"`, `guarantee "local-dp"`} {
 		if !strings.Contains(out.String(), want) {

@@ -19,7 +19,8 @@
 //
 // It prints the sanitized rows as CSV and one line per release and
 // statement, then stops
-// after -idle without a new message:
+// after -idle without a new message (with -to-end: as soon as each topic is
+// read up to where it ended when the consumer started):
 //
 //	go run ./examples/consumer -brokers 127.0.0.1:9092 \
 //	    -sanitized-topic ehr.tte.sanitized -fit-topic ehr.tte.fits
@@ -65,6 +66,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	curveTopic := fs.String("fit-arrow-topic", "", "fit Arrow topic (default: fit topic + \".arrow\"; \"-\": skip)")
 	group := fs.String("group", "dpsurv-example-consumer", "consumer group (offsets are committed)")
 	idle := fs.Duration("idle", 5*time.Second, "stop reading a topic after this long without a message")
+	toEnd := fs.Bool("to-end", false, "stop reading a topic once it is read up to its end offsets at the start (or after -idle)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,10 +75,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx := context.Background()
 	bl := strings.Split(*brokers, ",")
+	until := Until{Idle: *idle, End: *toEnd}
+	done := func(n int, atEnd bool, what, topic string) {
+		how := "idle for " + idle.String()
+		if atEnd {
+			how = "read to its end"
+		}
+		fmt.Fprintf(stderr, "consumer: %d %s messages from %s (%s)\n", n, what, topic, how)
+	}
 	if *sanTopic != "" {
 		w := csv.NewWriter(stdout)
 		header := false
-		n, err := ReadTopic(ctx, bl, *sanTopic, *group, *idle, func(m kafka.Message) error {
+		n, atEnd, err := ReadTopic(ctx, bl, *sanTopic, *group, until, func(m kafka.Message) error {
 			b, err := DecodeSanitized(m.Value)
 			if err != nil {
 				return err
@@ -96,10 +106,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "consumer: %d sanitized messages from %s\n", n, *sanTopic)
+		done(n, atEnd, "sanitized", *sanTopic)
 	}
 	if *fitTopic != "" {
-		n, err := ReadTopic(ctx, bl, *fitTopic, *group, *idle, func(m kafka.Message) error {
+		n, atEnd, err := ReadTopic(ctx, bl, *fitTopic, *group, until, func(m kafka.Message) error {
 			if SchemaOf(m.Value) == StatementSchema {
 				st, err := DecodeStatement(m.Value)
 				if err != nil {
@@ -119,10 +129,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "consumer: %d fit messages from %s\n", n, *fitTopic)
+		done(n, atEnd, "fit", *fitTopic)
 	}
 	if *curveTopic != "" && *curveTopic != "-" {
-		n, err := ReadTopic(ctx, bl, *curveTopic, *group, *idle, func(m kafka.Message) error {
+		n, atEnd, err := ReadTopic(ctx, bl, *curveTopic, *group, until, func(m kafka.Message) error {
 			c, err := DecodeCurve(m.Value)
 			if err != nil {
 				return err
@@ -133,37 +143,123 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "consumer: %d curve messages from %s\n", n, *curveTopic)
+		done(n, atEnd, "curve", *curveTopic)
 	}
 	return nil
 }
 
+// Until says when ReadTopic stops: after Idle without a message, or, with
+// End, as soon as every partition is read up to the end offset it had when
+// ReadTopic started (Idle still stops a partition that never gets there,
+// e.g. one assigned to another member of the group).
+type Until struct {
+	Idle time.Duration
+	End  bool
+}
+
 // ReadTopic reads topic in consumer group group, calling fn for every
-// message and committing it afterwards, until no message arrived for idle.
-// It returns the number of messages handled.
-func ReadTopic(ctx context.Context, brokers []string, topic, group string, idle time.Duration, fn func(kafka.Message) error) (int, error) {
+// message and committing it afterwards, until until says to stop. It
+// returns the number of messages handled and whether it stopped at the end
+// offsets.
+func ReadTopic(ctx context.Context, brokers []string, topic, group string, until Until, fn func(kafka.Message) error) (int, bool, error) {
+	var left map[int]int64 // partition -> end offset still to reach
+	if until.End {
+		var err error
+		if left, err = unread(ctx, brokers, topic, group); err != nil {
+			return 0, false, err
+		}
+		if len(left) == 0 {
+			return 0, true, nil
+		}
+	}
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: group, Topic: topic,
 		StartOffset: kafka.FirstOffset, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 200 * time.Millisecond})
 	defer r.Close()
 	n := 0
 	for {
-		mctx, cancel := context.WithTimeout(ctx, idle)
+		mctx, cancel := context.WithTimeout(ctx, until.Idle)
 		m, err := r.FetchMessage(mctx)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return n, nil
+			return n, false, nil
 		}
 		if err != nil {
-			return n, fmt.Errorf("read %s: %w", topic, err)
+			return n, false, fmt.Errorf("read %s: %w", topic, err)
 		}
 		if err := fn(m); err != nil {
-			return n, fmt.Errorf("read %s offset %d: %w", topic, m.Offset, err)
+			return n, false, fmt.Errorf("read %s offset %d: %w", topic, m.Offset, err)
 		}
 		if err := r.CommitMessages(ctx, m); err != nil {
-			return n, fmt.Errorf("commit %s: %w", topic, err)
+			return n, false, fmt.Errorf("commit %s: %w", topic, err)
 		}
 		n++
+		if end, ok := left[m.Partition]; ok && m.Offset+1 >= end {
+			delete(left, m.Partition)
+			if len(left) == 0 {
+				return n, true, nil
+			}
+		}
 	}
+}
+
+// unread is, per partition of topic with messages group has not read yet,
+// the partition's end offset: where a reader in group starts (the group's
+// committed offset, else the first offset) is before it. A topic not
+// created yet has none.
+func unread(ctx context.Context, brokers []string, topic, group string) (map[int]int64, error) {
+	// A transport of its own: the default one caches the cluster's metadata
+	// for seconds, and would not see a topic created since.
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: tr}
+	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	if len(md.Topics) == 1 && errors.Is(md.Topics[0].Error, kafka.UnknownTopicOrPartition) {
+		return nil, nil // not created yet: nothing to read
+	}
+	if len(md.Topics) != 1 || md.Topics[0].Error != nil {
+		return nil, fmt.Errorf("end offsets of %s: topic metadata %+v", topic, md.Topics)
+	}
+	var parts []int
+	var req []kafka.OffsetRequest
+	for _, p := range md.Topics[0].Partitions {
+		parts = append(parts, p.ID)
+		req = append(req, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+	}
+	offs, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: req}})
+	if err != nil {
+		return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	committed, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+	if err == nil && committed.Error != nil && !errors.Is(committed.Error, kafka.GroupIdNotFound) { // a new group: no commits
+		err = committed.Error
+	}
+	if err != nil {
+		return nil, fmt.Errorf("committed offsets of %s in group %s: %w", topic, group, err)
+	}
+	start := map[int]int64{}
+	for _, p := range committed.Topics[topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("committed offset of %s/%d in group %s: %w", topic, p.Partition, group, p.Error)
+		}
+		start[p.Partition] = p.CommittedOffset // -1: none
+	}
+	left := map[int]int64{}
+	for _, p := range offs.Topics[topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("end offsets of %s/%d: %w", topic, p.Partition, p.Error)
+		}
+		from := p.FirstOffset
+		if c, ok := start[p.Partition]; ok && c > from {
+			from = c
+		}
+		if from < p.LastOffset {
+			left[p.Partition] = p.LastOffset
+		}
+	}
+	return left, nil
 }
 
 // Field is one column of a sanitized batch with its metadata.

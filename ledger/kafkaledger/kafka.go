@@ -123,48 +123,121 @@ func (k *kafkaLog) readFrom(ctx context.Context, from int64, fn func(kafka.Messa
 		return 0, fmt.Errorf("read %s: dial leader: %w", k.topic, kafkaconn.Classify(err))
 	}
 	first, last, err := c.ReadOffsets()
-	c.Close()
 	if err != nil {
+		c.Close()
 		return 0, fmt.Errorf("read %s: offsets: %w", k.topic, kafkaconn.Classify(err))
 	}
 	if from > first {
 		first = from
 	}
 	if last <= first {
+		c.Close()
 		return max(last, from), nil
 	}
-	return last, k.read(ctx, first, last, fn)
+	return last, k.read(ctx, c, first, last, fn)
 }
 
-// read calls fn for the messages of partition 0 in [first, last).
-func (k *kafkaLog) read(ctx context.Context, first, last int64, fn func(kafka.Message) error) error {
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:   k.conn.Brokers,
-		Topic:     k.topic,
-		Partition: 0,
-		Dialer:    k.dialer,
-		MinBytes:  1,
-		MaxBytes:  16 << 20,
-		MaxWait:   200 * time.Millisecond,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			k.log.Warn(fmt.Sprintf(msg, args...))
-		}),
-	})
-	defer r.Close()
-	if err := r.SetOffset(first); err != nil {
-		return fmt.Errorf("read %s: %w", k.topic, err)
-	}
-	for {
-		m, err := r.FetchMessage(ctx)
+// readFetchWait bounds how long the broker holds one fetch of read for
+// data; read only asks for offsets below the end it was given, so a fetch
+// waits only for data that is late to become readable.
+const readFetchWait = time.Second
+
+// read calls fn for the messages of partition 0 in [first, last), fetched
+// on c, the partition leader's connection, which it closes. It never
+// fetches past last, so it does not wait out a fetch for messages that are
+// not there (a partition reader prefetches, and its Close waits for that
+// fetch: about 150 ms per read). A failed fetch is retried on a new
+// connection from the next offset, with backoff, until ctx ends; an error
+// of fn ends the read.
+func (k *kafkaLog) read(ctx context.Context, c *kafka.Conn, first, last int64, fn func(kafka.Message) error) error {
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
+	next, failures := first, 0
+	for next < last {
+		if c == nil {
+			var err error
+			if c, err = k.dialer.DialLeader(ctx, "tcp", k.conn.Brokers[0], k.topic, 0); err != nil {
+				c = nil
+				if err := k.readFailed(ctx, &failures, fmt.Errorf("dial leader: %w", err)); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		got, fnErr, err := k.fetch(ctx, c, next, last, fn)
+		if fnErr != nil {
+			return fnErr
+		}
+		if got > next {
+			next, failures = got, 0
+		}
 		if err != nil {
-			return fmt.Errorf("read %s: %w", k.topic, kafkaconn.Classify(err))
+			c.Close()
+			c = nil
+			if err := k.readFailed(ctx, &failures, err); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fetch reads one batch at offset next on c, calling fn for its messages
+// below last; it returns the offset after the last message handed to fn,
+// fn's error, and the fetch's.
+func (k *kafkaLog) fetch(ctx context.Context, c *kafka.Conn, next, last int64, fn func(kafka.Message) error) (int64, error, error) {
+	if _, err := c.Seek(next, kafka.SeekAbsolute); err != nil {
+		return next, nil, err
+	}
+	deadline := time.Now().Add(readFetchWait + 10*time.Second)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := c.SetReadDeadline(deadline); err != nil {
+		return next, nil, err
+	}
+	batch := c.ReadBatchWith(kafka.ReadBatchConfig{MinBytes: 1, MaxBytes: 16 << 20, MaxWait: readFetchWait})
+	for next < last {
+		m, err := batch.ReadMessage()
+		if err != nil {
+			break // the batch's end (its Close reports a real error)
+		}
+		if m.Offset < next {
+			continue
 		}
 		if err := fn(m); err != nil {
-			return err
+			batch.Close()
+			return next, err, nil
 		}
-		if m.Offset+1 >= last {
-			return nil
-		}
+		next = m.Offset + 1
+	}
+	if err := batch.Close(); err != nil {
+		return next, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return next, nil, err
+	}
+	return next, nil, nil
+}
+
+// readFailed logs a failed fetch and waits before the next attempt, or
+// returns the error when ctx has ended.
+func (k *kafkaLog) readFailed(ctx context.Context, failures *int, err error) error {
+	*failures++
+	if ctx.Err() != nil {
+		return fmt.Errorf("read %s: %w", k.topic, kafkaconn.Classify(err))
+	}
+	k.log.Warn("ledger topic read failed; retrying", zap.Error(err), zap.Int("attempt", *failures))
+	t := time.NewTimer(min(time.Duration(*failures)*100*time.Millisecond, 2*time.Second))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("read %s: %w", k.topic, kafkaconn.Classify(err))
+	case <-t.C:
+		return nil
 	}
 }
 

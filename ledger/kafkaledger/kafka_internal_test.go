@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/dpsurv/dpsurv/broker"
 	"github.com/dpsurv/dpsurv/broker/brokertest"
@@ -21,10 +24,7 @@ import (
 // snapshot without its head): loading ignores them and keeps what was
 // complete, and the budget is not touched by the torn entry.
 func TestKafkaTornWrites(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	_, conn := brokertest.Start(t, broker.Options{Partitions: 1})
-	conn.ClientID = "torn"
+	ctx, _, conn := kafkaTest(t, "torn")
 
 	t.Run("ledger entry", func(t *testing.T) {
 		b, l := openLedger(t, ctx, conn, "torn.ledger", map[string]float64{"stream": 1})
@@ -88,10 +88,7 @@ func TestKafkaTornWrites(t *testing.T) {
 // carry the entry's hash), and the topic is created uncompacted with
 // unlimited retention: a compacted or expiring ledger topic is refused.
 func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cl, conn := brokertest.Start(t, broker.Options{Partitions: 1})
-	conn.ClientID = "late"
+	ctx, cl, conn := kafkaTest(t, "late")
 
 	b, l := openLedger(t, ctx, conn, "late.ledger", map[string]float64{"stream": 10})
 	defer l.Close()
@@ -163,6 +160,17 @@ func TestKafkaLedgerLateWriteAndTopicPolicy(t *testing.T) {
 
 // openLedger opens the Kafka ledger backend on topic and a ledger over it
 // with the budget, failing the test on an error.
+// kafkaTest is a test's context (20 s) and a one-partition broker, with
+// the client id clientID.
+func kafkaTest(t *testing.T, clientID string) (context.Context, *broker.Cluster, kafkaconn.Config) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	cl, conn := brokertest.Start(t, broker.Options{Partitions: 1})
+	conn.ClientID = clientID
+	return ctx, cl, conn
+}
+
 func openLedger(t *testing.T, ctx context.Context, conn kafkaconn.Config, topic string, budget map[string]float64) (*Backend, *ledger.Ledger) {
 	t.Helper()
 	b, err := Open(ctx, conn, topic, nil)
@@ -174,4 +182,43 @@ func openLedger(t *testing.T, ctx context.Context, conn kafkaconn.Config, topic 
 		t.Fatal(err)
 	}
 	return b, l
+}
+
+// A fetch of the ledger topic that fails (the broker drops the connection)
+// is retried on a new connection after a pause: the ledger opened
+// meanwhile counts every entry once.
+func TestKafkaReadRetriesFailedFetch(t *testing.T) {
+	ctx, cl, conn := kafkaTest(t, "refetch")
+	_, l := openLedger(t, ctx, conn, "refetch.ledger", map[string]float64{"stream": 10})
+	for _, key := range []string{"a", "b", "c"} {
+		big := []byte(`{"noise":"` + strings.Repeat(key, ChunkBytes) + `"}`) // two chunks
+		if _, _, err := l.Release(ctx, key, []string{"stream"}, 1, func(map[string]float64) ([]byte, error) { return big, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+
+	var fetches, dropped atomic.Int32
+	kf := cl.Kfake()
+	kf.ControlKey(kmsg.Fetch.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		if fetches.Add(1) == 1 {
+			dropped.Add(1)
+			return nil, errors.New("connection dropped"), true
+		}
+		return nil, nil, false
+	})
+	_, l2 := openLedger(t, ctx, conn, "refetch.ledger", nil)
+	defer l2.Close()
+	if dropped.Load() != 1 {
+		t.Fatalf("%d fetches dropped, want 1 (the test checks nothing)", dropped.Load())
+	}
+	if l2.Len() != 3 || l2.Spent("stream") != 3 {
+		t.Fatalf("after dropped fetches: %d entries, spent %v; want 3 and 3", l2.Len(), l2.Spent("stream"))
+	}
+	for _, key := range []string{"a", "b", "c"} {
+		if v, ok := l2.Lookup(key); !ok || !strings.Contains(string(v), strings.Repeat(key, 10)) {
+			t.Errorf("entry %s: %.30s (%v)", key, v, ok)
+		}
+	}
 }
