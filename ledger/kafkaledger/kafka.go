@@ -173,6 +173,10 @@ func (k *kafkaLog) read(ctx context.Context, c *kafka.Conn, first, last int64, f
 		}
 		if got > next {
 			next, failures = got, 0
+		} else if err == nil {
+			// A fetch that returned nothing below last (the broker held it
+			// for readFetchWait): retried with backoff, not at once.
+			err = fmt.Errorf("fetch at offset %d returned no message below the end %d", next, last)
 		}
 		if err != nil {
 			c.Close()
@@ -208,6 +212,12 @@ func (k *kafkaLog) fetch(ctx context.Context, c *kafka.Conn, next, last int64, f
 		if m.Offset < next {
 			continue
 		}
+		if m.Offset >= last {
+			// the offsets from next to last hold no message (compacted
+			// away, or control records): the range is read
+			next = last
+			break
+		}
 		if err := fn(m); err != nil {
 			batch.Close()
 			return next, err, nil
@@ -216,6 +226,11 @@ func (k *kafkaLog) fetch(ctx context.Context, c *kafka.Conn, next, last int64, f
 	}
 	if err := batch.Close(); err != nil {
 		return next, nil, err
+	}
+	// A batch whose last records were compacted away ends before its
+	// last offset; the batch's offset then stands past them.
+	if o := batch.Offset(); o > next {
+		next = min(o, last)
 	}
 	if err := ctx.Err(); err != nil {
 		return next, nil, err
