@@ -126,8 +126,15 @@ func checkBroker(ctx context.Context, d *kafka.Dialer, addr string) error {
 			return err
 		}
 	}
+	// A broker that accepts the connection and never answers would hold
+	// the metadata request until the deadline: a cancelled ctx (the
+	// service stopping) closes the connection instead.
+	defer context.AfterFunc(ctx, func() { conn.Close() })()
 	brokers, err := conn.Brokers()
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return fmt.Errorf("metadata: %w", ctx.Err())
+		}
 		return fmt.Errorf("metadata: %w", err)
 	}
 	if len(brokers) == 0 {

@@ -3,6 +3,8 @@ package kafkaconn_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,4 +182,66 @@ func TestEnsureTopics(t *testing.T) {
 		t.Error("topic x was created with a wrong password")
 	}
 	t.Logf("wrong password: %v", err)
+}
+
+// TestCheckConnectionStopsWhenCancelled: a broker address that accepts the
+// connection and never answers holds the metadata request until the
+// deadline; cancelling the context (the service stopping) must end the
+// check at once (it had waited for the deadline: `dpsurv run` took 12 s to
+// stop on SIGTERM against such an address).
+func TestCheckConnectionStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// read the request's size: the client has sent a request,
+			// which is held open and never answered
+			var size [4]byte
+			if _, err := io.ReadFull(c, size[:]); err != nil {
+				c.Close()
+				continue
+			}
+			accepted <- c
+		}
+	}()
+	t.Cleanup(func() {
+		for {
+			select {
+			case c := <-accepted:
+				c.Close()
+			default:
+				return
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- kafkaconn.CheckConnection(ctx, kafkaconn.Config{Brokers: []string{ln.Addr().String()}})
+	}()
+	select {
+	case c := <-accepted:
+		accepted <- c // keep it for the cleanup
+	case <-time.After(time.Minute):
+		t.Fatal("the check never sent a request")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want context.Canceled", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("CheckConnection still waiting a minute after its context was cancelled")
+	}
 }

@@ -122,7 +122,11 @@ func (k *kafkaLog) readFrom(ctx context.Context, from int64, fn func(kafka.Messa
 	if err != nil {
 		return 0, fmt.Errorf("read %s: dial leader: %w", k.topic, kafkaconn.Classify(err))
 	}
+	stop := context.AfterFunc(ctx, func() { c.Close() })
 	first, last, err := c.ReadOffsets()
+	if !stop() && err == nil {
+		err = ctx.Err() // c is closed
+	}
 	if err != nil {
 		c.Close()
 		return 0, fmt.Errorf("read %s: offsets: %w", k.topic, kafkaconn.Classify(err))
@@ -196,6 +200,9 @@ func (k *kafkaLog) fetch(ctx context.Context, c *kafka.Conn, next, last int64, f
 	if _, err := c.Seek(next, kafka.SeekAbsolute); err != nil {
 		return next, nil, err
 	}
+	// a cancelled ctx (the service stopping) ends a fetch the broker does
+	// not answer: c is closed, and read's retry returns ctx's error
+	defer context.AfterFunc(ctx, func() { c.Close() })()
 	deadline := time.Now().Add(readFetchWait + 10*time.Second)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
