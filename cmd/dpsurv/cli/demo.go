@@ -56,10 +56,13 @@ func demoAggregators(cfg *app.Config, window time.Duration) {
 	cfg.Ledger.CheckpointInterval = time.Second
 }
 
-// demoWindow is the demo's default aggregation window: every record is
+// demoWindow is the demo's default aggregation window. Every record is
 // read within about a second, and the demo ends when the window it is read
-// in has been released (about a second after the window closes).
-const demoWindow = 2 * time.Second
+// in has been released. A window with data costs 2 of the demo's stream
+// budget of 20 (km and weibull at epsilon 1): 4 s windows leave a starved
+// demo 40 s to read its records before later windows are withheld (2 s
+// windows left 20 s, and a demo at nice 19 on a loaded machine ran out).
+const demoWindow = 4 * time.Second
 
 func runDemo(ctx context.Context, env Env, args []string) error {
 	fs := newFlags("demo", env)
@@ -67,7 +70,10 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 	input := fs.String("input", "", "stream this file (CSV or Arrow, columns id,time,event,cohort) instead of synthetic data")
 	cohortsFlag := fs.String("cohorts", "", "public cohort labels (default A,B,C; with --input, required)")
 	timeMax := fs.Float64("time-max", 3650, "public time bound")
-	duration := fs.Duration("duration", 20*time.Second, "stop after this long at the latest")
+	// The cap is a safety net, not the demo's length (about 3 s): a demo
+	// starved of CPU (a loaded machine, or `nice`) needs well over 20 s
+	// for its half CPU-second, and failed under such load with a 20 s cap.
+	duration := fs.Duration("duration", 2*time.Minute, "stop after this long at the latest")
 	outDir := fs.String("out-dir", "dpsurv-demo", "where plots go")
 	window := fs.Duration("window", demoWindow, "aggregation window (whole seconds; 0 turns the central releases off)")
 	logLevel := fs.String("log-level", "warn", "service log level (logs go to stderr)")
