@@ -67,10 +67,14 @@ func bernoulliExpFrac(src Source, num, den uint64) bool {
 // bernoulliExpOne is bernoulliExpFrac(src, 1, 1), Bernoulli(exp(-1)), with
 // the same draws: the k = 1 trial is Bernoulli(1), which takes a word and
 // always succeeds (Uint64n(src, 1)), and trial k >= 2 is Bernoulli(1/k),
-// Uint64n(src, k) < 1.
+// Uint64n(src, k) < 1. Trial 2 is written out: Uint64n(src, 2) is the low
+// bit of the word.
 func bernoulliExpOne(src Source) bool {
 	src.Uint64()
-	k := uint64(2)
+	if src.Uint64()&1 != 0 {
+		return false // trial 2 failed: k = 2
+	}
+	k := uint64(3)
 	for Uint64n(src, k) == 0 {
 		k++
 	}
@@ -78,8 +82,9 @@ func bernoulliExpOne(src Source) bool {
 }
 
 // discreteLaplaceST samples P(Z=z) ∝ exp(-|z| den/num), i.e. scale num/den,
-// exactly (Canonne–Kamath–Steinke Algorithm 2 with their t = num, s = den).
-func discreteLaplaceST(src Source, num, den uint64) int64 {
+// exactly (Canonne–Kamath–Steinke Algorithm 2 with their t = num, s = den),
+// for den = 2^shift.
+func discreteLaplaceST(src Source, num uint64, shift uint) int64 {
 	for {
 		u := Uint64n(src, num)
 		if !bernoulliExpFrac(src, u, num) {
@@ -94,10 +99,7 @@ func discreteLaplaceST(src Source, num, den uint64) int64 {
 		if hi != 0 || x < tv {
 			continue // astronomically unlikely overflow: reject and restart
 		}
-		y := x
-		if den != 1 { // DiscreteGaussian's scale is an integer: no division
-			y = x / den
-		}
+		y := x >> shift // x / den
 		b := src.Uint64()&1 == 1
 		if b && y == 0 {
 			continue
@@ -113,11 +115,35 @@ func discreteLaplaceST(src Source, num, den uint64) int64 {
 // two-sided geometric distribution with a = exp(-1/scale). The scale is
 // rounded up to a multiple of 2^-30 (more noise, never less).
 func DiscreteLaplace(src Source, scale float64) (int64, error) {
+	l, err := NewLaplaceSampler(scale)
+	if err != nil {
+		return 0, err
+	}
+	return l.Draw(src), nil
+}
+
+// LaplaceSampler is DiscreteLaplace for one scale with the scale's exact
+// rational form worked out once, for the many draws of a release (its
+// nodes or cells): its draws are DiscreteLaplace's, word for word.
+type LaplaceSampler struct {
+	num   uint64
+	shift uint // the scale is num / 2^shift
+}
+
+// NewLaplaceSampler returns the sampler of DiscreteLaplace(src, scale).
+func NewLaplaceSampler(scale float64) (LaplaceSampler, error) {
 	s, t, err := rationalScale(scale)
 	if err != nil {
-		return 0, fmt.Errorf("discrete laplace: %w", err)
+		return LaplaceSampler{}, fmt.Errorf("discrete laplace: %w", err)
 	}
-	return discreteLaplaceST(src, s, t), nil
+	// t is a power of two (rationalScale): the division by it is a shift
+	return LaplaceSampler{num: s, shift: uint(bits.TrailingZeros64(t))}, nil
+}
+
+// Draw returns one draw of DiscreteLaplace(src, scale). The zero
+// LaplaceSampler is not usable.
+func (l LaplaceSampler) Draw(src Source) int64 {
+	return discreteLaplaceST(src, l.num, l.shift)
 }
 
 // GeometricMechanism releases an integer count with epsilon-DP given its L1

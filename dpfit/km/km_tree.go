@@ -125,6 +125,8 @@ func levelShares(L int, rho float64) []float64 {
 type hierTrees struct {
 	tree   *binTree
 	scales []float64
+	// lap[l] draws level l's noise (scales[l]; nil for epsilon = +Inf)
+	lap []dp.LaplaceSampler
 }
 
 func newHierTrees(bins int, cfg hierConfig, epsilon float64) (*hierTrees, error) {
@@ -140,10 +142,14 @@ func newHierTrees(bins int, cfg hierConfig, epsilon float64) (*hierTrees, error)
 		return ht, nil
 	}
 	vars := make([]float64, L)
+	ht.lap = make([]dp.LaplaceSampler, L)
 	for l := range share {
 		ht.scales[l] = KMCellSensitivity / (share[l] * epsilon)
 		if ht.scales[l] > 1<<32 { // dp.DiscreteLaplace's limit
 			return nil, fmt.Errorf("node noise scale %v of level %d too large (epsilon %v)", ht.scales[l], l, epsilon)
+		}
+		if ht.lap[l], err = dp.NewLaplaceSampler(ht.scales[l]); err != nil {
+			return nil, fmt.Errorf("level %d: %w", l, err)
 		}
 		vars[l] = discreteLaplaceVariance(ht.scales[l])
 		if !(vars[l] > 1e-200) {
@@ -161,20 +167,15 @@ func newHierTrees(bins int, cfg hierConfig, epsilon float64) (*hierTrees, error)
 
 // noisyNodes writes the exact node counts of the tree over leaves plus
 // level-l noise of scale scales[l] into y (len nodes); nodes is scratch.
-func (ht *hierTrees) noisyNodes(src dp.Source, leaves, nodes []int64, y []float64) error {
+func (ht *hierTrees) noisyNodes(src dp.Source, leaves, nodes []int64, y []float64) {
 	t := ht.tree
 	t.counts(leaves, nodes)
 	for l := range t.size {
-		for i := 0; i < t.size[l]; i++ {
-			v := t.off[l] + i
-			z, err := dp.DiscreteLaplace(src, ht.scales[l])
-			if err != nil {
-				return err
-			}
-			y[v] = float64(nodes[v] + z)
+		lap := ht.lap[l]
+		for v := t.off[l]; v < t.off[l]+t.size[l]; v++ {
+			y[v] = float64(nodes[v] + lap.Draw(src))
 		}
 	}
-	return nil
 }
 
 // release returns the inferred bins of one noisy tree over leaves (the
@@ -187,9 +188,7 @@ func (ht *hierTrees) release(src dp.Source, leaves, nodes []int64, y, buf []floa
 		}
 		return out, nil
 	}
-	if err := ht.noisyNodes(src, leaves, nodes, y); err != nil {
-		return nil, err
-	}
+	ht.noisyNodes(src, leaves, nodes, y)
 	ht.tree.infer(y, buf)
 	for b := range out {
 		x := y[b]
