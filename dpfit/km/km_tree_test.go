@@ -534,7 +534,7 @@ func TestHierarchicalKMUnbiased(t *testing.T) {
 		for s := 0; s < 100; s++ {
 			// epsilon 0.15 under add/remove-one: the node noise of epsilon 0.3
 			// under the old replace-one calibration, where the bias shows
-			res, err := hierarchicalKM(h, dp.NewSeededSource(uint64(7000+s)), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.15}, cfg)
+			res, err := hierarchicalKM(h, dp.NewSeededSource(uint64(7000+s)), curvesOnly(KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.15}), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -660,10 +660,7 @@ func TestHierarchicalKMBeatsHistogramOnFlchain(t *testing.T) {
 	run := func(fit func(*Histogram, dp.Source, KMOptions) (KMResult, error), seed uint64, reps int, o KMOptions, horizon float64) kmAccuracy {
 		var a kmAccuracy
 		src := dp.NewSeededSource(seed)
-		// the measure reads the released curves (times, S, truncation)
-		// only: no log-rank tests, intervals or medians, which draw no
-		// noise and leave the curves as they are
-		o.noLogRank, o.noIntervals = true, true
+		o = curvesOnly(o) // the measure reads the curves only
 		for r := 0; r < reps; r++ {
 			res, err := fit(h, src, o)
 			if err != nil {
