@@ -43,6 +43,38 @@ func bernoulliRat(src Source, num, den uint64) bool {
 	return Uint64n(src, den) < num
 }
 
+// lemire is Uint64n's value for a first word x, with ok = false in the
+// rare case (probability below n/2^64) where Lemire's method must look at
+// more words: then uint64nRetry(src, x, n) is the value. Small enough to be
+// inlined in the samplers' hot loops.
+func lemire(x, n uint64) (v uint64, ok bool) {
+	if n&(n-1) == 0 { // power of two
+		return x & (n - 1), true
+	}
+	hi, lo := mul64(x, n)
+	return hi, lo >= n
+}
+
+// uint64nRetry is Uint64n(src, n) for a first word x with which lemire
+// was not ok.
+func uint64nRetry(src Source, x, n uint64) uint64 {
+	hi, lo := mul64(x, n)
+	thresh := -n % n
+	for lo < thresh {
+		hi, lo = mul64(src.Uint64(), n)
+	}
+	return hi
+}
+
+// uint64nOf is Uint64n(src, n) for a first word x already drawn.
+func uint64nOf(src Source, x, n uint64) uint64 {
+	v, ok := lemire(x, n)
+	if !ok {
+		v = uint64nRetry(src, x, n)
+	}
+	return v
+}
+
 // bernoulliExpFrac returns true with probability exp(-num/den) for
 // 0 <= num <= den (Canonne–Kamath–Steinke Algorithm 1, gamma in [0,1]).
 func bernoulliExpFrac(src Source, num, den uint64) bool {
@@ -56,8 +88,15 @@ func bernoulliExpFrac(src Source, num, den uint64) bool {
 			if !bernoulliRat(src, num, den) || !bernoulliRat(src, 1, k) {
 				break
 			}
-		} else if !bernoulliRat(src, num, lo) {
-			break
+		} else {
+			x := src.Uint64()
+			r, ok := lemire(x, lo)
+			if !ok {
+				r = uint64nRetry(src, x, lo)
+			}
+			if r >= num { // !bernoulliRat(src, num, lo)
+				break
+			}
 		}
 		k++
 	}
@@ -74,11 +113,16 @@ func bernoulliExpOne(src Source) bool {
 	if src.Uint64()&1 != 0 {
 		return false // trial 2 failed: k = 2
 	}
-	k := uint64(3)
-	for Uint64n(src, k) == 0 {
-		k++
+	for k := uint64(3); ; k++ {
+		x := src.Uint64()
+		r, ok := lemire(x, k)
+		if !ok {
+			r = uint64nRetry(src, x, k)
+		}
+		if r != 0 { // trial k failed
+			return k%2 == 1
+		}
 	}
-	return k%2 == 1
 }
 
 // discreteLaplaceST samples P(Z=z) ∝ exp(-|z| den/num), i.e. scale num/den,
@@ -86,7 +130,11 @@ func bernoulliExpOne(src Source) bool {
 // for den = 2^shift.
 func discreteLaplaceST(src Source, num uint64, shift uint) int64 {
 	for {
-		u := Uint64n(src, num)
+		x := src.Uint64()
+		u, ok := lemire(x, num)
+		if !ok {
+			u = uint64nRetry(src, x, num)
+		}
 		if !bernoulliExpFrac(src, u, num) {
 			continue
 		}
@@ -95,11 +143,11 @@ func discreteLaplaceST(src Source, num uint64, shift uint) int64 {
 			v++
 		}
 		hi, tv := mul64(num, v)
-		x := u + tv
-		if hi != 0 || x < tv {
+		w := u + tv
+		if hi != 0 || w < tv {
 			continue // astronomically unlikely overflow: reject and restart
 		}
-		y := x >> shift // x / den
+		y := w >> shift // w / den
 		b := src.Uint64()&1 == 1
 		if b && y == 0 {
 			continue

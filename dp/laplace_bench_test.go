@@ -18,4 +18,14 @@ func BenchmarkDiscreteLaplace(b *testing.B) {
 			}
 		})
 	}
+	b.Run("sampler", func(b *testing.B) { // the scale's rational form worked out once
+		src := NewSeededSource(1)
+		l, err := NewLaplaceSampler(5.37)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			l.Draw(src)
+		}
+	})
 }
