@@ -309,6 +309,8 @@ type binTree struct {
 	s, sumS, alpha []float64
 	// leafVars[b] is leafVar(b)
 	leafVars []float64
+	// parent[v] is the node-array index of v's parent (-1 for the root)
+	parent []int
 }
 
 // newBinTree builds the shape for bins leaves with the given branching and
@@ -366,6 +368,13 @@ func newBinTree(bins, branch int, levelVar []float64) (*binTree, error) {
 			for c := lo; c < hi; c++ {
 				t.alpha[c] = t.s[c] / S
 			}
+		}
+	}
+	t.parent = make([]int, t.nodes)
+	t.parent[t.nodes-1] = -1
+	for l := 0; l+1 < L; l++ {
+		for i := 0; i < t.size[l]; i++ {
+			t.parent[t.off[l]+i] = t.off[l+1] + i/t.branch
 		}
 	}
 	t.leafVars = make([]float64, t.size[0])
@@ -485,7 +494,7 @@ func (p *prefixNoise) add(b int, m float64) (cum, own float64) {
 	own = t.leafVar(b) * w * w * p.scale
 	u, delta := b, w
 	for l := 0; l+1 < len(t.size); l++ {
-		par := t.off[l+1] + (u-t.off[l])/t.branch
+		par := t.parent[u]
 		old := p.term(par)
 		a0 := p.A[u]
 		a1 := a0 + delta
@@ -529,7 +538,7 @@ func (t *binTree) leafVar(b int) float64 { return t.leafVars[b] }
 func (t *binTree) leafVarOf(b int) float64 {
 	v, A, u := 0.0, 1.0, b
 	for l := 0; l+1 < len(t.size); l++ {
-		par := t.off[l+1] + (u-t.off[l])/t.branch
+		par := t.parent[u]
 		su := t.s[u]
 		v += su * A * A * (1 - su/t.sumS[par])
 		A *= t.alpha[u]

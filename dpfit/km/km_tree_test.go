@@ -764,3 +764,31 @@ func TestHierarchicalKMMechanismStatesEpsilon(t *testing.T) {
 		}
 	}
 }
+
+// TestBinTreeParentMatchesChildren: the precomputed parent index of every
+// node is the node whose children range holds it (the root has none).
+func TestBinTreeParentMatchesChildren(t *testing.T) {
+	for _, bins := range []int{1, 2, 7, 16, 40, 174, 300} {
+		for _, branch := range []int{2, 3, 4, 8} {
+			tr, err := newBinTree(bins, branch, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := 0
+			for l := 1; l < tr.levels(); l++ {
+				for i := 0; i < tr.size[l]; i++ {
+					lo, hi := tr.children(l, i)
+					for c := lo; c < hi; c++ {
+						if tr.parent[c] != tr.off[l]+i {
+							t.Fatalf("bins %d branch %d: parent of node %d is %d, want %d", bins, branch, c, tr.parent[c], tr.off[l]+i)
+						}
+						seen++
+					}
+				}
+			}
+			if seen != tr.nodes-1 || tr.parent[tr.nodes-1] != -1 {
+				t.Fatalf("bins %d branch %d: %d of %d non-root nodes have a parent; root's %d", bins, branch, seen, tr.nodes-1, tr.parent[tr.nodes-1])
+			}
+		}
+	}
+}
