@@ -50,15 +50,15 @@ func GridLaplaceVector(src Source, v []float64, g, scale float64) ([]float64, er
 		return nil, fmt.Errorf("grid laplace: grid step must be positive and finite, got %v", g)
 	}
 	out := make([]float64, len(v))
+	lap, err := NewLaplaceSampler(scale / g)
 	for j, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, fmt.Errorf("grid laplace: coordinate %d is not finite", j)
 		}
-		z, err := DiscreteLaplace(src, scale/g)
-		if err != nil {
+		if err != nil { // after the coordinate check, as per draw before
 			return nil, fmt.Errorf("grid laplace: %w", err)
 		}
-		out[j] = (math.Round(x/g) + float64(z)) * g
+		out[j] = (math.Round(x/g) + float64(lap.Draw(src))) * g
 	}
 	return out, nil
 }
@@ -85,7 +85,7 @@ func DiscreteGaussian(src Source, sigma2 uint64) (int64, error) {
 	}
 	t++ // floor(sqrt(sigma2)) + 1
 	for {
-		y := discreteLaplaceST(src, t, 1)
+		y := discreteLaplaceST(src, t, 0)
 		a := uint64(y)
 		if y < 0 {
 			a = uint64(-y)

@@ -43,6 +43,38 @@ func bernoulliRat(src Source, num, den uint64) bool {
 	return Uint64n(src, den) < num
 }
 
+// lemire is Uint64n's value for a first word x, with ok = false in the
+// rare case (probability below n/2^64) where Lemire's method must look at
+// more words: then uint64nRetry(src, x, n) is the value. Small enough to be
+// inlined in the samplers' hot loops.
+func lemire(x, n uint64) (v uint64, ok bool) {
+	if n&(n-1) == 0 { // power of two
+		return x & (n - 1), true
+	}
+	hi, lo := mul64(x, n)
+	return hi, lo >= n
+}
+
+// uint64nRetry is Uint64n(src, n) for a first word x with which lemire
+// was not ok.
+func uint64nRetry(src Source, x, n uint64) uint64 {
+	hi, lo := mul64(x, n)
+	thresh := -n % n
+	for lo < thresh {
+		hi, lo = mul64(src.Uint64(), n)
+	}
+	return hi
+}
+
+// uint64nOf is Uint64n(src, n) for a first word x already drawn.
+func uint64nOf(src Source, x, n uint64) uint64 {
+	v, ok := lemire(x, n)
+	if !ok {
+		v = uint64nRetry(src, x, n)
+	}
+	return v
+}
+
 // bernoulliExpFrac returns true with probability exp(-num/den) for
 // 0 <= num <= den (Canonne–Kamath–Steinke Algorithm 1, gamma in [0,1]).
 func bernoulliExpFrac(src Source, num, den uint64) bool {
@@ -56,8 +88,15 @@ func bernoulliExpFrac(src Source, num, den uint64) bool {
 			if !bernoulliRat(src, num, den) || !bernoulliRat(src, 1, k) {
 				break
 			}
-		} else if !bernoulliRat(src, num, lo) {
-			break
+		} else {
+			x := src.Uint64()
+			r, ok := lemire(x, lo)
+			if !ok {
+				r = uint64nRetry(src, x, lo)
+			}
+			if r >= num { // !bernoulliRat(src, num, lo)
+				break
+			}
 		}
 		k++
 	}
@@ -67,21 +106,35 @@ func bernoulliExpFrac(src Source, num, den uint64) bool {
 // bernoulliExpOne is bernoulliExpFrac(src, 1, 1), Bernoulli(exp(-1)), with
 // the same draws: the k = 1 trial is Bernoulli(1), which takes a word and
 // always succeeds (Uint64n(src, 1)), and trial k >= 2 is Bernoulli(1/k),
-// Uint64n(src, k) < 1.
+// Uint64n(src, k) < 1. Trial 2 is written out: Uint64n(src, 2) is the low
+// bit of the word.
 func bernoulliExpOne(src Source) bool {
 	src.Uint64()
-	k := uint64(2)
-	for Uint64n(src, k) == 0 {
-		k++
+	if src.Uint64()&1 != 0 {
+		return false // trial 2 failed: k = 2
 	}
-	return k%2 == 1
+	for k := uint64(3); ; k++ {
+		x := src.Uint64()
+		r, ok := lemire(x, k)
+		if !ok {
+			r = uint64nRetry(src, x, k)
+		}
+		if r != 0 { // trial k failed
+			return k%2 == 1
+		}
+	}
 }
 
 // discreteLaplaceST samples P(Z=z) ∝ exp(-|z| den/num), i.e. scale num/den,
-// exactly (Canonne–Kamath–Steinke Algorithm 2 with their t = num, s = den).
-func discreteLaplaceST(src Source, num, den uint64) int64 {
+// exactly (Canonne–Kamath–Steinke Algorithm 2 with their t = num, s = den),
+// for den = 2^shift.
+func discreteLaplaceST(src Source, num uint64, shift uint) int64 {
 	for {
-		u := Uint64n(src, num)
+		x := src.Uint64()
+		u, ok := lemire(x, num)
+		if !ok {
+			u = uint64nRetry(src, x, num)
+		}
 		if !bernoulliExpFrac(src, u, num) {
 			continue
 		}
@@ -90,14 +143,11 @@ func discreteLaplaceST(src Source, num, den uint64) int64 {
 			v++
 		}
 		hi, tv := mul64(num, v)
-		x := u + tv
-		if hi != 0 || x < tv {
+		w := u + tv
+		if hi != 0 || w < tv {
 			continue // astronomically unlikely overflow: reject and restart
 		}
-		y := x
-		if den != 1 { // DiscreteGaussian's scale is an integer: no division
-			y = x / den
-		}
+		y := w >> shift // w / den
 		b := src.Uint64()&1 == 1
 		if b && y == 0 {
 			continue
@@ -113,11 +163,35 @@ func discreteLaplaceST(src Source, num, den uint64) int64 {
 // two-sided geometric distribution with a = exp(-1/scale). The scale is
 // rounded up to a multiple of 2^-30 (more noise, never less).
 func DiscreteLaplace(src Source, scale float64) (int64, error) {
+	l, err := NewLaplaceSampler(scale)
+	if err != nil {
+		return 0, err
+	}
+	return l.Draw(src), nil
+}
+
+// LaplaceSampler is DiscreteLaplace for one scale with the scale's exact
+// rational form worked out once, for the many draws of a release (its
+// nodes or cells): its draws are DiscreteLaplace's, word for word.
+type LaplaceSampler struct {
+	num   uint64
+	shift uint // the scale is num / 2^shift
+}
+
+// NewLaplaceSampler returns the sampler of DiscreteLaplace(src, scale).
+func NewLaplaceSampler(scale float64) (LaplaceSampler, error) {
 	s, t, err := rationalScale(scale)
 	if err != nil {
-		return 0, fmt.Errorf("discrete laplace: %w", err)
+		return LaplaceSampler{}, fmt.Errorf("discrete laplace: %w", err)
 	}
-	return discreteLaplaceST(src, s, t), nil
+	// t is a power of two (rationalScale): the division by it is a shift
+	return LaplaceSampler{num: s, shift: uint(bits.TrailingZeros64(t))}, nil
+}
+
+// Draw returns one draw of DiscreteLaplace(src, scale). The zero
+// LaplaceSampler is not usable.
+func (l LaplaceSampler) Draw(src Source) int64 {
+	return discreteLaplaceST(src, l.num, l.shift)
 }
 
 // GeometricMechanism releases an integer count with epsilon-DP given its L1

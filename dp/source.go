@@ -58,15 +58,5 @@ func Float64(s Source) float64 {
 // Uint64n returns a uniform integer in [0, n) without modulo bias
 // (Lemire's method). n must be > 0.
 func Uint64n(s Source, n uint64) uint64 {
-	if n&(n-1) == 0 { // power of two
-		return s.Uint64() & (n - 1)
-	}
-	hi, lo := mul64(s.Uint64(), n)
-	if lo < n {
-		thresh := -n % n
-		for lo < thresh {
-			hi, lo = mul64(s.Uint64(), n)
-		}
-	}
-	return hi
+	return uint64nOf(s, s.Uint64(), n)
 }

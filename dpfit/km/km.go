@@ -353,20 +353,20 @@ func noisyCells(h *Histogram, src dp.Source, epsilon float64) (ev, ce [][]float6
 	k, bins := h.Cohorts(), h.Bins
 	ev = make([][]float64, k)
 	ce = make([][]float64, k)
-	scale := KMCellSensitivity / epsilon
 	exact := math.IsInf(epsilon, 1)
+	var lap dp.LaplaceSampler
+	if !exact {
+		if lap, err = dp.NewLaplaceSampler(KMCellSensitivity / epsilon); err != nil {
+			return nil, nil, err
+		}
+	}
 	for c := 0; c < k; c++ {
 		ev[c] = make([]float64, bins)
 		ce[c] = make([]float64, bins)
 		for b := 0; b < bins; b++ {
 			var de, dc int64
 			if !exact {
-				if de, err = dp.DiscreteLaplace(src, scale); err != nil {
-					return nil, nil, err
-				}
-				if dc, err = dp.DiscreteLaplace(src, scale); err != nil {
-					return nil, nil, err
-				}
+				de, dc = lap.Draw(src), lap.Draw(src)
 			}
 			ev[c][b] = float64(h.Events[c][b] + de)
 			ce[c][b] = float64(h.Censor[c][b] + dc)

@@ -246,3 +246,11 @@ func dropEmptyRows(c survival.KMCurve) survival.KMCurve {
 	}
 	return out
 }
+
+// curvesOnly is o for a test that reads the released curves only (times,
+// S, truncation): no log-rank tests, intervals or medians, which draw no
+// noise and leave the curves as they are.
+func curvesOnly(o KMOptions) KMOptions {
+	o.noLogRank, o.noIntervals = true, true
+	return o
+}

@@ -422,7 +422,7 @@ func TestNoisyHistogramKMUnbiased(t *testing.T) {
 	sq := make([]float64, len(pts))
 	cnt := make([]float64, len(pts))
 	for s := 0; s < 300; s++ {
-		res, err := NoisyHistogramKM(h, dp.NewSeededSource(uint64(5000+s)), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1})
+		res, err := NoisyHistogramKM(h, dp.NewSeededSource(uint64(5000+s)), curvesOnly(KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 1}))
 		if err != nil {
 			t.Fatal(err)
 		}

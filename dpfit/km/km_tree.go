@@ -125,6 +125,8 @@ func levelShares(L int, rho float64) []float64 {
 type hierTrees struct {
 	tree   *binTree
 	scales []float64
+	// lap[l] draws level l's noise (scales[l]; nil for epsilon = +Inf)
+	lap []dp.LaplaceSampler
 }
 
 func newHierTrees(bins int, cfg hierConfig, epsilon float64) (*hierTrees, error) {
@@ -140,10 +142,14 @@ func newHierTrees(bins int, cfg hierConfig, epsilon float64) (*hierTrees, error)
 		return ht, nil
 	}
 	vars := make([]float64, L)
+	ht.lap = make([]dp.LaplaceSampler, L)
 	for l := range share {
 		ht.scales[l] = KMCellSensitivity / (share[l] * epsilon)
 		if ht.scales[l] > 1<<32 { // dp.DiscreteLaplace's limit
 			return nil, fmt.Errorf("node noise scale %v of level %d too large (epsilon %v)", ht.scales[l], l, epsilon)
+		}
+		if ht.lap[l], err = dp.NewLaplaceSampler(ht.scales[l]); err != nil {
+			return nil, fmt.Errorf("level %d: %w", l, err)
 		}
 		vars[l] = discreteLaplaceVariance(ht.scales[l])
 		if !(vars[l] > 1e-200) {
@@ -161,20 +167,15 @@ func newHierTrees(bins int, cfg hierConfig, epsilon float64) (*hierTrees, error)
 
 // noisyNodes writes the exact node counts of the tree over leaves plus
 // level-l noise of scale scales[l] into y (len nodes); nodes is scratch.
-func (ht *hierTrees) noisyNodes(src dp.Source, leaves, nodes []int64, y []float64) error {
+func (ht *hierTrees) noisyNodes(src dp.Source, leaves, nodes []int64, y []float64) {
 	t := ht.tree
 	t.counts(leaves, nodes)
 	for l := range t.size {
-		for i := 0; i < t.size[l]; i++ {
-			v := t.off[l] + i
-			z, err := dp.DiscreteLaplace(src, ht.scales[l])
-			if err != nil {
-				return err
-			}
-			y[v] = float64(nodes[v] + z)
+		lap := ht.lap[l]
+		for v := t.off[l]; v < t.off[l]+t.size[l]; v++ {
+			y[v] = float64(nodes[v] + lap.Draw(src))
 		}
 	}
-	return nil
 }
 
 // release returns the inferred bins of one noisy tree over leaves (the
@@ -187,9 +188,7 @@ func (ht *hierTrees) release(src dp.Source, leaves, nodes []int64, y, buf []floa
 		}
 		return out, nil
 	}
-	if err := ht.noisyNodes(src, leaves, nodes, y); err != nil {
-		return nil, err
-	}
+	ht.noisyNodes(src, leaves, nodes, y)
 	ht.tree.infer(y, buf)
 	for b := range out {
 		x := y[b]
@@ -310,6 +309,8 @@ type binTree struct {
 	s, sumS, alpha []float64
 	// leafVars[b] is leafVar(b)
 	leafVars []float64
+	// parent[v] is the node-array index of v's parent (-1 for the root)
+	parent []int
 }
 
 // newBinTree builds the shape for bins leaves with the given branching and
@@ -367,6 +368,13 @@ func newBinTree(bins, branch int, levelVar []float64) (*binTree, error) {
 			for c := lo; c < hi; c++ {
 				t.alpha[c] = t.s[c] / S
 			}
+		}
+	}
+	t.parent = make([]int, t.nodes)
+	t.parent[t.nodes-1] = -1
+	for l := 0; l+1 < L; l++ {
+		for i := 0; i < t.size[l]; i++ {
+			t.parent[t.off[l]+i] = t.off[l+1] + i/t.branch
 		}
 	}
 	t.leafVars = make([]float64, t.size[0])
@@ -486,7 +494,7 @@ func (p *prefixNoise) add(b int, m float64) (cum, own float64) {
 	own = t.leafVar(b) * w * w * p.scale
 	u, delta := b, w
 	for l := 0; l+1 < len(t.size); l++ {
-		par := t.off[l+1] + (u-t.off[l])/t.branch
+		par := t.parent[u]
 		old := p.term(par)
 		a0 := p.A[u]
 		a1 := a0 + delta
@@ -530,7 +538,7 @@ func (t *binTree) leafVar(b int) float64 { return t.leafVars[b] }
 func (t *binTree) leafVarOf(b int) float64 {
 	v, A, u := 0.0, 1.0, b
 	for l := 0; l+1 < len(t.size); l++ {
-		par := t.off[l+1] + (u-t.off[l])/t.branch
+		par := t.parent[u]
 		su := t.s[u]
 		v += su * A * A * (1 - su/t.sumS[par])
 		A *= t.alpha[u]

@@ -199,9 +199,7 @@ func TestHierarchicalNodeNoiseDistribution(t *testing.T) {
 			y := make([]float64, tr.nodes)
 			draws := make([][]int64, L)
 			for r := 0; r < tc.reps; r++ {
-				if err := ht.noisyNodes(src, leaves, nodes, y); err != nil {
-					t.Fatal(err)
-				}
+				ht.noisyNodes(src, leaves, nodes, y)
 				for l := 0; l < L; l++ {
 					for i := 0; i < tr.size[l]; i++ {
 						v := tr.off[l] + i
@@ -229,7 +227,12 @@ func TestHierarchicalNodeNoiseDistribution(t *testing.T) {
 // hierAllNodes is the exact node vector of a whole release: for every
 // cohort, the event tree then the censoring tree.
 func hierAllNodes(tr *binTree, h *Histogram) []int64 {
-	out := make([]int64, 0, 2*h.Cohorts()*tr.nodes)
+	return hierAllNodesInto(nil, tr, h)
+}
+
+// hierAllNodesInto is hierAllNodes appended to out[:0].
+func hierAllNodesInto(out []int64, tr *binTree, h *Histogram) []int64 {
+	out = out[:0]
 	buf := make([]int64, tr.nodes)
 	for c := 0; c < h.Cohorts(); c++ {
 		for _, leaves := range [][]int64{h.Events[c], h.Censor[c]} {
@@ -294,10 +297,18 @@ func TestHierarchicalSensitivity(t *testing.T) {
 			if len(all) > 200 {
 				step = 61
 			}
-			loss := func() (l1, loss float64, perLevel []float64) {
-				nb := hierAllNodes(tr, h)
-				perLevel = make([]float64, L)
+			// nb and perLevel are reused by every call (the callers read
+			// them before the next); nodes that did not change add 0 to
+			// every sum and are skipped
+			nb := make([]int64, 0, len(base))
+			perLevel := make([]float64, L)
+			loss := func() (l1, loss float64, _ []float64) {
+				nb = hierAllNodesInto(nb, tr, h)
+				clear(perLevel)
 				for v := range nb {
+					if nb[v] == base[v] {
+						continue
+					}
 					d := math.Abs(float64(nb[v] - base[v]))
 					l1 += d
 					loss += d / ht.scales[levelOf[v%tr.nodes]]
@@ -523,7 +534,7 @@ func TestHierarchicalKMUnbiased(t *testing.T) {
 		for s := 0; s < 100; s++ {
 			// epsilon 0.15 under add/remove-one: the node noise of epsilon 0.3
 			// under the old replace-one calibration, where the bias shows
-			res, err := hierarchicalKM(h, dp.NewSeededSource(uint64(7000+s)), KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.15}, cfg)
+			res, err := hierarchicalKM(h, dp.NewSeededSource(uint64(7000+s)), curvesOnly(KMOptions{LogRankSims: -1, IntervalSims: -1, Epsilon: 0.15}), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -649,6 +660,7 @@ func TestHierarchicalKMBeatsHistogramOnFlchain(t *testing.T) {
 	run := func(fit func(*Histogram, dp.Source, KMOptions) (KMResult, error), seed uint64, reps int, o KMOptions, horizon float64) kmAccuracy {
 		var a kmAccuracy
 		src := dp.NewSeededSource(seed)
+		o = curvesOnly(o) // the measure reads the curves only
 		for r := 0; r < reps; r++ {
 			res, err := fit(h, src, o)
 			if err != nil {
@@ -749,6 +761,34 @@ func TestHierarchicalKMMechanismStatesEpsilon(t *testing.T) {
 		}
 		if math.Abs(sum-tc.eps) > 1e-4*tc.eps {
 			t.Errorf("eps %v: stated per-level epsilons %v sum to %v", tc.eps, m[1], sum)
+		}
+	}
+}
+
+// TestBinTreeParentMatchesChildren: the precomputed parent index of every
+// node is the node whose children range holds it (the root has none).
+func TestBinTreeParentMatchesChildren(t *testing.T) {
+	for _, bins := range []int{1, 2, 7, 16, 40, 174, 300} {
+		for _, branch := range []int{2, 3, 4, 8} {
+			tr, err := newBinTree(bins, branch, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := 0
+			for l := 1; l < tr.levels(); l++ {
+				for i := 0; i < tr.size[l]; i++ {
+					lo, hi := tr.children(l, i)
+					for c := lo; c < hi; c++ {
+						if tr.parent[c] != tr.off[l]+i {
+							t.Fatalf("bins %d branch %d: parent of node %d is %d, want %d", bins, branch, c, tr.parent[c], tr.off[l]+i)
+						}
+						seen++
+					}
+				}
+			}
+			if seen != tr.nodes-1 || tr.parent[tr.nodes-1] != -1 {
+				t.Fatalf("bins %d branch %d: %d of %d non-root nodes have a parent; root's %d", bins, branch, seen, tr.nodes-1, tr.parent[tr.nodes-1])
+			}
 		}
 	}
 }

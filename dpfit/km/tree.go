@@ -122,6 +122,10 @@ func (c *TreeCounter) Step(src dp.Source, inc []int64) error {
 	if src == nil {
 		return fmt.Errorf("tree counter step: nil randomness source")
 	}
+	lap, err := dp.NewLaplaceSampler(c.scale)
+	if err != nil {
+		return fmt.Errorf("tree counter step: %w", err)
+	}
 	t := c.t + 1
 	i := bits.TrailingZeros(uint(t))
 	// alpha_i = sum_{j<i} alpha_j + x_t; the lower nodes are absorbed.
@@ -135,11 +139,7 @@ func (c *TreeCounter) Step(src dp.Source, inc []int64) error {
 		}
 	}
 	for k := range ai {
-		z, err := dp.DiscreteLaplace(src, c.scale)
-		if err != nil {
-			return fmt.Errorf("tree counter step: %w", err)
-		}
-		ni[k] = ai[k] + z
+		ni[k] = ai[k] + lap.Draw(src)
 	}
 	c.t = t
 	return nil
