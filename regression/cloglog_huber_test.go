@@ -371,45 +371,48 @@ func TestCloglogPrivateReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []Method{MethodOutput, MethodObjective, MethodPSGLD} {
-		o := DiscreteOptions{Method: m, Link: LinkCloglog, Epsilon: 2, TimeMax: 1, Intervals: 20, Knots: 3,
-			IntervalFraction: DefaultIntervalFraction, PSGLD: PSGLDOptions{Steps: 2000}}
-		res, err := FitDiscrete(data, o, dp.NewSeededSource(7))
-		if err != nil {
-			t.Fatalf("%s: %v", m, err)
-		}
-		if res.Link != LinkCloglog || res.Fallback || len(res.Hessians) != len(hessianShares) {
-			t.Fatalf("%s: link %s fallback %v hessians %d", m, res.Link, res.Fallback, len(res.Hessians))
-		}
-		l1, _ := HessianL1SensitivityFor(basis, 2, n, LinkCloglog)
-		hn, _ := HessianNoise(l1, hessianEntries(5), res.Hessians[0].Epsilon)
-		if res.Hessians[0].Noise != hn {
-			t.Errorf("%s: hessian noise %+v, want %+v", m, res.Hessians[0].Noise, hn)
-		}
-		switch m {
-		case MethodOutput:
-			sens, _ := OutputSensitivityFor(basis, n, DefaultLambda, LinkCloglog)
-			want, _ := OutputNoise(sens+2*CertificateTolerance/DefaultLambda, 5, res.EpsilonFit)
-			if *res.Noise != want {
-				t.Errorf("output: noise %+v, want %+v", *res.Noise, want)
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel() // the methods are independent (each its own seeded source)
+			o := DiscreteOptions{Method: m, Link: LinkCloglog, Epsilon: 2, TimeMax: 1, Intervals: 20, Knots: 3,
+				IntervalFraction: DefaultIntervalFraction, PSGLD: PSGLDOptions{Steps: 2000}}
+			res, err := FitDiscrete(data, o, dp.NewSeededSource(7))
+			if err != nil {
+				t.Fatal(err)
 			}
-		case MethodObjective:
-			ep, delta, _ := ObjPertBudgetFor(basis, n, DefaultLambda, res.EpsilonFit, LinkCloglog)
-			lep, _, _ := ObjPertBudget(basis, n, DefaultLambda, res.EpsilonFit)
-			if res.EpsilonPrime != ep || res.Delta != delta || !(ep < lep) {
-				t.Errorf("objective: epsilon' %v delta %v, want %v %v (logit's epsilon' %v)", res.EpsilonPrime, res.Delta, ep, delta, lep)
+			if res.Link != LinkCloglog || res.Fallback || len(res.Hessians) != len(hessianShares) {
+				t.Fatalf("%s: link %s fallback %v hessians %d", m, res.Link, res.Fallback, len(res.Hessians))
 			}
-		}
-		if m == MethodObjective && (res.BetaLower != nil || res.IntervalMethod != IntervalObjectiveCloglogWithheld) {
-			t.Errorf("objective cloglog: limits %v published (%s), want withheld", res.BetaLower, res.IntervalMethod)
-		}
-		// withheld limits: flagged, the reason saying it was not assessed
-		// (before: low_information false, meaning "not assessed")
-		if m == MethodObjective && (!res.LowInformation || !strings.HasPrefix(res.LowInformationReason, "not assessed: no coefficient limits released")) {
-			t.Errorf("objective cloglog: low_information %v (%q), want flagged as not assessed", res.LowInformation, res.LowInformationReason)
-		}
-		if m == MethodOutput && (res.BetaLower == nil || res.BetaUpper == nil) {
-			t.Errorf("%s: no beta limits (%s)", m, res.IntervalMethod)
-		}
+			l1, _ := HessianL1SensitivityFor(basis, 2, n, LinkCloglog)
+			hn, _ := HessianNoise(l1, hessianEntries(5), res.Hessians[0].Epsilon)
+			if res.Hessians[0].Noise != hn {
+				t.Errorf("%s: hessian noise %+v, want %+v", m, res.Hessians[0].Noise, hn)
+			}
+			switch m {
+			case MethodOutput:
+				sens, _ := OutputSensitivityFor(basis, n, DefaultLambda, LinkCloglog)
+				want, _ := OutputNoise(sens+2*CertificateTolerance/DefaultLambda, 5, res.EpsilonFit)
+				if *res.Noise != want {
+					t.Errorf("output: noise %+v, want %+v", *res.Noise, want)
+				}
+			case MethodObjective:
+				ep, delta, _ := ObjPertBudgetFor(basis, n, DefaultLambda, res.EpsilonFit, LinkCloglog)
+				lep, _, _ := ObjPertBudget(basis, n, DefaultLambda, res.EpsilonFit)
+				if res.EpsilonPrime != ep || res.Delta != delta || !(ep < lep) {
+					t.Errorf("objective: epsilon' %v delta %v, want %v %v (logit's epsilon' %v)", res.EpsilonPrime, res.Delta, ep, delta, lep)
+				}
+			}
+			if m == MethodObjective && (res.BetaLower != nil || res.IntervalMethod != IntervalObjectiveCloglogWithheld) {
+				t.Errorf("objective cloglog: limits %v published (%s), want withheld", res.BetaLower, res.IntervalMethod)
+			}
+			// withheld limits: flagged, the reason saying it was not assessed
+			// (before: low_information false, meaning "not assessed")
+			if m == MethodObjective && (!res.LowInformation || !strings.HasPrefix(res.LowInformationReason, "not assessed: no coefficient limits released")) {
+				t.Errorf("objective cloglog: low_information %v (%q), want flagged as not assessed", res.LowInformation, res.LowInformationReason)
+			}
+			if m == MethodOutput && (res.BetaLower == nil || res.BetaUpper == nil) {
+				t.Errorf("%s: no beta limits (%s)", m, res.IntervalMethod)
+			}
+		})
 	}
 	_, err = FitDiscrete(data, DiscreteOptions{Method: MethodObjective, Link: LinkProbit, Epsilon: 2, TimeMax: 1, Intervals: 20}, dp.NewSeededSource(1))
 	if err == nil || !strings.Contains(err.Error(), "logit and cloglog") {

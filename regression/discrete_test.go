@@ -159,6 +159,7 @@ func TestFitDiscreteGoldenR(t *testing.T) {
 		}
 		for _, want := range g.Discrete {
 			t.Run(name+"/"+string(want.Link), func(t *testing.T) {
+				t.Parallel() // the fits are independent (goldenMLE: each once per binary)
 				res := goldenMLE(t, g, data, want.Link)
 				if res.Clipped != g.Clipped {
 					t.Errorf("clipped rows %d, R %d", res.Clipped, g.Clipped)

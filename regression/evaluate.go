@@ -91,15 +91,17 @@ func EvaluateMRE(data Data, base DiscreteOptions, methods []Method, epsilons []f
 	if methods == nil {
 		methods = []Method{MethodOutput, MethodObjective, MethodPSGLD}
 	}
+	for _, m := range methods {
+		if m == MethodMLE { // refused before the reference fit is paid for
+			return MREReport{}, errors.New("evaluate mre: mle is the reference, not a private method")
+		}
+	}
 	fStar, err := reference(data, base)
 	if err != nil {
 		return MREReport{}, fmt.Errorf("evaluate mre: %w", err)
 	}
 	rep := MREReport{Reference: fStar}
 	for _, m := range methods {
-		if m == MethodMLE {
-			return MREReport{}, errors.New("evaluate mre: mle is the reference, not a private method")
-		}
 		// Ext-Out-Pert's noise-free minimiser is the same at every budget
 		// and repetition: computed once, each repetition draws its noise
 		var memo *outputMemo

@@ -1,6 +1,7 @@
 package regression
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -182,8 +183,7 @@ func TestExtOutPertNoise(t *testing.T) {
 func TestExtObjPertNoise(t *testing.T) {
 	t.Parallel()
 	data, base := kidneyProblem(t)
-	pr, err := prepareDiscrete(data, &base)
-	if err != nil {
+	if _, err := prepareDiscrete(data, &base); err != nil { // resolves base's defaults
 		t.Fatal(err)
 	}
 	n := data.Len()
@@ -191,38 +191,46 @@ func TestExtObjPertNoise(t *testing.T) {
 		lambda, eps float64
 		wantDelta   bool
 	}{{1, 8, false}, {0.05, 2, true}} {
-		src := dp.NewSeededSource(41)
-		opts := base
-		opts.Method, opts.Lambda, opts.Epsilon = MethodObjective, c.lambda, c.eps
-		bs := make([][]float64, 400)
-		var noise LatticeNoise
-		var delta float64
-		grad := make([]float64, pr.m.dim())
-		for i := range bs {
-			res, err := FitDiscrete(data, opts, src)
+		t.Run(fmt.Sprintf("lambda %v eps %v", c.lambda, c.eps), func(t *testing.T) {
+			t.Parallel() // the budgets are independent (each its own seeded source)
+			resolved := base
+			pr, err := prepareDiscrete(data, &resolved) // the model's scratch is its own
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Noise == nil || res.Fallback {
-				t.Fatalf("noise %+v fallback %v", res.Noise, res.Fallback)
+			src := dp.NewSeededSource(41)
+			opts := base
+			opts.Method, opts.Lambda, opts.Epsilon = MethodObjective, c.lambda, c.eps
+			bs := make([][]float64, 400)
+			var noise LatticeNoise
+			var delta float64
+			grad := make([]float64, pr.m.dim())
+			for i := range bs {
+				res, err := FitDiscrete(data, opts, src)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Noise == nil || res.Fallback {
+					t.Fatalf("noise %+v fallback %v", res.Noise, res.Fallback)
+				}
+				noise, delta = *res.Noise, res.Delta
+				f := append(append([]float64(nil), res.Alpha...), res.Beta...)
+				pr.m.eval(f, grad, nil)
+				b := make([]float64, len(f))
+				for j := range b {
+					b[j] = -float64(n)*(c.lambda+delta)*f[j] - grad[j]
+				}
+				bs[i] = b
 			}
-			noise, delta = *res.Noise, res.Delta
-			f := append(append([]float64(nil), res.Alpha...), res.Beta...)
-			pr.m.eval(f, grad, nil)
-			b := make([]float64, len(f))
-			for j := range b {
-				b[j] = -float64(n)*(c.lambda+delta)*f[j] - grad[j]
+			if (delta > 0) != c.wantDelta {
+				t.Errorf("lambda %v eps %v: delta = %v, want delta > 0: %v", c.lambda, c.eps, delta, c.wantDelta)
 			}
-			bs[i] = b
-		}
-		if (delta > 0) != c.wantDelta {
-			t.Errorf("lambda %v eps %v: delta = %v, want delta > 0: %v", c.lambda, c.eps, delta, c.wantDelta)
-		}
-		ep, _, _ := ObjPertBudget(pr.basis, n, c.lambda, c.eps)
-		if want := math.Sqrt(float64(pr.m.dim())) * GradientBound(pr.basis) / ep; !closeRel(noise.Scale, want, 1e-9, 0) {
-			t.Errorf("scale %v, want sqrt(dim) t / eps' = %v", noise.Scale, want)
-		}
-		checkLatticeNoise(t, "Ext-Obj-Pert", bs, noise, false)
+			ep, _, _ := ObjPertBudget(pr.basis, n, c.lambda, c.eps)
+			if want := math.Sqrt(float64(pr.m.dim())) * GradientBound(pr.basis) / ep; !closeRel(noise.Scale, want, 1e-9, 0) {
+				t.Errorf("scale %v, want sqrt(dim) t / eps' = %v", noise.Scale, want)
+			}
+			checkLatticeNoise(t, "Ext-Obj-Pert", bs, noise, false)
+		})
 	}
 }
 

@@ -92,6 +92,7 @@ func TestDiscreteMLEWaldGoldenR(t *testing.T) {
 		data := loadCSV(t, g.File, g.Covariates)
 		for _, want := range s.Discrete {
 			t.Run(name+"/"+string(want.Link), func(t *testing.T) {
+				t.Parallel() // the fits are independent (goldenMLE: each once per binary)
 				res := goldenMLE(t, g, data, want.Link)
 				if res.IntervalMethod != IntervalWald {
 					t.Fatalf("interval method %q", res.IntervalMethod)
