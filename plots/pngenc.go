@@ -16,7 +16,7 @@ import (
 // level: png.Encoder tries all five filters on every row and keeps the
 // smallest sum, which took about two thirds of a figure's encoding; on a
 // figure (long runs of equal rows and of white) Up compresses about as
-// well (TestOpaquePNGSamePixels states both sizes).
+// well (TestPNGSamePixelsAsDefaultLevel logs both sizes).
 func encodeOpaquePNG(w io.Writer, img *image.RGBA) (bool, error) {
 	r := img.Bounds()
 	width, height := r.Dx(), r.Dy()
