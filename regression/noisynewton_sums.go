@@ -134,7 +134,8 @@ type recordTerm struct {
 	gsum, hsum, tr float64   // sum_s g_s, sum_s h_s, sum_s h_s ||A_s||^2
 	// logit, e = 3, no weights: with bound set, a record bound shows
 	// unclipped in its alpha blocks has its per-interval terms added to
-	// into's gs and hs as they are computed (direct), not stored in gw, hw
+	// into's gs and hs as they are computed (direct), not stored in gw, hw,
+	// and its ga and tr (used only by the alpha clips) not computed
 	bound  *unclippedBound
 	into   *clipAccum
 	direct bool
@@ -240,18 +241,19 @@ func (m *discreteModel) recordTerms(i int, beta []float64, st *intervalState, an
 // (the coverage studies' inner loop): the survived intervals' terms and
 // their sums in one pass, the sums held in registers; the same operations
 // in the same order as the general case (t r r is (t r) r: the same bits),
-// rt as recordTerms leaves it. u is beta'x_i.
+// rt as recordTerms leaves it (a direct record: logitDirect3's). u is
+// beta'x_i.
 func (m *discreteModel) logitTerms3(i int, u float64, st *intervalState, an []float64, rt *recordTerm) {
 	k := rt.k
 	w := math.Exp(u)
 	g, h := logitGH(st.a[k]+u, m.event[i]) // the last interval's
 	b := rt.bound
 	rt.direct = b != nil && w*b.pn[k]+math.Abs(g)*b.na[k] <= b.ca && w*b.pt[k]+h*an[k] <= b.caa
-	// the survived intervals' terms go to gw, hw, or (direct) into the sums
-	gw, hw := rt.gw[:k+1], rt.hw[:k+1]
 	if rt.direct {
-		gw, hw = rt.into.gs[:k+1], rt.into.hs[:k+1]
+		m.logitDirect3(w, g, h, st, rt)
+		return
 	}
+	gw, hw := rt.gw[:k+1], rt.hw[:k+1]
 	var g0, g1, g2, v0, v1, v2, gsum, hsum, tr float64
 	basis := m.basis[:3*k]
 	ank := an[:k]
@@ -260,12 +262,7 @@ func (m *discreteModel) logitTerms3(i int, u float64, st *intervalState, an []fl
 		r := 1 / (1 + t)
 		gs := t * r
 		hs := gs * r
-		if rt.direct {
-			gw[s] += gs
-			hw[s] += hs
-		} else {
-			gw[s], hw[s] = gs, hs
-		}
+		gw[s], hw[s] = gs, hs
 		row := basis[3*s : 3*s+3 : 3*s+3]
 		g0 += gs * row[0]
 		g1 += gs * row[1]
@@ -277,16 +274,44 @@ func (m *discreteModel) logitTerms3(i int, u float64, st *intervalState, an []fl
 		hsum += hs
 		tr += hs * ank[s]
 	}
-	if rt.direct {
-		gw[k] += g
-		hw[k] += h
-	} else {
-		gw[k], hw[k] = g, h
-	}
+	gw[k], hw[k] = g, h
 	last := m.basis[3*k : 3*k+3 : 3*k+3]
 	rt.ga[0], rt.ga[1], rt.ga[2] = g0+g*last[0], g1+g*last[1], g2+g*last[2]
 	rt.va[0], rt.va[1], rt.va[2] = v0+h*last[0], v1+h*last[1], v2+h*last[2]
 	rt.gsum, rt.hsum, rt.tr = gsum+g, hsum+h, tr+h*an[k]
+}
+
+// logitDirect3 is logitTerms3 for a record the bound certified unclipped
+// in its alpha blocks (rt.direct): its per-interval terms go straight
+// into rt.into's gs and hs, and the pieces only the alpha clips use (ga,
+// tr) are not computed (recordClips takes ca = caa = 1, the factors the
+// bound certifies; TestUnclippedDirectSameSums checks them on the full
+// terms). The other pieces are logitTerms3's operations in its order:
+// the same bits.
+func (m *discreteModel) logitDirect3(w, g, h float64, st *intervalState, rt *recordTerm) {
+	k := rt.k
+	gw, hw := rt.into.gs[:k+1], rt.into.hs[:k+1]
+	var v0, v1, v2, gsum, hsum float64
+	basis := m.basis[:3*k]
+	for s, es := range st.ea[:k] {
+		t := es * w
+		r := 1 / (1 + t)
+		gs := t * r
+		hs := gs * r
+		gw[s] += gs
+		hw[s] += hs
+		row := basis[3*s : 3*s+3 : 3*s+3]
+		v0 += hs * row[0]
+		v1 += hs * row[1]
+		v2 += hs * row[2]
+		gsum += gs
+		hsum += hs
+	}
+	gw[k] += g
+	hw[k] += h
+	last := m.basis[3*k : 3*k+3 : 3*k+3]
+	rt.va[0], rt.va[1], rt.va[2] = v0+h*last[0], v1+h*last[1], v2+h*last[2]
+	rt.gsum, rt.hsum = gsum+g, hsum+h
 }
 
 // clipAccum is one worker's share of the clipped sums.
@@ -309,9 +334,12 @@ func (m *discreteModel) newClipAccum() *clipAccum {
 // recordClips returns the record's five clip factors (see clippedSums).
 func recordClips(rt *recordTerm, cl [nBlocks]float64) (ca, cb, caa, cab, cbb float64) {
 	xn := sqNorm(rt.xi)
-	ca = clipFactor(math.Sqrt(sqNorm(rt.ga)), cl[blkScoreA])
+	ca, caa = 1, 1 // direct: certified (logitDirect3 leaves ga and tr unset)
+	if !rt.direct {
+		ca = clipFactor(math.Sqrt(sqNorm(rt.ga)), cl[blkScoreA])
+		caa = clipFactor(rt.tr, cl[blkHessAA])
+	}
 	cb = clipFactor(math.Abs(rt.gsum)*math.Sqrt(xn), cl[blkScoreB])
-	caa = clipFactor(rt.tr, cl[blkHessAA])
 	cbb = clipFactor(rt.hsum*xn, cl[blkHessBB])
 	cab = math.Min(clipFactor(math.Sqrt(sqNorm(rt.va)*xn), cl[blkHessAB]), math.Sqrt(caa*cbb))
 	return ca, cb, caa, cab, cbb

@@ -95,7 +95,9 @@ func TestLogitSurvived3MatchesGeneral(t *testing.T) {
 // used with weights; multiplying by 1 changes nothing), on the study world
 // at the truth, at the start and at the privacy tests' points (clipping and
 // off the product form); and at the truth the bound certifies at least 90%
-// of the records (measured: 99.9%), so the direct route is the one tested.
+// of the records (measured: 99.9%), so the direct route is the one tested,
+// and every certified record's clip factors, from its full terms (which
+// the direct route does not compute), are 1.
 func TestUnclippedDirectSameSums(t *testing.T) {
 	t.Parallel()
 	o, _ := NewtonOptions{}.resolve(DefaultIntervals)
@@ -132,14 +134,15 @@ func TestUnclippedDirectSameSums(t *testing.T) {
 	for s := range m.q {
 		an[s] = sqNorm(m.basis[3*s : 3*s+3])
 	}
-	rt := m.newRecordTerms()
+	rt, full := m.newRecordTerms(), m.newRecordTerms() // full: no bound, every piece computed
 	rt.bound, rt.into = m.newUnclippedBound(st, an, cl), m.newClipAccum()
 	direct := 0
 	for i := range m.n {
 		m.recordTerms(i, f[3:], st, an, nil, rt)
 		if rt.direct {
 			direct++
-			if ca, _, caa, _, _ := recordClips(rt, cl); ca != 1 || caa != 1 {
+			m.recordTerms(i, f[3:], st, an, nil, full)
+			if ca, _, caa, _, _ := recordClips(full, cl); ca != 1 || caa != 1 {
 				t.Fatalf("record %d: certified unclipped, clip factors %v, %v", i, ca, caa)
 			}
 		}
