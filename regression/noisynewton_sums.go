@@ -363,19 +363,27 @@ func (ac *clipAccum) add(m *discreteModel, rt *recordTerm, cl [nBlocks]float64, 
 			hs[s] += caa * hw[s]
 		}
 	}
+	// the beta blocks; each entry's expression as written out in full
+	// (cb gsum xv is (cb gsum) xv), the slices cut to p so that the loops
+	// carry no bounds checks
+	gb, c := ac.gb[:len(xi)], cb*rt.gsum
 	for j, xv := range xi {
-		ac.gb[j] += cb * rt.gsum * xv
+		gb[j] += c * xv
 	}
 	for a, v := range rt.va {
 		c := cab * v
+		row := ac.hab[a*p : a*p+p][:len(xi)]
 		for j, xv := range xi {
-			ac.hab[a*p+j] += c * xv
+			row[j] += c * xv
 		}
 	}
+	hb := cbb * rt.hsum
 	for a, xa := range xi {
-		c := cbb * rt.hsum * xa
-		for b := a; b < p; b++ {
-			ac.hbb[a*p+b] += c * xi[b]
+		c := hb * xa
+		row, xr := ac.hbb[a*p+a:a*p+p], xi[a:]
+		row = row[:len(xr)]
+		for b, xv := range xr {
+			row[b] += c * xv
 		}
 	}
 }
