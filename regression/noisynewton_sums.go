@@ -184,9 +184,6 @@ func (m *discreteModel) recordTerms(i int, beta []float64, st *intervalState, an
 	k := int(m.s[i]) - 1
 	rt.xi, rt.k, rt.direct = xi, k, false
 	ga, va := rt.ga, rt.va
-	clear(ga)
-	clear(va)
-	rt.gsum, rt.hsum, rt.tr = 0, 0, 0
 	last := m.basis[k*e : (k+1)*e]
 	switch {
 	case m.link == LinkCloglog:
@@ -211,6 +208,13 @@ func (m *discreteModel) recordTerms(i int, beta []float64, st *intervalState, an
 	case m.link == LinkLogit && st.maxA+math.Abs(u) < fastLimit && e == 3:
 		m.logitTerms3(i, u, st, an, rt)
 		return
+	}
+	// the general loops add into ga, va and the sums (the cases above set
+	// them)
+	clear(ga)
+	clear(va)
+	rt.gsum, rt.hsum, rt.tr = 0, 0, 0
+	switch {
 	case m.link == LinkLogit && st.maxA+math.Abs(u) < fastLimit:
 		w := math.Exp(u)
 		for s := 0; s < k; s++ {
@@ -341,7 +345,10 @@ func recordClips(rt *recordTerm, cl [nBlocks]float64) (ca, cb, caa, cab, cbb flo
 	}
 	cb = clipFactor(math.Abs(rt.gsum)*math.Sqrt(xn), cl[blkScoreB])
 	cbb = clipFactor(rt.hsum*xn, cl[blkHessBB])
-	cab = math.Min(clipFactor(math.Sqrt(sqNorm(rt.va)*xn), cl[blkHessAB]), math.Sqrt(caa*cbb))
+	cab = clipFactor(math.Sqrt(sqNorm(rt.va)*xn), cl[blkHessAB])
+	if s := caa * cbb; s != 1 { // cab <= 1 = sqrt(1): min(cab, 1) is cab
+		cab = math.Min(cab, math.Sqrt(s))
+	}
 	return ca, cb, caa, cab, cbb
 }
 
