@@ -209,7 +209,7 @@ func TestNewtonReplaceOneSensitivity(t *testing.T) {
 // (sum of L1 sensitivity / scale over every release <= epsilon), each
 // calibrated to twice its clip at its dimension.
 func TestNewtonBudget(t *testing.T) {
-	d := newtonWorld(rand.New(rand.NewPCG(1, 1)), 3000, LinkLogit)
+	d := newtonWorld(rand.NewPCG(1, 1), 3000, LinkLogit)
 	for _, eps := range []float64{0.3, 1, 7} {
 		res, err := FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(2))
 		if err != nil {

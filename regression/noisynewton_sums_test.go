@@ -102,7 +102,7 @@ func TestUnclippedDirectSameSums(t *testing.T) {
 	t.Parallel()
 	o, _ := NewtonOptions{}.resolve(DefaultIntervals)
 	cl := o.clips()
-	d := newtonWorld(rand.New(rand.NewPCG(8, 7)), 20000, LinkLogit)
+	d := newtonWorld(rand.NewPCG(8, 7), 20000, LinkLogit)
 	pr, err := prepareDiscrete(d, &DiscreteOptions{Method: MethodNewton, Link: LinkLogit, TimeMax: 1})
 	if err != nil {
 		t.Fatal(err)

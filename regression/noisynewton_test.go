@@ -17,9 +17,9 @@ import (
 // as cmd/dpsurv-eval/inference draws it): q = 200 intervals, a constant
 // baseline (logit or cloglog -3), x uniform in [-0.707, 0.707]^2,
 // beta = (1, -1), censoring uniform on the intervals.
-func newtonWorld(rng *rand.Rand, n int, link Link) Data {
+func newtonWorld(src rand.Source, n int, link Link) Data {
 	w := synth.DiscreteWorld{Intervals: DefaultIntervals, Baseline: -3, Beta: []float64{1, -1}, Cloglog: link == LinkCloglog}
-	time, event, x := w.Draw(rng, n)
+	time, event, x := w.Draw(src, n)
 	return Data{Time: time, Event: event, X: x}
 }
 
@@ -63,7 +63,7 @@ func studyMLE(d Data, link Link) (DiscreteResult, []float64, error) {
 func TestNewtonReproducesMLE(t *testing.T) {
 	t.Parallel()
 	for _, link := range []Link{LinkLogit, LinkCloglog} {
-		d := newtonWorld(rand.New(rand.NewPCG(3, 7)), 20000, link)
+		d := newtonWorld(rand.NewPCG(3, 7), 20000, link)
 		mle, se := mleWaldSE(t, d, link)
 		res, err := FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: 1e6, TimeMax: 1}, dp.NewSeededSource(5))
 		if err != nil {
@@ -109,7 +109,7 @@ func newtonCoverage(t *testing.T, link Link, eps float64, n, reps, waldReps int,
 	}
 	out := make([]one, reps)
 	err := parallelReps(reps, dp.NewSeededSource(seed), func(r int, _ dp.Source) error {
-		d := newtonWorld(rand.New(rand.NewPCG(seed+uint64(r), 7)), n, link)
+		d := newtonWorld(rand.NewPCG(seed+uint64(r), 7), n, link)
 		o := &out[r]
 		var err error
 		o.res, err = FitDiscrete(d, DiscreteOptions{Method: MethodNewton, Link: link, Epsilon: eps, TimeMax: 1}, dp.NewSeededSource(seed+uint64(r)+1000))

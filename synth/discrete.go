@@ -20,11 +20,17 @@ type DiscreteWorld struct {
 	Cloglog   bool
 }
 
-// Draw draws n records from rng: a record with its event in interval s (or
+// Draw draws n records from src: a record with its event in interval s (or
 // censored there) has time (s - 0.5)/Intervals, the interval's midpoint, so
-// that rounding never moves it into the next interval.
-func (w DiscreteWorld) Draw(rng *rand.Rand, n int) (time []float64, event []bool, x [][]float64) {
+// that rounding never moves it into the next interval. The records are
+// those of rand.New(src)'s Float64 and IntN draws (a *rand.Rand is a
+// source: passing one draws from its stream); a *rand.PCG source takes
+// the per-interval event draws by direct calls (TestDiscreteWorldPCGPath:
+// the same records, bit for bit), the studies' inner loop.
+func (w DiscreteWorld) Draw(src rand.Source, n int) (time []float64, event []bool, x [][]float64) {
 	q, p := w.Intervals, len(w.Beta)
+	rng := rand.New(src)
+	pcg, _ := src.(*rand.PCG)
 	h := math.Sqrt(1 / float64(p)) // sqrt(1/2) is 1/sqrt(2) correctly rounded
 	time, event, x = make([]float64, n), make([]bool, n), make([][]float64, n)
 	flat := make([]float64, n*p) // the rows share one array (one allocation)
@@ -44,7 +50,14 @@ func (w DiscreteWorld) Draw(rng *rand.Rand, n int) (time []float64, event []bool
 		c := 1 + rng.IntN(q)
 		s, ev := c, false
 		for k := 1; k <= c; k++ {
-			if rng.Float64() < p {
+			// rng.Float64(), as math/rand/v2 computes it
+			var v uint64
+			if pcg != nil {
+				v = pcg.Uint64()
+			} else {
+				v = src.Uint64()
+			}
+			if float64(v<<11>>11)/(1<<53) < p {
 				s, ev = k, true
 				break
 			}

@@ -42,6 +42,35 @@ func TestGenerateDeterministicAndSane(t *testing.T) {
 	}
 }
 
+// TestDiscreteWorldPCGPath: Draw on a *rand.PCG (its direct event
+// draws) gives the records Draw gives on the same stream wrapped in a
+// *rand.Rand (every draw through math/rand/v2's Rand), bit for bit, for
+// both links; and the event draws' formula is math/rand/v2's Float64 (a
+// change of the standard library's would show here first).
+func TestDiscreteWorldPCGPath(t *testing.T) {
+	for _, cloglog := range []bool{false, true} {
+		w := DiscreteWorld{Intervals: 200, Baseline: -3, Beta: []float64{1, -1}, Cloglog: cloglog}
+		for seed := range uint64(4) {
+			t1, e1, x1 := w.Draw(rand.NewPCG(seed, 7), 3000)
+			t2, e2, x2 := w.Draw(rand.New(rand.NewPCG(seed, 7)), 3000)
+			if !slices.Equal(t1, t2) || !slices.Equal(e1, e2) {
+				t.Fatalf("cloglog %v seed %d: the PCG path drew other records", cloglog, seed)
+			}
+			for i := range x1 {
+				if !slices.Equal(x1[i], x2[i]) {
+					t.Fatalf("cloglog %v seed %d: record %d covariates %v, %v", cloglog, seed, i, x1[i], x2[i])
+				}
+			}
+		}
+	}
+	a, b := rand.NewPCG(9, 9), rand.New(rand.NewPCG(9, 9))
+	for range 100000 {
+		if v, f := a.Uint64(), b.Float64(); float64(v<<11>>11)/(1<<53) != f {
+			t.Fatalf("Float64 %v, the event draws' formula %v", f, float64(v<<11>>11)/(1<<53))
+		}
+	}
+}
+
 // DiscreteWorld: the same stream gives the same records; every time is an
 // interval's midpoint in (0, 1), every covariate inside the cube
 // [-1/sqrt(p), 1/sqrt(p)]^p, and the event share is that of the constant
