@@ -24,12 +24,15 @@ type DiscreteWorld struct {
 // censored there) has time (s - 0.5)/Intervals, the interval's midpoint, so
 // that rounding never moves it into the next interval. The records are
 // those of rand.New(src)'s Float64 and IntN draws (a *rand.Rand is a
-// source: passing one draws from its stream); a *rand.PCG source takes
-// the per-interval event draws by direct calls (TestDiscreteWorldPCGPath:
-// the same records, bit for bit), the studies' inner loop.
+// source and is drawn from as is: the same stream); a *rand.PCG source
+// takes the per-interval event draws, the studies' inner loop, by direct
+// calls (TestDiscreteWorldPCGPath: the same records, bit for bit).
 func (w DiscreteWorld) Draw(src rand.Source, n int) (time []float64, event []bool, x [][]float64) {
 	q, p := w.Intervals, len(w.Beta)
-	rng := rand.New(src)
+	rng, ok := src.(*rand.Rand) // not wrapped again: one call per draw
+	if !ok {
+		rng = rand.New(src)
+	}
 	pcg, _ := src.(*rand.PCG)
 	h := math.Sqrt(1 / float64(p)) // sqrt(1/2) is 1/sqrt(2) correctly rounded
 	time, event, x = make([]float64, n), make([]bool, n), make([][]float64, n)
@@ -55,7 +58,7 @@ func (w DiscreteWorld) Draw(src rand.Source, n int) (time []float64, event []boo
 			if pcg != nil {
 				v = pcg.Uint64()
 			} else {
-				v = src.Uint64()
+				v = rng.Uint64()
 			}
 			if float64(v<<11>>11)/(1<<53) < p {
 				s, ev = k, true
