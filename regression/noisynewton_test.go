@@ -165,8 +165,9 @@ const newtonWaldReps = 8
 // 0.085 at a true 0.95 (the full study tests it). Measured at these seeds
 // with issue 20's calibration: beta 47/48, alpha 68/72, width ratio 1.41
 // (logit) and 1.31 (cloglog). The mean beta width must be at most 2x the
-// MLE's Wald width. About 2.5 s of CPU (2.1-2.4 CPU-s measured beside
-// 2.8-3.4 for the code before the cheaper clipped sums, load 15).
+// MLE's Wald width. About 2 s of CPU (1.5-1.9 CPU-s measured at load 7;
+// 2.1-2.4 before the direct records' leaner terms and the PCG event
+// draws, 2.8-3.4 before the cheaper clipped sums, load 15).
 func TestNewtonCoverageShort(t *testing.T) {
 	t.Parallel() // heavy: runs beside the other heavy tests
 	const reps = 12
@@ -223,10 +224,15 @@ func TestNewtonCoverageShort(t *testing.T) {
 // 2.47, 1.44, 1.12, 2.43, 1.44, 1.13.
 //
 // Cost: 2,400 releases and 48 MLE fits on GOMAXPROCS workers
-// (newtonCoverage): 199 CPU-s measured (about 0.08 s per release; 779 s
-// wall at nice 10 on the shared 2-core machine at a load of 10-17), from
-// about 290 before the cheaper clipped sums, which give these figures bit
-// for bit. make stats runs it; skipped under -race and -short.
+// (newtonCoverage): about 164 CPU-s measured (about 0.065 s per release;
+// the package's whole full tier 178 CPU-s from its built test binary, 423
+// s wall at nice 10 on the shared 2-core machine at a load of 7-10), from
+// 199 before the logit records certified unclipped skipped their
+// alpha-clip pieces and the world's event draws took the PCG directly
+// (synth.DiscreteWorld.Draw; -25% on a 96-release sample of the cells,
+// old and new binaries run in turn), and about 290 before the cheaper
+// clipped sums; all give these figures bit for bit. make stats runs it;
+// skipped under -race and -short.
 func TestNewtonCoverageStudy(t *testing.T) {
 	testtier.Heavy(t, "noisy Newton coverage study")
 	reps := newtonStudyReps
