@@ -31,11 +31,13 @@ type weibullSim struct {
 	shape, scale, f1, timeMax float64
 	n                         int64
 	res                       int
-	bw                        float64   // > 0: times at bin starts
-	group                     []int     // group g is cells group[g] .. group[g+1]-1
-	gcond                     []float64 // P(group g | event, not in groups < g)
-	cond                      []float64 // P(cell j | event in j's group, not in its cells < j)
-	gcnt                      []float64 // countsCoarse: events per group
+	bw                        float64              // > 0: times at bin starts
+	group                     []int                // group g is cells group[g] .. group[g+1]-1
+	gcond                     []float64            // P(group g | event, not in groups < g)
+	f1z                       dpfit.BinomialProb   // f1 and gcond as countsCoarse draws
+	gz                        []dpfit.BinomialProb // with them (logarithms taken once)
+	cond                      []float64            // P(cell j | event in j's group, not in its cells < j)
+	gcnt                      []float64            // countsCoarse: events per group
 	cnt                       []float64
 	nt, nlt                   []float64   // sampleData: normalised time and its log per cell (res: time_max)
 	buf                       weibullData // sampleData's arrays, reused
@@ -119,6 +121,11 @@ func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *
 			s.cond[j] = cond(j, j+1, hi, j == hi-1)
 		}
 	}
+	s.f1z = dpfit.NewBinomialProb(f1)
+	s.gz = make([]dpfit.BinomialProb, ng)
+	for g, v := range s.gcond {
+		s.gz[g] = dpfit.NewBinomialProb(v)
+	}
 	return s
 }
 
@@ -135,12 +142,12 @@ func (s *weibullSim) counts(src *rand.ChaCha8) int64 {
 // same stream.
 func (s *weibullSim) countsCoarse(src *rand.ChaCha8) int64 {
 	clear(s.gcnt)
-	e := dpfit.BinomialSim(src, s.n, s.f1)
+	e := s.f1z.Sim(src, s.n)
 	left := e
 	for g := 0; g < len(s.gcnt) && left > 0; g++ {
 		k := left
 		if g < len(s.gcnt)-1 {
-			k = dpfit.BinomialSim(src, left, s.gcond[g])
+			k = s.gz[g].Sim(src, left)
 		}
 		s.gcnt[g] = float64(k)
 		left -= k
