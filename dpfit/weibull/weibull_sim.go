@@ -34,8 +34,8 @@ type weibullSim struct {
 	bw                        float64              // > 0: times at bin starts
 	group                     []int                // group g is cells group[g] .. group[g+1]-1
 	gcond                     []float64            // P(group g | event, not in groups < g)
-	f1z                       dpfit.BinomialProb   // f1 and gcond as countsCoarse draws
-	gz                        []dpfit.BinomialProb // with them (logarithms taken once)
+	f1z                       dpfit.BinomialProb   // f1, gcond and cond as countsCoarse and refine
+	gz, cz                    []dpfit.BinomialProb // draw with them (logarithms taken once)
 	cond                      []float64            // P(cell j | event in j's group, not in its cells < j)
 	gcnt                      []float64            // countsCoarse: events per group
 	cnt                       []float64
@@ -126,6 +126,10 @@ func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *
 	for g, v := range s.gcond {
 		s.gz[g] = dpfit.NewBinomialProb(v)
 	}
+	s.cz = make([]dpfit.BinomialProb, s.res)
+	for j, v := range s.cond {
+		s.cz[j] = dpfit.NewBinomialProb(v)
+	}
 	return s
 }
 
@@ -164,7 +168,7 @@ func (s *weibullSim) refine(src *rand.ChaCha8) {
 		for j := s.group[g]; j < hi && left > 0; j++ {
 			k := left
 			if j < hi-1 {
-				k = dpfit.BinomialSim(src, left, s.cond[j])
+				k = s.cz[j].Sim(src, left)
 			}
 			s.cnt[j] = float64(k)
 			left -= k
