@@ -483,8 +483,9 @@ type prefixNoise struct {
 }
 
 func newPrefixNoise(t *binTree, scale float64) *prefixNoise {
-	return &prefixNoise{t: t, scale: scale, A: make([]float64, t.nodes),
-		p1: make([]float64, t.nodes), p2: make([]float64, t.nodes)}
+	n := t.nodes
+	back := make([]float64, 3*n) // one allocation (one per cohort and simulated release)
+	return &prefixNoise{t: t, scale: scale, A: back[:n:n], p1: back[n : 2*n : 2*n], p2: back[2*n:]}
 }
 
 func (p *prefixNoise) term(v int) float64 {
