@@ -25,13 +25,39 @@ const btrsMinMean = 10
 // distribution (rejection against the exact pmf); TestBinomialSim checks
 // it against the pmf.
 func BinomialSim(src *rand.ChaCha8, n int64, p float64) int64 {
+	return binomialSim(src, n, p, math.NaN())
+}
+
+// BinomialProb is a probability of BinomialSim with the logarithm its
+// waiting times take (ln(1 - min(p, 1 - p))) worked out once, for the
+// many draws of a simulation at one probability (a bin's hazard, a
+// cell's conditional probability): NewBinomialProb(p).Sim(src, n) is
+// BinomialSim(src, n, p), draw for draw and word for word
+// (TestBinomialProbMatchesBinomialSim).
+type BinomialProb struct{ p, lq float64 }
+
+// NewBinomialProb returns p with its logarithm.
+func NewBinomialProb(p float64) BinomialProb {
+	q := p
+	if p > 0.5 && p < 1 {
+		q = 1 - p // the probability BinomialSim and binomial flip to
+	}
+	return BinomialProb{p: p, lq: math.Log1p(-q)}
+}
+
+// Sim draws Binomial(n, p) as BinomialSim(src, n, p) does.
+func (b BinomialProb) Sim(src *rand.ChaCha8, n int64) int64 { return binomialSim(src, n, b.p, b.lq) }
+
+// binomialSim is BinomialSim with lq = ln(1 - min(p, 1 - p)) given (NaN:
+// computed where needed).
+func binomialSim(src *rand.ChaCha8, n int64, p, lq float64) int64 {
 	switch {
 	case n > 0 && p > 0.5 && p < 1:
-		return n - BinomialSim(src, n, 1-p)
+		return n - binomialSim(src, n, 1-p, lq)
 	case !(n > 0 && p > 0 && p <= 0.5 && float64(n)*p >= btrsMinMean):
 		// binomial answers n <= 0, p <= 0 (or NaN) and p >= 1 without a
 		// draw, and counts waiting times below btrsMinMean
-		return binomial(src, n, p)
+		return binomial(src, n, p, lq)
 	}
 	nf := float64(n)
 	q := 1 - p
@@ -110,18 +136,21 @@ const binomialWaitingMean = 30
 // (O(n min(p, 1-p)) work) when the mean is small, by rejection (gonum's
 // distuv.Binomial, O(1) expected) otherwise. BinomialSim uses it for
 // means below btrsMinMean and for n <= 0, p <= 0 (or NaN) and p >= 1. Simulation only: not a private path.
-func binomial(src *rand.ChaCha8, n int64, p float64) int64 {
+// lq is ln(1 - min(p, 1 - p)) or NaN (then computed here).
+func binomial(src *rand.ChaCha8, n int64, p, lq float64) int64 {
 	switch {
 	case n <= 0 || !(p > 0):
 		return 0
 	case p >= 1:
 		return n
 	case p > 0.5:
-		return n - binomial(src, n, 1-p)
+		return n - binomial(src, n, 1-p, lq)
 	case float64(n)*p > binomialWaitingMean:
 		return int64(distuv.Binomial{N: float64(n), P: p, Src: src}.Rand())
 	}
-	lq := math.Log1p(-p)
+	if math.IsNaN(lq) {
+		lq = math.Log1p(-p)
+	}
 	var x, sum int64
 	for {
 		u := float64(src.Uint64()>>11+1) * (1.0 / (1 << 53)) // (0, 1]

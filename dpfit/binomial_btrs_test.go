@@ -59,7 +59,7 @@ func TestBinomialSampler(t *testing.T) {
 		const draws = 20000
 		counts := make([]float64, tc.n+1)
 		for i := 0; i < draws; i++ {
-			x := binomial(src, tc.n, tc.p)
+			x := binomial(src, tc.n, tc.p, math.NaN())
 			if x < 0 || x > tc.n {
 				t.Fatalf("Binomial(%d, %v) gave %d", tc.n, tc.p, x)
 			}
@@ -106,6 +106,28 @@ func TestStirlingTail(t *testing.T) {
 		want := lg - ((x+0.5)*math.Log(x+1) - (x + 1) + 0.5*math.Log(2*math.Pi))
 		if got := stirlingTail(x); math.Abs(got-want) > 1e-12 {
 			t.Errorf("k %d: %v, log-gamma gives %v", k, got, want)
+		}
+	}
+}
+
+// NewBinomialProb(p).Sim draws what BinomialSim(src, n, p) draws, word for
+// word: the same values and the same stream left behind, over the
+// branches (no draw, waiting times, BTRS, gonum's rejection unused here)
+// and the probabilities above 1/2 that both flip.
+func TestBinomialProbMatchesBinomialSim(t *testing.T) {
+	ps := []float64{0, 1e-9, 0.001, 0.02, 0.3, 0.5, 0.5000001, 0.7, 0.97, 0.999, 1, 1.5, -0.1, math.NaN()}
+	ns := []int64{-3, 0, 1, 2, 7, 40, 300, 5000, 1 << 40}
+	a := rand.NewChaCha8([32]byte{7})
+	b := rand.NewChaCha8([32]byte{7})
+	for rep := 0; rep < 20; rep++ {
+		for _, p := range ps {
+			bp := NewBinomialProb(p)
+			for _, n := range ns {
+				x, y := BinomialSim(a, n, p), bp.Sim(b, n)
+				if x != y || a.Uint64() != b.Uint64() {
+					t.Fatalf("Binomial(%d, %v): BinomialSim %d, BinomialProb %d (or their streams differ)", n, p, x, y)
+				}
+			}
 		}
 	}
 }

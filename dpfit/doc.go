@@ -3,7 +3,8 @@
 // LNTE, log-rank, the tree counter) and dpfit/weibull (the DP Weibull
 // fits).
 //
-// Contract: BinomialSim draws exact Binomial(n, p) variates
+// Contract: BinomialSim (and BinomialProb, the same draws with a
+// probability's logarithm taken once) draws exact Binomial(n, p) variates
 // for the interval and null simulations, which are post-processing of a
 // release (never a release: the private paths use dp's exact lattice
 // samplers); LowInformationThreshold, MinInformativeN and

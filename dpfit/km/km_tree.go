@@ -127,6 +127,9 @@ type hierTrees struct {
 	scales []float64
 	// lap[l] draws level l's noise (scales[l]; nil for epsilon = +Inf)
 	lap []dp.LaplaceSampler
+	// mechanism is the release's Mechanism text (private trees), written
+	// once for the release and its simulated releases
+	mechanism string
 }
 
 func newHierTrees(bins int, cfg hierConfig, epsilon float64) (*hierTrees, error) {
@@ -162,6 +165,14 @@ func newHierTrees(bins int, cfg hierConfig, epsilon float64) (*hierTrees, error)
 	if ht.tree, err = newBinTree(bins, cfg.branch, vars); err != nil {
 		return nil, err
 	}
+	eps := make([]string, L)
+	for l, sc := range ht.scales {
+		eps[l] = fmt.Sprintf("%.6g", KMCellSensitivity/sc) // epsilon_l = sensitivity/scale
+	}
+	ht.mechanism = fmt.Sprintf("per cohort, a %d-ary tree of %d levels over the bins for events and one for censorings; "+
+		"two-sided geometric noise of scale 1/epsilon_l on every node of level l, epsilon_l = %v from the bins up "+
+		"(each level has L1 sensitivity 1 under add/remove-one; sum = epsilon); least-squares consistent trees, "+
+		"signed post-processing with second-order bias correction, isotonic curve", cfg.branch, L, eps)
 	return ht, nil
 }
 
@@ -257,15 +268,7 @@ func hierarchicalKMTrees(h *Histogram, src dp.Source, opts KMOptions, cfg hierCo
 		res.Mechanism = "exact histogram (no noise)"
 		noise = func(int) logSNoise { return &cellNoise{eventVar: func(int) float64 { return 0 }} }
 	} else {
-		L := ht.tree.levels()
-		eps := make([]string, L)
-		for l, sc := range ht.scales {
-			eps[l] = fmt.Sprintf("%.6g", KMCellSensitivity/sc) // epsilon_l = sensitivity/scale
-		}
-		res.Mechanism = fmt.Sprintf("per cohort, a %d-ary tree of %d levels over the bins for events and one for censorings; "+
-			"two-sided geometric noise of scale 1/epsilon_l on every node of level l, epsilon_l = %v from the bins up "+
-			"(each level has L1 sensitivity 1 under add/remove-one; sum = epsilon); least-squares consistent trees, "+
-			"signed post-processing with second-order bias correction, isotonic curve", cfg.branch, L, eps)
+		res.Mechanism = ht.mechanism
 		// N_hat is the sum of the event and censoring trees' inferred roots
 		res.countNoiseSD = math.Sqrt(2 * ht.tree.s[ht.tree.nodes-1])
 	}
@@ -480,8 +483,9 @@ type prefixNoise struct {
 }
 
 func newPrefixNoise(t *binTree, scale float64) *prefixNoise {
-	return &prefixNoise{t: t, scale: scale, A: make([]float64, t.nodes),
-		p1: make([]float64, t.nodes), p2: make([]float64, t.nodes)}
+	n := t.nodes
+	back := make([]float64, 3*n) // one allocation (one per cohort and simulated release)
+	return &prefixNoise{t: t, scale: scale, A: back[:n:n], p1: back[n : 2*n : 2*n], p2: back[2*n:]}
 }
 
 func (p *prefixNoise) term(v int) float64 {

@@ -144,6 +144,10 @@ type nullModel struct {
 	n0     []int64     // per cohort
 	hazard []float64   // per bin, pooled
 	cens   [][]float64 // [cohort][bin] censoring hazard (1 at the curve's end)
+	// hz and cz are hazard and cens as dpfit.BinomialProb: their
+	// logarithms taken once for the simulations' many draws
+	hz []dpfit.BinomialProb
+	cz [][]dpfit.BinomialProb
 }
 
 func newNullModel(res *KMResult) *nullModel {
@@ -185,6 +189,11 @@ func newNullModel(res *KMResult) *nullModel {
 			m.hazard[b] = math.Min(math.Max(dSum[b]/nSum[b], 0), 1)
 		}
 	}
+	m.hz = binomialProbs(m.hazard)
+	m.cz = make([][]dpfit.BinomialProb, k)
+	for c := range m.cz {
+		m.cz[c] = binomialProbs(m.cens[c])
+	}
 	return m
 }
 
@@ -195,13 +204,22 @@ func (m *nullModel) sample(h *Histogram, src *rand.ChaCha8) {
 		for b := 0; b < h.Bins; b++ {
 			var d, ce int64
 			if n > 0 {
-				d = dpfit.BinomialSim(src, n, m.hazard[b])
-				ce = dpfit.BinomialSim(src, n-d, m.cens[c][b])
+				d = m.hz[b].Sim(src, n)
+				ce = m.cz[c][b].Sim(src, n-d)
 			}
 			h.Events[c][b], h.Censor[c][b] = d, ce
 			n -= d + ce
 		}
 	}
+}
+
+// binomialProbs returns p as dpfit.BinomialProb.
+func binomialProbs(p []float64) []dpfit.BinomialProb {
+	out := make([]dpfit.BinomialProb, len(p))
+	for i, v := range p {
+		out[i] = dpfit.NewBinomialProb(v)
+	}
+	return out
 }
 
 // simCells is the histogram size (bins x cohorts) up to which the default

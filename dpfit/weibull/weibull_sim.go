@@ -31,11 +31,13 @@ type weibullSim struct {
 	shape, scale, f1, timeMax float64
 	n                         int64
 	res                       int
-	bw                        float64   // > 0: times at bin starts
-	group                     []int     // group g is cells group[g] .. group[g+1]-1
-	gcond                     []float64 // P(group g | event, not in groups < g)
-	cond                      []float64 // P(cell j | event in j's group, not in its cells < j)
-	gcnt                      []float64 // countsCoarse: events per group
+	bw                        float64              // > 0: times at bin starts
+	group                     []int                // group g is cells group[g] .. group[g+1]-1
+	gcond                     []float64            // P(group g | event, not in groups < g)
+	f1z                       dpfit.BinomialProb   // f1, gcond and cond as countsCoarse and refine
+	gz, cz                    []dpfit.BinomialProb // draw with them (logarithms taken once)
+	cond                      []float64            // P(cell j | event in j's group, not in its cells < j)
+	gcnt                      []float64            // countsCoarse: events per group
 	cnt                       []float64
 	nt, nlt                   []float64   // sampleData: normalised time and its log per cell (res: time_max)
 	buf                       weibullData // sampleData's arrays, reused
@@ -119,6 +121,15 @@ func newWeibullSim(shape, scale, events float64, res int, bw, timeMax float64) *
 			s.cond[j] = cond(j, j+1, hi, j == hi-1)
 		}
 	}
+	s.f1z = dpfit.NewBinomialProb(f1)
+	s.gz = make([]dpfit.BinomialProb, ng)
+	for g, v := range s.gcond {
+		s.gz[g] = dpfit.NewBinomialProb(v)
+	}
+	s.cz = make([]dpfit.BinomialProb, s.res)
+	for j, v := range s.cond {
+		s.cz[j] = dpfit.NewBinomialProb(v)
+	}
 	return s
 }
 
@@ -135,12 +146,12 @@ func (s *weibullSim) counts(src *rand.ChaCha8) int64 {
 // same stream.
 func (s *weibullSim) countsCoarse(src *rand.ChaCha8) int64 {
 	clear(s.gcnt)
-	e := dpfit.BinomialSim(src, s.n, s.f1)
+	e := s.f1z.Sim(src, s.n)
 	left := e
 	for g := 0; g < len(s.gcnt) && left > 0; g++ {
 		k := left
 		if g < len(s.gcnt)-1 {
-			k = dpfit.BinomialSim(src, left, s.gcond[g])
+			k = s.gz[g].Sim(src, left)
 		}
 		s.gcnt[g] = float64(k)
 		left -= k
@@ -157,7 +168,7 @@ func (s *weibullSim) refine(src *rand.ChaCha8) {
 		for j := s.group[g]; j < hi && left > 0; j++ {
 			k := left
 			if j < hi-1 {
-				k = dpfit.BinomialSim(src, left, s.cond[j])
+				k = s.cz[j].Sim(src, left)
 			}
 			s.cnt[j] = float64(k)
 			left -= k
