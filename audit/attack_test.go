@@ -2,6 +2,8 @@ package audit
 
 import (
 	"math"
+	"math/rand/v2"
+	"sort"
 	"strconv"
 	"testing"
 
@@ -337,6 +339,35 @@ func TestBinKernel(t *testing.T) {
 		})
 		if len(got) != 1 || got[0] != tc.want {
 			t.Errorf("bin kernel(%d) = %v, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestOrderStatMatchesSort: orderStat returns the value sort.Float64s puts
+// at index k, with ties, signed zeros (equal, as the sort has them in no
+// fixed order), infinities and NaN.
+func TestOrderStatMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	pick := []float64{0, 1, math.Copysign(0, -1), 0.5, -2, math.Inf(1), math.Inf(-1)}
+	for trial := range 3000 {
+		x := make([]float64, 1+rng.IntN(60))
+		for i := range x {
+			switch rng.IntN(3) {
+			case 0:
+				x[i] = pick[rng.IntN(len(pick))]
+			default:
+				x[i] = rng.NormFloat64()
+			}
+		}
+		if trial%50 == 0 {
+			x[rng.IntN(len(x))] = math.NaN()
+		}
+		k := rng.IntN(len(x))
+		sorted := append([]float64(nil), x...)
+		sort.Float64s(sorted)
+		got := orderStat(append([]float64(nil), x...), k)
+		if want := sorted[k]; got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Fatalf("order statistic %d of %v = %v, sort gives %v", k, x, got, want)
 		}
 	}
 }

@@ -122,7 +122,8 @@ func TestParse(t *testing.T) {
 
 // TestDocumentedCommands runs every command printed in README.md and
 // docs/*.md, as printed, from a copy of the repository (so it reads only
-// the repository's files), with dpsurv and dpsurv-eval on PATH and `go run
+// the repository's files; a `full` `go test` that writes nothing into the
+// tree runs in the repository itself, see inRepository), with dpsurv and dpsurv-eval on PATH and `go run
 // ./DIR` taken as DIR's main package built once from the repository (see
 // goRunTargets). Commands of one file run in order in one directory, so a
 // file's earlier commands (a key, a sanitized output) serve its later
@@ -203,7 +204,7 @@ func TestDocumentedCommands(t *testing.T) {
 			// runs in this tier (under -short, five documents have none),
 			// and holds the Go source only when such a command needs it.
 			work := t.TempDir()
-			if runs := runsHere(cmds, firstFull); len(runs) > 0 {
+			if runs := slices.DeleteFunc(runsHere(cmds, firstFull), inRepository); len(runs) > 0 {
 				copyTree(t, root, work, needsGoSource(runs, targets))
 			}
 			ports := newPortMap(t)
@@ -242,7 +243,11 @@ func TestDocumentedCommands(t *testing.T) {
 						}
 					}
 					c.Text = ports.rewrite(c.Text)
-					runDocumented(t, work, env, targets, c, func(stop func()) { stops = append(stops, stop) })
+					dir := work
+					if inRepository(c) {
+						dir = root
+					}
+					runDocumented(t, dir, env, targets, c, func(stop func()) { stops = append(stops, stop) })
 				})
 			}
 		})
@@ -272,6 +277,29 @@ func runsHere(cmds []Command, firstFull map[string]Command) []Command {
 		out = append(out, c)
 	}
 	return out
+}
+
+// readOnlyGoTestRe matches a command that is one `go test` writing no file
+// of its own into the tree: no shell operator, redirection or substitution,
+// and none of the flags that write a file (-c, -o, -outputdir, -trace, a
+// profile).
+var readOnlyGoTestRe = regexp.MustCompile(`^go test\s[^;&|<>` + "`" + `]*$`)
+
+var goTestWriteRe = regexp.MustCompile(`\$[({A-Za-z_]|(^|\s)-{1,2}(c|o|outputdir|trace|[a-z]*profile)(=|\s|$)`)
+
+// inRepository reports whether c runs in the repository itself rather than
+// in the document's copy: a `full` `go test` that writes nothing into the
+// tree (readOnlyGoTestRe), so that the go command compiles its packages in
+// the repository's directory, where this test's buildTargets (and the
+// suite's other non-race lanes) already compiled them: the cache keys a
+// package on its directory, so in a copy, fresh at every run, the
+// documented benchmarks recompiled every package they import (about 10
+// CPU-s) and the fuzzing run its whole instrumented build (about 20 CPU-s,
+// cached from then on in the repository). A fuzzing run writes into the
+// tree only a failing input (testdata/fuzz/...), as it does for a user who
+// runs it, and the test fails then anyway.
+func inRepository(c Command) bool {
+	return c.Mode == Full && readOnlyGoTestRe.MatchString(c.Text) && !goTestWriteRe.MatchString(c.Text)
 }
 
 // goToolRe matches what in a command (after its `go run`s are rewritten to
@@ -380,6 +408,33 @@ func TestGoRunTargets(t *testing.T) {
 		if r := rewriteGoRun(in, got); r != out {
 			t.Errorf("%q ran as %q, want %q", in, r, out)
 		}
+	}
+}
+
+// TestInRepository: only a `full` `go test` that writes no file of its own
+// runs in the repository; every other command runs in the document's copy.
+func TestInRepository(t *testing.T) {
+	for text, want := range map[string]bool{
+		"go test -run XXX -bench PrivateVsExact -benchtime 3x ./dpfit/km ./dpfit/weibull ./regression": true,
+		"go test -run '^$' -fuzz FuzzSanitizeProcessor -fuzztime 10s ./processors/sanitize/":           true,
+		"go test -run XXX -bench . ./dpfit/km > bench.txt":                                             false,
+		"go test -bench . -cpuprofile cpu.out ./dpfit/km":                                              false,
+		"go test -c -o km.test ./dpfit/km":                                                             false,
+		"go test -bench . -o=km.test ./dpfit/km":                                                       false,
+		"go test -bench . -trace t.out ./dpfit/km":                                                     false,
+		"go test ./dpfit/km && rm -rf docs":                                                            false,
+		"go test ./dpfit/km; touch x":                                                                  false,
+		"go test -run X $(cat flags) ./dpfit/km":                                                       false,
+		"go run ./cmd/dpsurv-eval km -write docs/evaluation-fits.md":                                   false,
+		"scripts/figures.sh":                                                                           false,
+		"cd tools/helm && go test ./promcheck":                                                         false,
+	} {
+		if got := inRepository(Command{Text: text, Mode: Full}); got != want {
+			t.Errorf("%q: runs in the repository %v, want %v", text, got, want)
+		}
+	}
+	if inRepository(Command{Text: "go test -run X ./dpfit/km", Mode: Run}) {
+		t.Error("a command of the short tier runs in the repository")
 	}
 }
 

@@ -143,18 +143,39 @@ func kmStepAt(time, surv []float64, t float64) float64 {
 // kmSupDistance is sup over [0, end) of |a(t) - b(t)| for two right-continuous
 // step curves: the difference is constant between consecutive jump points of
 // either curve, so the maximum over 0 and every jump point below end is the
-// supremum.
+// supremum. The jump points of each curve are visited in increasing order,
+// so each curve's value is found by a cursor that only moves forward (the
+// same index kmStepAt's binary search finds, in linear time: this ran
+// about 1.6 CPU-s of the km regeneration's 8 as a binary search per point).
 func kmSupDistance(aT, aS, bT, bS []float64, end float64) float64 {
 	sup := math.Abs(kmStepAt(aT, aS, 0) - kmStepAt(bT, bS, 0))
 	for _, ts := range [][]float64{aT, bT} {
+		a, b := kmCursor{time: aT, surv: aS}, kmCursor{time: bT, surv: bS}
 		for _, t := range ts {
 			if t >= end {
 				break
 			}
-			sup = math.Max(sup, math.Abs(kmStepAt(aT, aS, t)-kmStepAt(bT, bS, t)))
+			sup = math.Max(sup, math.Abs(a.at(t)-b.at(t)))
 		}
 	}
 	return sup
+}
+
+// kmCursor evaluates a right-continuous step curve (time ascending) at
+// non-decreasing points: at(t) equals kmStepAt(time, surv, t).
+type kmCursor struct {
+	time, surv []float64
+	i          int // the number of jump points <= the last t
+}
+
+func (c *kmCursor) at(t float64) float64 {
+	for c.i < len(c.time) && c.time[c.i] <= t {
+		c.i++
+	}
+	if c.i == 0 {
+		return 1
+	}
+	return c.surv[c.i-1]
 }
 
 func kmHistogram(d *fitsData, binWidth, timeMax float64) (*km.Histogram, error) {

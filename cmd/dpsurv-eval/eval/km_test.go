@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,44 @@ func TestKMSupDistance(t *testing.T) {
 				t.Errorf("not symmetric: %v vs %v", got, back)
 			}
 		})
+	}
+}
+
+// TestKMSupDistanceMatchesBinarySearch: the cursor of kmSupDistance gives
+// exactly (bit for bit) the supremum of the binary search per point it
+// replaced, on random step curves with tied and shared jump points.
+func TestKMSupDistanceMatchesBinarySearch(t *testing.T) {
+	ref := func(aT, aS, bT, bS []float64, end float64) float64 {
+		sup := math.Abs(kmStepAt(aT, aS, 0) - kmStepAt(bT, bS, 0))
+		for _, ts := range [][]float64{aT, bT} {
+			for _, x := range ts {
+				if x >= end {
+					break
+				}
+				sup = math.Max(sup, math.Abs(kmStepAt(aT, aS, x)-kmStepAt(bT, bS, x)))
+			}
+		}
+		return sup
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	curve := func() ([]float64, []float64) {
+		n := rng.IntN(40)
+		tm, sv := make([]float64, n), make([]float64, n)
+		x, s := 0.0, 1.0
+		for i := range tm {
+			x += float64(rng.IntN(3)) // steps of 0 give tied jump points
+			s *= rng.Float64()
+			tm[i], sv[i] = x, s
+		}
+		return tm, sv
+	}
+	for range 2000 {
+		aT, aS := curve()
+		bT, bS := curve()
+		end := float64(rng.IntN(90))
+		if got, want := kmSupDistance(aT, aS, bT, bS, end), ref(aT, aS, bT, bS, end); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("sup %v, binary search %v (a %v %v, b %v %v, end %v)", got, want, aT, aS, bT, bS, end)
+		}
 	}
 }
 
