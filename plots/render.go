@@ -37,14 +37,24 @@ func (f Figure) Write(path string) error {
 // newCanvas is a FigureWidth x height canvas for path's format: .png (at
 // FigureDPI, on white) or .svg (fonts embedded).
 func newCanvas(path string, height vg.Length) (vg.CanvasWriterTo, error) {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".png":
+	if err := CheckPath(path); err != nil {
+		return nil, err
+	}
+	if strings.ToLower(filepath.Ext(path)) == ".png" {
 		return vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(FigureWidth, height), vgimg.UseDPI(FigureDPI),
 			vgimg.UseBackgroundColor(color.White))}, nil
-	case ".svg":
-		return vgsvg.NewWith(vgsvg.UseWH(FigureWidth, height), vgsvg.EmbedFonts(true)), nil
 	}
-	return nil, fmt.Errorf("plot %s: want a .png or .svg file", path)
+	return vgsvg.NewWith(vgsvg.UseWH(FigureWidth, height), vgsvg.EmbedFonts(true)), nil
+}
+
+// CheckPath refuses a figure path whose format Write cannot draw (not
+// .png or .svg): a command checks it before its work, not after.
+func CheckPath(path string) error {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".png", ".svg":
+		return nil
+	}
+	return fmt.Errorf("plot %s: want a .png or .svg file", path)
 }
 
 // pngEncoder writes a PNG that encodeOpaquePNG does not (an image not

@@ -2,6 +2,7 @@ package projection
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -190,7 +191,10 @@ func TestOptimalSelectsTheTimeFeature(t *testing.T) {
 			t.Errorf("LP objective %v worse than %v e0e0' (%v)", got, scale, v)
 		}
 	}
-	p, err := Optimal(d, 2, cons, OptimalOptions{L1: l1})
+	// Optimal is SolveGram then FromGram (TestOptimalIsSolveGramThenFromGram):
+	// B is built from the A above instead of solving the LP a second time
+	// (the solve is most of this test's cost under -race).
+	p, err := FromGram(d, 2, a, 1e-9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,6 +202,43 @@ func TestOptimalSelectsTheTimeFeature(t *testing.T) {
 		t.Errorf("kept %v, want feature 0 first", kept)
 	}
 	t.Logf("A diag %.4g %.4g %.4g %.4g, kept %v, warnings %v", a[0], a[5], a[10], a[15], p.Kept(), p.Warnings())
+}
+
+// TestOptimalIsSolveGramThenFromGram: Optimal returns the projection that
+// FromGram builds from SolveGram's A (its default ZeroTol 1e-9 and its
+// default L1 when L1 is 0), on a small LP (one site, 25 triplets).
+func TestOptimalIsSolveGramThenFromGram(t *testing.T) {
+	src := dp.NewSeededSource(9)
+	const d = 3
+	x, ts := site(src, 40, d)
+	cons, err := SiteConstraints(x, ts, 25, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l1 := range []float64{0, 0.1} {
+		got, err := Optimal(d, 2, cons, OptimalOptions{L1: l1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lambda := l1
+		if lambda == 0 {
+			lambda = DefaultL1
+		}
+		a, err := SolveGram(d, cons, lambda)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := FromGram(d, 2, a, 1e-9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("l1 %v: Optimal %+v, FromGram(SolveGram) %+v", l1, got, want)
+		}
+		if kept := got.Kept(); len(kept) == 0 || kept[0] != 0 {
+			t.Errorf("l1 %v: kept %v, want feature 0 first", l1, kept)
+		}
+	}
 }
 
 func TestFromGram(t *testing.T) {

@@ -5,6 +5,7 @@ package schemastest
 
 import (
 	"bytes"
+	"embed"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -75,9 +76,39 @@ func DeadDict(t testing.TB) []byte {
 }
 
 // HugeDict is 1,000 rows with an unused column whose dictionary has 60
-// million (empty) entries, zstd (43 KB on the wire; encoding it takes a
-// quarter of a second, 8 s under -race, and 240 MB).
-func HugeDict(t testing.TB) []byte {
+// million (empty) entries, zstd (43 KB on the wire): GenerateHugeDict's
+// bytes, read from testdata/huge_dict.arrows (generating them takes a
+// quarter of a second, seconds under -race, and 240 MB, in every test that
+// uses them; TestAdversarialGoldensMatchGenerators in schemas checks the
+// file against the generator once).
+func HugeDict(t testing.TB) []byte { return Golden(t, "huge_dict.arrows") }
+
+// HugeCohortDict is GenerateHugeCohortDict's message, read from
+// testdata/huge_cohort_dict.arrows (see HugeDict).
+func HugeCohortDict(t testing.TB) []byte { return Golden(t, "huge_cohort_dict.arrows") }
+
+// GoldenFiles maps each generated message kept in testdata to its
+// generator (TestAdversarialGoldensMatchGenerators).
+var GoldenFiles = map[string]func(testing.TB) []byte{
+	"huge_dict.arrows":        GenerateHugeDict,
+	"huge_cohort_dict.arrows": GenerateHugeCohortDict,
+}
+
+//go:embed testdata/*.arrows
+var goldens embed.FS
+
+// Golden is a copy of the stored message testdata/name.
+func Golden(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := goldens.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// GenerateHugeDict builds HugeDict's message.
+func GenerateHugeDict(t testing.TB) []byte {
 	// The dictionary's 60 million empty strings are laid out directly (a
 	// zeroed offsets buffer): appending them one by one took 7 s, a
 	// minute under -race, for the same bytes on the wire.
@@ -103,11 +134,12 @@ func JSONLines(size, extra int) []byte {
 	return b.Bytes()
 }
 
-// HugeCohortDict is 1,000 rows whose cohort column is dictionary<int32, int8> of 60
-// million entries (60 MB decoded, inside the 64 MiB decode bound; zstd on
-// the wire, padded with incompressible bytes to 518 KB so that the bound
-// is the configured 64 MiB, not the 256 x wire size).
-func HugeCohortDict(t testing.TB) []byte {
+// GenerateHugeCohortDict builds HugeCohortDict's message: 1,000 rows
+// whose cohort column is dictionary<int32, int8> of 60 million entries (60
+// MB decoded, inside the 64 MiB decode bound; zstd on the wire, padded
+// with incompressible bytes to 518 KB so that the bound is the configured
+// 64 MiB, not the 256 x wire size).
+func GenerateHugeCohortDict(t testing.TB) []byte {
 	t.Helper()
 	mem := memory.NewGoAllocator()
 	const n, entries = 1000, 60_000_000

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/dpsurv/dpsurv/plots"
 	"github.com/dpsurv/dpsurv/schemas"
 	"github.com/dpsurv/dpsurv/survival"
 )
@@ -66,6 +67,11 @@ func cohortKM(d fileData, k int) (km survival.KMCurve, ok bool, err error) {
 func (c commonFit) parse(fs *flag.FlagSet, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *c.plot != "" { // refused before the fit (and its budget charge)
+		if err := plots.CheckPath(*c.plot); err != nil {
+			return err
+		}
 	}
 	return unitOK(*c.unit)
 }

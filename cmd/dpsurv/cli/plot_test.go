@@ -112,8 +112,18 @@ func TestFitPlotFiles(t *testing.T) {
 		}
 		plotstest.CheckFigureFile(t, p)
 	}
-	if _, e, code := run(t, "fit", "km", "--input", lung, "--epsilon", "inf", "--plot", filepath.Join(dir, "x.jpg")); code == 0 {
-		t.Fatalf("a .jpg plot was accepted: %s", e)
+	// A .jpg plot is refused before the fit: a private fit charges no
+	// budget for a figure it cannot draw.
+	budget := filepath.Join(dir, "budget.json")
+	for _, fit := range []string{"km", "weibull"} {
+		_, e, code := run(t, "fit", fit, "--input", lung, "--epsilon", "1", "--cohorts", "1,2", "--time-max", "1100",
+			"--budget-file", budget, "--budget-total", "10", "--plot", filepath.Join(dir, "x.jpg"))
+		if code == 0 || !strings.Contains(e, "want a .png or .svg file") {
+			t.Fatalf("fit %s: a .jpg plot was accepted: exit %d, %s", fit, code, e)
+		}
+	}
+	if _, err := os.Stat(budget); !os.IsNotExist(err) {
+		t.Errorf("a refused .jpg plot touched the budget file: %v", err)
 	}
 }
 
