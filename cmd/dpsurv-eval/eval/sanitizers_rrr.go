@@ -29,7 +29,12 @@ type sanRRROutcome struct {
 	medians  []sanMedian
 	curves   []survival.KMCurve
 	pairwise []survival.Pairwise
-	changed  int // labels RRR changed (naive outcome only)
+	// naiveP: the release publishes no p-value for its pairwise tests
+	// (km.LogRankCalibrationNone: no calibrated test for the method);
+	// pairwise holds its naive chi-square p-values (the noisy counts
+	// taken as exact), shown marked, for comparison with paper 004 only.
+	naiveP  bool
+	changed int // labels RRR changed (naive outcome only)
 }
 
 func sanKMOutcome(d audit.Data) (sanRRROutcome, error) {
@@ -66,6 +71,13 @@ func sanDPOutcome(res km.KMResult) sanRRROutcome {
 		out.curves = append(out.curves, c)
 	}
 	out.pairwise = res.Pairwise
+	if res.LogRankCalibration == km.LogRankCalibrationNone && len(res.PairwiseNaiveP) == len(res.Pairwise) {
+		out.pairwise = append([]survival.Pairwise(nil), res.Pairwise...)
+		for i := range out.pairwise {
+			out.pairwise[i].P = res.PairwiseNaiveP[i]
+		}
+		out.naiveP = true
+	}
 	return out
 }
 
@@ -179,7 +191,8 @@ func sanSectionRRR(w io.Writer, cfg sanConfig, ds *sanDataset) error {
 	for i, nm := range ds.names {
 		idx[nm] = i
 	}
-	pair := func(pw []survival.Pairwise, a, b string) string {
+	pair := func(o sanRRROutcome, a, b string) string {
+		pw := o.pairwise
 		i, j := idx[a], idx[b]
 		if i > j {
 			i, j = j, i
@@ -188,6 +201,9 @@ func sanSectionRRR(w io.Writer, cfg sanConfig, ds *sanDataset) error {
 			if p.A == i && p.B == j {
 				if math.IsNaN(p.P) {
 					return "—"
+				}
+				if o.naiveP {
+					return fmt.Sprintf("%s (%s†)", sanF(p.ChiSq, 2), sanF(p.P, 2))
 				}
 				return fmt.Sprintf("%s (%s)", sanF(p.ChiSq, 2), sanF(p.P, 2))
 			}
@@ -198,15 +214,21 @@ func sanSectionRRR(w io.Writer, cfg sanConfig, ds *sanDataset) error {
 		name string
 		out  map[float64]sanRRROutcome
 	}{{"RRR naive", naive}, {"RRR debiased", deb}, {"LNTE", lnte}} {
-		fmt.Fprintf(w, "**Pairwise log-rank χ² (p), %s** (paper 004, Table 1)\n\n| disease A | disease B | original |", tb.name)
+		fmt.Fprintf(w, "**Pairwise log-rank χ² (p), %s** (paper 004, Table 1)\n\n", tb.name)
+		if tb.out[epsList[0]].naiveP {
+			fmt.Fprintf(w, "† The %s release publishes no p-value for these tests (`logrank_calibration`: none; there is no calibrated test "+
+				"for this mechanism). The p shown is its `pairwise_naive_p`, the chi-square p that takes the noisy counts as exact: "+
+				"for comparison with paper 004 only, not a valid test.\n\n", tb.name)
+		}
+		fmt.Fprintf(w, "| disease A | disease B | original |")
 		for _, e := range epsList {
 			fmt.Fprintf(w, " %s |", epsName(e))
 		}
 		fmt.Fprintf(w, "\n|---|---|---|%s\n", strings.Repeat("---|", len(epsList)))
 		for _, p := range order {
-			fmt.Fprintf(w, "| %s | %s | %s |", p[0], p[1], pair(orig.pairwise, p[0], p[1]))
+			fmt.Fprintf(w, "| %s | %s | %s |", p[0], p[1], pair(orig, p[0], p[1]))
 			for _, e := range epsList {
-				fmt.Fprintf(w, " %s |", pair(tb.out[e].pairwise, p[0], p[1]))
+				fmt.Fprintf(w, " %s |", pair(tb.out[e], p[0], p[1]))
 			}
 			fmt.Fprintln(w)
 		}
@@ -237,18 +259,21 @@ func sanSectionRRR(w io.Writer, cfg sanConfig, ds *sanDataset) error {
 	// Summary over draws.
 	fmt.Fprintf(w, "**Over %d draws** (4 cohorts each): share of medians reached, median absolute error of the reached medians "+
 		"against the original (days), share of reached 95%% CIs that contain the original median, and share of the 6 pairwise "+
-		"log-rank tests whose verdict at the 5%% level agrees with the original's (no pair differs significantly in the original data).\n\n"+
+		"log-rank tests whose verdict at the 5%% level agrees with the original's (no pair differs significantly in the original data; "+
+		"† : on the naive p-values of a release that publishes none, as in the tables above).\n\n"+
 		"| mechanism | ε | medians reached | median abs. error | CI contains original | pairwise verdict as original |\n|---|---|---|---|---|---|\n", cfg.draws)
 	type acc struct {
 		reached, total, covered, withCI int
 		agree, tests                    int
 		errs                            []float64
+		naiveP                          bool // the verdicts use naive p-values (†)
 	}
 	origSig := map[[2]int]bool{}
 	for _, p := range orig.pairwise {
 		origSig[[2]int{p.A, p.B}] = p.P <= 0.05
 	}
 	add := func(a *acc, o sanRRROutcome) {
+		a.naiveP = a.naiveP || o.naiveP
 		for _, p := range o.pairwise {
 			a.tests++
 			if !math.IsNaN(p.P) && (p.P <= 0.05) == origSig[[2]int{p.A, p.B}] {
@@ -303,8 +328,12 @@ func sanSectionRRR(w io.Writer, cfg sanConfig, ds *sanDataset) error {
 				}
 				return sanF(float64(k)/float64(n), 2)
 			}
+			verdict := share(r.a.agree, r.a.tests)
+			if r.a.naiveP {
+				verdict += "†"
+			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.name, sanF(e, 2), share(r.a.reached, r.a.total),
-				sanF(fitsQuantile(r.a.errs, 0.5), 0), share(r.a.covered, r.a.withCI), share(r.a.agree, r.a.tests))
+				sanF(fitsQuantile(r.a.errs, 0.5), 0), share(r.a.covered, r.a.withCI), verdict)
 		}
 	}
 	fmt.Fprintln(w)

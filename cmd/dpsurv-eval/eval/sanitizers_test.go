@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dpsurv/dpsurv/audit"
+	"github.com/dpsurv/dpsurv/internal/testtier"
 )
 
 // The generator runs end to end on the shared data (scaled down: 3 test
@@ -154,5 +155,59 @@ func TestSanitizersBaselineCommand(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := mainArgs([]string{"sanitizers-baseline", "-method", "kanon", "-input", datasets.Path(t, "kidney_tte.csv"), "-output", filepath.Join(dir, "x.csv"), "-time-max", "600"}, &stdout, &stderr); code == 0 {
 		t.Error("unknown method accepted")
+	}
+}
+
+// TestSanitizersPageMatchesDocs: the committed docs/evaluation-sanitizers.md
+// is what its documented command (`go run ./cmd/dpsurv-eval sanitizers -out
+// docs`) writes today, line for line except the command line itself. The
+// documented command runs in internal/doccmd but into a copy that nothing
+// compares; until 2026-11-26 the page still showed numbers from before
+// later mechanism changes (and withheld log-rank p-values as p). Full tier
+// (the page at its full size, no figures: about 2 CPU-s); regenerate with
+// the documented command when it fails.
+func TestSanitizersPageMatchesDocs(t *testing.T) {
+	t.Parallel()
+	testtier.Full(t, "the generated sanitizers page against docs/")
+	data := datasets.Dir(t)
+	want, err := os.ReadFile(filepath.Join(filepath.Dir(data), "docs", "evaluation-sanitizers.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	var stderr bytes.Buffer
+	cfg, err := sanParse([]string{"-data", data, "-out", out}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.noFigures = true
+	if err := sanWrite(cfg, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(out, "evaluation-sanitizers.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := func(b []byte) []string {
+		var keep []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if !strings.Contains(l, "go run ./cmd/dpsurv-eval sanitizers") {
+				keep = append(keep, l)
+			}
+		}
+		return keep
+	}
+	g, w := lines(bytes.ReplaceAll(got, []byte(data), []byte("data"))), lines(want)
+	for i := 0; i < max(len(g), len(w)); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			t.Fatalf("docs/evaluation-sanitizers.md is stale (regenerate: go run ./cmd/dpsurv-eval sanitizers -out docs); first difference at line %d:\n docs: %s\n  now: %s", i+1, wl, gl)
+		}
 	}
 }
