@@ -35,14 +35,7 @@ func TestSanitizersEvaluationDeterministic(t *testing.T) {
 						t.Fatalf("exit %d: %s", code, stderr.String())
 					}
 				} else {
-					cfg, err := sanParse(args, &stderr)
-					if err != nil {
-						t.Fatal(err)
-					}
-					cfg.noFigures = true
-					if err := sanWrite(cfg, &stderr); err != nil {
-						t.Fatal(err)
-					}
+					sanPageNoFigures(t, args)
 				}
 				page, err := os.ReadFile(filepath.Join(out, "evaluation-sanitizers.md"))
 				if err != nil {
@@ -174,20 +167,7 @@ func TestSanitizersPageMatchesDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
-	var stderr bytes.Buffer
-	cfg, err := sanParse([]string{"-data", data, "-out", out}, &stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.noFigures = true
-	if err := sanWrite(cfg, &stderr); err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(filepath.Join(out, "evaluation-sanitizers.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := sanPageNoFigures(t, []string{"-data", data, "-out", t.TempDir()})
 	lines := func(b []byte) []string {
 		var keep []string
 		for _, l := range strings.Split(string(b), "\n") {
@@ -210,4 +190,24 @@ func TestSanitizersPageMatchesDocs(t *testing.T) {
 			t.Fatalf("docs/evaluation-sanitizers.md is stale (regenerate: go run ./cmd/dpsurv-eval sanitizers -out docs); first difference at line %d:\n docs: %s\n  now: %s", i+1, wl, gl)
 		}
 	}
+}
+
+// sanPageNoFigures runs the sanitizers generator with args (which name
+// -out) without rendering its figures and returns the page it wrote.
+func sanPageNoFigures(t *testing.T, args []string) []byte {
+	t.Helper()
+	var stderr bytes.Buffer
+	cfg, err := sanParse(args, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.noFigures = true
+	if err := sanWrite(cfg, &stderr); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	page, err := os.ReadFile(filepath.Join(cfg.out, "evaluation-sanitizers.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page
 }
