@@ -61,7 +61,9 @@ func demoAggregators(cfg *app.Config, window time.Duration) {
 // in has been released. A window with data costs 2 of the demo's stream
 // budget of 20 (km and weibull at epsilon 1): 4 s windows leave a starved
 // demo 40 s to read its records before later windows are withheld (2 s
-// windows left 20 s, and a demo at nice 19 on a loaded machine ran out).
+// windows left 20 s, and a demo at nice 19 on a loaded machine ran out);
+// a demo slower still ends at the last window its budget admitted
+// (demoProgress).
 const demoWindow = 4 * time.Second
 
 func runDemo(ctx context.Context, env Env, args []string) error {
@@ -233,26 +235,21 @@ func (f *fitCollector) close() { f.c.Close() }
 
 // until reads releases until every aggregate named has released each of
 // its perWindow messages (one per cohort) of a window ending at or after
-// endUnix, and returns the releases in order. A fast aggregate's later
-// windows do not stand in for a slow one's (the Weibull fits run beside
-// the intake and may lag the Kaplan–Meier releases).
+// endUnix, or can release no further window because the budget is spent,
+// and returns the releases in order. A fast aggregate's later windows do
+// not stand in for a slow one's (the Weibull fits run beside the intake
+// and may lag the Kaplan–Meier releases). The budget: a demo starved of
+// CPU spreads its records over more windows, each charged, and the
+// stream budget may run out before the window it waits for; every
+// release states the budget left after its charge (budget_remaining,
+// which only falls: the demo's budgets are totals), so once the smallest
+// seen is below an aggregate's charge (epsilon_charged), that aggregate's
+// later windows are withheld and it is done.
 func (f *fitCollector) until(ctx context.Context, endUnix int64, aggregates []string, perWindow int) ([]map[string]any, error) {
 	var out []map[string]any
 	seen := map[string]bool{}
-	lastWindow := map[string]map[string]int{} // aggregate -> window -> messages of a final window
-	done := func() bool {
-		for _, a := range aggregates {
-			full := false
-			for _, n := range lastWindow[a] {
-				full = full || n >= perWindow
-			}
-			if !full {
-				return false
-			}
-		}
-		return len(aggregates) > 0
-	}
-	for !done() {
+	p := newDemoProgress(endUnix)
+	for !p.done(aggregates, perWindow) {
 		ms, err := f.c.Next(ctx)
 		if err != nil {
 			return out, fmt.Errorf("read fit topic: %w", err)
@@ -276,16 +273,64 @@ func (f *fitCollector) until(ctx context.Context, endUnix int64, aggregates []st
 			}
 			seen[key] = true
 			out = append(out, r)
-			if we, ok := r["window_end_unix"].(float64); ok && int64(we) >= endUnix {
-				a := fmt.Sprint(r["aggregate"])
-				if lastWindow[a] == nil {
-					lastWindow[a] = map[string]int{}
-				}
-				lastWindow[a][fmt.Sprint(int64(we))]++
-			}
+			p.observe(r)
 		}
 	}
 	return out, nil
+}
+
+// demoProgress is what until has read: the messages of each aggregate's
+// windows ending at or after endUnix, each aggregate's charge, and the
+// smallest budget left that any release stated.
+type demoProgress struct {
+	endUnix    int64
+	lastWindow map[string]map[string]int // aggregate -> window -> messages of a final window
+	charge     map[string]float64        // aggregate -> epsilon_charged
+	remaining  float64                   // the smallest budget_remaining seen, over scopes
+}
+
+func newDemoProgress(endUnix int64) *demoProgress {
+	return &demoProgress{endUnix: endUnix, lastWindow: map[string]map[string]int{}, charge: map[string]float64{}, remaining: math.Inf(1)}
+}
+
+// observe takes one release (decoded JSON).
+func (p *demoProgress) observe(r map[string]any) {
+	a := fmt.Sprint(r["aggregate"])
+	if c, ok := r["epsilon_charged"].(float64); ok {
+		p.charge[a] = c
+	}
+	if b, ok := r["budget_remaining"].(map[string]any); ok {
+		for _, v := range b {
+			if x, ok := v.(float64); ok {
+				p.remaining = math.Min(p.remaining, x)
+			}
+		}
+	}
+	if we, ok := r["window_end_unix"].(float64); ok && int64(we) >= p.endUnix {
+		if p.lastWindow[a] == nil {
+			p.lastWindow[a] = map[string]int{}
+		}
+		p.lastWindow[a][fmt.Sprint(int64(we))]++
+	}
+}
+
+// done: every aggregate has a final window with perWindow messages, or
+// has been seen to charge more than the budget left (its later windows
+// are withheld).
+func (p *demoProgress) done(aggregates []string, perWindow int) bool {
+	for _, a := range aggregates {
+		full := false
+		for _, n := range p.lastWindow[a] {
+			full = full || n >= perWindow
+		}
+		if c, ok := p.charge[a]; ok && p.remaining < c {
+			full = true // spent: its later windows are withheld
+		}
+		if !full {
+			return false
+		}
+	}
+	return len(aggregates) > 0
 }
 
 // printStatement prints the per-patient privacy statement the service
